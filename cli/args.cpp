@@ -1,0 +1,94 @@
+#include "args.h"
+
+#include <charconv>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace c960::cli {
+
+std::string ParsedArgs::get(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() || it->second.empty() ? fallback : it->second.front();
+}
+
+const std::vector<std::string>& ParsedArgs::all(const std::string& name) const {
+  static const std::vector<std::string> kEmpty;
+  const auto it = values_.find(name);
+  return it == values_.end() ? kEmpty : it->second;
+}
+
+absl::StatusOr<long long> ParsedArgs::get_int(const std::string& name, long long fallback, long long lo,
+                                              long long hi) const {
+  if (!has(name)) return fallback;
+  const std::string v = get(name);
+  long long out = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", v, "' is not an integer"));
+  if (out < lo || out > hi)
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", out, " is out of range ", lo, "..", hi));
+  return out;
+}
+
+absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!absl::StartsWith(a, "--") && int(out.positional_.size()) < spec.max_positional) {
+      out.positional_.push_back(a);
+      continue;
+    }
+    if (!absl::StartsWith(a, "--") || a.size() == 2)
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", a, "' (see c960 ", spec.name, " --help)"));
+    std::string name = a.substr(2);
+    std::optional<std::string> inline_value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* opt = nullptr;
+    for (const OptionSpec& o : spec.options)
+      if (o.name == name) opt = &o;
+    if (!opt) return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see c960 ", spec.name, " --help)"));
+    if (out.has(name) && opt->arity != Arity::kMany)
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " is given more than once"));
+    std::vector<std::string>& vals = out.values_[name];
+    switch (opt->arity) {
+      case Arity::kFlag:
+        if (inline_value) return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+        break;
+      case Arity::kOne:
+        if (inline_value) {
+          vals.push_back(*inline_value);
+        } else {
+          if (i + 1 >= args.size() || (absl::StartsWith(args[i + 1], "--") && args[i + 1].size() > 2))
+            return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value (", opt->metavar, ")"));
+          vals.push_back(args[++i]);
+        }
+        break;
+      case Arity::kMany:
+        if (inline_value) vals.push_back(*inline_value);
+        while (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) vals.push_back(args[++i]);
+        if (vals.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs at least one value (", opt->metavar, ")"));
+        break;
+    }
+  }
+  return out;
+}
+
+std::string help_text(const CommandSpec& spec) {
+  std::string s = absl::StrCat("usage: ", spec.usage, "\n\n", spec.summary, "\n\noptions:\n");
+  for (const OptionSpec& o : spec.options) {
+    std::string left = absl::StrCat("  --", o.name);
+    if (o.arity == Arity::kOne) absl::StrAppend(&left, " ", o.metavar);
+    if (o.arity == Arity::kMany) absl::StrAppend(&left, " ", o.metavar, " ...");
+    if (left.size() < 28) left.resize(28, ' ');
+    else left += "\n" + std::string(28, ' ');
+    absl::StrAppend(&s, left, o.help, "\n");
+  }
+  absl::StrAppend(&s, "  --help                    show this help\n");
+  return s;
+}
+
+}  // namespace c960::cli

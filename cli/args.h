@@ -1,0 +1,52 @@
+// Command-line parsing for the c960 subcommands. absl/flags serves the daemons, whose flags are
+// process-wide; a tool with subcommands, per-subcommand --help and multi-value options
+// (--moves e2e4 e7e5) needs this small parser instead.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace c960::cli {
+
+enum class Arity { kFlag, kOne, kMany };
+
+struct OptionSpec {
+  std::string name;  // without the leading "--"
+  Arity arity;
+  std::string metavar;
+  std::string help;
+};
+
+struct CommandSpec {
+  std::string name;
+  std::string usage;    // one or more usage lines
+  std::string summary;  // a paragraph
+  std::vector<OptionSpec> options;
+  int max_positional = 0;  // plain words allowed outside options
+};
+
+class ParsedArgs {
+ public:
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  // The value of a kOne option, or `fallback`.
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  const std::vector<std::string>& all(const std::string& name) const;
+  // Integer value checked against [lo, hi]; the error names the option.
+  absl::StatusOr<long long> get_int(const std::string& name, long long fallback, long long lo, long long hi) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  friend absl::StatusOr<ParsedArgs> parse_args(const CommandSpec&, const std::vector<std::string>&);
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positional_;
+};
+
+// Unknown options, missing values and repeated single options are errors that name the option.
+absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
+std::string help_text(const CommandSpec& spec);
+
+}  // namespace c960::cli

@@ -1,0 +1,78 @@
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "args.h"
+#include "commands.h"
+#include "startpos.h"
+
+namespace c960::cli {
+namespace {
+
+const CommandSpec kSpec = {
+    "startpos",
+    "c960 startpos N [--shredder]\n       c960 startpos --random [--seed S] [--shredder]\n"
+    "       c960 startpos --number (FEN | BACKRANK)",
+    "Prints the FEN of Chess960 start position N (0..959, standard numbering; 518 is RNBQKBNR), "
+    "a random start position as 'N FEN', or the number of a start position given as a FEN or "
+    "as its white back rank (e.g. RNBQKBNR).",
+    {
+        {"shredder", Arity::kFlag, "", "print castling as rook files (HAha) instead of KQkq"},
+        {"random", Arity::kFlag, "", "pick a uniformly random start position"},
+        {"seed", Arity::kOne, "S", "seed for --random (default: from the clock)"},
+        {"number", Arity::kMany, "FEN|BACKRANK", "print the number of this start position"},
+    },
+    1};
+
+int fail(const absl::Status& s) {
+  std::cerr << "c960 startpos: " << s.message() << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int cmd_startpos(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << help_text(kSpec);
+      return kExitOk;
+    }
+  absl::StatusOr<ParsedArgs> p = parse_args(kSpec, args);
+  if (!p.ok()) return fail(p.status());
+  const bool shredder = p->has("shredder");
+  const std::string number = p->positional().empty() ? "" : p->positional().front();
+
+  if (p->has("number")) {
+    if (p->has("random") || !number.empty()) return fail(absl::InvalidArgumentError("--number takes no N and no --random"));
+    // A FEN given unquoted arrives as separate words.
+    std::string text;
+    for (const std::string& w : p->all("number")) text += (text.empty() ? "" : " ") + w;
+    absl::StatusOr<int> n = text.find('/') != std::string::npos ? number_of_fen(text) : number_of_backrank(text);
+    if (!n.ok()) return fail(n.status());
+    std::cout << *n << "\n";
+    return kExitOk;
+  }
+  if (p->has("random")) {
+    if (!number.empty()) return fail(absl::InvalidArgumentError("give either N or --random, not both"));
+    absl::StatusOr<long long> seed = p->get_int("seed", 0, 0, INT64_MAX);
+    if (!seed.ok()) return fail(seed.status());
+    const uint64_t s = p->has("seed") ? uint64_t(*seed) : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+    const int n = random_startpos(s);
+    std::cout << n << " " << *startpos_fen(n, shredder) << "\n";
+    return kExitOk;
+  }
+  if (p->has("seed")) return fail(absl::InvalidArgumentError("--seed only goes with --random"));
+  if (number.empty()) return fail(absl::InvalidArgumentError("missing N (0..959), --random or --number"));
+  int n = -1;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+  if (ec != std::errc() || ptr != number.data() + number.size())
+    return fail(absl::InvalidArgumentError(absl::StrCat("N: '", number, "' is not a number in 0..959")));
+  absl::StatusOr<std::string> fen = startpos_fen(n, shredder);
+  if (!fen.ok()) return fail(fen.status());
+  std::cout << *fen << "\n";
+  return kExitOk;
+}
+
+}  // namespace c960::cli

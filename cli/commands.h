@@ -1,0 +1,17 @@
+// The c960 subcommands. Each returns the process exit code: 0 success, 1 a check failed,
+// 2 bad usage or bad input (with a message on stderr naming the problem).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace c960::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitCheckFailed = 1;
+constexpr int kExitUsage = 2;
+
+int cmd_startpos(const std::vector<std::string>& args);
+int cmd_perft(const std::vector<std::string>& args);
+
+}  // namespace c960::cli

@@ -1,0 +1,142 @@
+#include "bitboard.h"
+
+#include <cstring>
+
+#include "prng.h"
+
+namespace c960 {
+
+Magic RookMagics[SQUARE_NB];
+Magic BishopMagics[SQUARE_NB];
+Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
+Bitboard LineBB[SQUARE_NB][SQUARE_NB];
+
+namespace {
+
+Bitboard RookTable[0x19000];
+Bitboard BishopTable[0x1480];
+Bitboard RookPextTable[0x19000];
+Bitboard BishopPextTable[0x1480];
+
+// Seeds known to find all magics quickly (one per rank), as in Stockfish.
+constexpr uint64_t MagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
+
+void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic magics[]) {
+  Bitboard occupancy[4096], reference[4096];
+  int epoch[4096] = {}, cnt = 0;
+  int size = 0;
+
+  for (int i = 0; i < SQUARE_NB; ++i) {
+    const Square s = Square(i);
+    // Edges are not part of the mask: a piece there never changes the attack set.
+    const Bitboard edges = ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) |
+                           ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
+    Magic& m = magics[s];
+    m.mask = sliding_attack_reference(pt, s, 0) & ~edges;
+    m.shift = unsigned(64 - popcount(m.mask));
+    m.attacks = s == SQ_A1 ? table : magics[s - 1].attacks + size;
+    m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
+
+    // Carry-Rippler enumeration of every subset of the mask.
+    Bitboard b = 0;
+    size = 0;
+    do {
+      occupancy[size] = b;
+      reference[size] = sliding_attack_reference(pt, s, b);
+#if C960_HAS_PEXT
+      m.pext_attacks[_pext_u64(b, m.mask)] = reference[size];
+#else
+      m.pext_attacks[size] = reference[size];  // unused without BMI2, kept for layout
+#endif
+      ++size;
+      b = (b - m.mask) & m.mask;
+    } while (b);
+
+    Prng rng(MagicSeeds[rank_of(s)]);
+    for (int i2 = 0; i2 < size;) {
+      for (m.magic = 0; popcount((m.magic * m.mask) >> 56) < 6;) m.magic = rng.sparse_rand();
+      // A magic is good when every occupancy maps to an index holding its own attack set
+      // (constructive collisions allowed). epoch[] avoids clearing the table per attempt.
+      for (++cnt, i2 = 0; i2 < size; ++i2) {
+        const unsigned idx = m.magic_index(occupancy[i2]);
+        if (epoch[idx] < cnt) {
+          epoch[idx] = cnt;
+          m.attacks[idx] = reference[i2];
+        } else if (m.attacks[idx] != reference[i2]) {
+          break;
+        }
+      }
+    }
+  }
+}
+
+struct Init {
+  Init() {
+    init_magics(ROOK, RookTable, RookPextTable, RookMagics);
+    init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics);
+    for (int a = 0; a < SQUARE_NB; ++a)
+      for (int b = 0; b < SQUARE_NB; ++b) {
+        const Square s1 = Square(a), s2 = Square(b);
+        BetweenBB[a][b] = square_bb(s2);
+        LineBB[a][b] = 0;
+        for (PieceType pt : {BISHOP, ROOK}) {
+          if (sliding_attack_reference(pt, s1, 0) & square_bb(s2)) {
+            LineBB[a][b] = (sliding_attack_reference(pt, s1, 0) & sliding_attack_reference(pt, s2, 0)) |
+                           square_bb(s1) | square_bb(s2);
+            BetweenBB[a][b] = (sliding_attack_reference(pt, s1, square_bb(s2)) &
+                               sliding_attack_reference(pt, s2, square_bb(s1))) |
+                              square_bb(s2);
+          }
+        }
+      }
+  }
+};
+const Init init_;
+
+}  // namespace
+
+Bitboard sliding_attack_reference(PieceType pt, Square s, Bitboard occ) {
+  static constexpr int RookDirs[4][2] = {{0, 1}, {1, 0}, {0, -1}, {-1, 0}};
+  static constexpr int BishopDirs[4][2] = {{1, 1}, {1, -1}, {-1, -1}, {-1, 1}};
+  Bitboard attacks = 0;
+  for (PieceType t : {ROOK, BISHOP}) {
+    if (pt != t && pt != QUEEN) continue;
+    for (const auto& d : t == ROOK ? RookDirs : BishopDirs) {
+      int f = file_of(s) + d[0], r = rank_of(s) + d[1];
+      while (f >= 0 && f < 8 && r >= 0 && r < 8) {
+        const Square to = make_square(File(f), Rank(r));
+        attacks |= square_bb(to);
+        if (occ & square_bb(to)) break;
+        f += d[0];
+        r += d[1];
+      }
+    }
+  }
+  return attacks;
+}
+
+Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ) {
+  if (pt == QUEEN) return magic_attacks(ROOK, s, occ) | magic_attacks(BISHOP, s, occ);
+  const Magic& m = pt == ROOK ? RookMagics[s] : BishopMagics[s];
+  return m.attacks[m.magic_index(occ)];
+}
+
+#if C960_HAS_PEXT
+Bitboard pext_attacks(PieceType pt, Square s, Bitboard occ) {
+  if (pt == QUEEN) return pext_attacks(ROOK, s, occ) | pext_attacks(BISHOP, s, occ);
+  const Magic& m = pt == ROOK ? RookMagics[s] : BishopMagics[s];
+  return m.pext_attacks[m.pext_index(occ)];
+}
+#endif
+
+std::string pretty(Bitboard b) {
+  std::string out;
+  for (int r = RANK_8; r >= RANK_1; --r) {
+    for (int f = FILE_A; f <= FILE_H; ++f)
+      out += (b & square_bb(make_square(File(f), Rank(r)))) ? 'X' : '.';
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace c960

@@ -1,0 +1,30 @@
+// Chess960 start positions by the standard (Scharnagl) numbering: 0 = BBQNNRKR,
+// 518 = RNBQKBNR, 959 = RKRNNQBB.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace c960 {
+
+constexpr int kStartPositions = 960;
+
+// The white back rank, a to h, in upper case ("RNBQKBNR"). n must be in 0..959.
+absl::StatusOr<std::string> backrank_of(int n);
+// Checks the eight pieces and the Chess960 rules, then returns the number.
+absl::StatusOr<int> number_of_backrank(absl::string_view backrank);
+// The number of a FEN's start position: both back ranks mirrored, pawns on their second ranks,
+// nothing else, and full castling rights.
+absl::StatusOr<int> number_of_fen(absl::string_view fen);
+// The FEN of start position n, X-FEN (KQkq) or Shredder-FEN (HAha).
+absl::StatusOr<std::string> startpos_fen(int n, bool shredder = false);
+// A uniformly random start position number, reproducible from the seed.
+int random_startpos(uint64_t seed);
+// "0-9,518,601" -> the numbers, ascending and without duplicates. Each must be in 0..959.
+absl::StatusOr<std::vector<int>> parse_sp_ranges(absl::string_view spec);
+
+}  // namespace c960
