@@ -1,0 +1,80 @@
+#include "startpos.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace c960 {
+namespace {
+
+TEST(Startpos, KnownNumbers) {
+  EXPECT_EQ(*backrank_of(0), "BBQNNRKR");
+  EXPECT_EQ(*backrank_of(518), "RNBQKBNR");
+  EXPECT_EQ(*backrank_of(601), "RQNBBKRN");
+  EXPECT_EQ(*backrank_of(959), "RKRNNQBB");
+  EXPECT_EQ(*startpos_fen(518), "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
+  EXPECT_EQ(*startpos_fen(518, true), "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAha - 0 1");
+}
+
+TEST(Startpos, AgreesWithTheReferenceTable) {
+  const std::vector<test::StartposRow> rows = test::startpos_table();
+  ASSERT_EQ(rows.size(), 960u);
+  for (const test::StartposRow& r : rows) {
+    EXPECT_EQ(*backrank_of(r.sp), r.backrank);
+    EXPECT_EQ(*startpos_fen(r.sp, true), r.fen);
+  }
+}
+
+TEST(Startpos, AllNumbersRoundTrip) {
+  std::set<std::string> seen;
+  for (int n = 0; n < kStartPositions; ++n) {
+    const std::string rank = *backrank_of(n);
+    seen.insert(rank);
+    EXPECT_EQ(*number_of_backrank(rank), n);
+    EXPECT_EQ(*number_of_fen(*startpos_fen(n)), n);
+    EXPECT_EQ(*number_of_fen(*startpos_fen(n, true)), n);
+  }
+  EXPECT_EQ(seen.size(), 960u);
+}
+
+TEST(Startpos, BadNumbersAndBackRanksNameTheRule) {
+  EXPECT_FALSE(backrank_of(-1).ok());
+  EXPECT_FALSE(backrank_of(960).ok());
+  const auto msg = [](const char* rank) { return std::string(number_of_backrank(rank).status().message()); };
+  EXPECT_NE(msg("RNBQKBN").find("7 pieces"), std::string::npos);
+  EXPECT_NE(msg("RNBQKBNX").find("only K, Q, R, B, N"), std::string::npos);
+  EXPECT_NE(msg("RNBQKQNR").find("exactly one K"), std::string::npos);
+  EXPECT_NE(msg("RNBQBKNR").find("one colour"), std::string::npos);
+  EXPECT_NE(msg("RRBQKBNN").find("between the rooks"), std::string::npos);
+  EXPECT_EQ(*number_of_backrank("rnbqkbnr"), 518);  // case does not matter
+}
+
+TEST(Startpos, FenThatIsNotAStartIsRejected) {
+  EXPECT_FALSE(number_of_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").ok());
+  EXPECT_FALSE(number_of_fen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w Kkq - 0 1").ok());
+  EXPECT_FALSE(number_of_fen("not a fen").ok());
+}
+
+TEST(Startpos, RandomIsReproducibleAndCoversAll) {
+  EXPECT_EQ(random_startpos(7), random_startpos(7));
+  std::set<int> seen;
+  for (uint64_t s = 1; s <= 20000; ++s) {
+    const int n = random_startpos(s);
+    ASSERT_GE(n, 0);
+    ASSERT_LT(n, 960);
+    seen.insert(n);
+  }
+  EXPECT_EQ(seen.size(), 960u);  // P(miss) < 1e-5 at 20000 draws
+}
+
+TEST(Startpos, Ranges) {
+  EXPECT_EQ(*parse_sp_ranges("0-3,518,2"), (std::vector<int>{0, 1, 2, 3, 518}));
+  EXPECT_EQ(parse_sp_ranges("0-959")->size(), 960u);
+  EXPECT_EQ(*parse_sp_ranges(" 5 , 7-7 "), (std::vector<int>{5, 7}));
+  for (const char* bad : {"", "960", "-1", "5-", "9-3", "a", "1,,2", "0-1000", "1.5"})
+    EXPECT_FALSE(parse_sp_ranges(bad).ok()) << bad;
+}
+
+}  // namespace
+}  // namespace c960

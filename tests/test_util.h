@@ -1,0 +1,55 @@
+// Helpers shared by the test binaries: reading test data and building positions.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "position.h"
+
+namespace c960::test {
+
+inline std::string data_path(const std::string& name) { return std::string(C960_TEST_DATA_DIR) + "/" + name; }
+
+inline std::string read_data(const std::string& name) {
+  std::ifstream in(data_path(name), std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << data_path(name);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A position from a FEN that the test knows to be valid; fails the test otherwise.
+inline Position pos_of(const std::string& fen) {
+  absl::StatusOr<Position> p = Position::from_fen(fen);
+  EXPECT_TRUE(p.ok()) << fen << ": " << p.status().message();
+  return p.ok() ? *p : *Position::from_fen("4k3/8/8/8/8/8/8/4K3 w - - 0 1");
+}
+
+struct StartposRow {
+  int sp;
+  std::string backrank, fen;
+  uint64_t perft[7];  // perft[d] for d in 1..6
+};
+
+// tests/data/chess960_startpos_perft.csv: sp_id,backrank,fen_shredder,d1..d6,source_line
+inline std::vector<StartposRow> startpos_table() {
+  std::vector<StartposRow> rows;
+  std::istringstream in(read_data("chess960_startpos_perft.csv"));
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+    if (f.size() < 9) continue;
+    StartposRow r{std::stoi(f[0]), f[1], f[2], {}};
+    for (int d = 1; d <= 6; ++d) r.perft[d] = std::stoull(f[2 + d]);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace c960::test
