@@ -1,0 +1,162 @@
+// The c960 binary end to end: output formats, exit codes (0 ok, 1 check failed, 2 bad input)
+// and error messages that name the problem.
+#include <cstdio>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "notation.h"
+#include "perft.h"
+#include "process_util.h"
+#include "test_util.h"
+
+namespace c960 {
+namespace {
+
+const std::string kC960 = std::string(C960_BINARY_DIR) + "/cli/c960";
+
+test::RunResult c960(std::vector<std::string> args) {
+  args.insert(args.begin(), kC960);
+  return test::run(args);
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
+  const test::RunResult r = c960(args);
+  std::string joined;
+  for (const auto& a : args) joined += a + " ";
+  EXPECT_EQ(r.exit_code, 2) << joined << "\nstderr: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << joined << "\nstderr: " << r.err << "(expected '" << needle << "')";
+}
+
+TEST(Cli, Startpos) {
+  EXPECT_EQ(c960({"startpos", "518"}).out, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n");
+  EXPECT_EQ(c960({"startpos", "601", "--shredder"}).out, "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1\n");
+  EXPECT_EQ(c960({"startpos", "--number", "RQNBBKRN"}).out, "601\n");
+  EXPECT_EQ(c960({"startpos", "--number", "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN", "w", "GAga", "-", "0", "1"}).out, "601\n");
+  const test::RunResult a = c960({"startpos", "--random", "--seed", "99"}), b = c960({"startpos", "--random", "--seed", "99"});
+  EXPECT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out, b.out);
+  const int n = std::stoi(a.out);
+  EXPECT_EQ(a.out.substr(a.out.find(' ') + 1), c960({"startpos", std::to_string(n)}).out);
+}
+
+TEST(Cli, StartposBadInput) {
+  expect_usage_error({"startpos", "960"}, "out of range");
+  expect_usage_error({"startpos", "abc"}, "not a number");
+  expect_usage_error({"startpos"}, "missing N");
+  expect_usage_error({"startpos", "--number", "KNRBBQRN"}, "between the rooks");
+  expect_usage_error({"startpos", "--random", "--seed", "-4"}, "--seed");
+  expect_usage_error({"startpos", "5", "--bogus"}, "unknown option --bogus");
+}
+
+TEST(Cli, PerftDivideLooksLikeStockfish) {
+  const test::RunResult r = c960({"perft", "--depth", "3", "--sp", "601", "--divide"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> l = lines(r.out);
+  ASSERT_EQ(l.size(), 22u);  // 20 moves, a blank line, the total
+  EXPECT_EQ(l.back(), "Nodes searched: 8958");
+  uint64_t sum = 0;
+  bool castle = false;
+  for (int i = 0; i < 20; ++i) {
+    const size_t colon = l[i].find(": ");
+    ASSERT_NE(colon, std::string::npos) << l[i];
+    sum += std::stoull(l[i].substr(colon + 2));
+    castle |= l[i].substr(0, colon) == "f1g1";
+  }
+  EXPECT_EQ(sum, 8958u);
+  EXPECT_TRUE(castle) << "601's short castle is printed king-takes-rook";
+}
+
+TEST(Cli, PerftWithMoves) {
+  const test::RunResult r = c960({"perft", "--depth", "2", "--fen", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+                                  "--moves", "e2e4", "e7e5", "g1f3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Position pos = test::pos_of("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2");
+  EXPECT_EQ(lines(r.out).back(), "Nodes searched: " + std::to_string(perft(pos, 2)));
+}
+
+TEST(Cli, PerftBadInput) {
+  expect_usage_error({"perft", "--sp", "518"}, "--depth is required");
+  expect_usage_error({"perft", "--depth", "x", "--sp", "518"}, "--depth: 'x' is not an integer");
+  expect_usage_error({"perft", "--depth", "99", "--sp", "518"}, "--depth: 99 is out of range");
+  expect_usage_error({"perft", "--depth", "3"}, "exactly one of --fen and --sp");
+  expect_usage_error({"perft", "--depth", "3", "--sp", "1", "--fen", "8/8/8/8/8/8/8/8 w - -"}, "exactly one of --fen and --sp");
+  expect_usage_error({"perft", "--depth", "3", "--sp", "1000"}, "--sp: 1000 is out of range");
+  expect_usage_error({"perft", "--depth", "3", "--fen", "8/8/8/8/8/8/8/8", "w", "-", "-"}, "kings");
+  expect_usage_error({"perft", "--depth", "3", "--sp", "518", "--moves", "e2e5"}, "--moves: move 'e2e5' is not legal");
+  expect_usage_error({"perft", "--depth", "3", "--sp", "518", "--moves"}, "--moves needs at least one value");
+  expect_usage_error({"perft", "--depth"}, "--depth needs a value");
+  expect_usage_error({"perft", "--epd", "/nonexistent/file.epd"}, "cannot read");
+  expect_usage_error({"perft", "--epd", "x", "--depth", "3"}, "--depth does not go with --epd");
+  expect_usage_error({"perft", "--table", "--depth", "2", "--sps", "0-1000"}, "--sps");
+  expect_usage_error({"perft", "--depth", "2", "--sp", "1", "--out", "x.csv"}, "--out only goes with --table");
+  expect_usage_error({"nonsense"}, "unknown command");
+}
+
+std::string write_temp(const std::string& text) {
+  char path[] = "/tmp/c960_suite_XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+  close(fd);
+  return path;
+}
+
+TEST(Cli, PerftSuiteExitCodes) {
+  const std::string good = write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 400 ;D3 8958\n");
+  const test::RunResult ok = c960({"perft", "--epd", good});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("0 mismatches"), std::string::npos) << ok.out;
+
+  const std::string bad = write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 401\n");
+  const test::RunResult mismatch = c960({"perft", "--epd", bad});
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_NE(mismatch.out.find("MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400"),
+            std::string::npos)
+      << mismatch.out;
+
+  const std::string broken_fen = write_temp("8/8/8/8/8/8/8/8 w - - ;D1 0\n");
+  EXPECT_EQ(c960({"perft", "--epd", broken_fen}).exit_code, 1);
+  const std::string broken_syntax = write_temp("4k3/8/8/8/8/8/8/4K3 w - - ;D1 five\n");
+  expect_usage_error({"perft", "--epd", broken_syntax}, "line 1");
+  // --max-depth skips deeper entries.
+  const test::RunResult skipped = c960({"perft", "--epd", bad, "--max-depth", "1"});
+  EXPECT_EQ(skipped.exit_code, 0);
+  for (const std::string& f : {good, bad, broken_fen, broken_syntax}) std::remove(f.c_str());
+}
+
+TEST(Cli, PerftTableCsv) {
+  const std::string out = write_temp("");
+  const test::RunResult r = c960({"perft", "--table", "--depth", "3", "--sps", "0-4,518,959", "--out", out, "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(out), std::string::npos);
+  const std::vector<std::string> l = lines(test::slurp(out));
+  ASSERT_EQ(l.size(), 8u);
+  EXPECT_EQ(l[0], "sp,fen,depth,nodes");
+  const std::vector<test::StartposRow> ref = test::startpos_table();
+  const int sps[] = {0, 1, 2, 3, 4, 518, 959};
+  for (int i = 0; i < 7; ++i) {
+    const test::StartposRow& row = ref[sps[i]];
+    const std::string fen = test::pos_of(row.fen).fen();
+    EXPECT_EQ(l[i + 1], std::to_string(row.sp) + "," + fen + ",3," + std::to_string(row.perft[3]));
+  }
+  std::remove(out.c_str());
+}
+
+TEST(Cli, HelpForEveryCommand) {
+  for (const char* cmd : {"startpos", "perft"}) {
+    const test::RunResult r = c960({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("usage: c960 " + std::string(cmd)), std::string::npos);
+  }
+  EXPECT_EQ(c960({"--help"}).exit_code, 0);
+  EXPECT_EQ(c960({}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace c960
