@@ -1,0 +1,163 @@
+// The legal move generator, written once for any board type and any sink. Internal to the core:
+// movegen.cpp instantiates it for Position, perft.cpp for its compact copy-make board.
+//
+// A Board provides: pieces(), pieces(c), pieces(c, pt), pieces(c, pt, pt), king_square(c),
+// checkers(), ep_square(), can_castle(cr), castling_path(i), castling_king_path(i),
+// castling_rook_square(i).
+// A Sink receives moves grouped by origin and target set, so that a counting sink adds a
+// popcount where a list sink writes moves:
+//   targets<Pt>(from, to)          moves of one piece (a pinned pawn's too, never promotions)
+//   pawn_targets<D>(to)            unpinned pawn moves, origin = target - D, not promotions
+//   promotions<D>(to)              unpinned pawn promotions, four each
+//   promotion_targets(from, to)    a pinned pawn's promotions
+//   en_passant(from, to), castle(king, rook)
+//   StopEarly / done()             to stop at the first move
+#pragma once
+
+#include <type_traits>
+
+#include "bitboard.h"
+#include "types.h"
+
+namespace c960::movegen {
+
+#define C960_STOP_IF_DONE(sink) \
+  if constexpr (std::remove_reference_t<decltype(sink)>::StopEarly) \
+    if ((sink).done()) return
+
+template <Color Them, class Board>
+inline bool attacked(const Board& pos, Square s, Bitboard occ) {
+  return (pawn_attacks(~Them, s) & pos.pieces(Them, PAWN)) || (knight_attacks(s) & pos.pieces(Them, KNIGHT)) ||
+         (king_attacks(s) & pos.pieces(Them, KING)) ||
+         (rook_attacks(s, occ) & pos.pieces(Them, ROOK, QUEEN)) ||
+         (bishop_attacks(s, occ) & pos.pieces(Them, BISHOP, QUEEN));
+}
+
+template <Color Us, class Board, class Sink>
+inline void generate(const Board& pos, Sink& sink) {
+  constexpr Color Them = ~Us;
+  constexpr Direction Up = pawn_push(Us);
+  constexpr Direction UpLeft = Us == WHITE ? NORTH_WEST : SOUTH_EAST;
+  constexpr Direction UpRight = Us == WHITE ? NORTH_EAST : SOUTH_WEST;
+  constexpr Bitboard Rank3 = rank_bb(relative_rank(Us, RANK_3));
+  constexpr Bitboard Rank8 = rank_bb(relative_rank(Us, RANK_8));
+
+  const Square ksq = pos.king_square(Us);
+  const Bitboard occ = pos.pieces();
+  const Bitboard ours = pos.pieces(Us), theirs = pos.pieces(Them);
+  const Bitboard checkers = pos.checkers();
+
+  // King steps. The king is lifted off the board so a slider's ray runs through its square.
+  {
+    Bitboard to = king_attacks(ksq) & ~ours;
+    const Bitboard occ_no_king = occ ^ square_bb(ksq);
+    for (Bitboard b = to; b;) {
+      const Square s = pop_lsb(b);
+      if (attacked<Them>(pos, s, occ_no_king)) to ^= square_bb(s);
+    }
+    sink.template targets<KING>(ksq, to);
+    C960_STOP_IF_DONE(sink);
+  }
+  if (more_than_one(checkers)) return;
+
+  // Every other move must capture the checker or block its line.
+  const Bitboard check_mask = checkers ? between_bb(ksq, lsb(checkers)) : ~Bitboard(0);
+  const Bitboard targets = ~ours & check_mask;
+
+  // Pins: enemy sliders on a line to our king, seen through our own pieces.
+  Bitboard pinned = 0;
+  {
+    Bitboard snipers = (rook_attacks(ksq, theirs) & pos.pieces(Them, ROOK, QUEEN)) |
+                       (bishop_attacks(ksq, theirs) & pos.pieces(Them, BISHOP, QUEEN));
+    while (snipers) {
+      const Square s = pop_lsb(snipers);
+      const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
+      if (b && !more_than_one(b)) pinned |= b;
+    }
+  }
+
+  // Pawns: unpinned ones set-wise, pinned ones one at a time along their pin line.
+  {
+    const Bitboard pawns = pos.pieces(Us, PAWN) & ~pinned;
+    const Bitboard empty = ~occ;
+    const Bitboard push1 = shift<Up>(pawns) & empty;
+    const Bitboard push2 = shift<Up>(push1 & Rank3) & empty & check_mask;
+    const Bitboard pushes = push1 & check_mask;
+    const Bitboard cap_l = shift<UpLeft>(pawns) & theirs & check_mask;
+    const Bitboard cap_r = shift<UpRight>(pawns) & theirs & check_mask;
+    sink.template pawn_targets<Up>(pushes & ~Rank8);
+    sink.template pawn_targets<Direction(Up + Up)>(push2);
+    sink.template pawn_targets<UpLeft>(cap_l & ~Rank8);
+    sink.template pawn_targets<UpRight>(cap_r & ~Rank8);
+    sink.template promotions<Up>(pushes & Rank8);
+    sink.template promotions<UpLeft>(cap_l & Rank8);
+    sink.template promotions<UpRight>(cap_r & Rank8);
+
+    for (Bitboard b = pos.pieces(Us, PAWN) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      const Bitboard one = shift<Up>(square_bb(from)) & empty;
+      const Bitboard two = shift<Up>(one & Rank3) & empty;
+      const Bitboard to = ((pawn_attacks(Us, from) & theirs) | one | two) & line_bb(ksq, from) & check_mask;
+      if (to & Rank8) sink.promotion_targets(from, to);
+      else sink.template targets<PAWN>(from, to);
+    }
+    C960_STOP_IF_DONE(sink);
+
+    // En passant: lift both pawns and look for a slider on the king; that one test covers the
+    // diagonal pin and the rank pin of two pawns side by side.
+    if (const Square ep = pos.ep_square(); ep != SQ_NONE) {
+      const Square capsq = ep - Up;
+      if (check_mask & (square_bb(ep) | square_bb(capsq))) {
+        for (Bitboard b = pawn_attacks(Them, ep) & pos.pieces(Us, PAWN); b;) {
+          const Square from = pop_lsb(b);
+          const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(ep);
+          if (!(rook_attacks(ksq, after) & pos.pieces(Them, ROOK, QUEEN)) &&
+              !(bishop_attacks(ksq, after) & pos.pieces(Them, BISHOP, QUEEN)))
+            sink.en_passant(from, ep);
+        }
+      }
+    }
+  }
+
+  for (Bitboard b = pos.pieces(Us, KNIGHT) & ~pinned; b;) {
+    const Square from = pop_lsb(b);
+    sink.template targets<KNIGHT>(from, knight_attacks(from) & targets);
+  }
+  for (Bitboard b = pos.pieces(Us, BISHOP); b;) {
+    const Square from = pop_lsb(b);
+    Bitboard to = bishop_attacks(from, occ) & targets;
+    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
+    sink.template targets<BISHOP>(from, to);
+  }
+  for (Bitboard b = pos.pieces(Us, ROOK); b;) {
+    const Square from = pop_lsb(b);
+    Bitboard to = rook_attacks(from, occ) & targets;
+    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
+    sink.template targets<ROOK>(from, to);
+  }
+  for (Bitboard b = pos.pieces(Us, QUEEN); b;) {
+    const Square from = pop_lsb(b);
+    Bitboard to = queen_attacks(from, occ) & targets;
+    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
+    sink.template targets<QUEEN>(from, to);
+  }
+  C960_STOP_IF_DONE(sink);
+
+  // Castling, as king takes own rook. The rook is lifted off for the attack test: it may be
+  // the piece that shields the king's path (or its landing square) from a slider on the rank.
+  if (!checkers && pos.can_castle(Us == WHITE ? WHITE_CASTLING : BLACK_CASTLING)) {
+    for (CastlingSide cs : {KING_SIDE, QUEEN_SIDE}) {
+      const int idx = castling_index(Us, cs);
+      if (!pos.can_castle(castling_right(Us, cs)) || (occ & pos.castling_path(idx))) continue;
+      const Square rsq = pos.castling_rook_square(idx);
+      const Bitboard occ_no_rook = occ ^ square_bb(rsq);
+      bool safe = true;
+      for (Bitboard p = pos.castling_king_path(idx); p && safe;) safe = !attacked<Them>(pos, pop_lsb(p), occ_no_rook);
+      if (safe) sink.castle(ksq, rsq);
+    }
+  }
+}
+
+#undef C960_STOP_IF_DONE
+
+}  // namespace c960::movegen
