@@ -1,6 +1,7 @@
 #include "bitboard.h"
 
 #include <cstring>
+#include <mutex>
 
 #include "prng.h"
 
@@ -21,7 +22,11 @@ Bitboard BishopPextTable[0x1480];
 // Seeds known to find all magics quickly (one per rank), as in Stockfish.
 constexpr uint64_t MagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
 
-void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic magics[]) {
+// With `layout`, sets masks, shifts and table pointers and fills the PEXT-indexed tables; with
+// `find_magics`, searches the magic numbers and fills the magic-indexed tables. The search takes
+// tens of milliseconds, so BMI2 builds, which never use magics on the hot path, defer it until
+// magic_attacks() is first called; that later pass writes nothing the hot path reads.
+void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic magics[], bool layout, bool find_magics) {
   Bitboard occupancy[4096], reference[4096];
   int epoch[4096] = {}, cnt = 0;
   int size = 0;
@@ -32,10 +37,12 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
     const Bitboard edges = ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) |
                            ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
     Magic& m = magics[s];
-    m.mask = sliding_attack_reference(pt, s, 0) & ~edges;
-    m.shift = unsigned(64 - popcount(m.mask));
-    m.attacks = s == SQ_A1 ? table : magics[s - 1].attacks + size;
-    m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
+    if (layout) {
+      m.mask = sliding_attack_reference(pt, s, 0) & ~edges;
+      m.shift = unsigned(64 - popcount(m.mask));
+      m.attacks = s == SQ_A1 ? table : magics[s - 1].attacks + size;
+      m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
+    }
 
     // Carry-Rippler enumeration of every subset of the mask.
     Bitboard b = 0;
@@ -44,14 +51,13 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
       occupancy[size] = b;
       reference[size] = sliding_attack_reference(pt, s, b);
 #if C960_HAS_PEXT
-      m.pext_attacks[_pext_u64(b, m.mask)] = reference[size];
-#else
-      m.pext_attacks[size] = reference[size];  // unused without BMI2, kept for layout
+      if (layout) m.pext_attacks[_pext_u64(b, m.mask)] = reference[size];
 #endif
       ++size;
       b = (b - m.mask) & m.mask;
     } while (b);
 
+    if (!find_magics) continue;
     Prng rng(MagicSeeds[rank_of(s)]);
     for (int i2 = 0; i2 < size;) {
       for (m.magic = 0; popcount((m.magic * m.mask) >> 56) < 6;) m.magic = rng.sparse_rand();
@@ -70,10 +76,20 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
   }
 }
 
+std::once_flag magics_found;
+void find_magics() {
+  init_magics(ROOK, RookTable, RookPextTable, RookMagics, !C960_HAS_PEXT, true);
+  init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, !C960_HAS_PEXT, true);
+}
+
 struct Init {
   Init() {
-    init_magics(ROOK, RookTable, RookPextTable, RookMagics);
-    init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics);
+    if (C960_HAS_PEXT) {
+      init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
+      init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
+    } else {
+      std::call_once(magics_found, find_magics);
+    }
     for (int a = 0; a < SQUARE_NB; ++a)
       for (int b = 0; b < SQUARE_NB; ++b) {
         const Square s1 = Square(a), s2 = Square(b);
@@ -116,6 +132,7 @@ Bitboard sliding_attack_reference(PieceType pt, Square s, Bitboard occ) {
 }
 
 Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ) {
+  std::call_once(magics_found, find_magics);
   if (pt == QUEEN) return magic_attacks(ROOK, s, occ) | magic_attacks(BISHOP, s, occ);
   const Magic& m = pt == ROOK ? RookMagics[s] : BishopMagics[s];
   return m.attacks[m.magic_index(occ)];

@@ -2,7 +2,7 @@
 // movegen.cpp instantiates it for Position, perft.cpp for its compact copy-make board.
 //
 // A Board provides: pieces(), pieces(c), pieces(c, pt), pieces(c, pt, pt), king_square(c),
-// checkers(), ep_square(), can_castle(cr), castling_path(i), castling_king_path(i),
+// ep_square(), can_castle(cr), castling_path(i), castling_king_path(i),
 // castling_rook_square(i).
 // A Sink receives moves grouped by origin and target set, so that a counting sink adds a
 // popcount where a list sink writes moves:
@@ -45,7 +45,19 @@ inline void generate(const Board& pos, Sink& sink) {
   const Square ksq = pos.king_square(Us);
   const Bitboard occ = pos.pieces();
   const Bitboard ours = pos.pieces(Us), theirs = pos.pieces(Them);
-  const Bitboard checkers = pos.checkers();
+
+  // Checkers and pins in one pass: an enemy slider on a line to our king, seen through our own
+  // pieces, gives check if nothing stands between, and pins the one piece that does.
+  Bitboard checkers = (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
+  Bitboard pinned = 0;
+  for (Bitboard snipers = (rook_attacks(ksq, theirs) & pos.pieces(Them, ROOK, QUEEN)) |
+                          (bishop_attacks(ksq, theirs) & pos.pieces(Them, BISHOP, QUEEN));
+       snipers;) {
+    const Square s = pop_lsb(snipers);
+    const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
+    if (!b) checkers |= square_bb(s);
+    else if (!more_than_one(b)) pinned |= b;
+  }
 
   // King steps. The king is lifted off the board so a slider's ray runs through its square.
   {
@@ -63,18 +75,6 @@ inline void generate(const Board& pos, Sink& sink) {
   // Every other move must capture the checker or block its line.
   const Bitboard check_mask = checkers ? between_bb(ksq, lsb(checkers)) : ~Bitboard(0);
   const Bitboard targets = ~ours & check_mask;
-
-  // Pins: enemy sliders on a line to our king, seen through our own pieces.
-  Bitboard pinned = 0;
-  {
-    Bitboard snipers = (rook_attacks(ksq, theirs) & pos.pieces(Them, ROOK, QUEEN)) |
-                       (bishop_attacks(ksq, theirs) & pos.pieces(Them, BISHOP, QUEEN));
-    while (snipers) {
-      const Square s = pop_lsb(snipers);
-      const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
-      if (b && !more_than_one(b)) pinned |= b;
-    }
-  }
 
   // Pawns: unpinned ones set-wise, pinned ones one at a time along their pin line.
   {

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <mutex>
+#include <thread>
 
 #include "movegen.h"
+#include "movegen_impl.h"
 
 namespace c960 {
 
@@ -17,6 +20,9 @@ std::string to_string(NodeCount n) {
   std::reverse(s.begin(), s.end());
   return s;
 }
+
+// ---------------------------------------------------------------------------------------------
+// PerftHash
 
 PerftHash::PerftHash(size_t megabytes) {
   // A power of two of buckets, so the index is a mask.
@@ -65,25 +71,290 @@ void PerftHash::store(Key key, int depth, uint64_t nodes) {
   victim->data.store(data, std::memory_order_relaxed);
 }
 
-uint64_t perft(Position& pos, int depth, PerftHash* hash) {
-  if (depth <= 0) return 1;
+// ---------------------------------------------------------------------------------------------
+// The copy-make board of the fast perft: bitboards, rights, en passant, checkers and key, in
+// 112 bytes; no mailbox, no undo information. Castling geometry never changes during a search,
+// so it lives once in CastleInfo.
+
+namespace {
+
+struct CastleInfo {
+  CastlingRights mask[SQUARE_NB];
+  Square rook[4];
+  Bitboard path[4], king_path[4];
+  Key key[CASTLING_RIGHT_NB];  // Zobrist key of each set of rights
+};
+
+class Board {
+ public:
+  Bitboard pieces() const { return by_type[ALL_PIECES]; }
+  Bitboard pieces(Color c) const { return by_color[c]; }
+  Bitboard pieces(Color c, PieceType pt) const { return by_color[c] & by_type[pt]; }
+  Bitboard pieces(Color c, PieceType a, PieceType b) const { return by_color[c] & (by_type[a] | by_type[b]); }
+  Square king_square(Color c) const { return lsb(pieces(c, KING)); }
+  Square ep_square() const { return ep; }
+  bool can_castle(CastlingRights cr) const { return rights & cr; }
+  Bitboard castling_path(int i) const { return ci->path[i]; }
+  Bitboard castling_king_path(int i) const { return ci->king_path[i]; }
+  Square castling_rook_square(int i) const { return ci->rook[i]; }
+
+  Bitboard by_type[PIECE_TYPE_NB];
+  Bitboard by_color[COLOR_NB];
+  Key key;
+  const CastleInfo* ci;
+  CastlingRights rights;
+  Square ep;
+};
+
+void init_board(const Position& pos, CastleInfo& ci, Board& b) {
+  for (int s = 0; s < SQUARE_NB; ++s) ci.mask[s] = NO_CASTLING;
+  for (int i = 0; i < 4; ++i) {
+    ci.rook[i] = pos.castling_rook_square(i);
+    ci.path[i] = pos.castling_path(i);
+    ci.king_path[i] = pos.castling_king_path(i);
+  }
+  for (int i = 0; i < 4; ++i)
+    if (pos.can_castle(CastlingRights(1 << i))) {
+      const Color c = Color(i / 2);
+      ci.mask[pos.king_square(c)] |= CastlingRights(1 << i);
+      ci.mask[ci.rook[i]] |= CastlingRights(1 << i);
+    }
+  for (int cr = 0; cr < CASTLING_RIGHT_NB; ++cr) {
+    ci.key[cr] = 0;
+    for (int i = 0; i < 4; ++i)
+      if ((cr & (1 << i)) && pos.can_castle(CastlingRights(1 << i))) ci.key[cr] ^= zobrist::castling[ci.rook[i]];
+  }
+  b.by_type[0] = pos.pieces();
+  for (PieceType pt = PAWN; pt <= KING; ++pt) b.by_type[pt] = pos.pieces(pt);
+  b.by_type[7] = 0;
+  b.by_color[WHITE] = pos.pieces(WHITE);
+  b.by_color[BLACK] = pos.pieces(BLACK);
+  b.key = pos.key();
+  b.ci = &ci;
+  b.rights = pos.castling_rights();
+  b.ep = pos.ep_square();
+}
+
+// Removes Them's piece on `to`, if any; returns its type (NO_PIECE_TYPE if the square was empty).
+template <Color Them>
+inline PieceType capture(Board& nb, Bitboard tb) {
+  if (!(nb.by_color[Them] & tb)) return NO_PIECE_TYPE;
+  PieceType pt = PAWN;
+  while (!(nb.by_type[pt] & tb)) ++pt;
+  nb.by_type[pt] ^= tb;
+  nb.by_color[Them] ^= tb;
+  return pt;
+}
+
+template <Color Us, bool Hash>
+inline void finish(const Board& b, Board& nb, Square from, Square to) {
+  const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
+  nb.rights = CastlingRights(b.rights ^ lost);
+  if constexpr (Hash) {
+    nb.key ^= zobrist::side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
+    if (b.ep != SQ_NONE) nb.key ^= zobrist::enpassant[file_of(b.ep)];
+    if (nb.ep != SQ_NONE) nb.key ^= zobrist::enpassant[file_of(nb.ep)];
+  }
+}
+
+// A normal move (not a promotion, en passant or castle) of a piece of type Pt.
+template <Color Us, PieceType Pt, bool Hash>
+inline void make(const Board& b, Board& nb, Square from, Square to) {
+  nb = b;
+  const Bitboard fb = square_bb(from), tb = square_bb(to);
+  const PieceType cap = capture<~Us>(nb, tb);
+  nb.by_type[Pt] ^= fb | tb;
+  nb.by_color[Us] ^= fb | tb;
+  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  nb.ep = SQ_NONE;
+  if constexpr (Pt == PAWN)
+    if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN))) nb.ep = to - pawn_push(Us);
+  if constexpr (Hash) {
+    nb.key ^= zobrist::psq[make_piece(Us, Pt)][from] ^ zobrist::psq[make_piece(Us, Pt)][to];
+    if (cap) nb.key ^= zobrist::psq[make_piece(~Us, cap)][to];
+  }
+  finish<Us, Hash>(b, nb, from, to);
+}
+
+template <Color Us, bool Hash>
+inline void make_promotion(const Board& b, Board& nb, Square from, Square to, PieceType promo) {
+  nb = b;
+  const Bitboard fb = square_bb(from), tb = square_bb(to);
+  const PieceType cap = capture<~Us>(nb, tb);
+  nb.by_type[PAWN] ^= fb;
+  nb.by_type[promo] ^= tb;
+  nb.by_color[Us] ^= fb | tb;
+  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  nb.ep = SQ_NONE;
+  if constexpr (Hash) {
+    nb.key ^= zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, promo)][to];
+    if (cap) nb.key ^= zobrist::psq[make_piece(~Us, cap)][to];
+  }
+  finish<Us, Hash>(b, nb, from, to);
+}
+
+template <Color Us, bool Hash>
+inline void make_en_passant(const Board& b, Board& nb, Square from, Square to) {
+  nb = b;
+  const Square capsq = to - pawn_push(Us);
+  const Bitboard ft = square_bb(from) | square_bb(to), cb = square_bb(capsq);
+  nb.by_type[PAWN] ^= ft | cb;
+  nb.by_color[Us] ^= ft;
+  nb.by_color[~Us] ^= cb;
+  nb.by_type[ALL_PIECES] ^= ft | cb;
+  nb.ep = SQ_NONE;
+  if constexpr (Hash)
+    nb.key ^= zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, PAWN)][to] ^
+              zobrist::psq[make_piece(~Us, PAWN)][capsq];
+  finish<Us, Hash>(b, nb, from, to);
+}
+
+template <Color Us, bool Hash>
+inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
+  nb = b;
+  const Square kto = Position::castle_king_to(Us, kfrom, rfrom), rto = Position::castle_rook_to(Us, kfrom, rfrom);
+  // King and rook squares may overlap: XOR out both, then OR in both.
+  const Bitboard k = square_bb(kfrom) ^ square_bb(kto), r = square_bb(rfrom) ^ square_bb(rto);
+  nb.by_type[KING] ^= k;
+  nb.by_type[ROOK] ^= r;
+  nb.by_color[Us] = (b.by_color[Us] & ~(square_bb(kfrom) | square_bb(rfrom))) | square_bb(kto) | square_bb(rto);
+  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] & ~(square_bb(kfrom) | square_bb(rfrom))) | square_bb(kto) | square_bb(rto);
+  nb.ep = SQ_NONE;
+  if constexpr (Hash)
+    nb.key ^= zobrist::psq[make_piece(Us, KING)][kfrom] ^ zobrist::psq[make_piece(Us, KING)][kto] ^
+              zobrist::psq[make_piece(Us, ROOK)][rfrom] ^ zobrist::psq[make_piece(Us, ROOK)][rto];
+  finish<Us, Hash>(b, nb, kfrom, rfrom);
+}
+
+struct CountSink {
+  static constexpr bool StopEarly = false;
+  uint64_t n = 0;
+  template <PieceType>
+  void targets(Square, Bitboard to) { n += popcount(to); }
+  template <Direction>
+  void pawn_targets(Bitboard to) { n += popcount(to); }
+  template <Direction>
+  void promotions(Bitboard to) { n += 4 * popcount(to); }
+  void promotion_targets(Square, Bitboard to) { n += 4 * popcount(to); }
+  void en_passant(Square, Square) { ++n; }
+  void castle(Square, Square) { ++n; }
+  bool done() const { return false; }
+};
+
+template <Color Us, bool Hash>
+uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
+
+// Makes every move it is handed and adds the perft of the result.
+template <Color Us, bool Hash>
+struct RecurseSink {
+  static constexpr bool StopEarly = false;
+  const Board& b;
+  int depth;  // of the children
+  PerftHash* hash;
+  uint64_t n = 0;
+
+  template <PieceType Pt>
+  void targets(Square from, Bitboard to) {
+    while (to) {
+      Board nb;
+      if constexpr (Pt == PAWN) {
+        // A pinned pawn: its pushes and captures along the pin never promote here.
+        make<Us, PAWN, Hash>(b, nb, from, pop_lsb(to));
+      } else {
+        make<Us, Pt, Hash>(b, nb, from, pop_lsb(to));
+      }
+      n += perft_board<~Us, Hash>(nb, depth, hash);
+    }
+  }
+  template <Direction D>
+  void pawn_targets(Bitboard to) {
+    while (to) {
+      const Square s = pop_lsb(to);
+      Board nb;
+      make<Us, PAWN, Hash>(b, nb, s - D, s);
+      n += perft_board<~Us, Hash>(nb, depth, hash);
+    }
+  }
+  template <Direction D>
+  void promotions(Bitboard to) {
+    while (to) {
+      const Square s = pop_lsb(to);
+      promote(s - D, s);
+    }
+  }
+  void promotion_targets(Square from, Bitboard to) {
+    while (to) promote(from, pop_lsb(to));
+  }
+  void promote(Square from, Square to) {
+    for (PieceType pt : {QUEEN, ROOK, BISHOP, KNIGHT}) {
+      Board nb;
+      make_promotion<Us, Hash>(b, nb, from, to, pt);
+      n += perft_board<~Us, Hash>(nb, depth, hash);
+    }
+  }
+  void en_passant(Square from, Square to) {
+    Board nb;
+    make_en_passant<Us, Hash>(b, nb, from, to);
+    n += perft_board<~Us, Hash>(nb, depth, hash);
+  }
+  void castle(Square k, Square r) {
+    Board nb;
+    make_castle<Us, Hash>(b, nb, k, r);
+    n += perft_board<~Us, Hash>(nb, depth, hash);
+  }
+  bool done() const { return false; }
+};
+
+template <Color Us, bool Hash>
+uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   // Bulk counting: the last ply is counted from target sets, never made.
-  if (depth == 1) return uint64_t(count_legal(pos));
-  uint64_t nodes = 0;
-  if (hash && hash->probe(pos.key(), depth, nodes)) return nodes;
+  if (depth == 1) {
+    CountSink cs;
+    movegen::generate<Us>(b, cs);
+    return cs.n;
+  }
+  uint64_t cached;
+  if constexpr (Hash)
+    if (hash->probe(b.key, depth, cached)) return cached;
+  RecurseSink<Us, Hash> rs{b, depth - 1, hash};
+  movegen::generate<Us>(b, rs);
+  if constexpr (Hash) hash->store(b.key, depth, rs.n);
+  return rs.n;
+}
+
+uint64_t perft_dispatch(const Board& b, Color us, int depth, PerftHash* hash) {
+  if (depth <= 0) return 1;
+  const bool use_hash = hash && hash->bytes() && depth >= 2;
+  if (us == WHITE) return use_hash ? perft_board<WHITE, true>(b, depth, hash) : perft_board<WHITE, false>(b, depth, hash);
+  return use_hash ? perft_board<BLACK, true>(b, depth, hash) : perft_board<BLACK, false>(b, depth, hash);
+}
+
+}  // namespace
+
+uint64_t perft(const Position& pos, int depth, PerftHash* hash) {
+  CastleInfo ci;
+  Board b;
+  init_board(pos, ci, b);
+  return perft_dispatch(b, pos.side_to_move(), depth, hash);
+}
+
+uint64_t perft_reference(Position& pos, int depth) {
+  if (depth <= 0) return 1;
   MoveList list;
   generate_legal(pos, list);
+  if (depth == 1) return uint64_t(list.size());
+  uint64_t nodes = 0;
   StateInfo st;
   for (Move m : list) {
     pos.do_move(m, st);
-    nodes += perft(pos, depth - 1, hash);
+    nodes += perft_reference(pos, depth - 1);
     pos.undo_move(m);
   }
-  if (hash) hash->store(pos.key(), depth, nodes);
   return nodes;
 }
 
-std::vector<DivideEntry> divide(Position& pos, int depth, PerftHash* hash) {
+std::vector<DivideEntry> divide(const Position& root, int depth, PerftHash* hash) {
+  Position pos = root;
   MoveList list;
   generate_legal(pos, list);
   std::vector<DivideEntry> out;
@@ -94,6 +365,85 @@ std::vector<DivideEntry> divide(Position& pos, int depth, PerftHash* hash) {
     pos.undo_move(m);
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallel perft: roots are expanded to tasks below the root; threads take tasks, largest first.
+
+std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int depth, const PerftOptions& options,
+                                        PerftHash* hash) {
+  std::vector<PerftResult> results(roots.size());
+  if (depth <= 0) {
+    for (PerftResult& r : results) r.nodes = 1;
+    return results;
+  }
+
+  struct Task {
+    size_t root;
+    int root_move;  // index into the root's divide
+    Position pos;   // after one or two plies
+    int depth;      // remaining
+    uint64_t estimate = 0;
+    uint64_t nodes = 0;
+  };
+  const int threads = std::max(1, options.threads);
+  // Two plies when one ply would leave too few tasks to keep every thread busy to the end.
+  const bool two_plies = depth >= 3 && roots.size() * 20 < size_t(threads) * 64;
+  std::vector<Task> tasks;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    Position pos = roots[r];
+    MoveList list;
+    generate_legal(pos, list);
+    for (int i = 0; i < list.size(); ++i) {
+      const Move m = list.moves[i];
+      results[r].divide.push_back({m, 0});
+      StateInfo st;
+      pos.do_move(m, st);
+      if (two_plies) {
+        MoveList replies;
+        generate_legal(pos, replies);
+        for (Move m2 : replies) {
+          StateInfo st2;
+          pos.do_move(m2, st2);
+          tasks.push_back({r, i, pos, depth - 2});
+          pos.undo_move(m2);
+        }
+      } else {
+        tasks.push_back({r, i, pos, depth - 1});
+      }
+      pos.undo_move(m);
+    }
+  }
+  // Largest first: a shallow perft predicts the size of the subtree well enough.
+  if (depth >= 4 && threads > 1) {
+    for (Task& t : tasks) t.estimate = perft(t.pos, std::min(t.depth, 2));
+    std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.estimate > b.estimate; });
+  }
+
+  std::atomic<size_t> next{0};
+  std::mutex progress_mu;
+  size_t done = 0;
+  NodeCount done_nodes = 0;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
+      tasks[i].nodes = perft(tasks[i].pos, tasks[i].depth, hash);
+      if (options.progress) {
+        std::lock_guard lock(progress_mu);
+        done_nodes += tasks[i].nodes;
+        options.progress(++done, tasks.size(), done_nodes);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+
+  for (const Task& t : tasks) {
+    results[t.root].divide[t.root_move].nodes += t.nodes;
+    results[t.root].nodes += t.nodes;
+  }
+  return results;
 }
 
 }  // namespace c960

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,14 +44,36 @@ class PerftHash {
   size_t buckets_ = 0;
 };
 
-// Single-threaded perft; depth 0 is 1. With a hash table, subtrees found there are not walked.
-uint64_t perft(Position& pos, int depth, PerftHash* hash = nullptr);
+// Single-threaded perft on a compact copy-make board; depth 0 is 1. With a hash table
+// (which may be shared with other threads), subtrees found there are not walked again.
+// pos is not modified.
+uint64_t perft(const Position& pos, int depth, PerftHash* hash = nullptr);
+
+// The plain make/unmake walk over Position, kept as the reference the fast one is tested against.
+uint64_t perft_reference(Position& pos, int depth);
 
 struct DivideEntry {
   Move move;
   uint64_t nodes;
 };
 // Perft of each legal move at depth - 1, in generation order. depth must be >= 1.
-std::vector<DivideEntry> divide(Position& pos, int depth, PerftHash* hash = nullptr);
+std::vector<DivideEntry> divide(const Position& pos, int depth, PerftHash* hash = nullptr);
+
+struct PerftOptions {
+  int threads = 1;
+  // Called from worker threads (serialised) after each finished task.
+  std::function<void(size_t tasks_done, size_t tasks_total, NodeCount nodes_so_far)> progress;
+};
+
+struct PerftResult {
+  NodeCount nodes = 0;
+  std::vector<DivideEntry> divide;  // per legal root move, in generation order (depth >= 1)
+};
+
+// Perft of many roots on a pool of threads. Each root is split below the root (at ply 1, or 2
+// when there are few roots) into tasks, largest first, so that every thread stays busy to the
+// end, for one position as for a table of 960.
+std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int depth, const PerftOptions& options,
+                                        PerftHash* hash = nullptr);
 
 }  // namespace c960
