@@ -1,11 +1,11 @@
 #include <atomic>
+#include <memory>
+#include <new>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <sstream>
-#include <thread>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +29,8 @@ const CommandSpec kSpec = {
     "per legal move (UCI, castling as king takes rook) before the total; the last line is always "
     "'Nodes searched: N'. --epd checks every position of a suite ('FEN ;D1 n ;D2 n ...' lines or "
     "'id / epd / perft d n' blocks) and exits 1 on any mismatch. --table writes CSV "
-    "'sp,fen,depth,nodes' for a set of start positions.",
+    "'sp,fen,depth,nodes' for a set of start positions. Counts never depend on --threads, --hash or "
+    "--zobrist-seed.",
     {
         {"depth", Arity::kOne, "D", "depth in plies (1..30; 0 prints 1)"},
         {"fen", Arity::kMany, "FEN", "the position (FEN, X-FEN or Shredder-FEN; quoted or as words)"},
@@ -42,7 +43,9 @@ const CommandSpec kSpec = {
         {"sps", Arity::kOne, "LIST", "with --table: numbers and ranges, e.g. 0-9,518,601 (default 0-959)"},
         {"out", Arity::kOne, "FILE", "with --table: write the CSV here instead of stdout"},
         {"shredder", Arity::kFlag, "", "write FENs with Shredder-FEN castling (HAha)"},
-        {"threads", Arity::kOne, "N", "worker threads (default 1)"},
+        {"threads", Arity::kOne, "N", "threads (default 1); one position is split below the root"},
+        {"hash", Arity::kOne, "MB", "transposition table size shared by all threads (default 0: off)"},
+        {"zobrist-seed", Arity::kOne, "S", "seed of the Zobrist key set (counts never depend on it)"},
     }};
 
 int fail(const absl::Status& s) {
@@ -66,7 +69,16 @@ absl::StatusOr<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-int run_suite(const ParsedArgs& p) {
+struct Engine {
+  PerftOptions options;
+  std::unique_ptr<PerftHash> hash;
+
+  PerftResult run(const Position& pos, int depth) const {
+    return perft_parallel({pos}, depth, options, hash.get()).front();
+  }
+};
+
+int run_suite(const ParsedArgs& p, const Engine& engine) {
   absl::StatusOr<long long> max_depth = p.get_int("max-depth", 64, 1, 64);
   if (!max_depth.ok()) return fail(max_depth.status());
   const std::string path = p.get("epd");
@@ -90,13 +102,13 @@ int run_suite(const ParsedArgs& p) {
         ++skipped;
         continue;
       }
-      const uint64_t got = perft(*pos, depth);
+      const NodeCount got = engine.run(*pos, depth).nodes;
       ++checks;
       nodes += got;
       if (got != expected) {
         ++mismatches;
-        std::cout << absl::StrFormat("MISMATCH %s depth %d expected %d actual %d (%s, line %d)\n", c.fen, depth,
-                                     expected, got, c.id, c.line);
+        std::cout << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth,
+                                     expected, to_string(got), c.id, c.line);
       }
     }
   }
@@ -107,63 +119,47 @@ int run_suite(const ParsedArgs& p) {
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
-struct TableRow {
-  int sp;
-  std::string fen;
-  uint64_t nodes;
-};
-
-int run_table(const ParsedArgs& p, int depth, int threads) {
+int run_table(const ParsedArgs& p, int depth, const Engine& engine) {
   absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.get("sps", "0-959"));
   if (!sps.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message())));
   const bool shredder = p.has("shredder");
   const std::string out_path = p.get("out");
 
   std::ofstream file;
-  std::string tmp_path;
+  const std::string tmp_path = out_path + ".tmp";
   if (!out_path.empty()) {
-    tmp_path = out_path + ".tmp";
     file.open(tmp_path, std::ios::trunc);
     if (!file) return fail(absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "'")));
   }
 
-  std::vector<TableRow> rows(sps->size());
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<uint64_t> total{0};
-  std::mutex progress_mu;
+  std::vector<Position> roots;
+  for (int sp : *sps) roots.push_back(*Position::from_fen(*startpos_fen(sp)));
+
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
-  int last_decile = -1;
-
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < rows.size();) {
-      const int sp = (*sps)[i];
-      Position pos = *Position::from_fen(*startpos_fen(sp));
-      rows[i] = {sp, pos.fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), perft(pos, depth)};
-      total += rows[i].nodes;
-      const size_t d = ++done;
-      std::lock_guard lock(progress_mu);
-      const double secs = seconds_since(t0);
-      if (tty) {
-        std::cerr << absl::StrFormat("\rperft table depth %d: %d/%d positions, %d nodes, %.1f s (%s)   ", depth, d,
-                                     rows.size(), total.load(), secs, rate(total.load(), secs));
-      } else if (int decile = int(10 * d / rows.size()); decile != last_decile) {
-        last_decile = decile;
-        std::cerr << absl::StrFormat("perft table depth %d: %d/%d positions, %.1f s\n", depth, d, rows.size(), secs);
-      }
-    }
+  int last_step = -1;
+  PerftOptions options = engine.options;
+  options.progress = [&](size_t done, size_t total, NodeCount nodes) {
+    const double secs = seconds_since(t0);
+    const double eta = done ? secs * double(total - done) / double(done) : 0;
+    const std::string line = absl::StrFormat("perft table depth %d, %d positions: %5.1f%% of tasks, %s nodes, %.1f s (%s), ETA %.0f s",
+                                             depth, roots.size(), 100.0 * double(done) / double(total), to_string(nodes),
+                                             secs, rate(nodes, secs), eta);
+    const int step = int(20 * done / total);  // without a terminal: a line per 5%
+    if (tty) std::cerr << "\r" << line << "   " << std::flush;
+    else if (step != last_step) std::cerr << line << "\n";
+    last_step = step;
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-  for (std::thread& t : pool) t.join();
+  const std::vector<PerftResult> results = perft_parallel(roots, depth, options, engine.hash.get());
   if (tty) std::cerr << "\n";
 
   std::ostream& out = out_path.empty() ? std::cout : file;
   out << "sp,fen,depth,nodes\n";
   NodeCount sum = 0;
-  for (const TableRow& r : rows) {
-    out << r.sp << "," << r.fen << "," << depth << "," << r.nodes << "\n";
-    sum += r.nodes;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    out << (*sps)[i] << "," << roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen) << "," << depth << ","
+        << to_string(results[i].nodes) << "\n";
+    sum += results[i].nodes;
   }
   const double secs = seconds_since(t0);
   if (!out_path.empty()) {
@@ -172,7 +168,7 @@ int run_table(const ParsedArgs& p, int depth, int threads) {
       return fail(absl::InternalError(absl::StrCat("--out: writing '", out_path, "' failed")));
     std::cout << "wrote " << out_path << "\n";
   }
-  std::cerr << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, rows.size(),
+  std::cerr << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, roots.size(),
                                to_string(sum), secs, rate(sum, secs));
   return kExitOk;
 }
@@ -189,11 +185,26 @@ int cmd_perft(const std::vector<std::string>& args) {
   if (!p.ok()) return fail(p.status());
   absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
   if (!threads.ok()) return fail(threads.status());
+  absl::StatusOr<long long> hash_mb = p->get_int("hash", 0, 0, 1 << 20);
+  if (!hash_mb.ok()) return fail(hash_mb.status());
+  absl::StatusOr<long long> zseed = p->get_int("zobrist-seed", 0, 1, INT64_MAX);
+  if (!zseed.ok()) return fail(zseed.status());
+  // Keys are global: replace them before any position exists.
+  if (p->has("zobrist-seed")) zobrist::init(uint64_t(*zseed));
+  Engine engine;
+  engine.options.threads = int(*threads);
+  if (*hash_mb > 0) {
+    try {
+      engine.hash = std::make_unique<PerftHash>(size_t(*hash_mb));
+    } catch (const std::bad_alloc&) {
+      return fail(absl::ResourceExhaustedError(absl::StrCat("--hash: cannot allocate ", *hash_mb, " MB")));
+    }
+  }
 
   if (p->has("epd")) {
     for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out"})
       if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
-    return run_suite(*p);
+    return run_suite(*p, engine);
   }
   if (!p->has("depth")) return fail(absl::InvalidArgumentError("--depth is required"));
   absl::StatusOr<long long> depth = p->get_int("depth", 0, 0, 30);
@@ -203,7 +214,7 @@ int cmd_perft(const std::vector<std::string>& args) {
   if (p->has("table")) {
     for (const char* o : {"fen", "sp", "moves", "divide"})
       if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
-    return run_table(*p, int(*depth), int(*threads));
+    return run_table(*p, int(*depth), engine);
   }
   for (const char* o : {"sps", "out"})
     if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
@@ -230,15 +241,11 @@ int cmd_perft(const std::vector<std::string>& args) {
   Position root = pos;
 
   const auto t0 = std::chrono::steady_clock::now();
-  NodeCount nodes = 0;
+  const PerftResult result = engine.run(root, int(*depth));
+  const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
-    for (const DivideEntry& e : divide(root, int(*depth))) {
-      std::cout << to_uci(e.move) << ": " << e.nodes << "\n";
-      nodes += e.nodes;
-    }
+    for (const DivideEntry& e : result.divide) std::cout << to_uci(e.move) << ": " << e.nodes << "\n";
     std::cout << "\n";
-  } else {
-    nodes = perft(root, int(*depth));
   }
   const double secs = seconds_since(t0);
   std::cout << "Nodes searched: " << to_string(nodes) << std::endl;

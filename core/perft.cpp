@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <mutex>
+#include <new>
+#include <sys/mman.h>
 #include <thread>
 
 #include "movegen.h"
@@ -28,16 +30,30 @@ PerftHash::PerftHash(size_t megabytes) {
   // A power of two of buckets, so the index is a mask.
   const size_t want = megabytes * 1024 * 1024 / sizeof(Bucket);
   buckets_ = want ? size_t(1) << (63 - std::countl_zero(uint64_t(want))) : 0;
-  if (buckets_) table_.reset(new Bucket[buckets_]);
-  clear();
+  if (!buckets_) return;
+  // Anonymous pages arrive zeroed (an empty slot is all zero). Huge pages spare the TLB on
+  // random probes. Touching every page once, in order, here is much cheaper than faulting them
+  // in at random from the search (seen: 10x on a 4 GB table).
+  void* p = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, bytes(), MADV_HUGEPAGE);
+  table_ = static_cast<Bucket*>(p);
+  prefault();
+}
+
+void PerftHash::prefault() {
+  volatile char* bytes_ptr = reinterpret_cast<volatile char*>(table_);
+  for (size_t off = 0; off < bytes(); off += 4096) bytes_ptr[off] = 0;
+}
+
+PerftHash::~PerftHash() {
+  if (table_) munmap(table_, bytes());
 }
 
 void PerftHash::clear() {
-  for (size_t i = 0; i < buckets_; ++i)
-    for (Slot& s : table_[i].slots) {
-      s.check.store(0, std::memory_order_relaxed);
-      s.data.store(0, std::memory_order_relaxed);
-    }
+  if (!table_) return;
+  madvise(table_, bytes(), MADV_DONTNEED);  // private anonymous pages read back as zero
+  prefault();
 }
 
 bool PerftHash::probe(Key key, int depth, uint64_t& nodes) const {

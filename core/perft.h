@@ -20,10 +20,13 @@ std::string to_string(NodeCount n);
 // A transposition table of perft counts, shared by any number of threads without locks.
 // Each slot holds (key ^ data, data): a torn write from a racing thread makes the pair
 // inconsistent, so the probe misses instead of returning a wrong count. Entries are verified
-// by the full 64-bit key and the depth. Memory is allocated once, in the constructor.
+// by the full 64-bit key and the depth. Memory is mapped once, in the constructor; clear() is
+// not safe while other threads use the table.
 class PerftHash {
  public:
+  // Throws std::bad_alloc when the memory cannot be mapped.
   explicit PerftHash(size_t megabytes);
+  ~PerftHash();
   PerftHash(const PerftHash&) = delete;
   PerftHash& operator=(const PerftHash&) = delete;
 
@@ -33,6 +36,8 @@ class PerftHash {
   size_t bytes() const { return buckets_ * sizeof(Bucket); }
 
  private:
+  void prefault();
+
   struct Slot {
     std::atomic<uint64_t> check;  // key ^ data
     std::atomic<uint64_t> data;   // nodes << 8 | depth
@@ -40,7 +45,7 @@ class PerftHash {
   struct alignas(64) Bucket {
     Slot slots[4];
   };
-  std::unique_ptr<Bucket[]> table_;
+  Bucket* table_ = nullptr;
   size_t buckets_ = 0;
 };
 
