@@ -9,6 +9,10 @@ namespace c960 {
 
 Magic RookMagics[SQUARE_NB];
 Magic BishopMagics[SQUARE_NB];
+#if C960_HAS_PEXT
+PextEntry RookPext[SQUARE_NB];
+PextEntry BishopPext[SQUARE_NB];
+#endif
 Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
 Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
@@ -87,6 +91,12 @@ struct Init {
     if (C960_HAS_PEXT) {
       init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
       init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
+#if C960_HAS_PEXT
+      for (int i = 0; i < SQUARE_NB; ++i) {
+        RookPext[i] = {RookMagics[i].mask, RookMagics[i].pext_attacks};
+        BishopPext[i] = {BishopMagics[i].mask, BishopMagics[i].pext_attacks};
+      }
+#endif
     } else {
       std::call_once(magics_found, find_magics);
     }

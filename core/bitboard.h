@@ -107,6 +107,16 @@ struct Magic {
 
 extern Magic RookMagics[SQUARE_NB];
 extern Magic BishopMagics[SQUARE_NB];
+
+#if C960_HAS_PEXT
+// The hot path's view of the PEXT tables: just what a lookup reads, 16 bytes a square.
+struct PextEntry {
+  Bitboard mask;
+  const Bitboard* attacks;
+};
+extern PextEntry RookPext[SQUARE_NB];
+extern PextEntry BishopPext[SQUARE_NB];
+#endif
 extern Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
 extern Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
@@ -114,8 +124,15 @@ constexpr Bitboard knight_attacks(Square s) { return detail::Steps.knight[s]; }
 constexpr Bitboard king_attacks(Square s) { return detail::Steps.king[s]; }
 constexpr Bitboard pawn_attacks(Color c, Square s) { return detail::Steps.pawn[c][s]; }
 
+#if C960_HAS_PEXT
+inline Bitboard bishop_attacks(Square s, Bitboard occ) {
+  return BishopPext[s].attacks[_pext_u64(occ, BishopPext[s].mask)];
+}
+inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookPext[s].attacks[_pext_u64(occ, RookPext[s].mask)]; }
+#else
 inline Bitboard bishop_attacks(Square s, Bitboard occ) { return BishopMagics[s].lookup(occ); }
 inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookMagics[s].lookup(occ); }
+#endif
 inline Bitboard queen_attacks(Square s, Bitboard occ) { return bishop_attacks(s, occ) | rook_attacks(s, occ); }
 
 // Attacks of a non-pawn piece type from s given the occupancy.
