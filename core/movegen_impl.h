@@ -34,7 +34,7 @@ inline bool attacked(const Board& pos, Square s, Bitboard occ) {
 }
 
 template <Color Us, class Board, class Sink>
-inline void generate(const Board& pos, Sink& sink) {
+[[gnu::always_inline]] inline void generate(const Board& pos, Sink& sink) {
   constexpr Color Them = ~Us;
   constexpr Direction Up = pawn_push(Us);
   constexpr Direction UpLeft = Us == WHITE ? NORTH_WEST : SOUTH_EAST;

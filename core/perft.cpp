@@ -6,6 +6,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <thread>
+#include <type_traits>
 
 #include "movegen.h"
 #include "movegen_impl.h"
@@ -151,15 +152,23 @@ void init_board(const Position& pos, CastleInfo& ci, Board& b) {
   b.ep = pos.ep_square();
 }
 
-// Removes Them's piece on `to`, if any; returns its type (NO_PIECE_TYPE if the square was empty).
-template <Color Them>
+// Removes Them's piece on `to`, if any. Without a key to update the type does not matter, and
+// clearing the square from every type is cheaper than finding the one. Returns the type when
+// Hash (NO_PIECE_TYPE if the square was empty).
+template <Color Them, bool Hash>
 inline PieceType capture(Board& nb, Bitboard tb) {
-  if (!(nb.by_color[Them] & tb)) return NO_PIECE_TYPE;
-  PieceType pt = PAWN;
-  while (!(nb.by_type[pt] & tb)) ++pt;
-  nb.by_type[pt] ^= tb;
-  nb.by_color[Them] ^= tb;
-  return pt;
+  if constexpr (!Hash) {
+    for (int pt = PAWN; pt <= QUEEN; ++pt) nb.by_type[pt] &= ~tb;
+    nb.by_color[Them] &= ~tb;
+    return NO_PIECE_TYPE;
+  } else {
+    if (!(nb.by_color[Them] & tb)) return NO_PIECE_TYPE;
+    PieceType pt = PAWN;
+    while (!(nb.by_type[pt] & tb)) ++pt;
+    nb.by_type[pt] ^= tb;
+    nb.by_color[Them] ^= tb;
+    return pt;
+  }
 }
 
 template <Color Us, bool Hash>
@@ -178,7 +187,7 @@ template <Color Us, PieceType Pt, bool Hash>
 inline void make(const Board& b, Board& nb, Square from, Square to) {
   nb = b;
   const Bitboard fb = square_bb(from), tb = square_bb(to);
-  const PieceType cap = capture<~Us>(nb, tb);
+  const PieceType cap = capture<~Us, Hash>(nb, tb);
   nb.by_type[Pt] ^= fb | tb;
   nb.by_color[Us] ^= fb | tb;
   nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
@@ -196,7 +205,7 @@ template <Color Us, bool Hash>
 inline void make_promotion(const Board& b, Board& nb, Square from, Square to, PieceType promo) {
   nb = b;
   const Bitboard fb = square_bb(from), tb = square_bb(to);
-  const PieceType cap = capture<~Us>(nb, tb);
+  const PieceType cap = capture<~Us, Hash>(nb, tb);
   nb.by_type[PAWN] ^= fb;
   nb.by_type[promo] ^= tb;
   nb.by_color[Us] ^= fb | tb;
@@ -269,26 +278,31 @@ struct RecurseSink {
   PerftHash* hash;
   uint64_t n = 0;
 
+  // Children that will only be counted are never looked up: skip their key updates.
+  template <class Make>
+  void child(Make&& make_child) {
+    Board nb;
+    if (!Hash || depth == 1) {
+      make_child(std::integral_constant<bool, false>{}, nb);
+      n += perft_board<~Us, false>(nb, depth, hash);
+    } else {
+      make_child(std::integral_constant<bool, Hash>{}, nb);
+      n += perft_board<~Us, Hash>(nb, depth, hash);
+    }
+  }
+
   template <PieceType Pt>
   void targets(Square from, Bitboard to) {
     while (to) {
-      Board nb;
-      if constexpr (Pt == PAWN) {
-        // A pinned pawn: its pushes and captures along the pin never promote here.
-        make<Us, PAWN, Hash>(b, nb, from, pop_lsb(to));
-      } else {
-        make<Us, Pt, Hash>(b, nb, from, pop_lsb(to));
-      }
-      n += perft_board<~Us, Hash>(nb, depth, hash);
+      const Square s = pop_lsb(to);
+      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value>(b, nb, from, s); });
     }
   }
   template <Direction D>
   void pawn_targets(Bitboard to) {
     while (to) {
       const Square s = pop_lsb(to);
-      Board nb;
-      make<Us, PAWN, Hash>(b, nb, s - D, s);
-      n += perft_board<~Us, Hash>(nb, depth, hash);
+      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value>(b, nb, s - D, s); });
     }
   }
   template <Direction D>
@@ -302,21 +316,14 @@ struct RecurseSink {
     while (to) promote(from, pop_lsb(to));
   }
   void promote(Square from, Square to) {
-    for (PieceType pt : {QUEEN, ROOK, BISHOP, KNIGHT}) {
-      Board nb;
-      make_promotion<Us, Hash>(b, nb, from, to, pt);
-      n += perft_board<~Us, Hash>(nb, depth, hash);
-    }
+    for (PieceType pt : {QUEEN, ROOK, BISHOP, KNIGHT})
+      child([&](auto h, Board& nb) { make_promotion<Us, decltype(h)::value>(b, nb, from, to, pt); });
   }
   void en_passant(Square from, Square to) {
-    Board nb;
-    make_en_passant<Us, Hash>(b, nb, from, to);
-    n += perft_board<~Us, Hash>(nb, depth, hash);
+    child([&](auto h, Board& nb) { make_en_passant<Us, decltype(h)::value>(b, nb, from, to); });
   }
   void castle(Square k, Square r) {
-    Board nb;
-    make_castle<Us, Hash>(b, nb, k, r);
-    n += perft_board<~Us, Hash>(nb, depth, hash);
+    child([&](auto h, Board& nb) { make_castle<Us, decltype(h)::value>(b, nb, k, r); });
   }
   bool done() const { return false; }
 };
