@@ -115,7 +115,7 @@ class Board {
   Bitboard castling_king_path(int i) const { return ci->king_path[i]; }
   Square castling_rook_square(int i) const { return ci->rook[i]; }
 
-  Bitboard by_type[PIECE_TYPE_NB];
+  Bitboard by_type[KING + 1];  // ALL_PIECES, then PAWN..KING
   Bitboard by_color[COLOR_NB];
   Key key;
   const CastleInfo* ci;
@@ -143,7 +143,6 @@ void init_board(const Position& pos, CastleInfo& ci, Board& b) {
   }
   b.by_type[0] = pos.pieces();
   for (PieceType pt = PAWN; pt <= KING; ++pt) b.by_type[pt] = pos.pieces(pt);
-  b.by_type[7] = 0;
   b.by_color[WHITE] = pos.pieces(WHITE);
   b.by_color[BLACK] = pos.pieces(BLACK);
   b.key = pos.key();
@@ -152,103 +151,107 @@ void init_board(const Position& pos, CastleInfo& ci, Board& b) {
   b.ep = pos.ep_square();
 }
 
-// Removes Them's piece on `to`, if any. Without a key to update the type does not matter, and
-// clearing the square from every type is cheaper than finding the one. Returns the type when
-// Hash (NO_PIECE_TYPE if the square was empty).
-template <Color Them, bool Hash>
-inline PieceType capture(Board& nb, Bitboard tb) {
-  if constexpr (!Hash) {
-    for (int pt = PAWN; pt <= QUEEN; ++pt) nb.by_type[pt] &= ~tb;
-    nb.by_color[Them] &= ~tb;
-    return NO_PIECE_TYPE;
+// The captured piece's type, for the key (NO_PIECE_TYPE if `to` is empty).
+template <Color Them>
+inline PieceType captured_type(const Board& b, Bitboard tb) {
+  if (!(b.by_color[Them] & tb)) return NO_PIECE_TYPE;
+  int pt = PAWN;
+  while (!(b.by_type[pt] & tb)) ++pt;
+  return PieceType(pt);
+}
+
+// Every field of the child is written once from the parent's, never copied and patched: the
+// patching reads back fresh stores, which costs more than the arithmetic.
+template <Color Us, bool Hash>
+inline void finish(const Board& b, Board& nb, Square from, Square to, Key key_delta) {
+  const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
+  nb.rights = CastlingRights(b.rights ^ lost);
+  nb.ci = b.ci;
+  if constexpr (Hash) {
+    Key k = b.key ^ key_delta ^ zobrist::side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
+    if (b.ep != SQ_NONE) k ^= zobrist::enpassant[file_of(b.ep)];
+    if (nb.ep != SQ_NONE) k ^= zobrist::enpassant[file_of(nb.ep)];
+    nb.key = k;
   } else {
-    if (!(nb.by_color[Them] & tb)) return NO_PIECE_TYPE;
-    PieceType pt = PAWN;
-    while (!(nb.by_type[pt] & tb)) ++pt;
-    nb.by_type[pt] ^= tb;
-    nb.by_color[Them] ^= tb;
-    return pt;
+    nb.key = b.key;  // stale and never read: such children are not looked up, nor their children
   }
 }
 
-template <Color Us, bool Hash>
-inline void finish(const Board& b, Board& nb, Square from, Square to) {
-  const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
-  nb.rights = CastlingRights(b.rights ^ lost);
-  if constexpr (Hash) {
-    nb.key ^= zobrist::side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
-    if (b.ep != SQ_NONE) nb.key ^= zobrist::enpassant[file_of(b.ep)];
-    if (nb.ep != SQ_NONE) nb.key ^= zobrist::enpassant[file_of(nb.ep)];
-  }
+// Piece types PAWN..KING of the child: `clear` removed from every type, then `moved_toggle`
+// toggled in Moved and `added` set in `added_type`.
+template <PieceType Moved>
+inline void set_types(const Board& b, Board& nb, Bitboard clear, Bitboard moved_toggle, PieceType added_type,
+                      Bitboard added) {
+  for (int pt = PAWN; pt <= KING; ++pt)
+    nb.by_type[pt] = (b.by_type[pt] & ~clear) ^ (pt == Moved ? moved_toggle : 0) ^ (pt == added_type ? added : 0);
 }
 
 // A normal move (not a promotion, en passant or castle) of a piece of type Pt.
 template <Color Us, PieceType Pt, bool Hash>
 inline void make(const Board& b, Board& nb, Square from, Square to) {
-  nb = b;
   const Bitboard fb = square_bb(from), tb = square_bb(to);
-  const PieceType cap = capture<~Us, Hash>(nb, tb);
-  nb.by_type[Pt] ^= fb | tb;
-  nb.by_color[Us] ^= fb | tb;
+  Key delta = 0;
+  if constexpr (Hash) {
+    delta = zobrist::psq[make_piece(Us, Pt)][from] ^ zobrist::psq[make_piece(Us, Pt)][to];
+    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= zobrist::psq[make_piece(~Us, cap)][to];
+  }
+  set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
   nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  nb.by_color[Us] = b.by_color[Us] ^ (fb | tb);
+  nb.by_color[~Us] = b.by_color[~Us] & ~tb;
   nb.ep = SQ_NONE;
   if constexpr (Pt == PAWN)
     if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN))) nb.ep = to - pawn_push(Us);
-  if constexpr (Hash) {
-    nb.key ^= zobrist::psq[make_piece(Us, Pt)][from] ^ zobrist::psq[make_piece(Us, Pt)][to];
-    if (cap) nb.key ^= zobrist::psq[make_piece(~Us, cap)][to];
-  }
-  finish<Us, Hash>(b, nb, from, to);
+  finish<Us, Hash>(b, nb, from, to, delta);
 }
 
 template <Color Us, bool Hash>
 inline void make_promotion(const Board& b, Board& nb, Square from, Square to, PieceType promo) {
-  nb = b;
   const Bitboard fb = square_bb(from), tb = square_bb(to);
-  const PieceType cap = capture<~Us, Hash>(nb, tb);
-  nb.by_type[PAWN] ^= fb;
-  nb.by_type[promo] ^= tb;
-  nb.by_color[Us] ^= fb | tb;
-  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
-  nb.ep = SQ_NONE;
+  Key delta = 0;
   if constexpr (Hash) {
-    nb.key ^= zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, promo)][to];
-    if (cap) nb.key ^= zobrist::psq[make_piece(~Us, cap)][to];
+    delta = zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, promo)][to];
+    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= zobrist::psq[make_piece(~Us, cap)][to];
   }
-  finish<Us, Hash>(b, nb, from, to);
+  set_types<PAWN>(b, nb, tb, fb, promo, tb);
+  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  nb.by_color[Us] = b.by_color[Us] ^ (fb | tb);
+  nb.by_color[~Us] = b.by_color[~Us] & ~tb;
+  nb.ep = SQ_NONE;
+  finish<Us, Hash>(b, nb, from, to, delta);
 }
 
 template <Color Us, bool Hash>
 inline void make_en_passant(const Board& b, Board& nb, Square from, Square to) {
-  nb = b;
   const Square capsq = to - pawn_push(Us);
   const Bitboard ft = square_bb(from) | square_bb(to), cb = square_bb(capsq);
-  nb.by_type[PAWN] ^= ft | cb;
-  nb.by_color[Us] ^= ft;
-  nb.by_color[~Us] ^= cb;
-  nb.by_type[ALL_PIECES] ^= ft | cb;
-  nb.ep = SQ_NONE;
+  Key delta = 0;
   if constexpr (Hash)
-    nb.key ^= zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, PAWN)][to] ^
-              zobrist::psq[make_piece(~Us, PAWN)][capsq];
-  finish<Us, Hash>(b, nb, from, to);
+    delta = zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, PAWN)][to] ^
+            zobrist::psq[make_piece(~Us, PAWN)][capsq];
+  set_types<PAWN>(b, nb, 0, ft | cb, NO_PIECE_TYPE, 0);
+  nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ ft ^ cb;
+  nb.by_color[Us] = b.by_color[Us] ^ ft;
+  nb.by_color[~Us] = b.by_color[~Us] ^ cb;
+  nb.ep = SQ_NONE;
+  finish<Us, Hash>(b, nb, from, to, delta);
 }
 
 template <Color Us, bool Hash>
 inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
-  nb = b;
   const Square kto = Position::castle_king_to(Us, kfrom, rfrom), rto = Position::castle_rook_to(Us, kfrom, rfrom);
-  // King and rook squares may overlap: XOR out both, then OR in both.
-  const Bitboard k = square_bb(kfrom) ^ square_bb(kto), r = square_bb(rfrom) ^ square_bb(rto);
-  nb.by_type[KING] ^= k;
-  nb.by_type[ROOK] ^= r;
-  nb.by_color[Us] = (b.by_color[Us] & ~(square_bb(kfrom) | square_bb(rfrom))) | square_bb(kto) | square_bb(rto);
-  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] & ~(square_bb(kfrom) | square_bb(rfrom))) | square_bb(kto) | square_bb(rto);
-  nb.ep = SQ_NONE;
+  // King and rook squares may overlap: lift both, then place both.
+  const Bitboard lift = square_bb(kfrom) | square_bb(rfrom), place = square_bb(kto) | square_bb(rto);
+  Key delta = 0;
   if constexpr (Hash)
-    nb.key ^= zobrist::psq[make_piece(Us, KING)][kfrom] ^ zobrist::psq[make_piece(Us, KING)][kto] ^
-              zobrist::psq[make_piece(Us, ROOK)][rfrom] ^ zobrist::psq[make_piece(Us, ROOK)][rto];
-  finish<Us, Hash>(b, nb, kfrom, rfrom);
+    delta = zobrist::psq[make_piece(Us, KING)][kfrom] ^ zobrist::psq[make_piece(Us, KING)][kto] ^
+            zobrist::psq[make_piece(Us, ROOK)][rfrom] ^ zobrist::psq[make_piece(Us, ROOK)][rto];
+  set_types<KING>(b, nb, 0, square_bb(kfrom) ^ square_bb(kto), ROOK, square_bb(rfrom) ^ square_bb(rto));
+  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] & ~lift) | place;
+  nb.by_color[Us] = (b.by_color[Us] & ~lift) | place;
+  nb.by_color[~Us] = b.by_color[~Us];
+  nb.ep = SQ_NONE;
+  finish<Us, Hash>(b, nb, kfrom, rfrom, delta);
 }
 
 struct CountSink {
