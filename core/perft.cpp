@@ -63,7 +63,7 @@ bool PerftHash::probe(Key key, int depth, uint64_t& nodes) const {
   for (const Slot& s : b.slots) {
     const uint64_t data = s.data.load(std::memory_order_relaxed);
     if ((s.check.load(std::memory_order_relaxed) ^ data) == key && int(data & 0xFF) == depth && data) {
-      nodes = data >> 8;
+      nodes = data >> 16;
       return true;
     }
   }
@@ -71,19 +71,22 @@ bool PerftHash::probe(Key key, int depth, uint64_t& nodes) const {
 }
 
 void PerftHash::store(Key key, int depth, uint64_t nodes) {
-  if (!buckets_ || nodes >> 56) return;  // too big to fit: rare enough not to cache
+  if (!buckets_ || nodes >> 48) return;  // too big to fit: rare enough not to cache
   Bucket& b = table_[key & (buckets_ - 1)];
-  // Replace the shallowest entry: deep subtrees are the expensive ones to recompute.
+  // Replace entries of earlier generations first, then the shallowest: deep subtrees are the
+  // expensive ones to recompute, but stale deep ones would otherwise sit there for ever.
+  const uint64_t gen = generation_.load(std::memory_order_relaxed);
   Slot* victim = &b.slots[0];
-  int victim_depth = 256;
+  int victim_score = 1 << 20;
   for (Slot& s : b.slots) {
-    const int d = int(s.data.load(std::memory_order_relaxed) & 0xFF);
-    if (d < victim_depth) {
+    const uint64_t d = s.data.load(std::memory_order_relaxed);
+    const int score = int(d & 0xFF) + (((d >> 8) & 0xFF) == gen ? 256 : 0);
+    if (score < victim_score) {
       victim = &s;
-      victim_depth = d;
+      victim_score = score;
     }
   }
-  const uint64_t data = nodes << 8 | uint64_t(depth);
+  const uint64_t data = nodes << 16 | gen << 8 | uint64_t(depth);
   victim->check.store(key ^ data, std::memory_order_relaxed);
   victim->data.store(data, std::memory_order_relaxed);
 }
@@ -440,11 +443,20 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
       pos.undo_move(m);
     }
   }
-  // Largest first: a shallow perft predicts the size of the subtree well enough.
+  // Largest first: a shallow perft predicts the size of a subtree well enough. Roots stay
+  // together (largest root first, then its largest tasks), so threads share one root's
+  // transpositions in the hash table; each root gets its own table generation.
+  std::vector<uint64_t> root_estimate(roots.size(), 0);
   if (depth >= 4 && threads > 1) {
-    for (Task& t : tasks) t.estimate = perft(t.pos, std::min(t.depth, 2));
-    std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.estimate > b.estimate; });
+    for (Task& t : tasks) root_estimate[t.root] += t.estimate = perft(t.pos, std::min(t.depth, 2));
+    std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) {
+      if (a.root != b.root) return root_estimate[a.root] != root_estimate[b.root] ? root_estimate[a.root] > root_estimate[b.root] : a.root < b.root;
+      return a.estimate > b.estimate;
+    });
   }
+  std::vector<uint8_t> generation(roots.size());
+  for (size_t i = 0, g = 0; i < tasks.size(); ++i)
+    if (i == 0 || tasks[i].root != tasks[i - 1].root) generation[tasks[i].root] = uint8_t(++g);
 
   std::atomic<size_t> next{0};
   std::mutex progress_mu;
@@ -452,6 +464,7 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
   NodeCount done_nodes = 0;
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
+      if (hash) hash->set_generation(generation[tasks[i].root]);
       tasks[i].nodes = perft(tasks[i].pos, tasks[i].depth, hash);
       if (options.progress) {
         std::lock_guard lock(progress_mu);

@@ -33,6 +33,8 @@ class PerftHash {
   bool probe(Key key, int depth, uint64_t& nodes) const;
   void store(Key key, int depth, uint64_t nodes);
   void clear();
+  // Entries stored from now on belong to generation g; older ones are replaced first.
+  void set_generation(uint8_t g) { generation_.store(g, std::memory_order_relaxed); }
   size_t bytes() const { return buckets_ * sizeof(Bucket); }
 
  private:
@@ -40,12 +42,13 @@ class PerftHash {
 
   struct Slot {
     std::atomic<uint64_t> check;  // key ^ data
-    std::atomic<uint64_t> data;   // nodes << 8 | depth
+    std::atomic<uint64_t> data;   // nodes << 16 | generation << 8 | depth
   };
   struct alignas(64) Bucket {
     Slot slots[4];
   };
   Bucket* table_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
   size_t buckets_ = 0;
 };
 
