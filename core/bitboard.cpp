@@ -14,6 +14,8 @@ PextEntry RookPext[SQUARE_NB];
 PextEntry BishopPext[SQUARE_NB];
 #endif
 Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
+Bitboard RookRays[SQUARE_NB];
+Bitboard BishopRays[SQUARE_NB];
 Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
 namespace {
@@ -99,6 +101,10 @@ struct Init {
 #endif
     } else {
       std::call_once(magics_found, find_magics);
+    }
+    for (int a = 0; a < SQUARE_NB; ++a) {
+      RookRays[a] = sliding_attack_reference(ROOK, Square(a), 0);
+      BishopRays[a] = sliding_attack_reference(BISHOP, Square(a), 0);
     }
     for (int a = 0; a < SQUARE_NB; ++a)
       for (int b = 0; b < SQUARE_NB; ++b) {

@@ -118,6 +118,8 @@ extern PextEntry RookPext[SQUARE_NB];
 extern PextEntry BishopPext[SQUARE_NB];
 #endif
 extern Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
+extern Bitboard RookRays[SQUARE_NB];    // rook attacks on an empty board
+extern Bitboard BishopRays[SQUARE_NB];  // bishop attacks on an empty board
 extern Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
 constexpr Bitboard knight_attacks(Square s) { return detail::Steps.knight[s]; }

@@ -25,12 +25,13 @@ namespace c960::movegen {
   if constexpr (std::remove_reference_t<decltype(sink)>::StopEarly) \
     if ((sink).done()) return
 
+// Slider lookups only where an empty-board ray meets a slider: most squares see none.
 template <Color Them, class Board>
 inline bool attacked(const Board& pos, Square s, Bitboard occ) {
+  const Bitboard rq = pos.pieces(Them, ROOK, QUEEN), bq = pos.pieces(Them, BISHOP, QUEEN);
   return (pawn_attacks(~Them, s) & pos.pieces(Them, PAWN)) || (knight_attacks(s) & pos.pieces(Them, KNIGHT)) ||
-         (king_attacks(s) & pos.pieces(Them, KING)) ||
-         (rook_attacks(s, occ) & pos.pieces(Them, ROOK, QUEEN)) ||
-         (bishop_attacks(s, occ) & pos.pieces(Them, BISHOP, QUEEN));
+         (king_attacks(s) & pos.pieces(Them, KING)) || ((RookRays[s] & rq) && (rook_attacks(s, occ) & rq)) ||
+         ((BishopRays[s] & bq) && (bishop_attacks(s, occ) & bq));
 }
 
 template <Color Us, class Board, class Sink>
@@ -50,9 +51,10 @@ template <Color Us, class Board, class Sink>
   // pieces, gives check if nothing stands between, and pins the one piece that does.
   Bitboard checkers = (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
   Bitboard pinned = 0;
-  for (Bitboard snipers = (rook_attacks(ksq, theirs) & pos.pieces(Them, ROOK, QUEEN)) |
-                          (bishop_attacks(ksq, theirs) & pos.pieces(Them, BISHOP, QUEEN));
-       snipers;) {
+  Bitboard snipers = 0;
+  if (const Bitboard rq = pos.pieces(Them, ROOK, QUEEN); RookRays[ksq] & rq) snipers |= rook_attacks(ksq, theirs) & rq;
+  if (const Bitboard bq = pos.pieces(Them, BISHOP, QUEEN); BishopRays[ksq] & bq) snipers |= bishop_attacks(ksq, theirs) & bq;
+  while (snipers) {
     const Square s = pop_lsb(snipers);
     const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
     if (!b) checkers |= square_bb(s);
