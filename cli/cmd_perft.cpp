@@ -244,7 +244,7 @@ int cmd_perft(const std::vector<std::string>& args) {
   const PerftResult result = engine.run(root, int(*depth));
   const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
-    for (const DivideEntry& e : result.divide) std::cout << to_uci(e.move) << ": " << e.nodes << "\n";
+    for (const DivideEntry& e : result.divide) std::cout << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
     std::cout << "\n";
   }
   const double secs = seconds_since(t0);

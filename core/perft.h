@@ -62,7 +62,7 @@ uint64_t perft_reference(Position& pos, int depth);
 
 struct DivideEntry {
   Move move;
-  uint64_t nodes;
+  NodeCount nodes;
 };
 // Perft of each legal move at depth - 1, in generation order. depth must be >= 1.
 std::vector<DivideEntry> divide(const Position& pos, int depth, PerftHash* hash = nullptr);

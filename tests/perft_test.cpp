@@ -48,9 +48,9 @@ TEST(Perft, Standard) { check_suite("standard.epd", C960_PERFT_MAX_DEPTH_SUITES 
 
 TEST(Perft, DivideSumsToPerft) {
   Position pos = test::pos_of("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1");
-  uint64_t sum = 0;
+  NodeCount sum = 0;
   for (const DivideEntry& e : divide(pos, 3)) sum += e.nodes;
-  EXPECT_EQ(sum, 97862u);
+  EXPECT_EQ(uint64_t(sum), 97862u);
   EXPECT_EQ(divide(pos, 3).size(), 48u);
 }
 

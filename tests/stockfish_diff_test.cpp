@@ -121,7 +121,7 @@ TEST(StockfishDiff, DivideAgreesOnRandomPositions) {
     while (depth > 3 && perft(root, 3) > 200000) --depth;
 
     std::map<std::string, uint64_t> ours;
-    for (const DivideEntry& e : divide(root, depth)) ours[to_uci(e.move)] = e.nodes;
+    for (const DivideEntry& e : divide(root, depth)) ours[to_uci(e.move)] = uint64_t(e.nodes);
 
     engine.send("position fen " + root.fen(FenDialect::kShredder));
     engine.send("go perft " + std::to_string(depth));
