@@ -275,6 +275,10 @@ struct CountSink {
 template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
 
+// Depth 1 is counted faster than a probe (a cache miss) returns it; depth 2 already pays
+// (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up).
+constexpr int kMinHashDepth = 2;
+
 // Makes every move it is handed and adds the perft of the result.
 template <Color Us, bool Hash>
 struct RecurseSink {
@@ -284,11 +288,11 @@ struct RecurseSink {
   PerftHash* hash;
   uint64_t n = 0;
 
-  // Children that will only be counted are never looked up: skip their key updates.
+  // Children too shallow to be looked up skip their key updates, and so do their children.
   template <class Make>
   void child(Make&& make_child) {
     Board nb;
-    if (!Hash || depth == 1) {
+    if (!Hash || depth < kMinHashDepth) {
       make_child(std::integral_constant<bool, false>{}, nb);
       n += perft_board<~Us, false>(nb, depth, hash);
     } else {
@@ -353,7 +357,7 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
 
 uint64_t perft_dispatch(const Board& b, Color us, int depth, PerftHash* hash) {
   if (depth <= 0) return 1;
-  const bool use_hash = hash && hash->bytes() && depth >= 2;
+  const bool use_hash = hash && hash->bytes() && depth >= kMinHashDepth;
   if (us == WHITE) return use_hash ? perft_board<WHITE, true>(b, depth, hash) : perft_board<WHITE, false>(b, depth, hash);
   return use_hash ? perft_board<BLACK, true>(b, depth, hash) : perft_board<BLACK, false>(b, depth, hash);
 }
