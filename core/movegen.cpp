@@ -38,20 +38,6 @@ struct ListSink {
   bool done() const { return false; }
 };
 
-struct CountSink {
-  static constexpr bool StopEarly = false;
-  int n = 0;
-  template <PieceType>
-  void targets(Square, Bitboard to) { n += popcount(to); }
-  template <Direction>
-  void pawn_targets(Bitboard to) { n += popcount(to); }
-  template <Direction>
-  void promotions(Bitboard to) { n += 4 * popcount(to); }
-  void promotion_targets(Square, Bitboard to) { n += 4 * popcount(to); }
-  void en_passant(Square, Square) { ++n; }
-  void castle(Square, Square) { ++n; }
-  bool done() const { return false; }
-};
 
 struct AnySink {
   static constexpr bool StopEarly = true;
@@ -78,10 +64,10 @@ void generate_legal(const Position& pos, MoveList& list) {
 }
 
 int count_legal(const Position& pos) {
-  CountSink sink;
+  movegen::CountSink sink;
   if (pos.side_to_move() == WHITE) movegen::generate<WHITE>(pos, sink);
   else movegen::generate<BLACK>(pos, sink);
-  return sink.n;
+  return int(sink.n);
 }
 
 bool has_legal_move(const Position& pos) {

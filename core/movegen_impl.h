@@ -162,4 +162,20 @@ template <Color Us, class Board, class Sink>
 
 #undef C960_STOP_IF_DONE
 
+// Counts moves without making a list: the bulk counting at the last ply of perft.
+struct CountSink {
+  static constexpr bool StopEarly = false;
+  uint64_t n = 0;
+  template <PieceType>
+  void targets(Square, Bitboard to) { n += popcount(to); }
+  template <Direction>
+  void pawn_targets(Bitboard to) { n += popcount(to); }
+  template <Direction>
+  void promotions(Bitboard to) { n += 4 * popcount(to); }
+  void promotion_targets(Square, Bitboard to) { n += 4 * popcount(to); }
+  void en_passant(Square, Square) { ++n; }
+  void castle(Square, Square) { ++n; }
+  bool done() const { return false; }
+};
+
 }  // namespace c960::movegen

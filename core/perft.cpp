@@ -257,20 +257,6 @@ inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
   finish<Us, Hash>(b, nb, kfrom, rfrom, delta);
 }
 
-struct CountSink {
-  static constexpr bool StopEarly = false;
-  uint64_t n = 0;
-  template <PieceType>
-  void targets(Square, Bitboard to) { n += popcount(to); }
-  template <Direction>
-  void pawn_targets(Bitboard to) { n += popcount(to); }
-  template <Direction>
-  void promotions(Bitboard to) { n += 4 * popcount(to); }
-  void promotion_targets(Square, Bitboard to) { n += 4 * popcount(to); }
-  void en_passant(Square, Square) { ++n; }
-  void castle(Square, Square) { ++n; }
-  bool done() const { return false; }
-};
 
 template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
@@ -342,7 +328,7 @@ template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   // Bulk counting: the last ply is counted from target sets, never made.
   if (depth == 1) {
-    CountSink cs;
+    movegen::CountSink cs;
     movegen::generate<Us>(b, cs);
     return cs.n;
   }
