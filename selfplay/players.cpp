@@ -77,6 +77,7 @@ PlayerMove UciPlayer::choose(const MoveRequest& request) {
   if (!m.ok()) {
     pm.failure = Termination::kIllegalMove;
     pm.detail = absl::StrCat("bestmove ", reply->bestmove, ": ", m.status().message());
+    engine_.reset();  // it disagrees with us about the position: start it afresh
     return pm;
   }
   pm.move = *m;

@@ -43,7 +43,8 @@ class BuiltinPlayer : public Player {
   uint64_t last_nodes_ = 0;
 };
 
-// A UCI engine. It is started lazily by new_game(), and again there after a failure; a failure
+// A UCI engine. It is started lazily by new_game(), and again there after any failure (crash,
+// hang, illegal move, protocol error); a failure
 // during a game is reported as that move's failure (the game runner makes the player lose).
 class UciPlayer : public Player {
  public:
