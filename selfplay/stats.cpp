@@ -46,7 +46,12 @@ Interval ResultCounts::score(double z) const {
   const double z2 = z * z;
   const double centre = (s + z2 / (2 * m)) / (1 + z2 / m);
   const double half = z / (1 + z2 / m) * std::sqrt(s * (1 - s) / m + z2 / (4 * m * m));
-  return {s, std::max(0.0, centre - half), std::min(1.0, centre + half)};
+  // Rounding must not turn an all-wins interval's exact 1 into 0.9999999999999999 (Elo 6000).
+  constexpr double kEps = 1e-12;
+  double lo = centre - half, hi = centre + half;
+  lo = lo < kEps ? 0.0 : lo;
+  hi = hi > 1 - kEps ? 1.0 : hi;
+  return {s, lo, hi};
 }
 
 double elo_from_score(double p) {
