@@ -16,13 +16,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::string csv_number(double x, int decimals) {
   if (std::isnan(x)) return "";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  return absl::StrFormat("%.*f", decimals, x);
+  return absl::StrFormat("%.*f", decimals, x + 0.0);  // + 0.0: no "-0.0"
 }
 
 // JSON has no NaN or infinity: those become null.
 std::string json_number(double x, int decimals) {
   if (!std::isfinite(x)) return "null";
-  return absl::StrFormat("%.*f", decimals, x);
+  return absl::StrFormat("%.*f", decimals, x + 0.0);
 }
 
 std::string json_string(absl::string_view s) {
