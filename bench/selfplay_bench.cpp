@@ -86,7 +86,7 @@ ResultCounts match(Player& a, Player& b, const MoveLimits& la, const MoveLimits&
 void print_result(const char* label, const ResultCounts& c) {
   const Interval s = c.score(), e = c.elo();
   std::printf("%-28s +%lld =%lld -%lld  score %.3f [%.3f, %.3f]  Elo %+.0f [%+.0f, %+.0f]\n", label,
-              (long long)c.white_wins, (long long)c.draws, (long long)c.black_wins, s.value, s.lo, s.hi, e.value, e.lo,
+              (long long)c.white_wins, (long long)c.draws, (long long)c.black_wins, s.value, s.lo, s.hi, e.value + 0.0, e.lo,
               e.hi);
   std::fflush(stdout);
 }

@@ -94,8 +94,6 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   Position pos = *parsed;
   GameRecord game;
   game.start_fen = pos.fen(FenDialect::kShredder);
-  game.white = white.name();
-  game.black = black.name();
 
   // StateInfos must not move while the position links to them: a deque keeps them in place.
   std::deque<StateInfo> states;
@@ -170,6 +168,9 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
       over = true;
     }
   }
+  // Names now: a UCI engine knows its "id name" once started.
+  game.white = white.name();
+  game.black = black.name();
 
   std::vector<int> mine, theirs;
   while (!over) {

@@ -152,7 +152,10 @@ TEST(SelfPlayCommand, StockfishRun) {
   for (const char* failure : {"illegal_move", "engine_crash", "engine_hang", "engine_error"})
     EXPECT_EQ(t.get(2, failure), "0") << failure;
   const std::string pgn = testing::read_file(dir.file("games.pgn"));
-  EXPECT_NE(pgn.find("[White \"Stockfish"), std::string::npos);
+  // Every game names the engine by its "id name", the first of each thread included.
+  size_t named = 0;
+  for (size_t at = 0; (at = pgn.find("[White \"Stockfish", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 4u);
   expect_pgn_accepted(dir.file("games.pgn"), 4);
 }
 
