@@ -38,6 +38,7 @@ const CommandSpec kSpec = {
         {"movetime", Arity::kOne, "MS", "limit each move to MS milliseconds (not reproducible)"},
         {"random-plies", Arity::kOne, "K", "random legal moves at the start of each game (0..40, default 0)"},
         {"node-jitter", Arity::kOne, "PCT", "vary each move's node limit by up to PCT% (0..90, default 0)"},
+        {"sample-margin", Arity::kOne, "CP", "built-in engine: pick among moves within CP of the best (0..1000, default 0)"},
         {"seed", Arity::kOne, "S", "seed of the random plies and jitter (default 1)"},
         {"max-plies", Arity::kOne, "N", "draw a game reaching N plies (default 0: no limit)"},
         {"draw-moves", Arity::kOne, "N", "adjudicate a draw after N moves per side within --draw-score (default 0: off)"},
@@ -83,13 +84,14 @@ absl::StatusOr<SelfPlaySpec> spec_from_args(const ParsedArgs& p) {
     long long lo, hi, fallback;
     long long* out;
   };
-  long long games = 0, nodes = 0, depth = 0, movetime = 0, random_plies = 0, jitter = 0, seed = 0, max_plies = 0,
+  long long games = 0, nodes = 0, depth = 0, movetime = 0, random_plies = 0, jitter = 0, sample = 0, seed = 0, max_plies = 0,
             draw_moves = 0, draw_score = 10, draw_min_ply = 0, resign_moves = 0, resign_score = 1000, hash = 16,
             timeout = 30000;
   const IntOption ints[] = {
       {"games-per-position", 1, 1000000, 1, &games}, {"nodes", 1, 1LL << 40, 0, &nodes},
       {"depth", 1, 64, 0, &depth},                  {"movetime", 1, 3600000, 0, &movetime},
       {"random-plies", 0, 40, 0, &random_plies},    {"node-jitter", 0, 90, 0, &jitter},
+      {"sample-margin", 0, 1000, 0, &sample},
       {"seed", 0, INT64_MAX, 1, &seed},             {"max-plies", 0, 10000, 0, &max_plies},
       {"draw-moves", 0, 1000, 0, &draw_moves},      {"draw-score", 0, 1000, 10, &draw_score},
       {"draw-min-ply", 0, 10000, 0, &draw_min_ply}, {"resign-moves", 0, 1000, 0, &resign_moves},
@@ -105,6 +107,7 @@ absl::StatusOr<SelfPlaySpec> spec_from_args(const ParsedArgs& p) {
   spec.limits = selfplay::MoveLimits{uint64_t(nodes), int(depth), int(movetime)};
   spec.random_plies = int(random_plies);
   spec.node_jitter_percent = int(jitter);
+  spec.sample_margin_cp = int(sample);
   spec.seed = uint64_t(seed);
   spec.max_plies = int(max_plies);
   spec.adjudication = selfplay::Adjudication{int(draw_moves), int(draw_score), int(draw_min_ply), int(resign_moves), int(resign_score)};

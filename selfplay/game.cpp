@@ -101,7 +101,7 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   // irreversible move can match, so the map is cleared then.
   std::unordered_map<Key, int> seen;
   seen[repetition_key(pos)] = 1;
-  Prng jitter(options.jitter_seed);
+  Prng prng(options.seed);
 
   const auto finish = [&](GameResult r, Termination t, std::string detail) {
     game.result = r;
@@ -178,11 +178,11 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
     Player& player = us == WHITE ? white : black;
     MoveLimits limits = us == WHITE ? white_limits : black_limits;
     if (options.node_jitter_percent && limits.nodes) {
-      const int pct = int(jitter.below(2 * options.node_jitter_percent + 1)) - options.node_jitter_percent;
+      const int pct = int(prng.below(2 * options.node_jitter_percent + 1)) - options.node_jitter_percent;
       limits.nodes = std::max<uint64_t>(1, limits.nodes * uint64_t(100 + pct) / 100);
     }
     const std::string start = game.start_fen;
-    PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits});
+    PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
     if (answer.failed()) {
       finish(win_for(~us), answer.failure, absl::StrCat(player.name(), ": ", answer.detail));
       break;

@@ -60,6 +60,7 @@ struct MoveRequest {
   absl::string_view start_fen;      // Shredder-FEN of the start position
   const std::vector<Move>& moves;   // the moves from start_fen to pos
   MoveLimits limits;
+  uint64_t random = 0;  // fresh per move from the game's seed, for players that sample moves
 };
 
 class Player {
@@ -89,10 +90,11 @@ struct GameOptions {
   // Moves played before the players are asked (e.g. random opening plies); every move must be
   // legal. They are part of the game record.
   std::vector<Move> opening;
-  // Each move's node limit varies by up to +-node_jitter_percent, drawn from jitter_seed, so
-  // that games between deterministic players differ yet are reproducible.
+  // Each move's node limit varies by up to +-node_jitter_percent, drawn from `seed`, so that
+  // games between deterministic players differ yet are reproducible. The seed also gives each
+  // MoveRequest its `random`.
   int node_jitter_percent = 0;
-  uint64_t jitter_seed = 0;
+  uint64_t seed = 0;
   // PGN tags.
   std::string event = "c960 selfplay";
   std::string site = "?";

@@ -22,7 +22,8 @@ PlayerMove RandomPlayer::choose(const MoveRequest& request) {
 }
 
 PlayerMove BuiltinPlayer::choose(const MoveRequest& request) {
-  const engine::Limits limits{request.limits.nodes, request.limits.depth, request.limits.movetime_ms};
+  const engine::Limits limits{request.limits.nodes, request.limits.depth, request.limits.movetime_ms, sample_margin_cp_,
+                              request.random};
   const engine::SearchResult r = engine_.search(request.pos, limits);
   last_nodes_ = r.nodes;
   PlayerMove pm;

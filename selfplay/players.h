@@ -27,7 +27,8 @@ class RandomPlayer : public Player {
 
 class BuiltinPlayer : public Player {
  public:
-  explicit BuiltinPlayer(size_t hash_mb = 16) : engine_(hash_mb) {}
+  explicit BuiltinPlayer(size_t hash_mb = 16, int sample_margin_cp = 0)
+      : engine_(hash_mb), sample_margin_cp_(sample_margin_cp) {}
   std::string name() const override { return "c960-builtin"; }
   // Clears the engine's memory so that a game depends only on its moves, not on earlier games.
   absl::Status new_game() override {
@@ -40,6 +41,7 @@ class BuiltinPlayer : public Player {
 
  private:
   engine::Engine engine_;
+  int sample_margin_cp_;
   uint64_t last_nodes_ = 0;
 };
 

@@ -42,6 +42,8 @@ absl::Status SelfPlaySpec::validate() const {
   if (random_plies < 0 || random_plies > kMaxRandomPlies) return bad("random_plies", random_plies, " is not in 0..", kMaxRandomPlies);
   if (node_jitter_percent < 0 || node_jitter_percent > 90) return bad("node_jitter_percent", node_jitter_percent, " is not in 0..90");
   if (node_jitter_percent && !limits.nodes) return bad("node_jitter_percent", "only applies with a nodes limit");
+  if (sample_margin_cp < 0 || sample_margin_cp > 1000) return bad("sample_margin_cp", sample_margin_cp, " is not in 0..1000");
+  if (sample_margin_cp && engine != kBuiltinEngine) return bad("sample_margin_cp", "only the built-in engine samples moves");
   if (max_plies < 0 || max_plies > 10000) return bad("max_plies", max_plies, " is not in 0..10000");
   if (max_plies && max_plies <= random_plies) return bad("max_plies", "must be more than random_plies");
   const Adjudication& a = adjudication;
@@ -63,7 +65,8 @@ std::string describe(const SelfPlaySpec& s) {
   std::vector<std::string> opts;
   for (const UciOptionValue& o : s.options) opts.push_back(absl::StrCat(o.name, "=", o.value));
   return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ", limit,
-                      ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%, seed ", s.seed);
+                      ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
+                      s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ", s.seed);
 }
 
 uint64_t game_seed(uint64_t spec_seed, int sp, int game_index) {
@@ -74,8 +77,8 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   Players p;
   if (spec.engine == kBuiltinEngine) {
-    p.white = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb));
-    p.black = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb));
+    p.white = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
+    p.black = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
   } else {
     UciConfig config;
     config.path = spec.engine;
@@ -102,7 +105,7 @@ absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, 
   options.max_plies = spec.max_plies;
   options.adjudication = spec.adjudication;
   options.node_jitter_percent = spec.node_jitter_percent;
-  options.jitter_seed = prng.rand64();
+  options.seed = prng.rand64();
   options.event = absl::StrCat("c960 selfplay: ", describe(spec));
   options.round = absl::StrCat(sp, ".", game_index + 1);
 

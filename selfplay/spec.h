@@ -25,6 +25,7 @@ struct SelfPlaySpec {
   MoveLimits limits;                                // exactly one of nodes, depth, movetime
   int random_plies = 0;          // random legal moves at the start of each game
   int node_jitter_percent = 0;   // per-move node limit varies by up to this much (nodes limit only)
+  int sample_margin_cp = 0;      // built-in engine: pick among root moves within this of the best
   uint64_t seed = 0;
   int max_plies = 0;             // 0 = no limit
   Adjudication adjudication;

@@ -1,6 +1,7 @@
 // The built-in engine: mates in 2 and 3, determinism, symmetry, and games against a random mover.
 #include <deque>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_split.h"
@@ -88,6 +89,33 @@ TEST(Engine, DeterministicForAGivenLimit) {
     // The node limit is honoured (a few nodes over at most, to finish the node in hand).
     EXPECT_LE(x.nodes, 20000u + 2);
     EXPECT_EQ(pos.fen(), *startpos_fen(sp));  // position restored
+  }
+}
+
+TEST(Engine, SamplesAmongNearBestMovesReproducibly) {
+  Engine e(4);
+  Position pos = *Position::from_fen(*startpos_fen(518));
+  std::set<uint16_t> picks;
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    e.new_game();
+    const SearchResult r = e.search(pos, Limits{0, 4, 0, 40, seed});
+    e.new_game();
+    EXPECT_EQ(e.search(pos, Limits{0, 4, 0, 40, seed}).best, r.best) << "seed " << seed;
+    picks.insert(r.best.raw());
+  }
+  EXPECT_GE(picks.size(), 3u);  // 20 moves within 40 cp of each other: sampling varies
+  std::set<uint16_t> unsampled;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    e.new_game();
+    unsampled.insert(e.search(pos, Limits{0, 4, 0, 0, seed}).best.raw());
+  }
+  EXPECT_EQ(unsampled.size(), 1u);
+  // A wide margin never gives up a mate.
+  for (const MateCase& c : load_mates()) {
+    Position p = *Position::from_fen(c.fen);
+    e.new_game();
+    const SearchResult r = e.search(p, Limits{0, 2 * c.n + 1, 0, 300, 99});
+    EXPECT_NE(std::find(c.bm.begin(), c.bm.end(), to_uci(r.best)), c.bm.end()) << c.id;
   }
 }
 

@@ -60,6 +60,20 @@ TEST(SelfPlaySpec, GamesAreReproducibleAndDiffer) {
   EXPECT_NE(game_seed(1, 0, 0), game_seed(2, 0, 0));
 }
 
+TEST(SelfPlaySpec, SamplingMakesGamesDifferWithoutRandomPlies) {
+  SelfPlaySpec spec = builtin_spec();
+  spec.random_plies = 0;
+  spec.sample_margin_cp = 30;
+  spec.max_plies = 40;
+  Players p = *make_players(spec);
+  const GameRecord a = *play_selfplay_game(spec, 300, 0, p), b = *play_selfplay_game(spec, 300, 1, p);
+  const GameRecord a2 = *play_selfplay_game(spec, 300, 0, p);
+  EXPECT_NE(a.moves, b.moves);
+  EXPECT_EQ(a.moves, a2.moves);
+  spec.engine = "/usr/games/stockfish";
+  EXPECT_NE(spec.validate().message().find("sample_margin_cp"), absl::string_view::npos);
+}
+
 TEST(SelfPlaySpec, ThreadCountDoesNotChangeTheGames) {
   const SelfPlaySpec spec = builtin_spec();
   const std::vector<PlayedGame> one = *play_local(spec, 1), two = *play_local(spec, 2);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "movegen.h"
+#include "prng.h"
 
 namespace c960::engine {
 namespace {
@@ -174,8 +175,34 @@ SearchResult Engine::search(Position& pos, const Limits& limits) {
     // A mate found within the full-width depth cannot be bettered by searching deeper.
     if (is_mate_score(result.score) && VALUE_MATE - std::abs(result.score) <= depth) break;
   }
+  if (limits.sample_margin_cp > 0 && result.depth >= 1 && !is_mate_score(result.score) && root.size() > 1)
+    sample_root_move(pos, root, limits, result);
   result.nodes = nodes_;
   return result;
+}
+
+void Engine::sample_root_move(Position& pos, const std::vector<Move>& root, const Limits& limits, SearchResult& result) {
+  stopped_ = false;
+  if (limits.nodes) limits_.nodes = nodes_ + limits.nodes / 2 + 1;
+  const Value threshold = result.score - limits.sample_margin_cp;
+  std::vector<Move> candidates = {result.best};
+  for (const Move m : root) {
+    if (m == result.best) continue;
+    const bool check = pos.gives_check(m);
+    pos.do_move(m, states_[0]);
+    // Null window at the threshold: does this move score at least best - margin?
+    const Value v = -negamax(pos, -threshold, -threshold + 1, result.depth - 1 + (check ? 1 : 0), 1, true);
+    pos.undo_move(m);
+    if (stopped_) break;
+    if (v >= threshold) candidates.push_back(m);
+  }
+  stopped_ = false;
+  Prng prng(limits.sample_seed);
+  const Move pick = candidates[prng.below(candidates.size())];
+  if (pick != result.best) {
+    result.best = pick;
+    result.pv.assign(1, pick);
+  }
 }
 
 Value Engine::negamax(Position& pos, Value alpha, Value beta, int depth, int ply, bool allow_null) {

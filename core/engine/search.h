@@ -20,6 +20,11 @@ struct Limits {
   uint64_t nodes = 0;
   int depth = 0;
   int movetime_ms = 0;  // the one limit that makes results depend on the machine
+  // Sampling among near-best moves (0 = off): after the search, every root move is tested at the
+  // last completed depth against (best score - margin), and one of those that reach it is
+  // picked with sample_seed. The test gets half the node limit again. Not done for mate scores.
+  int sample_margin_cp = 0;
+  uint64_t sample_seed = 0;
 };
 
 struct SearchResult {
@@ -55,6 +60,7 @@ class Engine {
 
   Value negamax(Position& pos, Value alpha, Value beta, int depth, int ply, bool allow_null);
   Value qsearch(Position& pos, Value alpha, Value beta, int ply);
+  void sample_root_move(Position& pos, const std::vector<Move>& root, const Limits& limits, SearchResult& result);
   void score_moves(const Position& pos, const Move* moves, int n, int* scores, Move tt_move, int ply) const;
   bool should_stop();
   TTEntry* tt_slot(Key k) { return &tt_[k & (tt_.size() - 1)]; }
