@@ -169,8 +169,9 @@ int cmd_selfplay(const std::vector<std::string>& args) {
   if (out_file.is_open()) out_file << table;
   else std::cout << table;
   if (!quiet)
-    std::cerr << absl::StrFormat("\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads)\n", games->size(),
-                                 secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads);
+    std::cerr << absl::StrFormat("\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n",
+                                 games->size(), secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads,
+                                 (long long)stats.total().duplicates);
   if ((out_file.is_open() && !out_file.flush()) || (pgn_file.is_open() && !pgn_file.flush())) {
     std::cerr << "c960 selfplay: writing the output failed\n";
     return kExitCheckFailed;
