@@ -39,7 +39,7 @@ const CommandSpec kSpec = {
         {"random-plies", Arity::kOne, "K", "random legal moves at the start of each game (0..40, default 0)"},
         {"node-jitter", Arity::kOne, "PCT", "vary each move's node limit by up to PCT% (0..90, default 0)"},
         {"sample-margin", Arity::kOne, "CP", "built-in engine: pick among moves within CP of the best (0..1000, default 0)"},
-        {"seed", Arity::kOne, "S", "seed of the random plies and jitter (default 1)"},
+        {"seed", Arity::kOne, "S", "seed of the random plies, node jitter and move sampling (default 1)"},
         {"max-plies", Arity::kOne, "N", "draw a game reaching N plies (default 0: no limit)"},
         {"draw-moves", Arity::kOne, "N", "adjudicate a draw after N moves per side within --draw-score (default 0: off)"},
         {"draw-score", Arity::kOne, "CP", "score bound for draw adjudication (default 10)"},
