@@ -13,5 +13,6 @@ constexpr int kExitUsage = 2;
 
 int cmd_startpos(const std::vector<std::string>& args);
 int cmd_perft(const std::vector<std::string>& args);
+int cmd_selfplay(const std::vector<std::string>& args);
 
 }  // namespace c960::cli

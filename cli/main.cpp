@@ -16,6 +16,7 @@ struct Subcommand {
 constexpr Subcommand kCommands[] = {
     {"startpos", "FEN and number of Chess960 start positions", c960::cli::cmd_startpos},
     {"perft", "count leaf nodes: one position, a suite, or a table over start positions", c960::cli::cmd_perft},
+    {"selfplay", "play engine games from start positions; per-position results with error bars", c960::cli::cmd_selfplay},
 };
 
 void usage(FILE* out) {

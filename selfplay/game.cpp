@@ -1,0 +1,283 @@
+#include "game.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "movegen.h"
+#include "notation.h"
+#include "prng.h"
+
+namespace c960::selfplay {
+namespace {
+
+constexpr absl::string_view kTerminationNames[] = {
+    "checkmate",    "stalemate",        "threefold_repetition", "fifty_move_rule", "insufficient_material",
+    "max_plies",    "adjudicated_draw", "adjudicated_resign",   "illegal_move",    "engine_crash",
+    "engine_hang",  "engine_error"};
+static_assert(std::size(kTerminationNames) == size_t(Termination::kCount));
+
+// The PGN standard's Termination values.
+absl::string_view pgn_termination(Termination t) {
+  switch (t) {
+    case Termination::kMaxPlies:
+    case Termination::kAdjudicatedDraw:
+    case Termination::kAdjudicatedResign: return "adjudication";
+    case Termination::kIllegalMove: return "rules infraction";
+    case Termination::kEngineCrash:
+    case Termination::kEngineHang:
+    case Termination::kEngineError: return "abandoned";
+    default: return "normal";
+  }
+}
+
+GameResult win_for(Color c) { return c == WHITE ? GameResult::kWhiteWins : GameResult::kBlackWins; }
+
+// The scores of the last n moves of the side that made move index `last` (every second move
+// going back); false if some are missing.
+bool last_scores(const std::vector<std::optional<int>>& scores, int last, int n, std::vector<int>& out) {
+  out.clear();
+  for (int i = last; i >= 0 && int(out.size()) < n; i -= 2) {
+    if (!scores[i]) return false;
+    out.push_back(*scores[i]);
+  }
+  return int(out.size()) == n;
+}
+
+// PGN strings escape backslash and quote.
+std::string pgn_escape(absl::string_view s) {
+  return absl::StrReplaceAll(s, {{"\\", "\\\\"}, {"\"", "\\\""}});
+}
+
+}  // namespace
+
+absl::string_view termination_name(Termination t) {
+  return t < Termination::kCount ? kTerminationNames[size_t(t)] : "none";
+}
+
+absl::string_view result_string(GameResult r) {
+  return r == GameResult::kWhiteWins ? "1-0" : r == GameResult::kBlackWins ? "0-1" : "1/2-1/2";
+}
+
+Key repetition_key(const Position& pos) {
+  Key k = pos.key();
+  if (pos.ep_square() == SQ_NONE) return k;
+  MoveList list;
+  generate_legal(pos, list);
+  for (Move m : list)
+    if (m.kind() == EN_PASSANT) return k;
+  return k ^ zobrist::enpassant[file_of(pos.ep_square())];
+}
+
+bool insufficient_material(const Position& pos) {
+  if (pos.pieces(PAWN, ROOK) || pos.pieces(QUEEN)) return false;
+  const Bitboard minors = pos.pieces(KNIGHT, BISHOP);
+  if (popcount(minors) <= 1) return true;
+  // Only bishops, all on squares of one colour: no mate is possible.
+  if (pos.pieces(KNIGHT)) return false;
+  const Bitboard b = pos.pieces(BISHOP);
+  return !(b & DarkSquares) || !(b & ~DarkSquares);
+}
+
+absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white, Player& black,
+                                     const MoveLimits& white_limits, const MoveLimits& black_limits,
+                                     const GameOptions& options) {
+  absl::StatusOr<Position> parsed = Position::from_fen(start_fen);
+  if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("start FEN: ", parsed.status().message()));
+  if (options.max_plies < 0) return absl::InvalidArgumentError("max_plies: must be >= 0");
+  if (options.node_jitter_percent < 0 || options.node_jitter_percent > 90)
+    return absl::InvalidArgumentError("node_jitter_percent: must be in 0..90");
+  Position pos = *parsed;
+  GameRecord game;
+  game.start_fen = pos.fen(FenDialect::kShredder);
+
+  // StateInfos must not move while the position links to them: a deque keeps them in place.
+  std::deque<StateInfo> states;
+  // Occurrences of each position since the game started; only positions since the last
+  // irreversible move can match, so the map is cleared then.
+  std::unordered_map<Key, int> seen;
+  seen[repetition_key(pos)] = 1;
+  Prng prng(options.seed);
+
+  const auto finish = [&](GameResult r, Termination t, std::string detail) {
+    game.result = r;
+    game.termination = t;
+    game.detail = std::move(detail);
+  };
+  // Plays m (known legal) and applies the rules; true when the game is over.
+  const auto play = [&](Move m, std::optional<int> score) {
+    game.moves.push_back(m);
+    game.scores.push_back(score);
+    pos.do_move(m, states.emplace_back());
+    if (pos.rule50() == 0) seen.clear();
+    const Color mover = ~pos.side_to_move();
+    if (!has_legal_move(pos)) {
+      if (pos.in_check()) finish(win_for(mover), Termination::kCheckmate, "");
+      else finish(GameResult::kDraw, Termination::kStalemate, "");
+      return true;
+    }
+    if (insufficient_material(pos)) {
+      finish(GameResult::kDraw, Termination::kInsufficientMaterial, "");
+      return true;
+    }
+    // Mate on the hundredth ply was caught above, as the rule requires.
+    if (pos.rule50() >= 100) {
+      finish(GameResult::kDraw, Termination::kFiftyMoveRule, "");
+      return true;
+    }
+    if (++seen[repetition_key(pos)] >= 3) {
+      finish(GameResult::kDraw, Termination::kThreefoldRepetition, "");
+      return true;
+    }
+    if (options.max_plies && game.plies() >= options.max_plies) {
+      finish(GameResult::kDraw, Termination::kMaxPlies, absl::StrCat("reached ", options.max_plies, " plies"));
+      return true;
+    }
+    return false;
+  };
+
+  bool over = false;
+  if (!has_legal_move(pos)) {
+    // A start FEN can already be over; record that without asking anyone.
+    if (pos.in_check()) finish(win_for(~pos.side_to_move()), Termination::kCheckmate, "");
+    else finish(GameResult::kDraw, Termination::kStalemate, "");
+    over = true;
+  } else if (insufficient_material(pos)) {
+    finish(GameResult::kDraw, Termination::kInsufficientMaterial, "");
+    over = true;
+  }
+
+  for (size_t i = 0; i < options.opening.size() && !over; ++i) {
+    MoveList legal;
+    generate_legal(pos, legal);
+    if (!legal.contains(options.opening[i]))
+      return absl::InvalidArgumentError(absl::StrCat("opening move ", i + 1, " (", to_uci(options.opening[i]), ") is not legal in ", pos.fen()));
+    over = play(options.opening[i], std::nullopt);
+  }
+  game.opening_plies = game.plies();
+
+  for (Player* p : {&white, &black}) {
+    if (over) break;
+    const absl::Status s = p->new_game();
+    if (!s.ok()) {
+      finish(win_for(p == &white ? BLACK : WHITE), Termination::kEngineError, absl::StrCat(p->name(), ": ", s.message()));
+      over = true;
+    }
+  }
+  // Names now: a UCI engine knows its "id name" once started.
+  game.white = white.name();
+  game.black = black.name();
+
+  std::vector<int> mine, theirs;
+  while (!over) {
+    const Color us = pos.side_to_move();
+    Player& player = us == WHITE ? white : black;
+    MoveLimits limits = us == WHITE ? white_limits : black_limits;
+    if (options.node_jitter_percent && limits.nodes) {
+      const int pct = int(prng.below(2 * options.node_jitter_percent + 1)) - options.node_jitter_percent;
+      limits.nodes = std::max<uint64_t>(1, limits.nodes * uint64_t(100 + pct) / 100);
+    }
+    const std::string start = game.start_fen;
+    PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
+    if (answer.failed()) {
+      finish(win_for(~us), answer.failure, absl::StrCat(player.name(), ": ", answer.detail));
+      break;
+    }
+    MoveList legal;
+    generate_legal(pos, legal);
+    if (!legal.contains(answer.move)) {
+      finish(win_for(~us), Termination::kIllegalMove,
+             absl::StrCat(player.name(), " played ", to_uci(answer.move), ", not legal in ", pos.fen(FenDialect::kShredder)));
+      break;
+    }
+    if (play(answer.move, answer.score_cp)) break;
+
+    const int last = game.plies() - 1;
+    const Adjudication& adj = options.adjudication;
+    if (adj.resign_moves && last_scores(game.scores, last, adj.resign_moves, mine) &&
+        last_scores(game.scores, last - 1, adj.resign_moves, theirs)) {
+      const auto all = [](const std::vector<int>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+      const int r = adj.resign_score_cp;
+      if (all(mine, [r](int s) { return s <= -r; }) && all(theirs, [r](int s) { return s >= r; })) {
+        finish(win_for(~us), Termination::kAdjudicatedResign, absl::StrCat(player.name(), " resigns"));
+        break;
+      }
+      if (all(mine, [r](int s) { return s >= r; }) && all(theirs, [r](int s) { return s <= -r; })) {
+        finish(win_for(us), Termination::kAdjudicatedResign, absl::StrCat((us == WHITE ? black : white).name(), " resigns"));
+        break;
+      }
+    }
+    if (adj.draw_moves && game.plies() >= adj.draw_min_ply && last_scores(game.scores, last, adj.draw_moves, mine) &&
+        last_scores(game.scores, last - 1, adj.draw_moves, theirs)) {
+      const int d = adj.draw_score_cp;
+      const auto near0 = [d](int s) { return std::abs(s) <= d; };
+      if (std::all_of(mine.begin(), mine.end(), near0) && std::all_of(theirs.begin(), theirs.end(), near0)) {
+        finish(GameResult::kDraw, Termination::kAdjudicatedDraw, "");
+        break;
+      }
+    }
+  }
+  game.pgn = to_pgn(game, options);
+  return game;
+}
+
+std::string to_pgn(const GameRecord& game, const GameOptions& options) {
+  const absl::string_view result = result_string(game.result);
+  std::string out;
+  const auto tag = [&](absl::string_view name, absl::string_view value) {
+    absl::StrAppend(&out, "[", name, " \"", pgn_escape(value), "\"]\n");
+  };
+  tag("Event", options.event);
+  tag("Site", options.site);
+  tag("Date", options.date);
+  tag("Round", options.round);
+  tag("White", game.white);
+  tag("Black", game.black);
+  tag("Result", result);
+  tag("Variant", "Chess960");
+  tag("SetUp", "1");
+  // X-FEN is what PGN readers (pgn-extract among them) understand best.
+  absl::StatusOr<Position> start = Position::from_fen(game.start_fen);
+  if (!start.ok()) return "";  // records come from play_game, whose FEN parsed
+  Position pos = *start;
+  tag("FEN", pos.fen(FenDialect::kXFen));
+  tag("Termination", pgn_termination(game.termination));
+  tag("PlyCount", absl::StrCat(game.plies()));
+  out += "\n";
+
+  // Movetext, wrapped before 80 columns.
+  std::string line;
+  const auto word = [&](absl::string_view w) {
+    if (!line.empty() && line.size() + 1 + w.size() > 79) {
+      out += line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += std::string(w);
+  };
+  std::deque<StateInfo> states;
+  for (size_t i = 0; i < game.moves.size(); ++i) {
+    const Move m = game.moves[i];
+    if (pos.side_to_move() == WHITE) word(absl::StrCat(pos.fullmove_number(), "."));
+    else if (i == 0) word(absl::StrCat(pos.fullmove_number(), "..."));
+    word(to_san(pos, m));
+    pos.do_move(m, states.emplace_back());
+  }
+  std::string comment = std::string(termination_name(game.termination));
+  if (!game.detail.empty()) absl::StrAppend(&comment, ": ", game.detail);
+  // Braces end a PGN comment: keep them out of it.
+  comment = absl::StrReplaceAll(comment, {{"{", "("}, {"}", ")"}});
+  std::vector<std::string> words = absl::StrSplit(comment, ' ', absl::SkipEmpty());
+  words.front() = absl::StrCat("{", words.front());
+  words.back() += "}";
+  for (const std::string& w : words) word(w);
+  word(result);
+  out += line + "\n\n";
+  return out;
+}
+
+}  // namespace c960::selfplay

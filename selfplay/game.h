@@ -1,0 +1,135 @@
+// One game between two players under the rules of chess (Chess960 start positions), with
+// optional adjudication, recorded as moves, result, termination and PGN.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "position.h"
+
+namespace c960::selfplay {
+
+enum class GameResult : uint8_t { kWhiteWins, kDraw, kBlackWins };
+
+// Why a game ended. The order is the on-disk/CSV order: append only.
+enum class Termination : uint8_t {
+  kCheckmate,
+  kStalemate,
+  kThreefoldRepetition,
+  kFiftyMoveRule,
+  kInsufficientMaterial,
+  kMaxPlies,           // drawn when the ply limit is reached
+  kAdjudicatedDraw,    // both sides reported scores near 0 for N moves
+  kAdjudicatedResign,  // one side reported a lost score for N moves (and the other agreed)
+  kIllegalMove,        // the player to move loses
+  kEngineCrash,        // the player to move loses
+  kEngineHang,         // the player to move loses (no move within the time allowed)
+  kEngineError,        // any other player failure (bad output, cannot start): the player loses
+  kCount
+};
+
+// Stable lower-case names ("checkmate", "threefold_repetition", ...) for CSV, JSON and PGN.
+absl::string_view termination_name(Termination t);
+absl::string_view result_string(GameResult r);  // "1-0", "1/2-1/2", "0-1"
+
+// How a player thinks about one move. 0 = no limit of that kind.
+struct MoveLimits {
+  uint64_t nodes = 0;
+  int depth = 0;
+  int movetime_ms = 0;
+};
+
+// What a player answers. A failure makes it lose the game; `detail` explains it.
+struct PlayerMove {
+  Move move = Move::none();
+  std::optional<int> score_cp;  // side to move's view; mates as +-(100000 - plies)
+  Termination failure = Termination::kCount;  // kIllegalMove, kEngineCrash, kEngineHang, kEngineError or kCount (none)
+  std::string detail;
+  bool failed() const { return failure != Termination::kCount; }
+};
+
+constexpr int kMateScoreCp = 100000;
+
+// What a player sees when asked for a move.
+struct MoveRequest {
+  Position& pos;  // the current position, history linked behind it; a player must leave it as it found it
+  absl::string_view start_fen;      // Shredder-FEN of the start position
+  const std::vector<Move>& moves;   // the moves from start_fen to pos
+  MoveLimits limits;
+  uint64_t random = 0;  // fresh per move from the game's seed, for players that sample moves
+};
+
+class Player {
+ public:
+  virtual ~Player() = default;
+  virtual std::string name() const = 0;
+  // Called before each game; a failure counts as kEngineError for the player's first move.
+  virtual absl::Status new_game() = 0;
+  virtual PlayerMove choose(const MoveRequest& request) = 0;
+};
+
+struct Adjudication {
+  // Draw when the last draw_moves scores of each side are all within +-draw_score_cp, from
+  // ply draw_min_ply on. 0 moves = off.
+  int draw_moves = 0;
+  int draw_score_cp = 10;
+  int draw_min_ply = 0;
+  // A side resigns when its last resign_moves scores are all <= -resign_score_cp and the
+  // opponent's last resign_moves scores are all >= +resign_score_cp. 0 moves = off.
+  int resign_moves = 0;
+  int resign_score_cp = 1000;
+};
+
+struct GameOptions {
+  int max_plies = 0;  // 0 = no limit; drawn (kMaxPlies) on reaching it
+  Adjudication adjudication;
+  // Moves played before the players are asked (e.g. random opening plies); every move must be
+  // legal. They are part of the game record.
+  std::vector<Move> opening;
+  // Each move's node limit varies by up to +-node_jitter_percent, drawn from `seed`, so that
+  // games between deterministic players differ yet are reproducible. The seed also gives each
+  // MoveRequest its `random`.
+  int node_jitter_percent = 0;
+  uint64_t seed = 0;
+  // PGN tags.
+  std::string event = "c960 selfplay";
+  std::string site = "?";
+  std::string date = "????.??.??";
+  std::string round = "?";
+};
+
+struct GameRecord {
+  std::string start_fen;  // Shredder-FEN
+  std::string white, black;
+  GameResult result = GameResult::kDraw;
+  Termination termination = Termination::kCount;
+  std::string detail;  // a human explanation, e.g. the engine's illegal move
+  std::vector<Move> moves;
+  std::vector<std::optional<int>> scores;  // per move, the mover's score (opening moves: none)
+  int opening_plies = 0;
+  std::string pgn;
+  int plies() const { return int(moves.size()); }
+};
+
+// The key for repetition: pos.key() minus an en passant square no legal move can use, so that
+// positions count as the same exactly when FIDE says so (placement, side, castling and legal
+// en passant rights).
+Key repetition_key(const Position& pos);
+// Neither side can ever mate: K v K, K+minor v K, and kings with bishops all on one colour.
+bool insufficient_material(const Position& pos);
+
+// Plays a game from start_fen. Errors only for bad input (FEN, opening moves); everything a
+// player does wrong ends the game with a loss for it.
+absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white, Player& black,
+                                     const MoveLimits& white_limits, const MoveLimits& black_limits,
+                                     const GameOptions& options);
+
+// PGN of a finished game: Seven Tag Roster, Variant/SetUp/FEN/Termination/PlyCount tags, SAN
+// moves in lines of at most 80 characters, and the detail as a final comment.
+std::string to_pgn(const GameRecord& game, const GameOptions& options);
+
+}  // namespace c960::selfplay

@@ -1,0 +1,60 @@
+#include "local_runner.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "uci_engine.h"
+
+namespace c960::selfplay {
+
+absl::Status check_engine(const SelfPlaySpec& spec) {
+  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  if (spec.engine == kBuiltinEngine) return absl::OkStatus();
+  UciConfig config;
+  config.path = spec.engine;
+  config.options = spec.options;
+  absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
+  return e.ok() ? absl::OkStatus() : e.status();
+}
+
+absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
+                                                   const std::function<void(const PlayedGame&)>& on_game) {
+  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  if (threads < 1 || threads > 1024) return absl::InvalidArgumentError(absl::StrCat("threads: ", threads, " is not in 1..1024"));
+  std::vector<PlayedGame> games;
+  for (int sp : spec.positions)
+    for (int i = 0; i < spec.games_per_position; ++i) games.push_back(PlayedGame{sp, i, {}});
+
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  absl::Status error;
+  const auto worker = [&] {
+    absl::StatusOr<Players> players = make_players(spec);
+    if (!players.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      error.Update(players.status());
+      return;
+    }
+    for (size_t k; (k = next.fetch_add(1)) < games.size();) {
+      absl::StatusOr<GameRecord> g = play_selfplay_game(spec, games[k].sp, games[k].index, *players);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!g.ok()) {
+        error.Update(g.status());
+        next = games.size();  // stop everyone
+        return;
+      }
+      games[k].record = *std::move(g);
+      if (on_game) on_game(games[k]);
+    }
+  };
+  std::vector<std::thread> pool;
+  const int n = int(std::min<size_t>(size_t(threads), games.size()));
+  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  if (!error.ok()) return error;
+  return games;
+}
+
+}  // namespace c960::selfplay

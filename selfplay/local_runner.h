@@ -1,0 +1,28 @@
+// Plays every game of a self-play spec on local threads: the same games, in the same order, as
+// the distributed job would, since each depends only on (spec, sp, game index).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "spec.h"
+
+namespace c960::selfplay {
+
+struct PlayedGame {
+  int sp = 0;
+  int index = 0;  // game number within the position, 0-based
+  GameRecord record;
+};
+
+// Starts a UCI engine once with the spec's options, so that a bad path or option is one clear
+// error up front instead of a lost game per game. OK at once for the built-in engine.
+absl::Status check_engine(const SelfPlaySpec& spec);
+
+// Games ordered by position (as listed in the spec), then by index. `on_game` (optional) is
+// called as each game finishes, from the worker threads, one call at a time.
+absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
+                                                   const std::function<void(const PlayedGame&)>& on_game = {});
+
+}  // namespace c960::selfplay

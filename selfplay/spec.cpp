@@ -1,0 +1,126 @@
+#include "spec.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "movegen.h"
+#include "players.h"
+#include "prng.h"
+#include "startpos.h"
+
+namespace c960::selfplay {
+namespace {
+
+constexpr int kMaxGamesPerPosition = 1000000;
+constexpr int kMaxRandomPlies = 40;
+
+// splitmix64's finaliser: every input bit affects every output bit.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+absl::Status SelfPlaySpec::validate() const {
+  const auto bad = [](absl::string_view field, auto... why) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", why...));
+  };
+  if (positions.empty()) return bad("positions", "none given");
+  for (int sp : positions)
+    if (sp < 0 || sp >= kStartPositions) return bad("positions", sp, " is not in 0..959");
+  if (games_per_position < 1 || games_per_position > kMaxGamesPerPosition)
+    return bad("games_per_position", games_per_position, " is not in 1..", kMaxGamesPerPosition);
+  if (engine.empty()) return bad("engine", "empty (give builtin or a path)");
+  if (engine == kBuiltinEngine && !options.empty()) return bad("options", "the built-in engine takes no UCI options");
+  const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0);
+  if (kinds != 1) return bad("limits", "give exactly one of nodes, depth, movetime");
+  if (limits.depth < 0 || limits.depth > 64) return bad("depth", limits.depth, " is not in 1..64");
+  if (limits.movetime_ms < 0 || limits.movetime_ms > 3600000) return bad("movetime", limits.movetime_ms, " is not in 1..3600000 ms");
+  if (limits.nodes > (uint64_t(1) << 40)) return bad("nodes", limits.nodes, " is more than 2^40");
+  if (random_plies < 0 || random_plies > kMaxRandomPlies) return bad("random_plies", random_plies, " is not in 0..", kMaxRandomPlies);
+  if (node_jitter_percent < 0 || node_jitter_percent > 90) return bad("node_jitter_percent", node_jitter_percent, " is not in 0..90");
+  if (node_jitter_percent && !limits.nodes) return bad("node_jitter_percent", "only applies with a nodes limit");
+  if (sample_margin_cp < 0 || sample_margin_cp > 1000) return bad("sample_margin_cp", sample_margin_cp, " is not in 0..1000");
+  if (sample_margin_cp && engine != kBuiltinEngine) return bad("sample_margin_cp", "only the built-in engine samples moves");
+  if (max_plies < 0 || max_plies > 10000) return bad("max_plies", max_plies, " is not in 0..10000");
+  if (max_plies && max_plies <= random_plies) return bad("max_plies", "must be more than random_plies");
+  const Adjudication& a = adjudication;
+  if (a.draw_moves < 0 || a.draw_moves > 1000) return bad("adjudication.draw_moves", a.draw_moves, " is not in 0..1000");
+  if (a.draw_score_cp < 0 || a.draw_score_cp > 1000) return bad("adjudication.draw_score_cp", a.draw_score_cp, " is not in 0..1000");
+  if (a.draw_min_ply < 0) return bad("adjudication.draw_min_ply", "negative");
+  if (a.resign_moves < 0 || a.resign_moves > 1000) return bad("adjudication.resign_moves", a.resign_moves, " is not in 0..1000");
+  if (a.resign_score_cp < 1 || a.resign_score_cp > kMateScoreCp)
+    return bad("adjudication.resign_score_cp", a.resign_score_cp, " is not in 1..", kMateScoreCp);
+  if (hash_mb < 1 || hash_mb > 4096) return bad("hash_mb", hash_mb, " is not in 1..4096");
+  if (engine_timeout_ms < 100 || engine_timeout_ms > 3600000) return bad("engine_timeout_ms", engine_timeout_ms, " is not in 100..3600000");
+  return absl::OkStatus();
+}
+
+std::string describe(const SelfPlaySpec& s) {
+  std::string limit = s.limits.nodes ? absl::StrCat("nodes ", s.limits.nodes)
+                      : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
+                                       : absl::StrCat("movetime ", s.limits.movetime_ms);
+  std::vector<std::string> opts;
+  for (const UciOptionValue& o : s.options) opts.push_back(absl::StrCat(o.name, "=", o.value));
+  return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ", limit,
+                      ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
+                      s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ", s.seed);
+}
+
+uint64_t game_seed(uint64_t spec_seed, int sp, int game_index) {
+  return mix(mix(mix(spec_seed) ^ uint64_t(sp)) ^ uint64_t(uint32_t(game_index)));
+}
+
+absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
+  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  Players p;
+  if (spec.engine == kBuiltinEngine) {
+    p.white = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
+    p.black = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
+  } else {
+    UciConfig config;
+    config.path = spec.engine;
+    config.options = spec.options;
+    config.move_margin_ms = spec.engine_timeout_ms;
+    // Each side its own process, so that neither reads the other's hash.
+    p.white = std::make_unique<UciPlayer>(config);
+    p.black = std::make_unique<UciPlayer>(config);
+  }
+  return p;
+}
+
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players) {
+  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  if (sp < 0 || sp >= kStartPositions) return absl::InvalidArgumentError(absl::StrCat("sp: ", sp, " is not in 0..959"));
+  if (game_index < 0) return absl::InvalidArgumentError(absl::StrCat("game index: ", game_index, " is negative"));
+  if (!players.white || !players.black) return absl::InvalidArgumentError("players: not created (use make_players)");
+  absl::StatusOr<std::string> fen = startpos_fen(sp, true);
+  if (!fen.ok()) return fen.status();
+
+  const uint64_t seed = game_seed(spec.seed, sp, game_index);
+  Prng prng(seed);
+  GameOptions options;
+  options.max_plies = spec.max_plies;
+  options.adjudication = spec.adjudication;
+  options.node_jitter_percent = spec.node_jitter_percent;
+  options.seed = prng.rand64();
+  options.event = absl::StrCat("c960 selfplay: ", describe(spec));
+  options.round = absl::StrCat(sp, ".", game_index + 1);
+
+  // Random opening plies, stopping early should the game end during them.
+  Position pos = *Position::from_fen(*fen);
+  std::vector<StateInfo> states(size_t(spec.random_plies));
+  for (int i = 0; i < spec.random_plies; ++i) {
+    MoveList list;
+    generate_legal(pos, list);
+    if (list.size() == 0) break;
+    const Move m = list.moves[prng.below(uint64_t(list.size()))];
+    options.opening.push_back(m);
+    pos.do_move(m, states[size_t(i)]);
+  }
+  return play_game(*fen, *players.white, *players.black, spec.limits, spec.limits, options);
+}
+
+}  // namespace c960::selfplay

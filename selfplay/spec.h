@@ -1,0 +1,55 @@
+// A self-play job as data: which positions, how many games, which engine under which limits,
+// how games are made to differ, and how they are adjudicated. play_selfplay_game() plays game
+// number i of a position under a spec; the result depends only on (spec, sp, i), so any
+// machine can play any game and a replayed game is the same game.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "game.h"
+#include "uci_engine.h"
+
+namespace c960::selfplay {
+
+constexpr absl::string_view kBuiltinEngine = "builtin";
+
+struct SelfPlaySpec {
+  std::vector<int> positions;  // start position numbers, 0..959
+  int games_per_position = 1;
+  std::string engine = std::string(kBuiltinEngine);  // "builtin" or the path of a UCI engine
+  std::vector<UciOptionValue> options;             // UCI options (UCI engines only)
+  MoveLimits limits;                                // exactly one of nodes, depth, movetime
+  int random_plies = 0;          // random legal moves at the start of each game
+  int node_jitter_percent = 0;   // per-move node limit varies by up to this much (nodes limit only)
+  int sample_margin_cp = 0;      // built-in engine: pick among root moves within this of the best
+  uint64_t seed = 0;
+  int max_plies = 0;             // 0 = no limit
+  Adjudication adjudication;
+  int hash_mb = 16;              // built-in engine's hash per player
+  int engine_timeout_ms = 30000; // UCI engines: time allowed beyond movetime before "hung"
+
+  // Every field checked; the error names the field.
+  absl::Status validate() const;
+};
+
+// All spec fields in one line (for logs and the PGN Event tag).
+std::string describe(const SelfPlaySpec& spec);
+
+// The seed of game i of position sp: a mix of all three, so games never share random streams.
+uint64_t game_seed(uint64_t spec_seed, int sp, int game_index);
+
+// The two players of a game under a spec: fresh ones per thread, reused from game to game.
+struct Players {
+  std::unique_ptr<Player> white, black;
+};
+absl::StatusOr<Players> make_players(const SelfPlaySpec& spec);
+
+// Plays game number game_index (0-based) of start position sp. Errors only for a bad spec or sp;
+// engine failures are game results.
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players);
+
+}  // namespace c960::selfplay

@@ -1,0 +1,188 @@
+#include "stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "startpos.h"
+
+namespace c960::selfplay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string csv_number(double x, int decimals) {
+  if (std::isnan(x)) return "";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.*f", decimals, x + 0.0);  // + 0.0: no "-0.0"
+}
+
+// JSON has no NaN or infinity: those become null.
+std::string json_number(double x, int decimals) {
+  if (!std::isfinite(x)) return "null";
+  return absl::StrFormat("%.*f", decimals, x + 0.0);
+}
+
+std::string json_string(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += {'\\', c};
+    else if (static_cast<unsigned char>(c) < 0x20) out += absl::StrFormat("\\u%04x", c);
+    else out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Interval ResultCounts::score(double z) const {
+  const double n = double(games());
+  if (n == 0) return {kNaN, kNaN, kNaN};
+  const double s = (white_wins + 0.5 * draws) / n;
+  const double var = std::max(0.0, (white_wins + 0.25 * draws) / n - s * s);
+  const double m = var > 0 ? n * s * (1 - s) / var : n;
+  const double z2 = z * z;
+  const double centre = (s + z2 / (2 * m)) / (1 + z2 / m);
+  const double half = z / (1 + z2 / m) * std::sqrt(s * (1 - s) / m + z2 / (4 * m * m));
+  // Rounding must not turn an all-wins interval's exact 1 into 0.9999999999999999 (Elo 6000).
+  constexpr double kEps = 1e-12;
+  double lo = centre - half, hi = centre + half;
+  lo = lo < kEps ? 0.0 : lo;
+  hi = hi > 1 - kEps ? 1.0 : hi;
+  return {s, lo, hi};
+}
+
+double elo_from_score(double p) {
+  if (std::isnan(p)) return kNaN;
+  if (p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return std::numeric_limits<double>::infinity();
+  return -400.0 * std::log10(1.0 / p - 1.0);
+}
+
+Interval ResultCounts::elo(double z) const {
+  const Interval s = score(z);
+  return {elo_from_score(s.value), elo_from_score(s.lo), elo_from_score(s.hi)};
+}
+
+double ResultCounts::draw_rate() const { return games() ? double(draws) / double(games()) : kNaN; }
+
+uint64_t game_hash(const GameRecord& game) {
+  // FNV-1a over the start FEN and the raw moves.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const auto byte = [&h](uint8_t b) { h = (h ^ b) * 0x100000001b3ULL; };
+  for (char c : game.start_fen) byte(uint8_t(c));
+  for (Move m : game.moves) {
+    byte(uint8_t(m.raw()));
+    byte(uint8_t(m.raw() >> 8));
+  }
+  return h;
+}
+
+void PositionStats::add(const GameRecord& game) {
+  switch (game.result) {
+    case GameResult::kWhiteWins: ++counts.white_wins; break;
+    case GameResult::kDraw: ++counts.draws; break;
+    case GameResult::kBlackWins: ++counts.black_wins; break;
+  }
+  total_plies += game.plies();
+  if (game.termination < Termination::kCount) ++terminations[size_t(game.termination)];
+  if (!game_hashes.insert(game_hash(game)).second) ++duplicates;
+}
+
+double PositionStats::mean_plies() const {
+  return counts.games() ? double(total_plies) / double(counts.games()) : kNaN;
+}
+
+void SelfPlayStats::add(int sp, const GameRecord& game) {
+  PositionStats& p = positions_[sp];
+  if (p.sp < 0) {
+    p.sp = sp;
+    p.fen = startpos_fen(sp).value_or("");
+  }
+  p.add(game);
+}
+
+PositionStats SelfPlayStats::total() const {
+  PositionStats t;
+  for (const auto& [sp, p] : positions_) {
+    t.counts.white_wins += p.counts.white_wins;
+    t.counts.draws += p.counts.draws;
+    t.counts.black_wins += p.counts.black_wins;
+    t.total_plies += p.total_plies;
+    t.duplicates += p.duplicates;
+    for (size_t i = 0; i < t.terminations.size(); ++i) t.terminations[i] += p.terminations[i];
+  }
+  return t;
+}
+
+std::vector<int> SelfPlayStats::ranking() const {
+  std::vector<const PositionStats*> v;
+  for (const auto& [sp, p] : positions_) v.push_back(&p);
+  std::sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
+    const Interval x = a->counts.score(), y = b->counts.score();
+    if (x.value != y.value) return x.value > y.value;
+    if (x.lo != y.lo) return x.lo > y.lo;
+    return a->sp < b->sp;
+  });
+  std::vector<int> out;
+  for (const PositionStats* p : v) out.push_back(p->sp);
+  return out;
+}
+
+std::string SelfPlayStats::to_csv() const {
+  std::string out =
+      "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
+      "duplicates,rank";
+  for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
+  out += "\n";
+  std::map<int, int> rank;
+  const std::vector<int> order = ranking();
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
+  const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r) {
+    const Interval s = p.counts.score(), e = p.counts.elo();
+    absl::StrAppend(&out, sp, ",", fen, ",", p.counts.games(), ",", p.counts.white_wins, ",", p.counts.draws, ",",
+                    p.counts.black_wins, ",", csv_number(s.value, 4), ",", csv_number(s.lo, 4), ",", csv_number(s.hi, 4),
+                    ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",", csv_number(e.hi, 1), ",",
+                    csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1), ",", p.duplicates, ",", r);
+    for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
+    out += "\n";
+  };
+  for (const auto& [sp, p] : positions_) row(absl::StrCat(sp), p.fen, p, absl::StrCat(rank[sp]));
+  row("all", "", total(), "");
+  return out;
+}
+
+std::string SelfPlayStats::to_json() const {
+  std::map<int, int> rank;
+  const std::vector<int> order = ranking();
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
+  const auto object = [](const PositionStats& p, const std::string& head) {
+    const Interval s = p.counts.score(), e = p.counts.elo();
+    std::string o = absl::StrCat("{", head, "\"games\": ", p.counts.games(), ", \"white_wins\": ", p.counts.white_wins,
+                                 ", \"draws\": ", p.counts.draws, ", \"black_wins\": ", p.counts.black_wins,
+                                 ", \"score\": ", json_number(s.value, 4), ", \"score_lo\": ", json_number(s.lo, 4),
+                                 ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
+                                 ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
+                                 ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4),
+                                 ", \"mean_plies\": ", json_number(p.mean_plies(), 1), ", \"duplicates\": ", p.duplicates,
+                                 ", \"terminations\": {");
+    for (size_t t = 0; t < p.terminations.size(); ++t)
+      absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
+    return o + "}}";
+  };
+  std::string out = "{\"positions\": [";
+  bool first = true;
+  for (const auto& [sp, p] : positions_) {
+    absl::StrAppend(&out, first ? "\n  " : ",\n  ",
+                    object(p, absl::StrCat("\"sp\": ", sp, ", \"fen\": ", json_string(p.fen), ", \"rank\": ", rank[sp], ", ")));
+    first = false;
+  }
+  absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");
+  for (size_t i = 0; i < order.size(); ++i) absl::StrAppend(&out, i ? ", " : "", order[i]);
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace c960::selfplay

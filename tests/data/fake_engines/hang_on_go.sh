@@ -1,0 +1,11 @@
+#!/bin/sh
+# A fake UCI engine for the adapter tests: never answers go.
+# Only shell builtins, so that killing this process leaves nothing behind.
+while read -r line; do
+  case "$line" in
+    uci) printf 'id name fake-hang_on_go.sh\noption name UCI_Chess960 type check default false\nuciok\n' ;;
+    isready) echo readyok ;;
+    go*) : ;;
+    quit) exit 0 ;;
+  esac
+done

@@ -1,0 +1,200 @@
+// Self-play end to end: reproducible games from a spec, and `c960 selfplay` with the built-in
+// engine and with Stockfish, every game read back by pgn-extract.
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "local_runner.h"
+#include "selfplay_test_util.h"
+#include "spec.h"
+
+namespace c960::selfplay {
+namespace {
+
+using testing::run_command;
+
+SelfPlaySpec builtin_spec() {
+  SelfPlaySpec s;
+  s.positions = {0, 518, 959};
+  s.games_per_position = 2;
+  s.limits.nodes = 1500;
+  s.random_plies = 4;
+  s.seed = 42;
+  s.hash_mb = 2;
+  return s;
+}
+
+TEST(SelfPlaySpec, ValidationNamesTheField) {
+  const auto error = [](auto change) {
+    SelfPlaySpec s = builtin_spec();
+    change(s);
+    return std::string(s.validate().message());
+  };
+  EXPECT_EQ(error([](SelfPlaySpec&) {}), "");
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.positions = {960}; }).find("positions"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.games_per_position = 0; }).find("games_per_position"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.limits.depth = 3; }).find("exactly one"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.limits = {}; }).find("exactly one"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.random_plies = 41; }).find("random_plies"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.options = {{"Hash", "1"}}; }).find("options"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.max_plies = 3; }).find("max_plies"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.adjudication.resign_score_cp = 0; }).find("resign_score_cp"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.limits = {0, 5, 0}; s.node_jitter_percent = 10; }).find("node_jitter_percent"),
+            std::string::npos);
+}
+
+TEST(SelfPlaySpec, GamesAreReproducibleAndDiffer) {
+  const SelfPlaySpec spec = builtin_spec();
+  Players a = *make_players(spec), b = *make_players(spec);
+  const GameRecord x = *play_selfplay_game(spec, 518, 1, a);
+  const GameRecord other = *play_selfplay_game(spec, 518, 0, a);  // a has now played two games
+  const GameRecord y = *play_selfplay_game(spec, 518, 1, b);
+  EXPECT_EQ(x.moves, y.moves);
+  EXPECT_EQ(x.pgn, y.pgn);
+  EXPECT_EQ(x.opening_plies, 4);
+  EXPECT_NE(x.moves, other.moves);
+  EXPECT_FALSE(play_selfplay_game(spec, 960, 0, a).ok());
+  // The seeds of neighbouring games are unrelated.
+  EXPECT_NE(game_seed(1, 0, 1), game_seed(1, 1, 0));
+  EXPECT_NE(game_seed(1, 0, 0), game_seed(2, 0, 0));
+}
+
+TEST(SelfPlaySpec, SamplingMakesGamesDifferWithoutRandomPlies) {
+  SelfPlaySpec spec = builtin_spec();
+  spec.random_plies = 0;
+  spec.sample_margin_cp = 30;
+  spec.max_plies = 40;
+  Players p = *make_players(spec);
+  const GameRecord a = *play_selfplay_game(spec, 300, 0, p), b = *play_selfplay_game(spec, 300, 1, p);
+  const GameRecord a2 = *play_selfplay_game(spec, 300, 0, p);
+  EXPECT_NE(a.moves, b.moves);
+  EXPECT_EQ(a.moves, a2.moves);
+  spec.engine = "/usr/games/stockfish";
+  EXPECT_NE(spec.validate().message().find("sample_margin_cp"), absl::string_view::npos);
+}
+
+TEST(SelfPlaySpec, ThreadCountDoesNotChangeTheGames) {
+  const SelfPlaySpec spec = builtin_spec();
+  const std::vector<PlayedGame> one = *play_local(spec, 1), two = *play_local(spec, 2);
+  ASSERT_EQ(one.size(), 6u);
+  ASSERT_EQ(two.size(), 6u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].sp, two[i].sp);
+    EXPECT_EQ(one[i].record.moves, two[i].record.moves);
+  }
+}
+
+// Checks a PGN file with pgn-extract: no complaint, and each game's move count (from its UCI
+// rendering) equal to the PlyCount tag we wrote.
+void expect_pgn_accepted(const std::string& file, size_t games) {
+  ASSERT_FALSE(testing::pgn_extract_path().empty()) << "pgn-extract not installed";
+  EXPECT_EQ(testing::pgn_extract_errors(file), "");
+  const testing::CommandResult r = run_command(testing::pgn_extract_path() + " -s -Wuci '" + file + "'");
+  ASSERT_EQ(r.exit_code, 0);
+  std::vector<int> plycounts, uci_counts;
+  for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
+    if (absl::StartsWith(line, "[PlyCount \"")) plycounts.push_back(std::stoi(std::string(line.substr(11))));
+    else if (!line.empty() && line[0] != '[') {
+      std::vector<absl::string_view> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      uci_counts.push_back(int(w.size()) - 1);  // minus the result
+    }
+  }
+  EXPECT_EQ(plycounts.size(), games);
+  EXPECT_EQ(uci_counts, plycounts);
+}
+
+std::string c960_binary() { return std::string(C960_BINARY_DIR) + "/cli/c960"; }
+
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string get(size_t row, const std::string& col) const {
+    return rows[row][size_t(std::find(header.begin(), header.end(), col) - header.begin())];
+  }
+};
+CsvTable parse_csv(const std::string& text) {
+  CsvTable t;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    if (t.header.empty()) t.header = cells;
+    else t.rows.push_back(cells);
+  }
+  return t;
+}
+
+TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
+  testing::TempDir dir;
+  const testing::CommandResult r = run_command(
+      c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
+                      " --seed 7 --threads 2 --quiet --max-plies 300 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CsvTable t = parse_csv(testing::read_file(dir.file("stats.csv")));
+  ASSERT_EQ(t.rows.size(), 4u);
+  int games = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.get(i, "games"), "3");
+    EXPECT_EQ(std::stoi(t.get(i, "white_wins")) + std::stoi(t.get(i, "draws")) + std::stoi(t.get(i, "black_wins")), 3);
+    games += std::stoi(t.get(i, "games"));
+  }
+  EXPECT_EQ(t.get(3, "sp"), "all");
+  EXPECT_EQ(std::stoi(t.get(3, "games")), games);
+  expect_pgn_accepted(dir.file("games.pgn"), 9);
+
+  // JSON of the same run: the same games (reproducible), so the same totals.
+  const testing::CommandResult j = run_command(
+      c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
+                      " --seed 7 --threads 1 --quiet --max-plies 300 --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_NE(j.output.find(absl::StrCat("\"white_wins\": ", t.get(3, "white_wins"), ", \"draws\": ", t.get(3, "draws"))),
+            std::string::npos)
+      << j.output;
+}
+
+TEST(SelfPlayCommand, StockfishRun) {
+  const std::string sf = testing::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  testing::TempDir dir;
+  const testing::CommandResult r = run_command(
+      c960_binary() + " selfplay --sps 1,600 --games-per-position 2 --engine " + sf +
+      " --option Hash=4 --option Threads=1 --nodes 3000 --random-plies 2 --threads 2 --quiet --max-plies 200"
+      " --resign-moves 3 --resign-score 800 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CsvTable t = parse_csv(testing::read_file(dir.file("stats.csv")));
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.get(2, "games"), "4");
+  for (const char* failure : {"illegal_move", "engine_crash", "engine_hang", "engine_error"})
+    EXPECT_EQ(t.get(2, failure), "0") << failure;
+  const std::string pgn = testing::read_file(dir.file("games.pgn"));
+  // Every game names the engine by its "id name", the first of each thread included.
+  size_t named = 0;
+  for (size_t at = 0; (at = pgn.find("[White \"Stockfish", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 4u);
+  expect_pgn_accepted(dir.file("games.pgn"), 4);
+}
+
+TEST(SelfPlayCommand, BadUsageExitsTwoNamingTheProblem) {
+  const std::string base = c960_binary() + " selfplay --sps 0 --games-per-position 1 ";
+  const std::map<std::string, std::string> cases = {
+      {"--nodes 100", "--engine"},
+      {"--engine builtin", "exactly one"},
+      {"--engine builtin --nodes 100 --depth 3", "exactly one"},
+      {"--engine builtin --nodes 100 --format xml", "--format"},
+      {"--engine builtin --nodes 0", "--nodes"},
+      {"--engine builtin --nodes 100 --option Hash=1", "options"},
+      {"--engine /nonexistent/engine --nodes 100", "/nonexistent/engine"},
+      {"--engine " + testing::stockfish_path() + " --nodes 100 --option NoSuchOption=1", "NoSuchOption"},
+      {"--engine builtin --nodes 100 --threads 0", "--threads"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const testing::CommandResult r = run_command(base + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << ": " << r.output;
+  }
+  const testing::CommandResult sps = run_command(c960_binary() + " selfplay --sps 960 --games-per-position 1 --engine builtin --nodes 1");
+  EXPECT_EQ(sps.exit_code, 2);
+  EXPECT_NE(sps.output.find("--sps"), std::string::npos) << sps.output;
+}
+
+}  // namespace
+}  // namespace c960::selfplay
