@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "config.h"
 #include "coordinator.h"
+#include "flag_names.h"
 #include "service.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
@@ -30,10 +31,11 @@ int die(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE]");
+  absl::SetProgramUsageMessage("c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]");
+  c960::cluster::dashes_to_underscores(argc, argv);
   absl::ParseCommandLine(argc, argv);
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
-  if (lease_s < 1 || lease_s > 3600) return die("--lease_seconds: not in 1..3600");
+  if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
 
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop;
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
     // Write then rename, so a reader never sees a half-written port.
     const std::string tmp = pf + ".tmp";
     std::ofstream(tmp) << port << "\n";
-    if (std::rename(tmp.c_str(), pf.c_str()) != 0) return die(absl::StrCat("--port_file: cannot write '", pf, "'"));
+    if (std::rename(tmp.c_str(), pf.c_str()) != 0) return die(absl::StrCat("--port-file: cannot write '", pf, "'"));
   }
 
   std::mutex mu;
