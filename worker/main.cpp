@@ -60,6 +60,11 @@ int main(int argc, char** argv) {
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(c960::cluster::kMaxMessageBytes);
+  // gRPC's own reconnect backoff grows to two minutes; cap it like ours so a restarted
+  // coordinator gets its workers back within seconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffMaxMs));
   auto channel =
       grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), args);
   c960::cluster::Worker worker(channel, options);
