@@ -110,12 +110,11 @@ absl::Status Coordinator::load() {
       log_line(absl::StrCat("resuming ", j->id, ": ", j->done, "/", j->units.size(), " units done"));
     jobs_[j->id] = std::move(j);
   }
-  const int64_t now = clock_->now_ms();
   for (StoredWorker& w : *workers) {
     next_worker_seq_ = std::max(next_worker_seq_, w.seq + 1);
     Worker rec;
-    // A worker counts as alive until it has been silent for a lease period after the restart.
-    w.last_seen_ms = std::max(w.last_seen_ms, now);
+    // Not alive until it calls again (a live worker does so within a second); its id stays valid.
+    w.lost = true;
     for (absl::string_view c : absl::StrSplit(w.capabilities, ',', absl::SkipEmpty())) rec.capabilities.emplace(c);
     rec.rec = w;
     workers_[w.id] = std::move(rec);
