@@ -138,6 +138,7 @@ void Worker::acquire() {
     hello();
     return;
   }
+  if (r == Rpc::kFailed) next_acquire_ms_ = now_ms() + kBackoffMaxMs;  // refused: do not hammer
   if (r != Rpc::kOk) return;
   if (resp.leases_size() == 0) {
     next_acquire_ms_ = now_ms() + 200;  // nothing to do: poll gently

@@ -27,6 +27,9 @@
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "compute.h"
+#include "notation.h"
+#include "perft.h"
+#include "position.h"
 #include "process.h"
 #include "startpos.h"
 #include "u128.h"
@@ -248,6 +251,31 @@ TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
   expect_exact(job, 4, 960);
   ASSERT_EQ(cli("status " + id, &out, &err), 0) << err;
   EXPECT_TRUE(absl::StrContains(out, "960/960 units")) << out;
+}
+
+TEST_F(ClusterTest, FenRootsWithDivideThroughTheCli) {
+  const int port = start_coordinator();
+  start_worker(port);
+  const std::vector<std::string> fens = {"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+                                         "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2"};
+  std::string out, err;
+  ASSERT_EQ(cli(absl::StrCat("submit perft --depth 4 --split-depth 2 --fen '", fens[0], "' '", fens[1], "'"), &out, &err),
+            0)
+      << err;
+  const std::string id = std::string(absl::StripAsciiWhitespace(out.substr(out.find_last_of(' ') + 1)));
+  ASSERT_EQ(cli("watch " + id, &out, &err), 0) << out << err;
+  ASSERT_EQ(cli("results " + id + " --divide", &out, &err), 0) << err;
+  // Expected: the core's divide of each root, in generation order, as "sp,fen,depth,move,nodes".
+  std::string expected = "sp,fen,depth,move,nodes\n";
+  for (const std::string& f : fens) {
+    Position pos = *Position::from_fen(f);
+    for (const DivideEntry& e : divide(pos, 4))
+      absl::StrAppend(&expected, ",", pos.fen(), ",4,", to_uci(e.move), ",", e.nodes, "\n");
+  }
+  EXPECT_EQ(out, expected);
+  ASSERT_EQ(cli("results " + id, &out, &err), 0) << err;
+  Position p0 = *Position::from_fen(fens[0]);
+  EXPECT_TRUE(absl::StrContains(out, absl::StrCat(",", p0.fen(), ",4,", perft(p0, 4), "\n"))) << out;
 }
 
 TEST_F(ClusterTest, WorkerKilledMidJobLeavesTheTotalsExact) {

@@ -393,5 +393,36 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(coordinator_->release(rel).code(), C::kNotFound);
 }
 
+TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {
+  std::unique_ptr<JobKind> kind = make_perft_kind();
+  v1::store::JobPlan plan;
+  plan.mutable_perft()->set_depth(12);
+  plan.mutable_perft()->set_split_depth(1);
+  plan.mutable_perft()->add_roots()->set_fen(*startpos_fen(518));
+  const uint64_t big = ~uint64_t(0) - 5;  // a unit count just below 2^64
+  v1::UnitSpec spec;
+  spec.mutable_perft()->set_depth(11);
+  std::vector<v1::store::UnitMeta> metas(2);
+  std::vector<v1::UnitResult> results(2);
+  for (int i = 0; i < 2; ++i) {
+    v1::store::MoveWeight* w = metas[i].mutable_perft()->add_weights();
+    w->set_move(i == 0 ? "e2e4" : "d2d4");
+    w->set_count(3);
+    to_proto(NodeCount(big), results[i].mutable_perft()->mutable_nodes());
+  }
+  std::vector<UnitView> views = {{&spec, &metas[0], &results[0]}, {&spec, &metas[1], &results[1]}};
+  std::vector<v1::ResultChunk> out = kind->results(plan, views, true);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(from_proto(out[0].perft().nodes()), NodeCount(big) * 6);
+  EXPECT_EQ(to_string(from_proto(out[0].perft().nodes())), "110680464442257309660");
+  ASSERT_EQ(out[0].perft().divide_size(), 2);
+  EXPECT_EQ(from_proto(out[0].perft().divide(1).nodes()), NodeCount(big) * 3);
+  EXPECT_EQ(kind->work(metas[0], results[0]), NodeCount(big) * 3);
+  // Through the wire format and back.
+  v1::UInt128 wire;
+  ASSERT_TRUE(wire.ParseFromString(out[0].perft().nodes().SerializeAsString()));
+  EXPECT_EQ(from_proto(wire), NodeCount(big) * 6);
+}
+
 }  // namespace
 }  // namespace c960::cluster
