@@ -1,5 +1,7 @@
 // c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
 #include <csignal>
+#include <memory>
+#include <new>
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
@@ -67,7 +69,14 @@ int main(int argc, char** argv) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffMaxMs));
   auto channel =
       grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), args);
-  c960::cluster::Worker worker(channel, options);
+  std::unique_ptr<c960::cluster::Worker> owned;
+  try {
+    owned = std::make_unique<c960::cluster::Worker>(channel, options);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "c960-worker: --hash: cannot allocate %d MB\n", hash);
+    return 2;
+  }
+  c960::cluster::Worker& worker = *owned;
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop, &sig);
