@@ -57,6 +57,12 @@ absl::Status Store::error(const char* what) const {
   return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
 }
 
+absl::Status Store::commit() {
+  absl::Status s = exec("COMMIT");
+  if (!s.ok()) exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
 absl::Status Store::exec(const char* sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
@@ -76,11 +82,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
     return s;
   }
   std::unique_ptr<Store> store(new Store(db));
-  sqlite3_busy_timeout(db, 5000);
   // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
   // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=OFF", kSchema})
-    if (absl::Status s = store->exec(sql); !s.ok()) return s;
+  // One coordinator per file: the exclusive lock is taken now and held until the process ends
+  // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
+  sqlite3_busy_timeout(db, 500);
+  for (const char* sql : {"PRAGMA locking_mode=EXCLUSIVE", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                          "BEGIN EXCLUSIVE", "COMMIT", kSchema})
+    if (absl::Status s = store->exec(sql); !s.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot use '", path, "' (is another coordinator using it?): ", s.message()));
   return store;
 }
 
@@ -187,7 +198,7 @@ absl::Status Store::insert_job(const StoredJob& j) {
       if (u.step() != SQLITE_DONE) return fail("insert units");
     }
   }
-  if (absl::Status s = exec("COMMIT"); !s.ok()) return fail("commit job");
+  if (absl::Status s = commit(); !s.ok()) return s;
   return absl::OkStatus();
 }
 
@@ -226,7 +237,7 @@ absl::Status Store::update_attempts(const std::string& job_id,
       }
     }
   }
-  return exec("COMMIT");
+  return commit();
 }
 
 absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
@@ -262,7 +273,7 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
       }
     }
   }
-  return exec("COMMIT");
+  return commit();
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {

@@ -75,6 +75,7 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status exec(const char* sql);
+  absl::Status commit();  // rolls back when the commit fails, so no transaction stays open
   absl::Status error(const char* what) const;
   sqlite3* db_;
 };

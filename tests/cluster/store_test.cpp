@@ -64,6 +64,18 @@ TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
   EXPECT_EQ((*(*store)->load_jobs())[0].units.size(), 3u);
 }
 
+TEST(StoreTest, ASecondStoreOnTheSameFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "/store_test_lock.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  auto first = Store::open(path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Store::open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  first->reset();
+  EXPECT_TRUE(Store::open(path).ok());  // free again once the first is closed
+}
+
 TEST(StoreTest, UnwritablePathIsAnError) {
   EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok());
 }
