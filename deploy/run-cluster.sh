@@ -4,7 +4,8 @@
 # stops every process it started.
 #   DEPTH=5 WORKERS=2 THREADS=1 DATA_DIR=results/cluster deploy/run-cluster.sh
 # DATA_DIR holds the coordinator's SQLite file, the logs and the table. The job has a fixed
-# request id, so running the script again after an interruption resumes the same job.
+# request id, so running the script again after an interruption resumes the same job, and after
+# success writes the stored table again; FRESH=1 starts over with an empty DATA_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 depth="${DEPTH:-5}"
@@ -17,6 +18,7 @@ bin=build/release
 cmake --preset release >/dev/null
 cmake --build --preset release
 
+if [[ "${FRESH:-0}" == 1 ]]; then rm -rf "$data"; fi
 mkdir -p "$data"
 pids=()
 stop() {
