@@ -14,5 +14,11 @@ constexpr int kExitUsage = 2;
 int cmd_startpos(const std::vector<std::string>& args);
 int cmd_perft(const std::vector<std::string>& args);
 int cmd_selfplay(const std::vector<std::string>& args);
+// Cluster client commands (cmd_cluster.cpp).
+int cmd_submit(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
+int cmd_watch(const std::vector<std::string>& args);
+int cmd_results(const std::vector<std::string>& args);
+int cmd_cancel(const std::vector<std::string>& args);
 
 }  // namespace c960::cli

@@ -17,6 +17,11 @@ constexpr Subcommand kCommands[] = {
     {"startpos", "FEN and number of Chess960 start positions", c960::cli::cmd_startpos},
     {"perft", "count leaf nodes: one position, a suite, or a table over start positions", c960::cli::cmd_perft},
     {"selfplay", "play engine games from start positions; per-position results with error bars", c960::cli::cmd_selfplay},
+    {"submit", "submit a job to the cluster coordinator", c960::cli::cmd_submit},
+    {"status", "show cluster jobs and their progress", c960::cli::cmd_status},
+    {"watch", "follow a cluster job until it ends", c960::cli::cmd_watch},
+    {"results", "fetch a cluster job's results as CSV or JSON", c960::cli::cmd_results},
+    {"cancel", "cancel a cluster job", c960::cli::cmd_cancel},
 };
 
 void usage(FILE* out) {

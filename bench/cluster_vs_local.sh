@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# End-to-end efficiency: perft of all 960 start positions at depth D (default 6) through one
+# coordinator and two one-thread workers on loopback, against 'c960 perft --table --threads 2'
+# on the same machine. Prints both wall times and the cluster's speed as a share of the local
+# tool's. Run after building the release preset:
+#   bench/cluster_vs_local.sh [DEPTH] [WORKER_HASH_MB]
+# WORKER_HASH_MB defaults to 0 so both sides do the same work (the local tool has no hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+depth="${1:-6}"
+hash_mb="${2:-0}"
+bin=build/release
+tmp="$(mktemp -d)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+
+t0=$(now)
+"$bin/cli/c960" perft --table --depth "$depth" --sps 0-959 --threads 2 --out "$tmp/local.csv" >/dev/null 2>&1
+t1=$(now)
+local_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+
+"$bin/coordinator/c960-coordinator" --listen 127.0.0.1:0 --port-file "$tmp/port" --db "$tmp/c.db" 2>"$tmp/c.log" &
+pids+=($!)
+for _ in $(seq 200); do [[ -s "$tmp/port" ]] && break; sleep 0.05; done
+export C960_COORDINATOR="127.0.0.1:$(cat "$tmp/port")"
+for i in 1 2; do
+  "$bin/worker/c960-worker" --coordinator "$C960_COORDINATOR" --threads 1 --hash "$hash_mb" 2>"$tmp/w$i.log" &
+  pids+=($!)
+done
+sleep 0.5  # workers registered: time the job, not process start-up
+t2=$(now)
+job="$("$bin/cli/c960" submit perft --depth "$depth" --sps 0-959 | tail -n 1 | awk '{print $NF}')"
+"$bin/cli/c960" watch "$job" >/dev/null
+"$bin/cli/c960" results "$job" --out "$tmp/cluster.csv" >/dev/null
+t3=$(now)
+cluster_s=$(awk -v a="$t2" -v b="$t3" 'BEGIN { print b - a }')
+
+cmp -s "$tmp/local.csv" "$tmp/cluster.csv" && same=identical || same=DIFFERENT
+nodes=$(awk -F, 'NR > 1 { s += $4 } END { printf "%.0f", s }' "$tmp/local.csv")
+printf 'perft depth %s over 960 start positions (%s nodes), tables %s\n' "$depth" "$nodes" "$same"
+awk -v n="$nodes" -v l="$local_s" -v c="$cluster_s" -v h="$hash_mb" 'BEGIN {
+  printf "local   c960 perft --table --threads 2:       %8.2f s  %7.1f Mnps\n", l, n / l / 1e6
+  printf "cluster 1 coordinator + 2 workers x 1 thread: %8.2f s  %7.1f Mnps  (worker hash %s MB)\n", c, n / c / 1e6, h
+  printf "cluster speed / local speed: %.1f%%\n", 100 * l / c
+}'
+[[ "$same" == identical ]]

@@ -1,0 +1,213 @@
+// Coordinator throughput: N simulated workers (default 200), each with its own connection,
+// acquire one trivial unit at a time (perft 1 of a position 1 ply from a start position),
+// compute it and complete it, against the real c960-coordinator binary with a file store.
+// Reports units per second sustained, acquire/complete latency percentiles, and the
+// coordinator's CPU time and memory. Not a test: the figures go in the notes.
+//   build/release/bench/c960-bench-coordinator [--workers 200] [--seconds 20]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "compute.h"
+#include "process.h"
+
+ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
+ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
+ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
+
+namespace v1 = c960::v1;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// utime + stime of a process, in seconds.
+double cpu_seconds(pid_t pid) {
+  const std::string stat = slurp(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return 0;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(close_paren + 2), ' ');
+  long long ut = 0, st = 0;
+  if (f.size() < 13 || !absl::SimpleAtoi(f[11], &ut) || !absl::SimpleAtoi(f[12], &st)) return 0;
+  return double(ut + st) / double(sysconf(_SC_CLK_TCK));
+}
+
+std::string status_field(pid_t pid, const std::string& key) {
+  std::istringstream in(slurp(absl::StrCat("/proc/", pid, "/status")));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
+  return "?";
+}
+
+std::unique_ptr<grpc::ClientContext> ctx() {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return c;
+}
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, size_t(p * double(v.size())));
+  std::nth_element(v.begin(), v.begin() + long(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const int n_workers = absl::GetFlag(FLAGS_workers);
+  const int seconds = absl::GetFlag(FLAGS_seconds);
+  const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/c960-bench-", getpid());
+  std::filesystem::create_directories(dir);
+  c960::testing::Process coordinator(
+      {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0", "--port-file=" + dir + "/port",
+       "--db=" + dir + "/c.db", "--lease-seconds=120"},
+      dir + "/coordinator.log");
+  int port = 0;
+  for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  if (port == 0) {
+    std::fprintf(stderr, "coordinator did not start; see %s/coordinator.log\n", dir.c_str());
+    return 1;
+  }
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto jobs = v1::JobService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+
+  // Keeps enough units queued: each job is perft 2 of all 960 split at ply 1 (~19,000 units
+  // of perft 1 each).
+  std::atomic<bool> stop{false};
+  std::thread feeder([&] {
+    while (!stop) {
+      v1::ListJobsResponse list;
+      int64_t queued = 0;
+      if (jobs->ListJobs(ctx().get(), v1::ListJobsRequest(), &list).ok())
+        for (const v1::Job& j : list.jobs())
+          if (j.state() == v1::JOB_STATE_RUNNING)
+            queued += j.progress().units_total() - j.progress().units_done() - j.progress().units_leased();
+      if (queued < 30'000) {
+        v1::SubmitJobRequest req;
+        req.mutable_spec()->mutable_perft()->set_depth(2);
+        req.mutable_spec()->mutable_perft()->set_split_depth(1);
+        v1::Job job;
+        grpc::Status s = jobs->SubmitJob(ctx().get(), req, &job);
+        if (!s.ok()) std::fprintf(stderr, "submit: %s\n", s.error_message().c_str());
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+
+  std::atomic<bool> measuring{false};
+  std::atomic<int64_t> completed{0}, empty_acquires{0}, errors{0};
+  std::mutex mu;
+  std::vector<double> acquire_ms, complete_ms;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < n_workers; ++w) {
+    threads.emplace_back([&, w] {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, like a real worker
+      auto stub = v1::WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      v1::HelloRequest hello;
+      hello.set_name(absl::StrCat("sim-", w));
+      hello.set_threads(1);
+      hello.add_capabilities("perft");
+      v1::HelloResponse hr;
+      if (!stub->Hello(ctx().get(), hello, &hr).ok()) {
+        ++errors;
+        return;
+      }
+      std::vector<double> acq, comp;
+      while (!stop) {
+        v1::AcquireWorkRequest areq;
+        areq.set_worker_id(hr.worker_id());
+        areq.set_max_units(1);
+        v1::AcquireWorkResponse aresp;
+        auto t0 = Clock::now();
+        grpc::Status s = stub->AcquireWork(ctx().get(), areq, &aresp);
+        auto t1 = Clock::now();
+        if (!s.ok()) {
+          ++errors;
+          continue;
+        }
+        if (measuring) acq.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (aresp.leases_size() == 0) {
+          ++empty_acquires;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          continue;
+        }
+        const v1::Lease& l = aresp.leases(0);
+        v1::CompleteUnitRequest creq;
+        creq.set_worker_id(hr.worker_id());
+        creq.set_unit_id(l.unit_id());
+        creq.set_attempt(l.attempt());
+        *creq.mutable_result() = *c960::cluster::compute_unit(l.spec(), nullptr);
+        v1::CompleteUnitResponse cresp;
+        t0 = Clock::now();
+        s = stub->CompleteUnit(ctx().get(), creq, &cresp);
+        t1 = Clock::now();
+        if (!s.ok() || cresp.outcome() != v1::COMPLETION_OUTCOME_ACCEPTED) {
+          ++errors;
+          continue;
+        }
+        if (measuring) {
+          comp.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+          ++completed;
+        }
+      }
+      std::lock_guard lock(mu);
+      acquire_ms.insert(acquire_ms.end(), acq.begin(), acq.end());
+      complete_ms.insert(complete_ms.end(), comp.begin(), comp.end());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // connections up, first job planned
+  const double cpu0 = cpu_seconds(coordinator.pid());
+  const auto t0 = Clock::now();
+  measuring = true;
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  measuring = false;
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = cpu_seconds(coordinator.pid()) - cpu0;
+  const int64_t done = completed;
+  const std::string rss = status_field(coordinator.pid(), "VmRSS"), hwm = status_field(coordinator.pid(), "VmHWM");
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  feeder.join();
+
+  std::printf("coordinator load: %d simulated workers, %.1f s measured, %u CPUs on this machine\n", n_workers, wall,
+              std::thread::hardware_concurrency());
+  std::printf("  units completed   %lld  (%.0f units/s; %lld empty acquires, %lld errors)\n",
+              static_cast<long long>(done), double(done) / wall, static_cast<long long>(empty_acquires.load()),
+              static_cast<long long>(errors.load()));
+  std::printf("  AcquireWork ms    p50 %.2f  p99 %.2f  max %.2f\n", percentile(acquire_ms, 0.5),
+              percentile(acquire_ms, 0.99), percentile(acquire_ms, 1.0));
+  std::printf("  CompleteUnit ms   p50 %.2f  p99 %.2f  max %.2f\n", percentile(complete_ms, 0.5),
+              percentile(complete_ms, 0.99), percentile(complete_ms, 1.0));
+  std::printf("  coordinator CPU   %.1f s in %.1f s (%.0f%% of one core); RSS %s, peak %s\n", cpu, wall,
+              100 * cpu / wall, rss.c_str(), hwm.c_str());
+  coordinator.kill_now();
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,58 @@
+// Every configuration default and limit of the cluster in one place: the coordinator, the
+// worker and the client commands read them from here (flags override the defaults).
+#pragma once
+
+#include <cstdint>
+
+namespace c960::cluster {
+
+// Where clients and workers look for the coordinator unless told otherwise (loopback only).
+inline constexpr char kDefaultCoordinator[] = "127.0.0.1:7960";
+// Where the coordinator listens by default; port 0 picks a free port.
+inline constexpr char kDefaultListen[] = "127.0.0.1:7960";
+// The coordinator's SQLite file by default.
+inline constexpr char kDefaultDb[] = "c960-coordinator.db";
+// A lease lasts this long unless renewed: long enough to ride out a GC-free hiccup or a slow
+// network, short enough that a lost worker's units return within a minute.
+inline constexpr int64_t kDefaultLeaseSeconds = 30;
+// How often the coordinator looks for expired leases and lost workers.
+inline constexpr int64_t kSweepIntervalMs = 500;
+
+// Perft job limits. Depth 1..kMaxDepth; a unit's remaining depth <= kMaxUnitDepth keeps one
+// unit's count below 2^64 and its time below hours.
+inline constexpr int kMaxDepth = 16;
+inline constexpr int kMaxUnitDepth = 10;
+inline constexpr int kMaxSplitDepth = 6;
+// The automatic split leaves this many plies to each unit: perft 7 of a position takes seconds.
+inline constexpr int kTargetUnitDepth = 7;
+// A plan may walk at most this many split-ply positions in total and keep at most this many
+// units: beyond that, planning and the store would take too long.
+inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
+inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
+// Request bounds.
+inline constexpr int kMaxFens = 1024;
+inline constexpr int kMaxFenLength = 256;
+inline constexpr int kMaxStartPositionsLength = 8192;
+inline constexpr int kMaxRequestIdLength = 128;
+inline constexpr int kMaxIdLength = 64;
+inline constexpr int kMaxNameLength = 128;
+inline constexpr int kMaxVersionLength = 64;
+inline constexpr int kMaxCapabilities = 16;
+inline constexpr int kMaxThreads = 4096;
+inline constexpr int kMaxAcquire = 1024;
+inline constexpr int kMaxUnitIdsPerCall = 4096;
+inline constexpr int kMaxPageSize = 1000;
+inline constexpr int kDefaultPageSize = 100;
+// gRPC messages: results of big jobs stream in chunks, so requests stay small.
+inline constexpr int kMaxMessageBytes = 16 << 20;
+
+// Client side.
+inline constexpr int64_t kRpcDeadlineMs = 10'000;        // unary calls
+inline constexpr int64_t kSubmitDeadlineMs = 120'000;     // planning a big job takes a while
+inline constexpr int64_t kBackoffInitialMs = 100;         // first retry after UNAVAILABLE
+inline constexpr int64_t kBackoffMaxMs = 5'000;           // retries never wait longer
+inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared by a worker's threads
+inline constexpr int64_t kDefaultGraceSeconds = 30;       // SIGTERM: finish held units this long
+inline constexpr int kPrefetchPerThread = 1;              // units queued beyond the running ones
+
+}  // namespace c960::cluster

@@ -1,0 +1,599 @@
+#include "coordinator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "u128.h"
+
+namespace c960::cluster {
+namespace {
+
+constexpr int64_t kRateWindowMs = 10'000;
+
+void log_line(const std::string& s) {
+  std::fprintf(stderr, "c960-coordinator: %s\n", s.c_str());
+  std::fflush(stderr);
+}
+
+bool printable_ascii(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+absl::Status check_text(const std::string& s, const char* field, size_t max_len, bool required) {
+  if (required && s.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (s.size() > max_len) return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max_len, " characters"));
+  if (!printable_ascii(s)) return absl::InvalidArgumentError(absl::StrCat(field, ": not printable ASCII"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status check_id(const std::string& value, const char* field) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (value.size() > size_t(kMaxIdLength))
+    return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", kMaxIdLength, " characters"));
+  for (char c : value)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return absl::InvalidArgumentError(absl::StrCat(field, ": may hold only letters, digits, '-', '_' and '.'"));
+  return absl::OkStatus();
+}
+
+Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
+    : store_(store), clock_(clock), options_(options) {
+  kinds_.push_back(make_perft_kind());
+}
+
+Coordinator::~Coordinator() = default;
+
+const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
+  for (const auto& k : kinds_)
+    if (k->spec_case() == c) return k.get();
+  return nullptr;
+}
+
+void Coordinator::changed() {
+  ++version_;
+  cv_.notify_all();
+}
+
+absl::Status Coordinator::load() {
+  absl::StatusOr<std::vector<StoredJob>> jobs = store_->load_jobs();
+  if (!jobs.ok()) return jobs.status();
+  absl::StatusOr<std::vector<StoredWorker>> workers = store_->load_workers();
+  if (!workers.ok()) return workers.status();
+  std::lock_guard lock(mu_);
+  for (StoredJob& s : *jobs) {
+    auto j = std::make_unique<Job>();
+    j->id = s.id;
+    j->seq = s.seq;
+    j->request_id = s.request_id;
+    if (!j->spec.ParseFromString(s.spec) || !j->plan.ParseFromString(s.plan))
+      return absl::DataLossError(absl::StrCat("store: job ", s.id, " does not parse"));
+    j->kind = kind_for(j->spec.kind_case());
+    if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
+    j->split_depth = j->plan.has_perft() ? j->plan.perft().split_depth() : 0;
+    j->state = v1::JobState(s.state);
+    j->created_ms = s.created_ms;
+    j->finished_ms = s.finished_ms;
+    j->mismatches = s.mismatches;
+    j->mismatch_detail = s.mismatch_detail;
+    j->units.resize(s.units.size());
+    for (StoredUnit& su : s.units) {
+      if (su.index < 0 || size_t(su.index) >= j->units.size())
+        return absl::DataLossError(absl::StrCat("store: job ", s.id, " unit index ", su.index));
+      Unit& u = j->units[su.index];
+      if (!u.spec.ParseFromString(su.spec) || !u.meta.ParseFromString(su.meta))
+        return absl::DataLossError(absl::StrCat("store: unit ", s.id, "/", su.index, " does not parse"));
+      u.attempt = su.attempt;
+      if (su.result) {
+        v1::UnitResult r;
+        if (!r.ParseFromString(*su.result))
+          return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, " does not parse"));
+        u.state = UnitState::kDone;
+        j->nodes += j->kind->work(u.meta, r);
+        u.result = std::move(r);
+        ++j->done;
+      }
+    }
+    if (j->state == v1::JOB_STATE_RUNNING)
+      for (size_t i = 0; i < j->units.size(); ++i)
+        if (j->units[i].state == UnitState::kPending) j->pending.push_back(int64_t(i));
+    next_job_seq_ = std::max(next_job_seq_, j->seq + 1);
+    if (!j->request_id.empty()) by_request_id_[j->request_id] = j.get();
+    by_seq_.push_back(j.get());
+    if (j->state == v1::JOB_STATE_RUNNING)
+      log_line(absl::StrCat("resuming ", j->id, ": ", j->done, "/", j->units.size(), " units done"));
+    jobs_[j->id] = std::move(j);
+  }
+  for (StoredWorker& w : *workers) {
+    next_worker_seq_ = std::max(next_worker_seq_, w.seq + 1);
+    Worker rec;
+    // Not alive until it calls again (a live worker does so within a second); its id stays valid.
+    w.lost = true;
+    for (absl::string_view c : absl::StrSplit(w.capabilities, ',', absl::SkipEmpty())) rec.capabilities.emplace(c);
+    rec.rec = w;
+    workers_[w.id] = std::move(rec);
+  }
+  changed();
+  return absl::OkStatus();
+}
+
+Coordinator::Job* Coordinator::find_job(const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<Coordinator::Job*> Coordinator::job_or_error(const std::string& id) {
+  if (absl::Status s = check_id(id, "job_id"); !s.ok()) return s;
+  Job* j = find_job(id);
+  if (!j) return absl::NotFoundError(absl::StrCat("job_id: no job '", id, "'"));
+  return j;
+}
+
+absl::StatusOr<Coordinator::Worker*> Coordinator::worker_or_error(const std::string& id) {
+  if (absl::Status s = check_id(id, "worker_id"); !s.ok()) return s;
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return absl::NotFoundError(absl::StrCat("worker_id: no worker '", id, "'; call Hello"));
+  return &it->second;
+}
+
+void Coordinator::touch(Worker* w) {
+  w->rec.last_seen_ms = clock_->now_ms();
+  if (w->rec.lost) {
+    w->rec.lost = false;
+    log_line(absl::StrCat("worker ", w->rec.id, " (", w->rec.name, ") is back"));
+    if (absl::Status s = store_->set_worker_lost(w->rec.id, false, w->rec.last_seen_ms); !s.ok())
+      log_line(std::string(s.message()));
+  }
+}
+
+absl::Status Coordinator::parse_unit_id(const std::string& unit_id, const char* field, std::string* job_id,
+                                        int64_t* index) {
+  const size_t slash = unit_id.rfind('/');
+  if (unit_id.size() > size_t(2 * kMaxIdLength) || slash == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(unit_id).substr(slash + 1), index) || *index < 0)
+    return absl::InvalidArgumentError(absl::StrCat(field, ": '", unit_id.substr(0, 2 * kMaxIdLength),
+                                                   "' is not a unit id (<job id>/<index>)"));
+  *job_id = unit_id.substr(0, slash);
+  return check_id(*job_id, field);
+}
+
+v1::Job Coordinator::snapshot(const Job& j) const {
+  v1::Job out;
+  out.set_id(j.id);
+  *out.mutable_spec() = j.spec;
+  out.set_state(j.state);
+  out.set_request_id(j.request_id);
+  out.set_created_unix_ms(j.created_ms);
+  out.set_finished_unix_ms(j.finished_ms);
+  out.set_result_mismatches(j.mismatches);
+  out.set_mismatch_detail(j.mismatch_detail);
+  out.set_split_depth(j.split_depth);
+  v1::Progress* p = out.mutable_progress();
+  p->set_units_total(int64_t(j.units.size()));
+  p->set_units_done(j.done);
+  p->set_units_leased(int64_t(j.leased.size()));
+  to_proto(j.nodes, p->mutable_nodes_done());
+  std::set<std::string> holders;
+  for (int64_t i : j.leased) holders.insert(j.units[i].worker);
+  p->set_workers(int32_t(holders.size()));
+  int alive = 0;
+  for (const auto& [id, w] : workers_) alive += !w.rec.lost;
+  p->set_workers_alive(alive);
+  double rate = 0, unit_rate = 0;
+  if (j.state == v1::JOB_STATE_RUNNING) {
+    if (j.samples.size() >= 2) {
+      const Sample& a = j.samples.front();
+      const Sample& b = j.samples.back();
+      const double secs = double(std::max<int64_t>(clock_->now_ms(), b.ms) - a.ms) / 1000.0;
+      if (secs > 0) {
+        rate = double(b.nodes - a.nodes) / secs;
+        unit_rate = double(b.units - a.units) / secs;
+      }
+    }
+  } else if (j.finished_ms > j.created_ms) {
+    rate = double(j.nodes) / (double(j.finished_ms - j.created_ms) / 1000.0);
+  }
+  p->set_nodes_per_second(rate);
+  const int64_t left = int64_t(j.units.size()) - j.done;
+  p->set_eta_seconds(j.state != v1::JOB_STATE_RUNNING ? 0 : unit_rate > 0 ? double(left) / unit_rate : -1);
+  return out;
+}
+
+void Coordinator::add_sample(Job* j) {
+  const int64_t now = clock_->now_ms();
+  j->samples.push_back({now, j->done, j->nodes});
+  // Keep one sample older than the window so that the rate spans all of it.
+  while (j->samples.size() > 2 && j->samples[1].ms < now - kRateWindowMs) j->samples.pop_front();
+}
+
+absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
+  if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
+  const JobKind* kind = kind_for(req.spec().kind_case());
+  if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
+  if (!req.request_id().empty()) {
+    std::lock_guard lock(mu_);
+    auto it = by_request_id_.find(req.request_id());
+    if (it != by_request_id_.end()) {
+      if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
+        return absl::AlreadyExistsError(
+            absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
+      return snapshot(*it->second);
+    }
+  }
+  // Planning can take a while: outside the lock, so workers are served meanwhile.
+  absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
+  if (!plan.ok()) return plan.status();
+
+  std::lock_guard lock(mu_);
+  if (!req.request_id().empty()) {  // a concurrent submit with the same id may have won
+    auto it = by_request_id_.find(req.request_id());
+    if (it != by_request_id_.end()) return snapshot(*it->second);
+  }
+  auto j = std::make_unique<Job>();
+  j->seq = next_job_seq_;
+  j->id = absl::StrCat("job-", j->seq);
+  j->request_id = req.request_id();
+  j->spec = req.spec();
+  j->plan = std::move(plan->plan);
+  j->split_depth = plan->split_depth;
+  j->kind = kind;
+  j->created_ms = clock_->now_ms();
+  StoredJob s;
+  s.id = j->id;
+  s.seq = j->seq;
+  s.request_id = j->request_id;
+  s.spec = j->spec.SerializeAsString();
+  s.plan = j->plan.SerializeAsString();
+  s.state = j->state;
+  s.created_ms = j->created_ms;
+  s.units.reserve(plan->units.size());
+  j->units.resize(plan->units.size());
+  for (size_t i = 0; i < plan->units.size(); ++i) {
+    StoredUnit su;
+    su.index = int64_t(i);
+    su.spec = plan->units[i].first.SerializeAsString();
+    su.meta = plan->units[i].second.SerializeAsString();
+    s.units.push_back(std::move(su));
+    j->units[i].spec = std::move(plan->units[i].first);
+    j->units[i].meta = std::move(plan->units[i].second);
+    j->pending.push_back(int64_t(i));
+  }
+  // A job with nothing to compute (e.g. roots without moves at split ply) is done at once.
+  if (j->units.empty()) {
+    j->state = v1::JOB_STATE_SUCCEEDED;
+    s.state = j->state;
+    j->finished_ms = s.finished_ms = j->created_ms;
+  }
+  if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
+  ++next_job_seq_;
+  add_sample(j.get());
+  log_line(absl::StrCat("job ", j->id, ": ", j->units.size(), " units, split depth ", j->split_depth));
+  Job* raw = j.get();
+  if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
+  by_seq_.push_back(raw);
+  jobs_[raw->id] = std::move(j);
+  changed();
+  return snapshot(*raw);
+}
+
+absl::StatusOr<v1::Job> Coordinator::get_job(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Job*> j = job_or_error(job_id);
+  if (!j.ok()) return j.status();
+  return snapshot(**j);
+}
+
+absl::StatusOr<std::vector<v1::Job>> Coordinator::list_jobs(int page_size) {
+  if (page_size < 0 || page_size > kMaxPageSize)
+    return absl::InvalidArgumentError(absl::StrCat("page_size: ", page_size, " is not in 0..", kMaxPageSize));
+  if (page_size == 0) page_size = kDefaultPageSize;
+  std::lock_guard lock(mu_);
+  std::vector<v1::Job> out;
+  for (auto it = by_seq_.rbegin(); it != by_seq_.rend() && int(out.size()) < page_size; ++it)
+    out.push_back(snapshot(**it));
+  return out;
+}
+
+absl::StatusOr<v1::Job> Coordinator::cancel(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Job*> found = job_or_error(job_id);
+  if (!found.ok()) return found.status();
+  Job* j = *found;
+  if (j->state == v1::JOB_STATE_RUNNING) {
+    const int64_t now = clock_->now_ms();
+    if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_CANCELLED, now, j->mismatches, j->mismatch_detail);
+        !s.ok())
+      return s;
+    j->state = v1::JOB_STATE_CANCELLED;
+    j->finished_ms = now;
+    j->pending.clear();
+    for (int64_t i : j->leased) j->units[i].state = UnitState::kPending;
+    j->leased.clear();
+    log_line(absl::StrCat("job ", j->id, " cancelled"));
+    changed();
+  }
+  return snapshot(*j);
+}
+
+absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::string& job_id, bool divide) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Job*> found = job_or_error(job_id);
+  if (!found.ok()) return found.status();
+  const Job& j = **found;
+  std::vector<UnitView> views;
+  views.reserve(j.units.size());
+  for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
+  return j.kind->results(j.plan, views, divide);
+}
+
+absl::StatusOr<v1::Job> Coordinator::watch(const std::string& job_id, uint64_t* version, int64_t wait_ms) {
+  std::unique_lock lock(mu_);
+  if (absl::Status s = check_id(job_id, "job_id"); !s.ok()) return s;
+  cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != *version || shutting_down_; });
+  *version = version_;
+  absl::StatusOr<Job*> j = job_or_error(job_id);
+  if (!j.ok()) return j.status();
+  return snapshot(**j);
+}
+
+void Coordinator::shutdown() {
+  std::lock_guard lock(mu_);
+  shutting_down_ = true;
+  cv_.notify_all();
+}
+
+bool Coordinator::shutting_down() const {
+  std::lock_guard lock(mu_);
+  return shutting_down_;
+}
+
+absl::StatusOr<v1::HelloResponse> Coordinator::hello(const v1::HelloRequest& req) {
+  if (absl::Status s = check_text(req.name(), "name", kMaxNameLength, false); !s.ok()) return s;
+  if (absl::Status s = check_text(req.version(), "version", kMaxVersionLength, false); !s.ok()) return s;
+  if (req.threads() < 1 || req.threads() > kMaxThreads)
+    return absl::InvalidArgumentError(absl::StrCat("threads: ", req.threads(), " is not in 1..", kMaxThreads));
+  if (req.capabilities_size() > kMaxCapabilities)
+    return absl::InvalidArgumentError(absl::StrCat("capabilities: more than ", kMaxCapabilities));
+  for (const std::string& c : req.capabilities())
+    if (absl::Status s = check_id(c, "capabilities"); !s.ok()) return s;
+  if (!req.worker_id().empty())
+    if (absl::Status s = check_id(req.worker_id(), "worker_id"); !s.ok()) return s;
+
+  std::lock_guard lock(mu_);
+  Worker w;
+  auto it = workers_.find(req.worker_id());
+  if (!req.worker_id().empty() && it != workers_.end()) {
+    w.rec = it->second.rec;
+  } else {
+    w.rec.seq = next_worker_seq_++;
+    w.rec.id = absl::StrCat("w-", w.rec.seq);
+  }
+  w.rec.name = req.name();
+  w.rec.version = req.version();
+  w.rec.threads = req.threads();
+  w.rec.capabilities = absl::StrJoin(req.capabilities(), ",");
+  w.rec.last_seen_ms = clock_->now_ms();
+  w.rec.lost = false;
+  w.capabilities = std::set<std::string>(req.capabilities().begin(), req.capabilities().end());
+  if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) return s;
+  log_line(absl::StrCat("worker ", w.rec.id, " hello: ", w.rec.name, ", ", w.rec.threads, " threads, version ",
+                        w.rec.version));
+  v1::HelloResponse resp;
+  resp.set_worker_id(w.rec.id);
+  resp.set_lease_seconds(options_.lease_ms / 1000);
+  workers_[w.rec.id] = std::move(w);
+  changed();
+  return resp;
+}
+
+absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const v1::AcquireWorkRequest& req) {
+  if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
+    return absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire));
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
+  if (!w.ok()) return w.status();
+  touch(*w);
+  v1::AcquireWorkResponse resp;
+  const int64_t now = clock_->now_ms();
+  for (Job* j : by_seq_) {
+    if (resp.leases_size() >= req.max_units()) break;
+    if (j->state != v1::JOB_STATE_RUNNING || !(*w)->capabilities.count(j->kind->capability())) continue;
+    std::vector<std::pair<int64_t, int32_t>> attempts;
+    while (resp.leases_size() < req.max_units() && !j->pending.empty()) {
+      const int64_t i = j->pending.front();
+      j->pending.pop_front();
+      Unit& u = j->units[i];
+      if (u.state != UnitState::kPending) continue;  // stale entry
+      u.state = UnitState::kLeased;
+      u.worker = req.worker_id();
+      u.expire_ms = now + options_.lease_ms;
+      ++u.attempt;
+      j->leased.insert(i);
+      attempts.emplace_back(i, u.attempt);
+      v1::Lease* l = resp.add_leases();
+      l->set_unit_id(absl::StrCat(j->id, "/", i));
+      l->set_attempt(u.attempt);
+      *l->mutable_spec() = u.spec;
+      l->set_expire_unix_ms(u.expire_ms);
+    }
+    // Attempt counters are bookkeeping, not results: a failed write is logged, not fatal.
+    if (absl::Status s = store_->update_attempts(j->id, attempts); !s.ok()) log_line(std::string(s.message()));
+  }
+  if (resp.leases_size() > 0) changed();
+  return resp;
+}
+
+absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const v1::RenewLeasesRequest& req) {
+  if (req.unit_ids_size() > kMaxUnitIdsPerCall)
+    return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
+  if (!w.ok()) return w.status();
+  for (const std::string& id : req.unit_ids()) {
+    std::string job_id;
+    int64_t index;
+    if (absl::Status s = parse_unit_id(id, "unit_ids", &job_id, &index); !s.ok()) return s;
+  }
+  touch(*w);
+  const int64_t now = clock_->now_ms();
+  v1::RenewLeasesResponse resp;
+  for (const std::string& id : req.unit_ids()) {
+    std::string job_id;
+    int64_t index = 0;
+    parse_unit_id(id, "unit_ids", &job_id, &index).IgnoreError();  // checked above
+    v1::LeaseRenewal* r = resp.add_renewals();
+    r->set_unit_id(id);
+    r->set_status(v1::LEASE_STATUS_LOST);
+    Job* j = find_job(job_id);
+    if (!j || size_t(index) >= j->units.size()) continue;
+    Unit& u = j->units[index];
+    if (u.state == UnitState::kDone) {
+      r->set_status(v1::LEASE_STATUS_COMPLETED);
+      continue;
+    }
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    if (u.state == UnitState::kLeased && u.worker != req.worker_id()) continue;
+    if (u.state == UnitState::kPending) {
+      // Back in the queue (the lease expired, or the coordinator restarted) but still being
+      // computed by this worker: lease it to it again rather than compute it twice.
+      u.state = UnitState::kLeased;
+      u.worker = req.worker_id();
+      j->leased.insert(index);
+    }
+    u.expire_ms = now + options_.lease_ms;
+    r->set_status(v1::LEASE_STATUS_ACTIVE);
+    r->set_expire_unix_ms(u.expire_ms);
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::CompleteUnitRequest& req) {
+  std::string job_id;
+  int64_t index = 0;
+  if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", &job_id, &index); !s.ok()) return s;
+  if (req.attempt() < 1) return absl::InvalidArgumentError(absl::StrCat("attempt: ", req.attempt(), " is not >= 1"));
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
+  if (!w.ok()) return w.status();
+  touch(*w);
+  Job* j = find_job(job_id);
+  if (!j) return absl::NotFoundError(absl::StrCat("unit_id: no job '", job_id, "'"));
+  if (size_t(index) >= j->units.size())
+    return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
+  Unit& u = j->units[index];
+  if (absl::Status s = j->kind->check_result(u.spec, req.result()); !s.ok()) return s;
+  v1::CompleteUnitResponse resp;
+  if (u.state == UnitState::kDone) {
+    if (u.result->SerializeAsString() == req.result().SerializeAsString()) {
+      resp.set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
+      return resp;
+    }
+    const std::string detail =
+        absl::StrCat("unit ", req.unit_id(), " (", u.spec.ShortDebugString(), "): stored ", u.result->ShortDebugString(),
+                     ", worker ", req.worker_id(), " attempt ", req.attempt(), " sent ", req.result().ShortDebugString());
+    log_line(absl::StrCat("RESULT MISMATCH ", detail));
+    ++j->mismatches;
+    if (j->mismatch_detail.empty()) j->mismatch_detail = detail;
+    if (absl::Status s = store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail);
+        !s.ok())
+      log_line(std::string(s.message()));
+    changed();
+    resp.set_outcome(v1::COMPLETION_OUTCOME_MISMATCH);
+    return resp;
+  }
+  if (j->state != v1::JOB_STATE_RUNNING) {
+    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
+    return resp;
+  }
+  const bool finishes = j->done + 1 == int64_t(j->units.size());
+  const int64_t now = clock_->now_ms();
+  if (absl::Status s = store_->complete_unit(j->id, index, req.result().SerializeAsString(),
+                                             finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
+                                             now);
+      !s.ok())
+    return s;
+  u.state = UnitState::kDone;
+  u.result = req.result();
+  j->leased.erase(index);
+  ++j->done;
+  j->nodes += j->kind->work(u.meta, u.result.value());
+  if (finishes) {
+    j->state = v1::JOB_STATE_SUCCEEDED;
+    j->finished_ms = now;
+    log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", to_string(j->nodes),
+                          " nodes, ", j->mismatches, " mismatches"));
+  }
+  add_sample(j);
+  changed();
+  resp.set_outcome(v1::COMPLETION_OUTCOME_ACCEPTED);
+  return resp;
+}
+
+void Coordinator::return_to_queue(Job* j, int64_t index, bool front) {
+  Unit& u = j->units[index];
+  u.state = UnitState::kPending;
+  u.worker.clear();
+  j->leased.erase(index);
+  if (front) j->pending.push_front(index); else j->pending.push_back(index);
+}
+
+absl::Status Coordinator::release(const v1::ReleaseUnitsRequest& req) {
+  if (req.unit_ids_size() > kMaxUnitIdsPerCall)
+    return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
+  if (!w.ok()) return w.status();
+  touch(*w);
+  for (const std::string& id : req.unit_ids()) {
+    std::string job_id;
+    int64_t index = 0;
+    if (absl::Status s = parse_unit_id(id, "unit_ids", &job_id, &index); !s.ok()) return s;
+  }
+  for (const std::string& id : req.unit_ids()) {
+    std::string job_id;
+    int64_t index = 0;
+    parse_unit_id(id, "unit_ids", &job_id, &index).IgnoreError();
+    Job* j = find_job(job_id);
+    if (!j || size_t(index) >= j->units.size() || j->state != v1::JOB_STATE_RUNNING) continue;
+    Unit& u = j->units[index];
+    if (u.state == UnitState::kLeased && u.worker == req.worker_id()) return_to_queue(j, index, true);
+  }
+  changed();
+  return absl::OkStatus();
+}
+
+void Coordinator::sweep() {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_->now_ms();
+  bool any = false;
+  for (Job* j : by_seq_) {
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    std::vector<int64_t> expired;
+    for (int64_t i : j->leased)
+      if (j->units[i].expire_ms <= now) expired.push_back(i);
+    for (int64_t i : expired) {
+      log_line(absl::StrCat("lease of ", j->id, "/", i, " (worker ", j->units[i].worker, ", attempt ",
+                            j->units[i].attempt, ") expired; back in the queue"));
+      return_to_queue(j, i, true);
+      any = true;
+    }
+  }
+  for (auto& [id, w] : workers_) {
+    if (w.rec.lost || w.rec.last_seen_ms + options_.lease_ms > now) continue;
+    w.rec.lost = true;
+    any = true;
+    log_line(absl::StrCat("worker ", id, " (", w.rec.name, ") lost: silent for ", (now - w.rec.last_seen_ms) / 1000,
+                          " s"));
+    if (absl::Status s = store_->set_worker_lost(id, true, w.rec.last_seen_ms); !s.ok())
+      log_line(std::string(s.message()));
+  }
+  if (any) changed();
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,144 @@
+// The coordinator's logic: jobs, units, leases, workers, progress. Plain absl::Status in and
+// out, no sockets: the gRPC services (service.h) translate, tests call it directly.
+//
+// Invariants:
+//  - a unit's result is counted once: the first accepted completion is stored, later ones are
+//    compared with it (duplicate or mismatch) and never added again;
+//  - a completion is reported ACCEPTED only after the store committed it;
+//  - lease expiry is set by this server's clock, never by a worker;
+//  - all state changes happen under one mutex, in memory and in the store together.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "c960/v1/cluster.pb.h"
+#include "c960/v1/store.pb.h"
+#include "clock.h"
+#include "config.h"
+#include "job_kind.h"
+#include "store.h"
+
+namespace c960::cluster {
+
+struct CoordinatorOptions {
+  int64_t lease_ms = kDefaultLeaseSeconds * 1000;
+};
+
+class Coordinator {
+ public:
+  // store and clock must outlive the coordinator.
+  Coordinator(Store* store, const Clock* clock, CoordinatorOptions options = {});
+  ~Coordinator();
+
+  // Loads jobs and workers from the store: unfinished jobs resume, with every unit that has no
+  // stored result pending again.
+  absl::Status load();
+
+  // Users.
+  absl::StatusOr<v1::Job> submit(const v1::SubmitJobRequest& req);
+  absl::StatusOr<v1::Job> get_job(const std::string& job_id);
+  absl::StatusOr<std::vector<v1::Job>> list_jobs(int page_size);
+  absl::StatusOr<v1::Job> cancel(const std::string& job_id);
+  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide);
+  // Waits up to wait_ms for a change after *version, then returns the job and the new version.
+  absl::StatusOr<v1::Job> watch(const std::string& job_id, uint64_t* version, int64_t wait_ms);
+
+  // Workers.
+  absl::StatusOr<v1::HelloResponse> hello(const v1::HelloRequest& req);
+  absl::StatusOr<v1::AcquireWorkResponse> acquire(const v1::AcquireWorkRequest& req);
+  absl::StatusOr<v1::RenewLeasesResponse> renew(const v1::RenewLeasesRequest& req);
+  absl::StatusOr<v1::CompleteUnitResponse> complete(const v1::CompleteUnitRequest& req);
+  absl::Status release(const v1::ReleaseUnitsRequest& req);
+
+  // Returns expired leases to the queue and marks silent workers lost. Call periodically.
+  void sweep();
+  // Wakes every watcher so that streams can end (server shutdown).
+  void shutdown();
+  bool shutting_down() const;
+
+  static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
+
+ private:
+  enum class UnitState { kPending, kLeased, kDone };
+  struct Unit {
+    v1::UnitSpec spec;
+    v1::store::UnitMeta meta;
+    UnitState state = UnitState::kPending;
+    int32_t attempt = 0;
+    std::string worker;
+    int64_t expire_ms = 0;
+    std::optional<v1::UnitResult> result;
+  };
+  struct Sample {
+    int64_t ms;
+    int64_t units;
+    NodeCount nodes;
+  };
+  struct Job {
+    std::string id;
+    int64_t seq = 0;
+    std::string request_id;
+    v1::JobSpec spec;
+    v1::store::JobPlan plan;
+    int split_depth = 0;
+    v1::JobState state = v1::JOB_STATE_RUNNING;
+    int64_t created_ms = 0;
+    int64_t finished_ms = 0;
+    int64_t mismatches = 0;
+    std::string mismatch_detail;
+    const JobKind* kind = nullptr;
+    std::vector<Unit> units;
+    std::deque<int64_t> pending;  // may hold stale entries: a popped unit is used only if pending
+    std::set<int64_t> leased;
+    int64_t done = 0;
+    NodeCount nodes = 0;
+    std::deque<Sample> samples;  // recent progress, for rates
+  };
+  struct Worker {
+    StoredWorker rec;
+    std::set<std::string> capabilities;
+  };
+
+  const JobKind* kind_for(v1::JobSpec::KindCase c) const;
+  Job* find_job(const std::string& id);
+  absl::StatusOr<Job*> job_or_error(const std::string& id);
+  absl::StatusOr<Worker*> worker_or_error(const std::string& id);
+  // Parses "<job id>/<index>"; INVALID_ARGUMENT naming field when malformed.
+  absl::Status parse_unit_id(const std::string& unit_id, const char* field, std::string* job_id, int64_t* index);
+  void touch(Worker* w);
+  void return_to_queue(Job* j, int64_t index, bool front);
+  void add_sample(Job* j);
+  v1::Job snapshot(const Job& j) const;
+  void changed();
+
+  Store* store_;
+  const Clock* clock_;
+  CoordinatorOptions options_;
+  std::vector<std::unique_ptr<JobKind>> kinds_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t version_ = 0;
+  bool shutting_down_ = false;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::vector<Job*> by_seq_;  // creation order: the queue serves older jobs first
+  std::map<std::string, Job*> by_request_id_;
+  std::map<std::string, Worker> workers_;
+  int64_t next_job_seq_ = 1;
+  int64_t next_worker_seq_ = 1;
+};
+
+// Checks an id-like field: non-empty, at most kMaxIdLength, [A-Za-z0-9._-].
+absl::Status check_id(const std::string& value, const char* field);
+
+}  // namespace c960::cluster

@@ -1,0 +1,138 @@
+// The perft job kind: planning by planner.h, aggregation total = sum of multiplicity x count.
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "config.h"
+#include "job_kind.h"
+#include "planner.h"
+#include "u128.h"
+
+namespace c960::cluster {
+namespace {
+
+class PerftKind : public JobKind {
+ public:
+  std::string capability() const override { return "perft"; }
+  v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kPerft; }
+
+  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const override {
+    absl::StatusOr<PerftPlan> p = plan_perft(spec.perft());
+    if (!p.ok()) return p.status();
+    KindPlan out;
+    out.split_depth = p->split_depth;
+    v1::store::PerftPlan* pp = out.plan.mutable_perft();
+    pp->set_depth(p->depth);
+    pp->set_split_depth(p->split_depth);
+    for (const PerftRoot& r : p->roots) {
+      v1::store::PerftRoot* pr = pp->add_roots();
+      pr->set_start_position(r.start_position);
+      pr->set_fen(r.fen);
+    }
+    out.units.reserve(p->units.size());
+    for (PlannedPerftUnit& u : p->units) {
+      v1::UnitSpec us;
+      us.mutable_perft()->set_fen(std::move(u.fen));
+      us.mutable_perft()->set_depth(u.depth);
+      // A unit that is a whole root brings its own divide.
+      us.mutable_perft()->set_divide(u.weights.empty());
+      v1::store::UnitMeta meta;
+      meta.mutable_perft()->set_root(u.root);
+      for (auto& [move, count] : u.weights) {
+        v1::store::MoveWeight* w = meta.mutable_perft()->add_weights();
+        w->set_move(move);
+        w->set_count(count);
+      }
+      out.units.emplace_back(std::move(us), std::move(meta));
+    }
+    return out;
+  }
+
+  absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
+    if (result.kind_case() != v1::UnitResult::kPerft) return absl::InvalidArgumentError("result: not a perft result");
+    const v1::PerftUnitResult& r = result.perft();
+    if (r.divide_size() > 0) {
+      if (!spec.perft().divide()) return absl::InvalidArgumentError("result.perft.divide: not asked for");
+      if (r.divide_size() > 512) return absl::InvalidArgumentError("result.perft.divide: too many moves");
+      NodeCount sum = 0;
+      for (const v1::MoveCount& m : r.divide()) {
+        if (m.move().empty() || m.move().size() > 5)
+          return absl::InvalidArgumentError("result.perft.divide.move: not a UCI move");
+        sum += from_proto(m.nodes());
+      }
+      if (sum != from_proto(r.nodes()))
+        return absl::InvalidArgumentError("result.perft.divide: counts do not add up to nodes");
+    } else if (spec.perft().divide() && from_proto(r.nodes()) != 0 && spec.perft().depth() > 0) {
+      return absl::InvalidArgumentError("result.perft.divide: missing");
+    }
+    return absl::OkStatus();
+  }
+
+  static uint64_t multiplicity(const v1::store::PerftUnitMeta& m) {
+    if (m.weights_size() == 0) return 1;
+    uint64_t n = 0;
+    for (const v1::store::MoveWeight& w : m.weights()) n += w.count();
+    return n;
+  }
+
+  NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
+    return NodeCount(multiplicity(meta.perft())) * from_proto(result.perft().nodes());
+  }
+
+  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
+                                       bool divide) const override {
+    const v1::store::PerftPlan& pp = plan.perft();
+    struct Acc {
+      NodeCount nodes = 0;
+      bool complete = true;
+      std::vector<std::pair<std::string, NodeCount>> divide;  // in first-seen (generation) order
+      void add_move(const std::string& move, NodeCount n) {
+        for (auto& [m, c] : divide)
+          if (m == move) {
+            c += n;
+            return;
+          }
+        divide.emplace_back(move, n);
+      }
+    };
+    std::vector<Acc> acc(pp.roots_size());
+    for (const UnitView& u : units) {
+      const v1::store::PerftUnitMeta& m = u.meta->perft();
+      if (m.root() < 0 || m.root() >= pp.roots_size()) continue;
+      Acc& a = acc[m.root()];
+      if (!u.result) {
+        a.complete = false;
+        continue;
+      }
+      const NodeCount n = from_proto(u.result->perft().nodes());
+      a.nodes += NodeCount(multiplicity(m)) * n;
+      if (!divide) continue;
+      if (m.weights_size() == 0) {
+        for (const v1::MoveCount& mc : u.result->perft().divide()) a.add_move(mc.move(), from_proto(mc.nodes()));
+      } else {
+        for (const v1::store::MoveWeight& w : m.weights()) a.add_move(w.move(), NodeCount(w.count()) * n);
+      }
+    }
+    std::vector<v1::ResultChunk> out(pp.roots_size());
+    for (int i = 0; i < pp.roots_size(); ++i) {
+      v1::PerftRootResult* r = out[i].mutable_perft();
+      r->set_index(i);
+      r->set_start_position(pp.roots(i).start_position());
+      r->set_fen(pp.roots(i).fen());
+      r->set_depth(pp.depth());
+      r->set_complete(acc[i].complete);
+      to_proto(acc[i].nodes, r->mutable_nodes());
+      for (const auto& [move, n] : acc[i].divide) {
+        v1::MoveCount* mc = r->add_divide();
+        mc->set_move(move);
+        to_proto(n, mc->mutable_nodes());
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<JobKind> make_perft_kind() { return std::make_unique<PerftKind>(); }
+
+}  // namespace c960::cluster

@@ -1,0 +1,149 @@
+#include "planner.h"
+
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "config.h"
+#include "movegen.h"
+#include "notation.h"
+#include "perft.h"
+#include "position.h"
+#include "startpos.h"
+
+namespace c960::cluster {
+
+uint64_t PlannedPerftUnit::multiplicity() const {
+  if (weights.empty()) return 1;
+  uint64_t m = 0;
+  for (const auto& [move, count] : weights) m += count;
+  return m;
+}
+
+std::string position_key(const std::string& fen) {
+  std::vector<absl::string_view> fields = absl::StrSplit(fen, ' ', absl::SkipEmpty());
+  if (fields.size() > 4) fields.resize(4);
+  return absl::StrJoin(fields, " ");
+}
+
+absl::StatusOr<std::vector<PerftRoot>> resolve_perft_roots(const v1::PerftJobSpec& spec) {
+  if (spec.depth() < 1 || spec.depth() > kMaxDepth)
+    return absl::InvalidArgumentError(absl::StrCat("depth: ", spec.depth(), " is not in 1..", kMaxDepth));
+  if (!spec.start_positions().empty() && spec.fens_size() > 0)
+    return absl::InvalidArgumentError("start_positions and fens: give one, not both");
+  std::vector<PerftRoot> roots;
+  if (spec.fens_size() > 0) {
+    if (spec.fens_size() > kMaxFens)
+      return absl::InvalidArgumentError(absl::StrCat("fens: ", spec.fens_size(), " positions, at most ", kMaxFens));
+    for (int i = 0; i < spec.fens_size(); ++i) {
+      const std::string& fen = spec.fens(i);
+      if (fen.size() > size_t(kMaxFenLength))
+        return absl::InvalidArgumentError(absl::StrCat("fens[", i, "]: longer than ", kMaxFenLength, " characters"));
+      absl::StatusOr<Position> pos = Position::from_fen(fen);
+      if (!pos.ok()) return absl::InvalidArgumentError(absl::StrCat("fens[", i, "]: ", pos.status().message()));
+      roots.push_back({-1, pos->fen()});
+    }
+    return roots;
+  }
+  if (spec.start_positions().size() > size_t(kMaxStartPositionsLength))
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_positions: longer than ", kMaxStartPositionsLength, " characters"));
+  const std::string sps = spec.start_positions().empty() ? "0-959" : spec.start_positions();
+  absl::StatusOr<std::vector<int>> numbers = parse_sp_ranges(sps);
+  if (!numbers.ok()) return absl::InvalidArgumentError(absl::StrCat("start_positions: ", numbers.status().message()));
+  if (numbers->empty()) return absl::InvalidArgumentError("start_positions: no positions");
+  for (int n : *numbers) {
+    absl::StatusOr<Position> pos = Position::from_fen(*startpos_fen(n));
+    if (!pos.ok()) return absl::InternalError(absl::StrCat("start position ", n, ": ", pos.status().message()));
+    roots.push_back({n, pos->fen()});
+  }
+  return roots;
+}
+
+int auto_split_depth(int depth) { return depth > kTargetUnitDepth ? depth - kTargetUnitDepth : 0; }
+
+namespace {
+
+struct Walker {
+  int root;
+  int split;
+  int depth;
+  std::unordered_map<std::string, size_t> index;  // position key -> unit
+  std::vector<PlannedPerftUnit>* units;
+  std::string first_move;
+
+  void walk(Position& pos, int ply) {
+    if (ply == split) {
+      std::string key = position_key(pos.fen());
+      auto [it, inserted] = index.try_emplace(key, units->size());
+      if (inserted) units->push_back({root, key + " 0 1", depth - split, {}});
+      auto& weights = (*units)[it->second].weights;
+      for (auto& [move, count] : weights)
+        if (move == first_move) {
+          ++count;
+          return;
+        }
+      weights.emplace_back(first_move, 1);
+      return;
+    }
+    MoveList moves;
+    generate_legal(pos, moves);
+    for (Move m : moves) {
+      if (ply == 0) first_move = to_uci(m);
+      StateInfo st;
+      pos.do_move(m, st);
+      walk(pos, ply + 1);
+      pos.undo_move(m);
+    }
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
+  absl::StatusOr<std::vector<PerftRoot>> roots = resolve_perft_roots(spec);
+  if (!roots.ok()) return roots.status();
+  PerftPlan plan;
+  plan.depth = spec.depth();
+  plan.roots = std::move(*roots);
+  if (spec.has_split_depth()) {
+    if (spec.split_depth() < 0 || spec.split_depth() > std::min(kMaxSplitDepth, plan.depth))
+      return absl::InvalidArgumentError(absl::StrCat("split_depth: ", spec.split_depth(), " is not in 0..",
+                                                     std::min(kMaxSplitDepth, plan.depth)));
+    plan.split_depth = spec.split_depth();
+  } else {
+    plan.split_depth = auto_split_depth(plan.depth);
+  }
+  if (plan.depth - plan.split_depth > kMaxUnitDepth)
+    return absl::InvalidArgumentError(absl::StrCat("split_depth: units would count ", plan.depth - plan.split_depth,
+                                                   " plies, at most ", kMaxUnitDepth, "; raise split_depth"));
+  // Count the positions at each ply up to the split first: perft is cheap next to the walk
+  // that keeps every position, and this refuses an oversized plan before it costs anything.
+  for (int k = 1; k <= plan.split_depth; ++k) {
+    NodeCount walk = 0;
+    for (const PerftRoot& r : plan.roots) {
+      Position pos = *Position::from_fen(r.fen);
+      walk += perft(pos, k);
+      if (walk > kMaxPlanWalk)
+        return absl::ResourceExhaustedError(
+            absl::StrCat("plan too large: more than ", kMaxPlanWalk, " positions at split ply ", k,
+                         "; lower split_depth or submit fewer positions"));
+    }
+  }
+  for (size_t i = 0; i < plan.roots.size(); ++i) {
+    Position pos = *Position::from_fen(plan.roots[i].fen);
+    if (plan.split_depth == 0) {
+      plan.units.push_back({int(i), plan.roots[i].fen, plan.depth, {}});
+      continue;
+    }
+    Walker w{int(i), plan.split_depth, plan.depth, {}, &plan.units, {}};
+    w.walk(pos, 0);
+    if (plan.units.size() > kMaxPlanUnits)
+      return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanUnits,
+                                                       " units; lower split_depth or submit fewer positions"));
+  }
+  return plan;
+}
+
+}  // namespace c960::cluster

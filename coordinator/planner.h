@@ -1,0 +1,48 @@
+// Perft planning: validates a perft job spec and splits each root position at a ply into units.
+// Pure logic on core types, no protos beyond the spec, testable without sockets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "c960/v1/cluster.pb.h"
+
+namespace c960::cluster {
+
+struct PerftRoot {
+  int start_position = -1;  // -1: given as FEN
+  std::string fen;          // X-FEN
+};
+
+struct PlannedPerftUnit {
+  int root = 0;
+  std::string fen;  // X-FEN of the position at the split ply (clocks reset: perft ignores them)
+  int depth = 0;    // plies left to count from fen
+  // Move sequences from the root that reach fen, by first move (UCI). Empty when the unit is the
+  // root itself (split depth 0).
+  std::vector<std::pair<std::string, uint64_t>> weights;
+  uint64_t multiplicity() const;
+};
+
+struct PerftPlan {
+  int depth = 0;
+  int split_depth = 0;
+  std::vector<PerftRoot> roots;
+  std::vector<PlannedPerftUnit> units;  // grouped by root, in root order
+};
+
+// The roots a spec names, validated: INVALID_ARGUMENT naming depth, start_positions or fens.
+absl::StatusOr<std::vector<PerftRoot>> resolve_perft_roots(const v1::PerftJobSpec& spec);
+// The split ply chosen when the spec gives none: units keep about kTargetUnitDepth plies.
+int auto_split_depth(int depth);
+// Validates the spec and plans it. INVALID_ARGUMENT for bad fields, RESOURCE_EXHAUSTED when the
+// plan would walk or keep too many positions.
+absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec);
+// The position key units are merged by: FEN without the clocks (the full position, not a hash).
+std::string position_key(const std::string& fen);
+
+}  // namespace c960::cluster

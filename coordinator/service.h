@@ -1,0 +1,50 @@
+// The gRPC edge of the coordinator: one thin class per proto service, translating requests to
+// Coordinator calls and absl::Status to grpc::Status (the codes share their numbering).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "coordinator.h"
+
+namespace c960::cluster {
+
+inline grpc::Status to_grpc(const absl::Status& s) {
+  return s.ok() ? grpc::Status::OK : grpc::Status(grpc::StatusCode(int(s.code())), std::string(s.message()));
+}
+
+class JobServiceImpl final : public v1::JobService::Service {
+ public:
+  explicit JobServiceImpl(Coordinator* c) : c_(c) {}
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override;
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) override;
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                        grpc::ServerWriter<v1::Job>* writer) override;
+  grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
+                          grpc::ServerWriter<v1::ResultChunk>* writer) override;
+
+ private:
+  Coordinator* c_;
+};
+
+class WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(Coordinator* c) : c_(c) {}
+  grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
+  grpc::Status AcquireWork(grpc::ServerContext*, const v1::AcquireWorkRequest* req,
+                           v1::AcquireWorkResponse* resp) override;
+  grpc::Status RenewLeases(grpc::ServerContext*, const v1::RenewLeasesRequest* req,
+                           v1::RenewLeasesResponse* resp) override;
+  grpc::Status CompleteUnit(grpc::ServerContext*, const v1::CompleteUnitRequest* req,
+                            v1::CompleteUnitResponse* resp) override;
+  grpc::Status ReleaseUnits(grpc::ServerContext*, const v1::ReleaseUnitsRequest* req,
+                            v1::ReleaseUnitsResponse* resp) override;
+
+ private:
+  Coordinator* c_;
+};
+
+}  // namespace c960::cluster

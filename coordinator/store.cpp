@@ -1,0 +1,308 @@
+#include "store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace c960::cluster {
+namespace {
+
+// Finalizes on every path out of a function.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return s_; }
+  void bind(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind_text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind_null(int i) { sqlite3_bind_null(s_, i); }
+  int step() { return sqlite3_step(s_); }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
+  bool is_null(int c) { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::string blob(int c) {
+    const void* p = sqlite3_column_blob(s_, c);
+    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, c))) : std::string();
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_;
+};
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, request_id TEXT NOT NULL, spec BLOB NOT NULL,
+  plan BLOB NOT NULL, state INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL, mismatches INTEGER NOT NULL, mismatch_detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+  job_id TEXT NOT NULL, idx INTEGER NOT NULL, spec BLOB NOT NULL, meta BLOB NOT NULL,
+  attempt INTEGER NOT NULL, result BLOB, PRIMARY KEY (job_id, idx)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workers (
+  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
+  threads INTEGER NOT NULL, capabilities TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
+  lost INTEGER NOT NULL);
+)sql";
+
+}  // namespace
+
+absl::Status Store::error(const char* what) const {
+  return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status Store::commit() {
+  absl::Status s = exec("COMMIT");
+  if (!s.ok()) exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
+absl::Status Store::exec(const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("store: ", msg ? msg : "error", " in: ", sql));
+    sqlite3_free(msg);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("cannot open '", path, "': ", db ? sqlite3_errmsg(db) : "?"));
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
+  // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
+  // One coordinator per file: the exclusive lock is taken now and held until the process ends
+  // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
+  sqlite3_busy_timeout(db, 500);
+  for (const char* sql : {"PRAGMA locking_mode=EXCLUSIVE", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                          "BEGIN EXCLUSIVE", "COMMIT", kSchema})
+    if (absl::Status s = store->exec(sql); !s.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot use '", path, "' (is another coordinator using it?): ", s.message()));
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
+  std::vector<StoredJob> jobs;
+  {
+    Stmt q(db_,
+           "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail "
+           "FROM jobs ORDER BY seq");
+    if (!q.ok()) return error("load jobs");
+    int rc;
+    while ((rc = q.step()) == SQLITE_ROW) {
+      StoredJob j;
+      j.id = q.blob(0);
+      j.seq = q.i64(1);
+      j.request_id = q.blob(2);
+      j.spec = q.blob(3);
+      j.plan = q.blob(4);
+      j.state = int32_t(q.i64(5));
+      j.created_ms = q.i64(6);
+      j.finished_ms = q.i64(7);
+      j.mismatches = q.i64(8);
+      j.mismatch_detail = q.blob(9);
+      jobs.push_back(std::move(j));
+    }
+    if (rc != SQLITE_DONE) return error("load jobs");
+  }
+  Stmt u(db_, "SELECT idx, spec, meta, attempt, result FROM units WHERE job_id = ? ORDER BY idx");
+  if (!u.ok()) return error("load units");
+  for (StoredJob& j : jobs) {
+    u.reset();
+    u.bind_text(1, j.id);
+    int rc;
+    while ((rc = u.step()) == SQLITE_ROW) {
+      StoredUnit s;
+      s.index = u.i64(0);
+      s.spec = u.blob(1);
+      s.meta = u.blob(2);
+      s.attempt = int32_t(u.i64(3));
+      if (!u.is_null(4)) s.result = u.blob(4);
+      j.units.push_back(std::move(s));
+    }
+    if (rc != SQLITE_DONE) return error("load units");
+  }
+  return jobs;
+}
+
+absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
+  std::vector<StoredWorker> workers;
+  Stmt q(db_, "SELECT id, seq, name, version, threads, capabilities, last_seen_ms, lost FROM workers ORDER BY seq");
+  if (!q.ok()) return error("load workers");
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    StoredWorker w;
+    w.id = q.blob(0);
+    w.seq = q.i64(1);
+    w.name = q.blob(2);
+    w.version = q.blob(3);
+    w.threads = int32_t(q.i64(4));
+    w.capabilities = q.blob(5);
+    w.last_seen_ms = q.i64(6);
+    w.lost = q.i64(7) != 0;
+    workers.push_back(std::move(w));
+  }
+  if (rc != SQLITE_DONE) return error("load workers");
+  return workers;
+}
+
+absl::Status Store::insert_job(const StoredJob& j) {
+  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](const char* what) {
+    absl::Status s = error(what);
+    exec("ROLLBACK").IgnoreError();
+    return s;
+  };
+  {
+    Stmt q(db_,
+           "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
+           "mismatch_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!q.ok()) return fail("insert job");
+    q.bind_text(1, j.id);
+    q.bind(2, j.seq);
+    q.bind_text(3, j.request_id);
+    q.bind(4, j.spec);
+    q.bind(5, j.plan);
+    q.bind(6, int64_t(j.state));
+    q.bind(7, j.created_ms);
+    q.bind(8, j.finished_ms);
+    q.bind(9, j.mismatches);
+    q.bind_text(10, j.mismatch_detail);
+    if (q.step() != SQLITE_DONE) return fail("insert job");
+    Stmt u(db_, "INSERT INTO units (job_id, idx, spec, meta, attempt, result) VALUES (?, ?, ?, ?, ?, ?)");
+    if (!u.ok()) return fail("insert units");
+    for (const StoredUnit& s : j.units) {
+      u.reset();
+      u.bind_text(1, j.id);
+      u.bind(2, s.index);
+      u.bind(3, s.spec);
+      u.bind(4, s.meta);
+      u.bind(5, int64_t(s.attempt));
+      if (s.result) u.bind(6, *s.result); else u.bind_null(6);
+      if (u.step() != SQLITE_DONE) return fail("insert units");
+    }
+  }
+  if (absl::Status s = commit(); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::Status Store::update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
+                               const std::string& mismatch_detail) {
+  Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, mismatches = ?, mismatch_detail = ? WHERE id = ?");
+  if (!q.ok()) return error("update job");
+  q.bind(1, int64_t(state));
+  q.bind(2, finished_ms);
+  q.bind(3, mismatches);
+  q.bind_text(4, mismatch_detail);
+  q.bind_text(5, id);
+  if (q.step() != SQLITE_DONE) return error("update job");
+  return absl::OkStatus();
+}
+
+absl::Status Store::update_attempts(const std::string& job_id,
+                                    const std::vector<std::pair<int64_t, int32_t>>& attempts) {
+  if (attempts.empty()) return absl::OkStatus();
+  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  {
+    Stmt q(db_, "UPDATE units SET attempt = ? WHERE job_id = ? AND idx = ?");
+    if (!q.ok()) {
+      exec("ROLLBACK").IgnoreError();
+      return error("update attempts");
+    }
+    for (const auto& [index, attempt] : attempts) {
+      q.reset();
+      q.bind(1, int64_t(attempt));
+      q.bind_text(2, job_id);
+      q.bind(3, index);
+      if (q.step() != SQLITE_DONE) {
+        absl::Status s = error("update attempts");
+        exec("ROLLBACK").IgnoreError();
+        return s;
+      }
+    }
+  }
+  return commit();
+}
+
+absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
+                                  std::optional<int32_t> job_state, int64_t finished_ms) {
+  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  {
+    Stmt q(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
+    if (!q.ok()) {
+      exec("ROLLBACK").IgnoreError();
+      return error("complete unit");
+    }
+    q.bind(1, result);
+    q.bind_text(2, job_id);
+    q.bind(3, index);
+    if (q.step() != SQLITE_DONE) {
+      absl::Status s = error("complete unit");
+      exec("ROLLBACK").IgnoreError();
+      return s;
+    }
+    if (job_state) {
+      Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
+      if (!j.ok()) {
+        exec("ROLLBACK").IgnoreError();
+        return error("finish job");
+      }
+      j.bind(1, int64_t(*job_state));
+      j.bind(2, finished_ms);
+      j.bind_text(3, job_id);
+      if (j.step() != SQLITE_DONE) {
+        absl::Status s = error("finish job");
+        exec("ROLLBACK").IgnoreError();
+        return s;
+      }
+    }
+  }
+  return commit();
+}
+
+absl::Status Store::upsert_worker(const StoredWorker& w) {
+  Stmt q(db_,
+         "INSERT INTO workers (id, seq, name, version, threads, capabilities, last_seen_ms, lost) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+         "version = excluded.version, threads = excluded.threads, capabilities = excluded.capabilities, "
+         "last_seen_ms = excluded.last_seen_ms, lost = excluded.lost");
+  if (!q.ok()) return error("upsert worker");
+  q.bind_text(1, w.id);
+  q.bind(2, w.seq);
+  q.bind_text(3, w.name);
+  q.bind_text(4, w.version);
+  q.bind(5, int64_t(w.threads));
+  q.bind_text(6, w.capabilities);
+  q.bind(7, w.last_seen_ms);
+  q.bind(8, int64_t(w.lost));
+  if (q.step() != SQLITE_DONE) return error("upsert worker");
+  return absl::OkStatus();
+}
+
+absl::Status Store::set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms) {
+  Stmt q(db_, "UPDATE workers SET lost = ?, last_seen_ms = ? WHERE id = ?");
+  if (!q.ok()) return error("update worker");
+  q.bind(1, int64_t(lost));
+  q.bind(2, last_seen_ms);
+  q.bind_text(3, id);
+  if (q.step() != SQLITE_DONE) return error("update worker");
+  return absl::OkStatus();
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,554 @@
+// The real binaries on loopback with ephemeral ports: full jobs checked against the published
+// perft table, workers and the coordinator killed mid-job, graceful stops, duplicate and late
+// completions, and invalid requests with their status codes.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "compute.h"
+#include "notation.h"
+#include "perft.h"
+#include "position.h"
+#include "process.h"
+#include "startpos.h"
+#include "u128.h"
+
+namespace c960::cluster {
+namespace {
+
+using c960::testing::Process;
+using namespace std::chrono_literals;
+
+const std::string kBin = C960_BINARY_DIR;
+const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
+const std::string kWorkerBin = kBin + "/worker/c960-worker";
+const std::string kCliBin = kBin + "/cli/c960";
+
+// sp -> perft at depths 1..6, from the published table (see tests/data).
+const std::map<int, std::array<uint64_t, 7>>& reference() {
+  static const auto* table = [] {
+    auto* t = new std::map<int, std::array<uint64_t, 7>>;
+    std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/chess960_startpos_perft.csv");
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::vector<std::string> f = absl::StrSplit(line, ',');
+      if (f.size() < 9) continue;
+      std::array<uint64_t, 7> d{1};
+      int sp = 0;
+      if (!absl::SimpleAtoi(f[0], &sp)) continue;
+      for (int k = 1; k <= 6; ++k)
+        if (!absl::SimpleAtoi(f[2 + k], &d[k])) d[k] = 0;
+      (*t)[sp] = d;
+    }
+    return t;
+  }();
+  return *table;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(reference().size(), 960u);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = absl::StrCat(::testing::TempDir(), "/c960-cluster-", info->name(), "-", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = dir_ + "/coordinator.db";
+  }
+
+  void TearDown() override {
+    // Stop everything (also after a failed assertion), then show the logs of a failed test.
+    workers_.clear();
+    coordinator_.reset();
+    if (!HasFailure()) {
+      std::filesystem::remove_all(dir_);
+      return;
+    }
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      if (e.path().extension() == ".log")
+        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
+  }
+
+  // Starts the coordinator on `port` (0: any) and returns the port it serves on.
+  int start_coordinator(int port = 0, const std::vector<std::string>& extra = {}) {
+    const std::string port_file = dir_ + "/port";
+    std::filesystem::remove(port_file);
+    std::vector<std::string> argv = {kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port),
+                                     "--port-file=" + port_file, "--db=" + db_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    coordinator_ = std::make_unique<Process>(argv, dir_ + "/coordinator.log");
+    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
+      int p = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
+        port_ = p;
+        auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials());
+        jobs_ = v1::JobService::NewStub(channel);
+        workers_stub_ = v1::WorkerService::NewStub(channel);
+        return p;
+      }
+      if (!coordinator_->running() || coordinator_->wait(10ms)) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "coordinator did not start";
+    return 0;
+  }
+
+  Process* start_worker(int port, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port), "--threads=1",
+                                     "--hash=16"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
+    return workers_.back().get();
+  }
+
+  std::unique_ptr<grpc::ClientContext> ctx(std::chrono::milliseconds timeout = 10s) {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + timeout);
+    return c;
+  }
+
+  v1::Job submit(int depth, const std::string& sps, std::optional<int> split = std::nullopt) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->mutable_perft()->set_depth(depth);
+    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
+    if (split) req.mutable_spec()->mutable_perft()->set_split_depth(*split);
+    v1::Job job;
+    grpc::Status s = jobs_->SubmitJob(ctx(60s).get(), req, &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return job;
+  }
+
+  grpc::Status get(const std::string& id, v1::Job* job) {
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    return jobs_->GetJob(ctx().get(), req, job);
+  }
+
+  // Polls the job until pred holds; the last state seen is in *job. Unreachable coordinators
+  // (restarting) are polled through.
+  bool wait_job(const std::string& id, const std::function<bool(const v1::Job&)>& pred, std::chrono::seconds timeout,
+                v1::Job* job) {
+    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
+      if (get(id, job).ok() && pred(*job)) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  // Every root's total against the table, and the job's own counters.
+  void expect_exact(const v1::Job& job, int depth, size_t roots) {
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+    EXPECT_EQ(job.progress().units_done(), job.progress().units_total());
+    EXPECT_EQ(job.result_mismatches(), 0) << job.mismatch_detail();
+    v1::GetResultsRequest req;
+    req.set_job_id(job.id());
+    auto c = ctx(60s);
+    auto reader = jobs_->GetResults(c.get(), req);
+    v1::ResultChunk chunk;
+    size_t n = 0;
+    NodeCount sum = 0;
+    while (reader->Read(&chunk)) {
+      const v1::PerftRootResult& r = chunk.perft();
+      ASSERT_TRUE(reference().count(r.start_position())) << r.start_position();
+      EXPECT_TRUE(r.complete());
+      EXPECT_EQ(r.depth(), depth);
+      EXPECT_EQ(r.fen(), *startpos_fen(r.start_position()));
+      EXPECT_EQ(from_proto(r.nodes()), NodeCount(reference().at(r.start_position())[depth]))
+          << "sp " << r.start_position() << " depth " << depth;
+      sum += from_proto(r.nodes());
+      ++n;
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(n, roots);
+    // The progress counter adds each unit once: equal to the sum of the exact totals.
+    EXPECT_EQ(from_proto(job.progress().nodes_done()), sum);
+  }
+
+  // Runs the c960 tool; returns its exit code, stdout in *out, stderr in *err.
+  int cli(const std::string& args, std::string* out, std::string* err = nullptr) {
+    const std::string o = dir_ + "/cli.out", e = dir_ + "/cli.err";
+    const int rc = std::system(absl::StrCat(kCliBin, " ", args, " --coordinator 127.0.0.1:", port_, " >", o, " 2>", e).c_str());
+    *out = read_text(o);
+    if (err) *err = read_text(e);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+
+  std::string dir_, db_;
+  int port_ = 0;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::unique_ptr<v1::WorkerService::Stub> workers_stub_;
+};
+
+TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
+  const int port = start_coordinator();
+  start_worker(port);
+  start_worker(port);
+  std::string out, err;
+  ASSERT_EQ(cli("submit perft --depth 4", &out, &err), 0) << err;
+  const std::string id = std::string(absl::StripAsciiWhitespace(out.substr(out.find_last_of(' ') + 1)));
+  ASSERT_TRUE(absl::StartsWith(id, "job-")) << out;
+  ASSERT_EQ(cli("watch " + id, &out, &err), 0) << out << err;
+  EXPECT_TRUE(absl::StrContains(out, "SUCCEEDED")) << out;
+  const std::string csv = dir_ + "/table.csv";
+  ASSERT_EQ(cli(absl::StrCat("results ", id, " --format csv --out ", csv), &out, &err), 0) << err;
+  std::vector<std::string> lines = absl::StrSplit(read_text(csv), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 961u);
+  EXPECT_EQ(lines[0], "sp,fen,depth,nodes");
+  for (int sp = 0; sp < 960; ++sp)
+    EXPECT_EQ(lines[sp + 1], absl::StrCat(sp, ",", *startpos_fen(sp), ",4,", reference().at(sp)[4]));
+  ASSERT_EQ(cli("results " + id + " --format json", &out, &err), 0) << err;
+  EXPECT_TRUE(absl::StrContains(out, absl::StrCat("{\"sp\": 518, \"fen\": \"", *startpos_fen(518),
+                                                  "\", \"depth\": 4, \"nodes\": 197281}")))
+      << out.substr(0, 500);
+  v1::Job job;
+  ASSERT_TRUE(get(id, &job).ok());
+  expect_exact(job, 4, 960);
+  ASSERT_EQ(cli("status " + id, &out, &err), 0) << err;
+  EXPECT_TRUE(absl::StrContains(out, "960/960 units")) << out;
+}
+
+TEST_F(ClusterTest, FenRootsWithDivideThroughTheCli) {
+  const int port = start_coordinator();
+  start_worker(port);
+  const std::vector<std::string> fens = {"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+                                         "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2"};
+  std::string out, err;
+  ASSERT_EQ(cli(absl::StrCat("submit perft --depth 4 --split-depth 2 --fen '", fens[0], "' '", fens[1], "'"), &out, &err),
+            0)
+      << err;
+  const std::string id = std::string(absl::StripAsciiWhitespace(out.substr(out.find_last_of(' ') + 1)));
+  ASSERT_EQ(cli("watch " + id, &out, &err), 0) << out << err;
+  ASSERT_EQ(cli("results " + id + " --divide", &out, &err), 0) << err;
+  // Expected: the core's divide of each root, in generation order, as "sp,fen,depth,move,nodes".
+  std::string expected = "sp,fen,depth,move,nodes\n";
+  for (const std::string& f : fens) {
+    Position pos = *Position::from_fen(f);
+    for (const DivideEntry& e : divide(pos, 4))
+      absl::StrAppend(&expected, ",", pos.fen(), ",4,", to_uci(e.move), ",", to_string(e.nodes), "\n");
+  }
+  EXPECT_EQ(out, expected);
+  ASSERT_EQ(cli("results " + id, &out, &err), 0) << err;
+  Position p0 = *Position::from_fen(fens[0]);
+  EXPECT_TRUE(absl::StrContains(out, absl::StrCat(",", p0.fen(), ",4,", perft(p0, 4), "\n"))) << out;
+}
+
+TEST_F(ClusterTest, WorkerKilledMidJobLeavesTheTotalsExact) {
+  const int port = start_coordinator(0, {"--lease-seconds=2"});
+  Process* doomed = start_worker(port);
+  start_worker(port);
+  // Perft 6 units last long enough (a tenth of a second and more) to kill a worker mid-job.
+  const v1::Job submitted = submit(6, "0-59", 0);
+  v1::Job job;
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 8; }, 60s, &job));
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before the kill";
+  doomed->kill_now();
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  expect_exact(job, 6, 60);
+  // The killed worker stops counting as alive once its lease period passed.
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 1; }, 20s, &job));
+}
+
+TEST_F(ClusterTest, CoordinatorKilledMidJobResumesFromItsFile) {
+  const int port = start_coordinator();
+  start_worker(port);
+  start_worker(port);
+  const v1::Job submitted = submit(6, "0-59", 0);
+  v1::Job job;
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 12; }, 60s, &job));
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before the kill";
+  const int64_t done_before = job.progress().units_done();
+  coordinator_->kill_now();
+  std::this_thread::sleep_for(500ms);  // the workers keep computing and hold their results
+  ASSERT_EQ(start_coordinator(port), port);
+  ASSERT_TRUE(get(submitted.id(), &job).ok());
+  EXPECT_GE(job.progress().units_done(), done_before) << "completed units were lost";
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  expect_exact(job, 6, 60);
+}
+
+TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  start_worker(port);
+  start_worker(port);
+  std::this_thread::sleep_for(1s);  // they back off meanwhile
+  ASSERT_EQ(start_coordinator(port), port);
+  const v1::Job submitted = submit(3, "");
+  v1::Job job;
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  expect_exact(job, 3, 960);
+  // Both get through in the end, however their backoff lined up with the coordinator's start.
+  EXPECT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 2; }, 30s, &job))
+      << job.progress().workers_alive() << " workers alive";
+}
+
+TEST_F(ClusterTest, WorkerStoppedWithSigtermFinishesOrReleasesAndExitsZero) {
+  const int port = start_coordinator();
+  Process* w1 = start_worker(port);
+  const v1::Job submitted = submit(6, "0-23", 0);
+  v1::Job job;
+  auto busy = [](const v1::Job& j) { return j.progress().units_done() >= 1 && j.progress().units_leased() >= 1; };
+  ASSERT_TRUE(wait_job(submitted.id(), busy, 60s, &job));
+  w1->signal(SIGTERM);  // mid-unit: it finishes the running unit and releases the prefetched one
+  std::optional<int> rc = w1->wait(30s);
+  ASSERT_TRUE(rc.has_value()) << "worker did not stop";
+  EXPECT_EQ(*rc, 0);
+  ASSERT_TRUE(get(submitted.id(), &job).ok());
+  EXPECT_EQ(job.progress().units_leased(), 0) << "units still leased to a stopped worker";
+  const int64_t done_after_first = job.progress().units_done();
+
+  // With no grace period the running unit is released unfinished.
+  Process* w2 = start_worker(port, {"--grace-seconds=0"});
+  ASSERT_TRUE(wait_job(submitted.id(),
+                       [&](const v1::Job& j) {
+                         return j.progress().units_done() > done_after_first && j.progress().units_leased() >= 1;
+                       },
+                       60s, &job));
+  w2->signal(SIGTERM);
+  rc = w2->wait(10s);
+  ASSERT_TRUE(rc.has_value()) << "worker did not stop";
+  EXPECT_EQ(*rc, 0);
+  ASSERT_TRUE(get(submitted.id(), &job).ok());
+  EXPECT_EQ(job.progress().units_leased(), 0);
+
+  start_worker(port);
+  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  expect_exact(job, 6, 24);
+}
+
+TEST_F(ClusterTest, DuplicateAndLateCompletionsAreCountedOnce) {
+  start_coordinator(0, {"--lease-seconds=1"});
+  auto hello = [&](const std::string& name) {
+    v1::HelloRequest req;
+    req.set_name(name);
+    req.set_threads(1);
+    req.add_capabilities("perft");
+    v1::HelloResponse resp;
+    EXPECT_TRUE(workers_stub_->Hello(ctx().get(), req, &resp).ok());
+    return resp.worker_id();
+  };
+  auto acquire = [&](const std::string& w, int n) {
+    v1::AcquireWorkRequest req;
+    req.set_worker_id(w);
+    req.set_max_units(n);
+    v1::AcquireWorkResponse resp;
+    EXPECT_TRUE(workers_stub_->AcquireWork(ctx().get(), req, &resp).ok());
+    return resp;
+  };
+  auto complete = [&](const std::string& w, const v1::Lease& l, const v1::UnitResult& result) {
+    v1::CompleteUnitRequest req;
+    req.set_worker_id(w);
+    req.set_unit_id(l.unit_id());
+    req.set_attempt(l.attempt());
+    *req.mutable_result() = result;
+    v1::CompleteUnitResponse resp;
+    grpc::Status s = workers_stub_->CompleteUnit(ctx().get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.outcome();
+  };
+  const std::string w1 = hello("one"), w2 = hello("two");
+  ASSERT_NE(w1, w2);
+  const v1::Job submitted = submit(3, "0,518", 0);
+  v1::AcquireWorkResponse got = acquire(w1, 2);
+  ASSERT_EQ(got.leases_size(), 2);
+  const v1::UnitResult r0 = *compute_unit(got.leases(0).spec(), nullptr);
+  EXPECT_EQ(complete(w1, got.leases(0), r0), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(complete(w1, got.leases(0), r0), v1::COMPLETION_OUTCOME_DUPLICATE);
+  v1::UnitResult wrong = r0;
+  wrong.mutable_perft()->mutable_nodes()->set_lo(r0.perft().nodes().lo() + 7);
+  wrong.mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(r0.perft().divide(0).nodes().lo() + 7);
+  EXPECT_EQ(complete(w2, got.leases(0), wrong), v1::COMPLETION_OUTCOME_MISMATCH);
+
+  // w1 sits on the second unit past its lease: it goes to w2 with a new attempt.
+  v1::AcquireWorkResponse again;
+  for (auto end = std::chrono::steady_clock::now() + 20s;
+       again.leases_size() == 0 && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(100ms);
+    again = acquire(w2, 1);
+  }
+  ASSERT_EQ(again.leases_size(), 1);
+  EXPECT_EQ(again.leases(0).unit_id(), got.leases(1).unit_id());
+  EXPECT_EQ(again.leases(0).attempt(), 2);
+  const v1::UnitResult r1 = *compute_unit(got.leases(1).spec(), nullptr);
+  EXPECT_EQ(complete(w1, got.leases(1), r1), v1::COMPLETION_OUTCOME_ACCEPTED);  // late, but first
+  EXPECT_EQ(complete(w2, again.leases(0), r1), v1::COMPLETION_OUTCOME_DUPLICATE);
+
+  v1::Job job;
+  ASSERT_TRUE(get(submitted.id(), &job).ok());
+  EXPECT_EQ(job.result_mismatches(), 1);
+  job.set_result_mismatches(0);  // recorded above; the totals must still be exact
+  expect_exact(job, 3, 2);
+}
+
+TEST_F(ClusterTest, InvalidRequestsGetTheirStatusCodes) {
+  start_coordinator();
+  auto submit_code = [&](const std::function<void(v1::PerftJobSpec*)>& edit, const std::string& field) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->mutable_perft()->set_depth(3);
+    edit(req.mutable_spec()->mutable_perft());
+    v1::Job job;
+    grpc::Status s = jobs_->SubmitJob(ctx().get(), req, &job);
+    EXPECT_TRUE(absl::StartsWith(s.error_message(), field)) << s.error_message();
+    return s.error_code();
+  };
+  using C = grpc::StatusCode;
+  EXPECT_EQ(submit_code([](auto* s) { s->set_depth(0); }, "depth"), C::INVALID_ARGUMENT);
+  EXPECT_EQ(submit_code([](auto* s) { s->set_depth(99); }, "depth"), C::INVALID_ARGUMENT);
+  EXPECT_EQ(submit_code([](auto* s) { s->set_start_positions("0-960"); }, "start_positions"), C::INVALID_ARGUMENT);
+  EXPECT_EQ(submit_code([](auto* s) { s->add_fens("rnbqkbnr/pppppppp/8/8 w KQkq - 0 1"); }, "fens[0]"),
+            C::INVALID_ARGUMENT);
+  EXPECT_EQ(submit_code([](auto* s) { s->set_split_depth(4); }, "split_depth"), C::INVALID_ARGUMENT);
+  EXPECT_EQ(submit_code(
+                [](auto* s) {
+                  s->set_depth(8);
+                  s->set_split_depth(6);
+                },
+                "plan too large"),
+            C::RESOURCE_EXHAUSTED);
+  {
+    v1::SubmitJobRequest req;  // no kind
+    v1::Job job;
+    EXPECT_EQ(jobs_->SubmitJob(ctx().get(), req, &job).error_code(), C::INVALID_ARGUMENT);
+  }
+  v1::Job job;
+  EXPECT_EQ(get("job-404", &job).error_code(), C::NOT_FOUND);
+  EXPECT_EQ(get("../etc", &job).error_code(), C::INVALID_ARGUMENT);
+  {
+    v1::CancelJobRequest req;
+    req.set_job_id("job-404");
+    EXPECT_EQ(jobs_->CancelJob(ctx().get(), req, &job).error_code(), C::NOT_FOUND);
+  }
+  {
+    v1::ListJobsRequest req;
+    req.set_page_size(-5);
+    v1::ListJobsResponse resp;
+    EXPECT_EQ(jobs_->ListJobs(ctx().get(), req, &resp).error_code(), C::INVALID_ARGUMENT);
+  }
+  {
+    v1::WatchJobRequest req;
+    req.set_job_id("job-404");
+    auto c = ctx();
+    auto reader = jobs_->WatchJob(c.get(), req);
+    v1::Job j;
+    EXPECT_FALSE(reader->Read(&j));
+    EXPECT_EQ(reader->Finish().error_code(), C::NOT_FOUND);
+  }
+  {
+    v1::GetResultsRequest req;
+    req.set_job_id("");
+    auto c = ctx();
+    auto reader = jobs_->GetResults(c.get(), req);
+    v1::ResultChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    EXPECT_EQ(reader->Finish().error_code(), C::INVALID_ARGUMENT);
+  }
+  {
+    v1::HelloRequest req;
+    req.set_threads(-1);
+    v1::HelloResponse resp;
+    EXPECT_EQ(workers_stub_->Hello(ctx().get(), req, &resp).error_code(), C::INVALID_ARGUMENT);
+  }
+  {
+    v1::AcquireWorkRequest req;
+    req.set_worker_id("w-404");
+    req.set_max_units(1);
+    v1::AcquireWorkResponse resp;
+    EXPECT_EQ(workers_stub_->AcquireWork(ctx().get(), req, &resp).error_code(), C::NOT_FOUND);
+  }
+  {
+    v1::CompleteUnitRequest req;
+    req.set_worker_id("w-404");
+    req.set_unit_id("no slash");
+    req.set_attempt(1);
+    v1::CompleteUnitResponse resp;
+    EXPECT_EQ(workers_stub_->CompleteUnit(ctx().get(), req, &resp).error_code(), C::INVALID_ARGUMENT);
+  }
+  {
+    v1::RenewLeasesRequest req;
+    req.set_worker_id("w-404");
+    v1::RenewLeasesResponse resp;
+    EXPECT_EQ(workers_stub_->RenewLeases(ctx().get(), req, &resp).error_code(), C::NOT_FOUND);
+  }
+  // The client commands turn them into exit code 2 and a message naming the field.
+  std::string out, err;
+  EXPECT_EQ(cli("submit perft --depth 0", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "depth")) << err;
+  EXPECT_EQ(cli("submit perft --depth 3 --sps 0-2000", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "start_positions")) << err;
+  EXPECT_EQ(cli("status job-404", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "job-404")) << err;
+  EXPECT_EQ(cli("results job-404", &out, &err), 2);
+  EXPECT_EQ(cli("watch job-404", &out, &err), 2);
+  EXPECT_EQ(cli("cancel job-404", &out, &err), 2);
+  // The coordinator is still serving.
+  v1::ListJobsResponse list;
+  EXPECT_TRUE(jobs_->ListJobs(ctx().get(), v1::ListJobsRequest(), &list).ok());
+  EXPECT_TRUE(coordinator_->running());
+}
+
+TEST_F(ClusterTest, CancelEndsTheWatchWithFailure) {
+  const int port = start_coordinator();
+  const v1::Job submitted = submit(5, "0-99");  // no workers: it cannot finish
+  std::string out, err;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    v1::CancelJobRequest req;
+    req.set_job_id(submitted.id());
+    v1::Job j;
+    EXPECT_TRUE(jobs_->CancelJob(ctx().get(), req, &j).ok());
+  });
+  const int rc = cli("watch " + submitted.id(), &out, &err);
+  canceller.join();
+  EXPECT_EQ(rc, 1) << out << err;
+  EXPECT_TRUE(absl::StrContains(out, "CANCELLED")) << out;
+  (void)port;
+}
+
+}  // namespace
+}  // namespace c960::cluster

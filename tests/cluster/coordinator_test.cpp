@@ -1,0 +1,428 @@
+// Coordinator logic without sockets: leases under a fake clock, idempotent completion,
+// aggregation, persistence across a restart, and request validation.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "compute.h"
+#include "coordinator.h"
+#include "notation.h"
+#include "perft.h"
+#include "position.h"
+#include "startpos.h"
+#include "u128.h"
+
+namespace c960::cluster {
+namespace {
+
+constexpr int64_t kLeaseMs = 30'000;
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { open(":memory:"); }
+
+  void open(const std::string& path) {
+    coordinator_.reset();
+    store_.reset();
+    auto s = Store::open(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{kLeaseMs});
+    ASSERT_TRUE(coordinator_->load().ok());
+  }
+
+  std::string hello(const std::string& name, const std::string& id = "") {
+    v1::HelloRequest req;
+    req.set_name(name);
+    req.set_threads(1);
+    req.add_capabilities("perft");
+    req.set_worker_id(id);
+    auto r = coordinator_->hello(req);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->worker_id() : "";
+  }
+
+  v1::Job submit(int depth, const std::string& sps, int split, const std::string& request_id = "") {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->mutable_perft()->set_depth(depth);
+    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
+    req.mutable_spec()->mutable_perft()->set_split_depth(split);
+    req.set_request_id(request_id);
+    auto j = coordinator_->submit(req);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
+  }
+
+  std::vector<v1::Lease> acquire(const std::string& worker, int n) {
+    v1::AcquireWorkRequest req;
+    req.set_worker_id(worker);
+    req.set_max_units(n);
+    auto r = coordinator_->acquire(req);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::vector<v1::Lease>(r->leases().begin(), r->leases().end()) : std::vector<v1::Lease>();
+  }
+
+  absl::StatusOr<v1::CompletionOutcome> complete(const std::string& worker, const v1::Lease& l,
+                                                 std::optional<v1::UnitResult> result = std::nullopt) {
+    v1::CompleteUnitRequest req;
+    req.set_worker_id(worker);
+    req.set_unit_id(l.unit_id());
+    req.set_attempt(l.attempt());
+    if (result) {
+      *req.mutable_result() = *result;
+    } else {
+      auto r = compute_unit(l.spec(), nullptr);
+      EXPECT_TRUE(r.ok()) << r.status();
+      *req.mutable_result() = *r;
+    }
+    auto resp = coordinator_->complete(req);
+    if (!resp.ok()) return resp.status();
+    return resp->outcome();
+  }
+
+  v1::Job job(const std::string& id) {
+    auto j = coordinator_->get_job(id);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
+  }
+
+  // Completes every unit the worker can get.
+  void drain(const std::string& worker) {
+    for (std::vector<v1::Lease> ls; !(ls = acquire(worker, 64)).empty();)
+      for (const v1::Lease& l : ls) ASSERT_EQ(complete(worker, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+TEST_F(CoordinatorTest, ExpiredLeasesReturnToTheQueueWithANewAttempt) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  const v1::Job j = submit(3, "0-3", 0);
+  std::vector<v1::Lease> l1 = acquire(w1, 2);
+  ASSERT_EQ(l1.size(), 2u);
+  EXPECT_EQ(l1[0].attempt(), 1);
+  EXPECT_EQ(l1[0].expire_unix_ms(), clock_.now_ms() + kLeaseMs);  // set by the server
+  clock_.advance_ms(kLeaseMs - 1);
+  coordinator_->sweep();
+  std::vector<v1::Lease> l2 = acquire(w2, 4);
+  ASSERT_EQ(l2.size(), 2u);  // only the two never leased
+  for (const v1::Lease& a : l2)
+    for (const v1::Lease& b : l1) EXPECT_NE(a.unit_id(), b.unit_id());
+  clock_.advance_ms(1);
+  coordinator_->sweep();
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 2);  // w2's leases are younger
+  std::vector<v1::Lease> again = acquire(w2, 4);
+  ASSERT_EQ(again.size(), 2u);
+  std::set<std::string> first_ids = {l1[0].unit_id(), l1[1].unit_id()};
+  for (const v1::Lease& l : again) {
+    EXPECT_TRUE(first_ids.count(l.unit_id())) << l.unit_id();
+    EXPECT_EQ(l.attempt(), 2);
+  }
+}
+
+TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  const v1::Job j = submit(3, "0", 0);
+  std::vector<v1::Lease> l = acquire(w1, 1);
+  ASSERT_EQ(l.size(), 1u);
+  clock_.advance_ms(kLeaseMs - 1000);
+  v1::RenewLeasesRequest rr;
+  rr.set_worker_id(w1);
+  rr.add_unit_ids(l[0].unit_id());
+  auto renewed = coordinator_->renew(rr);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  ASSERT_EQ(renewed->renewals_size(), 1);
+  EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_ACTIVE);
+  EXPECT_EQ(renewed->renewals(0).expire_unix_ms(), clock_.now_ms() + kLeaseMs);
+  clock_.advance_ms(kLeaseMs - 1000);
+  coordinator_->sweep();
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 1);
+  EXPECT_EQ(job(j.id()).progress().workers_alive(), 1);  // w2 has been silent for a lease period
+  clock_.advance_ms(1000);
+  coordinator_->sweep();
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 0);
+  EXPECT_EQ(job(j.id()).progress().workers_alive(), 0);
+  // A unit back in the queue that its old holder renews is leased to it again.
+  renewed = coordinator_->renew(rr);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_ACTIVE);
+  EXPECT_EQ(job(j.id()).progress().workers_alive(), 1);
+  EXPECT_TRUE(acquire(w2, 1).empty());
+  // Someone else's unit: lost.
+  rr.set_worker_id(w2);
+  renewed = coordinator_->renew(rr);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_LOST);
+}
+
+TEST_F(CoordinatorTest, CompletionIsCountedOnceAndMismatchesAreRecorded) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  const v1::Job j = submit(3, "518", 0);
+  std::vector<v1::Lease> l = acquire(w1, 1);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(complete(w1, l[0]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(complete(w1, l[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  EXPECT_EQ(complete(w2, l[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  v1::UnitResult wrong = *compute_unit(l[0].spec(), nullptr);
+  wrong.mutable_perft()->mutable_nodes()->set_lo(wrong.perft().nodes().lo() + 1);
+  wrong.mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(wrong.perft().divide(0).nodes().lo() + 1);
+  EXPECT_EQ(complete(w2, l[0], wrong).value(), v1::COMPLETION_OUTCOME_MISMATCH);
+  const v1::Job done = job(j.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.result_mismatches(), 1);
+  EXPECT_TRUE(absl::StrContains(done.mismatch_detail(), l[0].unit_id()));
+  EXPECT_EQ(from_proto(done.progress().nodes_done()), NodeCount(8902));
+  EXPECT_EQ(done.progress().units_done(), 1);
+}
+
+TEST_F(CoordinatorTest, LateCompletionFromAnExpiredLeaseIsAcceptedOnce) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  const v1::Job j = submit(2, "0", 0);
+  std::vector<v1::Lease> l1 = acquire(w1, 1);
+  clock_.advance_ms(kLeaseMs);
+  coordinator_->sweep();
+  std::vector<v1::Lease> l2 = acquire(w2, 1);
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_EQ(l2[0].unit_id(), l1[0].unit_id());
+  EXPECT_EQ(l2[0].attempt(), 2);
+  EXPECT_EQ(complete(w1, l1[0]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(complete(w2, l2[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  EXPECT_EQ(from_proto(job(j.id()).progress().nodes_done()), NodeCount(400));
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 0);
+}
+
+TEST_F(CoordinatorTest, ReleasedUnitsAreServedFirst) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  submit(2, "0-9", 0);
+  std::vector<v1::Lease> l = acquire(w1, 3);
+  v1::ReleaseUnitsRequest rel;
+  rel.set_worker_id(w1);
+  rel.add_unit_ids(l[1].unit_id());
+  rel.add_unit_ids("job-77/0");  // unknown: ignored
+  ASSERT_TRUE(coordinator_->release(rel).ok());
+  std::vector<v1::Lease> next = acquire(w2, 1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].unit_id(), l[1].unit_id());
+  // Releasing someone else's unit does nothing.
+  rel.clear_unit_ids();
+  rel.add_unit_ids(l[0].unit_id());
+  rel.set_worker_id(w2);
+  ASSERT_TRUE(coordinator_->release(rel).ok());
+  EXPECT_NE(acquire(w2, 1)[0].unit_id(), l[0].unit_id());
+}
+
+TEST_F(CoordinatorTest, AggregatesTotalsAndDivideLikeTheCore) {
+  const std::string w = hello("one");
+  for (int split : {0, 2}) {
+    const v1::Job j = submit(4, "0,518,959", split);
+    drain(w);
+    ASSERT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+    auto chunks = coordinator_->results(j.id(), true);
+    ASSERT_TRUE(chunks.ok());
+    ASSERT_EQ(chunks->size(), 3u);
+    NodeCount sum = 0;
+    for (const v1::ResultChunk& c : *chunks) {
+      const v1::PerftRootResult& r = c.perft();
+      EXPECT_TRUE(r.complete());
+      Position pos = *Position::from_fen(r.fen());
+      EXPECT_EQ(r.fen(), *startpos_fen(r.start_position()));
+      EXPECT_EQ(from_proto(r.nodes()), NodeCount(perft(pos, 4)));
+      std::map<std::string, NodeCount> expected, got;
+      for (const DivideEntry& e : divide(pos, 4)) expected[to_uci(e.move)] = e.nodes;
+      for (const v1::MoveCount& m : r.divide()) got[m.move()] = from_proto(m.nodes());
+      EXPECT_EQ(got, expected) << "split " << split;
+      sum += from_proto(r.nodes());
+    }
+    EXPECT_EQ(from_proto(job(j.id()).progress().nodes_done()), sum);
+  }
+}
+
+TEST_F(CoordinatorTest, SameRequestIdReturnsTheSameJob) {
+  const v1::Job a = submit(3, "0-9", 0, "req-1");
+  const v1::Job b = submit(3, "0-9", 0, "req-1");
+  EXPECT_EQ(a.id(), b.id());
+  const v1::Job c = submit(3, "0-9", 0, "req-2");
+  EXPECT_NE(a.id(), c.id());
+  v1::SubmitJobRequest other;
+  other.mutable_spec()->mutable_perft()->set_depth(4);
+  other.set_request_id("req-1");
+  EXPECT_EQ(coordinator_->submit(other).status().code(), absl::StatusCode::kAlreadyExists);
+  auto list = coordinator_->list_jobs(0);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 2u);
+}
+
+TEST_F(CoordinatorTest, CancelledJobsHandOutNothingAndDiscardResults) {
+  const std::string w = hello("one");
+  const v1::Job j = submit(3, "0-9", 0);
+  std::vector<v1::Lease> l = acquire(w, 2);
+  auto c = coordinator_->cancel(j.id());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_TRUE(acquire(w, 5).empty());
+  EXPECT_EQ(complete(w, l[0]).value(), v1::COMPLETION_OUTCOME_DISCARDED);
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  EXPECT_EQ(coordinator_->cancel(j.id())->state(), v1::JOB_STATE_CANCELLED);  // idempotent
+}
+
+TEST_F(CoordinatorTest, RestartResumesWithoutLosingOrRepeatingUnits) {
+  const std::string path = ::testing::TempDir() + "/coordinator_test_restart.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  open(path);
+  const std::string w = hello("one");
+  const v1::Job j = submit(4, "0-19", 1);
+  const int64_t total = j.progress().units_total();
+  std::set<std::string> completed;
+  for (const v1::Lease& l : acquire(w, int(total / 2))) {
+    ASSERT_EQ(complete(w, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    completed.insert(l.unit_id());
+  }
+  std::vector<v1::Lease> held = acquire(w, 5);  // leased, never completed
+  ASSERT_EQ(held.size(), 5u);
+  open(path);  // a new coordinator on the same file
+  v1::Job resumed = job(j.id());
+  EXPECT_EQ(resumed.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(resumed.progress().units_done(), int64_t(completed.size()));
+  EXPECT_EQ(resumed.progress().units_total(), total);
+  EXPECT_EQ(hello("one", w), w);  // the worker keeps its id
+  int64_t served = 0;
+  for (std::vector<v1::Lease> ls; !(ls = acquire(w, 64)).empty();)
+    for (const v1::Lease& l : ls) {
+      EXPECT_FALSE(completed.count(l.unit_id())) << l.unit_id() << " handed out again";
+      ASSERT_EQ(complete(w, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+      ++served;
+    }
+  EXPECT_EQ(served, total - int64_t(completed.size()));
+  auto chunks = coordinator_->results(j.id(), false);
+  ASSERT_TRUE(chunks.ok());
+  for (const v1::ResultChunk& c : *chunks) {
+    Position pos = *Position::from_fen(c.perft().fen());
+    EXPECT_EQ(from_proto(c.perft().nodes()), NodeCount(perft(pos, 4)));
+  }
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  open(path);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job(j.id()).progress().units_done(), total);
+}
+
+TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
+  const std::string w = hello("one");
+  const v1::Job j = submit(2, "0", 0);
+  std::vector<v1::Lease> l = acquire(w, 1);
+  using C = absl::StatusCode;
+  EXPECT_EQ(coordinator_->get_job("job-999").status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->get_job("").status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->get_job("a/b").status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->get_job(std::string(200, 'a')).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->cancel("job-999").status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->results("job-999", false).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->list_jobs(-1).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->list_jobs(kMaxPageSize + 1).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->submit(v1::SubmitJobRequest()).status().code(), C::kInvalidArgument);
+  v1::SubmitJobRequest bad_id;
+  bad_id.mutable_spec()->mutable_perft()->set_depth(1);
+  bad_id.set_request_id(std::string(kMaxRequestIdLength + 1, 'x'));
+  EXPECT_EQ(coordinator_->submit(bad_id).status().code(), C::kInvalidArgument);
+  bad_id.set_request_id("tab\there");
+  EXPECT_EQ(coordinator_->submit(bad_id).status().code(), C::kInvalidArgument);
+
+  v1::HelloRequest h;
+  h.set_threads(0);
+  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+  h.set_threads(1);
+  h.set_name(std::string(kMaxNameLength + 1, 'n'));
+  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+  h.set_name("ok");
+  h.add_capabilities("bad capability");
+  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+
+  v1::AcquireWorkRequest a;
+  a.set_worker_id("w-999");
+  a.set_max_units(1);
+  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kNotFound);
+  a.set_worker_id(w);
+  a.set_max_units(0);
+  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kInvalidArgument);
+  a.set_max_units(kMaxAcquire + 1);
+  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kInvalidArgument);
+
+  v1::CompleteUnitRequest c;
+  c.set_worker_id(w);
+  c.set_attempt(1);
+  *c.mutable_result() = *compute_unit(l[0].spec(), nullptr);
+  for (const char* id : {"", "job-1", "job-1/x", "job-1/-1", "/3", "job 1/0"}) {
+    c.set_unit_id(id);
+    EXPECT_EQ(coordinator_->complete(c).status().code(), C::kInvalidArgument) << id;
+  }
+  c.set_unit_id("job-999/0");
+  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  c.set_unit_id(j.id() + "/5");
+  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  c.set_unit_id(l[0].unit_id());
+  c.set_attempt(0);
+  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kInvalidArgument);
+  c.set_attempt(1);
+  c.set_worker_id("w-999");
+  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  c.set_worker_id(w);
+  v1::CompleteUnitRequest no_result = c;
+  no_result.clear_result();
+  EXPECT_EQ(coordinator_->complete(no_result).status().code(), C::kInvalidArgument);
+  v1::CompleteUnitRequest bad_divide = c;
+  bad_divide.mutable_result()->mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(0);
+  EXPECT_EQ(coordinator_->complete(bad_divide).status().code(), C::kInvalidArgument);
+  // None of the refused calls changed anything.
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  EXPECT_EQ(coordinator_->complete(c)->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+
+  v1::RenewLeasesRequest r;
+  r.set_worker_id(w);
+  r.add_unit_ids("nonsense");
+  EXPECT_EQ(coordinator_->renew(r).status().code(), C::kInvalidArgument);
+  r.clear_unit_ids();
+  for (int i = 0; i <= kMaxUnitIdsPerCall; ++i) r.add_unit_ids(j.id() + "/0");
+  EXPECT_EQ(coordinator_->renew(r).status().code(), C::kInvalidArgument);
+  v1::ReleaseUnitsRequest rel;
+  rel.set_worker_id("w-999");
+  EXPECT_EQ(coordinator_->release(rel).code(), C::kNotFound);
+}
+
+TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {
+  std::unique_ptr<JobKind> kind = make_perft_kind();
+  v1::store::JobPlan plan;
+  plan.mutable_perft()->set_depth(12);
+  plan.mutable_perft()->set_split_depth(1);
+  plan.mutable_perft()->add_roots()->set_fen(*startpos_fen(518));
+  const uint64_t big = ~uint64_t(0) - 5;  // a unit count just below 2^64
+  v1::UnitSpec spec;
+  spec.mutable_perft()->set_depth(11);
+  std::vector<v1::store::UnitMeta> metas(2);
+  std::vector<v1::UnitResult> results(2);
+  for (int i = 0; i < 2; ++i) {
+    v1::store::MoveWeight* w = metas[i].mutable_perft()->add_weights();
+    w->set_move(i == 0 ? "e2e4" : "d2d4");
+    w->set_count(3);
+    to_proto(NodeCount(big), results[i].mutable_perft()->mutable_nodes());
+  }
+  std::vector<UnitView> views = {{&spec, &metas[0], &results[0]}, {&spec, &metas[1], &results[1]}};
+  std::vector<v1::ResultChunk> out = kind->results(plan, views, true);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(from_proto(out[0].perft().nodes()), NodeCount(big) * 6);
+  EXPECT_EQ(to_string(from_proto(out[0].perft().nodes())), "110680464442257309660");
+  ASSERT_EQ(out[0].perft().divide_size(), 2);
+  EXPECT_EQ(from_proto(out[0].perft().divide(1).nodes()), NodeCount(big) * 3);
+  EXPECT_EQ(kind->work(metas[0], results[0]), NodeCount(big) * 3);
+  // Through the wire format and back.
+  v1::UInt128 wire;
+  ASSERT_TRUE(wire.ParseFromString(out[0].perft().nodes().SerializeAsString()));
+  EXPECT_EQ(from_proto(wire), NodeCount(big) * 6);
+}
+
+}  // namespace
+}  // namespace c960::cluster

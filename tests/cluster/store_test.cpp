@@ -1,0 +1,84 @@
+// The SQLite store: what goes in comes back, results are written once.
+#include <filesystem>
+
+// GCC 12 at -O3 reports a false -Wrestrict inside std::string assignment (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include <gtest/gtest.h>
+
+#include "store.h"
+
+namespace c960::cluster {
+namespace {
+
+TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
+  const std::string path = ::testing::TempDir() + "/store_test.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    StoredJob j;
+    j.id = "job-1";
+    j.seq = 1;
+    j.request_id = "r";
+    j.spec = std::string("spec\0bytes", 10);
+    j.plan = "plan";
+    j.state = 1;
+    j.created_ms = 5;
+    for (int i = 0; i < 3; ++i) j.units.push_back({i, "s" + std::to_string(i), "m", 0, std::nullopt});
+    ASSERT_TRUE((*store)->insert_job(j).ok());
+    ASSERT_TRUE((*store)->update_attempts("job-1", {{1, 2}}).ok());
+    ASSERT_TRUE((*store)->complete_unit("job-1", 1, "result", std::nullopt, 0).ok());
+    // A second result for the same unit does not overwrite the first.
+    ASSERT_TRUE((*store)->complete_unit("job-1", 1, "other", 2, 99).ok());
+    ASSERT_TRUE((*store)->update_job("job-1", 2, 99, 1, "detail").ok());
+    ASSERT_TRUE((*store)->upsert_worker({"w-1", 1, "host", "v", 4, "perft", 7, false}).ok());
+    ASSERT_TRUE((*store)->set_worker_lost("w-1", true, 8).ok());
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok());
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const StoredJob& j = (*jobs)[0];
+  EXPECT_EQ(j.spec, std::string("spec\0bytes", 10));
+  EXPECT_EQ(j.state, 2);
+  EXPECT_EQ(j.finished_ms, 99);
+  EXPECT_EQ(j.mismatches, 1);
+  EXPECT_EQ(j.mismatch_detail, "detail");
+  ASSERT_EQ(j.units.size(), 3u);
+  EXPECT_EQ(j.units[1].attempt, 2);
+  EXPECT_EQ(j.units[1].result, "result");
+  EXPECT_FALSE(j.units[0].result.has_value());
+  EXPECT_EQ(j.units[2].spec, "s2");
+  auto workers = (*store)->load_workers();
+  ASSERT_TRUE(workers.ok());
+  ASSERT_EQ(workers->size(), 1u);
+  EXPECT_EQ((*workers)[0].threads, 4);
+  EXPECT_TRUE((*workers)[0].lost);
+  EXPECT_EQ((*workers)[0].last_seen_ms, 8);
+  // Inserting a job id twice fails and leaves the first intact.
+  StoredJob dup;
+  dup.id = "job-1";
+  EXPECT_FALSE((*store)->insert_job(dup).ok());
+  EXPECT_EQ((*(*store)->load_jobs())[0].units.size(), 3u);
+}
+
+TEST(StoreTest, ASecondStoreOnTheSameFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "/store_test_lock.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  auto first = Store::open(path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Store::open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  first->reset();
+  EXPECT_TRUE(Store::open(path).ok());  // free again once the first is closed
+}
+
+TEST(StoreTest, UnwritablePathIsAnError) {
+  EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok());
+}
+
+}  // namespace
+}  // namespace c960::cluster

@@ -1,0 +1,14 @@
+// Computing one unit, apart from any networking.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "c960/v1/cluster.pb.h"
+#include "perft.h"
+
+namespace c960::cluster {
+
+// INVALID_ARGUMENT for a spec this worker cannot compute (unknown kind, bad FEN or depth).
+// hash may be null; it may be shared by concurrent calls.
+absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash);
+
+}  // namespace c960::cluster

@@ -1,0 +1,88 @@
+// c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
+#include <csignal>
+#include <memory>
+#include <new>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "config.h"
+#include "flag_names.h"
+#include "worker.h"
+
+ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
+ABSL_FLAG(int32_t, threads, 1, "compute threads (1..4096; 0: one per CPU)");
+ABSL_FLAG(int32_t, hash, c960::cluster::kDefaultWorkerHashMb, "perft hash in MB shared by the threads (0: none)");
+ABSL_FLAG(int64_t, grace_seconds, c960::cluster::kDefaultGraceSeconds,
+          "on SIGTERM, finish held units for this long before releasing them");
+ABSL_FLAG(std::string, name, "", "name shown by the coordinator (default: host name and pid)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("c960-worker --coordinator HOST:PORT [--threads N] [--hash MB] [--grace-seconds S]");
+  c960::cluster::dashes_to_underscores(argc, argv);
+  absl::ParseCommandLine(argc, argv);
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads < 1 || threads > c960::cluster::kMaxThreads) {
+    std::fprintf(stderr, "c960-worker: --threads: %d is not in 0..%d\n", threads, c960::cluster::kMaxThreads);
+    return 2;
+  }
+  const int hash = absl::GetFlag(FLAGS_hash);
+  if (hash < 0 || hash > (1 << 20)) {
+    std::fprintf(stderr, "c960-worker: --hash: %d is not in 0..%d\n", hash, 1 << 20);
+    return 2;
+  }
+  const int64_t grace = absl::GetFlag(FLAGS_grace_seconds);
+  if (grace < 0 || grace > 86400) {
+    std::fprintf(stderr, "c960-worker: --grace-seconds: not in 0..86400\n");
+    return 2;
+  }
+
+  // Stop signals go to a thread of their own that asks the worker to stop.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  c960::cluster::WorkerOptions options;
+  options.threads = threads;
+  options.hash_mb = hash;
+  options.grace_ms = grace * 1000;
+  options.version = "c960-worker 0.1.0";
+  options.name = absl::GetFlag(FLAGS_name);
+  if (options.name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options.name = absl::StrCat(host, ":", getpid());
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(c960::cluster::kMaxMessageBytes);
+  // gRPC's own reconnect backoff grows to two minutes; cap it like ours so a restarted
+  // coordinator gets its workers back within seconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffMaxMs));
+  auto channel =
+      grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), args);
+  std::unique_ptr<c960::cluster::Worker> owned;
+  try {
+    owned = std::make_unique<c960::cluster::Worker>(channel, options);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "c960-worker: --hash: cannot allocate %d MB\n", hash);
+    return 2;
+  }
+  c960::cluster::Worker& worker = *owned;
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    std::fprintf(stderr, "c960-worker: signal %d\n", sig);
+    worker.request_stop();
+  });
+  signals.detach();  // blocked in sigwait for good when the worker ends by itself
+  return worker.run();
+}

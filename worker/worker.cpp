@@ -1,0 +1,287 @@
+#include "worker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compute.h"
+
+namespace c960::cluster {
+
+Worker::Worker(std::shared_ptr<grpc::Channel> channel, WorkerOptions options)
+    : stub_(v1::WorkerService::NewStub(channel)), options_(std::move(options)) {
+  if (options_.hash_mb > 0) hash_ = std::make_unique<PerftHash>(size_t(options_.hash_mb));
+}
+
+Worker::~Worker() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+int64_t Worker::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Worker::log(const std::string& msg) const {
+  std::fprintf(stderr, "c960-worker %s: %s\n", worker_id_.empty() ? "-" : worker_id_.c_str(), msg.c_str());
+  std::fflush(stderr);
+}
+
+std::unique_ptr<grpc::ClientContext> Worker::context(int64_t deadline_ms) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  return ctx;
+}
+
+Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
+  if (s.ok()) {
+    backoff_ms_ = 0;
+    return Rpc::kOk;
+  }
+  // Every worker call is safe to repeat (completion is idempotent, a lost acquire's leases just
+  // expire), so a timeout is retried like an unreachable coordinator.
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    backoff();
+    log(absl::StrCat(what, ": coordinator unreachable (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
+    return Rpc::kRetry;
+  }
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND && absl::StartsWith(s.error_message(), "worker_id"))
+    return Rpc::kUnknownWorker;
+  log(absl::StrCat(what, " failed: code ", int(s.error_code()), ": ", s.error_message()));
+  return Rpc::kFailed;
+}
+
+void Worker::backoff() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  backoff_ms_ = backoff_ms_ == 0 ? kBackoffInitialMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
+  // Jitter keeps a fleet of workers from knocking all at once after an outage.
+  const int64_t wait = backoff_ms_ / 2 + int64_t(rng() % uint64_t(backoff_ms_ / 2 + 1));
+  retry_at_ms_ = now_ms() + wait;
+}
+
+bool Worker::hello() {
+  for (;;) {
+    if (stop_requested_) return false;
+    if (now_ms() >= retry_at_ms_) {
+      v1::HelloRequest req;
+      req.set_name(options_.name);
+      req.set_version(options_.version);
+      req.set_threads(options_.threads);
+      req.add_capabilities("perft");
+      req.set_worker_id(worker_id_);
+      v1::HelloResponse resp;
+      Rpc r = classify(stub_->Hello(context().get(), req, &resp), "hello");
+      if (r == Rpc::kOk) {
+        worker_id_ = resp.worker_id();
+        lease_ms_ = std::max<int64_t>(1000, resp.lease_seconds() * 1000);
+        log(absl::StrCat("registered, ", options_.threads, " threads, leases ", resp.lease_seconds(), " s"));
+        return true;
+      }
+      if (r != Rpc::kRetry) return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void Worker::deliver() {
+  for (;;) {
+    v1::CompleteUnitRequest req;
+    {
+      std::lock_guard lock(mu_);
+      if (results_.empty()) return;
+      req = results_.front();
+    }
+    req.set_worker_id(worker_id_);
+    v1::CompleteUnitResponse resp;
+    switch (classify(stub_->CompleteUnit(context().get(), req, &resp), "complete")) {
+      case Rpc::kRetry:
+        return;  // keep the result; try again after the backoff
+      case Rpc::kUnknownWorker:
+        if (!hello()) return;
+        continue;
+      case Rpc::kFailed:
+        log(absl::StrCat("dropping the result of ", req.unit_id()));
+        break;
+      case Rpc::kOk:
+        if (resp.outcome() == v1::COMPLETION_OUTCOME_MISMATCH)
+          log(absl::StrCat("RESULT MISMATCH reported for ", req.unit_id()));
+        break;
+    }
+    std::lock_guard lock(mu_);
+    results_.pop_front();
+  }
+}
+
+void Worker::acquire() {
+  int want;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    want = options_.threads * (1 + kPrefetchPerThread) - int(queue_.size() + running_.size());
+  }
+  if (want <= 0 || now_ms() < next_acquire_ms_) return;
+  v1::AcquireWorkRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_max_units(std::min(want, kMaxAcquire));
+  v1::AcquireWorkResponse resp;
+  Rpc r = classify(stub_->AcquireWork(context().get(), req, &resp), "acquire");
+  if (r == Rpc::kUnknownWorker) {
+    hello();
+    return;
+  }
+  if (r == Rpc::kFailed) next_acquire_ms_ = now_ms() + kBackoffMaxMs;  // refused: do not hammer
+  if (r != Rpc::kOk) return;
+  if (resp.leases_size() == 0) {
+    next_acquire_ms_ = now_ms() + 200;  // nothing to do: poll gently
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (v1::Lease& l : *resp.mutable_leases()) queue_.push_back(std::move(l));
+  }
+  work_cv_.notify_all();
+}
+
+void Worker::renew() {
+  v1::RenewLeasesRequest req;
+  req.set_worker_id(worker_id_);
+  {
+    std::lock_guard lock(mu_);
+    for (const v1::Lease& l : queue_) req.add_unit_ids(l.unit_id());
+    for (const auto& [id, l] : running_) req.add_unit_ids(id);
+  }
+  next_renew_ms_ = now_ms() + lease_ms_ / 3;
+  if (req.unit_ids_size() == 0) return;
+  v1::RenewLeasesResponse resp;
+  Rpc r = classify(stub_->RenewLeases(context().get(), req, &resp), "renew");
+  if (r == Rpc::kUnknownWorker) {
+    hello();
+    next_renew_ms_ = 0;
+    return;
+  }
+  if (r != Rpc::kOk) {
+    if (r == Rpc::kRetry) next_renew_ms_ = 0;
+    return;
+  }
+  // Queued units that someone else holds now or that are complete are dropped unstarted;
+  // running ones finish anyway, as the coordinator accepts a result from anyone once.
+  std::lock_guard lock(mu_);
+  for (const v1::LeaseRenewal& r : resp.renewals()) {
+    if (r.status() == v1::LEASE_STATUS_ACTIVE) continue;
+    for (auto it = queue_.begin(); it != queue_.end(); ++it)
+      if (it->unit_id() == r.unit_id()) {
+        queue_.erase(it);
+        break;
+      }
+  }
+}
+
+void Worker::release_queued() {
+  v1::ReleaseUnitsRequest req;
+  req.set_worker_id(worker_id_);
+  {
+    std::lock_guard lock(mu_);
+    for (const v1::Lease& l : queue_) req.add_unit_ids(l.unit_id());
+    queue_.clear();
+  }
+  if (req.unit_ids_size() == 0) return;
+  v1::ReleaseUnitsResponse resp;
+  // One try: should it fail, the leases expire and the units return all the same.
+  if (classify(stub_->ReleaseUnits(context(2000).get(), req, &resp), "release") == Rpc::kOk)
+    log(absl::StrCat("released ", req.unit_ids_size(), " queued units"));
+}
+
+void Worker::release_running() {
+  v1::ReleaseUnitsRequest req;
+  req.set_worker_id(worker_id_);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, l] : running_) req.add_unit_ids(id);
+  }
+  if (req.unit_ids_size() == 0) return;
+  v1::ReleaseUnitsResponse resp;
+  if (classify(stub_->ReleaseUnits(context(2000).get(), req, &resp), "release") == Rpc::kOk)
+    log(absl::StrCat("released ", req.unit_ids_size(), " unfinished units"));
+}
+
+void Worker::compute_loop() {
+  for (;;) {
+    v1::Lease lease;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;  // queued units are released by the control loop
+      lease = std::move(queue_.front());
+      queue_.pop_front();
+      running_[lease.unit_id()] = lease;
+    }
+    absl::StatusOr<v1::UnitResult> result = compute_unit(lease.spec(), hash_.get());
+    {
+      std::lock_guard lock(mu_);
+      running_.erase(lease.unit_id());
+      if (result.ok()) {
+        v1::CompleteUnitRequest req;
+        req.set_unit_id(lease.unit_id());
+        req.set_attempt(lease.attempt());
+        *req.mutable_result() = std::move(*result);
+        results_.push_back(std::move(req));
+        ++results_added_;
+      } else {
+        // Left to expire: another worker (another version) may be able to compute it.
+        log(absl::StrCat("cannot compute ", lease.unit_id(), ": ", result.status().message()));
+      }
+    }
+    control_cv_.notify_one();
+  }
+}
+
+int Worker::run() {
+  if (!hello()) return stop_requested_ ? 0 : 2;
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { compute_loop(); });
+  int64_t grace_deadline = 0;
+  uint64_t results_seen = 0;
+  for (;;) {
+    if (stop_requested_ && grace_deadline == 0) {
+      {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+      }
+      work_cv_.notify_all();
+      grace_deadline = now_ms() + options_.grace_ms;
+      log(absl::StrCat("stopping: no new work; finishing held units within ", options_.grace_ms / 1000, " s"));
+      release_queued();
+    }
+    if (now_ms() >= retry_at_ms_) deliver();
+    if (now_ms() >= retry_at_ms_) acquire();
+    if (now_ms() >= retry_at_ms_ && now_ms() >= next_renew_ms_) renew();
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_ && running_.empty() && results_.empty()) break;
+      if (stopping_ && now_ms() >= grace_deadline) {
+        lock.unlock();
+        release_running();
+        log("grace period over; exiting with unfinished units released");
+        // Compute threads cannot be interrupted mid-perft: end the process without joining.
+        std::fflush(nullptr);
+        std::_Exit(0);
+      }
+      control_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return results_added_ != results_seen; });
+      results_seen = results_added_;
+    }
+  }
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  log("stopped");
+  return 0;
+}
+
+}  // namespace c960::cluster

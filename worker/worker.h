@@ -1,0 +1,81 @@
+// The worker's loop: one control thread talks to the coordinator (hello, acquire with
+// prefetch, renew, deliver results, release on shutdown) and N compute threads take leased
+// units from a local queue. Results wait in memory until the coordinator has acknowledged them.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "c960/v1/cluster.grpc.pb.h"
+#include "config.h"
+#include "perft.h"
+
+namespace c960::cluster {
+
+struct WorkerOptions {
+  int threads = 1;
+  int hash_mb = kDefaultWorkerHashMb;
+  int64_t grace_ms = kDefaultGraceSeconds * 1000;
+  std::string name;
+  std::string version;
+};
+
+class Worker {
+ public:
+  Worker(std::shared_ptr<grpc::Channel> channel, WorkerOptions options);
+  ~Worker();
+  // Runs until request_stop(); returns the process exit code (0 after a clean stop).
+  int run();
+  // Async-signal-safe enough: sets a flag the control loop polls.
+  void request_stop() { stop_requested_ = true; }
+
+ private:
+  enum class Rpc { kOk, kRetry, kFailed, kUnknownWorker };
+  Rpc classify(const grpc::Status& s, const char* what);
+  std::unique_ptr<grpc::ClientContext> context(int64_t deadline_ms = kRpcDeadlineMs) const;
+  bool hello();
+  void deliver();
+  void acquire();
+  void renew();
+  void release_queued();
+  void release_running();
+  void compute_loop();
+  int64_t now_ms() const;
+  void backoff();
+  void log(const std::string& msg) const;
+
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  WorkerOptions options_;
+  std::unique_ptr<PerftHash> hash_;
+  std::atomic<bool> stop_requested_{false};
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;     // compute threads wait for leases
+  std::condition_variable control_cv_;  // the control loop waits for results
+  std::deque<v1::Lease> queue_;                  // leased, not started
+  std::map<std::string, v1::Lease> running_;     // being computed
+  std::deque<v1::CompleteUnitRequest> results_;  // computed, not yet acknowledged
+  uint64_t results_added_ = 0;  // wakes the control loop for new results only, not during a backoff
+  bool stopping_ = false;  // no new units; compute threads end when idle
+  std::vector<std::thread> threads_;
+
+  // Control-thread state.
+  std::string worker_id_;
+  int64_t lease_ms_ = kDefaultLeaseSeconds * 1000;
+  int64_t retry_at_ms_ = 0;
+  int64_t backoff_ms_ = 0;
+  int64_t next_renew_ms_ = 0;
+  int64_t next_acquire_ms_ = 0;
+};
+
+}  // namespace c960::cluster
