@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
-# The main job: installs, builds, and computes the perft table of all 960 start positions at
-# depth 5 (override with DEPTH=...), with progress on stderr, into results/perft960_d<D>.csv.
+# The main job, the README's run command: installs, builds, starts a coordinator and two workers
+# on loopback, and computes perft of all 960 start positions at depth 5 through them into
+# results/cluster/perft960_d5.csv. DEPTH, WORKERS, THREADS, DATA_DIR and FRESH are passed on to
+# deploy/run-cluster.sh, which does the work.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-./deploy/build.sh release
-depth="${DEPTH:-5}"
-mkdir -p results
-out="results/perft960_d${depth}.csv"
-./build/release/cli/c960 perft --table --depth "$depth" --sps 0-959 --threads "$(nproc)" --out "$out"
-echo "perft table of all 960 start positions at depth $depth: $(pwd)/$out"
+exec "$(dirname "$0")/run-cluster.sh" "$@"
