@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <charconv>
+#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -75,6 +76,21 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
     }
   }
   return out;
+}
+
+std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, ParsedArgs* out) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << help_text(spec);
+      return 0;
+    }
+  absl::StatusOr<ParsedArgs> p = parse_args(spec, args);
+  if (!p.ok()) {
+    std::cerr << "c960 " << spec.name << ": " << p.status().message() << "\n";
+    return 2;
+  }
+  *out = std::move(*p);
+  return std::nullopt;
 }
 
 std::string help_text(const CommandSpec& spec) {

@@ -47,6 +47,10 @@ class ParsedArgs {
 
 // Unknown options, missing values and repeated single options are errors that name the option.
 absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
+// The start of every subcommand: on --help or -h prints the help, on bad usage prints
+// "c960 NAME: problem" to stderr, and returns the exit code to leave with (0 or 2); otherwise
+// fills *out and returns nullopt.
+std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, ParsedArgs* out);
 std::string help_text(const CommandSpec& spec);
 
 }  // namespace c960::cli

@@ -176,13 +176,9 @@ int run_table(const ParsedArgs& p, int depth, const Engine& engine) {
 }  // namespace
 
 int cmd_perft(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << help_text(kSpec);
-      return kExitOk;
-    }
-  absl::StatusOr<ParsedArgs> p = parse_args(kSpec, args);
-  if (!p.ok()) return fail(p.status());
+  ParsedArgs parsed_args;
+  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  const ParsedArgs* p = &parsed_args;
   absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
   if (!threads.ok()) return fail(threads.status());
   absl::StatusOr<long long> hash_mb = p->get_int("hash", 0, 0, 1 << 20);

@@ -34,13 +34,9 @@ int fail(const absl::Status& s) {
 }  // namespace
 
 int cmd_startpos(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << help_text(kSpec);
-      return kExitOk;
-    }
-  absl::StatusOr<ParsedArgs> p = parse_args(kSpec, args);
-  if (!p.ok()) return fail(p.status());
+  ParsedArgs parsed_args;
+  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  const ParsedArgs* p = &parsed_args;
   const bool shredder = p->has("shredder");
   const std::string number = p->positional().empty() ? "" : p->positional().front();
 
