@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS units (
   job_id TEXT NOT NULL, idx INTEGER NOT NULL, spec BLOB NOT NULL, meta BLOB NOT NULL,
   attempt INTEGER NOT NULL, result BLOB, PRIMARY KEY (job_id, idx)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS games (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, game_index INTEGER NOT NULL, unit INTEGER NOT NULL,
+  record BLOB NOT NULL, PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS workers (
   id TEXT PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
   threads INTEGER NOT NULL, capabilities TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
@@ -241,7 +244,8 @@ absl::Status Store::update_attempts(const std::string& job_id,
 }
 
 absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                                  std::optional<int32_t> job_state, int64_t finished_ms) {
+                                  std::optional<int32_t> job_state, int64_t finished_ms,
+                                  const std::vector<StoredGame>& games) {
   if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   {
     Stmt q(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
@@ -256,6 +260,32 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
       absl::Status s = error("complete unit");
       exec("ROLLBACK").IgnoreError();
       return s;
+    }
+    // Only a unit that had no result may add games: a second completion changes nothing.
+    if (sqlite3_changes(db_) != 1 && !games.empty()) {
+      exec("ROLLBACK").IgnoreError();
+      return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", index, " already has a result"));
+    }
+    if (!games.empty()) {
+      // Plain INSERT: a game already stored fails the whole transaction (primary key).
+      Stmt g(db_, "INSERT INTO games (job_id, sp, game_index, unit, record) VALUES (?, ?, ?, ?, ?)");
+      if (!g.ok()) {
+        exec("ROLLBACK").IgnoreError();
+        return error("store games");
+      }
+      for (const StoredGame& sg : games) {
+        g.reset();
+        g.bind_text(1, job_id);
+        g.bind(2, int64_t(sg.sp));
+        g.bind(3, sg.index);
+        g.bind(4, index);
+        g.bind(5, sg.record);
+        if (g.step() != SQLITE_DONE) {
+          absl::Status s = error("store games");
+          exec("ROLLBACK").IgnoreError();
+          return s;
+        }
+      }
     }
     if (job_state) {
       Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
@@ -274,6 +304,17 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
     }
   }
   return commit();
+}
+
+absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
+  Stmt q(db_, "SELECT sp, game_index, record FROM games WHERE job_id = ? ORDER BY sp, game_index");
+  if (!q.ok()) return error("load games");
+  q.bind_text(1, job_id);
+  std::vector<StoredGame> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back({int32_t(q.i64(0)), q.i64(1), q.blob(2)});
+  if (rc != SQLITE_DONE) return error("load games");
+  return out;
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {

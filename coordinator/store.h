@@ -39,6 +39,14 @@ struct StoredJob {
   std::vector<StoredUnit> units;
 };
 
+// A self-play game, unique per (job, start position, game index): the table's primary key makes
+// a second copy of a game a failed transaction, never a second count.
+struct StoredGame {
+  int32_t sp = 0;
+  int64_t index = 0;
+  std::string record;  // serialized v1.SelfPlayGame
+};
+
 struct StoredWorker {
   std::string id;
   int64_t seq = 0;
@@ -66,9 +74,13 @@ class Store {
                           const std::string& mismatch_detail);
   // Attempt counters of freshly leased units, one transaction for the batch.
   absl::Status update_attempts(const std::string& job_id, const std::vector<std::pair<int64_t, int32_t>>& attempts);
-  // Stores a unit's result and, if the job is now finished, the job's state in one transaction.
+  // Stores a unit's result, its games (if any) and, if the job is now finished, the job's state
+  // in one transaction.
   absl::Status complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                             std::optional<int32_t> job_state, int64_t finished_ms);
+                             std::optional<int32_t> job_state, int64_t finished_ms,
+                             const std::vector<StoredGame>& games = {});
+  // The games stored for a job, by start position then index (tests, audits).
+  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
   absl::Status set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms);
 
