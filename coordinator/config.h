@@ -72,5 +72,6 @@ inline constexpr int64_t kBackoffMaxMs = 5'000;           // retries never wait 
 inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared by a worker's threads
 inline constexpr int64_t kDefaultGraceSeconds = 30;       // SIGTERM: finish held units this long
 inline constexpr int kPrefetchPerThread = 1;              // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;         // no new units this long after a unit failure
 
 }  // namespace c960::cluster

@@ -114,7 +114,7 @@ void Worker::deliver() {
         break;
       case Rpc::kOk:
         if (resp.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
-          next_acquire_ms_ = now_ms() + kBackoffMaxMs;  // do not take the same unit straight back
+          next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back
         if (resp.outcome() == v1::COMPLETION_OUTCOME_MISMATCH)
           log(absl::StrCat("RESULT MISMATCH reported for ", req.unit_id()));
         break;
