@@ -55,9 +55,13 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   s.node_jitter_percent = p.node_jitter_percent();
   s.sample_margin_cp = p.sample_margin_cp();
   s.max_plies = p.max_plies();
-  s.adjudication = Adjudication{p.draw_moves(), p.draw_score_cp(), p.draw_min_ply(), p.resign_moves(), p.resign_score_cp()};
-  s.hash_mb = p.hash_mb();
-  s.engine_timeout_ms = p.engine_timeout_ms();
+  // proto3 cannot tell unset from 0: where 0 is not a valid value it means the default.
+  const Adjudication defaults;
+  const SelfPlaySpec spec_defaults;
+  s.adjudication = Adjudication{p.draw_moves(), p.draw_score_cp(), p.draw_min_ply(), p.resign_moves(),
+                                p.resign_score_cp() ? p.resign_score_cp() : defaults.resign_score_cp};
+  s.hash_mb = p.hash_mb() ? p.hash_mb() : spec_defaults.hash_mb;
+  s.engine_timeout_ms = p.engine_timeout_ms() ? p.engine_timeout_ms() : spec_defaults.engine_timeout_ms;
   if (p.games_per_unit() < 0 || p.games_per_unit() > cluster::kMaxSelfPlayGamesPerUnit)
     return bad("games_per_unit", absl::StrCat(p.games_per_unit(), " is not in 0..", cluster::kMaxSelfPlayGamesPerUnit));
   if (absl::Status st = s.validate(); !st.ok()) {

@@ -152,6 +152,19 @@ TEST_F(SelfPlayJobTest, RejectsBadSpecsNamingTheField) {
   s.set_random_plies(41);
   expect_bad(s, "random_plies");
   s = small_spec();
+  s.set_hash_mb(5000);
+  expect_bad(s, "hash_mb");
+  // Unset (0) where 0 is not valid means the default.
+  s = small_spec();
+  s.clear_hash_mb();
+  s.clear_engine_timeout_ms();
+  s.clear_resign_score_cp();
+  auto spec = selfplay::spec_from_proto(s);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->hash_mb, 16);
+  EXPECT_EQ(spec->engine_timeout_ms, 30000);
+  EXPECT_EQ(spec->adjudication.resign_score_cp, 1000);
+  s = small_spec();
   s.set_engine("/usr/games/stockfish");
   s.add_options()->set_name("Bad\nName");
   expect_bad(s, "options");
