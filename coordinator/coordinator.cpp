@@ -83,6 +83,7 @@ absl::Status Coordinator::load() {
     j->finished_ms = s.finished_ms;
     j->mismatches = s.mismatches;
     j->mismatch_detail = s.mismatch_detail;
+    j->failure_detail = s.failure_detail;
     j->units.resize(s.units.size());
     for (StoredUnit& su : s.units) {
       if (su.index < 0 || size_t(su.index) >= j->units.size())
@@ -569,9 +570,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const v1::C
   if (u.state == UnitState::kLeased && u.worker == req.worker_id()) return_to_queue(j, index, false);
   if (j->unit_failures >= kMaxUnitFailures) {
     const int64_t now = clock_->now_ms();
-    if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_FAILED, now, j->mismatches, j->mismatch_detail);
-        !s.ok())
-      return s;
+    if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, now, j->failure_detail); !s.ok()) return s;
     j->state = v1::JOB_STATE_FAILED;
     j->finished_ms = now;
     j->pending.clear();

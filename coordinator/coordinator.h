@@ -98,8 +98,8 @@ class Coordinator {
     int64_t finished_ms = 0;
     int64_t mismatches = 0;
     std::string mismatch_detail;
-    // Unit failure reports (in memory: after a restart a FAILED job keeps its state, not the
-    // reason, and a running job's count starts again).
+    // Unit failure reports. The reason of a FAILED job is stored; the count of a running job
+    // is not (it starts again after a restart).
     int64_t unit_failures = 0;
     std::string failure_detail;
     const JobKind* kind = nullptr;

@@ -95,6 +95,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
     if (absl::Status s = store->exec(sql); !s.ok())
       return absl::FailedPreconditionError(
           absl::StrCat("cannot use '", path, "' (is another coordinator using it?): ", s.message()));
+  // Stores made before self-play jobs lack this column; a store that has it refuses the ALTER.
+  bool has_failure_detail = false;
+  {
+    Stmt q(db, "SELECT name FROM pragma_table_info('jobs')");
+    if (!q.ok()) return store->error("schema");
+    while (q.step() == SQLITE_ROW) has_failure_detail |= q.blob(0) == "failure_detail";
+  }
+  if (!has_failure_detail)
+    if (absl::Status s = store->exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok())
+      return s;
   return store;
 }
 
@@ -104,8 +114,8 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   std::vector<StoredJob> jobs;
   {
     Stmt q(db_,
-           "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail "
-           "FROM jobs ORDER BY seq");
+           "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail, "
+           "failure_detail FROM jobs ORDER BY seq");
     if (!q.ok()) return error("load jobs");
     int rc;
     while ((rc = q.step()) == SQLITE_ROW) {
@@ -120,6 +130,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       j.finished_ms = q.i64(7);
       j.mismatches = q.i64(8);
       j.mismatch_detail = q.blob(9);
+      j.failure_detail = q.blob(10);
       jobs.push_back(std::move(j));
     }
     if (rc != SQLITE_DONE) return error("load jobs");
@@ -215,6 +226,18 @@ absl::Status Store::update_job(const std::string& id, int32_t state, int64_t fin
   q.bind_text(4, mismatch_detail);
   q.bind_text(5, id);
   if (q.step() != SQLITE_DONE) return error("update job");
+  return absl::OkStatus();
+}
+
+absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finished_ms,
+                             const std::string& failure_detail) {
+  Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
+  if (!q.ok()) return error("fail job");
+  q.bind(1, int64_t(state));
+  q.bind(2, finished_ms);
+  q.bind_text(3, failure_detail);
+  q.bind_text(4, id);
+  if (q.step() != SQLITE_DONE) return error("fail job");
   return absl::OkStatus();
 }
 

@@ -36,6 +36,7 @@ struct StoredJob {
   int64_t finished_ms = 0;
   int64_t mismatches = 0;
   std::string mismatch_detail;
+  std::string failure_detail;  // why the job FAILED
   std::vector<StoredUnit> units;
 };
 
@@ -72,6 +73,8 @@ class Store {
   absl::Status insert_job(const StoredJob& job);
   absl::Status update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
                           const std::string& mismatch_detail);
+  // A final state with its reason (v1.JOB_STATE_FAILED).
+  absl::Status fail_job(const std::string& id, int32_t state, int64_t finished_ms, const std::string& failure_detail);
   // Attempt counters of freshly leased units, one transaction for the batch.
   absl::Status update_attempts(const std::string& job_id, const std::vector<std::pair<int64_t, int32_t>>& attempts);
   // Stores a unit's result, its games (if any) and, if the job is now finished, the job's state

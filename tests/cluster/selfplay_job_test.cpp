@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -302,6 +303,11 @@ TEST_F(SelfPlayJobTest, AMissingEngineFailsUnitsAndThenTheJob) {
   const v1::Job failed = coordinator_->get_job(j->id()).value();
   EXPECT_TRUE(absl::StrContains(failed.failure_detail(), "no-such-engine")) << failed.failure_detail();
   EXPECT_TRUE(acquire(4).empty());
+  // The state and its reason survive a restart.
+  open();
+  EXPECT_EQ(coordinator_->get_job(j->id())->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(coordinator_->get_job(j->id())->failure_detail(), failed.failure_detail());
+  EXPECT_TRUE(acquire(4).empty());
   // A failure report with a result is malformed.
   v1::CompleteUnitRequest bad;
   bad.set_worker_id(worker_);
@@ -310,6 +316,40 @@ TEST_F(SelfPlayJobTest, AMissingEngineFailsUnitsAndThenTheJob) {
   bad.set_failure("x");
   bad.mutable_result()->mutable_selfplay();
   EXPECT_EQ(coordinator_->complete(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A store written before self-play jobs (no failure_detail column) opens, keeps its jobs and
+// can record a failure.
+TEST(SelfPlayStoreTest, OldStoresGainTheFailureColumn) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/c960-old-store-", getpid(), ".db");
+  std::filesystem::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, request_id TEXT NOT NULL, "
+                         "spec BLOB NOT NULL, plan BLOB NOT NULL, state INTEGER NOT NULL, created_ms INTEGER NOT NULL, "
+                         "finished_ms INTEGER NOT NULL, mismatches INTEGER NOT NULL, mismatch_detail TEXT NOT NULL);"
+                         "INSERT INTO jobs VALUES ('job-1', 1, '', x'', x'', 1, 5, 0, 0, '');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto jobs = (*store)->load_jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    ASSERT_EQ(jobs->size(), 1u);
+    EXPECT_EQ((*jobs)[0].failure_detail, "");
+    ASSERT_TRUE((*store)->fail_job("job-1", v1::JOB_STATE_FAILED, 9, "no engine").ok());
+  }
+  auto store = Store::open(path);  // the column exists now: no second ALTER
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].failure_detail, "no engine");
+  EXPECT_EQ((*jobs)[0].state, v1::JOB_STATE_FAILED);
+  store->reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 }  // namespace
