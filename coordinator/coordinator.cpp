@@ -285,7 +285,8 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
   ++next_job_seq_;
   add_sample(j.get());
-  log_line(absl::StrCat("job ", j->id, ": ", j->units.size(), " units, split depth ", j->split_depth));
+  log_line(absl::StrCat("job ", j->id, " (", kind->capability(), "): ", j->units.size(), " units",
+                        j->plan.has_perft() ? absl::StrCat(", split depth ", j->split_depth) : ""));
   Job* raw = j.get();
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
@@ -547,7 +548,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
     j->state = v1::JOB_STATE_SUCCEEDED;
     j->finished_ms = now;
     log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", to_string(j->nodes),
-                          " nodes, ", j->mismatches, " mismatches"));
+                          j->plan.has_selfplay() ? " games, " : " nodes, ", j->mismatches, " mismatches"));
   }
   add_sample(j);
   changed();
