@@ -2,6 +2,7 @@
 // worker and the client commands read them from here (flags override the defaults).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace c960::cluster {
@@ -29,6 +30,23 @@ inline constexpr int kTargetUnitDepth = 7;
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
 inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
+// Self-play job limits. A unit is a few games of one position: small enough that a killed
+// worker loses little, big enough that per-unit overhead (RPCs, a store commit) stays small.
+inline constexpr int kDefaultSelfPlayGamesPerUnit = 4;
+inline constexpr int kMaxSelfPlayGamesPerUnit = 1000;
+inline constexpr int kMaxUciOptions = 64;
+inline constexpr int kMaxUciOptionLength = 256;     // name or value
+inline constexpr int kMaxEnginePathLength = 4096;
+inline constexpr int kMaxGamePlies = 20000;         // a stored game's moves
+inline constexpr int kMaxPgnBytes = 1 << 20;        // a stored game's PGN
+inline constexpr int kMaxFailureLength = 4096;      // a worker's unit failure report
+// A job FAILS after this many unit failure reports (each puts the unit back in the queue, since
+// another worker may have the engine).
+inline constexpr int kMaxUnitFailures = 3;
+// A job's recorded mismatch detail is cut to this many characters.
+inline constexpr size_t kMaxMismatchDetail = 2000;
+// GetResults sends a self-play position's games in chunks of at most this many.
+inline constexpr int kResultGamesPerChunk = 256;
 // Request bounds.
 inline constexpr int kMaxFens = 1024;
 inline constexpr int kMaxFenLength = 256;
@@ -54,5 +72,6 @@ inline constexpr int64_t kBackoffMaxMs = 5'000;           // retries never wait 
 inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared by a worker's threads
 inline constexpr int64_t kDefaultGraceSeconds = 30;       // SIGTERM: finish held units this long
 inline constexpr int kPrefetchPerThread = 1;              // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;         // no new units this long after a unit failure
 
 }  // namespace c960::cluster

@@ -46,6 +46,7 @@ absl::Status check_id(const std::string& value, const char* field) {
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options) {
   kinds_.push_back(make_perft_kind());
+  kinds_.push_back(make_selfplay_kind());
 }
 
 Coordinator::~Coordinator() = default;
@@ -82,6 +83,7 @@ absl::Status Coordinator::load() {
     j->finished_ms = s.finished_ms;
     j->mismatches = s.mismatches;
     j->mismatch_detail = s.mismatch_detail;
+    j->failure_detail = s.failure_detail;
     j->units.resize(s.units.size());
     for (StoredUnit& su : s.units) {
       if (su.index < 0 || size_t(su.index) >= j->units.size())
@@ -174,6 +176,8 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   out.set_result_mismatches(j.mismatches);
   out.set_mismatch_detail(j.mismatch_detail);
   out.set_split_depth(j.split_depth);
+  out.set_unit_failures(j.unit_failures);
+  out.set_failure_detail(j.failure_detail);
   v1::Progress* p = out.mutable_progress();
   p->set_units_total(int64_t(j.units.size()));
   p->set_units_done(j.done);
@@ -199,7 +203,15 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   } else if (j.finished_ms > j.created_ms) {
     rate = double(j.nodes) / (double(j.finished_ms - j.created_ms) / 1000.0);
   }
-  p->set_nodes_per_second(rate);
+  if (j.plan.has_selfplay()) {
+    // Self-play work is counted in games.
+    p->clear_nodes_done();
+    p->set_games_done(int64_t(j.nodes));
+    p->set_games_total(int64_t(j.plan.selfplay().positions_size()) * j.plan.selfplay().games_per_position());
+    p->set_games_per_second(rate);
+  } else {
+    p->set_nodes_per_second(rate);
+  }
   const int64_t left = int64_t(j.units.size()) - j.done;
   p->set_eta_seconds(j.state != v1::JOB_STATE_RUNNING ? 0 : unit_rate > 0 ? double(left) / unit_rate : -1);
   return out;
@@ -273,7 +285,8 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
   ++next_job_seq_;
   add_sample(j.get());
-  log_line(absl::StrCat("job ", j->id, ": ", j->units.size(), " units, split depth ", j->split_depth));
+  log_line(absl::StrCat("job ", j->id, " (", kind->capability(), "): ", j->units.size(), " units",
+                        j->plan.has_perft() ? absl::StrCat(", split depth ", j->split_depth) : ""));
   Job* raw = j.get();
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
@@ -321,7 +334,8 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const std::string& job_id) {
   return snapshot(*j);
 }
 
-absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::string& job_id, bool divide) {
+absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::string& job_id, bool divide,
+                                                                  bool omit_games) {
   std::lock_guard lock(mu_);
   absl::StatusOr<Job*> found = job_or_error(job_id);
   if (!found.ok()) return found.status();
@@ -329,7 +343,7 @@ absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::str
   std::vector<UnitView> views;
   views.reserve(j.units.size());
   for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
-  return j.kind->results(j.plan, views, divide);
+  return j.kind->results(j.plan, views, divide, omit_games);
 }
 
 absl::StatusOr<v1::Job> Coordinator::watch(const std::string& job_id, uint64_t* version, int64_t wait_ms) {
@@ -478,6 +492,10 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
   int64_t index = 0;
   if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", &job_id, &index); !s.ok()) return s;
   if (req.attempt() < 1) return absl::InvalidArgumentError(absl::StrCat("attempt: ", req.attempt(), " is not >= 1"));
+  if (!req.failure().empty()) {
+    if (absl::Status s = check_text(req.failure(), "failure", kMaxFailureLength, false); !s.ok()) return s;
+    if (req.has_result()) return absl::InvalidArgumentError("failure: given together with a result");
+  }
   std::lock_guard lock(mu_);
   absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
   if (!w.ok()) return w.status();
@@ -487,6 +505,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
   if (size_t(index) >= j->units.size())
     return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
   Unit& u = j->units[index];
+  if (!req.failure().empty()) return record_failure(req, j, index);
   if (absl::Status s = j->kind->check_result(u.spec, req.result()); !s.ok()) return s;
   v1::CompleteUnitResponse resp;
   if (u.state == UnitState::kDone) {
@@ -494,9 +513,11 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
       resp.set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
       return resp;
     }
-    const std::string detail =
+    std::string detail =
         absl::StrCat("unit ", req.unit_id(), " (", u.spec.ShortDebugString(), "): stored ", u.result->ShortDebugString(),
                      ", worker ", req.worker_id(), " attempt ", req.attempt(), " sent ", req.result().ShortDebugString());
+    // Self-play results carry whole games: keep the log line and the job record readable.
+    if (detail.size() > kMaxMismatchDetail) detail = absl::StrCat(detail.substr(0, kMaxMismatchDetail), " ...");
     log_line(absl::StrCat("RESULT MISMATCH ", detail));
     ++j->mismatches;
     if (j->mismatch_detail.empty()) j->mismatch_detail = detail;
@@ -515,7 +536,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
   const int64_t now = clock_->now_ms();
   if (absl::Status s = store_->complete_unit(j->id, index, req.result().SerializeAsString(),
                                              finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                             now);
+                                             now, j->kind->games(u.spec, req.result()));
       !s.ok())
     return s;
   u.state = UnitState::kDone;
@@ -527,11 +548,39 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
     j->state = v1::JOB_STATE_SUCCEEDED;
     j->finished_ms = now;
     log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", to_string(j->nodes),
-                          " nodes, ", j->mismatches, " mismatches"));
+                          j->plan.has_selfplay() ? " games, " : " nodes, ", j->mismatches, " mismatches"));
   }
   add_sample(j);
   changed();
   resp.set_outcome(v1::COMPLETION_OUTCOME_ACCEPTED);
+  return resp;
+}
+
+absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const v1::CompleteUnitRequest& req, Job* j,
+                                                                     int64_t index) {
+  v1::CompleteUnitResponse resp;
+  Unit& u = j->units[index];
+  if (u.state == UnitState::kDone || j->state != v1::JOB_STATE_RUNNING) {
+    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
+    return resp;
+  }
+  ++j->unit_failures;
+  j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", req.worker_id(), ": ", req.failure());
+  log_line(absl::StrCat("unit failure ", j->unit_failures, "/", kMaxUnitFailures, ": ", j->failure_detail));
+  // Back to the queue: another worker may have the engine this one lacks.
+  if (u.state == UnitState::kLeased && u.worker == req.worker_id()) return_to_queue(j, index, false);
+  if (j->unit_failures >= kMaxUnitFailures) {
+    const int64_t now = clock_->now_ms();
+    if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, now, j->failure_detail); !s.ok()) return s;
+    j->state = v1::JOB_STATE_FAILED;
+    j->finished_ms = now;
+    j->pending.clear();
+    for (int64_t i : j->leased) j->units[i].state = UnitState::kPending;
+    j->leased.clear();
+    log_line(absl::StrCat("job ", j->id, " FAILED: ", j->failure_detail));
+  }
+  changed();
+  resp.set_outcome(v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
   return resp;
 }
 

@@ -4,7 +4,8 @@
 // Invariants:
 //  - a unit's result is counted once: the first accepted completion is stored, later ones are
 //    compared with it (duplicate or mismatch) and never added again;
-//  - a completion is reported ACCEPTED only after the store committed it;
+//  - a completion is reported ACCEPTED only after the store committed it (with its self-play
+//    games, whose table key (job, sp, game index) refuses a second copy of any game);
 //  - lease expiry is set by this server's clock, never by a worker;
 //  - all state changes happen under one mutex, in memory and in the store together.
 #pragma once
@@ -49,7 +50,8 @@ class Coordinator {
   absl::StatusOr<v1::Job> get_job(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Job>> list_jobs(int page_size);
   absl::StatusOr<v1::Job> cancel(const std::string& job_id);
-  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide);
+  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide,
+                                                       bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version.
   absl::StatusOr<v1::Job> watch(const std::string& job_id, uint64_t* version, int64_t wait_ms);
 
@@ -96,6 +98,10 @@ class Coordinator {
     int64_t finished_ms = 0;
     int64_t mismatches = 0;
     std::string mismatch_detail;
+    // Unit failure reports. The reason of a FAILED job is stored; the count of a running job
+    // is not (it starts again after a restart).
+    int64_t unit_failures = 0;
+    std::string failure_detail;
     const JobKind* kind = nullptr;
     std::vector<Unit> units;
     std::deque<int64_t> pending;  // may hold stale entries: a popped unit is used only if pending
@@ -119,6 +125,7 @@ class Coordinator {
   void return_to_queue(Job* j, int64_t index, bool front);
   void add_sample(Job* j);
   v1::Job snapshot(const Job& j) const;
+  absl::StatusOr<v1::CompleteUnitResponse> record_failure(const v1::CompleteUnitRequest& req, Job* j, int64_t index);
   void changed();
 
   Store* store_;

@@ -13,6 +13,7 @@
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
 #include "perft.h"
+#include "store.h"
 
 namespace c960::cluster {
 
@@ -39,12 +40,17 @@ class JobKind {
   virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const = 0;
   // INVALID_ARGUMENT when the result cannot belong to the unit.
   virtual absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const = 0;
-  // The work a completed unit stands for in progress figures (perft: weighted leaf nodes).
+  // The work a completed unit stands for in progress figures (perft: weighted leaf nodes;
+  // self-play: games).
   virtual NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const = 0;
+  // divide: perft only; omit_games: self-play only (counts without game records).
   virtual std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
-                                               bool divide) const = 0;
+                                               bool divide, bool omit_games) const = 0;
+  // Rows for the store's games table that a checked result brings (self-play); none for perft.
+  virtual std::vector<StoredGame> games(const v1::UnitSpec&, const v1::UnitResult&) const { return {}; }
 };
 
 std::unique_ptr<JobKind> make_perft_kind();
+std::unique_ptr<JobKind> make_selfplay_kind();
 
 }  // namespace c960::cluster

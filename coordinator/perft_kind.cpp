@@ -79,7 +79,7 @@ class PerftKind : public JobKind {
   }
 
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
-                                       bool divide) const override {
+                                       bool divide, bool /*omit_games*/) const override {
     const v1::store::PerftPlan& pp = plan.perft();
     struct Acc {
       NodeCount nodes = 0;

@@ -56,7 +56,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                                         grpc::ServerWriter<v1::ResultChunk>* writer) {
-  absl::StatusOr<std::vector<v1::ResultChunk>> chunks = c_->results(req->job_id(), req->divide());
+  absl::StatusOr<std::vector<v1::ResultChunk>> chunks = c_->results(req->job_id(), req->divide(), req->omit_games());
   if (!chunks.ok()) return to_grpc(chunks.status());
   for (const v1::ResultChunk& c : *chunks) {
     if (ctx->IsCancelled() || !writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");

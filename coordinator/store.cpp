@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS units (
   job_id TEXT NOT NULL, idx INTEGER NOT NULL, spec BLOB NOT NULL, meta BLOB NOT NULL,
   attempt INTEGER NOT NULL, result BLOB, PRIMARY KEY (job_id, idx)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS games (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, game_index INTEGER NOT NULL, unit INTEGER NOT NULL,
+  record BLOB NOT NULL, PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS workers (
   id TEXT PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
   threads INTEGER NOT NULL, capabilities TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
@@ -92,6 +95,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
     if (absl::Status s = store->exec(sql); !s.ok())
       return absl::FailedPreconditionError(
           absl::StrCat("cannot use '", path, "' (is another coordinator using it?): ", s.message()));
+  // Stores made before self-play jobs lack this column; a store that has it refuses the ALTER.
+  bool has_failure_detail = false;
+  {
+    Stmt q(db, "SELECT name FROM pragma_table_info('jobs')");
+    if (!q.ok()) return store->error("schema");
+    while (q.step() == SQLITE_ROW) has_failure_detail |= q.blob(0) == "failure_detail";
+  }
+  if (!has_failure_detail)
+    if (absl::Status s = store->exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok())
+      return s;
   return store;
 }
 
@@ -101,8 +114,8 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   std::vector<StoredJob> jobs;
   {
     Stmt q(db_,
-           "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail "
-           "FROM jobs ORDER BY seq");
+           "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail, "
+           "failure_detail FROM jobs ORDER BY seq");
     if (!q.ok()) return error("load jobs");
     int rc;
     while ((rc = q.step()) == SQLITE_ROW) {
@@ -117,6 +130,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       j.finished_ms = q.i64(7);
       j.mismatches = q.i64(8);
       j.mismatch_detail = q.blob(9);
+      j.failure_detail = q.blob(10);
       jobs.push_back(std::move(j));
     }
     if (rc != SQLITE_DONE) return error("load jobs");
@@ -215,6 +229,18 @@ absl::Status Store::update_job(const std::string& id, int32_t state, int64_t fin
   return absl::OkStatus();
 }
 
+absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finished_ms,
+                             const std::string& failure_detail) {
+  Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
+  if (!q.ok()) return error("fail job");
+  q.bind(1, int64_t(state));
+  q.bind(2, finished_ms);
+  q.bind_text(3, failure_detail);
+  q.bind_text(4, id);
+  if (q.step() != SQLITE_DONE) return error("fail job");
+  return absl::OkStatus();
+}
+
 absl::Status Store::update_attempts(const std::string& job_id,
                                     const std::vector<std::pair<int64_t, int32_t>>& attempts) {
   if (attempts.empty()) return absl::OkStatus();
@@ -241,7 +267,8 @@ absl::Status Store::update_attempts(const std::string& job_id,
 }
 
 absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                                  std::optional<int32_t> job_state, int64_t finished_ms) {
+                                  std::optional<int32_t> job_state, int64_t finished_ms,
+                                  const std::vector<StoredGame>& games) {
   if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   {
     Stmt q(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
@@ -256,6 +283,32 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
       absl::Status s = error("complete unit");
       exec("ROLLBACK").IgnoreError();
       return s;
+    }
+    // Only a unit that had no result may add games: a second completion changes nothing.
+    if (sqlite3_changes(db_) != 1 && !games.empty()) {
+      exec("ROLLBACK").IgnoreError();
+      return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", index, " already has a result"));
+    }
+    if (!games.empty()) {
+      // Plain INSERT: a game already stored fails the whole transaction (primary key).
+      Stmt g(db_, "INSERT INTO games (job_id, sp, game_index, unit, record) VALUES (?, ?, ?, ?, ?)");
+      if (!g.ok()) {
+        exec("ROLLBACK").IgnoreError();
+        return error("store games");
+      }
+      for (const StoredGame& sg : games) {
+        g.reset();
+        g.bind_text(1, job_id);
+        g.bind(2, int64_t(sg.sp));
+        g.bind(3, sg.index);
+        g.bind(4, index);
+        g.bind(5, sg.record);
+        if (g.step() != SQLITE_DONE) {
+          absl::Status s = error("store games");
+          exec("ROLLBACK").IgnoreError();
+          return s;
+        }
+      }
     }
     if (job_state) {
       Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
@@ -274,6 +327,17 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
     }
   }
   return commit();
+}
+
+absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
+  Stmt q(db_, "SELECT sp, game_index, record FROM games WHERE job_id = ? ORDER BY sp, game_index");
+  if (!q.ok()) return error("load games");
+  q.bind_text(1, job_id);
+  std::vector<StoredGame> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back({int32_t(q.i64(0)), q.i64(1), q.blob(2)});
+  if (rc != SQLITE_DONE) return error("load games");
+  return out;
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {

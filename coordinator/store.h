@@ -36,7 +36,16 @@ struct StoredJob {
   int64_t finished_ms = 0;
   int64_t mismatches = 0;
   std::string mismatch_detail;
+  std::string failure_detail;  // why the job FAILED
   std::vector<StoredUnit> units;
+};
+
+// A self-play game, unique per (job, start position, game index): the table's primary key makes
+// a second copy of a game a failed transaction, never a second count.
+struct StoredGame {
+  int32_t sp = 0;
+  int64_t index = 0;
+  std::string record;  // serialized v1.SelfPlayGame
 };
 
 struct StoredWorker {
@@ -64,11 +73,17 @@ class Store {
   absl::Status insert_job(const StoredJob& job);
   absl::Status update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
                           const std::string& mismatch_detail);
+  // A final state with its reason (v1.JOB_STATE_FAILED).
+  absl::Status fail_job(const std::string& id, int32_t state, int64_t finished_ms, const std::string& failure_detail);
   // Attempt counters of freshly leased units, one transaction for the batch.
   absl::Status update_attempts(const std::string& job_id, const std::vector<std::pair<int64_t, int32_t>>& attempts);
-  // Stores a unit's result and, if the job is now finished, the job's state in one transaction.
+  // Stores a unit's result, its games (if any) and, if the job is now finished, the job's state
+  // in one transaction.
   absl::Status complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                             std::optional<int32_t> job_state, int64_t finished_ms);
+                             std::optional<int32_t> job_state, int64_t finished_ms,
+                             const std::vector<StoredGame>& games = {});
+  // The games stored for a job, by start position then index (tests, audits).
+  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
   absl::Status set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms);
 

@@ -1,14 +1,53 @@
 #include "compute.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "config.h"
 #include "notation.h"
+#include "local_runner.h"
 #include "position.h"
+#include "proto_convert.h"
 #include "u128.h"
 
 namespace c960::cluster {
+namespace {
+
+// One game at a time per compute thread, with the players of the last job this thread served.
+absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u) {
+  thread_local std::string cached_job;
+  thread_local std::optional<selfplay::Players> players;
+  absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(u.job());
+  if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("spec.selfplay.job.", spec.status().message()));
+  if (u.start_position() < 0 || u.start_position() >= 960 || u.first_game() < 0 || u.games() < 1 ||
+      u.games() > kMaxSelfPlayGamesPerUnit)
+    return absl::InvalidArgumentError("spec.selfplay: start_position, first_game or games out of range");
+  const std::string key = u.job().SerializeAsString();
+  if (!players || key != cached_job) {
+    players.reset();
+    // The engine is checked once per job and thread: a missing binary or a bad option fails the
+    // unit with the reason, rather than losing every game by "engine error".
+    if (absl::Status s = selfplay::check_engine(*spec); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "': ", s.message()));
+    absl::StatusOr<selfplay::Players> p = selfplay::make_players(*spec);
+    if (!p.ok()) return absl::FailedPreconditionError(p.status().message());
+    players = std::move(*p);
+    cached_job = key;
+  }
+  v1::UnitResult out;
+  for (int k = 0; k < u.games(); ++k) {
+    const int index = u.first_game() + k;
+    absl::StatusOr<selfplay::GameRecord> g = selfplay::play_selfplay_game(*spec, u.start_position(), index, *players);
+    if (!g.ok()) return absl::InvalidArgumentError(g.status().message());
+    selfplay::game_to_proto(index, *g, out.mutable_selfplay()->add_games());
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash) {
+  if (spec.kind_case() == v1::UnitSpec::kSelfplay) return compute_selfplay(spec.selfplay());
   if (spec.kind_case() != v1::UnitSpec::kPerft) return absl::InvalidArgumentError("spec: not a perft unit");
   const v1::PerftUnitSpec& p = spec.perft();
   if (p.depth() < 0 || p.depth() > kMaxUnitDepth)

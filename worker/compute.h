@@ -7,8 +7,10 @@
 
 namespace c960::cluster {
 
-// INVALID_ARGUMENT for a spec this worker cannot compute (unknown kind, bad FEN or depth).
-// hash may be null; it may be shared by concurrent calls.
+// INVALID_ARGUMENT for a spec this worker cannot compute (unknown kind, bad FEN or depth);
+// FAILED_PRECONDITION when this machine cannot (a self-play engine that does not start here),
+// which the worker reports as a unit failure. hash (perft) may be null; it may be shared by
+// concurrent calls. Self-play players are kept per thread and reused while the job stays the same.
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash);
 
 }  // namespace c960::cluster

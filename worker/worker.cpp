@@ -77,6 +77,7 @@ bool Worker::hello() {
       req.set_version(options_.version);
       req.set_threads(options_.threads);
       req.add_capabilities("perft");
+      req.add_capabilities("selfplay");
       req.set_worker_id(worker_id_);
       v1::HelloResponse resp;
       Rpc r = classify(stub_->Hello(context().get(), req, &resp), "hello");
@@ -112,6 +113,8 @@ void Worker::deliver() {
         log(absl::StrCat("dropping the result of ", req.unit_id()));
         break;
       case Rpc::kOk:
+        if (resp.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
+          next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back
         if (resp.outcome() == v1::COMPLETION_OUTCOME_MISMATCH)
           log(absl::StrCat("RESULT MISMATCH reported for ", req.unit_id()));
         break;
@@ -233,6 +236,18 @@ void Worker::compute_loop() {
         req.set_unit_id(lease.unit_id());
         req.set_attempt(lease.attempt());
         *req.mutable_result() = std::move(*result);
+        results_.push_back(std::move(req));
+        ++results_added_;
+      } else if (result.status().code() == absl::StatusCode::kFailedPrecondition) {
+        // This machine cannot (e.g. no such engine here): tell the coordinator why.
+        log(absl::StrCat("unit ", lease.unit_id(), " failed: ", result.status().message()));
+        v1::CompleteUnitRequest req;
+        req.set_unit_id(lease.unit_id());
+        req.set_attempt(lease.attempt());
+        std::string why(result.status().message().substr(0, kMaxFailureLength));
+        for (char& c : why)
+          if (c < 0x20 || c >= 0x7f) c = ' ';  // the coordinator takes printable ASCII only
+        req.set_failure(why);
         results_.push_back(std::move(req));
         ++results_added_;
       } else {

@@ -411,7 +411,7 @@ TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {
     to_proto(NodeCount(big), results[i].mutable_perft()->mutable_nodes());
   }
   std::vector<UnitView> views = {{&spec, &metas[0], &results[0]}, {&spec, &metas[1], &results[1]}};
-  std::vector<v1::ResultChunk> out = kind->results(plan, views, true);
+  std::vector<v1::ResultChunk> out = kind->results(plan, views, true, false);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(from_proto(out[0].perft().nodes()), NodeCount(big) * 6);
   EXPECT_EQ(to_string(from_proto(out[0].perft().nodes())), "110680464442257309660");

@@ -1,0 +1,20 @@
+// The options that define a self-play spec, shared by `c960 selfplay` (local) and
+// `c960 submit selfplay` (cluster), so both accept and check them alike.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "args.h"
+#include "spec.h"
+
+namespace c960::cli {
+
+// --sps, --games-per-position, --engine, --option, --nodes/--depth/--movetime, --random-plies,
+// --seed and the rest of the spec's options (not the local run's --threads, --out, ...).
+std::vector<OptionSpec> selfplay_spec_options();
+
+// Builds and validates the spec; every error names its option.
+absl::StatusOr<selfplay::SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p);
+
+}  // namespace c960::cli

@@ -1,0 +1,132 @@
+// The self-play job kind: a unit is a few consecutive games of one start position; a result
+// carries its games, each replayed here for legality before it is stored. Results per position
+// are the games of its units in index order, so statistics built from them equal a local run's.
+#include "absl/strings/str_cat.h"
+#include "config.h"
+#include "job_kind.h"
+#include "proto_convert.h"
+#include "startpos.h"
+
+namespace c960::cluster {
+namespace {
+
+class SelfPlayKind : public JobKind {
+ public:
+  std::string capability() const override { return "selfplay"; }
+  v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kSelfplay; }
+
+  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const override {
+    const v1::SelfPlayJobSpec& p = spec.selfplay();
+    absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(p);
+    if (!s.ok()) return s.status();
+    const int per_unit = p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
+    const uint64_t units_per_position = (uint64_t(s->games_per_position) + uint64_t(per_unit) - 1) / uint64_t(per_unit);
+    if (units_per_position * s->positions.size() > kMaxPlanUnits)
+      return absl::ResourceExhaustedError(absl::StrCat("games_per_position: ", units_per_position * s->positions.size(),
+                                                       " units is more than ", kMaxPlanUnits, "; raise games_per_unit"));
+    KindPlan out;
+    v1::store::SelfPlayPlan* sp = out.plan.mutable_selfplay();
+    sp->set_games_per_position(s->games_per_position);
+    for (size_t k = 0; k < s->positions.size(); ++k) {
+      sp->add_positions(s->positions[k]);
+      for (int first = 0; first < s->games_per_position; first += per_unit) {
+        v1::UnitSpec us;
+        v1::SelfPlayUnitSpec* u = us.mutable_selfplay();
+        *u->mutable_job() = p;
+        u->set_start_position(s->positions[k]);
+        u->set_first_game(first);
+        u->set_games(std::min(per_unit, s->games_per_position - first));
+        v1::store::UnitMeta meta;
+        meta.mutable_selfplay()->set_position(int32_t(k));
+        out.units.emplace_back(std::move(us), std::move(meta));
+      }
+    }
+    return out;
+  }
+
+  absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
+    if (result.kind_case() != v1::UnitResult::kSelfplay) return absl::InvalidArgumentError("result: not a self-play result");
+    const v1::SelfPlayUnitSpec& u = spec.selfplay();
+    const v1::SelfPlayUnitResult& r = result.selfplay();
+    if (r.games_size() != u.games())
+      return absl::InvalidArgumentError(
+          absl::StrCat("result.selfplay.games: ", r.games_size(), " games for a unit of ", u.games()));
+    absl::StatusOr<std::string> fen = startpos_fen(u.start_position(), true);
+    if (!fen.ok()) return fen.status();
+    for (int k = 0; k < r.games_size(); ++k) {
+      const v1::SelfPlayGame& g = r.games(k);
+      if (g.game_index() != u.first_game() + k)
+        return absl::InvalidArgumentError(absl::StrCat("result.selfplay.games.game_index: ", g.game_index(),
+                                                       " where ", u.first_game() + k, " was due"));
+      if (g.start_fen() != *fen)
+        return absl::InvalidArgumentError("result.selfplay.games.start_fen: not the unit's start position");
+      absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
+      if (!rec.ok()) return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", rec.status().message()));
+    }
+    return absl::OkStatus();
+  }
+
+  NodeCount work(const v1::store::UnitMeta&, const v1::UnitResult& result) const override {
+    return NodeCount(result.selfplay().games_size());
+  }
+
+  std::vector<StoredGame> games(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
+    std::vector<StoredGame> out;
+    for (const v1::SelfPlayGame& g : result.selfplay().games())
+      out.push_back({spec.selfplay().start_position(), g.game_index(), g.SerializeAsString()});
+    return out;
+  }
+
+  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool,
+                                       bool omit_games) const override {
+    const v1::store::SelfPlayPlan& pp = plan.selfplay();
+    std::vector<v1::SelfPlayPositionResult> pos(size_t(pp.positions_size()));
+    for (int k = 0; k < pp.positions_size(); ++k) {
+      pos[k].set_start_position(pp.positions(k));
+      pos[k].set_fen(startpos_fen(pp.positions(k)).value_or(""));
+      pos[k].set_games_planned(pp.games_per_position());
+      pos[k].set_complete(true);
+    }
+    // Units are planned position by position in game order, so games arrive by index.
+    for (const UnitView& u : units) {
+      const int k = u.meta->selfplay().position();
+      if (k < 0 || k >= pp.positions_size()) continue;
+      v1::SelfPlayPositionResult& p = pos[k];
+      if (!u.result) {
+        p.set_complete(false);
+        continue;
+      }
+      for (const v1::SelfPlayGame& g : u.result->selfplay().games()) {
+        p.set_games(p.games() + 1);
+        if (g.result() == "1-0") p.set_white_wins(p.white_wins() + 1);
+        else if (g.result() == "0-1") p.set_black_wins(p.black_wins() + 1);
+        else p.set_draws(p.draws() + 1);
+        p.set_total_plies(p.total_plies() + g.moves_size());
+        if (!omit_games) *p.add_game_records() = g;
+      }
+    }
+    std::vector<v1::ResultChunk> out;
+    for (v1::SelfPlayPositionResult& p : pos) {
+      if (p.game_records_size() <= kResultGamesPerChunk) {
+        *out.emplace_back().mutable_selfplay() = std::move(p);
+        continue;
+      }
+      // Split so that no chunk nears the message size limit.
+      v1::SelfPlayPositionResult head = p;
+      head.clear_game_records();
+      for (int i = 0; i < p.game_records_size(); i += kResultGamesPerChunk) {
+        v1::SelfPlayPositionResult* c = out.emplace_back().mutable_selfplay();
+        *c = head;
+        for (int j = i; j < std::min(p.game_records_size(), i + kResultGamesPerChunk); ++j)
+          *c->add_game_records() = p.game_records(j);
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<JobKind> make_selfplay_kind() { return std::make_unique<SelfPlayKind>(); }
+
+}  // namespace c960::cluster

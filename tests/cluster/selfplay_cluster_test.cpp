@@ -1,0 +1,239 @@
+// Self-play jobs with the real binaries on loopback: the built-in engine with the coordinator
+// restarted and a worker killed mid-job, Stockfish with a worker killed mid-job, and an engine
+// missing on the workers. Distributed results must equal `c960 selfplay` for the same spec
+// (games are pure functions of (spec, sp, i) under a nodes limit), and every PGN must pass
+// pgn-extract.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "process.h"
+#include "../selfplay_test_util.h"
+
+namespace c960::cluster {
+namespace {
+
+using c960::testing::Process;
+using selfplay::testing::run_command;
+using namespace std::chrono_literals;
+
+const std::string kBin = C960_BINARY_DIR;
+const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
+const std::string kWorkerBin = kBin + "/worker/c960-worker";
+const std::string kCliBin = kBin + "/cli/c960";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SelfPlayClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = absl::StrCat(::testing::TempDir(), "/c960-spcluster-", info->name(), "-", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+
+  void TearDown() override {
+    workers_.clear();
+    coordinator_.reset();
+    if (!HasFailure()) {
+      std::filesystem::remove_all(dir_);
+      return;
+    }
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      if (e.path().extension() == ".log")
+        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
+  }
+
+  // Starts (or restarts, on the same port and store) the coordinator.
+  void start_coordinator(int port = 0) {
+    const std::string port_file = dir_ + "/port";
+    std::filesystem::remove(port_file);
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port), "--port-file=" + port_file,
+                                 "--db=" + dir_ + "/c.db", "--lease-seconds=2"},
+        absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
+    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
+      int p = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
+        port_ = p;
+        jobs_ = v1::JobService::NewStub(
+            grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials()));
+        return;
+      }
+      if (!coordinator_->running() || coordinator_->wait(10ms)) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "coordinator did not start";
+  }
+
+  Process* start_worker(int threads) {
+    workers_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port_),
+                                 absl::StrCat("--threads=", threads), "--hash=0"},
+        absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
+    return workers_.back().get();
+  }
+
+  std::string cli(const std::string& args, int* exit_code = nullptr) {
+    const auto r = run_command(absl::StrCat(kCliBin, " ", args, " --coordinator 127.0.0.1:", port_));
+    if (exit_code) *exit_code = r.exit_code;
+    return r.output;
+  }
+
+  std::string submit(const std::string& spec) {
+    int rc = -1;
+    const std::string out = cli("submit selfplay " + spec, &rc);
+    EXPECT_EQ(rc, 0) << out;
+    const std::vector<std::string> words = absl::StrSplit(absl::StripAsciiWhitespace(out), ' ');
+    return words.back();  // the job id is the last word
+  }
+
+  // Polls until pred holds (through coordinator restarts); the last state seen is in *job.
+  bool wait_job(const std::string& id, const std::function<bool(const v1::Job&)>& pred, v1::Job* job) {
+    for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+      v1::GetJobRequest req;
+      req.set_job_id(id);
+      if (jobs_->GetJob(&ctx, req, job).ok() && pred(*job)) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  // `c960 results` (CSV and PGN) equal to `c960 selfplay` for the same spec; PGN accepted by
+  // pgn-extract; c960 watch ends with success.
+  void expect_equal_to_local(const std::string& job, const std::string& spec, int games) {
+    int rc = -1;
+    std::string out = cli("watch " + job, &rc);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_TRUE(absl::StrContains(out, "leading")) << out;
+    const std::string csv = cli("results " + job + " --out " + dir_ + "/d.csv --pgn " + dir_ + "/d.pgn", &rc);
+    ASSERT_EQ(rc, 0) << csv;
+    out = run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
+              .output;
+    const std::string local_csv = read_text(dir_ + "/l.csv"), local_pgn = read_text(dir_ + "/l.pgn");
+    ASSERT_FALSE(local_csv.empty()) << out;
+    EXPECT_TRUE(absl::StartsWith(read_text(dir_ + "/d.csv"),
+                                 "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
+                                 "draw_rate,mean_plies"));
+    EXPECT_EQ(read_text(dir_ + "/d.csv"), local_csv);
+    EXPECT_EQ(read_text(dir_ + "/d.pgn"), local_pgn);
+    EXPECT_EQ(selfplay::testing::pgn_extract_errors(dir_ + "/d.pgn"), "");
+    // Every game once: as many [Event tags as games planned.
+    size_t events = 0;
+    for (size_t at = 0; (at = local_pgn.find("[Event ", at)) != std::string::npos; ++at) ++events;
+    EXPECT_EQ(events, size_t(games));
+    const std::string json = cli("results " + job + " --format json", &rc);
+    ASSERT_EQ(rc, 0) << json;
+    EXPECT_TRUE(absl::StrContains(json, absl::StrCat("\"total\": {\"games\": ", games))) << json;
+  }
+
+  std::string dir_;
+  int port_ = 0;
+  int coordinator_starts_ = 0;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+};
+
+TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWorker) {
+  start_coordinator();
+  const std::string spec =
+      "--sps 0,518,959 --games-per-position 8 --engine builtin --nodes 3000 --random-plies 4 --seed 11 --max-plies 160";
+  const std::string job = submit(spec + " --games-per-unit 1");
+  ASSERT_TRUE(absl::StartsWith(job, "job-")) << job;
+  start_worker(1);
+  v1::Job j;
+  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.progress().units_done() >= 2; }, &j));
+  ASSERT_LT(j.progress().units_done(), j.progress().units_total()) << "the job ended before the restart";
+  coordinator_->kill_now();
+  start_coordinator(port_);
+  // The worker reconnects; kill it while it holds a unit, with more still to come.
+  ASSERT_TRUE(wait_job(job,
+                       [](const v1::Job& j) {
+                         return j.progress().units_done() >= 6 && j.progress().units_leased() >= 1 &&
+                                j.progress().units_done() < j.progress().units_total() - 2;
+                       },
+                       &j))
+      << j.ShortDebugString();
+  workers_[0]->kill_now();
+  start_worker(2);
+  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, &j));
+  EXPECT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(j.result_mismatches(), 0) << j.mismatch_detail();
+  EXPECT_EQ(j.progress().games_done(), 24);
+  expect_equal_to_local(job, spec, 24);
+}
+
+TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
+  const std::string sf = selfplay::testing::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  start_coordinator();
+  const std::string spec = "--sps 0,518 --games-per-position 3 --engine " + sf +
+                           " --option Hash=16 --nodes 2000 --random-plies 2 --seed 5 --max-plies 120";
+  const std::string job = submit(spec + " --games-per-unit 1");
+  start_worker(1);
+  v1::Job j;
+  ASSERT_TRUE(wait_job(job,
+                       [](const v1::Job& j) {
+                         return j.progress().units_done() >= 1 && j.progress().units_leased() >= 1 &&
+                                j.progress().units_done() < j.progress().units_total() - 1;
+                       },
+                       &j))
+      << j.ShortDebugString();
+  workers_[0]->kill_now();
+  start_worker(2);
+  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, &j));
+  EXPECT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(j.result_mismatches(), 0) << j.mismatch_detail();
+  expect_equal_to_local(job, spec, 6);
+}
+
+TEST_F(SelfPlayClusterTest, AnEngineMissingOnTheWorkersFailsTheJobWithTheReason) {
+  start_coordinator();
+  const std::string job = submit("--sps 3 --games-per-position 2 --engine " + dir_ + "/no-engine --nodes 100");
+  start_worker(1);
+  int rc = -1;
+  const std::string out = cli("watch " + job, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_TRUE(absl::StrContains(out, "FAILED")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "no-engine")) << out;
+  EXPECT_TRUE(workers_[0]->running());  // reported, not crashed
+  // Requests are checked by the coordinator too, naming the field.
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->mutable_selfplay()->set_games_per_position(2);
+  req.mutable_spec()->mutable_selfplay()->set_engine("builtin");
+  req.mutable_spec()->mutable_selfplay()->set_depth(0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  v1::Job ignored;
+  grpc::Status s = jobs_->SubmitJob(&ctx, req, &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(s.error_message(), "limits")) << s.error_message();
+  const std::string usage = cli("submit selfplay --games-per-position 2 --engine builtin --depth 2 --fen x", &rc);
+  EXPECT_EQ(rc, 2) << usage;
+  EXPECT_TRUE(absl::StrContains(usage, "--fen")) << usage;
+  cli("results job-999", &rc);
+  EXPECT_EQ(rc, 2);
+}
+
+}  // namespace
+}  // namespace c960::cluster
