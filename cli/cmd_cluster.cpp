@@ -104,14 +104,7 @@ struct Invocation {
 };
 
 std::optional<int> start(const CommandSpec& spec, const std::vector<std::string>& argv, Invocation* inv) {
-  for (const std::string& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << help_text(spec);
-      return kExitOk;
-    }
-  absl::StatusOr<ParsedArgs> p = parse_args(spec, argv);
-  if (!p.ok()) return usage_fail(spec.name.c_str(), p.status());
-  inv->args = std::move(*p);
+  if (std::optional<int> rc = parse_command(spec, argv, &inv->args)) return rc;
   inv->address = coordinator_address(inv->args);
   inv->stub = v1::JobService::NewStub(channel_for(inv->address));
   return std::nullopt;

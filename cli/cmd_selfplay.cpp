@@ -49,13 +49,9 @@ int fail(const absl::Status& s) {
 }  // namespace
 
 int cmd_selfplay(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << help_text(kSpec);
-      return kExitOk;
-    }
-  absl::StatusOr<ParsedArgs> p = parse_args(kSpec, args);
-  if (!p.ok()) return fail(p.status());
+  ParsedArgs parsed_args;
+  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  const ParsedArgs* p = &parsed_args;
   absl::StatusOr<SelfPlaySpec> spec = selfplay_spec_from_args(*p);
   if (!spec.ok()) return fail(spec.status());
   absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);

@@ -30,6 +30,7 @@
 #include "notation.h"
 #include "perft.h"
 #include "position.h"
+#include "cluster_fixture.h"
 #include "process.h"
 #include "startpos.h"
 #include "u128.h"
@@ -39,11 +40,9 @@ namespace {
 
 using c960::testing::Process;
 using namespace std::chrono_literals;
+using testing::kCliBin;
+using testing::read_text;
 
-const std::string kBin = C960_BINARY_DIR;
-const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
-const std::string kWorkerBin = kBin + "/worker/c960-worker";
-const std::string kCliBin = kBin + "/cli/c960";
 
 // sp -> perft at depths 1..6, from the published table (see tests/data).
 const std::map<int, std::array<uint64_t, 7>>& reference() {
@@ -67,13 +66,6 @@ const std::map<int, std::array<uint64_t, 7>>& reference() {
   return *table;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -89,60 +81,23 @@ int free_port() {
   return port;
 }
 
-class ClusterTest : public ::testing::Test {
+class ClusterTest : public testing::ClusterFixture {
  protected:
   void SetUp() override {
     ASSERT_EQ(reference().size(), 960u);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = absl::StrCat(::testing::TempDir(), "/c960-cluster-", info->name(), "-", getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    db_ = dir_ + "/coordinator.db";
+    ClusterFixture::SetUp();
   }
 
-  void TearDown() override {
-    // Stop everything (also after a failed assertion), then show the logs of a failed test.
-    workers_.clear();
-    coordinator_.reset();
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-      return;
-    }
-    for (const auto& e : std::filesystem::directory_iterator(dir_))
-      if (e.path().extension() == ".log")
-        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
-  }
-
-  // Starts the coordinator on `port` (0: any) and returns the port it serves on.
   int start_coordinator(int port = 0, const std::vector<std::string>& extra = {}) {
-    const std::string port_file = dir_ + "/port";
-    std::filesystem::remove(port_file);
-    std::vector<std::string> argv = {kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port),
-                                     "--port-file=" + port_file, "--db=" + db_};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    coordinator_ = std::make_unique<Process>(argv, dir_ + "/coordinator.log");
-    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
-      int p = 0;
-      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
-        port_ = p;
-        auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials());
-        jobs_ = v1::JobService::NewStub(channel);
-        workers_stub_ = v1::WorkerService::NewStub(channel);
-        return p;
-      }
-      if (!coordinator_->running() || coordinator_->wait(10ms)) break;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "coordinator did not start";
-    return 0;
+    const int p = ClusterFixture::start_coordinator(port, extra);
+    if (p) workers_stub_ = v1::WorkerService::NewStub(channel_);
+    return p;
   }
 
   Process* start_worker(int port, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port), "--threads=1",
-                                     "--hash=16"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    workers_.push_back(std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
-    return workers_.back().get();
+    std::vector<std::string> flags = {"--threads=1", "--hash=16"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return ClusterFixture::start_worker(port, flags);
   }
 
   std::unique_ptr<grpc::ClientContext> ctx(std::chrono::milliseconds timeout = 10s) {
@@ -217,11 +172,6 @@ class ClusterTest : public ::testing::Test {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
 
-  std::string dir_, db_;
-  int port_ = 0;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> workers_;
-  std::unique_ptr<v1::JobService::Stub> jobs_;
   std::unique_ptr<v1::WorkerService::Stub> workers_stub_;
 };
 

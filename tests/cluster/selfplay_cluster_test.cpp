@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
+#include "cluster_fixture.h"
 #include "process.h"
 #include "../selfplay_test_util.h"
 
@@ -28,67 +29,16 @@ using c960::testing::Process;
 using selfplay::testing::run_command;
 using namespace std::chrono_literals;
 
-const std::string kBin = C960_BINARY_DIR;
-const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
-const std::string kWorkerBin = kBin + "/worker/c960-worker";
-const std::string kCliBin = kBin + "/cli/c960";
+using testing::kCliBin;
+using testing::read_text;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class SelfPlayClusterTest : public ::testing::Test {
+class SelfPlayClusterTest : public testing::ClusterFixture {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = absl::StrCat(::testing::TempDir(), "/c960-spcluster-", info->name(), "-", getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-
-  void TearDown() override {
-    workers_.clear();
-    coordinator_.reset();
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-      return;
-    }
-    for (const auto& e : std::filesystem::directory_iterator(dir_))
-      if (e.path().extension() == ".log")
-        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
-  }
-
-  // Starts (or restarts, on the same port and store) the coordinator.
-  void start_coordinator(int port = 0) {
-    const std::string port_file = dir_ + "/port";
-    std::filesystem::remove(port_file);
-    coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port), "--port-file=" + port_file,
-                                 "--db=" + dir_ + "/c.db", "--lease-seconds=2"},
-        absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
-    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
-      int p = 0;
-      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
-        port_ = p;
-        jobs_ = v1::JobService::NewStub(
-            grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials()));
-        return;
-      }
-      if (!coordinator_->running() || coordinator_->wait(10ms)) break;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "coordinator did not start";
-  }
+  // Starts (or restarts, on the same port and store) the coordinator, with short leases.
+  void start_coordinator(int port = 0) { ClusterFixture::start_coordinator(port, {"--lease-seconds=2"}); }
 
   Process* start_worker(int threads) {
-    workers_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port_),
-                                 absl::StrCat("--threads=", threads), "--hash=0"},
-        absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
-    return workers_.back().get();
+    return ClusterFixture::start_worker(port_, {absl::StrCat("--threads=", threads), "--hash=0"});
   }
 
   std::string cli(const std::string& args, int* exit_code = nullptr) {
@@ -146,12 +96,6 @@ class SelfPlayClusterTest : public ::testing::Test {
     EXPECT_TRUE(absl::StrContains(json, absl::StrCat("\"total\": {\"games\": ", games))) << json;
   }
 
-  std::string dir_;
-  int port_ = 0;
-  int coordinator_starts_ = 0;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> workers_;
-  std::unique_ptr<v1::JobService::Stub> jobs_;
 };
 
 TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWorker) {

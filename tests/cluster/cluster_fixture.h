@@ -1,0 +1,106 @@
+// The base of the cluster integration tests: a scratch directory per test (removed when the test
+// passes, its logs printed when it fails), and the real coordinator and workers started on
+// loopback with ephemeral ports; every process is stopped in TearDown, also after a failure.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "process.h"
+
+namespace c960::cluster::testing {
+
+inline const std::string kBin = C960_BINARY_DIR;
+inline const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
+inline const std::string kWorkerBin = kBin + "/worker/c960-worker";
+inline const std::string kCliBin = kBin + "/cli/c960";
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ClusterFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = absl::StrCat(::testing::TempDir(), "/c960-", info->test_suite_name(), "-", info->name(), "-", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = dir_ + "/coordinator.db";
+  }
+
+  void TearDown() override {
+    workers_.clear();
+    coordinator_.reset();
+    if (!HasFailure()) {
+      std::filesystem::remove_all(dir_);
+      return;
+    }
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      if (e.path().extension() == ".log")
+        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
+  }
+
+  // Starts (or restarts, on the same store) the coordinator on `port` (0: any); returns the port
+  // it serves on, or 0 after a test failure if it did not start.
+  int start_coordinator(int port = 0, const std::vector<std::string>& extra = {}) {
+    using namespace std::chrono_literals;
+    const std::string port_file = dir_ + "/port";
+    std::filesystem::remove(port_file);
+    std::vector<std::string> argv = {kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port),
+                                     "--port-file=" + port_file, "--db=" + db_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    coordinator_ = std::make_unique<c960::testing::Process>(
+        argv, absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
+    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
+      int p = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
+        port_ = p;
+        channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials());
+        jobs_ = v1::JobService::NewStub(channel_);
+        return p;
+      }
+      if (!coordinator_->running() || coordinator_->wait(10ms)) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "coordinator did not start";
+    return 0;
+  }
+
+  // Starts a worker for the coordinator on `port` with the given flags.
+  c960::testing::Process* start_worker(int port, const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    workers_.push_back(
+        std::make_unique<c960::testing::Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
+    return workers_.back().get();
+  }
+
+  std::string dir_, db_;
+  int port_ = 0;
+  int coordinator_starts_ = 0;
+  std::unique_ptr<c960::testing::Process> coordinator_;
+  std::vector<std::unique_ptr<c960::testing::Process>> workers_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+};
+
+}  // namespace c960::cluster::testing
