@@ -265,18 +265,25 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
 // (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up).
 constexpr int kMinHashDepth = 2;
 
-// Makes every move it is handed and adds the perft of the result.
+// Makes every move it is handed and adds the perft of the result; children at depth 1 are only
+// made here, into `leaves`, and counted afterwards in one loop.
 template <Color Us, bool Hash>
 struct RecurseSink {
   static constexpr bool StopEarly = false;
   const Board& b;
   int depth;  // of the children
   PerftHash* hash;
+  Board* leaves = nullptr;
+  int leaf_count = 0;
   uint64_t n = 0;
 
   // Children too shallow to be looked up skip their key updates, and so do their children.
   template <class Make>
   void child(Make&& make_child) {
+    if (depth == 1) {
+      make_child(std::integral_constant<bool, false>{}, leaves[leaf_count++]);
+      return;
+    }
     Board nb;
     if (!Hash || depth < kMinHashDepth) {
       make_child(std::integral_constant<bool, false>{}, nb);
@@ -336,7 +343,19 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   if constexpr (Hash)
     if (hash->probe(b.key, depth, cached)) return cached;
   RecurseSink<Us, Hash> rs{b, depth - 1, hash};
-  movegen::generate<Us>(b, rs);
+  if (depth == 2) {
+    // All children first, then their counts: one copy of the counting code, hot in cache.
+    Board leaves[MAX_MOVES];
+    rs.leaves = leaves;
+    movegen::generate<Us>(b, rs);
+    for (int i = 0; i < rs.leaf_count; ++i) {
+      movegen::CountSink cs;
+      movegen::generate<~Us>(leaves[i], cs);
+      rs.n += cs.n;
+    }
+  } else {
+    movegen::generate<Us>(b, rs);
+  }
   if constexpr (Hash) hash->store(b.key, depth, rs.n);
   return rs.n;
 }
