@@ -68,6 +68,24 @@ class SelfPlayClusterTest : public testing::ClusterFixture {
     return false;
   }
 
+  // Kills the first worker while it holds a unit, once `done` units are complete and more than
+  // `left` are still to come; a two-thread worker then finishes the job, which must succeed
+  // with no result mismatch. The last state seen is in *j.
+  void kill_worker_mid_job(const std::string& job, int done, int left, v1::Job* j) {
+    ASSERT_TRUE(wait_job(job,
+                         [&](const v1::Job& x) {
+                           return x.progress().units_done() >= done && x.progress().units_leased() >= 1 &&
+                                  x.progress().units_done() < x.progress().units_total() - left;
+                         },
+                         j))
+        << j->ShortDebugString();
+    workers_[0]->kill_now();
+    start_worker(2);
+    ASSERT_TRUE(wait_job(job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, j));
+    EXPECT_EQ(j->state(), v1::JOB_STATE_SUCCEEDED);
+    EXPECT_EQ(j->result_mismatches(), 0) << j->mismatch_detail();
+  }
+
   // `c960 results` (CSV and PGN) equal to `c960 selfplay` for the same spec; PGN accepted by
   // pgn-extract; c960 watch ends with success.
   void expect_equal_to_local(const std::string& job, const std::string& spec, int games) {
@@ -111,18 +129,7 @@ TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWork
   coordinator_->kill_now();
   start_coordinator(port_);
   // The worker reconnects; kill it while it holds a unit, with more still to come.
-  ASSERT_TRUE(wait_job(job,
-                       [](const v1::Job& j) {
-                         return j.progress().units_done() >= 6 && j.progress().units_leased() >= 1 &&
-                                j.progress().units_done() < j.progress().units_total() - 2;
-                       },
-                       &j))
-      << j.ShortDebugString();
-  workers_[0]->kill_now();
-  start_worker(2);
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, &j));
-  EXPECT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(j.result_mismatches(), 0) << j.mismatch_detail();
+  ASSERT_NO_FATAL_FAILURE(kill_worker_mid_job(job, 6, 2, &j));
   EXPECT_EQ(j.progress().games_done(), 24);
   expect_equal_to_local(job, spec, 24);
 }
@@ -136,18 +143,7 @@ TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
   const std::string job = submit(spec + " --games-per-unit 1");
   start_worker(1);
   v1::Job j;
-  ASSERT_TRUE(wait_job(job,
-                       [](const v1::Job& j) {
-                         return j.progress().units_done() >= 1 && j.progress().units_leased() >= 1 &&
-                                j.progress().units_done() < j.progress().units_total() - 1;
-                       },
-                       &j))
-      << j.ShortDebugString();
-  workers_[0]->kill_now();
-  start_worker(2);
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, &j));
-  EXPECT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(j.result_mismatches(), 0) << j.mismatch_detail();
+  ASSERT_NO_FATAL_FAILURE(kill_worker_mid_job(job, 1, 1, &j));
   expect_equal_to_local(job, spec, 6);
 }
 
