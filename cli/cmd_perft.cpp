@@ -1,10 +1,9 @@
-#include <atomic>
-#include <memory>
-#include <new>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <new>
 #include <sstream>
 #include <unistd.h>
 

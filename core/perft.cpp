@@ -5,6 +5,7 @@
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <thread>
 #include <type_traits>
 
@@ -32,6 +33,11 @@ PerftHash::PerftHash(size_t megabytes) {
   const size_t want = megabytes * 1024 * 1024 / sizeof(Bucket);
   buckets_ = want ? size_t(1) << (63 - std::countl_zero(uint64_t(want))) : 0;
   if (!buckets_) return;
+  // More than the machine has would only swap or be killed: refuse it like a failed mapping.
+  if (bytes() / sysconf(_SC_PAGESIZE) > size_t(sysconf(_SC_PHYS_PAGES))) {
+    buckets_ = 0;
+    throw std::bad_alloc();
+  }
   // Anonymous pages arrive zeroed (an empty slot is all zero). Huge pages spare the TLB on
   // random probes. Touching every page once, in order, here is much cheaper than faulting them
   // in at random from the search (seen: 10x on a 4 GB table).

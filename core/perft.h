@@ -24,7 +24,7 @@ std::string to_string(NodeCount n);
 // not safe while other threads use the table.
 class PerftHash {
  public:
-  // Throws std::bad_alloc when the memory cannot be mapped.
+  // Throws std::bad_alloc when the memory cannot be mapped or exceeds the machine's memory.
   explicit PerftHash(size_t megabytes);
   ~PerftHash();
   PerftHash(const PerftHash&) = delete;

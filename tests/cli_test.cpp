@@ -96,6 +96,9 @@ TEST(Cli, PerftBadInput) {
   expect_usage_error({"perft", "--epd", "x", "--depth", "3"}, "--depth does not go with --epd");
   expect_usage_error({"perft", "--table", "--depth", "2", "--sps", "0-1000"}, "--sps");
   expect_usage_error({"perft", "--depth", "2", "--sp", "1", "--out", "x.csv"}, "--out only goes with --table");
+  expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--hash", "1048576"}, "--hash: cannot allocate");
+  expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--hash", "-1"}, "--hash: -1 is out of range");
+  expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--zobrist-seed", "0"}, "--zobrist-seed: 0 is out of range");
   expect_usage_error({"nonsense"}, "unknown command");
 }
 
