@@ -162,14 +162,4 @@ Bitboard pext_attacks(PieceType pt, Square s, Bitboard occ) {
 }
 #endif
 
-std::string pretty(Bitboard b) {
-  std::string out;
-  for (int r = RANK_8; r >= RANK_1; --r) {
-    for (int f = FILE_A; f <= FILE_H; ++f)
-      out += (b & square_bb(make_square(File(f), Rank(r)))) ? 'X' : '.';
-    out += '\n';
-  }
-  return out;
-}
-
 }  // namespace c960

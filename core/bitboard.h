@@ -2,7 +2,6 @@
 #pragma once
 
 #include <bit>
-#include <string>
 
 #include "types.h"
 
@@ -99,9 +98,6 @@ struct Magic {
   unsigned magic_index(Bitboard occ) const { return unsigned(((occ & mask) * magic) >> shift); }
 #if C960_HAS_PEXT
   unsigned pext_index(Bitboard occ) const { return unsigned(_pext_u64(occ, mask)); }
-  Bitboard lookup(Bitboard occ) const { return pext_attacks[pext_index(occ)]; }
-#else
-  Bitboard lookup(Bitboard occ) const { return attacks[magic_index(occ)]; }
 #endif
 };
 
@@ -132,8 +128,10 @@ inline Bitboard bishop_attacks(Square s, Bitboard occ) {
 }
 inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookPext[s].attacks[_pext_u64(occ, RookPext[s].mask)]; }
 #else
-inline Bitboard bishop_attacks(Square s, Bitboard occ) { return BishopMagics[s].lookup(occ); }
-inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookMagics[s].lookup(occ); }
+inline Bitboard bishop_attacks(Square s, Bitboard occ) {
+  return BishopMagics[s].attacks[BishopMagics[s].magic_index(occ)];
+}
+inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookMagics[s].attacks[RookMagics[s].magic_index(occ)]; }
 #endif
 inline Bitboard queen_attacks(Square s, Bitboard occ) { return bishop_attacks(s, occ) | rook_attacks(s, occ); }
 
@@ -163,7 +161,5 @@ Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ);
 #if C960_HAS_PEXT
 Bitboard pext_attacks(PieceType pt, Square s, Bitboard occ);
 #endif
-
-std::string pretty(Bitboard b);
 
 }  // namespace c960

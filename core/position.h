@@ -80,7 +80,6 @@ class Position {
   int rule50() const { return st_->rule50; }
   int game_ply() const { return game_ply_; }
   int fullmove_number() const { return 1 + (game_ply_ - (side_ == BLACK)) / 2; }
-  Piece captured_piece() const { return st_->captured; }
   const StateInfo* state() const { return st_; }
 
   // Attacks.
