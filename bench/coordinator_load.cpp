@@ -24,8 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "compute.h"
-#include "process.h"
+#include "worker/compute.h"
+#include "tests/cluster/process.h"
 
 ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
 ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");

@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include "compute.h"
-#include "coordinator.h"
+#include "worker/compute.h"
+#include "coordinator/coordinator.h"
 
 namespace c960::cluster {
 namespace {

@@ -1,8 +1,8 @@
 // Built-in engine speed: nodes per second of a fixed-node search from start positions.
 #include <benchmark/benchmark.h>
 
-#include "search.h"
-#include "startpos.h"
+#include "core/engine/search.h"
+#include "core/startpos.h"
 
 namespace {
 

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "movegen.h"
-#include "perft.h"
-#include "startpos.h"
-#include "suite.h"
+#include "core/movegen.h"
+#include "core/perft.h"
+#include "core/startpos.h"
+#include "core/suite.h"
 
 namespace c960 {
 namespace {

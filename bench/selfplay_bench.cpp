@@ -15,10 +15,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "movegen.h"
-#include "players.h"
-#include "startpos.h"
-#include "stats.h"
+#include "core/movegen.h"
+#include "selfplay/players.h"
+#include "core/startpos.h"
+#include "selfplay/stats.h"
 
 using namespace c960;
 using namespace c960::selfplay;

@@ -15,15 +15,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "args.h"
+#include "cli/args.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "commands.h"
-#include "config.h"
-#include "perft.h"
-#include "proto_convert.h"
-#include "selfplay_args.h"
-#include "stats.h"
-#include "u128.h"
+#include "cli/commands.h"
+#include "cluster/channel.h"
+#include "cluster/config.h"
+#include "core/perft.h"
+#include "cluster/selfplay_proto.h"
+#include "cli/selfplay_args.h"
+#include "selfplay/stats.h"
+#include "cluster/u128.h"
 
 namespace c960::cli {
 namespace {
@@ -40,11 +41,7 @@ std::string coordinator_address(const ParsedArgs& p) {
   return cluster::kDefaultCoordinator;
 }
 
-std::shared_ptr<grpc::Channel> channel_for(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(cluster::kMaxMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
+std::shared_ptr<grpc::Channel> channel_for(const std::string& address) { return cluster::make_channel({address}); }
 
 void set_deadline(grpc::ClientContext& ctx, int64_t ms) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));

@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "args.h"
-#include "commands.h"
-#include "notation.h"
-#include "perft.h"
-#include "startpos.h"
-#include "suite.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "core/startpos.h"
+#include "core/suite.h"
 
 namespace c960::cli {
 namespace {

@@ -5,12 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "args.h"
-#include "commands.h"
-#include "local_runner.h"
-#include "selfplay_args.h"
-#include "startpos.h"
-#include "stats.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "selfplay/local_runner.h"
+#include "cli/selfplay_args.h"
+#include "core/startpos.h"
+#include "selfplay/stats.h"
 
 namespace c960::cli {
 namespace {

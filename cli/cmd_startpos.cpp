@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "args.h"
-#include "commands.h"
-#include "startpos.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/startpos.h"
 
 namespace c960::cli {
 namespace {

@@ -1,9 +1,9 @@
-#include "selfplay_args.h"
+#include "cli/selfplay_args.h"
 
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "startpos.h"
+#include "core/startpos.h"
 
 namespace c960::cli {
 

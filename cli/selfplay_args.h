@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "args.h"
-#include "spec.h"
+#include "cli/args.h"
+#include "selfplay/spec.h"
 
 namespace c960::cli {
 

@@ -1,4 +1,4 @@
-#include "coordinator.h"
+#include "coordinator/coordinator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "u128.h"
+#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {

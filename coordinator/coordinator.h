@@ -24,10 +24,10 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
-#include "clock.h"
-#include "config.h"
-#include "job_kind.h"
-#include "store.h"
+#include "coordinator/clock.h"
+#include "cluster/config.h"
+#include "coordinator/job_kind.h"
+#include "coordinator/store.h"
 
 namespace c960::cluster {
 

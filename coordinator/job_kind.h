@@ -12,8 +12,8 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
-#include "perft.h"
-#include "store.h"
+#include "core/perft.h"
+#include "coordinator/store.h"
 
 namespace c960::cluster {
 

@@ -10,10 +10,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "coordinator.h"
-#include "flag_names.h"
-#include "service.h"
+#include "cluster/config.h"
+#include "coordinator/coordinator.h"
+#include "cluster/flags.h"
+#include "coordinator/service.h"
+#include "cluster/server.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
 ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this file once serving");
@@ -54,8 +55,7 @@ int main(int argc, char** argv) {
   c960::cluster::WorkerServiceImpl workers(&coordinator);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(c960::cluster::kMaxMessageBytes);
+  c960::cluster::configure_server({absl::GetFlag(FLAGS_listen)}, &builder, &port);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

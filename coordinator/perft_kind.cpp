@@ -2,10 +2,10 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "job_kind.h"
-#include "planner.h"
-#include "u128.h"
+#include "cluster/config.h"
+#include "coordinator/job_kind.h"
+#include "coordinator/planner.h"
+#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {

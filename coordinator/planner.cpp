@@ -1,16 +1,16 @@
-#include "planner.h"
+#include "coordinator/planner.h"
 
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "config.h"
-#include "movegen.h"
-#include "notation.h"
-#include "perft.h"
-#include "position.h"
-#include "startpos.h"
+#include "cluster/config.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "core/position.h"
+#include "core/startpos.h"
 
 namespace c960::cluster {
 

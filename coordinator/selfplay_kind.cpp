@@ -2,10 +2,10 @@
 // carries its games, each replayed here for legality before it is stored. Results per position
 // are the games of its units in index order, so statistics built from them equal a local run's.
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "job_kind.h"
-#include "proto_convert.h"
-#include "startpos.h"
+#include "cluster/config.h"
+#include "coordinator/job_kind.h"
+#include "cluster/selfplay_proto.h"
+#include "core/startpos.h"
 
 namespace c960::cluster {
 namespace {

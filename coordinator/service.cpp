@@ -1,4 +1,4 @@
-#include "service.h"
+#include "coordinator/service.h"
 
 #include <chrono>
 #include <thread>

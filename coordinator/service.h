@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "coordinator.h"
+#include "coordinator/coordinator.h"
 
 namespace c960::cluster {
 

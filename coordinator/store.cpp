@@ -1,4 +1,4 @@
-#include "store.h"
+#include "coordinator/store.h"
 
 #include <sqlite3.h>
 

@@ -1,9 +1,9 @@
-#include "bitboard.h"
+#include "core/bitboard.h"
 
 #include <cstring>
 #include <mutex>
 
-#include "prng.h"
+#include "core/prng.h"
 
 namespace c960 {
 

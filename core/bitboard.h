@@ -3,7 +3,7 @@
 
 #include <bit>
 
-#include "types.h"
+#include "core/types.h"
 
 #if defined(__BMI2__) && !defined(C960_NO_PEXT)
 #include <immintrin.h>

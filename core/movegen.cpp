@@ -1,6 +1,6 @@
-#include "movegen.h"
+#include "core/movegen.h"
 
-#include "movegen_impl.h"
+#include "core/movegen_impl.h"
 
 namespace c960 {
 namespace {

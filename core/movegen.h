@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "position.h"
+#include "core/position.h"
 
 namespace c960 {
 

@@ -16,8 +16,8 @@
 
 #include <type_traits>
 
-#include "bitboard.h"
-#include "types.h"
+#include "core/bitboard.h"
+#include "core/types.h"
 
 namespace c960::movegen {
 

@@ -1,7 +1,7 @@
-#include "notation.h"
+#include "core/notation.h"
 
 #include "absl/strings/str_cat.h"
-#include "movegen.h"
+#include "core/movegen.h"
 
 namespace c960 {
 namespace {

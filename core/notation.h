@@ -5,7 +5,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
-#include "position.h"
+#include "core/position.h"
 
 namespace c960 {
 

@@ -1,4 +1,4 @@
-#include "perft.h"
+#include "core/perft.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,8 +9,8 @@
 #include <thread>
 #include <type_traits>
 
-#include "movegen.h"
-#include "movegen_impl.h"
+#include "core/movegen.h"
+#include "core/movegen_impl.h"
 
 namespace c960 {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "position.h"
+#include "core/position.h"
 
 namespace c960 {
 

@@ -1,11 +1,11 @@
-#include "position.h"
+#include "core/position.h"
 
 #include <charconv>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "prng.h"
+#include "core/prng.h"
 
 namespace c960 {
 

@@ -6,8 +6,8 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
-#include "bitboard.h"
-#include "types.h"
+#include "core/bitboard.h"
+#include "core/types.h"
 
 namespace c960 {
 

@@ -1,4 +1,4 @@
-#include "startpos.h"
+#include "core/startpos.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "position.h"
-#include "prng.h"
+#include "core/position.h"
+#include "core/prng.h"
 
 namespace c960 {
 namespace {

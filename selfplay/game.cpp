@@ -1,4 +1,4 @@
-#include "game.h"
+#include "selfplay/game.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "movegen.h"
-#include "notation.h"
-#include "prng.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/prng.h"
 
 namespace c960::selfplay {
 namespace {

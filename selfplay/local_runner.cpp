@@ -1,11 +1,11 @@
-#include "local_runner.h"
+#include "selfplay/local_runner.h"
 
 #include <atomic>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "uci_engine.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
 

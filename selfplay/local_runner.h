@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "spec.h"
+#include "selfplay/spec.h"
 
 namespace c960::selfplay {
 

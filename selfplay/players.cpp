@@ -1,10 +1,10 @@
-#include "players.h"
+#include "selfplay/players.h"
 
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "movegen.h"
-#include "notation.h"
+#include "core/movegen.h"
+#include "core/notation.h"
 
 namespace c960::selfplay {
 

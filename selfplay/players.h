@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "game.h"
-#include "prng.h"
-#include "search.h"
-#include "uci_engine.h"
+#include "selfplay/game.h"
+#include "core/prng.h"
+#include "core/engine/search.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
 

@@ -1,11 +1,11 @@
-#include "spec.h"
+#include "selfplay/spec.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "movegen.h"
-#include "players.h"
-#include "prng.h"
-#include "startpos.h"
+#include "core/movegen.h"
+#include "selfplay/players.h"
+#include "core/prng.h"
+#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "game.h"
-#include "uci_engine.h"
+#include "selfplay/game.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
 

@@ -1,4 +1,4 @@
-#include "stats.h"
+#include "selfplay/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "startpos.h"
+#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "game.h"
+#include "selfplay/game.h"
 
 namespace c960::selfplay {
 

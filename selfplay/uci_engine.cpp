@@ -1,4 +1,4 @@
-#include "uci_engine.h"
+#include "selfplay/uci_engine.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "game.h"
+#include "selfplay/game.h"
 
 extern char** environ;
 

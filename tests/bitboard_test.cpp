@@ -1,7 +1,7 @@
-#include "bitboard.h"
+#include "core/bitboard.h"
 
 #include "gtest/gtest.h"
-#include "prng.h"
+#include "core/prng.h"
 
 namespace c960 {
 namespace {

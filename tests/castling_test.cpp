@@ -1,10 +1,10 @@
 // Every Chess960 castling case and condition, on positions written for it. Perft counts were
 // cross-checked with Stockfish 15.1 (go perft, UCI_Chess960 true).
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "notation.h"
-#include "perft.h"
-#include "test_util.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -4,10 +4,10 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
-#include "notation.h"
-#include "perft.h"
-#include "process_util.h"
-#include "test_util.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

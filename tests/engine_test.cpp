@@ -6,14 +6,14 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "eval.h"
+#include "core/engine/eval.h"
 #include "gtest/gtest.h"
-#include "mate_prover.h"
-#include "movegen.h"
-#include "notation.h"
-#include "players.h"
-#include "search.h"
-#include "startpos.h"
+#include "tests/mate_prover.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "selfplay/players.h"
+#include "core/engine/search.h"
+#include "core/startpos.h"
 
 namespace c960::engine {
 namespace {

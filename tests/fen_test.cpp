@@ -2,9 +2,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "startpos.h"
-#include "suite.h"
-#include "test_util.h"
+#include "core/startpos.h"
+#include "core/suite.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -5,11 +5,11 @@
 //  - undo_move restores FEN and key exactly;
 //  - every generated move round-trips through UCI and SAN.
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "notation.h"
-#include "startpos.h"
-#include "suite.h"
-#include "test_util.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/startpos.h"
+#include "core/suite.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -2,8 +2,8 @@
 // evaluation. Used to build and to check the mate test suite.
 #pragma once
 
-#include "movegen.h"
-#include "position.h"
+#include "core/movegen.h"
+#include "core/position.h"
 
 namespace c960::testing {
 

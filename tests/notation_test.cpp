@@ -1,8 +1,8 @@
-#include "notation.h"
+#include "core/notation.h"
 
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "test_util.h"
+#include "core/movegen.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -3,12 +3,12 @@
 #include <random>
 
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "perft.h"
-#include "prng.h"
-#include "startpos.h"
-#include "suite.h"
-#include "test_util.h"
+#include "core/movegen.h"
+#include "core/perft.h"
+#include "core/prng.h"
+#include "core/startpos.h"
+#include "core/suite.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

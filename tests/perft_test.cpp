@@ -1,10 +1,10 @@
 // Perft against published tables and suites (see tests/data/README.md for the sources).
-#include "perft.h"
+#include "core/perft.h"
 
 #include "gtest/gtest.h"
-#include "startpos.h"
-#include "suite.h"
-#include "test_util.h"
+#include "core/startpos.h"
+#include "core/suite.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -5,9 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "local_runner.h"
-#include "selfplay_test_util.h"
-#include "spec.h"
+#include "selfplay/local_runner.h"
+#include "tests/selfplay_test_util.h"
+#include "selfplay/spec.h"
 
 namespace c960::selfplay {
 namespace {

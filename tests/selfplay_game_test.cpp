@@ -2,12 +2,12 @@
 #include <deque>
 
 #include "absl/strings/str_split.h"
-#include "game.h"
+#include "selfplay/game.h"
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "players.h"
-#include "selfplay_test_util.h"
-#include "startpos.h"
+#include "core/movegen.h"
+#include "selfplay/players.h"
+#include "tests/selfplay_test_util.h"
+#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {

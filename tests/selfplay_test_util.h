@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "game.h"
-#include "notation.h"
+#include "selfplay/game.h"
+#include "core/notation.h"
 
 namespace c960::selfplay::testing {
 

@@ -1,9 +1,9 @@
-#include "startpos.h"
+#include "core/startpos.h"
 
 #include <set>
 
 #include "gtest/gtest.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "stats.h"
+#include "selfplay/stats.h"
 
 namespace c960::selfplay {
 namespace {

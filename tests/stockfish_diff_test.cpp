@@ -10,12 +10,12 @@
 #include <map>
 
 #include "gtest/gtest.h"
-#include "movegen.h"
-#include "notation.h"
-#include "perft.h"
-#include "prng.h"
-#include "startpos.h"
-#include "test_util.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "core/prng.h"
+#include "core/startpos.h"
+#include "tests/test_util.h"
 
 namespace c960 {
 namespace {

@@ -1,4 +1,4 @@
-#include "suite.h"
+#include "core/suite.h"
 
 #include "gtest/gtest.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "position.h"
+#include "core/position.h"
 
 namespace c960::test {
 

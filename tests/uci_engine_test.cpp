@@ -5,10 +5,10 @@
 #include <cerrno>
 
 #include "gtest/gtest.h"
-#include "players.h"
-#include "selfplay_test_util.h"
-#include "startpos.h"
-#include "uci_engine.h"
+#include "selfplay/players.h"
+#include "tests/selfplay_test_util.h"
+#include "core/startpos.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
 namespace {

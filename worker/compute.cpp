@@ -1,14 +1,14 @@
-#include "compute.h"
+#include "worker/compute.h"
 
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "notation.h"
-#include "local_runner.h"
-#include "position.h"
-#include "proto_convert.h"
-#include "u128.h"
+#include "cluster/config.h"
+#include "core/notation.h"
+#include "selfplay/local_runner.h"
+#include "core/position.h"
+#include "cluster/selfplay_proto.h"
+#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
-#include "perft.h"
+#include "core/perft.h"
 
 namespace c960::cluster {
 

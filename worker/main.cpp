@@ -10,9 +10,10 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "flag_names.h"
-#include "worker.h"
+#include "cluster/config.h"
+#include "cluster/flags.h"
+#include "worker/worker.h"
+#include "cluster/channel.h"
 
 ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
 ABSL_FLAG(int32_t, threads, 1, "compute threads (1..4096; 0: one per CPU)");
@@ -60,15 +61,7 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     options.name = absl::StrCat(host, ":", getpid());
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(c960::cluster::kMaxMessageBytes);
-  // gRPC's own reconnect backoff grows to two minutes; cap it like ours so a restarted
-  // coordinator gets its workers back within seconds.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffInitialMs));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, int(c960::cluster::kBackoffMaxMs));
-  auto channel =
-      grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), args);
+  auto channel = c960::cluster::make_channel({absl::GetFlag(FLAGS_coordinator)});
   std::unique_ptr<c960::cluster::Worker> owned;
   try {
     owned = std::make_unique<c960::cluster::Worker>(channel, options);

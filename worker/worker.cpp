@@ -1,4 +1,4 @@
-#include "worker.h"
+#include "worker/worker.h"
 
 #include <chrono>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "compute.h"
+#include "worker/compute.h"
 
 namespace c960::cluster {
 

@@ -17,8 +17,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "c960/v1/cluster.grpc.pb.h"
-#include "config.h"
-#include "perft.h"
+#include "cluster/config.h"
+#include "core/perft.h"
 
 namespace c960::cluster {
 

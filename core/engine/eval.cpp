@@ -1,4 +1,4 @@
-#include "eval.h"
+#include "core/engine/eval.h"
 
 #include <algorithm>
 

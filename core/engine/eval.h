@@ -2,7 +2,7 @@
 // piece-square tables, mobility, king safety and pawn structure.
 #pragma once
 
-#include "position.h"
+#include "core/position.h"
 
 namespace c960::engine {
 

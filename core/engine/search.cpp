@@ -1,11 +1,11 @@
-#include "search.h"
+#include "core/engine/search.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "movegen.h"
-#include "prng.h"
+#include "core/movegen.h"
+#include "core/prng.h"
 
 namespace c960::engine {
 namespace {

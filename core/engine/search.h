@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "eval.h"
-#include "position.h"
+#include "core/engine/eval.h"
+#include "core/position.h"
 
 namespace c960::engine {
 

@@ -21,7 +21,7 @@
 #include "absl/strings/strip.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "process.h"
+#include "tests/cluster/process.h"
 
 namespace c960::cluster::testing {
 

@@ -26,14 +26,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "compute.h"
-#include "notation.h"
-#include "perft.h"
-#include "position.h"
-#include "cluster_fixture.h"
-#include "process.h"
-#include "startpos.h"
-#include "u128.h"
+#include "worker/compute.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "core/position.h"
+#include "tests/cluster/cluster_fixture.h"
+#include "tests/cluster/process.h"
+#include "core/startpos.h"
+#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {

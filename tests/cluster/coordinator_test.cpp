@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
-#include "compute.h"
-#include "coordinator.h"
-#include "notation.h"
-#include "perft.h"
-#include "position.h"
-#include "startpos.h"
-#include "u128.h"
+#include "worker/compute.h"
+#include "coordinator/coordinator.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "core/position.h"
+#include "core/startpos.h"
+#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {

@@ -6,13 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
-#include "config.h"
-#include "movegen.h"
-#include "notation.h"
-#include "perft.h"
-#include "planner.h"
-#include "position.h"
-#include "startpos.h"
+#include "cluster/config.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/perft.h"
+#include "coordinator/planner.h"
+#include "core/position.h"
+#include "core/startpos.h"
 
 namespace c960::cluster {
 namespace {

@@ -18,9 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "cluster_fixture.h"
-#include "process.h"
-#include "../selfplay_test_util.h"
+#include "tests/cluster/cluster_fixture.h"
+#include "tests/cluster/process.h"
+#include "tests/selfplay_test_util.h"
 
 namespace c960::cluster {
 namespace {

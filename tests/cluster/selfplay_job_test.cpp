@@ -9,11 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "compute.h"
-#include "coordinator.h"
-#include "local_runner.h"
-#include "proto_convert.h"
-#include "stats.h"
+#include "worker/compute.h"
+#include "coordinator/coordinator.h"
+#include "selfplay/local_runner.h"
+#include "cluster/selfplay_proto.h"
+#include "selfplay/stats.h"
 
 namespace c960::cluster {
 namespace {

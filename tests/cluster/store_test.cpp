@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "store.h"
+#include "coordinator/store.h"
 
 namespace c960::cluster {
 namespace {

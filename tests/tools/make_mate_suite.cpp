@@ -7,10 +7,10 @@
 #include <deque>
 #include <string>
 
-#include "../mate_prover.h"
-#include "notation.h"
-#include "players.h"
-#include "startpos.h"
+#include "tests/mate_prover.h"
+#include "core/notation.h"
+#include "selfplay/players.h"
+#include "core/startpos.h"
 
 using namespace c960;
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "c960/v1/cluster.pb.h"
-#include "perft.h"
+#include "core/perft.h"
 
 namespace c960::cluster {
 

@@ -1,10 +1,10 @@
-#include "proto_convert.h"
+#include "cluster/selfplay_proto.h"
 
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "notation.h"
-#include "position.h"
-#include "startpos.h"
+#include "cluster/config.h"
+#include "core/notation.h"
+#include "core/position.h"
+#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
-#include "game.h"
-#include "spec.h"
+#include "selfplay/game.h"
+#include "selfplay/spec.h"
 
 namespace c960::selfplay {
 
