@@ -4,9 +4,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace c960::cluster {
 
+// The version the daemons report (--version, and workers to the coordinator).
+inline constexpr char kVersion[] = "0.1.0";
+// The coordinator's port when an address names none ("--listen 0.0.0.0", "--coordinator host").
+inline constexpr int kDefaultPort = 7960;
 // Where clients and workers look for the coordinator unless told otherwise (loopback only).
 inline constexpr char kDefaultCoordinator[] = "127.0.0.1:7960";
 // Where the coordinator listens by default; port 0 picks a free port.
@@ -73,5 +79,14 @@ inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared b
 inline constexpr int64_t kDefaultGraceSeconds = 30;       // SIGTERM: finish held units this long
 inline constexpr int kPrefetchPerThread = 1;              // units queued beyond the running ones
 inline constexpr int64_t kFailurePauseMs = 1'000;         // no new units this long after a unit failure
+
+// "host" -> "host:7960", "[::1]" -> "[::1]:7960"; an address with a port, a bare IPv6 address
+// or a scheme ("unix:/path", "dns:///host:1") is left as it is. gRPC itself would dial 443.
+inline std::string with_default_port(std::string_view address) {
+  std::string out(address);
+  if (address.empty() || address.find("://") != std::string_view::npos || address.rfind("unix:", 0) == 0) return out;
+  const bool needs_port = address.front() == '[' ? address.back() == ']' : address.find(':') == std::string_view::npos;
+  return needs_port ? out + ":" + std::to_string(kDefaultPort) : out;
+}
 
 }  // namespace c960::cluster

@@ -1,18 +1,45 @@
-// absl flags are named with underscores; the documented spelling uses dashes (--port-file).
-// Rewrites "--port-file=x" to "--port_file=x" in place before absl::ParseCommandLine.
+// Command lines of the daemons (c960-coordinator, c960-worker). Their flags are absl flags
+// (ABSL_FLAG in their main.cpp), but the command line is read here rather than by
+// absl::ParseCommandLine, so that both daemons behave like the c960 tool:
+//  - the documented spelling uses dashes (--port-file); absl's underscores are accepted too;
+//  - --help / -h print the daemon's own flags (never absl's internals) and exit 0, --version
+//    prints the version and exits 0;
+//  - an unknown flag, a bad value or a stray argument is a usage error: a message naming it on
+//    stderr and exit code 2 (absl would exit 1);
+//  - a flag may take its default from an environment variable (e.g. C960_TOKEN), which the
+//    command line overrides.
 #pragma once
 
-#include <cstring>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
 
 namespace c960::cluster {
 
-inline void dashes_to_underscores(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* a = argv[i];
-    if (std::strncmp(a, "--", 2) != 0 || a[2] == '\0') continue;
-    for (char* p = a + 2; *p && *p != '='; ++p)
-      if (*p == '-') *p = '_';
-  }
-}
+struct FlagDoc {
+  absl::string_view name;     // absl name, with underscores: "port_file"
+  absl::string_view metavar;  // "FILE"; empty for a boolean flag
+  absl::string_view env = {};  // environment variable giving the default, if any
+};
+
+struct DaemonCommand {
+  absl::string_view name;     // "c960-coordinator"
+  absl::string_view usage;    // "c960-coordinator [--listen HOST:PORT] ..."
+  absl::string_view summary;  // a paragraph
+  absl::string_view version;  // printed by --version
+  std::vector<FlagDoc> flags;  // every flag of the daemon, in the order --help lists them
+};
+
+// Parses argv into the daemon's absl flags. Returns the exit code to leave with (0 after --help
+// or --version, 2 after a usage error, with the message printed), or nullopt to go on.
+std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand& cmd);
+
+// The --help text.
+std::string daemon_help(const DaemonCommand& cmd);
+
+// The names of the absl flags defined in the project's own sources (not absl's internals), so
+// that tests can check that DaemonCommand::flags documents every one of them.
+std::vector<std::string> own_flag_names();
 
 }  // namespace c960::cluster

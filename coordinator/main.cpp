@@ -7,8 +7,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "coordinator/coordinator.h"
@@ -31,10 +29,18 @@ int die(const std::string& msg) {
 
 }  // namespace
 
+const c960::cluster::DaemonCommand kCommand = {
+    "c960-coordinator",
+    "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]",
+    "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
+    "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file\n"
+    "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.",
+    c960::cluster::kVersion,
+    {{"listen", "HOST:PORT"}, {"port_file", "FILE"}, {"db", "FILE"}, {"lease_seconds", "S"}},
+};
+
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]");
-  c960::cluster::dashes_to_underscores(argc, argv);
-  absl::ParseCommandLine(argc, argv);
+  if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
 
@@ -55,7 +61,7 @@ int main(int argc, char** argv) {
   c960::cluster::WorkerServiceImpl workers(&coordinator);
   grpc::ServerBuilder builder;
   int port = 0;
-  c960::cluster::configure_server({absl::GetFlag(FLAGS_listen)}, &builder, &port);
+  c960::cluster::configure_server({c960::cluster::with_default_port(absl::GetFlag(FLAGS_listen))}, &builder, &port);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
@@ -22,10 +20,26 @@ ABSL_FLAG(int64_t, grace_seconds, c960::cluster::kDefaultGraceSeconds,
           "on SIGTERM, finish held units for this long before releasing them");
 ABSL_FLAG(std::string, name, "", "name shown by the coordinator (default: host name and pid)");
 
+namespace {
+
+const c960::cluster::DaemonCommand kCommand = {
+    "c960-worker",
+    "c960-worker [--coordinator HOST:PORT] [--threads N] [--hash MB] [--grace-seconds S] [--name NAME]",
+    "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or\n"
+    "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
+    "delivers their results and exits.",
+    c960::cluster::kVersion,
+    {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
+     {"threads", "N"},
+     {"hash", "MB"},
+     {"grace_seconds", "S"},
+     {"name", "NAME"}},
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("c960-worker --coordinator HOST:PORT [--threads N] [--hash MB] [--grace-seconds S]");
-  c960::cluster::dashes_to_underscores(argc, argv);
-  absl::ParseCommandLine(argc, argv);
+  if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
   int threads = absl::GetFlag(FLAGS_threads);
   if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   if (threads < 1 || threads > c960::cluster::kMaxThreads) {
@@ -54,14 +68,14 @@ int main(int argc, char** argv) {
   options.threads = threads;
   options.hash_mb = hash;
   options.grace_ms = grace * 1000;
-  options.version = "c960-worker 0.1.0";
+  options.version = std::string(c960::cluster::kVersion);
   options.name = absl::GetFlag(FLAGS_name);
   if (options.name.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     options.name = absl::StrCat(host, ":", getpid());
   }
-  auto channel = c960::cluster::make_channel({absl::GetFlag(FLAGS_coordinator)});
+  auto channel = c960::cluster::make_channel({c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator))});
   std::unique_ptr<c960::cluster::Worker> owned;
   try {
     owned = std::make_unique<c960::cluster::Worker>(channel, options);

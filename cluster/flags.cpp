@@ -1,0 +1,124 @@
+#include "cluster/flags.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace c960::cluster {
+namespace {
+
+// Flags defined by absl itself (--flagfile, --fromenv, ...) live in absl's own sources.
+bool is_own(const absl::CommandLineFlag& f) { return !absl::StrContains(f.Filename(), "absl/"); }
+
+std::string dashed(absl::string_view name) { return absl::StrReplaceAll(name, {{"_", "-"}}); }
+
+const FlagDoc* find_doc(const DaemonCommand& cmd, absl::string_view name) {
+  for (const FlagDoc& d : cmd.flags)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+int usage_error(const DaemonCommand& cmd, const std::string& msg) {
+  std::fprintf(stderr, "%s: %s (see %s --help)\n", std::string(cmd.name).c_str(), msg.c_str(),
+               std::string(cmd.name).c_str());
+  return 2;
+}
+
+}  // namespace
+
+std::vector<std::string> own_flag_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : absl::GetAllFlags())
+    if (is_own(*flag)) out.emplace_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string daemon_help(const DaemonCommand& cmd) {
+  std::string s = absl::StrCat("usage: ", cmd.usage, "\n\n", cmd.summary, "\n\noptions:\n");
+  constexpr size_t kColumn = 30;
+  auto row = [&](std::string left, absl::string_view help) {
+    left = absl::StrCat("  ", left);
+    if (left.size() < kColumn) left.resize(kColumn, ' ');
+    else left = absl::StrCat(left, "\n", std::string(kColumn, ' '));
+    absl::StrAppend(&s, left, help, "\n");
+  };
+  for (const FlagDoc& d : cmd.flags) {
+    const absl::CommandLineFlag* f = absl::FindCommandLineFlag(d.name);
+    if (!f) continue;
+    std::string help = f->Help();
+    const std::string def = f->DefaultValue();
+    if (!def.empty() && !f->IsOfType<bool>()) absl::StrAppend(&help, " (default ", def, ")");
+    if (!d.env.empty()) absl::StrAppend(&help, " [env ", d.env, "]");
+    row(d.metavar.empty() ? absl::StrCat("--", dashed(d.name)) : absl::StrCat("--", dashed(d.name), " ", d.metavar),
+        help);
+  }
+  row("--help, -h", "show this help");
+  row("--version", "print the version");
+  return s;
+}
+
+std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand& cmd) {
+  // A flag added without documentation would be missing from --help: refuse to start, so that
+  // every test that starts the daemon catches it.
+  for (const std::string& name : own_flag_names())
+    if (!find_doc(cmd, name)) {
+      std::fprintf(stderr, "%s: internal error: flag --%s is not documented\n", std::string(cmd.name).c_str(),
+                   dashed(name).c_str());
+      return 2;
+    }
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h" || a == "--helpfull" || a == "--helpshort") {
+      std::fputs(daemon_help(cmd).c_str(), stdout);
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("%s %s\n", std::string(cmd.name).c_str(), std::string(cmd.version).c_str());
+      return 0;
+    }
+  }
+  // Defaults from the environment first, so the command line overrides them.
+  for (const FlagDoc& d : cmd.flags) {
+    if (d.env.empty()) continue;
+    const char* v = std::getenv(std::string(d.env).c_str());
+    if (!v || !*v) continue;
+    absl::CommandLineFlag* f = absl::FindCommandLineFlag(d.name);
+    std::string error;
+    if (!f || !f->ParseFrom(v, &error))
+      return usage_error(cmd, absl::StrCat("$", d.env, ": '", v, "': ", error));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!absl::StartsWith(a, "--") || a.size() == 2)
+      return usage_error(cmd, absl::StrCat("unexpected argument '", a, "'"));
+    std::string name = a.substr(2);
+    std::optional<std::string> value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    std::string key = absl::StrReplaceAll(name, {{"-", "_"}});
+    absl::CommandLineFlag* f = absl::FindCommandLineFlag(key);
+    if (!f || !is_own(*f) || !find_doc(cmd, key)) return usage_error(cmd, absl::StrCat("unknown flag --", name));
+    if (f->IsOfType<bool>()) {
+      if (!value) value = "true";
+    } else if (!value) {
+      if (i + 1 >= args.size()) return usage_error(cmd, absl::StrCat("--", name, " needs a value"));
+      value = args[++i];
+    }
+    std::string error;
+    if (!f->ParseFrom(*value, &error))
+      return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
+  }
+  return std::nullopt;
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,95 @@
+// The daemons' command lines (cluster/flags.h) and addresses without a port (cluster/config.h).
+#include "cluster/flags.h"
+
+#include <cstdlib>
+
+#include "absl/flags/flag.h"
+#include "cluster/config.h"
+#include "gtest/gtest.h"
+
+ABSL_FLAG(std::string, test_address, "127.0.0.1:1", "an address");
+ABSL_FLAG(int32_t, test_count, 3, "a count");
+ABSL_FLAG(bool, test_switch, false, "a switch");
+
+namespace c960::cluster {
+namespace {
+
+const DaemonCommand kCmd = {"c960-test",
+                            "c960-test [--test-address A]",
+                            "A test daemon.",
+                            "9.9",
+                            {{"test_address", "HOST:PORT", "C960_TEST_ADDRESS"}, {"test_count", "N"}, {"test_switch", ""}}};
+
+std::optional<int> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "c960-test");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return parse_daemon_flags(int(argv.size()), argv.data(), kCmd);
+}
+
+class DaemonFlags : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::SetFlag(&FLAGS_test_address, "127.0.0.1:1");
+    absl::SetFlag(&FLAGS_test_count, 3);
+    absl::SetFlag(&FLAGS_test_switch, false);
+    unsetenv("C960_TEST_ADDRESS");
+  }
+};
+
+TEST_F(DaemonFlags, DashesUnderscoresValuesAndSwitches) {
+  EXPECT_EQ(parse({"--test-address", "h:2", "--test_count=7", "--test-switch"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_address), "h:2");
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 7);
+  EXPECT_TRUE(absl::GetFlag(FLAGS_test_switch));
+  EXPECT_EQ(parse({"--test-switch=false"}), std::nullopt);
+  EXPECT_FALSE(absl::GetFlag(FLAGS_test_switch));
+}
+
+TEST_F(DaemonFlags, UsageErrorsExitTwo) {
+  EXPECT_EQ(parse({"--bogus"}), 2);
+  EXPECT_EQ(parse({"stray"}), 2);
+  EXPECT_EQ(parse({"--test-count", "x"}), 2);
+  EXPECT_EQ(parse({"--test-count"}), 2);  // needs a value
+  EXPECT_EQ(parse({"-x"}), 2);
+}
+
+TEST_F(DaemonFlags, HelpAndVersionExitZero) {
+  EXPECT_EQ(parse({"--help"}), 0);
+  EXPECT_EQ(parse({"--test-count", "x", "-h"}), 0);  // help wins over errors, as in the c960 tool
+  EXPECT_EQ(parse({"--version"}), 0);
+  const std::string help = daemon_help(kCmd);
+  EXPECT_NE(help.find("--test-address HOST:PORT"), std::string::npos) << help;
+  EXPECT_NE(help.find("(default 127.0.0.1:1)"), std::string::npos) << help;
+  EXPECT_NE(help.find("[env C960_TEST_ADDRESS]"), std::string::npos) << help;
+  EXPECT_EQ(help.find("test_count"), std::string::npos) << "underscore spelling in: " << help;
+  EXPECT_EQ(help.find("flagfile"), std::string::npos) << "absl's own flags in: " << help;
+}
+
+TEST_F(DaemonFlags, EnvironmentGivesDefaultsTheCommandLineOverrides) {
+  setenv("C960_TEST_ADDRESS", "env:5", 1);
+  EXPECT_EQ(parse({}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_address), "env:5");
+  EXPECT_EQ(parse({"--test-address=cli:6"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_address), "cli:6");
+  unsetenv("C960_TEST_ADDRESS");
+}
+
+TEST_F(DaemonFlags, OwnFlagsExcludeAbslInternals) {
+  const std::vector<std::string> own = own_flag_names();
+  EXPECT_EQ(own, (std::vector<std::string>{"test_address", "test_count", "test_switch"}));
+}
+
+TEST(Address, DefaultPortWhereNoneIsGiven) {
+  EXPECT_EQ(with_default_port("127.0.0.1"), "127.0.0.1:7960");
+  EXPECT_EQ(with_default_port("localhost"), "localhost:7960");
+  EXPECT_EQ(with_default_port("[::1]"), "[::1]:7960");
+  EXPECT_EQ(with_default_port("localhost:1234"), "localhost:1234");
+  EXPECT_EQ(with_default_port("[::1]:80"), "[::1]:80");
+  EXPECT_EQ(with_default_port("::1"), "::1");
+  EXPECT_EQ(with_default_port("unix:/tmp/s"), "unix:/tmp/s");
+  EXPECT_EQ(with_default_port("dns:///h:1"), "dns:///h:1");
+}
+
+}  // namespace
+}  // namespace c960::cluster
