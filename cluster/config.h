@@ -36,6 +36,9 @@ inline constexpr int kTargetUnitDepth = 7;
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
 inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
+// A big plan is stored in transactions of this many units, each short enough (milliseconds)
+// that completions and leases are stored between them.
+inline constexpr size_t kUnitsPerStoreBatch = 2'000;
 // Self-play job limits. A unit is a few games of one position: small enough that a killed
 // worker loses little, big enough that per-unit overhead (RPCs, a store commit) stays small.
 inline constexpr int kDefaultSelfPlayGamesPerUnit = 4;

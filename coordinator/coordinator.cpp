@@ -69,6 +69,14 @@ absl::Status Coordinator::load() {
   if (!workers.ok()) return workers.status();
   std::lock_guard lock(mu_);
   for (StoredJob& s : *jobs) {
+    if (!s.planned) {
+      // A submit cut off while storing its plan never answered its client, which retries with
+      // the same request id: drop the part that was stored.
+      log_line(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
+      if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
+      next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
+      continue;
+    }
     auto j = std::make_unique<Job>();
     j->id = s.id;
     j->seq = s.seq;
@@ -77,18 +85,23 @@ absl::Status Coordinator::load() {
       return absl::DataLossError(absl::StrCat("store: job ", s.id, " does not parse"));
     j->kind = kind_for(j->spec.kind_case());
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
-    j->split_depth = j->plan.has_perft() ? j->plan.perft().split_depth() : 0;
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
     j->mismatches = s.mismatches;
     j->mismatch_detail = s.mismatch_detail;
     j->failure_detail = s.failure_detail;
-    j->units.resize(s.units.size());
-    for (StoredUnit& su : s.units) {
-      if (su.index < 0 || size_t(su.index) >= j->units.size())
-        return absl::DataLossError(absl::StrCat("store: job ", s.id, " unit index ", su.index));
-      Unit& u = j->units[su.index];
+    std::string damage;
+    if (s.unit_count < 0 || s.units.size() != size_t(s.unit_count))
+      damage = absl::StrCat("the store holds ", s.units.size(), " of its ", s.unit_count, " units");
+    j->units.resize(damage.empty() ? s.units.size() : 0);
+    for (size_t k = 0; k < s.units.size() && damage.empty(); ++k) {
+      StoredUnit& su = s.units[k];
+      if (su.index != int64_t(k)) {
+        damage = absl::StrCat("unit ", k, " is missing from the store");
+        break;
+      }
+      Unit& u = j->units[k];
       if (!u.spec.ParseFromString(su.spec) || !u.meta.ParseFromString(su.meta))
         return absl::DataLossError(absl::StrCat("store: unit ", s.id, "/", su.index, " does not parse"));
       u.attempt = su.attempt;
@@ -97,20 +110,26 @@ absl::Status Coordinator::load() {
         if (!r.ParseFromString(*su.result))
           return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, " does not parse"));
         u.state = UnitState::kDone;
-        j->nodes += j->kind->work(u.meta, r);
+        j->work_done += j->kind->work(u.meta, r);
         u.result = std::move(r);
         ++j->done;
       }
     }
+    if (damage.empty() && j->state == v1::JOB_STATE_SUCCEEDED && j->done != int64_t(j->units.size()))
+      damage = absl::StrCat("it SUCCEEDED but ", int64_t(j->units.size()) - j->done, " units have no result");
     if (j->state == v1::JOB_STATE_RUNNING)
       for (size_t i = 0; i < j->units.size(); ++i)
         if (j->units[i].state == UnitState::kPending) j->pending.push_back(int64_t(i));
     next_job_seq_ = std::max(next_job_seq_, j->seq + 1);
     if (!j->request_id.empty()) by_request_id_[j->request_id] = j.get();
     by_seq_.push_back(j.get());
-    if (j->state == v1::JOB_STATE_RUNNING)
-      log_line(absl::StrCat("resuming ", j->id, ": ", j->done, "/", j->units.size(), " units done"));
+    Job* raw = j.get();
     jobs_[j->id] = std::move(j);
+    if (!damage.empty()) {
+      refuse_damaged(raw, damage);
+    } else if (raw->state == v1::JOB_STATE_RUNNING) {
+      log_line(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
+    }
   }
   for (StoredWorker& w : *workers) {
     next_worker_seq_ = std::max(next_worker_seq_, w.seq + 1);
@@ -123,6 +142,23 @@ absl::Status Coordinator::load() {
   }
   changed();
   return absl::OkStatus();
+}
+
+void Coordinator::refuse_damaged(Job* j, const std::string& why) {
+  // Serving it would report wrong or empty results as if they were right: fail it, loudly.
+  j->damaged = true;
+  j->failure_detail = absl::StrCat("the coordinator's store is damaged: ", why);
+  log_line(absl::StrCat("ERROR: job ", j->id, ": ", j->failure_detail, "; the job is FAILED"));
+  j->pending.clear();
+  j->units.clear();
+  j->done = 0;
+  j->work_done = 0;
+  if (j->state != v1::JOB_STATE_FAILED) {
+    j->state = v1::JOB_STATE_FAILED;
+    j->finished_ms = clock_->now_ms();
+  }
+  if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, j->finished_ms, j->failure_detail); !s.ok())
+    log_line(std::string(s.message()));
 }
 
 Coordinator::Job* Coordinator::find_job(const std::string& id) {
@@ -175,14 +211,13 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   out.set_finished_unix_ms(j.finished_ms);
   out.set_result_mismatches(j.mismatches);
   out.set_mismatch_detail(j.mismatch_detail);
-  out.set_split_depth(j.split_depth);
   out.set_unit_failures(j.unit_failures);
   out.set_failure_detail(j.failure_detail);
+  j.kind->fill_job(j.plan, &out);
   v1::Progress* p = out.mutable_progress();
   p->set_units_total(int64_t(j.units.size()));
   p->set_units_done(j.done);
   p->set_units_leased(int64_t(j.leased.size()));
-  to_proto(j.nodes, p->mutable_nodes_done());
   std::set<std::string> holders;
   for (int64_t i : j.leased) holders.insert(j.units[i].worker);
   p->set_workers(int32_t(holders.size()));
@@ -196,22 +231,14 @@ v1::Job Coordinator::snapshot(const Job& j) const {
       const Sample& b = j.samples.back();
       const double secs = double(std::max<int64_t>(clock_->now_ms(), b.ms) - a.ms) / 1000.0;
       if (secs > 0) {
-        rate = double(b.nodes - a.nodes) / secs;
+        rate = double(b.work - a.work) / secs;
         unit_rate = double(b.units - a.units) / secs;
       }
     }
   } else if (j.finished_ms > j.created_ms) {
-    rate = double(j.nodes) / (double(j.finished_ms - j.created_ms) / 1000.0);
+    rate = double(j.work_done) / (double(j.finished_ms - j.created_ms) / 1000.0);
   }
-  if (j.plan.has_selfplay()) {
-    // Self-play work is counted in games.
-    p->clear_nodes_done();
-    p->set_games_done(int64_t(j.nodes));
-    p->set_games_total(int64_t(j.plan.selfplay().positions_size()) * j.plan.selfplay().games_per_position());
-    p->set_games_per_second(rate);
-  } else {
-    p->set_nodes_per_second(rate);
-  }
+  j.kind->fill_progress(j.plan, j.work_done, rate, p);
   const int64_t left = int64_t(j.units.size()) - j.done;
   p->set_eta_seconds(j.state != v1::JOB_STATE_RUNNING ? 0 : unit_rate > 0 ? double(left) / unit_rate : -1);
   return out;
@@ -219,41 +246,22 @@ v1::Job Coordinator::snapshot(const Job& j) const {
 
 void Coordinator::add_sample(Job* j) {
   const int64_t now = clock_->now_ms();
-  j->samples.push_back({now, j->done, j->nodes});
+  j->samples.push_back({now, j->done, j->work_done});
   // Keep one sample older than the window so that the rate spans all of it.
   while (j->samples.size() > 2 && j->samples[1].ms < now - kRateWindowMs) j->samples.pop_front();
 }
 
-absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
-  if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
-  const JobKind* kind = kind_for(req.spec().kind_case());
-  if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
-  if (!req.request_id().empty()) {
-    std::lock_guard lock(mu_);
-    auto it = by_request_id_.find(req.request_id());
-    if (it != by_request_id_.end()) {
-      if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
-        return absl::AlreadyExistsError(
-            absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
-      return snapshot(*it->second);
-    }
-  }
-  // Planning can take a while: outside the lock, so workers are served meanwhile.
-  absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
-  if (!plan.ok()) return plan.status();
-
-  std::lock_guard lock(mu_);
-  if (!req.request_id().empty()) {  // a concurrent submit with the same id may have won
-    auto it = by_request_id_.find(req.request_id());
-    if (it != by_request_id_.end()) return snapshot(*it->second);
-  }
+absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(const v1::SubmitJobRequest& req,
+                                                                             const JobKind* kind, KindPlan plan) {
   auto j = std::make_unique<Job>();
-  j->seq = next_job_seq_;
+  {
+    std::lock_guard lock(mu_);
+    j->seq = next_job_seq_++;
+  }
   j->id = absl::StrCat("job-", j->seq);
   j->request_id = req.request_id();
   j->spec = req.spec();
-  j->plan = std::move(plan->plan);
-  j->split_depth = plan->split_depth;
+  j->plan = std::move(plan.plan);
   j->kind = kind;
   j->created_ms = clock_->now_ms();
   StoredJob s;
@@ -262,35 +270,71 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   s.request_id = j->request_id;
   s.spec = j->spec.SerializeAsString();
   s.plan = j->plan.SerializeAsString();
-  s.state = j->state;
   s.created_ms = j->created_ms;
-  s.units.reserve(plan->units.size());
-  j->units.resize(plan->units.size());
-  for (size_t i = 0; i < plan->units.size(); ++i) {
+  // A job with nothing to compute (e.g. roots without moves at split ply) is done at once.
+  j->state = plan.units.empty() ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_RUNNING;
+  if (plan.units.empty()) j->finished_ms = j->created_ms;
+  s.state = j->state;
+  s.finished_ms = j->finished_ms;
+  s.units.reserve(plan.units.size());
+  j->units.resize(plan.units.size());
+  for (size_t i = 0; i < plan.units.size(); ++i) {
     StoredUnit su;
     su.index = int64_t(i);
-    su.spec = plan->units[i].first.SerializeAsString();
-    su.meta = plan->units[i].second.SerializeAsString();
+    su.spec = plan.units[i].first.SerializeAsString();
+    su.meta = plan.units[i].second.SerializeAsString();
     s.units.push_back(std::move(su));
-    j->units[i].spec = std::move(plan->units[i].first);
-    j->units[i].meta = std::move(plan->units[i].second);
+    j->units[i].spec = std::move(plan.units[i].first);
+    j->units[i].meta = std::move(plan.units[i].second);
     j->pending.push_back(int64_t(i));
   }
-  // A job with nothing to compute (e.g. roots without moves at split ply) is done at once.
-  if (j->units.empty()) {
-    j->state = v1::JOB_STATE_SUCCEEDED;
-    s.state = j->state;
-    j->finished_ms = s.finished_ms = j->created_ms;
+  if (s.units.size() <= kUnitsPerStoreBatch) {
+    if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
+    return j;
   }
-  if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
-  ++next_job_seq_;
-  add_sample(j.get());
-  log_line(absl::StrCat("job ", j->id, " (", kind->capability(), "): ", j->units.size(), " units",
-                        j->plan.has_perft() ? absl::StrCat(", split depth ", j->split_depth) : ""));
-  Job* raw = j.get();
+  // A big plan goes in batches, each a short transaction, so that completions and leases are
+  // stored between them; the job counts only once it is marked planned (a crash before that
+  // drops it on the next start, and the client's retry plans it again).
+  if (absl::Status st = store_->begin_job(s); !st.ok()) return st;
+  for (size_t b = 0; b < s.units.size(); b += kUnitsPerStoreBatch)
+    if (absl::Status st = store_->add_units(s.id, s.units, b, std::min(s.units.size(), b + kUnitsPerStoreBatch));
+        !st.ok())
+      return st;
+  if (absl::Status st = store_->finish_job_plan(s.id, int64_t(s.units.size())); !st.ok()) return st;
+  return j;
+}
+
+absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
+  if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
+  const JobKind* kind = kind_for(req.spec().kind_case());
+  if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
+  // The job with this request id, if there is one; ALREADY_EXISTS for another spec.
+  auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
+    if (req.request_id().empty()) return std::nullopt;
+    std::lock_guard lock(mu_);
+    auto it = by_request_id_.find(req.request_id());
+    if (it == by_request_id_.end()) return std::nullopt;
+    if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
+      return absl::AlreadyExistsError(
+          absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
+    return snapshot(*it->second);
+  };
+  if (auto e = existing()) return *e;
+  // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
+  // are served meanwhile.
+  absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
+  if (!plan.ok()) return plan.status();
+  std::lock_guard submit_lock(submit_mu_);
+  if (auto e = existing()) return *e;  // a concurrent submit with the same id won
+  absl::StatusOr<std::unique_ptr<Job>> stored = store_new_job(req, kind, std::move(*plan));
+  if (!stored.ok()) return stored.status();
+  std::lock_guard lock(mu_);
+  Job* raw = stored->get();
+  add_sample(raw);
+  log_line(absl::StrCat("job ", raw->id, " (", kind->capability(), "): ", kind->describe_plan(raw->plan, raw->units.size())));
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
-  jobs_[raw->id] = std::move(j);
+  jobs_[raw->id] = std::move(*stored);
   changed();
   return snapshot(*raw);
 }
@@ -340,6 +384,7 @@ absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::str
   absl::StatusOr<Job*> found = job_or_error(job_id);
   if (!found.ok()) return found.status();
   const Job& j = **found;
+  if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
   std::vector<UnitView> views;
   views.reserve(j.units.size());
   for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
@@ -496,20 +541,34 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
     if (absl::Status s = check_text(req.failure(), "failure", kMaxFailureLength, false); !s.ok()) return s;
     if (req.has_result()) return absl::InvalidArgumentError("failure: given together with a result");
   }
+  // First under the lock: who calls, which unit, and its spec.
+  const JobKind* kind = nullptr;
+  v1::UnitSpec spec;
+  {
+    std::lock_guard lock(mu_);
+    absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
+    if (!w.ok()) return w.status();
+    touch(*w);
+    Job* j = find_job(job_id);
+    if (!j) return absl::NotFoundError(absl::StrCat("unit_id: no job '", job_id, "'"));
+    if (size_t(index) >= j->units.size())
+      return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
+    if (!req.failure().empty()) return record_failure(req, j, index);
+    kind = j->kind;
+    spec = j->units[index].spec;
+  }
+  // Then, without it, what takes time: checking the result (self-play games are replayed move
+  // by move) and preparing the rows to store. Units and kinds never change, so the check holds.
+  if (absl::Status s = kind->check_result(spec, req.result()); !s.ok()) return s;
+  const std::string serialized = req.result().SerializeAsString();
+  const std::vector<StoredGame> games = kind->games(spec, req.result());
+
   std::lock_guard lock(mu_);
-  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
-  if (!w.ok()) return w.status();
-  touch(*w);
   Job* j = find_job(job_id);
-  if (!j) return absl::NotFoundError(absl::StrCat("unit_id: no job '", job_id, "'"));
-  if (size_t(index) >= j->units.size())
-    return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
   Unit& u = j->units[index];
-  if (!req.failure().empty()) return record_failure(req, j, index);
-  if (absl::Status s = j->kind->check_result(u.spec, req.result()); !s.ok()) return s;
   v1::CompleteUnitResponse resp;
   if (u.state == UnitState::kDone) {
-    if (u.result->SerializeAsString() == req.result().SerializeAsString()) {
+    if (u.result->SerializeAsString() == serialized) {
       resp.set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
       return resp;
     }
@@ -534,21 +593,21 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
   }
   const bool finishes = j->done + 1 == int64_t(j->units.size());
   const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->complete_unit(j->id, index, req.result().SerializeAsString(),
+  if (absl::Status s = store_->complete_unit(j->id, index, serialized,
                                              finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                             now, j->kind->games(u.spec, req.result()));
+                                             now, games);
       !s.ok())
     return s;
   u.state = UnitState::kDone;
   u.result = req.result();
   j->leased.erase(index);
   ++j->done;
-  j->nodes += j->kind->work(u.meta, u.result.value());
+  j->work_done += j->kind->work(u.meta, u.result.value());
   if (finishes) {
     j->state = v1::JOB_STATE_SUCCEEDED;
     j->finished_ms = now;
-    log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", to_string(j->nodes),
-                          j->plan.has_selfplay() ? " games, " : " nodes, ", j->mismatches, " mismatches"));
+    log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
+                          j->kind->describe_work(j->work_done), ", ", j->mismatches, " mismatches"));
   }
   add_sample(j);
   changed();

@@ -7,7 +7,9 @@
 //  - a completion is reported ACCEPTED only after the store committed it (with its self-play
 //    games, whose table key (job, sp, game index) refuses a second copy of any game);
 //  - lease expiry is set by this server's clock, never by a worker;
-//  - all state changes happen under one mutex, in memory and in the store together.
+//  - all state changes happen under one mutex, in memory and in the store together; what takes
+//    long (planning and storing a big job, checking a result, replaying self-play games) runs
+//    before the mutex is taken, and the state it relied on is checked again under it.
 #pragma once
 
 #include <condition_variable>
@@ -84,7 +86,7 @@ class Coordinator {
   struct Sample {
     int64_t ms;
     int64_t units;
-    NodeCount nodes;
+    NodeCount work;
   };
   struct Job {
     std::string id;
@@ -92,7 +94,6 @@ class Coordinator {
     std::string request_id;
     v1::JobSpec spec;
     v1::store::JobPlan plan;
-    int split_depth = 0;
     v1::JobState state = v1::JOB_STATE_RUNNING;
     int64_t created_ms = 0;
     int64_t finished_ms = 0;
@@ -106,8 +107,9 @@ class Coordinator {
     std::vector<Unit> units;
     std::deque<int64_t> pending;  // may hold stale entries: a popped unit is used only if pending
     std::set<int64_t> leased;
+    bool damaged = false;  // its stored units disagree with its record: FAILED, no results
     int64_t done = 0;
-    NodeCount nodes = 0;
+    NodeCount work_done = 0;  // in the kind's unit of work (JobKind::work)
     std::deque<Sample> samples;  // recent progress, for rates
   };
   struct Worker {
@@ -127,12 +129,18 @@ class Coordinator {
   v1::Job snapshot(const Job& j) const;
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const v1::CompleteUnitRequest& req, Job* j, int64_t index);
   void changed();
+  // Builds a job's units in memory and in the store; no lock held (big plans take seconds).
+  absl::StatusOr<std::unique_ptr<Job>> store_new_job(const v1::SubmitJobRequest& req, const JobKind* kind,
+                                                     KindPlan plan);
+  // Fails a job whose stored units disagree with its record (a damaged store).
+  void refuse_damaged(Job* j, const std::string& why);
 
   Store* store_;
   const Clock* clock_;
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<JobKind>> kinds_;
 
+  std::mutex submit_mu_;  // one submit stores its job at a time (request ids stay unique)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t version_ = 0;

@@ -1,7 +1,10 @@
-// What the coordinator needs to know about one kind of job (perft today, self-play next):
-// how to validate and plan a spec into units, check a unit's result, weigh it for progress and
-// turn the finished units into results. The coordinator's leasing, storage and progress code is
-// the same for every kind.
+// What the coordinator needs to know about one kind of job (perft, self-play): how to validate
+// and plan a spec into units, check a unit's result, weigh it for progress, describe a job in
+// logs and progress, and turn the finished units into results. The coordinator's leasing,
+// storage and progress code is the same for every kind and never looks inside a unit.
+//
+// Every method is const and free of coordinator state, so the coordinator may call the costly
+// ones (plan, check_result, games) without holding its lock.
 #pragma once
 
 #include <memory>
@@ -12,14 +15,13 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
-#include "core/perft.h"
 #include "coordinator/store.h"
+#include "core/perft.h"
 
 namespace c960::cluster {
 
 struct KindPlan {
   v1::store::JobPlan plan;
-  int split_depth = 0;
   std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
 };
 
@@ -33,7 +35,8 @@ struct UnitView {
 class JobKind {
  public:
   virtual ~JobKind() = default;
-  // The capability a worker announces to receive this kind's units, e.g. "perft".
+  // The capability a worker announces to receive this kind's units, e.g. "perft"; also the
+  // kind's name in logs.
   virtual std::string capability() const = 0;
   virtual v1::JobSpec::KindCase spec_case() const = 0;
   // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans.
@@ -43,6 +46,16 @@ class JobKind {
   // The work a completed unit stands for in progress figures (perft: weighted leaf nodes;
   // self-play: games).
   virtual NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const = 0;
+  // Progress in the kind's own terms: the work done, its total where the plan knows it, and
+  // its rate (perft: nodes_done, nodes_per_second; self-play: games_done, games_total,
+  // games_per_second).
+  virtual void fill_progress(const v1::store::JobPlan& plan, NodeCount work_done, double work_per_second,
+                             v1::Progress* out) const = 0;
+  // Kind-specific fields of the Job message (perft: the split depth).
+  virtual void fill_job(const v1::store::JobPlan& /*plan*/, v1::Job* /*out*/) const {}
+  // For log lines: the plan ("960 units, split depth 1") and an amount of work ("12 games").
+  virtual std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const = 0;
+  virtual std::string describe_work(NodeCount work) const = 0;
   // divide: perft only; omit_games: self-play only (counts without game records).
   virtual std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
                                                bool divide, bool omit_games) const = 0;

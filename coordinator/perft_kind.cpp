@@ -19,7 +19,6 @@ class PerftKind : public JobKind {
     absl::StatusOr<PerftPlan> p = plan_perft(spec.perft());
     if (!p.ok()) return p.status();
     KindPlan out;
-    out.split_depth = p->split_depth;
     v1::store::PerftPlan* pp = out.plan.mutable_perft();
     pp->set_depth(p->depth);
     pp->set_split_depth(p->split_depth);
@@ -77,6 +76,23 @@ class PerftKind : public JobKind {
   NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
     return NodeCount(multiplicity(meta.perft())) * from_proto(result.perft().nodes());
   }
+
+  void fill_progress(const v1::store::JobPlan&, NodeCount work_done, double work_per_second,
+                     v1::Progress* out) const override {
+    to_proto(work_done, out->mutable_nodes_done());
+    out->set_nodes_per_second(work_per_second);
+  }
+
+  void fill_job(const v1::store::JobPlan& plan, v1::Job* out) const override {
+    out->set_split_depth(plan.perft().split_depth());
+  }
+
+  std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
+    return absl::StrCat("depth ", plan.perft().depth(), ", ", plan.perft().roots_size(), " roots, ", units,
+                        " units, split depth ", plan.perft().split_depth());
+  }
+
+  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " nodes"); }
 
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
                                        bool divide, bool /*omit_games*/) const override {

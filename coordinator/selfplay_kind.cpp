@@ -70,6 +70,20 @@ class SelfPlayKind : public JobKind {
     return NodeCount(result.selfplay().games_size());
   }
 
+  void fill_progress(const v1::store::JobPlan& plan, NodeCount work_done, double work_per_second,
+                     v1::Progress* out) const override {
+    out->set_games_done(int64_t(work_done));
+    out->set_games_total(int64_t(plan.selfplay().positions_size()) * plan.selfplay().games_per_position());
+    out->set_games_per_second(work_per_second);
+  }
+
+  std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
+    return absl::StrCat(plan.selfplay().positions_size(), " positions x ", plan.selfplay().games_per_position(),
+                        " games, ", units, " units");
+  }
+
+  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " games"); }
+
   std::vector<StoredGame> games(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
     std::vector<StoredGame> out;
     for (const v1::SelfPlayGame& g : result.selfplay().games())

@@ -1,5 +1,8 @@
 #include "coordinator/store.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
@@ -15,12 +18,13 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
   bool ok() const { return rc_ == SQLITE_OK; }
-  sqlite3_stmt* get() { return s_; }
   void bind(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
   void bind_text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
   void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
   void bind_null(int i) { sqlite3_bind_null(s_, i); }
   int step() { return sqlite3_step(s_); }
+  // One statement that returns no rows.
+  bool run() { return step() == SQLITE_DONE; }
   void reset() {
     sqlite3_reset(s_);
     sqlite3_clear_bindings(s_);
@@ -37,11 +41,16 @@ class Stmt {
   int rc_;
 };
 
-constexpr const char* kSchema = R"sql(
+// Ordered migrations: migrations[v - 1] takes a file from version v - 1 to v. Never edit one
+// that has shipped; add the next.
+constexpr const char* kMigrations[] = {
+    // 1: jobs, units with results, self-play games, workers.
+    R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, seq INTEGER NOT NULL, request_id TEXT NOT NULL, spec BLOB NOT NULL,
   plan BLOB NOT NULL, state INTEGER NOT NULL, created_ms INTEGER NOT NULL,
-  finished_ms INTEGER NOT NULL, mismatches INTEGER NOT NULL, mismatch_detail TEXT NOT NULL);
+  finished_ms INTEGER NOT NULL, mismatches INTEGER NOT NULL, mismatch_detail TEXT NOT NULL,
+  failure_detail TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS units (
   job_id TEXT NOT NULL, idx INTEGER NOT NULL, spec BLOB NOT NULL, meta BLOB NOT NULL,
   attempt INTEGER NOT NULL, result BLOB, PRIMARY KEY (job_id, idx)) WITHOUT ROWID;
@@ -52,26 +61,129 @@ CREATE TABLE IF NOT EXISTS workers (
   id TEXT PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
   threads INTEGER NOT NULL, capabilities TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
   lost INTEGER NOT NULL);
-)sql";
+)sql",
+    // 2: a job's unit count, so that missing unit rows are noticed on load, and whether its
+    // units are all written (big plans are written in several transactions).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN unit_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN planned INTEGER NOT NULL DEFAULT 1;
+UPDATE jobs SET unit_count = (SELECT COUNT(*) FROM units WHERE units.job_id = jobs.id);
+)sql",
+};
+static_assert(std::size(kMigrations) == Store::kSchemaVersion);
+
+// What went wrong, in words an operator can act on.
+std::string describe(sqlite3* db) {
+  const int rc = sqlite3_extended_errcode(db);
+  const int sys = sqlite3_system_errno(db);
+  switch (rc & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "the file is locked: is another coordinator using it?";
+    case SQLITE_READONLY:
+      return "the file or its directory is read-only";
+    case SQLITE_FULL:
+      return "the disk is full";
+    case SQLITE_CANTOPEN:
+      return absl::StrCat("cannot open the file", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
+    case SQLITE_IOERR:
+      if (sys == EFBIG) return "the disk is full (the file reached the process's file size limit)";
+      if (sys == ENOSPC) return "the disk is full";
+      if (sys == EROFS || sys == EACCES || sys == EPERM) return "the file or its directory is read-only";
+      return absl::StrCat("I/O error", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
+    default:
+      return sqlite3_errmsg(db);
+  }
+}
 
 }  // namespace
 
-absl::Status Store::error(const char* what) const {
-  return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
-}
+// A transaction that rolls back unless committed.
+class Store::Transaction {
+ public:
+  explicit Transaction(Store* s) : s_(s) { status_ = s_->exec("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (status_.ok() && !committed_) s_->exec("ROLLBACK").IgnoreError();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  const absl::Status& status() const { return status_; }
+  absl::Status commit() {
+    if (absl::Status s = s_->exec("COMMIT"); !s.ok()) return s;  // the destructor rolls back
+    committed_ = true;
+    return absl::OkStatus();
+  }
 
-absl::Status Store::commit() {
-  absl::Status s = exec("COMMIT");
-  if (!s.ok()) exec("ROLLBACK").IgnoreError();
-  return s;
+ private:
+  Store* s_;
+  absl::Status status_;
+  bool committed_ = false;
+};
+
+absl::Status Store::error(const char* what) const {
+  return absl::InternalError(absl::StrCat("store: ", what, ": ", describe(db_)));
 }
 
 absl::Status Store::exec(const char* sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("store: ", msg ? msg : "error", " in: ", sql));
+    const std::string why = describe(db_);
+    absl::Status s =
+        absl::InternalError(absl::StrCat("store: ", why, msg && why != msg ? absl::StrCat(" (", msg, ")") : ""));
     sqlite3_free(msg);
     return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::exec_for_test(const std::string& sql) {
+  std::lock_guard lock(mu_);
+  return exec(sql.c_str());
+}
+
+int Store::schema_version() {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "PRAGMA user_version");
+  return q.ok() && q.step() == SQLITE_ROW ? int(q.i64(0)) : -1;
+}
+
+absl::Status Store::migrate() {
+  int version = 0;
+  bool legacy = false;  // made before the schema had a version
+  {
+    Stmt q(db_, "PRAGMA user_version");
+    if (!q.ok() || q.step() != SQLITE_ROW) return error("schema version");
+    version = int(q.i64(0));
+    Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'");
+    legacy = version == 0 && t.ok() && t.step() == SQLITE_ROW;
+  }
+  if (version > kSchemaVersion)
+    return absl::FailedPreconditionError(absl::StrCat("schema version ", version, " is newer than this coordinator's (",
+                                                      kSchemaVersion, "): use a newer c960-coordinator"));
+  if (legacy) {
+    // The one store layout before versions: version 1 but for the FAILED reason, which stores
+    // from before self-play jobs lack (as they lack the games table, which version 1 adds if
+    // missing). Recognised once, here; later changes are migrations.
+    bool has_failure_detail = false;
+    {
+      Stmt q(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'failure_detail'");
+      has_failure_detail = q.ok() && q.step() == SQLITE_ROW;
+    }
+    Transaction t(this);
+    if (!t.status().ok()) return t.status();
+    if (!has_failure_detail)
+      if (absl::Status s = exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok()) return s;
+    if (absl::Status s = exec(kMigrations[0]); !s.ok()) return s;
+    if (absl::Status s = exec("PRAGMA user_version = 1"); !s.ok()) return s;
+    if (absl::Status s = t.commit(); !s.ok()) return s;
+    version = 1;
+  }
+  for (; version < kSchemaVersion; ++version) {
+    Transaction t(this);
+    if (!t.status().ok()) return t.status();
+    if (absl::Status s = exec(kMigrations[version]); !s.ok()) return s;
+    if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
+    if (absl::Status s = t.commit(); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -80,42 +192,36 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("cannot open '", path, "': ", db ? sqlite3_errmsg(db) : "?"));
+    absl::Status s = absl::FailedPreconditionError(absl::StrCat("cannot open '", path, "': ", db ? describe(db) : "?"));
     sqlite3_close(db);
     return s;
   }
   std::unique_ptr<Store> store(new Store(db));
+  sqlite3_extended_result_codes(db, 1);
   // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
   // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
   // One coordinator per file: the exclusive lock is taken now and held until the process ends
   // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
   sqlite3_busy_timeout(db, 500);
+  std::lock_guard lock(store->mu_);
   for (const char* sql : {"PRAGMA locking_mode=EXCLUSIVE", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
-                          "BEGIN EXCLUSIVE", "COMMIT", kSchema})
+                          "BEGIN EXCLUSIVE", "COMMIT"})
     if (absl::Status s = store->exec(sql); !s.ok())
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot use '", path, "' (is another coordinator using it?): ", s.message()));
-  // Stores made before self-play jobs lack this column; a store that has it refuses the ALTER.
-  bool has_failure_detail = false;
-  {
-    Stmt q(db, "SELECT name FROM pragma_table_info('jobs')");
-    if (!q.ok()) return store->error("schema");
-    while (q.step() == SQLITE_ROW) has_failure_detail |= q.blob(0) == "failure_detail";
-  }
-  if (!has_failure_detail)
-    if (absl::Status s = store->exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok())
-      return s;
+      return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
+  if (absl::Status s = store->migrate(); !s.ok())
+    return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   return store;
 }
 
 Store::~Store() { sqlite3_close(db_); }
 
 absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
+  std::lock_guard lock(mu_);
   std::vector<StoredJob> jobs;
   {
     Stmt q(db_,
            "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail, "
-           "failure_detail FROM jobs ORDER BY seq");
+           "failure_detail, unit_count, planned FROM jobs ORDER BY seq");
     if (!q.ok()) return error("load jobs");
     int rc;
     while ((rc = q.step()) == SQLITE_ROW) {
@@ -131,6 +237,8 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       j.mismatches = q.i64(8);
       j.mismatch_detail = q.blob(9);
       j.failure_detail = q.blob(10);
+      j.unit_count = q.i64(11);
+      j.planned = q.i64(12) != 0;
       jobs.push_back(std::move(j));
     }
     if (rc != SQLITE_DONE) return error("load jobs");
@@ -156,6 +264,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
 }
 
 absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
+  std::lock_guard lock(mu_);
   std::vector<StoredWorker> workers;
   Stmt q(db_, "SELECT id, seq, name, version, threads, capabilities, last_seen_ms, lost FROM workers ORDER BY seq");
   if (!q.ok()) return error("load workers");
@@ -176,48 +285,99 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   return workers;
 }
 
-absl::Status Store::insert_job(const StoredJob& j) {
-  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  auto fail = [&](const char* what) {
-    absl::Status s = error(what);
-    exec("ROLLBACK").IgnoreError();
-    return s;
-  };
-  {
-    Stmt q(db_,
-           "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
-           "mismatch_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!q.ok()) return fail("insert job");
-    q.bind_text(1, j.id);
-    q.bind(2, j.seq);
-    q.bind_text(3, j.request_id);
-    q.bind(4, j.spec);
-    q.bind(5, j.plan);
-    q.bind(6, int64_t(j.state));
-    q.bind(7, j.created_ms);
-    q.bind(8, j.finished_ms);
-    q.bind(9, j.mismatches);
-    q.bind_text(10, j.mismatch_detail);
-    if (q.step() != SQLITE_DONE) return fail("insert job");
-    Stmt u(db_, "INSERT INTO units (job_id, idx, spec, meta, attempt, result) VALUES (?, ?, ?, ?, ?, ?)");
-    if (!u.ok()) return fail("insert units");
-    for (const StoredUnit& s : j.units) {
-      u.reset();
-      u.bind_text(1, j.id);
-      u.bind(2, s.index);
-      u.bind(3, s.spec);
-      u.bind(4, s.meta);
-      u.bind(5, int64_t(s.attempt));
-      if (s.result) u.bind(6, *s.result); else u.bind_null(6);
-      if (u.step() != SQLITE_DONE) return fail("insert units");
-    }
+absl::Status Store::insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
+                                 size_t end) {
+  Stmt u(db_, "INSERT INTO units (job_id, idx, spec, meta, attempt, result) VALUES (?, ?, ?, ?, ?, ?)");
+  if (!u.ok()) return error("insert units");
+  for (size_t i = begin; i < end; ++i) {
+    const StoredUnit& s = units[i];
+    u.reset();
+    u.bind_text(1, job_id);
+    u.bind(2, s.index);
+    u.bind(3, s.spec);
+    u.bind(4, s.meta);
+    u.bind(5, int64_t(s.attempt));
+    if (s.result) u.bind(6, *s.result); else u.bind_null(6);
+    if (!u.run()) return error("insert units");
   }
-  if (absl::Status s = commit(); !s.ok()) return s;
   return absl::OkStatus();
+}
+
+absl::Status Store::insert_job_row(const StoredJob& j, bool planned, int64_t unit_count) {
+  Stmt q(db_,
+         "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
+         "mismatch_detail, failure_detail, unit_count, planned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!q.ok()) return error("insert job");
+  q.bind_text(1, j.id);
+  q.bind(2, j.seq);
+  q.bind_text(3, j.request_id);
+  q.bind(4, j.spec);
+  q.bind(5, j.plan);
+  q.bind(6, int64_t(j.state));
+  q.bind(7, j.created_ms);
+  q.bind(8, j.finished_ms);
+  q.bind(9, j.mismatches);
+  q.bind_text(10, j.mismatch_detail);
+  q.bind_text(11, j.failure_detail);
+  q.bind(12, unit_count);
+  q.bind(13, int64_t(planned));
+  if (!q.run()) return error("insert job");
+  return absl::OkStatus();
+}
+
+absl::Status Store::insert_job(const StoredJob& j) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  if (absl::Status s = insert_job_row(j, true, int64_t(j.units.size())); !s.ok()) return s;
+  if (absl::Status s = insert_units(j.id, j.units, 0, j.units.size()); !s.ok()) return s;
+  return t.commit();
+}
+
+absl::Status Store::begin_job(const StoredJob& j) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  if (absl::Status s = insert_job_row(j, false, 0); !s.ok()) return s;
+  return t.commit();
+}
+
+absl::Status Store::add_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
+                              size_t end) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  if (absl::Status s = insert_units(job_id, units, begin, end); !s.ok()) return s;
+  return t.commit();
+}
+
+absl::Status Store::finish_job_plan(const std::string& job_id, int64_t unit_count) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE jobs SET planned = 1, unit_count = ? WHERE id = ?");
+  if (!q.ok()) return error("finish plan");
+  q.bind(1, unit_count);
+  q.bind_text(2, job_id);
+  if (!q.run() || sqlite3_changes(db_) != 1) return error("finish plan");
+  return absl::OkStatus();
+}
+
+absl::Status Store::delete_job(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  for (const char* sql : {"DELETE FROM games WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
+                          "DELETE FROM jobs WHERE id = ?"}) {
+    Stmt q(db_, sql);
+    if (!q.ok()) return error("delete job");
+    q.bind_text(1, job_id);
+    if (!q.run()) return error("delete job");
+  }
+  return t.commit();
 }
 
 absl::Status Store::update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
                                const std::string& mismatch_detail) {
+  std::lock_guard lock(mu_);
   Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, mismatches = ?, mismatch_detail = ? WHERE id = ?");
   if (!q.ok()) return error("update job");
   q.bind(1, int64_t(state));
@@ -225,111 +385,85 @@ absl::Status Store::update_job(const std::string& id, int32_t state, int64_t fin
   q.bind(3, mismatches);
   q.bind_text(4, mismatch_detail);
   q.bind_text(5, id);
-  if (q.step() != SQLITE_DONE) return error("update job");
+  if (!q.run()) return error("update job");
   return absl::OkStatus();
 }
 
 absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finished_ms,
                              const std::string& failure_detail) {
+  std::lock_guard lock(mu_);
   Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
   if (!q.ok()) return error("fail job");
   q.bind(1, int64_t(state));
   q.bind(2, finished_ms);
   q.bind_text(3, failure_detail);
   q.bind_text(4, id);
-  if (q.step() != SQLITE_DONE) return error("fail job");
+  if (!q.run()) return error("fail job");
   return absl::OkStatus();
 }
 
 absl::Status Store::update_attempts(const std::string& job_id,
                                     const std::vector<std::pair<int64_t, int32_t>>& attempts) {
   if (attempts.empty()) return absl::OkStatus();
-  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  {
-    Stmt q(db_, "UPDATE units SET attempt = ? WHERE job_id = ? AND idx = ?");
-    if (!q.ok()) {
-      exec("ROLLBACK").IgnoreError();
-      return error("update attempts");
-    }
-    for (const auto& [index, attempt] : attempts) {
-      q.reset();
-      q.bind(1, int64_t(attempt));
-      q.bind_text(2, job_id);
-      q.bind(3, index);
-      if (q.step() != SQLITE_DONE) {
-        absl::Status s = error("update attempts");
-        exec("ROLLBACK").IgnoreError();
-        return s;
-      }
-    }
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  Stmt q(db_, "UPDATE units SET attempt = ? WHERE job_id = ? AND idx = ?");
+  if (!q.ok()) return error("update attempts");
+  for (const auto& [index, attempt] : attempts) {
+    q.reset();
+    q.bind(1, int64_t(attempt));
+    q.bind_text(2, job_id);
+    q.bind(3, index);
+    if (!q.run()) return error("update attempts");
   }
-  return commit();
+  return t.commit();
 }
 
 absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
                                   std::optional<int32_t> job_state, int64_t finished_ms,
                                   const std::vector<StoredGame>& games) {
-  if (absl::Status s = exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
   {
     Stmt q(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
-    if (!q.ok()) {
-      exec("ROLLBACK").IgnoreError();
-      return error("complete unit");
-    }
+    if (!q.ok()) return error("complete unit");
     q.bind(1, result);
     q.bind_text(2, job_id);
     q.bind(3, index);
-    if (q.step() != SQLITE_DONE) {
-      absl::Status s = error("complete unit");
-      exec("ROLLBACK").IgnoreError();
-      return s;
-    }
+    if (!q.run()) return error("complete unit");
     // Only a unit that had no result may add games: a second completion changes nothing.
-    if (sqlite3_changes(db_) != 1 && !games.empty()) {
-      exec("ROLLBACK").IgnoreError();
+    if (sqlite3_changes(db_) != 1 && !games.empty())
       return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", index, " already has a result"));
-    }
-    if (!games.empty()) {
-      // Plain INSERT: a game already stored fails the whole transaction (primary key).
-      Stmt g(db_, "INSERT INTO games (job_id, sp, game_index, unit, record) VALUES (?, ?, ?, ?, ?)");
-      if (!g.ok()) {
-        exec("ROLLBACK").IgnoreError();
-        return error("store games");
-      }
-      for (const StoredGame& sg : games) {
-        g.reset();
-        g.bind_text(1, job_id);
-        g.bind(2, int64_t(sg.sp));
-        g.bind(3, sg.index);
-        g.bind(4, index);
-        g.bind(5, sg.record);
-        if (g.step() != SQLITE_DONE) {
-          absl::Status s = error("store games");
-          exec("ROLLBACK").IgnoreError();
-          return s;
-        }
-      }
-    }
-    if (job_state) {
-      Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
-      if (!j.ok()) {
-        exec("ROLLBACK").IgnoreError();
-        return error("finish job");
-      }
-      j.bind(1, int64_t(*job_state));
-      j.bind(2, finished_ms);
-      j.bind_text(3, job_id);
-      if (j.step() != SQLITE_DONE) {
-        absl::Status s = error("finish job");
-        exec("ROLLBACK").IgnoreError();
-        return s;
-      }
+  }
+  if (!games.empty()) {
+    // Plain INSERT: a game already stored fails the whole transaction (primary key).
+    Stmt g(db_, "INSERT INTO games (job_id, sp, game_index, unit, record) VALUES (?, ?, ?, ?, ?)");
+    if (!g.ok()) return error("store games");
+    for (const StoredGame& sg : games) {
+      g.reset();
+      g.bind_text(1, job_id);
+      g.bind(2, int64_t(sg.sp));
+      g.bind(3, sg.index);
+      g.bind(4, index);
+      g.bind(5, sg.record);
+      if (!g.run()) return error("store games");
     }
   }
-  return commit();
+  if (job_state) {
+    Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
+    if (!j.ok()) return error("finish job");
+    j.bind(1, int64_t(*job_state));
+    j.bind(2, finished_ms);
+    j.bind_text(3, job_id);
+    if (!j.run()) return error("finish job");
+  }
+  return t.commit();
 }
 
 absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
+  std::lock_guard lock(mu_);
   Stmt q(db_, "SELECT sp, game_index, record FROM games WHERE job_id = ? ORDER BY sp, game_index");
   if (!q.ok()) return error("load games");
   q.bind_text(1, job_id);
@@ -341,6 +475,7 @@ absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {
+  std::lock_guard lock(mu_);
   Stmt q(db_,
          "INSERT INTO workers (id, seq, name, version, threads, capabilities, last_seen_ms, lost) "
          "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
@@ -355,17 +490,18 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
   q.bind_text(6, w.capabilities);
   q.bind(7, w.last_seen_ms);
   q.bind(8, int64_t(w.lost));
-  if (q.step() != SQLITE_DONE) return error("upsert worker");
+  if (!q.run()) return error("upsert worker");
   return absl::OkStatus();
 }
 
 absl::Status Store::set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms) {
+  std::lock_guard lock(mu_);
   Stmt q(db_, "UPDATE workers SET lost = ?, last_seen_ms = ? WHERE id = ?");
   if (!q.ok()) return error("update worker");
   q.bind(1, int64_t(lost));
   q.bind(2, last_seen_ms);
   q.bind_text(3, id);
-  if (q.step() != SQLITE_DONE) return error("update worker");
+  if (!q.run()) return error("update worker");
   return absl::OkStatus();
 }
 

@@ -1,10 +1,20 @@
 // The coordinator's durable state in one SQLite file (WAL): jobs, their units with results,
-// and workers. Every method is one transaction; a completion is reported accepted only after
-// its transaction commits, so a coordinator killed at any point loses no accepted result.
-// Not thread-safe: the Coordinator serialises calls.
+// self-play games, and workers. Every writing method is one transaction; a completion is
+// reported accepted only after its transaction commits, so a coordinator killed at any point
+// loses no accepted result.
+//
+// Thread-safe: every method takes the store's own mutex. The Coordinator calls it while holding
+// its lock (lock order: coordinator, then store); a big job's units are written in short
+// transactions without the coordinator's lock (begin_job, add_units, finish_job), so that
+// other calls are served between them.
+//
+// The schema has a version (PRAGMA user_version); open() applies the migrations a file lacks,
+// in order, each in its own transaction.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +23,6 @@
 #include "absl/status/statusor.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace c960::cluster {
 
@@ -37,6 +46,10 @@ struct StoredJob {
   int64_t mismatches = 0;
   std::string mismatch_detail;
   std::string failure_detail;  // why the job FAILED
+  // Units the plan made; every one of them has a row once the job is planned. A job whose
+  // units are still being written (planned false) was cut off by a crash mid-submit.
+  int64_t unit_count = 0;
+  bool planned = true;
   std::vector<StoredUnit> units;
 };
 
@@ -61,16 +74,30 @@ struct StoredWorker {
 
 class Store {
  public:
+  // The schema version this code writes; open() migrates older files up to it.
+  static constexpr int kSchemaVersion = 2;
+
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  int schema_version();
+
   absl::StatusOr<std::vector<StoredJob>> load_jobs();
   absl::StatusOr<std::vector<StoredWorker>> load_workers();
 
+  // A whole job with its units, planned, in one transaction.
   absl::Status insert_job(const StoredJob& job);
+  // A big job in steps: the row (not planned yet), then units in batches, then planned with its
+  // unit count. Each step is one transaction.
+  absl::Status begin_job(const StoredJob& job);
+  absl::Status add_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
+  absl::Status finish_job_plan(const std::string& job_id, int64_t unit_count);
+  // A job and everything it owns (a submit cut off before its plan was stored).
+  absl::Status delete_job(const std::string& job_id);
+
   absl::Status update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
                           const std::string& mismatch_detail);
   // A final state with its reason (v1.JOB_STATE_FAILED).
@@ -78,7 +105,7 @@ class Store {
   // Attempt counters of freshly leased units, one transaction for the batch.
   absl::Status update_attempts(const std::string& job_id, const std::vector<std::pair<int64_t, int32_t>>& attempts);
   // Stores a unit's result, its games (if any) and, if the job is now finished, the job's state
-  // in one transaction.
+  // in one transaction. A unit that has a result keeps it.
   absl::Status complete_unit(const std::string& job_id, int64_t index, const std::string& result,
                              std::optional<int32_t> job_state, int64_t finished_ms,
                              const std::vector<StoredGame>& games = {});
@@ -87,11 +114,18 @@ class Store {
   absl::Status upsert_worker(const StoredWorker& w);
   absl::Status set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms);
 
+  // Runs SQL as it is (tests that damage a store on purpose).
+  absl::Status exec_for_test(const std::string& sql);
+
  private:
+  class Transaction;
   explicit Store(sqlite3* db) : db_(db) {}
+  absl::Status migrate();
   absl::Status exec(const char* sql);
-  absl::Status commit();  // rolls back when the commit fails, so no transaction stays open
   absl::Status error(const char* what) const;
+  absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
+  absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
+  std::mutex mu_;
   sqlite3* db_;
 };
 

@@ -311,6 +311,46 @@ TEST_F(CoordinatorTest, RestartResumesWithoutLosingOrRepeatingUnits) {
   EXPECT_EQ(job(j.id()).progress().units_done(), total);
 }
 
+TEST_F(CoordinatorTest, AJobWhoseUnitsAreMissingFromTheStoreIsRefusedLoudly) {
+  const std::string path = ::testing::TempDir() + "/coordinator_test_damaged.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  open(path);
+  const std::string w = hello("one");
+  const v1::Job damaged = submit(2, "0-9", 0);
+  const v1::Job intact = submit(2, "10-11", 0);
+  for (std::vector<v1::Lease> ls; !(ls = acquire(w, 64)).empty();)
+    for (const v1::Lease& l : ls) ASSERT_EQ(complete(w, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  ASSERT_EQ(job(damaged.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_TRUE(store_->exec_for_test("DELETE FROM units WHERE job_id = '" + damaged.id() + "' AND idx >= 3").ok());
+  open(path);
+  const v1::Job j = job(damaged.id());
+  EXPECT_EQ(j.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(j.failure_detail().find("3 of its 10 units"), std::string::npos) << j.failure_detail();
+  auto results = coordinator_->results(damaged.id(), false);
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kDataLoss) << "results of a damaged job were served";
+  // The other job is untouched, and the verdict survives another restart.
+  EXPECT_EQ(job(intact.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(coordinator_->results(intact.id(), false).ok());
+  open(path);
+  EXPECT_EQ(job(damaged.id()).state(), v1::JOB_STATE_FAILED);
+}
+
+TEST_F(CoordinatorTest, ASubmitCutOffWhileStoringItsPlanIsDroppedOnRestart) {
+  const std::string path = ::testing::TempDir() + "/coordinator_test_cut.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  open(path);
+  const v1::Job j = submit(2, "0-9", 0, "req-1");
+  // As if the process died between two batches of a big plan.
+  ASSERT_TRUE(store_->exec_for_test("UPDATE jobs SET planned = 0 WHERE id = '" + j.id() + "'").ok());
+  ASSERT_TRUE(store_->exec_for_test("DELETE FROM units WHERE idx >= 5").ok());
+  open(path);
+  EXPECT_EQ(coordinator_->get_job(j.id()).status().code(), absl::StatusCode::kNotFound);
+  // The client's retry with the same request id plans it again, under a new id.
+  const v1::Job again = submit(2, "0-9", 0, "req-1");
+  EXPECT_NE(again.id(), j.id());
+  EXPECT_EQ(again.progress().units_total(), 10);
+}
+
 TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   const std::string w = hello("one");
   const v1::Job j = submit(2, "0", 0);

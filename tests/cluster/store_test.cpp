@@ -80,5 +80,70 @@ TEST(StoreTest, UnwritablePathIsAnError) {
   EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok());
 }
 
+std::string fresh_path(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  return path;
+}
+
+TEST(StoreTest, NewStoresHaveTheCurrentSchemaVersion) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->schema_version(), Store::kSchemaVersion);
+}
+
+TEST(StoreTest, AStoreFromANewerCoordinatorIsRefused) {
+  const std::string path = fresh_path("store_test_newer.db");
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->exec_for_test("PRAGMA user_version = 999").ok());
+  }
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("newer"), absl::string_view::npos) << store.status();
+}
+
+TEST(StoreTest, AFailedTransactionLeavesNothingBehind) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  StoredJob j;
+  j.id = "job-1";
+  j.seq = 1;
+  for (int i = 0; i < 3; ++i) j.units.push_back({i, "s", "m", 0, std::nullopt});
+  j.units.push_back({1, "duplicate index", "m", 0, std::nullopt});  // the primary key refuses it
+  EXPECT_FALSE((*store)->insert_job(j).ok());
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty()) << "the job row stayed without its units";
+  // The guard rolled back: the store takes the next transaction.
+  j.units.pop_back();
+  EXPECT_TRUE((*store)->insert_job(j).ok());
+  EXPECT_EQ((*(*store)->load_jobs())[0].unit_count, 3);
+}
+
+TEST(StoreTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  StoredJob j;
+  j.id = "job-7";
+  j.seq = 7;
+  for (int i = 0; i < 10; ++i) j.units.push_back({i, "s", "m", 0, std::nullopt});
+  ASSERT_TRUE((*store)->begin_job(j).ok());
+  ASSERT_TRUE((*store)->add_units("job-7", j.units, 0, 4).ok());
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_FALSE((*jobs)[0].planned);
+  ASSERT_TRUE((*store)->add_units("job-7", j.units, 4, 10).ok());
+  ASSERT_TRUE((*store)->finish_job_plan("job-7", 10).ok());
+  jobs = (*store)->load_jobs();
+  EXPECT_TRUE((*jobs)[0].planned);
+  EXPECT_EQ((*jobs)[0].unit_count, 10);
+  EXPECT_EQ((*jobs)[0].units.size(), 10u);
+  ASSERT_TRUE((*store)->delete_job("job-7").ok());
+  EXPECT_TRUE((*(*store)->load_jobs()).empty());
+}
+
 }  // namespace
 }  // namespace c960::cluster
