@@ -37,7 +37,8 @@ int cmd_startpos(const std::vector<std::string>& args, const Io& io) {
   const std::string number = p->positional().empty() ? "" : p->positional().front();
 
   if (p->has("number")) {
-    if (p->has("random") || !number.empty()) return fail(io, kName, absl::InvalidArgumentError("--number takes no N and no --random"));
+    if (p->has("random") || !number.empty())
+      return fail(io, kName, absl::InvalidArgumentError("--number takes no N and no --random"));
     // A FEN given unquoted arrives as separate words.
     std::string text;
     for (const std::string& w : p->all("number")) text += (text.empty() ? "" : " ") + w;
