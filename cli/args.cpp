@@ -1,7 +1,6 @@
 #include "cli/args.h"
 
 #include <charconv>
-#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -78,17 +77,15 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
   return out;
 }
 
-std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, ParsedArgs* out) {
+std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, const Io& io,
+                                 ParsedArgs* out) {
   for (const std::string& a : args)
     if (a == "--help" || a == "-h") {
-      std::cout << help_text(spec);
-      return 0;
+      io.out << help_text(spec);
+      return kExitOk;
     }
   absl::StatusOr<ParsedArgs> p = parse_args(spec, args);
-  if (!p.ok()) {
-    std::cerr << "c960 " << spec.name << ": " << p.status().message() << "\n";
-    return 2;
-  }
+  if (!p.ok()) return fail(io, spec.name, p.status());
   *out = std::move(*p);
   return std::nullopt;
 }

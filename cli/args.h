@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/command.h"
 
 namespace c960::cli {
 
@@ -47,10 +48,11 @@ class ParsedArgs {
 
 // Unknown options, missing values and repeated single options are errors that name the option.
 absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
-// The start of every subcommand: on --help or -h prints the help, on bad usage prints
-// "c960 NAME: problem" to stderr, and returns the exit code to leave with (0 or 2); otherwise
-// fills *out and returns nullopt.
-std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, ParsedArgs* out);
+// The start of every subcommand: on --help or -h (anywhere) prints the help on io.out, on bad
+// usage fails with "c960 NAME: problem", and returns the exit code to leave with (0 or 2);
+// otherwise fills *out and returns nullopt.
+std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, const Io& io,
+                                 ParsedArgs* out);
 std::string help_text(const CommandSpec& spec);
 
 }  // namespace c960::cli

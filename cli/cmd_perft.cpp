@@ -1,11 +1,8 @@
 #include <chrono>
-#include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <memory>
 #include <new>
 #include <sstream>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,8 +16,10 @@
 namespace c960::cli {
 namespace {
 
+constexpr char kName[] = "perft";
+
 const CommandSpec kSpec = {
-    "perft",
+    kName,
     "c960 perft --depth D (--fen FEN | --sp N) [--moves M ...] [--divide]\n"
     "       c960 perft --epd FILE [--max-depth D]\n"
     "       c960 perft --table --depth D [--sps 0-959] [--out FILE] [--shredder]",
@@ -47,11 +46,6 @@ const CommandSpec kSpec = {
         {"zobrist-seed", Arity::kOne, "S", "seed of the Zobrist key set (counts never depend on it)"},
     }};
 
-int fail(const absl::Status& s) {
-  std::cerr << "c960 perft: " << s.message() << "\n";
-  return kExitUsage;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -77,14 +71,14 @@ struct Engine {
   }
 };
 
-int run_suite(const ParsedArgs& p, const Engine& engine) {
+int run_suite(const ParsedArgs& p, const Engine& engine, const Io& io) {
   absl::StatusOr<long long> max_depth = p.get_int("max-depth", 64, 1, 64);
-  if (!max_depth.ok()) return fail(max_depth.status());
+  if (!max_depth.ok()) return fail(io, kName, max_depth.status());
   const std::string path = p.get("epd");
   absl::StatusOr<std::string> text = read_file(path);
-  if (!text.ok()) return fail(text.status());
+  if (!text.ok()) return fail(io, kName, text.status());
   absl::StatusOr<std::vector<PerftCase>> cases = parse_perft_suite(*text);
-  if (!cases.ok()) return fail(absl::InvalidArgumentError(absl::StrCat(path, ": ", cases.status().message())));
+  if (!cases.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat(path, ": ", cases.status().message())));
 
   const auto t0 = std::chrono::steady_clock::now();
   int checks = 0, mismatches = 0, errors = 0, skipped = 0;
@@ -93,7 +87,7 @@ int run_suite(const ParsedArgs& p, const Engine& engine) {
     absl::StatusOr<Position> pos = Position::from_fen(c.fen);
     if (!pos.ok()) {
       ++errors;
-      std::cout << absl::StrFormat("ERROR %s (%s:%d): %s\n", c.id, path, c.line, pos.status().message());
+      io.out << absl::StrFormat("ERROR %s (%s:%d): %s\n", c.id, path, c.line, pos.status().message());
       continue;
     }
     for (const auto& [depth, expected] : c.expected) {
@@ -106,35 +100,30 @@ int run_suite(const ParsedArgs& p, const Engine& engine) {
       nodes += got;
       if (got != expected) {
         ++mismatches;
-        std::cout << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth,
-                                     expected, to_string(got), c.id, c.line);
+        io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth,
+                                  expected, to_string(got), c.id, c.line);
       }
     }
   }
   const double secs = seconds_since(t0);
-  std::cout << absl::StrFormat("%s: %d positions, %d checks, %d mismatches, %d bad positions, %d skipped; %s nodes in %.2f s (%s)\n",
-                               path, cases->size(), checks, mismatches, errors, skipped, to_string(nodes), secs,
-                               rate(nodes, secs));
+  io.out << absl::StrFormat("%s: %d positions, %d checks, %d mismatches, %d bad positions, %d skipped; %s nodes in %.2f s (%s)\n",
+                            path, cases->size(), checks, mismatches, errors, skipped, to_string(nodes), secs,
+                            rate(nodes, secs));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
-int run_table(const ParsedArgs& p, int depth, const Engine& engine) {
+int run_table(const ParsedArgs& p, int depth, const Engine& engine, const Io& io) {
   absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.get("sps", "0-959"));
-  if (!sps.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message())));
+  if (!sps.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message())));
   const bool shredder = p.has("shredder");
   const std::string out_path = p.get("out");
-
-  std::ofstream file;
-  const std::string tmp_path = out_path + ".tmp";
-  if (!out_path.empty()) {
-    file.open(tmp_path, std::ios::trunc);
-    if (!file) return fail(absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "'")));
-  }
+  if (p.has("out"))
+    if (absl::Status s = check_output("--out", out_path); !s.ok()) return fail(io, kName, s);
 
   std::vector<Position> roots;
   for (int sp : *sps) roots.push_back(*Position::from_fen(*startpos_fen(sp)));
 
-  const bool tty = isatty(STDERR_FILENO);
+  const bool tty = io.err_is_tty;
   const auto t0 = std::chrono::steady_clock::now();
   int last_step = -1;
   PerftOptions options = engine.options;
@@ -145,45 +134,44 @@ int run_table(const ParsedArgs& p, int depth, const Engine& engine) {
                                              depth, roots.size(), 100.0 * double(done) / double(total), to_string(nodes),
                                              secs, rate(nodes, secs), eta);
     const int step = int(20 * done / total);  // without a terminal: a line per 5%
-    if (tty) std::cerr << "\r" << line << "   " << std::flush;
-    else if (step != last_step) std::cerr << line << "\n";
+    if (tty) io.err << "\r" << line << "   " << std::flush;
+    else if (step != last_step) io.err << line << "\n";
     last_step = step;
   };
   const std::vector<PerftResult> results = perft_parallel(roots, depth, options, engine.hash.get());
-  if (tty) std::cerr << "\n";
+  if (tty) io.err << "\n";
 
-  std::ostream& out = out_path.empty() ? std::cout : file;
-  out << "sp,fen,depth,nodes\n";
+  std::string csv = "sp,fen,depth,nodes\n";
   NodeCount sum = 0;
   for (size_t i = 0; i < roots.size(); ++i) {
-    out << (*sps)[i] << "," << roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen) << "," << depth << ","
-        << to_string(results[i].nodes) << "\n";
+    absl::StrAppend(&csv, (*sps)[i], ",", roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), ",", depth,
+                    ",", to_string(results[i].nodes), "\n");
     sum += results[i].nodes;
   }
   const double secs = seconds_since(t0);
-  if (!out_path.empty()) {
-    file.close();
-    if (!file || std::rename(tmp_path.c_str(), out_path.c_str()) != 0)
-      return fail(absl::InternalError(absl::StrCat("--out: writing '", out_path, "' failed")));
-    std::cout << "wrote " << out_path << "\n";
+  if (p.has("out")) {
+    if (absl::Status s = write_output("--out", out_path, csv); !s.ok()) return fail(io, kName, s);
+    io.out << "wrote " << out_path << "\n";
+  } else {
+    io.out << csv;
   }
-  std::cerr << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, roots.size(),
-                               to_string(sum), secs, rate(sum, secs));
+  io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, roots.size(),
+                            to_string(sum), secs, rate(sum, secs));
   return kExitOk;
 }
 
 }  // namespace
 
-int cmd_perft(const std::vector<std::string>& args) {
+int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs parsed_args;
-  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  if (std::optional<int> rc = parse_command(kSpec, args, io, &parsed_args)) return *rc;
   const ParsedArgs* p = &parsed_args;
   absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
-  if (!threads.ok()) return fail(threads.status());
+  if (!threads.ok()) return fail(io, kName, threads.status());
   absl::StatusOr<long long> hash_mb = p->get_int("hash", 0, 0, 1 << 20);
-  if (!hash_mb.ok()) return fail(hash_mb.status());
+  if (!hash_mb.ok()) return fail(io, kName, hash_mb.status());
   absl::StatusOr<long long> zseed = p->get_int("zobrist-seed", 0, 1, INT64_MAX);
-  if (!zseed.ok()) return fail(zseed.status());
+  if (!zseed.ok()) return fail(io, kName, zseed.status());
   // Keys are global: replace them before any position exists.
   if (p->has("zobrist-seed")) zobrist::init(uint64_t(*zseed));
   Engine engine;
@@ -192,45 +180,45 @@ int cmd_perft(const std::vector<std::string>& args) {
     try {
       engine.hash = std::make_unique<PerftHash>(size_t(*hash_mb));
     } catch (const std::bad_alloc&) {
-      return fail(absl::ResourceExhaustedError(absl::StrCat("--hash: cannot allocate ", *hash_mb, " MB")));
+      return fail(io, kName, absl::ResourceExhaustedError(absl::StrCat("--hash: cannot allocate ", *hash_mb, " MB")));
     }
   }
 
   if (p->has("epd")) {
     for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out"})
-      if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
-    return run_suite(*p, engine);
+      if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
+    return run_suite(*p, engine, io);
   }
-  if (!p->has("depth")) return fail(absl::InvalidArgumentError("--depth is required"));
+  if (!p->has("depth")) return fail(io, kName, absl::InvalidArgumentError("--depth is required"));
   absl::StatusOr<long long> depth = p->get_int("depth", 0, 0, 30);
-  if (!depth.ok()) return fail(depth.status());
-  if (p->has("max-depth")) return fail(absl::InvalidArgumentError("--max-depth only goes with --epd"));
+  if (!depth.ok()) return fail(io, kName, depth.status());
+  if (p->has("max-depth")) return fail(io, kName, absl::InvalidArgumentError("--max-depth only goes with --epd"));
 
   if (p->has("table")) {
     for (const char* o : {"fen", "sp", "moves", "divide"})
-      if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
-    return run_table(*p, int(*depth), engine);
+      if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
+    return run_table(*p, int(*depth), engine, io);
   }
   for (const char* o : {"sps", "out"})
-    if (p->has(o)) return fail(absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
+    if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
 
-  if (p->has("fen") == p->has("sp")) return fail(absl::InvalidArgumentError("give exactly one of --fen and --sp"));
+  if (p->has("fen") == p->has("sp")) return fail(io, kName, absl::InvalidArgumentError("give exactly one of --fen and --sp"));
   std::string fen;
   if (p->has("sp")) {
     absl::StatusOr<long long> sp = p->get_int("sp", 0, 0, kStartPositions - 1);
-    if (!sp.ok()) return fail(sp.status());
+    if (!sp.ok()) return fail(io, kName, sp.status());
     fen = *startpos_fen(int(*sp));
   } else {
     for (const std::string& w : p->all("fen")) fen += (fen.empty() ? "" : " ") + w;
   }
   absl::StatusOr<Position> parsed = Position::from_fen(fen);
-  if (!parsed.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--fen: ", parsed.status().message())));
+  if (!parsed.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--fen: ", parsed.status().message())));
   Position pos = *parsed;
   // Play the moves on a chain of states, then copy: the copy keeps only the final state.
   std::vector<StateInfo> states(p->all("moves").size());
   for (size_t i = 0; i < states.size(); ++i) {
     absl::StatusOr<Move> m = parse_uci(pos, p->all("moves")[i]);
-    if (!m.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--moves: ", m.status().message())));
+    if (!m.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--moves: ", m.status().message())));
     pos.do_move(*m, states[i]);
   }
   Position root = pos;
@@ -239,12 +227,12 @@ int cmd_perft(const std::vector<std::string>& args) {
   const PerftResult result = engine.run(root, int(*depth));
   const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
-    for (const DivideEntry& e : result.divide) std::cout << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
-    std::cout << "\n";
+    for (const DivideEntry& e : result.divide) io.out << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
+    io.out << "\n";
   }
   const double secs = seconds_since(t0);
-  std::cout << "Nodes searched: " << to_string(nodes) << std::endl;
-  std::cerr << absl::StrFormat("time %.3f s, %s\n", secs, rate(nodes, secs));
+  io.out << "Nodes searched: " << to_string(nodes) << std::endl;
+  io.err << absl::StrFormat("time %.3f s, %s\n", secs, rate(nodes, secs));
   return kExitOk;
 }
 

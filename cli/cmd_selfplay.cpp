@@ -1,6 +1,4 @@
 #include <chrono>
-#include <fstream>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,8 +15,10 @@ namespace {
 
 using selfplay::SelfPlaySpec;
 
+constexpr char kName[] = "selfplay";
+
 const CommandSpec kSpec = {
-    "selfplay",
+    kName,
     "c960 selfplay [--sps RANGE] --games-per-position N --engine builtin|PATH [--option NAME=VALUE ...]\n"
     "                     (--nodes N | --depth D | --movetime MS) [--random-plies K] [--seed S]\n"
     "                     [--threads T] [--format csv|json] [--out FILE] [--pgn FILE]",
@@ -41,34 +41,24 @@ const CommandSpec kSpec = {
       return o;
     }()};
 
-int fail(const absl::Status& s) {
-  std::cerr << "c960 selfplay: " << s.message() << "\n";
-  return kExitUsage;
-}
-
 }  // namespace
 
-int cmd_selfplay(const std::vector<std::string>& args) {
+int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs parsed_args;
-  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  if (std::optional<int> rc = parse_command(kSpec, args, io, &parsed_args)) return *rc;
   const ParsedArgs* p = &parsed_args;
   absl::StatusOr<SelfPlaySpec> spec = selfplay_spec_from_args(*p);
-  if (!spec.ok()) return fail(spec.status());
+  if (!spec.ok()) return fail(io, kName, spec.status());
   absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
-  if (!threads.ok()) return fail(threads.status());
+  if (!threads.ok()) return fail(io, kName, threads.status());
   const std::string format = p->get("format", "csv");
-  if (format != "csv" && format != "json") return fail(absl::InvalidArgumentError(absl::StrCat("--format: '", format, "' is not csv or json")));
-  // Open the outputs first: a typo in a path should not cost a long run.
-  std::ofstream out_file, pgn_file;
-  if (p->has("out")) {
-    out_file.open(p->get("out"), std::ios::binary);
-    if (!out_file) return fail(absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", p->get("out"), "'")));
-  }
-  if (p->has("pgn")) {
-    pgn_file.open(p->get("pgn"), std::ios::binary);
-    if (!pgn_file) return fail(absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", p->get("pgn"), "'")));
-  }
-  if (absl::Status s = selfplay::check_engine(*spec); !s.ok()) return fail(s);
+  if (format != "csv" && format != "json")
+    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--format: '", format, "' is not csv or json")));
+  // Check the outputs first: a typo in a path should not cost a long run.
+  for (const char* option : {"out", "pgn"})
+    if (p->has(option))
+      if (absl::Status s = check_output(absl::StrCat("--", option), p->get(option)); !s.ok()) return fail(io, kName, s);
+  if (absl::Status s = selfplay::check_engine(*spec); !s.ok()) return fail(io, kName, s);
 
   const bool quiet = p->has("quiet");
   const size_t total = spec->positions.size() * size_t(spec->games_per_position);
@@ -77,30 +67,32 @@ int cmd_selfplay(const std::vector<std::string>& args) {
   const auto progress = [&](const selfplay::PlayedGame& g) {
     ++done;
     if (!quiet && (done % 10 == 0 || done == total))
-      std::cerr << absl::StrFormat("\rc960 selfplay: %zu/%zu games (last: sp %d game %d, %s)", done, total, g.sp,
-                                   g.index + 1, selfplay::termination_name(g.record.termination))
-                << std::flush;
+      io.err << absl::StrFormat("\rc960 selfplay: %zu/%zu games (last: sp %d game %d, %s)", done, total, g.sp,
+                                g.index + 1, selfplay::termination_name(g.record.termination))
+             << std::flush;
   };
   absl::StatusOr<std::vector<selfplay::PlayedGame>> games = selfplay::play_local(*spec, int(*threads), progress);
-  if (!games.ok()) return fail(games.status());
+  if (!games.ok()) return fail(io, kName, games.status());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   selfplay::SelfPlayStats stats;
+  std::string pgn;
   for (const selfplay::PlayedGame& g : *games) {
     stats.add(g.sp, g.record);
-    if (pgn_file.is_open()) pgn_file << g.record.pgn;
+    if (p->has("pgn")) pgn += g.record.pgn;
   }
   const std::string table = format == "csv" ? stats.to_csv() : stats.to_json();
-  if (out_file.is_open()) out_file << table;
-  else std::cout << table;
-  if (!quiet)
-    std::cerr << absl::StrFormat("\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n",
-                                 games->size(), secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads,
-                                 (long long)stats.total().duplicates);
-  if ((out_file.is_open() && !out_file.flush()) || (pgn_file.is_open() && !pgn_file.flush())) {
-    std::cerr << "c960 selfplay: writing the output failed\n";
-    return kExitCheckFailed;
+  if (p->has("pgn"))
+    if (absl::Status s = write_output("--pgn", p->get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
+  if (p->has("out")) {
+    if (absl::Status s = write_output("--out", p->get("out"), table); !s.ok()) return fail(io, kName, s);
+  } else {
+    io.out << table;
   }
+  if (!quiet)
+    io.err << absl::StrFormat("\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n",
+                              games->size(), secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads,
+                              (long long)stats.total().duplicates);
   return kExitOk;
 }
 

@@ -1,7 +1,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
@@ -11,8 +10,10 @@
 namespace c960::cli {
 namespace {
 
+constexpr char kName[] = "startpos";
+
 const CommandSpec kSpec = {
-    "startpos",
+    kName,
     "c960 startpos N [--shredder]\n       c960 startpos --random [--seed S] [--shredder]\n"
     "       c960 startpos --number (FEN | BACKRANK)",
     "Prints the FEN of Chess960 start position N (0..959, standard numbering; 518 is RNBQKBNR), "
@@ -26,48 +27,44 @@ const CommandSpec kSpec = {
     },
     1};
 
-int fail(const absl::Status& s) {
-  std::cerr << "c960 startpos: " << s.message() << "\n";
-  return kExitUsage;
-}
-
 }  // namespace
 
-int cmd_startpos(const std::vector<std::string>& args) {
+int cmd_startpos(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs parsed_args;
-  if (std::optional<int> rc = parse_command(kSpec, args, &parsed_args)) return *rc;
+  if (std::optional<int> rc = parse_command(kSpec, args, io, &parsed_args)) return *rc;
   const ParsedArgs* p = &parsed_args;
   const bool shredder = p->has("shredder");
   const std::string number = p->positional().empty() ? "" : p->positional().front();
 
   if (p->has("number")) {
-    if (p->has("random") || !number.empty()) return fail(absl::InvalidArgumentError("--number takes no N and no --random"));
+    if (p->has("random") || !number.empty())
+      return fail(io, kName, absl::InvalidArgumentError("--number takes no N and no --random"));
     // A FEN given unquoted arrives as separate words.
     std::string text;
     for (const std::string& w : p->all("number")) text += (text.empty() ? "" : " ") + w;
     absl::StatusOr<int> n = text.find('/') != std::string::npos ? number_of_fen(text) : number_of_backrank(text);
-    if (!n.ok()) return fail(n.status());
-    std::cout << *n << "\n";
+    if (!n.ok()) return fail(io, kName, n.status());
+    io.out << *n << "\n";
     return kExitOk;
   }
   if (p->has("random")) {
-    if (!number.empty()) return fail(absl::InvalidArgumentError("give either N or --random, not both"));
+    if (!number.empty()) return fail(io, kName, absl::InvalidArgumentError("give either N or --random, not both"));
     absl::StatusOr<long long> seed = p->get_int("seed", 0, 0, INT64_MAX);
-    if (!seed.ok()) return fail(seed.status());
+    if (!seed.ok()) return fail(io, kName, seed.status());
     const uint64_t s = p->has("seed") ? uint64_t(*seed) : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     const int n = random_startpos(s);
-    std::cout << n << " " << *startpos_fen(n, shredder) << "\n";
+    io.out << n << " " << *startpos_fen(n, shredder) << "\n";
     return kExitOk;
   }
-  if (p->has("seed")) return fail(absl::InvalidArgumentError("--seed only goes with --random"));
-  if (number.empty()) return fail(absl::InvalidArgumentError("missing N (0..959), --random or --number"));
+  if (p->has("seed")) return fail(io, kName, absl::InvalidArgumentError("--seed only goes with --random"));
+  if (number.empty()) return fail(io, kName, absl::InvalidArgumentError("missing N (0..959), --random or --number"));
   int n = -1;
   const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
   if (ec != std::errc() || ptr != number.data() + number.size())
-    return fail(absl::InvalidArgumentError(absl::StrCat("N: '", number, "' is not a number in 0..959")));
+    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("N: '", number, "' is not a number in 0..959")));
   absl::StatusOr<std::string> fen = startpos_fen(n, shredder);
-  if (!fen.ok()) return fail(fen.status());
-  std::cout << *fen << "\n";
+  if (!fen.ok()) return fail(io, kName, fen.status());
+  io.out << *fen << "\n";
   return kExitOk;
 }
 

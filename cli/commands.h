@@ -1,24 +1,25 @@
-// The c960 subcommands. Each returns the process exit code: 0 success, 1 a check failed,
-// 2 bad usage or bad input (with a message on stderr naming the problem).
+// The c960 subcommands, callable in-process. Each takes the words after its name and returns
+// the exit code (cli/exit_codes.h); output goes to io.out, problems to io.err.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
+
 namespace c960::cli {
 
-constexpr int kExitOk = 0;
-constexpr int kExitCheckFailed = 1;
-constexpr int kExitUsage = 2;
+// The whole tool: `args` are the words after the program name ("perft", "--depth", "3", ...).
+int run(const std::vector<std::string>& args, const Io& io);
 
-int cmd_startpos(const std::vector<std::string>& args);
-int cmd_perft(const std::vector<std::string>& args);
-int cmd_selfplay(const std::vector<std::string>& args);
-// Cluster client commands (cmd_cluster.cpp).
-int cmd_submit(const std::vector<std::string>& args);
-int cmd_status(const std::vector<std::string>& args);
-int cmd_watch(const std::vector<std::string>& args);
-int cmd_results(const std::vector<std::string>& args);
-int cmd_cancel(const std::vector<std::string>& args);
+int cmd_startpos(const std::vector<std::string>& args, const Io& io);
+int cmd_perft(const std::vector<std::string>& args, const Io& io);
+int cmd_selfplay(const std::vector<std::string>& args, const Io& io);
+// Clients of the cluster coordinator (cli/client.h).
+int cmd_submit(const std::vector<std::string>& args, const Io& io);
+int cmd_status(const std::vector<std::string>& args, const Io& io);
+int cmd_watch(const std::vector<std::string>& args, const Io& io);
+int cmd_results(const std::vector<std::string>& args, const Io& io);
+int cmd_cancel(const std::vector<std::string>& args, const Io& io);
 
 }  // namespace c960::cli

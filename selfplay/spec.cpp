@@ -10,9 +10,6 @@
 namespace c960::selfplay {
 namespace {
 
-constexpr int kMaxGamesPerPosition = 1000000;
-constexpr int kMaxRandomPlies = 40;
-
 // splitmix64's finaliser: every input bit affects every output bit.
 uint64_t mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -36,25 +33,33 @@ absl::Status SelfPlaySpec::validate() const {
   if (engine == kBuiltinEngine && !options.empty()) return bad("options", "the built-in engine takes no UCI options");
   const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0);
   if (kinds != 1) return bad("limits", "give exactly one of nodes, depth, movetime");
-  if (limits.depth < 0 || limits.depth > 64) return bad("depth", limits.depth, " is not in 1..64");
-  if (limits.movetime_ms < 0 || limits.movetime_ms > 3600000) return bad("movetime", limits.movetime_ms, " is not in 1..3600000 ms");
-  if (limits.nodes > (uint64_t(1) << 40)) return bad("nodes", limits.nodes, " is more than 2^40");
+  if (limits.depth < 0 || limits.depth > kMaxDepthLimit) return bad("depth", limits.depth, " is not in 1..", kMaxDepthLimit);
+  if (limits.movetime_ms < 0 || limits.movetime_ms > kMaxMovetimeMs)
+    return bad("movetime", limits.movetime_ms, " is not in 1..", kMaxMovetimeMs, " ms");
+  if (limits.nodes > kMaxNodesLimit) return bad("nodes", limits.nodes, " is more than 2^40");
   if (random_plies < 0 || random_plies > kMaxRandomPlies) return bad("random_plies", random_plies, " is not in 0..", kMaxRandomPlies);
-  if (node_jitter_percent < 0 || node_jitter_percent > 90) return bad("node_jitter_percent", node_jitter_percent, " is not in 0..90");
+  if (node_jitter_percent < 0 || node_jitter_percent > kMaxNodeJitterPercent)
+    return bad("node_jitter_percent", node_jitter_percent, " is not in 0..", kMaxNodeJitterPercent);
   if (node_jitter_percent && !limits.nodes) return bad("node_jitter_percent", "only applies with a nodes limit");
-  if (sample_margin_cp < 0 || sample_margin_cp > 1000) return bad("sample_margin_cp", sample_margin_cp, " is not in 0..1000");
+  if (sample_margin_cp < 0 || sample_margin_cp > kMaxSampleMarginCp)
+    return bad("sample_margin_cp", sample_margin_cp, " is not in 0..", kMaxSampleMarginCp);
   if (sample_margin_cp && engine != kBuiltinEngine) return bad("sample_margin_cp", "only the built-in engine samples moves");
-  if (max_plies < 0 || max_plies > 10000) return bad("max_plies", max_plies, " is not in 0..10000");
+  if (max_plies < 0 || max_plies > kMaxPlyLimit) return bad("max_plies", max_plies, " is not in 0..", kMaxPlyLimit);
   if (max_plies && max_plies <= random_plies) return bad("max_plies", "must be more than random_plies");
   const Adjudication& a = adjudication;
-  if (a.draw_moves < 0 || a.draw_moves > 1000) return bad("adjudication.draw_moves", a.draw_moves, " is not in 0..1000");
-  if (a.draw_score_cp < 0 || a.draw_score_cp > 1000) return bad("adjudication.draw_score_cp", a.draw_score_cp, " is not in 0..1000");
+  if (a.draw_moves < 0 || a.draw_moves > kMaxAdjudicationMoves)
+    return bad("adjudication.draw_moves", a.draw_moves, " is not in 0..", kMaxAdjudicationMoves);
+  if (a.draw_score_cp < 0 || a.draw_score_cp > kMaxDrawScoreCp)
+    return bad("adjudication.draw_score_cp", a.draw_score_cp, " is not in 0..", kMaxDrawScoreCp);
   if (a.draw_min_ply < 0) return bad("adjudication.draw_min_ply", "negative");
-  if (a.resign_moves < 0 || a.resign_moves > 1000) return bad("adjudication.resign_moves", a.resign_moves, " is not in 0..1000");
-  if (a.resign_score_cp < 1 || a.resign_score_cp > kMateScoreCp)
-    return bad("adjudication.resign_score_cp", a.resign_score_cp, " is not in 1..", kMateScoreCp);
-  if (hash_mb < 1 || hash_mb > 4096) return bad("hash_mb", hash_mb, " is not in 1..4096");
-  if (engine_timeout_ms < 100 || engine_timeout_ms > 3600000) return bad("engine_timeout_ms", engine_timeout_ms, " is not in 100..3600000");
+  if (a.draw_min_ply > kMaxDrawMinPly) return bad("adjudication.draw_min_ply", a.draw_min_ply, " is more than ", kMaxDrawMinPly);
+  if (a.resign_moves < 0 || a.resign_moves > kMaxAdjudicationMoves)
+    return bad("adjudication.resign_moves", a.resign_moves, " is not in 0..", kMaxAdjudicationMoves);
+  if (a.resign_score_cp < kMinResignScoreCp || a.resign_score_cp > kMaxResignScoreCp)
+    return bad("adjudication.resign_score_cp", a.resign_score_cp, " is not in ", kMinResignScoreCp, "..", kMaxResignScoreCp);
+  if (hash_mb < 1 || hash_mb > kMaxHashMb) return bad("hash_mb", hash_mb, " is not in 1..", kMaxHashMb);
+  if (engine_timeout_ms < kMinEngineTimeoutMs || engine_timeout_ms > kMaxEngineTimeoutMs)
+    return bad("engine_timeout_ms", engine_timeout_ms, " is not in ", kMinEngineTimeoutMs, "..", kMaxEngineTimeoutMs);
   return absl::OkStatus();
 }
 

@@ -17,6 +17,34 @@ namespace c960::selfplay {
 
 constexpr absl::string_view kBuiltinEngine = "builtin";
 
+// Every default and limit of a spec in one place: validate(), the command-line options of
+// `c960 selfplay` and `c960 submit selfplay`, and their help text all read these.
+inline constexpr char kDefaultPositions[] = "0-959";  // all start positions
+inline constexpr int kMaxGamesPerPosition = 1'000'000;
+// Move limits: exactly one of nodes, depth, movetime, each at least 1.
+inline constexpr uint64_t kMaxNodesLimit = uint64_t(1) << 40;
+inline constexpr int kMaxDepthLimit = 64;
+inline constexpr int kMaxMovetimeMs = 3'600'000;
+inline constexpr int kMaxRandomPlies = 40;
+inline constexpr int kMaxNodeJitterPercent = 90;
+inline constexpr int kMaxSampleMarginCp = 1000;
+// The command line's seed when none is given (a SelfPlaySpec made in code starts at 0).
+inline constexpr uint64_t kDefaultSeed = 1;
+inline constexpr int kMaxPlyLimit = 10'000;  // max_plies; 0 = no limit
+// Adjudication; the defaults are those of selfplay::Adjudication (game.h).
+inline constexpr int kMaxAdjudicationMoves = 1000;  // draw_moves, resign_moves; 0 = off
+inline constexpr int kMaxDrawScoreCp = 1000;
+inline constexpr int kDefaultDrawScoreCp = Adjudication{}.draw_score_cp;
+inline constexpr int kMaxDrawMinPly = 10'000;
+inline constexpr int kMinResignScoreCp = 1;
+inline constexpr int kMaxResignScoreCp = kMateScoreCp;
+inline constexpr int kDefaultResignScoreCp = Adjudication{}.resign_score_cp;
+inline constexpr int kDefaultHashMb = 16;
+inline constexpr int kMaxHashMb = 4096;
+inline constexpr int kDefaultEngineTimeoutMs = 30'000;
+inline constexpr int kMinEngineTimeoutMs = 100;
+inline constexpr int kMaxEngineTimeoutMs = 3'600'000;
+
 struct SelfPlaySpec {
   std::vector<int> positions;  // start position numbers, 0..959
   int games_per_position = 1;
@@ -29,8 +57,8 @@ struct SelfPlaySpec {
   uint64_t seed = 0;
   int max_plies = 0;             // 0 = no limit
   Adjudication adjudication;
-  int hash_mb = 16;              // built-in engine's hash per player
-  int engine_timeout_ms = 30000; // UCI engines: time allowed beyond movetime before "hung"
+  int hash_mb = kDefaultHashMb;  // built-in engine's hash per player
+  int engine_timeout_ms = kDefaultEngineTimeoutMs;  // UCI engines: time allowed beyond movetime before "hung"
 
   // Every field checked; the error names the field.
   absl::Status validate() const;

@@ -1,0 +1,157 @@
+#include "cli/client.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "cluster/channel.h"
+
+namespace c960::cli {
+namespace {
+
+void set_deadline(grpc::ClientContext& ctx, int64_t ms) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+}
+
+void sleep_ms(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+absl::Status to_absl(const grpc::Status& s) {
+  return s.ok() ? absl::OkStatus() : absl::Status(absl::StatusCode(int(s.error_code())), s.error_message());
+}
+
+bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
+
+}  // namespace
+
+std::string resolve_coordinator(const std::optional<std::string>& flag, const char* env) {
+  if (flag) return *flag;
+  if (env && *env) return env;
+  return cluster::kDefaultCoordinator;
+}
+
+bool should_retry(grpc::StatusCode code, bool idempotent) {
+  return code == grpc::StatusCode::UNAVAILABLE || (idempotent && code == grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
+bool should_reconnect(grpc::StatusCode code, bool got_updates) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         (code == grpc::StatusCode::CANCELLED && got_updates);
+}
+
+int64_t next_backoff_ms(int64_t backoff_ms, const RetryPolicy& policy) {
+  return std::min(backoff_ms * 2, policy.max_backoff_ms);
+}
+
+grpc::Status call_with_retry(const std::function<grpc::Status()>& call, bool idempotent, const RetryPolicy& policy,
+                             const std::function<void(int64_t)>& sleep) {
+  int64_t backoff = policy.initial_backoff_ms;
+  for (int attempt = 0;; ++attempt) {
+    grpc::Status s = call();
+    if (!should_retry(s.error_code(), idempotent) || attempt >= policy.max_retries) return s;
+    sleep(backoff);
+    backoff = next_backoff_ms(backoff, policy);
+  }
+}
+
+Client::Client(std::string address, RetryPolicy policy)
+    : address_(std::move(address)),
+      policy_(policy),
+      stub_(v1::JobService::NewStub(cluster::make_channel({address_}))) {}
+
+absl::Status Client::call(const std::function<grpc::Status()>& fn, bool idempotent) const {
+  return to_absl(call_with_retry(fn, idempotent, policy_, sleep_ms));
+}
+
+absl::Status Client::submit(const v1::SubmitJobRequest& request, v1::Job* job) {
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kSubmitDeadlineMs);
+        return stub_->SubmitJob(&ctx, request, job);
+      },
+      true);
+}
+
+absl::Status Client::get_job(const std::string& id, v1::Job* job) {
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kRpcDeadlineMs);
+        return stub_->GetJob(&ctx, req, job);
+      },
+      true);
+}
+
+absl::Status Client::list_jobs(v1::ListJobsResponse* response) {
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kRpcDeadlineMs);
+        return stub_->ListJobs(&ctx, v1::ListJobsRequest(), response);
+      },
+      true);
+}
+
+absl::Status Client::cancel(const std::string& id, v1::Job* job) {
+  v1::CancelJobRequest req;
+  req.set_job_id(id);
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kRpcDeadlineMs);
+        return stub_->CancelJob(&ctx, req, job);
+      },
+      true);  // cancelling twice is cancelling once
+}
+
+absl::Status Client::results(const std::string& id, bool divide, bool omit_games, std::vector<v1::ResultChunk>* chunks) {
+  v1::GetResultsRequest req;
+  req.set_job_id(id);
+  req.set_divide(divide);
+  req.set_omit_games(omit_games);
+  return call(
+      [&] {
+        chunks->clear();
+        grpc::ClientContext ctx;
+        // Planning-sized deadline: a big job's results take a while to stream.
+        set_deadline(ctx, cluster::kSubmitDeadlineMs);
+        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub_->GetResults(&ctx, req);
+        v1::ResultChunk chunk;
+        while (reader->Read(&chunk)) chunks->push_back(chunk);
+        return reader->Finish();
+      },
+      true);
+}
+
+absl::Status Client::watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update,
+                           v1::Job* final_job) {
+  v1::WatchJobRequest req;
+  req.set_job_id(id);
+  int64_t backoff = policy_.initial_backoff_ms;
+  for (;;) {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, kWatchStreamDeadlineMs);
+    std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub_->WatchJob(&ctx, req);
+    v1::Job job;
+    bool got = false;
+    while (reader->Read(&job)) {
+      got = true;
+      backoff = policy_.initial_backoff_ms;
+      on_update(job);
+      if (is_final(job.state())) {
+        reader->Finish().IgnoreError();  // the stream ends by itself after a final state
+        *final_job = job;
+        return absl::OkStatus();
+      }
+    }
+    const grpc::Status s = reader->Finish();
+    if (s.ok()) return absl::InternalError("the coordinator ended the watch before the job ended");
+    if (!should_reconnect(s.error_code(), got)) return to_absl(s);
+    sleep_ms(backoff);
+    backoff = next_backoff_ms(backoff, policy_);
+  }
+}
+
+}  // namespace c960::cli

@@ -1,0 +1,137 @@
+// c960 results JOB: a finished job's results. Perft as CSV like 'c960 perft --table' or JSON;
+// self-play as the statistics 'c960 selfplay' prints, built from the stored games the same way.
+#include "absl/strings/str_cat.h"
+#include "cli/args.h"
+#include "cli/client.h"
+#include "cli/cluster_command.h"
+#include "cli/commands.h"
+#include "cluster/selfplay_proto.h"
+#include "cluster/u128.h"
+#include "core/perft.h"
+#include "selfplay/stats.h"
+
+namespace c960::cli {
+namespace {
+
+constexpr char kName[] = "results";
+
+const CommandSpec kSpec = {
+    kName, "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
+    "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
+    "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
+    "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
+    "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
+    "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
+    "job is unfinished.",
+    {{"format", Arity::kOne, "csv|json", "output format (default csv)"},
+     {"divide", Arity::kFlag, "", "perft: counts below each first move"},
+     {"out", Arity::kOne, "FILE", "write here instead of stdout"},
+     {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"},
+     coordinator_option()},
+    1};
+
+int incomplete_fail(const Io& io, size_t incomplete, size_t positions, const std::string& job) {
+  return fail(io, kName,
+              absl::StrCat(incomplete, " of ", positions, " positions are not complete yet (c960 watch ", job, ")"),
+              kExitCheckFailed);
+}
+
+// The table goes to --out, else to stdout.
+int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
+  if (!p.has("out")) {
+    io.out << text;
+    return kExitOk;
+  }
+  if (absl::Status s = write_output("--out", p.get("out"), text); !s.ok()) return fail(io, kName, s);
+  io.out << "wrote " << p.get("out") << "\n";
+  return kExitOk;
+}
+
+// Statistics from the stored games, computed as 'c960 selfplay' does, so the two agree.
+int selfplay_results(const ParsedArgs& p, const Io& io, const std::vector<v1::ResultChunk>& chunks) {
+  size_t incomplete = 0, positions = 0;
+  int last_sp = -1;
+  for (const v1::ResultChunk& c : chunks) {
+    if (c.selfplay().start_position() == last_sp) continue;  // a further chunk of the same position
+    last_sp = c.selfplay().start_position();
+    ++positions;
+    incomplete += !c.selfplay().complete();
+  }
+  if (incomplete > 0) return incomplete_fail(io, incomplete, positions, p.positional()[0]);
+  selfplay::SelfPlayStats stats;
+  std::string pgn;
+  for (const v1::ResultChunk& c : chunks)
+    for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
+      absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
+      if (!rec.ok())
+        return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()), kExitCheckFailed);
+      stats.add(c.selfplay().start_position(), *rec);
+      pgn += g.pgn();
+    }
+  if (p.has("pgn"))
+    if (absl::Status s = write_output("--pgn", p.get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
+  return emit(p, io, p.get("format", "csv") == "csv" ? stats.to_csv() : stats.to_json());
+}
+
+std::string perft_csv(const std::vector<v1::PerftRootResult>& rows, bool divide) {
+  const auto sp = [](const v1::PerftRootResult& r) {
+    return r.start_position() >= 0 ? absl::StrCat(r.start_position()) : std::string();
+  };
+  std::string out = divide ? "sp,fen,depth,move,nodes\n" : "sp,fen,depth,nodes\n";
+  for (const v1::PerftRootResult& r : rows) {
+    if (!divide) {
+      absl::StrAppend(&out, sp(r), ",", r.fen(), ",", r.depth(), ",", to_string(cluster::from_proto(r.nodes())), "\n");
+      continue;
+    }
+    for (const v1::MoveCount& m : r.divide())
+      absl::StrAppend(&out, sp(r), ",", r.fen(), ",", r.depth(), ",", m.move(), ",",
+                      to_string(cluster::from_proto(m.nodes())), "\n");
+  }
+  return out;
+}
+
+std::string perft_json(const std::vector<v1::PerftRootResult>& rows, bool divide) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const v1::PerftRootResult& r = rows[i];
+    // Counts are written as exact integers, even beyond 2^53.
+    absl::StrAppend(&out, "  {\"sp\": ", r.start_position() >= 0 ? absl::StrCat(r.start_position()) : "null",
+                    ", \"fen\": \"", r.fen(), "\", \"depth\": ", r.depth(), ", \"nodes\": ",
+                    to_string(cluster::from_proto(r.nodes())));
+    if (divide) {
+      out += ", \"divide\": {";
+      for (int k = 0; k < r.divide_size(); ++k)
+        absl::StrAppend(&out, k ? ", " : "", "\"", r.divide(k).move(), "\": ",
+                        to_string(cluster::from_proto(r.divide(k).nodes())));
+      out += "}";
+    }
+    absl::StrAppend(&out, "}", i + 1 < rows.size() ? "," : "", "\n");
+  }
+  return out + "]\n";
+}
+
+}  // namespace
+
+int cmd_results(const std::vector<std::string>& args, const Io& io) {
+  ParsedArgs p;
+  if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
+  if (p.positional().size() != 1) return fail(io, kName, "give the job id");
+  const std::string format = p.get("format", "csv");
+  if (format != "csv" && format != "json") return fail(io, kName, "--format: use csv or json");
+  const bool divide = p.has("divide");
+  Client client(coordinator_address(p));
+  std::vector<v1::ResultChunk> chunks;
+  if (absl::Status s = client.results(p.positional()[0], divide, false, &chunks); !s.ok())
+    return rpc_fail(io, kName, client, s);
+  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, chunks);
+  if (p.has("pgn")) return fail(io, kName, "--pgn: only self-play jobs have games");
+  std::vector<v1::PerftRootResult> rows;
+  for (const v1::ResultChunk& c : chunks)
+    if (c.has_perft()) rows.push_back(c.perft());
+  size_t incomplete = 0;
+  for (const v1::PerftRootResult& r : rows) incomplete += !r.complete();
+  if (incomplete > 0) return incomplete_fail(io, incomplete, rows.size(), p.positional()[0]);
+  return emit(p, io, format == "csv" ? perft_csv(rows, divide) : perft_json(rows, divide));
+}
+
+}  // namespace c960::cli

@@ -1,0 +1,135 @@
+// c960 submit perft|selfplay: a job for the cluster. A random request id unless one is given,
+// so that the client's retries cannot create two jobs.
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "cli/client.h"
+#include "cli/cluster_command.h"
+#include "cli/commands.h"
+#include "cli/selfplay_args.h"
+#include "cluster/config.h"
+#include "cluster/selfplay_proto.h"
+
+namespace c960::cli {
+namespace {
+
+constexpr char kName[] = "submit";
+
+const std::vector<OptionSpec> kPerftOptions = {
+    {"depth", Arity::kOne, "D",
+     absl::StrCat("perft: depth in plies; selfplay: depth limit per move (1..", selfplay::kMaxDepthLimit, ")")},
+    {"sps", Arity::kOne, "LIST",
+     absl::StrCat("start position numbers and ranges, e.g. 0-9,518 (default ", selfplay::kDefaultPositions, ")")},
+    {"fen", Arity::kMany, "FEN", "perft: root positions"},
+    {"split-depth", Arity::kOne, "K", "perft: split each root at ply K into units (default: automatic)"},
+};
+
+const CommandSpec kSpec = {
+    kName,
+    "c960 submit perft --depth D [--sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
+    "       c960 submit selfplay [--sps RANGE] --games-per-position N --engine builtin|PATH\n"
+    "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
+    "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]",
+    "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
+    "--fen for perft) the job covers all 960 start positions. Give several FENs as quoted "
+    "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
+    "the games; an engine PATH is resolved on the workers and must exist there. Submitting again "
+    "with the same --request-id returns the same job.",
+    [] {
+      std::vector<OptionSpec> o = kPerftOptions;
+      for (const OptionSpec& sp : selfplay_spec_options())
+        if (sp.name != "sps" && sp.name != "depth") o.push_back(sp);
+      o.push_back({"games-per-unit", Arity::kOne, "G",
+                   absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
+                                ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
+      o.push_back({"request-id", Arity::kOne, "ID", "idempotency key (default: a random one, so retries are safe)"});
+      o.push_back(coordinator_option());
+      return o;
+    }(),
+    1};
+
+// The self-play part of submit: the same options and checks as the local command.
+absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
+  for (const char* perft_only : {"fen", "split-depth"})
+    if (p.has(perft_only)) return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
+  absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay_spec_from_args(p);
+  if (!spec.ok()) return spec.status();
+  v1::SelfPlayJobSpec* s = req->mutable_spec()->mutable_selfplay();
+  *s = selfplay::spec_to_proto(*spec);
+  if (p.has("games-per-unit")) {
+    absl::StatusOr<long long> g = p.get_int("games-per-unit", 0, 1, cluster::kMaxSelfPlayGamesPerUnit);
+    if (!g.ok()) return g.status();
+    s->set_games_per_unit(int(*g));
+  }
+  return absl::OkStatus();
+}
+
+// The perft part; the coordinator checks the ranges of depth and split depth and names the field.
+absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
+  for (const OptionSpec& o : kSpec.options) {
+    const bool perft_option = o.name == "request-id" || o.name == "coordinator" ||
+                              std::any_of(kPerftOptions.begin(), kPerftOptions.end(),
+                                          [&](const OptionSpec& q) { return q.name == o.name; });
+    if (!perft_option && p.has(o.name))
+      return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));
+  }
+  if (!p.has("depth")) return absl::InvalidArgumentError("--depth is required");
+  absl::StatusOr<long long> depth = p.get_int("depth", 0, 0, 1000);
+  if (!depth.ok()) return depth.status();
+  if (p.has("sps") && p.has("fen")) return absl::InvalidArgumentError("give --sps or --fen, not both");
+  v1::PerftJobSpec* spec = req->mutable_spec()->mutable_perft();
+  spec->set_depth(int(*depth));
+  if (p.has("sps")) spec->set_start_positions(p.get("sps"));
+  if (p.has("fen")) {
+    // Quoted FENs arrive whole; unquoted words make up a single FEN.
+    bool quoted = false;
+    for (const std::string& w : p.all("fen")) quoted |= w.find(' ') != std::string::npos;
+    if (quoted) {
+      for (const std::string& w : p.all("fen")) spec->add_fens(w);
+    } else {
+      std::string fen;
+      for (const std::string& w : p.all("fen")) fen += (fen.empty() ? "" : " ") + w;
+      spec->add_fens(fen);
+    }
+  }
+  if (p.has("split-depth")) {
+    absl::StatusOr<long long> k = p.get_int("split-depth", 0, 0, 1000);
+    if (!k.ok()) return k.status();
+    spec->set_split_depth(int(*k));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int cmd_submit(const std::vector<std::string>& args, const Io& io) {
+  ParsedArgs p;
+  if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
+  if (p.positional().size() != 1 || (p.positional()[0] != "perft" && p.positional()[0] != "selfplay"))
+    return fail(io, kName, "give the job kind: c960 submit perft|selfplay ...");
+  v1::SubmitJobRequest req;
+  const absl::Status built = p.positional()[0] == "selfplay" ? selfplay_request(p, &req) : perft_request(p, &req);
+  if (!built.ok()) return fail(io, kName, built);
+  if (p.has("request-id")) {
+    req.set_request_id(p.get("request-id"));
+  } else {
+    std::random_device rd;
+    req.set_request_id(absl::StrFormat("c960-submit-%08x%08x", rd(), rd()));
+  }
+  Client client(coordinator_address(p));
+  v1::Job job;
+  if (absl::Status s = client.submit(req, &job); !s.ok()) return rpc_fail(io, kName, client, s);
+  if (job.spec().has_selfplay()) {
+    io.out << "submitted selfplay: " << job.progress().games_total() << " games in " << job.progress().units_total()
+           << " units; job " << job.id() << "\n";
+  } else {
+    io.out << "submitted perft depth " << job.spec().perft().depth() << ": " << job.progress().units_total()
+           << " units at split depth " << job.split_depth() << "; job " << job.id() << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace c960::cli

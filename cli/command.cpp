@@ -1,0 +1,76 @@
+#include "cli/command.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace c960::cli {
+namespace {
+
+absl::Status cannot_write(absl::string_view option, const std::string& path, int error) {
+  return absl::InvalidArgumentError(absl::StrCat(option, ": cannot write '", path, "': ", std::strerror(error)));
+}
+
+// A new file next to `path` that no one else uses (O_EXCL), with the mode umask gives any new file.
+int create_temporary(const std::string& path, std::string* tmp) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0;; ++attempt) {
+    *tmp = absl::StrCat(path, ".", getpid(), ".", counter++, ".tmp");
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST || attempt >= 100) return fd;
+  }
+}
+
+}  // namespace
+
+int fail(const Io& io, absl::string_view command, absl::string_view problem, int code) {
+  io.err << "c960 " << command << ": " << problem << "\n" << std::flush;
+  return code;
+}
+
+int fail(const Io& io, absl::string_view command, const absl::Status& status, int code) {
+  return fail(io, command, status.message(), code);
+}
+
+absl::Status write_output(absl::string_view option, const std::string& path, absl::string_view text) {
+  if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(option, ": empty path"));
+  std::string tmp;
+  const int fd = create_temporary(path, &tmp);
+  if (fd < 0) return cannot_write(option, path, errno);
+  int error = 0;
+  for (size_t done = 0; done < text.size() && !error;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) error = errno;
+    if (n > 0) done += size_t(n);
+  }
+  // Durable before visible: the rename must not publish a file whose blocks are still unwritten.
+  if (!error && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && !error) error = errno;
+  if (!error && std::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
+  if (error) {
+    std::remove(tmp.c_str());
+    return cannot_write(option, path, error);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_output(absl::string_view option, const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(option, ": empty path"));
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return cannot_write(option, path, EISDIR);
+  std::string tmp;
+  const int fd = create_temporary(path, &tmp);
+  if (fd < 0) return cannot_write(option, path, errno);
+  ::close(fd);
+  std::remove(tmp.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace c960::cli

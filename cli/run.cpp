@@ -1,0 +1,50 @@
+// The command table of the c960 tool.
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+
+namespace c960::cli {
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>&, const Io&);
+};
+
+constexpr Subcommand kCommands[] = {
+    {"startpos", "FEN and number of Chess960 start positions", cmd_startpos},
+    {"perft", "count leaf nodes: one position, a suite, or a table over start positions", cmd_perft},
+    {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay},
+    {"submit", "submit a job to the cluster coordinator", cmd_submit},
+    {"status", "show cluster jobs and their progress", cmd_status},
+    {"watch", "follow a cluster job until it ends", cmd_watch},
+    {"results", "fetch a cluster job's results as CSV or JSON", cmd_results},
+    {"cancel", "cancel a cluster job", cmd_cancel},
+};
+
+void usage(std::ostream& out) {
+  out << "usage: c960 <command> [options]   (c960 <command> --help for details)\n\ncommands:\n";
+  for (const Subcommand& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, const Io& io) {
+  if (args.empty()) {
+    usage(io.err);
+    return kExitUsage;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(io.out);
+    return kExitOk;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const Subcommand& c : kCommands)
+    if (name == c.name) return c.run(rest, io);
+  io.err << "c960: unknown command '" << name << "'\n";
+  usage(io.err);
+  return kExitUsage;
+}
+
+}  // namespace c960::cli
