@@ -185,6 +185,13 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
       absl::StrAppend(&b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
                       "% of the expected counts are below 5 (smallest ", fixed(h.min_expected, 2),
                       "), so the chi-square distribution is only a rough guide here: trust the permutation p-value.</p>");
+    int64_t duplicates = 0;
+    for (const SelfPlayRow& r : t.rows) duplicates += r.duplicates;
+    if (duplicates > 0)
+      absl::StrAppend(&b, "<p class=\"note\">", count(duplicates),
+                      " games repeat an earlier game of their position move for move. Repeated games are not "
+                      "independent, so they overstate how much the positions differ; more randomness (node jitter, "
+                      "random opening plies) removes them.</p>");
     absl::StrAppend(&b, "<p>Spread of the per-position scores: standard deviation ", fixed(a.observed_sd),
                     "; sampling noise alone would give about ", fixed(a.noise_sd), ", which leaves about <b>",
                     fixed(a.excess_sd), "</b> for real differences between positions (method of moments).</p>");
@@ -407,7 +414,7 @@ std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std
                     "</section>\n");
   absl::StrAppend(&b, "<section id=\"counts\"><h2>Nodes by position</h2><div class=\"chart\"><canvas id=\"counts-chart\">",
                   "</canvas></div><p class=\"legend\">Node count at depth ", deepest,
-                  " of each position in the table's order (logarithmic scale).</p></section>\n");
+                  " of each position in the table's order.</p></section>\n");
 
   // Per-position table.
   b += "<section id=\"all\"><h2>All positions</h2><table class=\"positions\" id=\"positions\"><thead><tr>"
@@ -472,6 +479,33 @@ std::string perft_data(const PerftAnalysis& a) {
 }
 
 }  // namespace
+
+Metadata spec_metadata(const selfplay::SelfPlaySpec& s) {
+  Metadata m;
+  m.emplace_back("engine", s.engine);
+  if (!s.options.empty()) {
+    std::string o;
+    for (const selfplay::UciOptionValue& v : s.options) absl::StrAppend(&o, o.empty() ? "" : ", ", v.name, "=", v.value);
+    m.emplace_back("engine options", o);
+  }
+  m.emplace_back("limit per move", s.limits.nodes   ? absl::StrCat(s.limits.nodes, " nodes")
+                                   : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
+                                                    : absl::StrCat(s.limits.movetime_ms, " ms"));
+  m.emplace_back("games per position", absl::StrCat(s.games_per_position));
+  m.emplace_back("openings", absl::StrCat(s.random_plies, " random plies, node jitter ", s.node_jitter_percent,
+                                          "%, sample margin ", s.sample_margin_cp, " cp"));
+  m.emplace_back("seed", absl::StrCat(s.seed));
+  const selfplay::Adjudication& a = s.adjudication;
+  m.emplace_back("adjudication",
+                 absl::StrCat(a.draw_moves ? absl::StrCat("draw after ", a.draw_moves, " moves within ", a.draw_score_cp,
+                                                          " cp from ply ", a.draw_min_ply)
+                                           : "no draw adjudication",
+                              "; ",
+                              a.resign_moves ? absl::StrCat("resign after ", a.resign_moves, " moves beyond ", a.resign_score_cp, " cp")
+                                             : "no resign adjudication",
+                              s.max_plies ? absl::StrCat("; draw at ply ", s.max_plies) : ""));
+  return m;
+}
 
 absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const ReportOptions& options) {
   if (table.rows.empty()) return absl::InvalidArgumentError("the self-play table has no positions");

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "report/tables.h"
+#include "selfplay/spec.h"
 
 namespace c960::report {
 
@@ -19,6 +20,11 @@ struct ReportOptions {
   uint64_t seed = 1;           // of the permutation test: the same input gives the same file
   int permutations = 2000;
 };
+
+// The metadata rows of a self-play spec: engine and options, limits, openings (random plies,
+// node jitter, sampling), seed, adjudication, games per position. Callers add version, dates,
+// workers and verification level.
+Metadata spec_metadata(const selfplay::SelfPlaySpec& spec);
 
 // A table as `c960 selfplay --format csv` or `c960 perft --table` writes it; the kind is read
 // from the header. Errors (InvalidArgument) name the line and column; a reference table's errors

@@ -323,5 +323,26 @@ TEST(ReportHtml, PerftReportShowsCountsAndGrowth) {
   EXPECT_NE(html->find("&times;"), std::string::npos);
 }
 
+TEST(ReportHtml, SpecMetadata) {
+  selfplay::SelfPlaySpec spec;
+  spec.engine = "/usr/games/stockfish";
+  spec.options = {{"Threads", "1"}, {"Hash", "16"}};
+  spec.limits.depth = 9;
+  spec.seed = 42;
+  spec.adjudication.resign_moves = 4;
+  spec.adjudication.resign_score_cp = 600;
+  const Metadata m = spec_metadata(spec);
+  const auto value = [&](const std::string& key) {
+    for (const auto& [k, v] : m)
+      if (k == key) return v;
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(value("engine"), "/usr/games/stockfish");
+  EXPECT_EQ(value("engine options"), "Threads=1, Hash=16");
+  EXPECT_EQ(value("limit per move"), "depth 9");
+  EXPECT_EQ(value("seed"), "42");
+  EXPECT_EQ(value("adjudication"), "no draw adjudication; resign after 4 moves beyond 600 cp");
+}
+
 }  // namespace
 }  // namespace c960::report

@@ -60,13 +60,17 @@
   }
 
   if (data.counts && canvas('counts-chart')) {
+    // Points, not bars: counts differ by tens of percent, and bars must start at zero.
+    const points = data.counts.values.map((y, i) => ({ x: i, y, id: data.counts.labels[i] }));
     charts.push(new Chart(canvas('counts-chart'), {
-      type: 'bar',
-      data: { labels: data.counts.labels,
-              datasets: [{ label: `nodes at depth ${data.depth}`, data: data.counts.values, backgroundColor: '#31688e',
-                           barPercentage: 1, categoryPercentage: 1 }] },
-      options: { scales: { y: { type: 'logarithmic', title: { display: true, text: 'nodes' } },
-                           x: { title: { display: true, text: 'position' }, ticks: { maxTicksLimit: 24 } } } },
+      type: 'scatter',
+      data: { datasets: [{ label: `nodes at depth ${data.depth}`, data: points, backgroundColor: '#31688e', pointRadius: 2 }] },
+      options: {
+        scales: { y: { title: { display: true, text: 'nodes' } },
+                  x: { title: { display: true, text: 'position (in the order of the table)' },
+                       ticks: { callback: (v) => data.counts.labels[v] ?? '' } } },
+        plugins: { tooltip: { callbacks: { label: (c) => `${c.raw.id}: ${c.raw.y.toLocaleString('en')} nodes` } } },
+      },
     }));
   }
 
