@@ -15,6 +15,9 @@ namespace {
 
 // Rows of the best and worst lists.
 constexpr size_t kExtremes = 10;
+// Rows of the full table: beyond this (Double Fischer Random has 921 600 positions) the page
+// would be too large to open; the CSV has them all.
+constexpr size_t kMaxTableRows = 20000;
 
 std::string html(absl::string_view s) {
   std::string out;
@@ -281,10 +284,13 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   }
 
   // All positions.
-  absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by score</h2><table class=\"positions\" id=\"positions\">",
-                  positions_header(true), "<tbody>\n");
-  for (size_t i = 0; i < a.by_score.size(); ++i)
-    b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, true);
+  const size_t shown = std::min(a.by_score.size(), kMaxTableRows);
+  absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by score</h2>",
+                  shown < a.by_score.size()
+                      ? absl::StrCat("<p class=\"note\">The first ", shown, " of ", a.by_score.size(), " positions.</p>")
+                      : "",
+                  "<table class=\"positions\" id=\"positions\">", positions_header(true), "<tbody>\n");
+  for (size_t i = 0; i < shown; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, true);
   b += "</tbody></table></section>\n";
 
   // Terminations, as metadata rows.

@@ -1,6 +1,8 @@
 #include "report/stats.h"
 
 #include <algorithm>
+#include <math.h>  // lgamma_r
+
 #include <cmath>
 #include <numeric>
 
@@ -13,8 +15,15 @@ constexpr int kMaxIterations = 1000000;
 constexpr double kRelEps = 1e-15;
 constexpr double kTiny = 1e-300;
 
+// log Gamma(a) for a > 0 without std::lgamma's write to the global signgam (a data race when
+// pages are made on several threads).
+double log_gamma(double a) {
+  int sign = 0;
+  return ::lgamma_r(a, &sign);
+}
+
 // x^a e^-x / Gamma(a), the factor in front of both expansions, in logs to survive large a and x.
-double gamma_prefactor(double a, double x) { return std::exp(a * std::log(x) - x - std::lgamma(a)); }
+double gamma_prefactor(double a, double x) { return std::exp(a * std::log(x) - x - log_gamma(a)); }
 
 // P(a, x) by its power series; converges quickly for x < a + 1.
 double gamma_p_series(double a, double x) {
