@@ -9,6 +9,7 @@ PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
   stockfish pgn-extract
+  libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
 )
 
 missing=()

@@ -37,18 +37,50 @@ std::string json_string(absl::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The hull of the p in [lo, hi] where a p^2 + b p + c <= 0 (a > 0) into [*out_lo, *out_hi].
+void add_roots_within(double a, double b, double c, double lo, double hi, double* out_lo, double* out_hi) {
+  const double disc = b * b - 4 * a * c;
+  if (disc < 0 || lo > hi) return;
+  const double r = std::sqrt(disc);
+  // The two roots without cancellation: q = -(b + sign(b) r) / 2, roots q / a and c / q.
+  const double q = -0.5 * (b + (b < 0 ? -r : r));
+  double r1 = q / a, r2 = q != 0 ? c / q : r1;
+  if (r1 > r2) std::swap(r1, r2);
+  const double from = std::max(r1, lo), to = std::min(r2, hi);
+  if (from > to) return;
+  *out_lo = std::min(*out_lo, from);
+  *out_hi = std::max(*out_hi, to);
+}
+
+}  // namespace
+
 Interval ResultCounts::score(double z) const {
   const double n = double(games());
   if (n == 0) return {kNaN, kNaN, kNaN};
-  const double s = (white_wins + 0.5 * draws) / n;
-  const double var = std::max(0.0, (white_wins + 0.25 * draws) / n - s * s);
-  const double m = var > 0 ? n * s * (1 - s) / var : n;
+  const double w = double(white_wins), d = double(draws);
+  const double s = (w + 0.5 * d) / n;
   const double z2 = z * z;
-  const double centre = (s + z2 / (2 * m)) / (1 + z2 / m);
-  const double half = z / (1 + z2 / m) * std::sqrt(s * (1 - s) / m + z2 / (4 * m * m));
+
+  // Score interval: n (s - p)^2 - z^2 V(p) <= 0 on each piece of V (see stats.h).
+  const double dr = d / n;
+  const double a = n + z2, ns2 = n * s * s;
+  double lo = s, hi = s;  // s itself is always inside: V(s) >= 0
+  add_roots_within(a, -(2 * n * s + 0.5 * z2), ns2, 0.0, dr / 2, &lo, &hi);                 // V = p/2 - p^2
+  add_roots_within(a, -(2 * n * s + z2), ns2 + z2 * dr / 4, dr / 2, 1 - dr / 2, &lo, &hi);   // V = p - p^2 - D/4
+  add_roots_within(a, -(2 * n * s + 1.5 * z2), ns2 + 0.5 * z2, 1 - dr / 2, 1.0, &lo, &hi);  // V = (1-p)(p-1/2)
+
+  // Agresti-Coull type: z^2/2 pseudo-wins and pseudo-losses.
+  const double wa = w + z2 / 2, na = n + z2;
+  const double sa = (wa + 0.5 * d) / na;
+  const double va = std::max(0.0, (wa + 0.25 * d) / na - sa * sa);
+  const double half = z * std::sqrt(va / na);
+  lo = std::min(lo, sa - half);
+  hi = std::max(hi, sa + half);
+
   // Rounding must not turn an all-wins interval's exact 1 into 0.9999999999999999 (Elo 6000).
   constexpr double kEps = 1e-12;
-  double lo = centre - half, hi = centre + half;
   lo = lo < kEps ? 0.0 : lo;
   hi = hi > 1 - kEps ? 1.0 : hi;
   return {s, lo, hi};

@@ -1,0 +1,235 @@
+#include "report/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/startpos.h"
+
+namespace c960::report {
+namespace {
+
+// Work budget of the permutation test, in observations shuffled: 2000 permutations of 25 000
+// games; larger tables get fewer permutations (but at least 100).
+constexpr double kPermutationBudget = 5e7;
+constexpr int kMinPermutations = 100;
+// Bins of the histogram when the positions have different numbers of games or many games each.
+constexpr int kHistogramBins = 20;
+constexpr int kMaxValueBins = 41;  // one bin per possible score up to 20 games per position
+
+double score_of(const selfplay::ResultCounts& c) {
+  return c.games() ? (double(c.white_wins) + 0.5 * double(c.draws)) / double(c.games()) : kNaN;
+}
+
+std::vector<std::vector<int64_t>> wdl_table(const std::vector<selfplay::ResultCounts>& counts) {
+  std::vector<std::vector<int64_t>> t;
+  for (const selfplay::ResultCounts& c : counts) t.push_back({c.white_wins, c.draws, c.black_wins});
+  return t;
+}
+
+// Each position's score distribution under the pooled probabilities, summed into the bins.
+Histogram make_histogram(const SelfPlayTable& table, double win, double draw, double loss) {
+  Histogram h;
+  int64_t common_n = -1;
+  bool same_n = true;
+  for (const SelfPlayRow& r : table.rows) {
+    const int64_t n = r.counts.games();
+    if (n == 0) continue;
+    if (common_n < 0) common_n = n;
+    same_n = same_n && n == common_n;
+  }
+  if (same_n && common_n > 0 && 2 * common_n + 1 <= kMaxValueBins) {
+    // One bin per possible score k / 2n, centred on it.
+    const double step = 1.0 / double(2 * common_n);
+    for (int64_t k = 0; k <= 2 * common_n + 1; ++k) h.edges.push_back(std::clamp((double(k) - 0.5) * step, 0.0, 1.0));
+  } else {
+    for (int i = 0; i <= kHistogramBins; ++i) h.edges.push_back(double(i) / kHistogramBins);
+  }
+  const size_t bins = h.edges.size() - 1;
+  h.observed.assign(bins, 0);
+  h.expected.assign(bins, 0);
+  const auto bin_of = [&](double x) {
+    const size_t i = size_t(std::upper_bound(h.edges.begin(), h.edges.end(), x) - h.edges.begin());
+    return std::min(bins - 1, i == 0 ? 0 : i - 1);
+  };
+  std::map<int64_t, std::vector<double>> pmf_cache;  // by number of games
+  const double per_game_var = win + 0.25 * draw - (win + 0.5 * draw) * (win + 0.5 * draw);
+  for (const SelfPlayRow& r : table.rows) {
+    const int64_t n = r.counts.games();
+    if (n == 0) continue;
+    h.observed[bin_of(score_of(r.counts))] += 1;
+    if (n <= kExactTestMaxGames) {
+      auto it = pmf_cache.find(n);
+      if (it == pmf_cache.end()) it = pmf_cache.emplace(n, points_pmf(int(n), win, draw, loss)).first;
+      for (size_t k = 0; k < it->second.size(); ++k) h.expected[bin_of(double(k) / double(2 * n))] += it->second[k];
+    } else {
+      // The normal approximation of the score's distribution, integrated over each bin.
+      const double mean = win + 0.5 * draw, sd = std::sqrt(per_game_var / double(n));
+      double below = 0;
+      for (size_t b = 0; b < bins; ++b) {
+        const double upper = b + 1 == bins ? 1.0 : (sd > 0 ? 1 - normal_sf((h.edges[b + 1] - mean) / sd) : double(h.edges[b + 1] > mean));
+        h.expected[b] += upper - below;
+        below = upper;
+      }
+    }
+  }
+  return h;
+}
+
+std::vector<GroupSummary> group_summaries(const SelfPlayTable& table) {
+  // "c" or "b+g": the files of a piece on the back rank.
+  const auto files_of = [](const std::string& rank, char piece) {
+    std::string out;
+    for (size_t i = 0; i < rank.size(); ++i)
+      if (rank[i] == piece) absl::StrAppend(&out, out.empty() ? "" : "+", std::string(1, char('a' + i)));
+    return out;
+  };
+  std::vector<GroupSummary> out;
+  const auto summarise = [&](const std::string& name, const auto& label) {
+    std::map<std::string, selfplay::ResultCounts> groups;
+    for (const SelfPlayRow& r : table.rows) {
+      if (r.key.sp < 0 || r.counts.games() == 0) continue;
+      selfplay::ResultCounts& g = groups[label(*backrank_of(r.key.sp))];
+      g.white_wins += r.counts.white_wins;
+      g.draws += r.counts.draws;
+      g.black_wins += r.counts.black_wins;
+    }
+    if (groups.size() < 2) return;
+    GroupSummary s;
+    s.factor = name;
+    std::vector<selfplay::ResultCounts> counts;
+    for (const auto& [k, c] : groups) {
+      s.groups.emplace_back(k, c);
+      counts.push_back(c);
+    }
+    s.test = chi_square_homogeneity(wdl_table(counts));
+    out.push_back(std::move(s));
+  };
+  summarise("king's file", [&](const std::string& r) { return files_of(r, 'K'); });
+  summarise("queen's file", [&](const std::string& r) { return files_of(r, 'Q'); });
+  summarise("bishops' files", [&](const std::string& r) { return files_of(r, 'B'); });
+  summarise("knights' files", [&](const std::string& r) { return files_of(r, 'N'); });
+  summarise("rooks' files", [&](const std::string& r) { return files_of(r, 'R'); });
+  return out;
+}
+
+ReferenceComparison compare(const SelfPlayTable& table, const SelfPlayTable& reference) {
+  // Chess960 positions match by number (the two tables may spell FENs differently), others by id.
+  std::map<std::string, size_t> index;
+  const auto key_of = [](const PositionKey& k) { return k.sp >= 0 ? absl::StrCat("sp ", k.sp) : "id " + k.id; };
+  for (size_t i = 0; i < reference.rows.size(); ++i) index.emplace(key_of(reference.rows[i].key), i);
+  ReferenceComparison c;
+  std::vector<double> x, y;
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    auto it = index.find(key_of(table.rows[i].key));
+    if (it == index.end() || table.rows[i].counts.games() == 0 || reference.rows[it->second].counts.games() == 0) continue;
+    ReferencePoint p{i, it->second, table.rows[i].counts.score(), reference.rows[it->second].counts.score(), false};
+    p.disagree = p.score.lo > p.reference_score.hi || p.score.hi < p.reference_score.lo;
+    c.disagreements += p.disagree;
+    x.push_back(p.score.value);
+    y.push_back(p.reference_score.value);
+    c.points.push_back(p);
+  }
+  c.pearson = pearson(x, y);
+  c.spearman = spearman(x, y);
+  const double n = double(x.size());
+  if (n > 3 && std::isfinite(c.pearson) && std::abs(c.pearson) < 1) {
+    const double z = std::atanh(c.pearson), se = 1 / std::sqrt(n - 3);
+    c.pearson_lo = std::tanh(z - selfplay::kZ95 * se);
+    c.pearson_hi = std::tanh(z + selfplay::kZ95 * se);
+  }
+  return c;
+}
+
+}  // namespace
+
+SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTable* reference,
+                                  const AnalysisOptions& options) {
+  SelfPlayAnalysis a;
+  std::vector<selfplay::ResultCounts> with_games;
+  for (const SelfPlayRow& r : table.rows) {
+    a.total.white_wins += r.counts.white_wins;
+    a.total.draws += r.counts.draws;
+    a.total.black_wins += r.counts.black_wins;
+    if (r.counts.games()) with_games.push_back(r.counts);
+  }
+  a.total_score = a.total.score();
+  const double n_total = double(a.total.games());
+  if (n_total > 0) {
+    a.win = double(a.total.white_wins) / n_total;
+    a.draw = double(a.total.draws) / n_total;
+    a.loss = double(a.total.black_wins) / n_total;
+  }
+
+  std::vector<double> p;
+  for (const SelfPlayRow& r : table.rows) {
+    PositionResult pr;
+    pr.score = r.counts.score();
+    const int64_t n = r.counts.games();
+    if (n > 0) pr.p = points_test_p(int(n), int(2 * r.counts.white_wins + r.counts.draws), a.win, a.draw, a.loss);
+    a.positions.push_back(pr);
+    p.push_back(pr.p);
+  }
+  const std::vector<double> holm = holm_adjust(p), bh = benjamini_hochberg_adjust(p);
+  for (size_t i = 0; i < a.positions.size(); ++i) {
+    a.positions[i].p_holm = holm[i];
+    a.positions[i].q_bh = bh[i];
+    a.significant_holm += holm[i] < 0.05;
+    a.significant_bh += bh[i] < 0.05;
+    if (table.rows[i].counts.games()) a.by_score.push_back(i);
+  }
+  std::stable_sort(a.by_score.begin(), a.by_score.end(), [&](size_t x, size_t y) {
+    const selfplay::Interval &sx = a.positions[x].score, &sy = a.positions[y].score;
+    if (sx.value != sy.value) return sx.value > sy.value;
+    return sx.lo > sy.lo;
+  });
+
+  const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
+  a.homogeneity = chi_square_homogeneity(wdl);
+  if (a.homogeneity.dof > 0) {
+    a.permutations = std::max(kMinPermutations, std::min(options.permutations, int(kPermutationBudget / n_total)));
+    a.permutation_p = chi_square_permutation_p(wdl, a.permutations, options.seed);
+  }
+
+  if (n_total > 0) {
+    a.histogram = make_histogram(table, a.win, a.draw, a.loss);
+    // Spread: the variance of the scores is the true positions' variance plus each position's
+    // sampling variance (per-game variance / games), averaged.
+    const double per_game_var = a.win + 0.25 * a.draw - (a.win + 0.5 * a.draw) * (a.win + 0.5 * a.draw);
+    double mean = 0, noise = 0;
+    for (const selfplay::ResultCounts& c : with_games) {
+      mean += score_of(c);
+      noise += per_game_var / double(c.games());
+    }
+    const double m = double(with_games.size());
+    mean /= m;
+    noise /= m;
+    double var = 0;
+    for (const selfplay::ResultCounts& c : with_games) var += (score_of(c) - mean) * (score_of(c) - mean);
+    if (m > 1) {
+      var /= m - 1;
+      a.observed_sd = std::sqrt(var);
+      a.noise_sd = std::sqrt(noise);
+      a.excess_sd = std::sqrt(std::max(0.0, var - noise));
+    }
+  }
+  a.groups = group_summaries(table);
+  if (reference) a.reference = compare(table, *reference);
+  return a;
+}
+
+PerftAnalysis analyse_perft(const PerftTable& table) {
+  PerftAnalysis a;
+  std::map<std::string, size_t> index;
+  for (const PerftRow& r : table.rows) {
+    auto [it, fresh] = index.emplace(r.key.id, a.positions.size());
+    if (fresh) a.positions.push_back({r.key, {}});
+    a.positions[it->second].nodes[r.depth] = r.nodes;
+    a.total[r.depth] += r.nodes;
+    a.count[r.depth] += 1;
+  }
+  for (const auto& [d, n] : a.total) a.depths.push_back(d);
+  return a;
+}
+
+}  // namespace c960::report

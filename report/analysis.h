@@ -1,0 +1,94 @@
+// What a report shows, computed from a table: for self-play, the score of every position with
+// its interval, the test of whether the start position matters (chi-square of homogeneity, and by
+// permutation), each position against the overall mean (exact test; Holm and Benjamini-Hochberg
+// corrections), the spread of the scores against sampling noise, pooled scores by piece
+// placement, and the comparison with a reference table; for perft, counts by position and depth.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/stats.h"
+#include "report/tables.h"
+
+namespace c960::report {
+
+struct PositionResult {
+  selfplay::Interval score;  // NaN without games
+  double p = kNaN;           // exact two-sided test against the pooled result distribution
+  double p_holm = kNaN;      // Holm-adjusted (family-wise error)
+  double q_bh = kNaN;        // Benjamini-Hochberg-adjusted (false discovery rate)
+};
+
+// Per-position scores binned, against the counts expected if every position had the pooled
+// win/draw/loss probabilities (each position's exact score distribution, summed).
+struct Histogram {
+  std::vector<double> edges;  // bins [edges[i], edges[i+1]); the last one includes 1
+  std::vector<double> observed, expected;
+};
+
+// Counts pooled by one feature of the back rank (king's file, ...) and the chi-square test of
+// whether the groups differ.
+struct GroupSummary {
+  std::string factor;
+  std::vector<std::pair<std::string, selfplay::ResultCounts>> groups;
+  ChiSquareTest test;
+};
+
+struct ReferencePoint {
+  size_t row = 0, reference_row = 0;  // indices into the two tables
+  selfplay::Interval score, reference_score;
+  bool disagree = false;  // the two 95% intervals do not overlap
+};
+
+struct ReferenceComparison {
+  std::vector<ReferencePoint> points;  // positions in both tables with games in both
+  double pearson = kNaN, pearson_lo = kNaN, pearson_hi = kNaN;  // with a 95% interval (Fisher's z)
+  double spearman = kNaN;
+  int disagreements = 0;
+};
+
+struct SelfPlayAnalysis {
+  selfplay::ResultCounts total;
+  selfplay::Interval total_score;
+  double win = kNaN, draw = kNaN, loss = kNaN;  // pooled per-game probabilities
+  std::vector<PositionResult> positions;        // in the table's order
+  std::vector<size_t> by_score;                 // rows with games, best for White first
+  ChiSquareTest homogeneity;
+  double permutation_p = kNaN;
+  int permutations = 0;
+  int significant_holm = 0, significant_bh = 0;  // at 5%
+  Histogram histogram;
+  // Spread of the per-position scores: observed, expected from sampling noise alone, and the
+  // standard deviation of the positions' true scores that the difference implies (moments).
+  double observed_sd = kNaN, noise_sd = kNaN, excess_sd = kNaN;
+  std::vector<GroupSummary> groups;  // only for Chess960 start positions
+  std::optional<ReferenceComparison> reference;
+};
+
+struct AnalysisOptions {
+  uint64_t seed = 1;        // of the permutation test
+  int permutations = 2000;  // at most; fewer for very large tables (see analysis.cpp)
+};
+
+SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTable* reference,
+                                  const AnalysisOptions& options);
+
+// Node counts by position and depth.
+struct PerftAnalysis {
+  std::vector<int> depths;  // ascending
+  struct Position {
+    PositionKey key;
+    std::map<int, NodeCount> nodes;  // by depth
+  };
+  std::vector<Position> positions;  // in first-seen order
+  std::map<int, NodeCount> total;   // by depth, over positions that have that depth
+  std::map<int, int> count;         // positions per depth
+};
+
+PerftAnalysis analyse_perft(const PerftTable& table);
+
+}  // namespace c960::report

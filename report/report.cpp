@@ -1,0 +1,552 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "core/startpos.h"
+#include "report/analysis.h"
+#include "report/assets.h"
+
+namespace c960::report {
+namespace {
+
+// Rows of the best and worst lists.
+constexpr size_t kExtremes = 10;
+// Rows of the full table: beyond this (Double Fischer Random has 921 600 positions) the page
+// would be too large to open; the CSV has them all.
+constexpr size_t kMaxTableRows = 20000;
+
+std::string html(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A JSON string that is also safe inside <script>: no "</script>", no "<!--".
+std::string json_string(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') out += {'\\', c};
+    else if (u < 0x20 || c == '<' || c == '>' || c == '&') out += absl::StrFormat("\\u%04x", u);
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  return absl::StrFormat("%.6g", x + 0.0);
+}
+
+std::string fixed(double x, int decimals = 3) {
+  if (std::isnan(x)) return "&ndash;";
+  if (std::isinf(x)) return x > 0 ? "&infin;" : "&minus;&infin;";
+  return absl::StrFormat("%.*f", decimals, x + 0.0);
+}
+
+std::string p_value(double p) {
+  if (std::isnan(p)) return "&ndash;";
+  if (p >= 0.001) return absl::StrFormat("%.3f", p);
+  if (p <= 0) return "&lt; 1e-300";
+  return absl::StrFormat("%.1e", p);
+}
+
+// 1234567 -> "1 234 567" with narrow no-break spaces.
+std::string grouped(NodeCount n) {
+  const std::string digits = to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += "\u202f";
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string count(int64_t n) { return grouped(NodeCount(n)); }
+
+std::string backrank(int sp) { return sp >= 0 ? *backrank_of(sp) : ""; }
+
+std::string interval_text(const selfplay::Interval& s) { return absl::StrCat(fixed(s.lo), "&ndash;", fixed(s.hi)); }
+
+// An inline bar on [0, 1]: the interval as a band, the score as a tick.
+std::string interval_bar(const selfplay::Interval& s) {
+  if (std::isnan(s.value)) return "";
+  return absl::StrFormat(
+      "<span class=\"ib\" aria-hidden=\"true\"><span class=\"ib-mid\"></span><span class=\"ib-range\" "
+      "style=\"left:%.1f%%;width:%.1f%%\"></span><span class=\"ib-dot\" style=\"left:%.1f%%\"></span></span>",
+      100 * s.lo, 100 * (s.hi - s.lo), 100 * s.value);
+}
+
+std::string metadata_section(const Metadata& m, const std::string& extra_rows) {
+  std::string out = "<section id=\"metadata\"><h2>Metadata</h2>";
+  if (m.empty() && extra_rows.empty()) return out + "<p class=\"note\">None given.</p></section>";
+  out += "<table class=\"meta\"><tbody>";
+  for (const auto& [k, v] : m) absl::StrAppend(&out, "<tr><th>", html(k), "</th><td>", html(v), "</td></tr>");
+  return out + extra_rows + "</tbody></table></section>";
+}
+
+std::string page(const std::string& title, const std::string& body, const std::string& data_json) {
+  std::string out =
+      "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      // Nothing may load from elsewhere: the file must open offline.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n<title>";
+  out += html(title);
+  out += "</title>\n<style>\n";
+  out += assets::kReportCss;
+  out += "\n";
+  out += assets::kHeatmapCss;
+  out += "\n</style>\n</head>\n<body>\n";
+  out += body;
+  out += "\n<script>\n";
+  out += assets::kChartJs;
+  out += "\n</script>\n<script>\n";
+  out += assets::kHeatmapJs;
+  out += "\n</script>\n<script type=\"application/json\" id=\"c960-report-data\">";
+  out += data_json;
+  out += "</script>\n<script>\n";
+  out += assets::kReportJs;
+  out += "\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+std::string heatmap_legend(const std::string& what) {
+  return absl::StrCat(
+      "<p class=\"legend\">One cell per start position, by the standard (Scharnagl) numbering n = 96 &times; "
+      "knights + 16 &times; queen + 4 &times; dark bishop + light bishop. <b>Rows</b>: 4 groups by the "
+      "dark-squared bishop's file (a, c, e, g), each of 4 rows by the light-squared bishop's file (b, d, f, h). "
+      "<b>Columns</b>: 10 groups by the knights' code (which two of the five squares left by the bishops and the "
+      "queen they take: N1 = the first two &hellip; N10 = the last two), each of 6 columns by the queen's code "
+      "(which of the six squares left by the bishops she takes, Q1 &hellip; Q6). Rooks and king take the last "
+      "three squares in the order R K R. Number n sits in row n mod 16 and column n div 16, so a row shares its "
+      "bishops and a column group its knights' code. ",
+      what, " Hover a cell for its number, back rank and figures.</p>");
+}
+
+// --- self-play ---
+
+std::string position_row(const SelfPlayRow& r, const PositionResult& pr, size_t rank, bool with_tests) {
+  std::string out = absl::StrCat("<tr><td>", rank, "</td><td>", html(r.key.id), "</td><td class=\"br\">",
+                                 backrank(r.key.sp), "</td><td>", count(r.counts.games()), "</td><td>",
+                                 count(r.counts.white_wins), "</td><td>", count(r.counts.draws), "</td><td>",
+                                 count(r.counts.black_wins), "</td><td>", fixed(pr.score.value), "</td><td>",
+                                 interval_text(pr.score), "</td><td>", interval_bar(pr.score), "</td>");
+  if (with_tests)
+    absl::StrAppend(&out, "<td>", fixed(r.counts.draw_rate()), "</td><td>", fixed(r.mean_plies, 1), "</td><td>",
+                    p_value(pr.p), "</td><td>", p_value(pr.p_holm), "</td><td>", p_value(pr.q_bh), "</td>");
+  return out + "</tr>\n";
+}
+
+std::string positions_header(bool with_tests) {
+  std::string out =
+      "<thead><tr><th>rank</th><th>position</th><th>back rank</th><th>games</th><th>W</th><th>D</th><th>L</th>"
+      "<th>score</th><th>95% interval</th><th class=\"bar\">0 &hellip; 1</th>";
+  if (with_tests) out += "<th>draws</th><th>plies</th><th>p</th><th>p (Holm)</th><th>q (BH)</th>";
+  return out + "</tr></thead>";
+}
+
+std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
+                          const SelfPlayTable* ref, const std::string& title) {
+  std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
+  const selfplay::Interval elo = a.total.elo();
+  // Summary cards.
+  absl::StrAppend(&b, "<section id=\"summary\" class=\"cards\">",
+                  "<div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">", a.by_score.size(),
+                  "</div></div><div class=\"card\"><div class=\"k\">games</div><div class=\"v\">",
+                  count(a.total.games()), "</div></div><div class=\"card\"><div class=\"k\">White's score</div><div class=\"v\">",
+                  fixed(a.total_score.value), "</div><div class=\"s\">95%: ", interval_text(a.total_score),
+                  "</div></div><div class=\"card\"><div class=\"k\">Elo (White)</div><div class=\"v\">", fixed(elo.value, 1),
+                  "</div><div class=\"s\">95%: ", fixed(elo.lo, 1), " &hellip; ", fixed(elo.hi, 1),
+                  "</div></div><div class=\"card\"><div class=\"k\">W / D / L</div><div class=\"v\">",
+                  fixed(100 * a.win, 1), " / ", fixed(100 * a.draw, 1), " / ", fixed(100 * a.loss, 1),
+                  " %</div></div></section>\n");
+
+  // Does the start position matter?
+  const ChiSquareTest& h = a.homogeneity;
+  absl::StrAppend(&b, "<section id=\"tests\"><h2>Does the start position matter?</h2>");
+  if (h.dof > 0) {
+    absl::StrAppend(
+        &b, "<p class=\"verdict\">Chi-square test that all ", h.rows,
+        " positions share one win/draw/loss distribution: &chi;&sup2; = ", fixed(h.statistic, 1), " with ", h.dof,
+        " degrees of freedom, <b>p = ", p_value(h.p_value), "</b>; by ", a.permutations,
+        " permutations of the games among the positions, <b>p = ", p_value(a.permutation_p), "</b>.</p>");
+    if (h.share_expected_below_5 > 0.2)
+      absl::StrAppend(&b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
+                      "% of the expected counts are below 5 (smallest ", fixed(h.min_expected, 2),
+                      "), so the chi-square distribution is only a rough guide here: trust the permutation p-value.</p>");
+    int64_t duplicates = 0;
+    for (const SelfPlayRow& r : t.rows) duplicates += r.duplicates;
+    if (duplicates > 0)
+      absl::StrAppend(&b, "<p class=\"note\">", count(duplicates),
+                      " games repeat an earlier game of their position move for move. Repeated games are not "
+                      "independent, so they overstate how much the positions differ; more randomness (node jitter, "
+                      "random opening plies) removes them.</p>");
+    absl::StrAppend(&b, "<p>Spread of the per-position scores: standard deviation ", fixed(a.observed_sd),
+                    "; sampling noise alone would give about ", fixed(a.noise_sd), ", which leaves about <b>",
+                    fixed(a.excess_sd), "</b> for real differences between positions (method of moments).</p>");
+    absl::StrAppend(&b, "<p>Each position against the overall result (exact test): ", a.significant_holm,
+                    " differ at the 5% level after Holm's correction (family-wise error), ", a.significant_bh,
+                    " after Benjamini&ndash;Hochberg's (false discovery rate), out of ", a.by_score.size(), ".</p>");
+  } else {
+    b += "<p class=\"note\">Not enough positions or outcomes for a test.</p>";
+  }
+  b += "</section>\n";
+
+  // Heatmap.
+  const bool any960 = std::any_of(t.rows.begin(), t.rows.end(), [](const SelfPlayRow& r) { return r.key.sp >= 0; });
+  if (any960)
+    absl::StrAppend(&b, "<section id=\"heatmap-section\"><h2>White's score by start position</h2>",
+                    "<div id=\"heatmap\" class=\"c960-heatmap\"></div>",
+                    heatmap_legend("Colour: White's score, centred on the overall score; red favours White, blue "
+                                   "Black; grey: no games."),
+                    "</section>\n");
+
+  // Histogram.
+  absl::StrAppend(&b, "<section id=\"histogram-section\"><h2>Scores against sampling noise</h2>",
+                  "<div class=\"chart\"><canvas id=\"histogram\"></canvas></div>",
+                  "<p class=\"legend\">Bars: how many positions scored in each bin. Line: how many would, on "
+                  "average, if every position had the overall win/draw/loss probabilities (each position's exact "
+                  "score distribution for its number of games, summed). Bars much wider than the line mean real "
+                  "differences between positions.</p></section>\n");
+
+  // Groups.
+  if (!a.groups.empty()) {
+    b += "<section id=\"groups\"><h2>Pooled by piece placement</h2><p class=\"legend\">All games of the positions "
+         "that share a feature, with a chi-square test of whether the groups differ (exploratory: five "
+         "tests on the same games).</p><div class=\"groups\">";
+    for (const GroupSummary& g : a.groups) {
+      absl::StrAppend(&b, "<table class=\"group\"><caption>", html(g.factor), ": p = ", p_value(g.test.p_value),
+                      "</caption><thead><tr><th>", html(g.factor), "</th><th>games</th><th>score</th><th>95% interval</th>"
+                      "<th class=\"bar\">0 &hellip; 1</th></tr></thead><tbody>");
+      for (const auto& [label, c] : g.groups) {
+        const selfplay::Interval s = c.score();
+        absl::StrAppend(&b, "<tr><td>", html(label), "</td><td>", count(c.games()), "</td><td>", fixed(s.value),
+                        "</td><td>", interval_text(s), "</td><td>", interval_bar(s), "</td></tr>");
+      }
+      b += "</tbody></table>";
+    }
+    b += "</div></section>\n";
+  }
+
+  // Best and worst.
+  const size_t k = std::min(kExtremes, a.by_score.size());
+  absl::StrAppend(&b, "<section id=\"extremes\"><h2>Best and worst positions for White</h2><div class=\"pair\">",
+                  "<table class=\"positions\" id=\"best\"><caption>Best ", k, "</caption>", positions_header(false),
+                  "<tbody>");
+  for (size_t i = 0; i < k; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, false);
+  absl::StrAppend(&b, "</tbody></table><table class=\"positions\" id=\"worst\"><caption>Worst ", k, "</caption>",
+                  positions_header(false), "<tbody>");
+  for (size_t i = a.by_score.size() - k; i < a.by_score.size(); ++i)
+    b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, false);
+  b += "</tbody></table></div><p class=\"legend\">With few games per position the extremes are mostly luck: "
+       "compare their intervals with the overall score, and see the corrected p-values in the full table.</p>"
+       "</section>\n";
+
+  // Reference.
+  if (a.reference && ref) {
+    const ReferenceComparison& c = *a.reference;
+    const std::string name = o.reference_name.empty() ? "the reference" : o.reference_name;
+    absl::StrAppend(&b, "<section id=\"reference\"><h2>Against ", html(name), "</h2><p>", c.points.size(),
+                    " positions in both tables. Pearson correlation of the scores <b>r = ", fixed(c.pearson),
+                    "</b> (95%: ", fixed(c.pearson_lo), " &hellip; ", fixed(c.pearson_hi),
+                    ", Fisher's z); Spearman's rank correlation <b>&rho; = ", fixed(c.spearman), "</b>. ",
+                    c.disagreements, " positions disagree beyond their intervals (the two 95% intervals do not overlap).</p>",
+                    "<div class=\"chart\"><canvas id=\"scatter\"></canvas></div>");
+    if (c.disagreements) {
+      b += "<table class=\"positions\" id=\"disagreements\"><thead><tr><th>position</th><th>back rank</th><th>games</th>"
+           "<th>score</th><th>95% interval</th><th>reference games</th><th>reference score</th><th>95% interval</th>"
+           "</tr></thead><tbody>";
+      for (const ReferencePoint& p : c.points) {
+        if (!p.disagree) continue;
+        const SelfPlayRow& r = t.rows[p.row];
+        absl::StrAppend(&b, "<tr><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+                        count(r.counts.games()), "</td><td>", fixed(p.score.value), "</td><td>", interval_text(p.score),
+                        "</td><td>", count(ref->rows[p.reference_row].counts.games()), "</td><td>",
+                        fixed(p.reference_score.value), "</td><td>", interval_text(p.reference_score), "</td></tr>");
+      }
+      b += "</tbody></table>";
+    }
+    b += "</section>\n";
+  }
+
+  // All positions.
+  const size_t shown = std::min(a.by_score.size(), kMaxTableRows);
+  absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by score</h2>",
+                  shown < a.by_score.size()
+                      ? absl::StrCat("<p class=\"note\">The first ", shown, " of ", a.by_score.size(), " positions.</p>")
+                      : "",
+                  "<table class=\"positions\" id=\"positions\">", positions_header(true), "<tbody>\n");
+  for (size_t i = 0; i < shown; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, true);
+  b += "</tbody></table></section>\n";
+
+  // Terminations, as metadata rows.
+  std::string extra;
+  if (!t.termination_names.empty()) {
+    std::string terms;
+    for (size_t i = 0; i < t.termination_names.size(); ++i) {
+      int64_t sum = 0;
+      for (const SelfPlayRow& r : t.rows) sum += i < r.terminations.size() ? r.terminations[i] : 0;
+      if (sum) absl::StrAppend(&terms, terms.empty() ? "" : ", ", t.termination_names[i], " ", sum);
+    }
+    absl::StrAppend(&extra, "<tr><th>terminations</th><td>", html(terms), "</td></tr>");
+  }
+  b += metadata_section(o.metadata, extra);
+
+  b += R"(<section id="methods"><h2>Methods</h2><ul>
+<li><b>Score and interval</b>: White's points per game (1, &frac12;, 0). The 95% interval is the hull of a
+Wilson-type score interval for the win/draw/loss distribution (the variance at each candidate mean uses the
+observed draw rate, capped by what that mean allows) and an Agresti&ndash;Coull-type interval (z&sup2;/2
+pseudo-wins and pseudo-losses). It moves continuously with the counts and covers the true score at least 93% of
+the time from 20 games on (selfplay/stats.h).</li>
+<li><b>Homogeneity</b>: Pearson's chi-square test on the positions &times; {win, draw, loss} table, p-value from
+the chi-square distribution (regularized incomplete gamma function) and, since expected counts are often small,
+by permutation: the games are shuffled among the positions (every position keeps its number of games) with a
+fixed seed, p = (1 + #&chi;&sup2; &ge; observed) / (permutations + 1).</li>
+<li><b>Per-position p-values</b>: exact two-sided test of each position's points against the overall
+win/draw/loss probabilities (every outcome no more likely than the observed one; normal approximation beyond 2000
+games), then Holm's step-down correction (family-wise error) and Benjamini&ndash;Hochberg's step-up correction
+(false discovery rate), both given.</li>
+<li><b>Noise</b>: the histogram's line and the noise standard deviation come from the same null model: every
+position with the overall probabilities and its own number of games.</li>
+<li><b>Reference</b>: positions are matched by start position number (or id); Pearson's r with Fisher's z
+interval, Spearman's &rho; with average ranks for ties; a disagreement is a pair of non-overlapping 95%
+intervals.</li></ul></section>
+)";
+  return b + "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
+             "</footer>";
+}
+
+std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o) {
+  // Colours centred on the overall score; the range covers 95% of the deviations.
+  std::vector<double> dev;
+  for (size_t i : a.by_score) dev.push_back(std::abs(a.positions[i].score.value - a.total_score.value));
+  std::sort(dev.begin(), dev.end());
+  double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
+  half = std::max(half, 0.02);
+  std::string d = absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(a.total_score.value - half),
+                               ",", json_number(a.total_score.value), ",", json_number(a.total_score.value + half),
+                               "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
+  bool first = true;
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const SelfPlayRow& r = t.rows[i];
+    if (r.key.sp < 0) continue;
+    const selfplay::ResultCounts& c = r.counts;
+    const selfplay::Interval& s = a.positions[i].score;
+    std::vector<std::string> lines = {absl::StrCat(r.key.sp, " ", backrank(r.key.sp))};
+    if (c.games()) {
+      lines.push_back(absl::StrCat("games ", c.games(), " (W ", c.white_wins, ", D ", c.draws, ", L ", c.black_wins, ")"));
+      lines.push_back(absl::StrFormat("score %.3f, 95%% interval %.3f-%.3f", s.value, s.lo, s.hi));
+    } else {
+      lines.push_back("no games");
+    }
+    absl::StrAppend(&d, first ? "" : ",", "\n{\"sp\":", r.key.sp, ",\"value\":", json_number(s.value), ",\"lines\":[");
+    for (size_t k = 0; k < lines.size(); ++k) absl::StrAppend(&d, k ? "," : "", json_string(lines[k]));
+    d += "]}";
+    first = false;
+  }
+  d += "]},\n\"histogram\":{\"edges\":[";
+  const Histogram& h = a.histogram;
+  for (size_t i = 0; i < h.edges.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(h.edges[i]));
+  d += "],\"observed\":[";
+  for (size_t i = 0; i < h.observed.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(h.observed[i]));
+  d += "],\"expected\":[";
+  for (size_t i = 0; i < h.expected.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(h.expected[i]));
+  d += "]}";
+  if (a.reference) {
+    absl::StrAppend(&d, ",\n\"scatter\":{\"x\":\"score\",\"y\":",
+                    json_string(absl::StrCat("score in ", o.reference_name.empty() ? "the reference" : o.reference_name)),
+                    ",\"points\":[");
+    for (size_t i = 0; i < a.reference->points.size(); ++i) {
+      const ReferencePoint& p = a.reference->points[i];
+      absl::StrAppend(&d, i ? "," : "", "{\"x\":", json_number(p.score.value), ",\"y\":", json_number(p.reference_score.value),
+                      ",\"id\":", json_string(t.rows[p.row].key.id), ",\"disagree\":", p.disagree ? "true" : "false", "}");
+    }
+    d += "]}";
+  }
+  return d + "}";
+}
+
+// --- perft ---
+
+std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std::string& title) {
+  std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
+  const int deepest = a.depths.back();
+  absl::StrAppend(&b, "<section id=\"summary\" class=\"cards\"><div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">",
+                  a.positions.size(), "</div></div><div class=\"card\"><div class=\"k\">depths</div><div class=\"v\">");
+  for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&b, i ? ", " : "", a.depths[i]);
+  absl::StrAppend(&b, "</div></div><div class=\"card\"><div class=\"k\">nodes at depth ", deepest,
+                  "</div><div class=\"v\">", grouped(a.total.at(deepest)), "</div></div></section>\n");
+
+  // Growth per depth.
+  b += "<section id=\"growth\"><h2>Nodes by depth</h2><table class=\"positions\"><thead><tr><th>depth</th>"
+       "<th>positions</th><th>total nodes</th><th>growth</th><th>smallest</th><th>median</th><th>largest</th>"
+       "</tr></thead><tbody>";
+  for (size_t i = 0; i < a.depths.size(); ++i) {
+    const int d = a.depths[i];
+    std::vector<NodeCount> v;
+    for (const auto& p : a.positions)
+      if (auto it = p.nodes.find(d); it != p.nodes.end()) v.push_back(it->second);
+    std::sort(v.begin(), v.end());
+    std::string growth = "&ndash;";
+    if (i > 0 && a.count.at(a.depths[i - 1]) == a.count.at(d) && a.total.at(a.depths[i - 1]) > 0)
+      growth = absl::StrFormat("&times;%.2f", double(a.total.at(d)) / double(a.total.at(a.depths[i - 1])));
+    absl::StrAppend(&b, "<tr><td>", d, "</td><td>", a.count.at(d), "</td><td>", grouped(a.total.at(d)), "</td><td>",
+                    growth, "</td><td>", grouped(v.front()), "</td><td>", grouped(v[v.size() / 2]), "</td><td>",
+                    grouped(v.back()), "</td></tr>");
+  }
+  b += "</tbody></table>";
+  if (a.depths.size() > 1) b += "<div class=\"chart small\"><canvas id=\"growth-chart\"></canvas></div>";
+  b += "</section>\n";
+
+  const bool any960 = std::any_of(a.positions.begin(), a.positions.end(), [](const auto& p) { return p.key.sp >= 0; });
+  if (any960)
+    absl::StrAppend(&b, "<section id=\"heatmap-section\"><h2>Nodes at depth ", deepest, " by start position</h2>",
+                    "<div id=\"heatmap\" class=\"c960-heatmap\"></div>",
+                    heatmap_legend("Colour: log10 of the node count at the deepest depth; grey: not in the table."),
+                    "</section>\n");
+  absl::StrAppend(&b, "<section id=\"counts\"><h2>Nodes by position</h2><div class=\"chart\"><canvas id=\"counts-chart\">",
+                  "</canvas></div><p class=\"legend\">Node count at depth ", deepest,
+                  " of each position in the table's order.</p></section>\n");
+
+  // Per-position table.
+  b += "<section id=\"all\"><h2>All positions</h2><table class=\"positions\" id=\"positions\"><thead><tr>"
+       "<th>position</th><th>back rank</th><th>FEN</th>";
+  for (int d : a.depths) absl::StrAppend(&b, "<th>depth ", d, "</th>");
+  if (a.depths.size() > 1) b += "<th>growth</th>";
+  b += "</tr></thead><tbody>\n";
+  for (const auto& p : a.positions) {
+    absl::StrAppend(&b, "<tr><td>", html(p.key.id), "</td><td class=\"br\">", backrank(p.key.sp), "</td><td class=\"fen\">",
+                    html(p.key.fen), "</td>");
+    for (int d : a.depths) {
+      auto it = p.nodes.find(d);
+      absl::StrAppend(&b, "<td class=\"num\">", it == p.nodes.end() ? "" : grouped(it->second), "</td>");
+    }
+    if (a.depths.size() > 1) {
+      const int prev = a.depths[a.depths.size() - 2];
+      auto x = p.nodes.find(prev), y = p.nodes.find(deepest);
+      const bool ok = x != p.nodes.end() && y != p.nodes.end() && x->second > 0;
+      absl::StrAppend(&b, "<td>", ok ? absl::StrFormat("&times;%.2f", double(y->second) / double(x->second)) : "", "</td>");
+    }
+    b += "</tr>\n";
+  }
+  b += "</tbody></table></section>\n";
+  b += metadata_section(o.metadata, "");
+  return b + "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
+             "</footer>";
+}
+
+std::string perft_data(const PerftAnalysis& a) {
+  const int deepest = a.depths.back();
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& p : a.positions)
+    if (auto it = p.nodes.find(deepest); it != p.nodes.end() && it->second > 0) {
+      lo = std::min(lo, std::log10(double(it->second)));
+      hi = std::max(hi, std::log10(double(it->second)));
+    }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi - lo < 1e-9) hi = lo + 1;
+  std::string d = absl::StrCat("{\"kind\":\"perft\",\"depth\":", deepest, ",\"heatmap\":{\"domain\":[", json_number(lo), ",",
+                               json_number((lo + hi) / 2), ",", json_number(hi),
+                               "],\"palette\":\"sequential\",\"legend\":\"log10 nodes\",\"rows\":[");
+  std::string counts = "\"counts\":{\"labels\":[", values = "],\"values\":[";
+  bool first = true, first_count = true;
+  for (const auto& p : a.positions) {
+    auto it = p.nodes.find(deepest);
+    if (it == p.nodes.end()) continue;
+    absl::StrAppend(&counts, first_count ? "" : ",", json_string(p.key.id));
+    absl::StrAppend(&values, first_count ? "" : ",", json_number(double(it->second)));
+    first_count = false;
+    if (p.key.sp < 0) continue;
+    absl::StrAppend(&d, first ? "" : ",", "\n{\"sp\":", p.key.sp, ",\"value\":",
+                    json_number(it->second > 0 ? std::log10(double(it->second)) : 0), ",\"lines\":[",
+                    json_string(absl::StrCat(p.key.sp, " ", backrank(p.key.sp))), ",",
+                    json_string(absl::StrCat("depth ", deepest, ": ", to_string(it->second), " nodes")), "]}");
+    first = false;
+  }
+  absl::StrAppend(&d, "]},\n", counts, values, "]},\n\"growth\":{\"depths\":[");
+  for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&d, i ? "," : "", a.depths[i]);
+  d += "],\"totals\":[";
+  for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(double(a.total.at(a.depths[i]))));
+  return d + "]}}";
+}
+
+}  // namespace
+
+Metadata spec_metadata(const selfplay::SelfPlaySpec& s) {
+  Metadata m;
+  m.emplace_back("engine", s.engine);
+  if (!s.options.empty()) {
+    std::string o;
+    for (const selfplay::UciOptionValue& v : s.options) absl::StrAppend(&o, o.empty() ? "" : ", ", v.name, "=", v.value);
+    m.emplace_back("engine options", o);
+  }
+  m.emplace_back("limit per move", s.limits.nodes   ? absl::StrCat(s.limits.nodes, " nodes")
+                                   : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
+                                                    : absl::StrCat(s.limits.movetime_ms, " ms"));
+  m.emplace_back("games per position", absl::StrCat(s.games_per_position));
+  m.emplace_back("openings", absl::StrCat(s.random_plies, " random plies, node jitter ", s.node_jitter_percent,
+                                          "%, sample margin ", s.sample_margin_cp, " cp"));
+  m.emplace_back("seed", absl::StrCat(s.seed));
+  const selfplay::Adjudication& a = s.adjudication;
+  m.emplace_back("adjudication",
+                 absl::StrCat(a.draw_moves ? absl::StrCat("draw after ", a.draw_moves, " moves within ", a.draw_score_cp,
+                                                          " cp from ply ", a.draw_min_ply)
+                                           : "no draw adjudication",
+                              "; ",
+                              a.resign_moves ? absl::StrCat("resign after ", a.resign_moves, " moves beyond ", a.resign_score_cp, " cp")
+                                             : "no resign adjudication",
+                              s.max_plies ? absl::StrCat("; draw at ply ", s.max_plies) : ""));
+  return m;
+}
+
+absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const ReportOptions& options) {
+  if (table.rows.empty()) return absl::InvalidArgumentError("the self-play table has no positions");
+  std::optional<SelfPlayTable> reference;
+  if (!options.reference_csv.empty()) {
+    absl::StatusOr<SelfPlayTable> r = parse_selfplay_csv(options.reference_csv);
+    if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("reference table: ", r.status().message()));
+    reference = std::move(*r);
+  }
+  const SelfPlayAnalysis a = analyse_selfplay(table, reference ? &*reference : nullptr, {options.seed, options.permutations});
+  if (a.total.games() == 0) return absl::InvalidArgumentError("the self-play table has no games");
+  const std::string title = options.title.empty() ? "c960 self-play report" : options.title;
+  return page(title, selfplay_body(table, a, options, reference ? &*reference : nullptr, title),
+              selfplay_data(table, a, options));
+}
+
+absl::StatusOr<std::string> report_from_data(const PerftTable& table, const ReportOptions& options) {
+  if (table.rows.empty()) return absl::InvalidArgumentError("the perft table has no positions");
+  if (!options.reference_csv.empty()) return absl::InvalidArgumentError("a reference table goes with self-play tables only");
+  const PerftAnalysis a = analyse_perft(table);
+  const std::string title = options.title.empty() ? "c960 perft report" : options.title;
+  return page(title, perft_body(a, options, title), perft_data(a));
+}
+
+absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const ReportOptions& options) {
+  absl::StatusOr<TableKind> kind = detect_table_kind(csv_text);
+  if (!kind.ok()) return kind.status();
+  if (*kind == TableKind::kSelfPlay) {
+    absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv_text);
+    if (!t.ok()) return t.status();
+    return report_from_data(*t, options);
+  }
+  absl::StatusOr<PerftTable> t = parse_perft_csv(csv_text);
+  if (!t.ok()) return t.status();
+  return report_from_data(*t, options);
+}
+
+}  // namespace c960::report

@@ -1,0 +1,354 @@
+#include "report/tables.h"
+
+#include <charconv>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/startpos.h"
+
+namespace c960::report {
+namespace {
+
+// One CSV record: its fields and the line it starts on.
+struct Record {
+  int line = 0;
+  std::vector<std::string> fields;
+};
+
+// RFC 4180 fields: commas separate, double quotes enclose fields with commas, quotes or line
+// breaks, and "" inside them is one quote. CR LF ends a line like LF. Empty lines are skipped.
+absl::StatusOr<std::vector<Record>> read_csv(absl::string_view text) {
+  std::vector<Record> out;
+  Record rec;
+  std::string field;
+  int line = 1;
+  bool quoted = false, after_quote = false, any = false;
+  rec.line = 1;
+  const auto end_record = [&] {
+    if (any || !field.empty() || !rec.fields.empty()) {
+      rec.fields.push_back(std::move(field));
+      out.push_back(std::move(rec));
+    }
+    rec = Record{};
+    field.clear();
+    any = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+          after_quote = true;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (c == '\n' || c == '\r') {
+      end_record();
+      rec.line = ++line;
+      after_quote = false;
+      continue;
+    }
+    if (c == ',') {
+      rec.fields.push_back(std::move(field));
+      field.clear();
+      any = true;
+      after_quote = false;
+      continue;
+    }
+    if (after_quote)
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line, ", column ", rec.fields.size() + 1, ": text after a closing quote"));
+    if (c == '"' && field.empty()) {
+      quoted = true;
+      any = true;
+      continue;
+    }
+    field += c;
+  }
+  if (quoted) return absl::InvalidArgumentError(absl::StrCat("line ", rec.line, ": a quoted field is not closed"));
+  end_record();
+  return out;
+}
+
+// Column positions by name, for error messages and lookups.
+class Header {
+ public:
+  explicit Header(const Record& r) : names_(r.fields) {
+    for (size_t i = 0; i < names_.size(); ++i) index_.emplace(names_[i], i);
+  }
+  std::optional<size_t> find(const std::string& name) const {
+    auto it = index_.find(name);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  bool same_as(const Record& r) const { return r.fields == names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, size_t> index_;
+};
+
+absl::Status cell_error(const Record& r, size_t column, const std::string& name, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ", column ", column + 1, " (", name, "): ", problem));
+}
+
+absl::StatusOr<int64_t> read_int(const Record& r, size_t column, const std::string& name, int64_t max) {
+  const std::string& s = r.fields[column];
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < 0 || v > max)
+    return cell_error(r, column, name, absl::StrCat("'", s, "' is not a whole number in 0..", max));
+  return v;
+}
+
+absl::StatusOr<NodeCount> read_count(const Record& r, size_t column, const std::string& name) {
+  const std::string& s = r.fields[column];
+  NodeCount v = 0;
+  const NodeCount max = ~NodeCount(0);
+  bool ok = !s.empty() && s.size() <= 39;
+  for (char c : s) {
+    if (c < '0' || c > '9' || v > (max - NodeCount(c - '0')) / 10) {
+      ok = false;
+      break;
+    }
+    v = v * 10 + NodeCount(c - '0');
+  }
+  if (!ok) return cell_error(r, column, name, absl::StrCat("'", s, "' is not a node count (a whole number below 2^128)"));
+  return v;
+}
+
+absl::StatusOr<double> read_double(const Record& r, size_t column, const std::string& name) {
+  const std::string& s = r.fields[column];
+  if (s.empty()) return kNaN;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0)
+    return cell_error(r, column, name, absl::StrCat("'", s, "' is not a non-negative number"));
+  return v;
+}
+
+// The record's id and FEN, and its start position number when it has one (see PositionKey).
+PositionKey resolve_key(const std::string& id, const std::string& fen) {
+  PositionKey key{id, fen, -1};
+  if (!fen.empty()) {
+    if (absl::StatusOr<int> n = number_of_fen(fen); n.ok()) key.sp = *n;
+    return key;
+  }
+  int n = -1;
+  const auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+  if (!id.empty() && ec == std::errc() && p == id.data() + id.size() && n >= 0 && n < kStartPositions) key.sp = n;
+  return key;
+}
+
+// Columns that a table must have; the error names the first missing one and the header.
+absl::StatusOr<std::vector<size_t>> require(const Header& h, const Record& r, const std::vector<std::string>& names,
+                                            const std::string& what) {
+  std::vector<size_t> out;
+  for (const std::string& n : names) {
+    std::optional<size_t> i = h.find(n);
+    if (!i)
+      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": the header has no column '", n, "' (a ", what,
+                                                     " table has ", absl::StrJoin(names, ","), ")"));
+    out.push_back(*i);
+  }
+  return out;
+}
+
+absl::Status check_width(const Record& r, const Header& h) {
+  if (r.fields.size() != h.names().size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", r.line, ": ", r.fields.size(), " columns, but the header has ", h.names().size()));
+  return absl::OkStatus();
+}
+
+// Remembers where each id and start position was first seen, to report duplicates.
+class Seen {
+ public:
+  absl::Status add(const Record& r, const PositionKey& key, const std::string& suffix = "") {
+    if (auto [it, fresh] = ids_.emplace(key.id + suffix, r.line); !fresh)
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", r.line, ": position '", key.id, "'", suffix.empty() ? "" : " at this depth",
+                       " appears twice (also line ", it->second, ")"));
+    if (key.sp >= 0)
+      if (auto [it, fresh] = sps_.emplace(absl::StrCat(key.sp, suffix), r.line); !fresh)
+        return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": start position ", key.sp,
+                                                       " appears twice (also line ", it->second, ")"));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::map<std::string, int> ids_, sps_;
+};
+
+}  // namespace
+
+absl::StatusOr<TableKind> detect_table_kind(absl::string_view text) {
+  absl::StatusOr<std::vector<Record>> records = read_csv(text);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::InvalidArgumentError("the table is empty");
+  const Header h(records->front());
+  if (h.find("white_wins") && h.find("games")) return TableKind::kSelfPlay;
+  if (h.find("depth") && h.find("nodes")) return TableKind::kPerft;
+  return absl::InvalidArgumentError(
+      absl::StrCat("line ", records->front().line, ": header '", absl::StrJoin(h.names(), ","),
+                   "' is neither a self-play table (sp,fen,games,white_wins,draws,black_wins,...) nor a perft table "
+                   "(sp,fen,depth,nodes)"));
+}
+
+absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
+  absl::StatusOr<std::vector<Record>> records = read_csv(text);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::InvalidArgumentError("the table is empty");
+  const Header h(records->front());
+  const std::vector<std::string> names = {"sp", "fen", "games", "white_wins", "draws", "black_wins"};
+  absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "self-play");
+  if (!cols.ok()) return cols.status();
+  const std::optional<size_t> plies_col = h.find("mean_plies"), dup_col = h.find("duplicates"), rank_col = h.find("rank");
+  SelfPlayTable table;
+  std::vector<size_t> term_cols;
+  if (rank_col)
+    for (size_t i = *rank_col + 1; i < h.names().size(); ++i) {
+      table.termination_names.push_back(h.names()[i]);
+      term_cols.push_back(i);
+    }
+
+  Seen seen;
+  std::optional<Record> all_row;
+  for (size_t ri = 1; ri < records->size(); ++ri) {
+    const Record& r = (*records)[ri];
+    if (absl::Status s = check_width(r, h); !s.ok()) return s;
+    const std::string& id = r.fields[(*cols)[0]];
+    if (id == "all") {
+      if (all_row) return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a second 'all' row"));
+      all_row = r;
+      continue;
+    }
+    if (all_row)
+      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a position after the 'all' row (line ",
+                                                     all_row->line, ")"));
+    if (id.empty()) return cell_error(r, (*cols)[0], "sp", "empty");
+    SelfPlayRow row;
+    row.key = resolve_key(id, r.fields[(*cols)[1]]);
+    int64_t v[4];
+    for (int k = 0; k < 4; ++k) {
+      absl::StatusOr<int64_t> x = read_int(r, (*cols)[size_t(k + 2)], names[size_t(k + 2)], int64_t(1) << 50);
+      if (!x.ok()) return x.status();
+      v[k] = *x;
+    }
+    if (v[0] != v[1] + v[2] + v[3])
+      return cell_error(r, (*cols)[2], "games",
+                        absl::StrCat(v[0], " games, but white_wins + draws + black_wins = ", v[1] + v[2] + v[3]));
+    row.counts = {v[1], v[2], v[3]};
+    if (plies_col) {
+      absl::StatusOr<double> x = read_double(r, *plies_col, "mean_plies");
+      if (!x.ok()) return x.status();
+      row.mean_plies = *x;
+    }
+    if (dup_col) {
+      absl::StatusOr<int64_t> x = read_int(r, *dup_col, "duplicates", v[0]);
+      if (!x.ok()) return x.status();
+      row.duplicates = *x;
+    }
+    for (size_t t = 0; t < term_cols.size(); ++t) {
+      absl::StatusOr<int64_t> x = read_int(r, term_cols[t], table.termination_names[t], v[0]);
+      if (!x.ok()) return x.status();
+      row.terminations.push_back(*x);
+    }
+    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  if (all_row) {
+    // A truncated or edited file shows here: the 'all' row must be the rows' sum.
+    selfplay::ResultCounts sum;
+    for (const SelfPlayRow& row : table.rows) {
+      sum.white_wins += row.counts.white_wins;
+      sum.draws += row.counts.draws;
+      sum.black_wins += row.counts.black_wins;
+    }
+    const int64_t want[3] = {sum.white_wins, sum.draws, sum.black_wins};
+    for (int k = 0; k < 3; ++k) {
+      absl::StatusOr<int64_t> x = read_int(*all_row, (*cols)[size_t(k + 3)], names[size_t(k + 3)], int64_t(1) << 62);
+      if (!x.ok()) return x.status();
+      if (*x != want[k])
+        return cell_error(*all_row, (*cols)[size_t(k + 3)], names[size_t(k + 3)],
+                          absl::StrCat("the 'all' row says ", *x, " but the positions add up to ", want[k]));
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text) {
+  absl::StatusOr<std::vector<Record>> records = read_csv(text);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::InvalidArgumentError("the table is empty");
+  const Header h(records->front());
+  const std::vector<std::string> names = {"sp", "fen", "depth", "nodes"};
+  absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "perft");
+  if (!cols.ok()) return cols.status();
+  const std::optional<size_t> move_col = h.find("move");
+
+  PerftTable table;
+  std::map<std::string, size_t> row_of;  // "id/depth" -> index in table.rows (divide tables)
+  std::map<std::string, int> move_seen;  // "id/depth/move" -> line
+  Seen seen;
+  for (size_t ri = 1; ri < records->size(); ++ri) {
+    const Record& r = (*records)[ri];
+    if (h.same_as(r)) continue;  // concatenated tables
+    if (absl::Status s = check_width(r, h); !s.ok()) return s;
+    const std::string& id = r.fields[(*cols)[0]];
+    if (id.empty()) return cell_error(r, (*cols)[0], "sp", "empty");
+    absl::StatusOr<int64_t> depth = read_int(r, (*cols)[2], "depth", 64);
+    if (!depth.ok()) return depth.status();
+    absl::StatusOr<NodeCount> nodes = read_count(r, (*cols)[3], "nodes");
+    if (!nodes.ok()) return nodes.status();
+    const std::string at_depth = absl::StrCat("/", *depth);
+    if (move_col) {
+      const std::string move_key = absl::StrCat(id, at_depth, "/", r.fields[*move_col]);
+      if (auto [it, fresh] = move_seen.emplace(move_key, r.line); !fresh)
+        return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": move '", r.fields[*move_col], "' of position '",
+                                                       id, "' at depth ", *depth, " appears twice (also line ",
+                                                       it->second, ")"));
+      if (auto it = row_of.find(id + at_depth); it != row_of.end()) {
+        table.rows[it->second].nodes += *nodes;
+        continue;
+      }
+    }
+    PerftRow row{resolve_key(id, r.fields[(*cols)[1]]), int(*depth), *nodes};
+    if (absl::Status s = seen.add(r, row.key, at_depth); !s.ok()) return s;
+    row_of.emplace(id + at_depth, table.rows.size());
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  return table;
+}
+
+SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
+  SelfPlayTable table;
+  for (size_t t = 0; t < size_t(selfplay::Termination::kCount); ++t)
+    table.termination_names.emplace_back(selfplay::termination_name(selfplay::Termination(t)));
+  for (const auto& [sp, p] : stats.positions()) {
+    SelfPlayRow row;
+    row.key = resolve_key(absl::StrCat(sp), p.fen);
+    row.counts = p.counts;
+    row.mean_plies = p.mean_plies();
+    row.duplicates = p.duplicates;
+    row.terminations.assign(p.terminations.begin(), p.terminations.end());
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+}  // namespace c960::report

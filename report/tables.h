@@ -1,0 +1,72 @@
+// The report's input as plain data: a self-play table (White's results per position) or a perft
+// table (node counts per position and depth), and the CSV forms that `c960 selfplay --format csv`
+// and `c960 perft --table` write. Parse errors name the line and the column.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/perft.h"
+#include "report/stats.h"
+#include "selfplay/stats.h"
+
+namespace c960::report {
+
+// A position's identity: the id the table gives it (a start position number "518", or any other
+// key such as an EPD line's), its FEN, and its Chess960 number when the FEN is a Chess960 start
+// position (or, without a FEN, when the id is a number 0..959); -1 otherwise.
+struct PositionKey {
+  std::string id;
+  std::string fen;
+  int sp = -1;
+};
+
+struct SelfPlayRow {
+  PositionKey key;
+  selfplay::ResultCounts counts;
+  double mean_plies = kNaN;  // NaN when the table has none
+  int64_t duplicates = 0;
+  std::vector<int64_t> terminations;  // one per SelfPlayTable::termination_names
+};
+
+struct SelfPlayTable {
+  std::vector<SelfPlayRow> rows;
+  std::vector<std::string> termination_names;
+};
+
+struct PerftRow {
+  PositionKey key;
+  int depth = 0;
+  NodeCount nodes = 0;
+};
+
+struct PerftTable {
+  std::vector<PerftRow> rows;  // at most one per (id, depth)
+};
+
+// Key/value lines for the metadata section (engine, options, limits, seed, version, dates, ...).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+// The table of `c960 selfplay --format csv`: header "sp,fen,games,white_wins,draws,black_wins,..."
+// (columns found by name; after "rank" come the terminations), one row per position, and a last
+// row "all" whose counts must equal the rows' sums. Derived columns (score, intervals, Elo) are
+// not read: the report computes them from the counts.
+absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text);
+
+// The table of `c960 perft --table`: header "sp,fen,depth,nodes". Tables of several depths may be
+// concatenated (repeated headers are skipped); a divide table ("sp,fen,depth,move,nodes") is
+// summed over its moves.
+absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text);
+
+enum class TableKind { kSelfPlay, kPerft };
+// Which table a CSV holds, from its header; an error names what was expected.
+absl::StatusOr<TableKind> detect_table_kind(absl::string_view text);
+
+// The rows of a SelfPlayStats (a local run or a job's results), for report_from_data.
+SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats);
+
+}  // namespace c960::report

@@ -1,0 +1,91 @@
+// The HTML report in headless Chromium: no console errors or outside requests, 960 heatmap cells,
+// tooltips with the right numbers (computed here from the input CSV, not taken from the report),
+// charts drawn. Run by tests/browser/run.sh, which makes the reports and sets:
+//   C960_SELFPLAY_REPORT, C960_SELFPLAY_CSV  a self-play report (made with a reference) and its table
+//   C960_PERFT_REPORT, C960_PERFT_CSV        a perft report of several depths and its table
+//   C960_ARTIFACTS                           where screenshots of failures go
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { withPage, noProblems, heatmapTooltip, chartDrawn } from './harness.mjs';
+
+const artifactsDir = process.env.C960_ARTIFACTS || 'browser-artifacts';
+
+function readCsv(file) {
+  const [header, ...lines] = fs.readFileSync(file, 'utf8').trim().split('\n');
+  const names = header.split(',');
+  return lines.filter((l) => l !== header).map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i], v])));
+}
+
+// The back rank, read from the FEN's last rank (independent of the report's numbering code).
+const backrankOfFen = (fen) => fen.split(' ')[0].split('/')[7];
+
+// The report's interval (selfplay/stats.h), recomputed another way: the score interval's ends by
+// bisection on n (s - p)^2 - z^2 V(p), and the Agresti-Coull-type interval; their hull.
+function interval(w, d, l) {
+  const z = 1.959963984540054, n = w + d + l, s = (w + d / 2) / n, dr = d / n;
+  const V = (p) => p * (1 - p) - Math.min(dr, 2 * p, 2 - 2 * p) / 4;
+  const f = (p) => n * (s - p) ** 2 - z * z * V(p);
+  const cross = (a, b) => {  // f(a) > 0 >= f(b) or the reverse
+    const fa = f(a) > 0;
+    for (let i = 0; i < 200; i++) { const m = (a + b) / 2; if ((f(m) > 0) === fa) a = m; else b = m; }
+    return (a + b) / 2;
+  };
+  let lo = f(0) <= 0 ? 0 : cross(0, s), hi = f(1) <= 0 ? 1 : cross(s, 1);
+  const a = z * z / 2, na = n + z * z, sa = (w + a + d / 2) / na;
+  const va = Math.max(0, (w + a + d / 4) / na - sa * sa), half = z * Math.sqrt(va / na);
+  lo = Math.max(0, Math.min(lo, sa - half));
+  hi = Math.min(1, Math.max(hi, sa + half));
+  return [lo, hi];
+}
+
+function numbersIn(text) { return (text.match(/\d+(\.\d+)?/g) || []).map(Number); }
+
+test('self-play report: heatmap, tooltips, charts, no errors', async () => {
+  const rows = readCsv(process.env.C960_SELFPLAY_CSV).filter((r) => r.sp !== 'all');
+  // Three cells: the classical position, the best-scoring row of the table, and a fixed other one.
+  const score = (r) => (Number(r.white_wins) + Number(r.draws) / 2) / Number(r.games);
+  const best = rows.reduce((a, b) => (score(b) > score(a) ? b : a));
+  const chosen = [rows.find((r) => r.sp === '518'), best, rows[Math.floor(rows.length / 3)]].filter(Boolean);
+  assert.ok(chosen.length >= 2, 'the table should have position 518 or several rows');
+
+  await withPage(process.env.C960_SELFPLAY_REPORT, { name: 'selfplay-report', artifactsDir }, async (page, problems) => {
+    await page.waitForSelector('body[data-rendered]');
+    for (const r of chosen) {
+      const tip = await heatmapTooltip(page, r.sp);
+      const [w, d, l] = [Number(r.white_wins), Number(r.draws), Number(r.black_wins)];
+      const lines = tip.split('\n').map((s) => s.trim()).filter(Boolean);
+      assert.equal(lines[0], `${r.sp} ${backrankOfFen(r.fen)}`, `tooltip head of ${r.sp}`);
+      assert.deepEqual(numbersIn(lines[1]), [w + d + l, w, d, l], `games of ${r.sp}: ${lines[1]}`);
+      const [s, lo, hi] = numbersIn(lines[2]).filter((x) => x !== 95);
+      assert.equal(s.toFixed(3), ((w + d / 2) / (w + d + l)).toFixed(3), `score of ${r.sp}: ${lines[2]}`);
+      const [elo, ehi] = interval(w, d, l);
+      assert.ok(Math.abs(lo - elo) < 0.0015 && Math.abs(hi - ehi) < 0.0015,
+                `interval of ${r.sp}: ${lines[2]}, expected ${elo.toFixed(4)}-${ehi.toFixed(4)}`);
+    }
+    // Cells are coloured by score: as many colours as scores, give or take the clamped extremes.
+    const colours = await page.$$eval('.hm-cell', (cells) => new Set(cells.map((c) => c.style.background)).size);
+    const scores = new Set(rows.map((r) => score(r).toFixed(6))).size;
+    assert.ok(colours >= Math.min(5, scores) && colours <= scores + 1, `${colours} cell colours for ${scores} scores`);
+    for (const id of ['histogram', 'scatter']) assert.equal(await chartDrawn(page, id), '');
+    const tableRows = await page.locator('#positions tbody tr').count();
+    assert.equal(tableRows, rows.length);
+    noProblems(problems);
+    if (process.env.C960_SCREENSHOT) await page.screenshot({ path: process.env.C960_SCREENSHOT, fullPage: false });
+  });
+});
+
+test('perft report: heatmap of counts, charts, no errors', async () => {
+  const rows = readCsv(process.env.C960_PERFT_CSV);
+  const deepest = Math.max(...rows.map((r) => Number(r.depth)));
+  const target = rows.find((r) => r.sp === '518' && Number(r.depth) === deepest) ||
+                 rows.find((r) => Number(r.depth) === deepest);
+  await withPage(process.env.C960_PERFT_REPORT, { name: 'perft-report', artifactsDir }, async (page, problems) => {
+    await page.waitForSelector('body[data-rendered]');
+    const tip = await heatmapTooltip(page, target.sp);
+    assert.match(tip, new RegExp(`^${target.sp} ${backrankOfFen(target.fen)}`));
+    assert.ok(tip.includes(`depth ${deepest}: ${target.nodes} nodes`), tip);
+    for (const id of ['counts-chart', 'growth-chart']) assert.equal(await chartDrawn(page, id), '');
+    noProblems(problems);
+  });
+});

@@ -1,0 +1,348 @@
+// Reports: CSV tables in (errors naming line and column), the analysis of a table, and the HTML
+// out (self-contained, deterministic, with the numbers of the table).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "core/startpos.h"
+#include "gtest/gtest.h"
+#include "report/analysis.h"
+#include "report/report.h"
+#include "report/tables.h"
+
+namespace c960::report {
+namespace {
+
+using selfplay::GameRecord;
+using selfplay::GameResult;
+using selfplay::Termination;
+
+GameRecord game(GameResult r, Termination t, int plies, uint16_t first_move) {
+  GameRecord g;
+  g.start_fen = "x";
+  g.result = r;
+  g.termination = t;
+  for (int i = 0; i < plies; ++i) g.moves.push_back(Move(uint16_t(first_move + i)));
+  return g;
+}
+
+// A table as c960 selfplay writes it, with the given (w, d, l) per start position.
+std::string selfplay_csv(const std::vector<std::array<int, 4>>& sp_w_d_l) {
+  selfplay::SelfPlayStats st;
+  uint16_t move = 1;
+  for (const auto& [sp, w, d, l] : sp_w_d_l) {
+    for (int i = 0; i < w; ++i) st.add(sp, game(GameResult::kWhiteWins, Termination::kCheckmate, 40, move++));
+    for (int i = 0; i < d; ++i) st.add(sp, game(GameResult::kDraw, Termination::kStalemate, 60, move++));
+    for (int i = 0; i < l; ++i) st.add(sp, game(GameResult::kBlackWins, Termination::kAdjudicatedResign, 80, move++));
+  }
+  return st.to_csv();
+}
+
+// Replaces one field (0-based column) of one line (0 = header) of a CSV.
+std::string with_field(const std::string& csv, size_t index, size_t column, const std::string& value) {
+  std::vector<std::string> lines = absl::StrSplit(csv, '\n');
+  std::vector<std::string> fields = absl::StrSplit(lines[index], ',');
+  fields[column] = value;
+  lines[index] = absl::StrJoin(fields, ",");
+  return absl::StrJoin(lines, "\n");
+}
+
+// Replaces one line of a CSV (0 = header).
+std::string with_line(const std::string& csv, size_t index, const std::string& line) {
+  std::vector<std::string> lines = absl::StrSplit(csv, '\n');
+  lines[index] = line;
+  return absl::StrJoin(lines, "\n");
+}
+
+TEST(ReportTables, SelfPlayCsvRoundTrip) {
+  const std::string csv = selfplay_csv({{518, 3, 2, 1}, {0, 0, 1, 3}, {959, 2, 0, 0}});
+  absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->rows.size(), 3u);
+  const SelfPlayRow& r0 = t->rows[0];  // ascending sp
+  EXPECT_EQ(r0.key.id, "0");
+  EXPECT_EQ(r0.key.sp, 0);
+  EXPECT_EQ(r0.key.fen, *startpos_fen(0));
+  EXPECT_EQ(r0.counts.draws, 1);
+  EXPECT_EQ(r0.counts.black_wins, 3);
+  EXPECT_NEAR(r0.mean_plies, (60 + 3 * 80) / 4.0, 0.05);
+  EXPECT_EQ(t->rows[1].key.sp, 518);
+  EXPECT_EQ(t->rows[1].counts.white_wins, 3);
+  ASSERT_EQ(t->termination_names.size(), size_t(Termination::kCount));
+  EXPECT_EQ(t->termination_names[0], "checkmate");
+  EXPECT_EQ(t->rows[1].terminations[size_t(Termination::kCheckmate)], 3);
+  EXPECT_EQ(detect_table_kind(csv).value(), TableKind::kSelfPlay);
+
+  // The same rows from the statistics directly.
+  selfplay::SelfPlayStats st;
+  st.add(7, game(GameResult::kDraw, Termination::kStalemate, 10, 1));
+  const SelfPlayTable direct = selfplay_table_from_stats(st);
+  ASSERT_EQ(direct.rows.size(), 1u);
+  EXPECT_EQ(direct.rows[0].key.sp, 7);
+  EXPECT_EQ(direct.rows[0].counts.draws, 1);
+}
+
+TEST(ReportTables, PositionsBeyondThe960AndQuotedFields) {
+  // Another id with a non-start FEN (an EPD opening); a quoted id with a comma.
+  const std::string csv =
+      "sp,fen,games,white_wins,draws,black_wins\n"
+      "\"book, line 3\",rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2,2,1,1,0\n"
+      "17,,1,0,0,1\n"
+      "99999," + *startpos_fen(518) + ",3,1,1,1\r\n";
+  absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->rows[0].key.id, "book, line 3");
+  EXPECT_EQ(t->rows[0].key.sp, -1);
+  EXPECT_EQ(t->rows[1].key.sp, 17);   // a number without FEN
+  EXPECT_EQ(t->rows[2].key.sp, 518);  // the FEN decides
+  EXPECT_EQ(t->rows[2].counts.black_wins, 1);
+}
+
+TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
+  const std::string good = selfplay_csv({{1, 1, 1, 1}, {2, 2, 0, 0}});
+  const std::vector<std::string> lines = absl::StrSplit(good, '\n');
+  const std::string fen1 = *startpos_fen(1);
+  struct Case {
+    std::string csv, message;
+  };
+  const Case cases[] = {
+      {with_field(good, 1, 3, "x"), "line 2, column 4 (white_wins): 'x' is not a whole number"},
+      {with_field(good, 1, 3, "-1"), "line 2, column 4 (white_wins)"},
+      {with_field(good, 1, 2, "4"), "line 2, column 3 (games): 4 games, but white_wins + draws + black_wins = 3"},
+      {with_field(good, 2, 13, "abc"), "line 3, column 14 (mean_plies): 'abc' is not a non-negative number"},
+      {with_field(good, 2, 16, "3"), "line 3, column 17 (checkmate): '3' is not a whole number in 0..2"},
+      {with_line(good, 2, lines[1]), "line 3: position '1' appears twice (also line 2)"},
+      {with_line(good, 2, "01," + lines[1].substr(2)), "line 3: start position 1 appears twice (also line 2)"},
+      {with_line(good, 1, "1,x,3"), "line 2: 3 columns, but the header has"},
+      {with_line(good, 3, absl::StrReplaceAll(lines[3], {{"all,,5,3,", "all,,5,4,"}})),
+       "line 4, column 4 (white_wins): the 'all' row says 4 but the positions add up to 3"},
+      {"sp,fen,games,white_wins,draws\n1,,1,1,0\n", "line 1: the header has no column 'black_wins'"},
+      {"sp,fen,games,white_wins,draws,black_wins\n\"1,,1,1,0,0\n", "line 2: a quoted field is not closed"},
+      {"sp,fen,games,white_wins,draws,black_wins\n\"1\"x,,1,1,0,0\n", "line 2, column 1: text after a closing quote"},
+      {"sp,fen,games,white_wins,draws,black_wins\n", "the table has no positions"},
+      {"", "the table is empty"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(c.csv);
+    ASSERT_FALSE(t.ok()) << c.csv;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(t.status().message().find(c.message), std::string::npos) << t.status().message() << "\nwanted: " << c.message;
+  }
+  absl::StatusOr<TableKind> kind = detect_table_kind("a,b\n1,2\n");
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.status().message().find("line 1: header 'a,b' is neither"), std::string::npos) << kind.status();
+}
+
+TEST(ReportTables, PerftTablesOfSeveralDepthsAndDivides) {
+  const std::string f518 = *startpos_fen(518), f0 = *startpos_fen(0);
+  const std::string csv = absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,20\n0,", f0, ",1,21\n",
+                                       "sp,fen,depth,nodes\n518,", f518, ",2,400\n0,", f0, ",2,528\n",
+                                       "518,", f518, ",30,1267650600228229401496703205376\n");  // 2^100
+  absl::StatusOr<PerftTable> t = parse_perft_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->rows.size(), 5u);
+  EXPECT_EQ(t->rows[4].nodes, NodeCount(1) << 100);
+  EXPECT_EQ(t->rows[1].key.sp, 0);
+  const PerftAnalysis a = analyse_perft(*t);
+  EXPECT_EQ(a.depths, (std::vector<int>{1, 2, 30}));
+  EXPECT_EQ(a.total.at(2), NodeCount(928));
+  EXPECT_EQ(a.count.at(30), 1);
+  EXPECT_EQ(detect_table_kind(csv).value(), TableKind::kPerft);
+
+  // A divide table sums its moves.
+  absl::StatusOr<PerftTable> divide = parse_perft_csv(absl::StrCat(
+      "sp,fen,depth,move,nodes\n518,", f518, ",2,a2a3,20\n518,", f518, ",2,b2b3,20\n0,", f0, ",2,a2a3,19\n"));
+  ASSERT_TRUE(divide.ok()) << divide.status();
+  ASSERT_EQ(divide->rows.size(), 2u);
+  EXPECT_EQ(divide->rows[0].nodes, NodeCount(40));
+
+  const struct {
+    std::string csv, message;
+  } bad[] = {
+      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,20\n518,", f518, ",1,20\n"),
+       "line 3: position '518' at this depth appears twice (also line 2)"},
+      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,2x\n"), "line 2, column 4 (nodes): '2x' is not a node count"},
+      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,340282366920938463463374607431768211456\n"),  // 2^128
+       "line 2, column 4 (nodes)"},
+      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",65,1\n"), "line 2, column 3 (depth): '65' is not a whole number in 0..64"},
+      {absl::StrCat("sp,fen,depth,move,nodes\n518,", f518, ",2,a2a3,20\n518,", f518, ",2,a2a3,20\n"),
+       "line 3: move 'a2a3' of position '518' at depth 2 appears twice (also line 2)"},
+      {"sp,fen,nodes\n1,,1\n", "line 1: the header has no column 'depth'"},
+  };
+  for (const auto& c : bad) {
+    absl::StatusOr<PerftTable> r = parse_perft_csv(c.csv);
+    ASSERT_FALSE(r.ok()) << c.csv;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message() << "\nwanted: " << c.message;
+  }
+}
+
+TEST(ReportAnalysis, SelfPlayFiguresAgreeWithTheirDefinitions) {
+  // Position 3 is strongly White's, the others balanced; 6 games each.
+  std::vector<std::array<int, 4>> rows;
+  for (int sp = 0; sp < 40; ++sp) rows.push_back(sp == 3 ? std::array<int, 4>{sp, 6, 0, 0} : std::array<int, 4>{sp, 2, 2, 2});
+  const SelfPlayTable t = *parse_selfplay_csv(selfplay_csv(rows));
+  const SelfPlayAnalysis a = analyse_selfplay(t, nullptr, {});
+  EXPECT_EQ(a.total.games(), 240);
+  EXPECT_NEAR(a.win, (6 + 39 * 2) / 240.0, 1e-15);
+  EXPECT_NEAR(a.draw, 78 / 240.0, 1e-15);
+  ASSERT_EQ(a.by_score.size(), 40u);
+  EXPECT_EQ(t.rows[a.by_score[0]].key.sp, 3);
+  for (size_t i = 1; i < a.by_score.size(); ++i)
+    EXPECT_GE(a.positions[a.by_score[i - 1]].score.value, a.positions[a.by_score[i]].score.value);
+  // The homogeneity test is the one of the W/D/L table.
+  std::vector<std::vector<int64_t>> wdl;
+  for (const SelfPlayRow& r : t.rows) wdl.push_back({r.counts.white_wins, r.counts.draws, r.counts.black_wins});
+  EXPECT_DOUBLE_EQ(a.homogeneity.statistic, chi_square_homogeneity(wdl).statistic);
+  EXPECT_EQ(a.homogeneity.dof, 39 * 2);
+  EXPECT_GT(a.permutations, 0);
+  // One odd position among 39 identical ones: the table as a whole is less varied than chance
+  // makes tables (p near 1), though position 3 alone is not.
+  EXPECT_GT(a.permutation_p, 0.5);
+  // Position 3 against the pooled probabilities, exactly; Holm multiplies by at most 40.
+  const PositionResult& p3 = a.positions[3];
+  EXPECT_DOUBLE_EQ(p3.p, points_test_p(6, 12, a.win, a.draw, a.loss));
+  EXPECT_NEAR(p3.p_holm, std::min(1.0, 40 * p3.p), 1e-12);  // the smallest p-value
+  EXPECT_GE(p3.q_bh, p3.p);
+  // The histogram: one bin per possible score (13 values for 6 games); observed counts the
+  // positions, expected sums each position's probabilities (so also 40).
+  ASSERT_EQ(a.histogram.observed.size(), 13u);
+  double observed = 0, expected = 0;
+  for (double x : a.histogram.observed) observed += x;
+  for (double x : a.histogram.expected) expected += x;
+  EXPECT_EQ(observed, 40);
+  EXPECT_NEAR(expected, 40, 1e-9);
+  EXPECT_EQ(a.histogram.observed[12], 1);  // position 3 scored 1
+  EXPECT_EQ(a.histogram.observed[6], 39);  // the rest 1/2
+  // Spread: 39 at 1/2 and one at 1.
+  const double mean = (39 * 0.5 + 1) / 40;
+  EXPECT_NEAR(a.observed_sd, std::sqrt((39 * std::pow(0.5 - mean, 2) + std::pow(1 - mean, 2)) / 39), 1e-12);
+  // The groups pool Chess960 positions by the king's file and so on.
+  ASSERT_FALSE(a.groups.empty());
+  EXPECT_EQ(a.groups[0].factor, "king's file");
+  int64_t pooled = 0;
+  for (const auto& [label, c] : a.groups[0].groups) pooled += c.games();
+  EXPECT_EQ(pooled, 240);
+}
+
+TEST(ReportAnalysis, PositionsThatDifferAreFound) {
+  std::vector<std::array<int, 4>> rows;
+  for (int sp = 0; sp < 40; ++sp) rows.push_back(sp < 20 ? std::array<int, 4>{sp, 40, 10, 10} : std::array<int, 4>{sp, 10, 10, 40});
+  const SelfPlayAnalysis a = analyse_selfplay(*parse_selfplay_csv(selfplay_csv(rows)), nullptr, {});
+  EXPECT_LT(a.homogeneity.p_value, 1e-6);
+  EXPECT_LT(a.permutation_p, 0.01);
+  EXPECT_NEAR(a.permutation_p, 1.0 / (a.permutations + 1), 1e-12);  // no permutation came close
+  EXPECT_GT(a.excess_sd, 0.1);
+}
+
+TEST(ReportAnalysis, ReferenceComparison) {
+  std::vector<std::array<int, 4>> rows, other;
+  for (int sp = 100; sp < 130; ++sp) rows.push_back({sp, sp % 7, 3, 6 - sp % 7});
+  const SelfPlayTable t = *parse_selfplay_csv(selfplay_csv(rows));
+  // Against itself: perfect agreement.
+  const SelfPlayAnalysis same = analyse_selfplay(t, &t, {});
+  ASSERT_TRUE(same.reference);
+  EXPECT_EQ(same.reference->points.size(), 30u);
+  EXPECT_NEAR(same.reference->pearson, 1, 1e-12);
+  EXPECT_NEAR(same.reference->spearman, 1, 1e-12);
+  EXPECT_EQ(same.reference->disagreements, 0);
+  // A reference with one position reversed on many games, and one position missing.
+  for (int sp = 100; sp < 129; ++sp) other.push_back(sp == 101 ? std::array<int, 4>{sp, 0, 0, 60} : std::array<int, 4>{sp, sp % 7, 3, 6 - sp % 7});
+  const SelfPlayTable r = *parse_selfplay_csv(selfplay_csv(other));
+  const SelfPlayAnalysis a = analyse_selfplay(t, &r, {});
+  EXPECT_EQ(a.reference->points.size(), 29u);
+  EXPECT_EQ(a.reference->disagreements, 1);
+  std::vector<double> x, y;
+  for (const ReferencePoint& p : a.reference->points) {
+    x.push_back(p.score.value);
+    y.push_back(p.reference_score.value);
+    if (p.disagree) {
+      EXPECT_EQ(t.rows[p.row].key.sp, 101);
+    }
+  }
+  EXPECT_DOUBLE_EQ(a.reference->pearson, pearson(x, y));
+  EXPECT_LT(a.reference->pearson_lo, a.reference->pearson);
+  EXPECT_GT(a.reference->pearson_hi, a.reference->pearson);
+}
+
+TEST(ReportHtml, SelfContainedDeterministicAndWithTheTablesNumbers) {
+  std::vector<std::array<int, 4>> rows;
+  for (int sp = 0; sp < 960; sp += 3) rows.push_back({sp, sp % 4, 1, 1});
+  const std::string csv = selfplay_csv(rows);
+  ReportOptions o;
+  o.metadata = {{"engine", "builtin <b>"}, {"seed", "1"}};
+  o.reference_csv = csv;
+  o.reference_name = "same.csv";
+  absl::StatusOr<std::string> html = report_from_csv(csv, o);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(*html, *report_from_csv(csv, o));  // same input, same file
+  // Nothing loaded from elsewhere; everything inline.
+  for (const char* forbidden : {"<script src", "<link", "src=\"http", "href=\"http", "@import"})
+    EXPECT_EQ(html->find(forbidden), std::string::npos) << forbidden;
+  EXPECT_NE(html->find("Content-Security-Policy"), std::string::npos);
+  EXPECT_NE(html->find("Chart.js v3.9.1"), std::string::npos);
+  EXPECT_NE(html->find("C960Heatmap"), std::string::npos);
+  // One heatmap row per position, with its tooltip lines.
+  size_t cells = 0;
+  for (size_t at = html->find("{\"sp\":"); at != std::string::npos; at = html->find("{\"sp\":", at + 1)) ++cells;
+  EXPECT_EQ(cells, rows.size());
+  EXPECT_NE(html->find("{\"sp\":519,"), std::string::npos);  // 519 = 3 * 173
+  EXPECT_EQ(html->find("{\"sp\":518,"), std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("\"3 ", *backrank_of(3), "\",\"games 5 (W 3, D 1, L 1)\"")), std::string::npos);
+  // Metadata escaped; sections present.
+  EXPECT_NE(html->find("builtin &lt;b&gt;"), std::string::npos);
+  for (const char* id : {"id=\"tests\"", "id=\"heatmap\"", "id=\"histogram\"", "id=\"extremes\"", "id=\"reference\"",
+                         "id=\"scatter\"", "id=\"positions\"", "id=\"metadata\"", "id=\"methods\""})
+    EXPECT_NE(html->find(id), std::string::npos) << id;
+  EXPECT_NE(html->find("Holm"), std::string::npos);
+  EXPECT_NE(html->find("Benjamini"), std::string::npos);
+
+  // Errors: the table's, and the reference's named as such.
+  absl::StatusOr<std::string> bad = report_from_csv(with_line(csv, 2, "x"), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 3"), std::string::npos) << bad.status();
+  ReportOptions bad_ref;
+  bad_ref.reference_csv = "sp,fen,depth,nodes\n1,,1,20\n";
+  bad = report_from_csv(csv, bad_ref);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("reference table: ", 0), 0u) << bad.status();
+}
+
+TEST(ReportHtml, PerftReportShowsCountsAndGrowth) {
+  std::string csv = "sp,fen,depth,nodes\n";
+  for (int sp : {0, 518, 959})
+    for (int d = 1; d <= 2; ++d) absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",", d, ",", d == 1 ? 20 : 400 + sp, "\n");
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("\"depth 2: 918 nodes\""), std::string::npos);
+  EXPECT_NE(html->find("2\u202f677"), std::string::npos);  // 400 + 918 + 1359 at depth 2, digits grouped
+  EXPECT_NE(html->find("id=\"growth-chart\""), std::string::npos);
+  EXPECT_NE(html->find("&times;"), std::string::npos);
+}
+
+TEST(ReportHtml, SpecMetadata) {
+  selfplay::SelfPlaySpec spec;
+  spec.engine = "/usr/games/stockfish";
+  spec.options = {{"Threads", "1"}, {"Hash", "16"}};
+  spec.limits.depth = 9;
+  spec.seed = 42;
+  spec.adjudication.resign_moves = 4;
+  spec.adjudication.resign_score_cp = 600;
+  const Metadata m = spec_metadata(spec);
+  const auto value = [&](const std::string& key) {
+    for (const auto& [k, v] : m)
+      if (k == key) return v;
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(value("engine"), "/usr/games/stockfish");
+  EXPECT_EQ(value("engine options"), "Threads=1, Hash=16");
+  EXPECT_EQ(value("limit per move"), "depth 9");
+  EXPECT_EQ(value("seed"), "42");
+  EXPECT_EQ(value("adjudication"), "no draw adjudication; resign after 4 moves beyond 600 cp");
+}
+
+}  // namespace
+}  // namespace c960::report
