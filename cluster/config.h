@@ -76,6 +76,7 @@ inline constexpr int kMaxMessageBytes = 16 << 20;
 // Client side.
 inline constexpr int64_t kRpcDeadlineMs = 10'000;        // unary calls
 inline constexpr int64_t kSubmitDeadlineMs = 120'000;     // planning a big job takes a while
+inline constexpr int64_t kReleaseDeadlineMs = 2'000;      // a stopping worker gives units back once
 inline constexpr int64_t kBackoffInitialMs = 100;         // first retry after UNAVAILABLE
 inline constexpr int64_t kBackoffMaxMs = 5'000;           // retries never wait longer
 inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared by a worker's threads

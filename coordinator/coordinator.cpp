@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cluster/errors.h"
 #include "cluster/u128.h"
 
 namespace c960::cluster {
@@ -176,7 +177,9 @@ absl::StatusOr<Coordinator::Job*> Coordinator::job_or_error(const std::string& i
 absl::StatusOr<Coordinator::Worker*> Coordinator::worker_or_error(const std::string& id) {
   if (absl::Status s = check_id(id, "worker_id"); !s.ok()) return s;
   auto it = workers_.find(id);
-  if (it == workers_.end()) return absl::NotFoundError(absl::StrCat("worker_id: no worker '", id, "'; call Hello"));
+  if (it == workers_.end())
+    return with_reason(absl::NotFoundError(absl::StrCat("worker_id: no worker '", id, "'; call Hello")),
+                       v1::ErrorInfo::REASON_UNKNOWN_WORKER);
   return &it->second;
 }
 

@@ -6,13 +6,11 @@
 
 #include "absl/status/status.h"
 #include "c960/v1/cluster.grpc.pb.h"
+#include "cluster/errors.h"
 #include "coordinator/coordinator.h"
 
 namespace c960::cluster {
 
-inline grpc::Status to_grpc(const absl::Status& s) {
-  return s.ok() ? grpc::Status::OK : grpc::Status(grpc::StatusCode(int(s.code())), std::string(s.message()));
-}
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   auto channel = c960::cluster::make_channel({c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator))});
   std::unique_ptr<c960::cluster::Worker> owned;
   try {
-    owned = std::make_unique<c960::cluster::Worker>(channel, options);
+    owned = std::make_unique<c960::cluster::Worker>(c960::cluster::grpc_connection(channel), options);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "c960-worker: --hash: cannot allocate %d MB\n", hash);
     return 2;

@@ -5,14 +5,14 @@
 #include <cstdlib>
 #include <random>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/errors.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
 
-Worker::Worker(std::shared_ptr<grpc::Channel> channel, WorkerOptions options)
-    : stub_(v1::WorkerService::NewStub(channel)), options_(std::move(options)) {
+Worker::Worker(std::unique_ptr<CoordinatorConnection> coordinator, WorkerOptions options)
+    : coordinator_(std::move(coordinator)), options_(std::move(options)) {
   if (options_.hash_mb > 0) hash_ = std::make_unique<PerftHash>(size_t(options_.hash_mb));
 }
 
@@ -36,12 +36,6 @@ void Worker::log(const std::string& msg) const {
   std::fflush(stderr);
 }
 
-std::unique_ptr<grpc::ClientContext> Worker::context(int64_t deadline_ms) const {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
-  return ctx;
-}
-
 Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.ok()) {
     backoff_ms_ = 0;
@@ -54,8 +48,7 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     log(absl::StrCat(what, ": coordinator unreachable (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
     return Rpc::kRetry;
   }
-  if (s.error_code() == grpc::StatusCode::NOT_FOUND && absl::StartsWith(s.error_message(), "worker_id"))
-    return Rpc::kUnknownWorker;
+  if (reason_of(s) == v1::ErrorInfo::REASON_UNKNOWN_WORKER) return Rpc::kUnknownWorker;
   log(absl::StrCat(what, " failed: code ", int(s.error_code()), ": ", s.error_message()));
   return Rpc::kFailed;
 }
@@ -80,7 +73,7 @@ bool Worker::hello() {
       req.add_capabilities("selfplay");
       req.set_worker_id(worker_id_);
       v1::HelloResponse resp;
-      Rpc r = classify(stub_->Hello(context().get(), req, &resp), "hello");
+      Rpc r = classify(coordinator_->hello(req, &resp, kRpcDeadlineMs), "hello");
       if (r == Rpc::kOk) {
         worker_id_ = resp.worker_id();
         lease_ms_ = std::max<int64_t>(1000, resp.lease_seconds() * 1000);
@@ -103,7 +96,7 @@ void Worker::deliver() {
     }
     req.set_worker_id(worker_id_);
     v1::CompleteUnitResponse resp;
-    switch (classify(stub_->CompleteUnit(context().get(), req, &resp), "complete")) {
+    switch (classify(coordinator_->complete(req, &resp, kRpcDeadlineMs), "complete")) {
       case Rpc::kRetry:
         return;  // keep the result; try again after the backoff
       case Rpc::kUnknownWorker:
@@ -136,7 +129,7 @@ void Worker::acquire() {
   req.set_worker_id(worker_id_);
   req.set_max_units(std::min(want, kMaxAcquire));
   v1::AcquireWorkResponse resp;
-  Rpc r = classify(stub_->AcquireWork(context().get(), req, &resp), "acquire");
+  Rpc r = classify(coordinator_->acquire(req, &resp, kRpcDeadlineMs), "acquire");
   if (r == Rpc::kUnknownWorker) {
     hello();
     return;
@@ -165,7 +158,7 @@ void Worker::renew() {
   next_renew_ms_ = now_ms() + lease_ms_ / 3;
   if (req.unit_ids_size() == 0) return;
   v1::RenewLeasesResponse resp;
-  Rpc r = classify(stub_->RenewLeases(context().get(), req, &resp), "renew");
+  Rpc r = classify(coordinator_->renew(req, &resp, kRpcDeadlineMs), "renew");
   if (r == Rpc::kUnknownWorker) {
     hello();
     next_renew_ms_ = 0;
@@ -199,7 +192,7 @@ void Worker::release_queued() {
   if (req.unit_ids_size() == 0) return;
   v1::ReleaseUnitsResponse resp;
   // One try: should it fail, the leases expire and the units return all the same.
-  if (classify(stub_->ReleaseUnits(context(2000).get(), req, &resp), "release") == Rpc::kOk)
+  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk)
     log(absl::StrCat("released ", req.unit_ids_size(), " queued units"));
 }
 
@@ -212,7 +205,7 @@ void Worker::release_running() {
   }
   if (req.unit_ids_size() == 0) return;
   v1::ReleaseUnitsResponse resp;
-  if (classify(stub_->ReleaseUnits(context(2000).get(), req, &resp), "release") == Rpc::kOk)
+  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk)
     log(absl::StrCat("released ", req.unit_ids_size(), " unfinished units"));
 }
 

@@ -16,9 +16,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "c960/v1/cluster.grpc.pb.h"
+#include "c960/v1/cluster.pb.h"
 #include "cluster/config.h"
 #include "core/perft.h"
+#include "worker/connection.h"
 
 namespace c960::cluster {
 
@@ -32,7 +33,7 @@ struct WorkerOptions {
 
 class Worker {
  public:
-  Worker(std::shared_ptr<grpc::Channel> channel, WorkerOptions options);
+  Worker(std::unique_ptr<CoordinatorConnection> coordinator, WorkerOptions options);
   ~Worker();
   // Runs until request_stop(); returns the process exit code (0 after a clean stop).
   int run();
@@ -42,7 +43,6 @@ class Worker {
  private:
   enum class Rpc { kOk, kRetry, kFailed, kUnknownWorker };
   Rpc classify(const grpc::Status& s, const char* what);
-  std::unique_ptr<grpc::ClientContext> context(int64_t deadline_ms = kRpcDeadlineMs) const;
   bool hello();
   void deliver();
   void acquire();
@@ -54,7 +54,7 @@ class Worker {
   void backoff();
   void log(const std::string& msg) const;
 
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::unique_ptr<CoordinatorConnection> coordinator_;
   WorkerOptions options_;
   std::unique_ptr<PerftHash> hash_;
   std::atomic<bool> stop_requested_{false};

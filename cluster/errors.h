@@ -1,0 +1,23 @@
+// Errors across the gRPC edge: absl::Status inside, grpc::Status on the wire (the codes share
+// their numbering). A reason a client must act on (e.g. "unknown worker: call Hello") travels as
+// a typed detail (c960.v1.ErrorInfo), never as a pattern in the message text.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "c960/v1/cluster.pb.h"
+
+namespace c960::cluster {
+
+// The status with an ErrorInfo reason attached.
+absl::Status with_reason(absl::Status status, v1::ErrorInfo::Reason reason);
+// The reason attached to a status, or REASON_UNSPECIFIED.
+v1::ErrorInfo::Reason reason_of(const absl::Status& status);
+v1::ErrorInfo::Reason reason_of(const grpc::Status& status);
+
+// Code, message and reason, as a gRPC status (the reason in the status details).
+grpc::Status to_grpc(const absl::Status& status);
+absl::Status from_grpc(const grpc::Status& status);
+
+}  // namespace c960::cluster

@@ -1,0 +1,55 @@
+#include "worker/connection.h"
+
+#include <chrono>
+
+#include "c960/v1/cluster.grpc.pb.h"
+
+namespace c960::cluster {
+namespace {
+
+class GrpcConnection final : public CoordinatorConnection {
+ public:
+  explicit GrpcConnection(std::shared_ptr<grpc::Channel> channel) : stub_(v1::WorkerService::NewStub(channel)) {}
+
+  grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->Hello(&ctx, req, resp);
+  }
+  grpc::Status acquire(const v1::AcquireWorkRequest& req, v1::AcquireWorkResponse* resp, int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->AcquireWork(&ctx, req, resp);
+  }
+  grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->RenewLeases(&ctx, req, resp);
+  }
+  grpc::Status complete(const v1::CompleteUnitRequest& req, v1::CompleteUnitResponse* resp,
+                        int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->CompleteUnit(&ctx, req, resp);
+  }
+  grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse* resp,
+                       int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->ReleaseUnits(&ctx, req, resp);
+  }
+
+ private:
+  static void set_deadline(grpc::ClientContext& ctx, int64_t ms) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+  }
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoordinatorConnection> grpc_connection(std::shared_ptr<grpc::Channel> channel) {
+  return std::make_unique<GrpcConnection>(std::move(channel));
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,31 @@
+// What a worker needs from its coordinator: the WorkerService calls, each with a deadline.
+// The worker's retry, re-registration and keep-results-until-acknowledged logic talks to this
+// interface only, so that tests drive it with an in-process coordinator and injected failures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "c960/v1/cluster.pb.h"
+
+namespace c960::cluster {
+
+class CoordinatorConnection {
+ public:
+  virtual ~CoordinatorConnection() = default;
+  virtual grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t deadline_ms) = 0;
+  virtual grpc::Status acquire(const v1::AcquireWorkRequest& req, v1::AcquireWorkResponse* resp,
+                               int64_t deadline_ms) = 0;
+  virtual grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t deadline_ms) = 0;
+  virtual grpc::Status complete(const v1::CompleteUnitRequest& req, v1::CompleteUnitResponse* resp,
+                                int64_t deadline_ms) = 0;
+  virtual grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse* resp,
+                               int64_t deadline_ms) = 0;
+};
+
+// The real thing: WorkerService over a gRPC channel.
+std::unique_ptr<CoordinatorConnection> grpc_connection(std::shared_ptr<grpc::Channel> channel);
+
+}  // namespace c960::cluster
