@@ -25,7 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "worker/compute.h"
-#include "tests/cluster/process.h"
+#include "tests/process.h"
 
 ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
 ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   const int seconds = absl::GetFlag(FLAGS_seconds);
   const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/c960-bench-", getpid());
   std::filesystem::create_directories(dir);
-  c960::testing::Process coordinator(
+  c960::test::Process coordinator(
       {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0", "--port-file=" + dir + "/port",
        "--db=" + dir + "/c.db", "--lease-seconds=120"},
       dir + "/coordinator.log");

@@ -17,6 +17,7 @@
 #include "cli/selfplay_args.h"
 #include "gtest/gtest.h"
 #include "selfplay/spec.h"
+#include "tests/test_util.h"
 
 namespace c960::cli {
 namespace {
@@ -164,36 +165,11 @@ TEST(CliExitCodes, FailPrintsOneLineAndReturnsTheCode) {
   EXPECT_EQ(c.out.str(), "");
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "c960-cli-test-XXXXXX").string();
-    if (mkdtemp(tmpl.data())) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    return out;
-  }
-
- private:
-  std::string path_;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ScratchDir;
+std::string slurp(const std::string& path) { return test::read_file(path); }
 
 TEST(CliOutput, WritesWholeFilesAndLeavesNoTemporaries) {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("out.csv");
   ASSERT_TRUE(write_output("--out", path, "a,b\n1,2\n").ok());
   EXPECT_EQ(slurp(path), "a,b\n1,2\n");
@@ -210,7 +186,7 @@ TEST(CliOutput, WritesWholeFilesAndLeavesNoTemporaries) {
 }
 
 TEST(CliOutput, RefusesUnwritablePathsNamingTheOption) {
-  TempDir dir;
+  ScratchDir dir;
   const std::string missing = dir.file("no/such/dir/out.csv");
   for (const absl::Status& s : {write_output("--pgn", missing, "x"), check_output("--pgn", missing)}) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -401,7 +377,7 @@ TEST(CliRun, UsageErrorsNeedNoCoordinator) {
 }
 
 TEST(CliRun, OutputFilesGoThroughTheWriter) {
-  TempDir dir;
+  ScratchDir dir;
   std::string out, err;
   ASSERT_EQ(run_captured({"perft", "--table", "--depth", "1", "--sps", "518", "--out", dir.file("t.csv")}, &out, &err),
             kExitOk)

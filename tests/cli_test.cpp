@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "core/notation.h"
 #include "core/perft.h"
-#include "tests/process_util.h"
+#include "tests/process.h"
 #include "tests/test_util.h"
 
 namespace c960 {

@@ -72,7 +72,7 @@ TEST(Engine, MateWithinANodeBudgetAndProvenByTheProver) {
     Position pos = *Position::from_fen(c.fen);
     engine.new_game();
     const SearchResult r = engine.search(pos, Limits{200000, 0, 0});
-    EXPECT_TRUE(c960::testing::move_forces_mate(pos, r.best, 2)) << to_uci(r.best);
+    EXPECT_TRUE(c960::test::move_forces_mate(pos, r.best, 2)) << to_uci(r.best);
   }
 }
 

@@ -5,7 +5,7 @@
 #include "core/movegen.h"
 #include "core/position.h"
 
-namespace c960::testing {
+namespace c960::test {
 
 // True if the side to move can force mate within n of its moves (n >= 1).
 inline bool forced_mate(Position& pos, int n);
@@ -46,4 +46,4 @@ inline bool forced_mate(Position& pos, int n) {
   return false;
 }
 
-}  // namespace c960::testing
+}  // namespace c960::test

@@ -12,7 +12,7 @@
 namespace c960::selfplay {
 namespace {
 
-using testing::run_command;
+using c960::test::run_command;
 
 SelfPlaySpec builtin_spec() {
   SelfPlaySpec s;
@@ -88,9 +88,9 @@ TEST(SelfPlaySpec, ThreadCountDoesNotChangeTheGames) {
 // Checks a PGN file with pgn-extract: no complaint, and each game's move count (from its UCI
 // rendering) equal to the PlyCount tag we wrote.
 void expect_pgn_accepted(const std::string& file, size_t games) {
-  ASSERT_FALSE(testing::pgn_extract_path().empty()) << "pgn-extract not installed";
-  EXPECT_EQ(testing::pgn_extract_errors(file), "");
-  const testing::CommandResult r = run_command(testing::pgn_extract_path() + " -s -Wuci '" + file + "'");
+  ASSERT_FALSE(c960::test::pgn_extract_path().empty()) << "pgn-extract not installed";
+  EXPECT_EQ(c960::test::pgn_extract_errors(file), "");
+  const c960::test::CommandResult r = run_command(c960::test::pgn_extract_path() + " -s -Wuci '" + file + "'");
   ASSERT_EQ(r.exit_code, 0);
   std::vector<int> plycounts, uci_counts;
   for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
@@ -124,12 +124,12 @@ CsvTable parse_csv(const std::string& text) {
 }
 
 TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
-  testing::TempDir dir;
-  const testing::CommandResult r = run_command(
+  c960::test::ScratchDir dir;
+  const c960::test::CommandResult r = run_command(
       c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
                       " --seed 7 --threads 2 --quiet --max-plies 300 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const CsvTable t = parse_csv(testing::read_file(dir.file("stats.csv")));
+  const CsvTable t = parse_csv(c960::test::read_file(dir.file("stats.csv")));
   ASSERT_EQ(t.rows.size(), 4u);
   int games = 0;
   for (size_t i = 0; i < 3; ++i) {
@@ -142,7 +142,7 @@ TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
   expect_pgn_accepted(dir.file("games.pgn"), 9);
 
   // JSON of the same run: the same games (reproducible), so the same totals.
-  const testing::CommandResult j = run_command(
+  const c960::test::CommandResult j = run_command(
       c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
                       " --seed 7 --threads 1 --quiet --max-plies 300 --format json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
@@ -152,20 +152,20 @@ TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
 }
 
 TEST(SelfPlayCommand, StockfishRun) {
-  const std::string sf = testing::stockfish_path();
+  const std::string sf = c960::test::stockfish_path();
   if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
-  testing::TempDir dir;
-  const testing::CommandResult r = run_command(
+  c960::test::ScratchDir dir;
+  const c960::test::CommandResult r = run_command(
       c960_binary() + " selfplay --sps 1,600 --games-per-position 2 --engine " + sf +
       " --option Hash=4 --option Threads=1 --nodes 3000 --random-plies 2 --threads 2 --quiet --max-plies 200"
       " --resign-moves 3 --resign-score 800 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const CsvTable t = parse_csv(testing::read_file(dir.file("stats.csv")));
+  const CsvTable t = parse_csv(c960::test::read_file(dir.file("stats.csv")));
   ASSERT_EQ(t.rows.size(), 3u);
   EXPECT_EQ(t.get(2, "games"), "4");
   for (const char* failure : {"illegal_move", "engine_crash", "engine_hang", "engine_error"})
     EXPECT_EQ(t.get(2, failure), "0") << failure;
-  const std::string pgn = testing::read_file(dir.file("games.pgn"));
+  const std::string pgn = c960::test::read_file(dir.file("games.pgn"));
   // Every game names the engine by its "id name", the first of each thread included.
   size_t named = 0;
   for (size_t at = 0; (at = pgn.find("[White \"Stockfish", at)) != std::string::npos; ++at) ++named;
@@ -183,15 +183,15 @@ TEST(SelfPlayCommand, BadUsageExitsTwoNamingTheProblem) {
       {"--engine builtin --nodes 0", "--nodes"},
       {"--engine builtin --nodes 100 --option Hash=1", "options"},
       {"--engine /nonexistent/engine --nodes 100", "/nonexistent/engine"},
-      {"--engine " + testing::stockfish_path() + " --nodes 100 --option NoSuchOption=1", "NoSuchOption"},
+      {"--engine " + c960::test::stockfish_path() + " --nodes 100 --option NoSuchOption=1", "NoSuchOption"},
       {"--engine builtin --nodes 100 --threads 0", "--threads"},
   };
   for (const auto& [args, needle] : cases) {
-    const testing::CommandResult r = run_command(base + args);
+    const c960::test::CommandResult r = run_command(base + args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.output.find(needle), std::string::npos) << args << ": " << r.output;
   }
-  const testing::CommandResult sps = run_command(c960_binary() + " selfplay --sps 960 --games-per-position 1 --engine builtin --nodes 1");
+  const c960::test::CommandResult sps = run_command(c960_binary() + " selfplay --sps 960 --games-per-position 1 --engine builtin --nodes 1");
   EXPECT_EQ(sps.exit_code, 2);
   EXPECT_NE(sps.output.find("--sps"), std::string::npos) << sps.output;
 }

@@ -12,8 +12,8 @@
 namespace c960::selfplay {
 namespace {
 
-using testing::ScriptedPlayer;
-using testing::split_moves;
+using c960::test::ScriptedPlayer;
+using c960::test::split_moves;
 
 const std::string kClassical = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 

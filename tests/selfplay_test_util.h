@@ -12,13 +12,17 @@
 #include <vector>
 
 #include "selfplay/game.h"
+#include "tests/process.h"
+#include "tests/test_util.h"
 #include "core/notation.h"
 
-namespace c960::selfplay::testing {
+namespace c960::test {
+
+using namespace c960::selfplay;  // players, terminations and records of the self-play library
 
 // Plays the given UCI moves in order, with optional scores; "!crash" and "!hang" answer those
 // failures, "!raw:e2e5" returns the move unchecked (to test the runner's legality check).
-class ScriptedPlayer : public Player {
+class ScriptedPlayer : public selfplay::Player {
  public:
   explicit ScriptedPlayer(std::vector<std::string> moves, std::vector<std::optional<int>> scores = {})
       : moves_(std::move(moves)), scores_(std::move(scores)) {}
@@ -66,24 +70,6 @@ inline std::vector<std::string> split_moves(const std::string& s) {
   return out;
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a shell command to completion (popen waits for it in pclose).
-inline CommandResult run_command(const std::string& cmd) {
-  CommandResult r;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-  const int status = pclose(f);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 inline std::string find_program(const std::vector<std::string>& candidates) {
   for (const std::string& c : candidates)
     if (access(c.c_str(), X_OK) == 0) return c;
@@ -91,32 +77,6 @@ inline std::string find_program(const std::vector<std::string>& candidates) {
 }
 inline std::string stockfish_path() { return find_program({"/usr/games/stockfish", "/usr/bin/stockfish"}); }
 inline std::string pgn_extract_path() { return find_program({"/usr/games/pgn-extract", "/usr/bin/pgn-extract"}); }
-
-// A private directory under the system temp dir, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "c960-test-XXXXXX").string();
-    if (mkdtemp(tmpl.data())) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-inline void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // pgn-extract's verdict on a PGN file: empty when it reads every game without complaint.
 // -r checks without writing games, -s silences the progress report, so anything printed is an
@@ -129,4 +89,4 @@ inline std::string pgn_extract_errors(const std::string& pgn_file) {
   return r.output;
 }
 
-}  // namespace c960::selfplay::testing
+}  // namespace c960::test

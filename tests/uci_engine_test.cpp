@@ -20,7 +20,7 @@ bool process_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 class Stockfish : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = testing::stockfish_path();
+    path_ = c960::test::stockfish_path();
     if (path_.empty()) GTEST_SKIP() << "stockfish not installed (deploy/install-deps.sh installs it)";
   }
   UciConfig config(std::vector<UciOptionValue> options = {}) {

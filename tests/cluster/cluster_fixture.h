@@ -21,21 +21,15 @@
 #include "absl/strings/strip.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/process.h"
+#include "tests/process.h"
+#include "tests/test_util.h"
 
-namespace c960::cluster::testing {
+namespace c960::test {
 
 inline const std::string kBin = C960_BINARY_DIR;
 inline const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
 inline const std::string kWorkerBin = kBin + "/worker/c960-worker";
 inline const std::string kCliBin = kBin + "/cli/c960";
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class ClusterFixture : public ::testing::Test {
  protected:
@@ -56,7 +50,7 @@ class ClusterFixture : public ::testing::Test {
     }
     for (const auto& e : std::filesystem::directory_iterator(dir_))
       if (e.path().extension() == ".log")
-        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_text(e.path()).c_str());
+        std::fprintf(stderr, "---- %s\n%s\n", e.path().c_str(), read_file(e.path()).c_str());
   }
 
   // Starts (or restarts, on the same store) the coordinator on `port` (0: any); returns the port
@@ -68,11 +62,11 @@ class ClusterFixture : public ::testing::Test {
     std::vector<std::string> argv = {kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port),
                                      "--port-file=" + port_file, "--db=" + db_};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    coordinator_ = std::make_unique<c960::testing::Process>(
+    coordinator_ = std::make_unique<Process>(
         argv, absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
     for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
       int p = 0;
-      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_text(port_file)), &p) && p > 0) {
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_file(port_file)), &p) && p > 0) {
         port_ = p;
         channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", p), grpc::InsecureChannelCredentials());
         jobs_ = v1::JobService::NewStub(channel_);
@@ -86,21 +80,21 @@ class ClusterFixture : public ::testing::Test {
   }
 
   // Starts a worker for the coordinator on `port` with the given flags.
-  c960::testing::Process* start_worker(int port, const std::vector<std::string>& flags) {
+  Process* start_worker(int port, const std::vector<std::string>& flags) {
     std::vector<std::string> argv = {kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port)};
     argv.insert(argv.end(), flags.begin(), flags.end());
     workers_.push_back(
-        std::make_unique<c960::testing::Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
+        std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
     return workers_.back().get();
   }
 
   std::string dir_, db_;
   int port_ = 0;
   int coordinator_starts_ = 0;
-  std::unique_ptr<c960::testing::Process> coordinator_;
-  std::vector<std::unique_ptr<c960::testing::Process>> workers_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> workers_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
 };
 
-}  // namespace c960::cluster::testing
+}  // namespace c960::test

@@ -31,17 +31,17 @@
 #include "core/perft.h"
 #include "core/position.h"
 #include "tests/cluster/cluster_fixture.h"
-#include "tests/cluster/process.h"
+#include "tests/process.h"
 #include "core/startpos.h"
 #include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {
 
-using c960::testing::Process;
+using c960::test::Process;
 using namespace std::chrono_literals;
-using testing::kCliBin;
-using testing::read_text;
+using c960::test::kCliBin;
+using c960::test::read_file;
 
 
 // sp -> perft at depths 1..6, from the published table (see tests/data).
@@ -81,7 +81,7 @@ int free_port() {
   return port;
 }
 
-class ClusterTest : public testing::ClusterFixture {
+class ClusterTest : public c960::test::ClusterFixture {
  protected:
   void SetUp() override {
     ASSERT_EQ(reference().size(), 960u);
@@ -167,8 +167,8 @@ class ClusterTest : public testing::ClusterFixture {
   int cli(const std::string& args, std::string* out, std::string* err = nullptr) {
     const std::string o = dir_ + "/cli.out", e = dir_ + "/cli.err";
     const int rc = std::system(absl::StrCat(kCliBin, " ", args, " --coordinator 127.0.0.1:", port_, " >", o, " 2>", e).c_str());
-    *out = read_text(o);
-    if (err) *err = read_text(e);
+    *out = read_file(o);
+    if (err) *err = read_file(e);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
 
@@ -187,7 +187,7 @@ TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
   EXPECT_TRUE(absl::StrContains(out, "SUCCEEDED")) << out;
   const std::string csv = dir_ + "/table.csv";
   ASSERT_EQ(cli(absl::StrCat("results ", id, " --format csv --out ", csv), &out, &err), 0) << err;
-  std::vector<std::string> lines = absl::StrSplit(read_text(csv), '\n', absl::SkipEmpty());
+  std::vector<std::string> lines = absl::StrSplit(read_file(csv), '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 961u);
   EXPECT_EQ(lines[0], "sp,fen,depth,nodes");
   for (int sp = 0; sp < 960; ++sp)

@@ -19,20 +19,20 @@
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "tests/cluster/cluster_fixture.h"
-#include "tests/cluster/process.h"
+#include "tests/process.h"
 #include "tests/selfplay_test_util.h"
 
 namespace c960::cluster {
 namespace {
 
-using c960::testing::Process;
-using selfplay::testing::run_command;
+using c960::test::Process;
+using c960::test::run_command;
 using namespace std::chrono_literals;
 
-using testing::kCliBin;
-using testing::read_text;
+using c960::test::kCliBin;
+using c960::test::read_file;
 
-class SelfPlayClusterTest : public testing::ClusterFixture {
+class SelfPlayClusterTest : public c960::test::ClusterFixture {
  protected:
   // Starts (or restarts, on the same port and store) the coordinator, with short leases.
   void start_coordinator(int port = 0) { ClusterFixture::start_coordinator(port, {"--lease-seconds=2"}); }
@@ -97,14 +97,14 @@ class SelfPlayClusterTest : public testing::ClusterFixture {
     ASSERT_EQ(rc, 0) << csv;
     out = run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
               .output;
-    const std::string local_csv = read_text(dir_ + "/l.csv"), local_pgn = read_text(dir_ + "/l.pgn");
+    const std::string local_csv = read_file(dir_ + "/l.csv"), local_pgn = read_file(dir_ + "/l.pgn");
     ASSERT_FALSE(local_csv.empty()) << out;
-    EXPECT_TRUE(absl::StartsWith(read_text(dir_ + "/d.csv"),
+    EXPECT_TRUE(absl::StartsWith(read_file(dir_ + "/d.csv"),
                                  "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
                                  "draw_rate,mean_plies"));
-    EXPECT_EQ(read_text(dir_ + "/d.csv"), local_csv);
-    EXPECT_EQ(read_text(dir_ + "/d.pgn"), local_pgn);
-    EXPECT_EQ(selfplay::testing::pgn_extract_errors(dir_ + "/d.pgn"), "");
+    EXPECT_EQ(read_file(dir_ + "/d.csv"), local_csv);
+    EXPECT_EQ(read_file(dir_ + "/d.pgn"), local_pgn);
+    EXPECT_EQ(c960::test::pgn_extract_errors(dir_ + "/d.pgn"), "");
     // Every game once: as many [Event tags as games planned.
     size_t events = 0;
     for (size_t at = 0; (at = local_pgn.find("[Event ", at)) != std::string::npos; ++at) ++events;
@@ -135,7 +135,7 @@ TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWork
 }
 
 TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
-  const std::string sf = selfplay::testing::stockfish_path();
+  const std::string sf = c960::test::stockfish_path();
   if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
   start_coordinator();
   const std::string spec = "--sps 0,518 --games-per-position 3 --engine " + sf +

@@ -37,12 +37,12 @@ int main(int argc, char** argv) {
         if (r.score > 0 && engine::is_mate_score(r.score) && (plies == 3 || plies == 5)) {
           const int n = (plies + 1) / 2;
           Position copy = pos;
-          if (want[n] > 0 && !testing::forced_mate(copy, n - 1) && testing::forced_mate(copy, n)) {
+          if (want[n] > 0 && !test::forced_mate(copy, n - 1) && test::forced_mate(copy, n)) {
             MoveList list;
             generate_legal(copy, list);
             std::string bm;
             for (Move x : list)
-              if (testing::move_forces_mate(copy, x, n)) {
+              if (test::move_forces_mate(copy, x, n)) {
                 if (!bm.empty()) bm += ' ';
                 bm += to_uci(x);
               }
