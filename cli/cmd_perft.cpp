@@ -62,7 +62,8 @@ absl::StatusOr<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-struct Engine {
+// Perft with the options of one invocation: threads and the shared hash table.
+struct PerftRunner {
   PerftOptions options;
   std::unique_ptr<PerftHash> hash;
 
@@ -71,7 +72,7 @@ struct Engine {
   }
 };
 
-int run_suite(const ParsedArgs& p, const Engine& engine, const Io& io) {
+int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<long long> max_depth = p.get_int("max-depth", 64, 1, 64);
   if (!max_depth.ok()) return fail(io, kName, max_depth.status());
   const std::string path = p.get("epd");
@@ -95,7 +96,7 @@ int run_suite(const ParsedArgs& p, const Engine& engine, const Io& io) {
         ++skipped;
         continue;
       }
-      const NodeCount got = engine.run(*pos, depth).nodes;
+      const NodeCount got = runner.run(*pos, depth).nodes;
       ++checks;
       nodes += got;
       if (got != expected) {
@@ -112,7 +113,7 @@ int run_suite(const ParsedArgs& p, const Engine& engine, const Io& io) {
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
-int run_table(const ParsedArgs& p, int depth, const Engine& engine, const Io& io) {
+int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.get("sps", "0-959"));
   if (!sps.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message())));
   const bool shredder = p.has("shredder");
@@ -126,7 +127,7 @@ int run_table(const ParsedArgs& p, int depth, const Engine& engine, const Io& io
   const bool tty = io.err_is_tty;
   const auto t0 = std::chrono::steady_clock::now();
   int last_step = -1;
-  PerftOptions options = engine.options;
+  PerftOptions options = runner.options;
   options.progress = [&](size_t done, size_t total, NodeCount nodes) {
     const double secs = seconds_since(t0);
     const double eta = done ? secs * double(total - done) / double(done) : 0;
@@ -138,7 +139,7 @@ int run_table(const ParsedArgs& p, int depth, const Engine& engine, const Io& io
     else if (step != last_step) io.err << line << "\n";
     last_step = step;
   };
-  const std::vector<PerftResult> results = perft_parallel(roots, depth, options, engine.hash.get());
+  const std::vector<PerftResult> results = perft_parallel(roots, depth, options, runner.hash.get());
   if (tty) io.err << "\n";
 
   std::string csv = "sp,fen,depth,nodes\n";
@@ -174,11 +175,11 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   if (!zseed.ok()) return fail(io, kName, zseed.status());
   // Keys are global: replace them before any position exists.
   if (p->has("zobrist-seed")) zobrist::init(uint64_t(*zseed));
-  Engine engine;
-  engine.options.threads = int(*threads);
+  PerftRunner runner;
+  runner.options.threads = int(*threads);
   if (*hash_mb > 0) {
     try {
-      engine.hash = std::make_unique<PerftHash>(size_t(*hash_mb));
+      runner.hash = std::make_unique<PerftHash>(size_t(*hash_mb));
     } catch (const std::bad_alloc&) {
       return fail(io, kName, absl::ResourceExhaustedError(absl::StrCat("--hash: cannot allocate ", *hash_mb, " MB")));
     }
@@ -187,7 +188,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   if (p->has("epd")) {
     for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out"})
       if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
-    return run_suite(*p, engine, io);
+    return run_suite(*p, runner, io);
   }
   if (!p->has("depth")) return fail(io, kName, absl::InvalidArgumentError("--depth is required"));
   absl::StatusOr<long long> depth = p->get_int("depth", 0, 0, 30);
@@ -197,7 +198,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   if (p->has("table")) {
     for (const char* o : {"fen", "sp", "moves", "divide"})
       if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
-    return run_table(*p, int(*depth), engine, io);
+    return run_table(*p, int(*depth), runner, io);
   }
   for (const char* o : {"sps", "out"})
     if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
@@ -224,7 +225,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   Position root = pos;
 
   const auto t0 = std::chrono::steady_clock::now();
-  const PerftResult result = engine.run(root, int(*depth));
+  const PerftResult result = runner.run(root, int(*depth));
   const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
     for (const DivideEntry& e : result.divide) io.out << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
