@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -83,6 +81,58 @@ bool insufficient_material(const Position& pos) {
   return !(b & DarkSquares) || !(b & ~DarkSquares);
 }
 
+Referee::Referee(const Position& start, int max_plies) : pos_(start), max_plies_(max_plies) {
+  seen_[repetition_key(pos_)] = 1;
+}
+
+std::optional<Ending> Referee::start_ending() const {
+  if (!has_legal_move(pos_)) {
+    if (pos_.in_check()) return Ending{win_for(~pos_.side_to_move()), Termination::kCheckmate, ""};
+    return Ending{GameResult::kDraw, Termination::kStalemate, ""};
+  }
+  if (insufficient_material(pos_)) return Ending{GameResult::kDraw, Termination::kInsufficientMaterial, ""};
+  return std::nullopt;
+}
+
+std::optional<Ending> Referee::play(Move m) {
+  pos_.do_move(m, states_.emplace_back());
+  ++plies_;
+  if (pos_.rule50() == 0) seen_.clear();
+  const Color mover = ~pos_.side_to_move();
+  if (!has_legal_move(pos_)) {
+    if (pos_.in_check()) return Ending{win_for(mover), Termination::kCheckmate, ""};
+    return Ending{GameResult::kDraw, Termination::kStalemate, ""};
+  }
+  if (insufficient_material(pos_)) return Ending{GameResult::kDraw, Termination::kInsufficientMaterial, ""};
+  // Mate on the hundredth ply was caught above, as the rule requires.
+  if (pos_.rule50() >= 100) return Ending{GameResult::kDraw, Termination::kFiftyMoveRule, ""};
+  if (++seen_[repetition_key(pos_)] >= 3) return Ending{GameResult::kDraw, Termination::kThreefoldRepetition, ""};
+  if (max_plies_ && plies_ >= max_plies_)
+    return Ending{GameResult::kDraw, Termination::kMaxPlies, absl::StrCat("reached ", max_plies_, " plies")};
+  return std::nullopt;
+}
+
+std::optional<Ending> adjudicate(const std::vector<std::optional<int>>& scores, int last, Color us,
+                                 const Adjudication& adj, absl::string_view us_name, absl::string_view them_name) {
+  std::vector<int> mine, theirs;
+  const auto all = [](const std::vector<int>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+  if (adj.resign_moves && last_scores(scores, last, adj.resign_moves, mine) &&
+      last_scores(scores, last - 1, adj.resign_moves, theirs)) {
+    const int r = adj.resign_score_cp;
+    if (all(mine, [r](int s) { return s <= -r; }) && all(theirs, [r](int s) { return s >= r; }))
+      return Ending{win_for(~us), Termination::kAdjudicatedResign, absl::StrCat(us_name, " resigns")};
+    if (all(mine, [r](int s) { return s >= r; }) && all(theirs, [r](int s) { return s <= -r; }))
+      return Ending{win_for(us), Termination::kAdjudicatedResign, absl::StrCat(them_name, " resigns")};
+  }
+  if (adj.draw_moves && last + 1 >= adj.draw_min_ply && last_scores(scores, last, adj.draw_moves, mine) &&
+      last_scores(scores, last - 1, adj.draw_moves, theirs)) {
+    const int d = adj.draw_score_cp;
+    const auto near0 = [d](int s) { return std::abs(s) <= d; };
+    if (all(mine, near0) && all(theirs, near0)) return Ending{GameResult::kDraw, Termination::kAdjudicatedDraw, ""};
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white, Player& black,
                                      const MoveLimits& white_limits, const MoveLimits& black_limits,
                                      const GameOptions& options) {
@@ -91,89 +141,39 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   if (options.max_plies < 0) return absl::InvalidArgumentError("max_plies: must be >= 0");
   if (options.node_jitter_percent < 0 || options.node_jitter_percent > 90)
     return absl::InvalidArgumentError("node_jitter_percent: must be in 0..90");
-  Position pos = *parsed;
+  Referee referee(*parsed, options.max_plies);
+  Position& pos = referee.position();
   GameRecord game;
   game.start_fen = pos.fen(FenDialect::kShredder);
-
-  // StateInfos must not move while the position links to them: a deque keeps them in place.
-  std::deque<StateInfo> states;
-  // Occurrences of each position since the game started; only positions since the last
-  // irreversible move can match, so the map is cleared then.
-  std::unordered_map<Key, int> seen;
-  seen[repetition_key(pos)] = 1;
   Prng prng(options.seed);
-
-  const auto finish = [&](GameResult r, Termination t, std::string detail) {
-    game.result = r;
-    game.termination = t;
-    game.detail = std::move(detail);
-  };
-  // Plays m (known legal) and applies the rules; true when the game is over.
+  std::optional<Ending> ending = referee.start_ending();
   const auto play = [&](Move m, std::optional<int> score) {
     game.moves.push_back(m);
     game.scores.push_back(score);
-    pos.do_move(m, states.emplace_back());
-    if (pos.rule50() == 0) seen.clear();
-    const Color mover = ~pos.side_to_move();
-    if (!has_legal_move(pos)) {
-      if (pos.in_check()) finish(win_for(mover), Termination::kCheckmate, "");
-      else finish(GameResult::kDraw, Termination::kStalemate, "");
-      return true;
-    }
-    if (insufficient_material(pos)) {
-      finish(GameResult::kDraw, Termination::kInsufficientMaterial, "");
-      return true;
-    }
-    // Mate on the hundredth ply was caught above, as the rule requires.
-    if (pos.rule50() >= 100) {
-      finish(GameResult::kDraw, Termination::kFiftyMoveRule, "");
-      return true;
-    }
-    if (++seen[repetition_key(pos)] >= 3) {
-      finish(GameResult::kDraw, Termination::kThreefoldRepetition, "");
-      return true;
-    }
-    if (options.max_plies && game.plies() >= options.max_plies) {
-      finish(GameResult::kDraw, Termination::kMaxPlies, absl::StrCat("reached ", options.max_plies, " plies"));
-      return true;
-    }
-    return false;
+    ending = referee.play(m);
   };
 
-  bool over = false;
-  if (!has_legal_move(pos)) {
-    // A start FEN can already be over; record that without asking anyone.
-    if (pos.in_check()) finish(win_for(~pos.side_to_move()), Termination::kCheckmate, "");
-    else finish(GameResult::kDraw, Termination::kStalemate, "");
-    over = true;
-  } else if (insufficient_material(pos)) {
-    finish(GameResult::kDraw, Termination::kInsufficientMaterial, "");
-    over = true;
-  }
-
-  for (size_t i = 0; i < options.opening.size() && !over; ++i) {
+  for (size_t i = 0; i < options.opening.size() && !ending; ++i) {
     MoveList legal;
     generate_legal(pos, legal);
     if (!legal.contains(options.opening[i]))
-      return absl::InvalidArgumentError(absl::StrCat("opening move ", i + 1, " (", to_uci(options.opening[i]), ") is not legal in ", pos.fen()));
-    over = play(options.opening[i], std::nullopt);
+      return absl::InvalidArgumentError(absl::StrCat("opening move ", i + 1, " (", to_uci(options.opening[i]),
+                                                     ") is not legal in ", pos.fen()));
+    play(options.opening[i], std::nullopt);
   }
   game.opening_plies = game.plies();
 
   for (Player* p : {&white, &black}) {
-    if (over) break;
-    const absl::Status s = p->new_game();
-    if (!s.ok()) {
-      finish(win_for(p == &white ? BLACK : WHITE), Termination::kEngineError, absl::StrCat(p->name(), ": ", s.message()));
-      over = true;
-    }
+    if (ending) break;
+    if (const absl::Status s = p->new_game(); !s.ok())
+      ending = Ending{win_for(p == &white ? BLACK : WHITE), Termination::kEngineError,
+                      absl::StrCat(p->name(), ": ", s.message())};
   }
   // Names now: a UCI engine knows its "id name" once started.
   game.white = white.name();
   game.black = black.name();
 
-  std::vector<int> mine, theirs;
-  while (!over) {
+  while (!ending) {
     const Color us = pos.side_to_move();
     Player& player = us == WHITE ? white : black;
     MoveLimits limits = us == WHITE ? white_limits : black_limits;
@@ -184,43 +184,25 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
     const std::string start = game.start_fen;
     PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
     if (answer.failed()) {
-      finish(win_for(~us), answer.failure, absl::StrCat(player.name(), ": ", answer.detail));
+      ending = Ending{win_for(~us), answer.failure, absl::StrCat(player.name(), ": ", answer.detail)};
       break;
     }
     MoveList legal;
     generate_legal(pos, legal);
     if (!legal.contains(answer.move)) {
-      finish(win_for(~us), Termination::kIllegalMove,
-             absl::StrCat(player.name(), " played ", to_uci(answer.move), ", not legal in ", pos.fen(FenDialect::kShredder)));
+      ending = Ending{win_for(~us), Termination::kIllegalMove,
+                      absl::StrCat(player.name(), " played ", to_uci(answer.move), ", not legal in ",
+                                   pos.fen(FenDialect::kShredder))};
       break;
     }
-    if (play(answer.move, answer.score_cp)) break;
-
-    const int last = game.plies() - 1;
-    const Adjudication& adj = options.adjudication;
-    if (adj.resign_moves && last_scores(game.scores, last, adj.resign_moves, mine) &&
-        last_scores(game.scores, last - 1, adj.resign_moves, theirs)) {
-      const auto all = [](const std::vector<int>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
-      const int r = adj.resign_score_cp;
-      if (all(mine, [r](int s) { return s <= -r; }) && all(theirs, [r](int s) { return s >= r; })) {
-        finish(win_for(~us), Termination::kAdjudicatedResign, absl::StrCat(player.name(), " resigns"));
-        break;
-      }
-      if (all(mine, [r](int s) { return s >= r; }) && all(theirs, [r](int s) { return s <= -r; })) {
-        finish(win_for(us), Termination::kAdjudicatedResign, absl::StrCat((us == WHITE ? black : white).name(), " resigns"));
-        break;
-      }
-    }
-    if (adj.draw_moves && game.plies() >= adj.draw_min_ply && last_scores(game.scores, last, adj.draw_moves, mine) &&
-        last_scores(game.scores, last - 1, adj.draw_moves, theirs)) {
-      const int d = adj.draw_score_cp;
-      const auto near0 = [d](int s) { return std::abs(s) <= d; };
-      if (std::all_of(mine.begin(), mine.end(), near0) && std::all_of(theirs.begin(), theirs.end(), near0)) {
-        finish(GameResult::kDraw, Termination::kAdjudicatedDraw, "");
-        break;
-      }
-    }
+    play(answer.move, answer.score_cp);
+    if (!ending)
+      ending = adjudicate(game.scores, game.plies() - 1, us, options.adjudication, player.name(),
+                          (us == WHITE ? black : white).name());
   }
+  game.result = ending->result;
+  game.termination = ending->termination;
+  game.detail = std::move(ending->detail);
   game.pgn = to_pgn(game, options);
   return game;
 }

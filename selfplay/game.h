@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/position.h"
+
 
 namespace c960::selfplay {
 
@@ -121,6 +124,47 @@ struct GameRecord {
 Key repetition_key(const Position& pos);
 // Neither side can ever mate: K v K, K+minor v K, and kings with bishops all on one colour.
 bool insufficient_material(const Position& pos);
+
+// How a game ended: result, termination and a human explanation.
+struct Ending {
+  GameResult result = GameResult::kDraw;
+  Termination termination = Termination::kCount;
+  std::string detail;
+};
+
+// The rules of one game in progress: the position, the history that repetitions are counted
+// in, and the endings the rules impose (checkmate, stalemate, insufficient material, the
+// fifty-move rule, threefold repetition, the ply limit). play_game() plays by it, and whoever
+// checks a finished game replays it through one, so the two agree by construction.
+class Referee {
+ public:
+  // max_plies: 0 for no limit.
+  Referee(const Position& start, int max_plies);
+  Referee(const Referee&) = delete;
+  Referee& operator=(const Referee&) = delete;
+
+  Position& position() { return pos_; }
+  const Position& position() const { return pos_; }
+  int plies() const { return plies_; }
+  // The ending in force at the start, before any move (a start position can already be over).
+  std::optional<Ending> start_ending() const;
+  // Plays m, which must be legal, and returns the ending it brings, if any.
+  std::optional<Ending> play(Move m);
+
+ private:
+  Position pos_;
+  // StateInfos must not move while the position links to them: a deque keeps them in place.
+  std::deque<StateInfo> states_;
+  // Occurrences of each position since the last irreversible move (only those can repeat).
+  std::unordered_map<Key, int> seen_;
+  int plies_ = 0;
+  int max_plies_;
+};
+
+// The adjudication due after ply `last` (0-based) of a game whose mover was `us`, from the
+// players' scores; names for the resign detail. Nothing when the game goes on.
+std::optional<Ending> adjudicate(const std::vector<std::optional<int>>& scores, int last, Color us,
+                                 const Adjudication& adj, absl::string_view us_name, absl::string_view them_name);
 
 // Plays a game from start_fen. Errors only for bad input (FEN, opening moves); everything a
 // player does wrong ends the game with a loss for it.
