@@ -159,11 +159,32 @@ std::string positions_header(bool with_tests) {
   return out + "</tr></thead>";
 }
 
-std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
-                          const SelfPlayTable* ref, const std::string& title) {
-  std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
+// How the self-play page computes what it shows.
+constexpr const char* kSelfPlayMethods = R"(R"(<section id="methods"><h2>Methods</h2><ul>
+<li><b>Score and interval</b>: White's points per game (1, &frac12;, 0). The 95% interval is the hull of a
+Wilson-type score interval for the win/draw/loss distribution (the variance at each candidate mean uses the
+observed draw rate, capped by what that mean allows) and an Agresti&ndash;Coull-type interval (z&sup2;/2
+pseudo-wins and pseudo-losses). It moves continuously with the counts and covers the true score at least 93% of
+the time from 20 games on (selfplay/stats.h).</li>
+<li><b>Homogeneity</b>: Pearson's chi-square test on the positions &times; {win, draw, loss} table, p-value from
+the chi-square distribution (regularized incomplete gamma function) and, since expected counts are often small,
+by permutation: the games are shuffled among the positions (every position keeps its number of games) with a
+fixed seed, p = (1 + #&chi;&sup2; &ge; observed) / (permutations + 1).</li>
+<li><b>Per-position p-values</b>: exact two-sided test of each position's points against the overall
+win/draw/loss probabilities (every outcome no more likely than the observed one; normal approximation beyond 2000
+games), then Holm's step-down correction (family-wise error) and Benjamini&ndash;Hochberg's step-up correction
+(false discovery rate), both given.</li>
+<li><b>Noise</b>: the histogram's line and the noise standard deviation come from the same null model: every
+position with the overall probabilities and its own number of games.</li>
+<li><b>Reference</b>: positions are matched by start position number (or id); Pearson's r with Fisher's z
+interval, Spearman's &rho; with average ranks for ties; a disagreement is a pair of non-overlapping 95%
+intervals.</li></ul></section>
+))";
+
+// Summary cards.
+std::string summary_section(const SelfPlayAnalysis& a) {
+  std::string b;
   const selfplay::Interval elo = a.total.elo();
-  // Summary cards.
   absl::StrAppend(&b, "<section id=\"summary\" class=\"cards\">",
                   "<div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">", a.by_score.size(),
                   "</div></div><div class=\"card\"><div class=\"k\">games</div><div class=\"v\">",
@@ -174,8 +195,12 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
                   "</div></div><div class=\"card\"><div class=\"k\">W / D / L</div><div class=\"v\">",
                   fixed(100 * a.win, 1), " / ", fixed(100 * a.draw, 1), " / ", fixed(100 * a.loss, 1),
                   " %</div></div></section>\n");
+  return b;
+}
 
-  // Does the start position matter?
+// Does the start position matter?
+std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
+  std::string b;
   const ChiSquareTest& h = a.homogeneity;
   absl::StrAppend(&b, "<section id=\"tests\"><h2>Does the start position matter?</h2>");
   if (h.dof > 0) {
@@ -205,8 +230,12 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     b += "<p class=\"note\">Not enough positions or outcomes for a test.</p>";
   }
   b += "</section>\n";
+  return b;
+}
 
-  // Heatmap.
+// Heatmap.
+std::string heatmap_section(const SelfPlayTable& t) {
+  std::string b;
   const bool any960 = std::any_of(t.rows.begin(), t.rows.end(), [](const SelfPlayRow& r) { return r.key.sp >= 0; });
   if (any960)
     absl::StrAppend(&b, "<section id=\"heatmap-section\"><h2>White's score by start position</h2>",
@@ -214,16 +243,24 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
                     heatmap_legend("Colour: White's score, centred on the overall score; red favours White, blue "
                                    "Black; grey: no games."),
                     "</section>\n");
+  return b;
+}
 
-  // Histogram.
+// Histogram.
+std::string histogram_section() {
+  std::string b;
   absl::StrAppend(&b, "<section id=\"histogram-section\"><h2>Scores against sampling noise</h2>",
                   "<div class=\"chart\"><canvas id=\"histogram\"></canvas></div>",
                   "<p class=\"legend\">Bars: how many positions scored in each bin. Line: how many would, on "
                   "average, if every position had the overall win/draw/loss probabilities (each position's exact "
                   "score distribution for its number of games, summed). Bars much wider than the line mean real "
                   "differences between positions.</p></section>\n");
+  return b;
+}
 
-  // Groups.
+// Groups.
+std::string groups_section(const SelfPlayAnalysis& a) {
+  std::string b;
   if (!a.groups.empty()) {
     b += "<section id=\"groups\"><h2>Pooled by piece placement</h2><p class=\"legend\">All games of the positions "
          "that share a feature, with a chi-square test of whether the groups differ (exploratory: five "
@@ -241,8 +278,12 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     }
     b += "</div></section>\n";
   }
+  return b;
+}
 
-  // Best and worst.
+// Best and worst.
+std::string extremes_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
+  std::string b;
   const size_t k = std::min(kExtremes, a.by_score.size());
   absl::StrAppend(&b, "<section id=\"extremes\"><h2>Best and worst positions for White</h2><div class=\"pair\">",
                   "<table class=\"positions\" id=\"best\"><caption>Best ", k, "</caption>", positions_header(false),
@@ -255,8 +296,12 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   b += "</tbody></table></div><p class=\"legend\">With few games per position the extremes are mostly luck: "
        "compare their intervals with the overall score, and see the corrected p-values in the full table.</p>"
        "</section>\n";
+  return b;
+}
 
-  // Reference.
+// Reference.
+std::string reference_section(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o, const SelfPlayTable* ref) {
+  std::string b;
   if (a.reference && ref) {
     const ReferenceComparison& c = *a.reference;
     const std::string name = o.reference_name.empty() ? "the reference" : o.reference_name;
@@ -282,8 +327,12 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     }
     b += "</section>\n";
   }
+  return b;
+}
 
-  // All positions.
+// All positions.
+std::string positions_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
+  std::string b;
   const size_t shown = std::min(a.by_score.size(), kMaxTableRows);
   absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by score</h2>",
                   shown < a.by_score.size()
@@ -292,7 +341,20 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
                   "<table class=\"positions\" id=\"positions\">", positions_header(true), "<tbody>\n");
   for (size_t i = 0; i < shown; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, true);
   b += "</tbody></table></section>\n";
+  return b;
+}
 
+std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
+                          const SelfPlayTable* ref, const std::string& title) {
+  std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
+  b += summary_section(a);
+  b += tests_section(t, a);
+  b += heatmap_section(t);
+  b += histogram_section();
+  b += groups_section(a);
+  b += extremes_section(t, a);
+  b += reference_section(t, a, o, ref);
+  b += positions_section(t, a);
   // Terminations, as metadata rows.
   std::string extra;
   if (!t.termination_names.empty()) {
@@ -306,26 +368,7 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   }
   b += metadata_section(o.metadata, extra);
 
-  b += R"(<section id="methods"><h2>Methods</h2><ul>
-<li><b>Score and interval</b>: White's points per game (1, &frac12;, 0). The 95% interval is the hull of a
-Wilson-type score interval for the win/draw/loss distribution (the variance at each candidate mean uses the
-observed draw rate, capped by what that mean allows) and an Agresti&ndash;Coull-type interval (z&sup2;/2
-pseudo-wins and pseudo-losses). It moves continuously with the counts and covers the true score at least 93% of
-the time from 20 games on (selfplay/stats.h).</li>
-<li><b>Homogeneity</b>: Pearson's chi-square test on the positions &times; {win, draw, loss} table, p-value from
-the chi-square distribution (regularized incomplete gamma function) and, since expected counts are often small,
-by permutation: the games are shuffled among the positions (every position keeps its number of games) with a
-fixed seed, p = (1 + #&chi;&sup2; &ge; observed) / (permutations + 1).</li>
-<li><b>Per-position p-values</b>: exact two-sided test of each position's points against the overall
-win/draw/loss probabilities (every outcome no more likely than the observed one; normal approximation beyond 2000
-games), then Holm's step-down correction (family-wise error) and Benjamini&ndash;Hochberg's step-up correction
-(false discovery rate), both given.</li>
-<li><b>Noise</b>: the histogram's line and the noise standard deviation come from the same null model: every
-position with the overall probabilities and its own number of games.</li>
-<li><b>Reference</b>: positions are matched by start position number (or id); Pearson's r with Fisher's z
-interval, Spearman's &rho; with average ranks for ties; a disagreement is a pair of non-overlapping 95%
-intervals.</li></ul></section>
-)";
+  b += kSelfPlayMethods;
   return b + "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
              "</footer>";
 }
