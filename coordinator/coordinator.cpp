@@ -9,40 +9,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cluster/errors.h"
+#include "cluster/log.h"
 #include "cluster/u128.h"
+#include "coordinator/validation.h"
 
 namespace c960::cluster {
 namespace {
 
 constexpr int64_t kRateWindowMs = 10'000;
 
-void log_line(const std::string& s) {
-  std::fprintf(stderr, "c960-coordinator: %s\n", s.c_str());
-  std::fflush(stderr);
-}
-
-bool printable_ascii(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-
-absl::Status check_text(const std::string& s, const char* field, size_t max_len, bool required) {
-  if (required && s.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
-  if (s.size() > max_len) return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max_len, " characters"));
-  if (!printable_ascii(s)) return absl::InvalidArgumentError(absl::StrCat(field, ": not printable ASCII"));
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::Status check_id(const std::string& value, const char* field) {
-  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
-  if (value.size() > size_t(kMaxIdLength))
-    return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", kMaxIdLength, " characters"));
-  for (char c : value)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
-      return absl::InvalidArgumentError(absl::StrCat(field, ": may hold only letters, digits, '-', '_' and '.'"));
-  return absl::OkStatus();
-}
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options) {
@@ -73,7 +49,7 @@ absl::Status Coordinator::load() {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.
-      log_line(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
+      log_info(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
       next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
       continue;
@@ -129,7 +105,7 @@ absl::Status Coordinator::load() {
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
     } else if (raw->state == v1::JOB_STATE_RUNNING) {
-      log_line(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
+      log_info(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
     }
   }
   for (StoredWorker& w : *workers) {
@@ -149,7 +125,7 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   // Serving it would report wrong or empty results as if they were right: fail it, loudly.
   j->damaged = true;
   j->failure_detail = absl::StrCat("the coordinator's store is damaged: ", why);
-  log_line(absl::StrCat("ERROR: job ", j->id, ": ", j->failure_detail, "; the job is FAILED"));
+  log_info(absl::StrCat("ERROR: job ", j->id, ": ", j->failure_detail, "; the job is FAILED"));
   j->pending.clear();
   j->units.clear();
   j->done = 0;
@@ -159,7 +135,7 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
     j->finished_ms = clock_->now_ms();
   }
   if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, j->finished_ms, j->failure_detail); !s.ok())
-    log_line(std::string(s.message()));
+    log_info(std::string(s.message()));
 }
 
 Coordinator::Job* Coordinator::find_job(const std::string& id) {
@@ -187,21 +163,10 @@ void Coordinator::touch(Worker* w) {
   w->rec.last_seen_ms = clock_->now_ms();
   if (w->rec.lost) {
     w->rec.lost = false;
-    log_line(absl::StrCat("worker ", w->rec.id, " (", w->rec.name, ") is back"));
+    log_info(absl::StrCat("worker ", w->rec.id, " (", w->rec.name, ") is back"));
     if (absl::Status s = store_->set_worker_lost(w->rec.id, false, w->rec.last_seen_ms); !s.ok())
-      log_line(std::string(s.message()));
+      log_info(std::string(s.message()));
   }
-}
-
-absl::Status Coordinator::parse_unit_id(const std::string& unit_id, const char* field, std::string* job_id,
-                                        int64_t* index) {
-  const size_t slash = unit_id.rfind('/');
-  if (unit_id.size() > size_t(2 * kMaxIdLength) || slash == std::string::npos ||
-      !absl::SimpleAtoi(absl::string_view(unit_id).substr(slash + 1), index) || *index < 0)
-    return absl::InvalidArgumentError(absl::StrCat(field, ": '", unit_id.substr(0, 2 * kMaxIdLength),
-                                                   "' is not a unit id (<job id>/<index>)"));
-  *job_id = unit_id.substr(0, slash);
-  return check_id(*job_id, field);
 }
 
 v1::Job Coordinator::snapshot(const Job& j) const {
@@ -334,7 +299,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   std::lock_guard lock(mu_);
   Job* raw = stored->get();
   add_sample(raw);
-  log_line(absl::StrCat("job ", raw->id, " (", kind->capability(), "): ", kind->describe_plan(raw->plan, raw->units.size())));
+  log_info(absl::StrCat("job ", raw->id, " (", kind->capability(), "): ", kind->describe_plan(raw->plan, raw->units.size())));
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
   jobs_[raw->id] = std::move(*stored);
@@ -375,7 +340,7 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const std::string& job_id) {
     j->pending.clear();
     for (int64_t i : j->leased) j->units[i].state = UnitState::kPending;
     j->leased.clear();
-    log_line(absl::StrCat("job ", j->id, " cancelled"));
+    log_info(absl::StrCat("job ", j->id, " cancelled"));
     changed();
   }
   return snapshot(*j);
@@ -413,298 +378,6 @@ void Coordinator::shutdown() {
 bool Coordinator::shutting_down() const {
   std::lock_guard lock(mu_);
   return shutting_down_;
-}
-
-absl::StatusOr<v1::HelloResponse> Coordinator::hello(const v1::HelloRequest& req) {
-  if (absl::Status s = check_text(req.name(), "name", kMaxNameLength, false); !s.ok()) return s;
-  if (absl::Status s = check_text(req.version(), "version", kMaxVersionLength, false); !s.ok()) return s;
-  if (req.threads() < 1 || req.threads() > kMaxThreads)
-    return absl::InvalidArgumentError(absl::StrCat("threads: ", req.threads(), " is not in 1..", kMaxThreads));
-  if (req.capabilities_size() > kMaxCapabilities)
-    return absl::InvalidArgumentError(absl::StrCat("capabilities: more than ", kMaxCapabilities));
-  for (const std::string& c : req.capabilities())
-    if (absl::Status s = check_id(c, "capabilities"); !s.ok()) return s;
-  if (!req.worker_id().empty())
-    if (absl::Status s = check_id(req.worker_id(), "worker_id"); !s.ok()) return s;
-
-  std::lock_guard lock(mu_);
-  Worker w;
-  auto it = workers_.find(req.worker_id());
-  if (!req.worker_id().empty() && it != workers_.end()) {
-    w.rec = it->second.rec;
-  } else {
-    w.rec.seq = next_worker_seq_++;
-    w.rec.id = absl::StrCat("w-", w.rec.seq);
-  }
-  w.rec.name = req.name();
-  w.rec.version = req.version();
-  w.rec.threads = req.threads();
-  w.rec.capabilities = absl::StrJoin(req.capabilities(), ",");
-  w.rec.last_seen_ms = clock_->now_ms();
-  w.rec.lost = false;
-  w.capabilities = std::set<std::string>(req.capabilities().begin(), req.capabilities().end());
-  if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) return s;
-  log_line(absl::StrCat("worker ", w.rec.id, " hello: ", w.rec.name, ", ", w.rec.threads, " threads, version ",
-                        w.rec.version));
-  v1::HelloResponse resp;
-  resp.set_worker_id(w.rec.id);
-  resp.set_lease_seconds(options_.lease_ms / 1000);
-  workers_[w.rec.id] = std::move(w);
-  changed();
-  return resp;
-}
-
-absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const v1::AcquireWorkRequest& req) {
-  if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
-    return absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire));
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
-  if (!w.ok()) return w.status();
-  touch(*w);
-  v1::AcquireWorkResponse resp;
-  const int64_t now = clock_->now_ms();
-  for (Job* j : by_seq_) {
-    if (resp.leases_size() >= req.max_units()) break;
-    if (j->state != v1::JOB_STATE_RUNNING || !(*w)->capabilities.count(j->kind->capability())) continue;
-    std::vector<std::pair<int64_t, int32_t>> attempts;
-    while (resp.leases_size() < req.max_units() && !j->pending.empty()) {
-      const int64_t i = j->pending.front();
-      j->pending.pop_front();
-      Unit& u = j->units[i];
-      if (u.state != UnitState::kPending) continue;  // stale entry
-      u.state = UnitState::kLeased;
-      u.worker = req.worker_id();
-      u.expire_ms = now + options_.lease_ms;
-      ++u.attempt;
-      j->leased.insert(i);
-      attempts.emplace_back(i, u.attempt);
-      v1::Lease* l = resp.add_leases();
-      l->set_unit_id(absl::StrCat(j->id, "/", i));
-      l->set_attempt(u.attempt);
-      *l->mutable_spec() = u.spec;
-      l->set_expire_unix_ms(u.expire_ms);
-    }
-    // Attempt counters are bookkeeping, not results: a failed write is logged, not fatal.
-    if (absl::Status s = store_->update_attempts(j->id, attempts); !s.ok()) log_line(std::string(s.message()));
-  }
-  if (resp.leases_size() > 0) changed();
-  return resp;
-}
-
-absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const v1::RenewLeasesRequest& req) {
-  if (req.unit_ids_size() > kMaxUnitIdsPerCall)
-    return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
-  if (!w.ok()) return w.status();
-  for (const std::string& id : req.unit_ids()) {
-    std::string job_id;
-    int64_t index;
-    if (absl::Status s = parse_unit_id(id, "unit_ids", &job_id, &index); !s.ok()) return s;
-  }
-  touch(*w);
-  const int64_t now = clock_->now_ms();
-  v1::RenewLeasesResponse resp;
-  for (const std::string& id : req.unit_ids()) {
-    std::string job_id;
-    int64_t index = 0;
-    parse_unit_id(id, "unit_ids", &job_id, &index).IgnoreError();  // checked above
-    v1::LeaseRenewal* r = resp.add_renewals();
-    r->set_unit_id(id);
-    r->set_status(v1::LEASE_STATUS_LOST);
-    Job* j = find_job(job_id);
-    if (!j || size_t(index) >= j->units.size()) continue;
-    Unit& u = j->units[index];
-    if (u.state == UnitState::kDone) {
-      r->set_status(v1::LEASE_STATUS_COMPLETED);
-      continue;
-    }
-    if (j->state != v1::JOB_STATE_RUNNING) continue;
-    if (u.state == UnitState::kLeased && u.worker != req.worker_id()) continue;
-    if (u.state == UnitState::kPending) {
-      // Back in the queue (the lease expired, or the coordinator restarted) but still being
-      // computed by this worker: lease it to it again rather than compute it twice.
-      u.state = UnitState::kLeased;
-      u.worker = req.worker_id();
-      j->leased.insert(index);
-    }
-    u.expire_ms = now + options_.lease_ms;
-    r->set_status(v1::LEASE_STATUS_ACTIVE);
-    r->set_expire_unix_ms(u.expire_ms);
-  }
-  return resp;
-}
-
-absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::CompleteUnitRequest& req) {
-  std::string job_id;
-  int64_t index = 0;
-  if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", &job_id, &index); !s.ok()) return s;
-  if (req.attempt() < 1) return absl::InvalidArgumentError(absl::StrCat("attempt: ", req.attempt(), " is not >= 1"));
-  if (!req.failure().empty()) {
-    if (absl::Status s = check_text(req.failure(), "failure", kMaxFailureLength, false); !s.ok()) return s;
-    if (req.has_result()) return absl::InvalidArgumentError("failure: given together with a result");
-  }
-  // First under the lock: who calls, which unit, and its spec.
-  const JobKind* kind = nullptr;
-  v1::UnitSpec spec;
-  {
-    std::lock_guard lock(mu_);
-    absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
-    if (!w.ok()) return w.status();
-    touch(*w);
-    Job* j = find_job(job_id);
-    if (!j) return absl::NotFoundError(absl::StrCat("unit_id: no job '", job_id, "'"));
-    if (size_t(index) >= j->units.size())
-      return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
-    if (!req.failure().empty()) return record_failure(req, j, index);
-    kind = j->kind;
-    spec = j->units[index].spec;
-  }
-  // Then, without it, what takes time: checking the result (self-play games are replayed move
-  // by move) and preparing the rows to store. Units and kinds never change, so the check holds.
-  if (absl::Status s = kind->check_result(spec, req.result()); !s.ok()) return s;
-  const std::string serialized = req.result().SerializeAsString();
-  const std::vector<StoredGame> games = kind->games(spec, req.result());
-
-  std::lock_guard lock(mu_);
-  Job* j = find_job(job_id);
-  Unit& u = j->units[index];
-  v1::CompleteUnitResponse resp;
-  if (u.state == UnitState::kDone) {
-    if (u.result->SerializeAsString() == serialized) {
-      resp.set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
-      return resp;
-    }
-    std::string detail =
-        absl::StrCat("unit ", req.unit_id(), " (", u.spec.ShortDebugString(), "): stored ", u.result->ShortDebugString(),
-                     ", worker ", req.worker_id(), " attempt ", req.attempt(), " sent ", req.result().ShortDebugString());
-    // Self-play results carry whole games: keep the log line and the job record readable.
-    if (detail.size() > kMaxMismatchDetail) detail = absl::StrCat(detail.substr(0, kMaxMismatchDetail), " ...");
-    log_line(absl::StrCat("RESULT MISMATCH ", detail));
-    ++j->mismatches;
-    if (j->mismatch_detail.empty()) j->mismatch_detail = detail;
-    if (absl::Status s = store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail);
-        !s.ok())
-      log_line(std::string(s.message()));
-    changed();
-    resp.set_outcome(v1::COMPLETION_OUTCOME_MISMATCH);
-    return resp;
-  }
-  if (j->state != v1::JOB_STATE_RUNNING) {
-    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
-    return resp;
-  }
-  const bool finishes = j->done + 1 == int64_t(j->units.size());
-  const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->complete_unit(j->id, index, serialized,
-                                             finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                             now, games);
-      !s.ok())
-    return s;
-  u.state = UnitState::kDone;
-  u.result = req.result();
-  j->leased.erase(index);
-  ++j->done;
-  j->work_done += j->kind->work(u.meta, u.result.value());
-  if (finishes) {
-    j->state = v1::JOB_STATE_SUCCEEDED;
-    j->finished_ms = now;
-    log_line(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
-                          j->kind->describe_work(j->work_done), ", ", j->mismatches, " mismatches"));
-  }
-  add_sample(j);
-  changed();
-  resp.set_outcome(v1::COMPLETION_OUTCOME_ACCEPTED);
-  return resp;
-}
-
-absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const v1::CompleteUnitRequest& req, Job* j,
-                                                                     int64_t index) {
-  v1::CompleteUnitResponse resp;
-  Unit& u = j->units[index];
-  if (u.state == UnitState::kDone || j->state != v1::JOB_STATE_RUNNING) {
-    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
-    return resp;
-  }
-  ++j->unit_failures;
-  j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", req.worker_id(), ": ", req.failure());
-  log_line(absl::StrCat("unit failure ", j->unit_failures, "/", kMaxUnitFailures, ": ", j->failure_detail));
-  // Back to the queue: another worker may have the engine this one lacks.
-  if (u.state == UnitState::kLeased && u.worker == req.worker_id()) return_to_queue(j, index, false);
-  if (j->unit_failures >= kMaxUnitFailures) {
-    const int64_t now = clock_->now_ms();
-    if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, now, j->failure_detail); !s.ok()) return s;
-    j->state = v1::JOB_STATE_FAILED;
-    j->finished_ms = now;
-    j->pending.clear();
-    for (int64_t i : j->leased) j->units[i].state = UnitState::kPending;
-    j->leased.clear();
-    log_line(absl::StrCat("job ", j->id, " FAILED: ", j->failure_detail));
-  }
-  changed();
-  resp.set_outcome(v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
-  return resp;
-}
-
-void Coordinator::return_to_queue(Job* j, int64_t index, bool front) {
-  Unit& u = j->units[index];
-  u.state = UnitState::kPending;
-  u.worker.clear();
-  j->leased.erase(index);
-  if (front) j->pending.push_front(index); else j->pending.push_back(index);
-}
-
-absl::Status Coordinator::release(const v1::ReleaseUnitsRequest& req) {
-  if (req.unit_ids_size() > kMaxUnitIdsPerCall)
-    return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Worker*> w = worker_or_error(req.worker_id());
-  if (!w.ok()) return w.status();
-  touch(*w);
-  for (const std::string& id : req.unit_ids()) {
-    std::string job_id;
-    int64_t index = 0;
-    if (absl::Status s = parse_unit_id(id, "unit_ids", &job_id, &index); !s.ok()) return s;
-  }
-  for (const std::string& id : req.unit_ids()) {
-    std::string job_id;
-    int64_t index = 0;
-    parse_unit_id(id, "unit_ids", &job_id, &index).IgnoreError();
-    Job* j = find_job(job_id);
-    if (!j || size_t(index) >= j->units.size() || j->state != v1::JOB_STATE_RUNNING) continue;
-    Unit& u = j->units[index];
-    if (u.state == UnitState::kLeased && u.worker == req.worker_id()) return_to_queue(j, index, true);
-  }
-  changed();
-  return absl::OkStatus();
-}
-
-void Coordinator::sweep() {
-  std::lock_guard lock(mu_);
-  const int64_t now = clock_->now_ms();
-  bool any = false;
-  for (Job* j : by_seq_) {
-    if (j->state != v1::JOB_STATE_RUNNING) continue;
-    std::vector<int64_t> expired;
-    for (int64_t i : j->leased)
-      if (j->units[i].expire_ms <= now) expired.push_back(i);
-    for (int64_t i : expired) {
-      log_line(absl::StrCat("lease of ", j->id, "/", i, " (worker ", j->units[i].worker, ", attempt ",
-                            j->units[i].attempt, ") expired; back in the queue"));
-      return_to_queue(j, i, true);
-      any = true;
-    }
-  }
-  for (auto& [id, w] : workers_) {
-    if (w.rec.lost || w.rec.last_seen_ms + options_.lease_ms > now) continue;
-    w.rec.lost = true;
-    any = true;
-    log_line(absl::StrCat("worker ", id, " (", w.rec.name, ") lost: silent for ", (now - w.rec.last_seen_ms) / 1000,
-                          " s"));
-    if (absl::Status s = store_->set_worker_lost(id, true, w.rec.last_seen_ms); !s.ok())
-      log_line(std::string(s.message()));
-  }
-  if (any) changed();
 }
 
 }  // namespace c960::cluster

@@ -121,8 +121,6 @@ class Coordinator {
   Job* find_job(const std::string& id);
   absl::StatusOr<Job*> job_or_error(const std::string& id);
   absl::StatusOr<Worker*> worker_or_error(const std::string& id);
-  // Parses "<job id>/<index>"; INVALID_ARGUMENT naming field when malformed.
-  absl::Status parse_unit_id(const std::string& unit_id, const char* field, std::string* job_id, int64_t* index);
   void touch(Worker* w);
   void return_to_queue(Job* j, int64_t index, bool front);
   void add_sample(Job* j);
@@ -152,8 +150,5 @@ class Coordinator {
   int64_t next_job_seq_ = 1;
   int64_t next_worker_seq_ = 1;
 };
-
-// Checks an id-like field: non-empty, at most kMaxIdLength, [A-Za-z0-9._-].
-absl::Status check_id(const std::string& value, const char* field);
 
 }  // namespace c960::cluster

@@ -11,6 +11,7 @@
 #include "cluster/config.h"
 #include "coordinator/coordinator.h"
 #include "cluster/flags.h"
+#include "cluster/log.h"
 #include "coordinator/service.h"
 #include "cluster/server.h"
 
@@ -41,6 +42,7 @@ const c960::cluster::DaemonCommand kCommand = {
 
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
+  c960::cluster::set_log_program("c960-coordinator");
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
 
@@ -66,8 +68,8 @@ int main(int argc, char** argv) {
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return die(absl::StrCat("--listen: cannot serve on '", absl::GetFlag(FLAGS_listen), "'"));
-  std::fprintf(stderr, "c960-coordinator: serving on port %d, db %s, leases %llds\n", port,
-               absl::GetFlag(FLAGS_db).c_str(), static_cast<long long>(lease_s));
+  c960::cluster::log_info(absl::StrCat("serving on port ", port, ", db ", absl::GetFlag(FLAGS_db), ", leases ",
+                                       lease_s, " s, version ", c960::cluster::kVersion));
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
     // Write then rename, so a reader never sees a half-written port.
     const std::string tmp = pf + ".tmp";
@@ -86,7 +88,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop, &sig);
-  std::fprintf(stderr, "c960-coordinator: signal %d, shutting down\n", sig);
+  c960::cluster::log_info(absl::StrCat("signal ", sig, ", shutting down"));
   coordinator.shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
+#include "cluster/log.h"
 #include "worker/worker.h"
 #include "cluster/channel.h"
 
@@ -40,6 +41,7 @@ const c960::cluster::DaemonCommand kCommand = {
 
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
+  c960::cluster::set_log_program("c960-worker");
   int threads = absl::GetFlag(FLAGS_threads);
   if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   if (threads < 1 || threads > c960::cluster::kMaxThreads) {
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop, &sig);
-    std::fprintf(stderr, "c960-worker: signal %d\n", sig);
+    c960::cluster::log_info(absl::StrCat("signal ", sig, ", stopping"));
     worker.request_stop();
   });
   signals.detach();  // blocked in sigwait for good when the worker ends by itself

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/errors.h"
+#include "cluster/log.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -32,8 +33,7 @@ int64_t Worker::now_ms() const {
 }
 
 void Worker::log(const std::string& msg) const {
-  std::fprintf(stderr, "c960-worker %s: %s\n", worker_id_.empty() ? "-" : worker_id_.c_str(), msg.c_str());
-  std::fflush(stderr);
+  log_info(absl::StrCat(worker_id_.empty() ? "-" : worker_id_, ": ", msg));
 }
 
 Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
