@@ -4,6 +4,8 @@
 // Reports units per second sustained, acquire/complete latency percentiles, and the
 // coordinator's CPU time and memory. Not a test: the figures go in the notes.
 //   build/release/bench/c960-bench-coordinator [--workers 200] [--seconds 20]
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
-#include <unistd.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -24,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "worker/compute.h"
 #include "tests/process.h"
+#include "worker/compute.h"
 
 ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
 ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
@@ -82,10 +83,9 @@ int main(int argc, char** argv) {
   const int seconds = absl::GetFlag(FLAGS_seconds);
   const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/c960-bench-", getpid());
   std::filesystem::create_directories(dir);
-  c960::test::Process coordinator(
-      {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0", "--port-file=" + dir + "/port",
-       "--db=" + dir + "/c.db", "--lease-seconds=120"},
-      dir + "/coordinator.log");
+  c960::test::Process coordinator({absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0",
+                                   "--port-file=" + dir + "/port", "--db=" + dir + "/c.db", "--lease-seconds=120"},
+                                  dir + "/coordinator.log");
   int port = 0;
   for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, w] {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, like a real worker
-      auto stub = v1::WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      auto stub =
+          v1::WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
       v1::HelloRequest hello;
       hello.set_name(absl::StrCat("sim-", w));
       hello.set_threads(1);

@@ -1,21 +1,21 @@
 // The coordinator's logic alone, no gRPC: one acquire + complete cycle of a trivial unit, with
 // the store in memory and in a WAL file. The ceiling the daemon's throughput is measured against.
-#include <filesystem>
-
-#include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include "worker/compute.h"
+#include <benchmark/benchmark.h>
+#include <filesystem>
+
 #include "coordinator/coordinator.h"
+#include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {
 
 void BM_AcquireComplete(benchmark::State& state) {
   const bool on_disk = state.range(0) != 0;
-  const std::string path =
-      on_disk ? std::filesystem::temp_directory_path().string() + "/c960-bench-logic-" + std::to_string(getpid()) + ".db"
-              : ":memory:";
+  const std::string path = on_disk ? std::filesystem::temp_directory_path().string() + "/c960-bench-logic-" +
+                                         std::to_string(getpid()) + ".db"
+                                   : ":memory:";
   {
     auto store = Store::open(path);
     if (!store.ok()) {
@@ -55,8 +55,7 @@ void BM_AcquireComplete(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
   }
   if (on_disk)
-    for (const char* suffix : {"", "-wal", "-shm"})
-      std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
 }
 BENCHMARK(BM_AcquireComplete)->Arg(0)->Arg(1)->ArgNames({"on_disk"});
 

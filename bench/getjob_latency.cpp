@@ -7,6 +7,8 @@
 //
 //   c960-bench-getjob [submit|selfplay|both] [--sps 0-199] [--depth 9] [--split 3]
 //                     [--units 20] [--games-per-unit 50]
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,8 +17,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
@@ -80,8 +80,10 @@ void run_submit(Coordinator& c, const std::string& probe, const Args& a) {
     const auto t = Clock::now();
     absl::StatusOr<v1::Job> j = c.submit(s);
     heavy_ms = ms_since(t);
-    if (!j.ok()) std::fprintf(stderr, "submit: %s\n", std::string(j.status().message()).c_str());
-    else units = j->progress().units_total();
+    if (!j.ok())
+      std::fprintf(stderr, "submit: %s\n", std::string(j.status().message()).c_str());
+    else
+      units = j->progress().units_total();
     done = true;
   });
   std::vector<double> lat = probe_until(c, probe, done);
@@ -117,8 +119,8 @@ void run_selfplay(Coordinator& c, const std::string& probe, const Args& a) {
     const v1::SelfPlayUnitSpec& u = l.spec().selfplay();
     for (int k = 0; k < u.games(); ++k) {
       selfplay::RandomPlayer white(2 * uint64_t(u.first_game() + k) + 1), black(2 * uint64_t(u.first_game() + k) + 2);
-      absl::StatusOr<selfplay::GameRecord> g = selfplay::play_game(*startpos_fen(u.start_position(), true), white,
-                                                                   black, {1, 0, 0}, {1, 0, 0}, {});
+      absl::StatusOr<selfplay::GameRecord> g =
+          selfplay::play_game(*startpos_fen(u.start_position(), true), white, black, {1, 0, 0}, {1, 0, 0}, {});
       if (!g.ok()) return;
       selfplay::game_to_proto(u.first_game() + k, *g, r.mutable_result()->mutable_selfplay()->add_games());
       plies += int64_t(g->moves.size());
@@ -174,15 +176,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--sps") a.sps = next();
-    else if (s == "--depth") a.depth = std::stoi(next());
-    else if (s == "--split") a.split = std::stoi(next());
-    else if (s == "--units") a.units = std::stoi(next());
-    else if (s == "--games-per-unit") a.games_per_unit = std::stoi(next());
-    else if (s == "submit" || s == "selfplay" || s == "both") a.mode = s;
+    if (s == "--sps")
+      a.sps = next();
+    else if (s == "--depth")
+      a.depth = std::stoi(next());
+    else if (s == "--split")
+      a.split = std::stoi(next());
+    else if (s == "--units")
+      a.units = std::stoi(next());
+    else if (s == "--games-per-unit")
+      a.games_per_unit = std::stoi(next());
+    else if (s == "submit" || s == "selfplay" || s == "both")
+      a.mode = s;
     else {
-      std::fprintf(stderr, "usage: c960-bench-getjob [submit|selfplay|both] [--sps R] [--depth D] [--split K] "
-                           "[--units N] [--games-per-unit G]\n");
+      std::fprintf(stderr,
+                   "usage: c960-bench-getjob [submit|selfplay|both] [--sps R] [--depth D] [--split K] "
+                   "[--units N] [--games-per-unit G]\n");
       return 2;
     }
   }

@@ -1,7 +1,6 @@
 // Micro-benchmarks of the hot path, with nodes (or positions) per second as rate counters.
 //   build/release/bench/perft_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
-
 #include <fstream>
 #include <sstream>
 
@@ -30,7 +29,8 @@ void BM_CountLegal(benchmark::State& state) {
   for (auto _ : state)
     for (const Position& p : positions) n += uint64_t(count_legal(p));
   benchmark::DoNotOptimize(n);
-  state.counters["positions/s"] = benchmark::Counter(double(state.iterations() * positions.size()), benchmark::Counter::kIsRate);
+  state.counters["positions/s"] =
+      benchmark::Counter(double(state.iterations() * positions.size()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CountLegal);
 
@@ -42,7 +42,8 @@ void BM_GenerateLegal(benchmark::State& state) {
       generate_legal(p, list);
       benchmark::DoNotOptimize(list.count);
     }
-  state.counters["positions/s"] = benchmark::Counter(double(state.iterations() * positions.size()), benchmark::Counter::kIsRate);
+  state.counters["positions/s"] =
+      benchmark::Counter(double(state.iterations() * positions.size()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_GenerateLegal);
 

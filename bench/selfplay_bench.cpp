@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "core/movegen.h"
-#include "selfplay/players.h"
 #include "core/startpos.h"
+#include "selfplay/players.h"
 #include "selfplay/stats.h"
 
 using namespace c960;
@@ -76,9 +76,12 @@ ResultCounts match(Player& a, Player& b, const MoveLimits& la, const MoveLimits&
     if (plies) *plies += r->plies();
     if (failures && r->termination >= Termination::kIllegalMove) ++failures[0];
     const bool white_won = r->result == GameResult::kWhiteWins, black_won = r->result == GameResult::kBlackWins;
-    if ((white_won && a_white) || (black_won && !a_white)) ++c.white_wins;
-    else if (white_won || black_won) ++c.black_wins;
-    else ++c.draws;
+    if ((white_won && a_white) || (black_won && !a_white))
+      ++c.white_wins;
+    else if (white_won || black_won)
+      ++c.black_wins;
+    else
+      ++c.draws;
   }
   return c;
 }
@@ -86,8 +89,8 @@ ResultCounts match(Player& a, Player& b, const MoveLimits& la, const MoveLimits&
 void print_result(const char* label, const ResultCounts& c) {
   const Interval s = c.score(), e = c.elo();
   std::printf("%-28s +%lld =%lld -%lld  score %.3f [%.3f, %.3f]  Elo %+.0f [%+.0f, %+.0f]\n", label,
-              (long long)c.white_wins, (long long)c.draws, (long long)c.black_wins, s.value, s.lo, s.hi, e.value + 0.0, e.lo,
-              e.hi);
+              (long long)c.white_wins, (long long)c.draws, (long long)c.black_wins, s.value, s.lo, s.hi, e.value + 0.0,
+              e.lo, e.hi);
   std::fflush(stdout);
 }
 
@@ -105,14 +108,16 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const ResultCounts c = match(*w, *b, l, l, int(games), &plies, &failures);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("engine %s, nodes %lld: %lld games, %d plies in %.1f s: %.1f games/min/core, %.0f plies/s; failures %d\n",
-                argv[2], nodes, games, plies, secs, double(games) * 60 / secs, plies / secs, failures);
+    std::printf(
+        "engine %s, nodes %lld: %lld games, %d plies in %.1f s: %.1f games/min/core, %.0f plies/s; failures %d\n",
+        argv[2], nodes, games, plies, secs, double(games) * 60 / secs, plies / secs, failures);
     print_result("first engine (self-play)", c);
     return 0;
   }
   if (mode == "strength" && argc == 7) {
     long long nodes, movetime, games;
-    if (!to_int(argv[3], 1, 1LL << 30, nodes) || !to_int(argv[4], 1, 100000, movetime) || !to_int(argv[5], 1, 100000, games))
+    if (!to_int(argv[3], 1, 1LL << 30, nodes) || !to_int(argv[4], 1, 100000, movetime) ||
+        !to_int(argv[5], 1, 100000, games))
       return usage();
     for (absl::string_view elo : absl::StrSplit(argv[6], ',')) {
       BuiltinPlayer builtin(16);
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {
       c.options = {{"UCI_LimitStrength", "true"}, {"UCI_Elo", std::string(elo)}, {"Hash", "16"}, {"Threads", "1"}};
       UciPlayer sf(c);
       int failures = 0;
-      const ResultCounts r = match(builtin, sf, {uint64_t(nodes), 0, 0}, {0, 0, int(movetime)}, int(games), nullptr, &failures);
+      const ResultCounts r =
+          match(builtin, sf, {uint64_t(nodes), 0, 0}, {0, 0, int(movetime)}, int(games), nullptr, &failures);
       const std::string label = "builtin vs SF UCI_Elo " + std::string(elo);
       print_result(label.c_str(), r);
       if (failures) std::printf("  (%d games ended by an engine failure)\n", failures);

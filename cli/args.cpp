@@ -40,7 +40,8 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
       continue;
     }
     if (!absl::StartsWith(a, "--") || a.size() == 2)
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", a, "' (see c960 ", spec.name, " --help)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", a, "' (see c960 ", spec.name, " --help)"));
     std::string name = a.substr(2);
     std::optional<std::string> inline_value;
     if (const size_t eq = name.find('='); eq != std::string::npos) {
@@ -50,7 +51,8 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
     const OptionSpec* opt = nullptr;
     for (const OptionSpec& o : spec.options)
       if (o.name == name) opt = &o;
-    if (!opt) return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see c960 ", spec.name, " --help)"));
+    if (!opt)
+      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see c960 ", spec.name, " --help)"));
     if (out.has(name) && opt->arity != Arity::kMany)
       return absl::InvalidArgumentError(absl::StrCat("--", name, " is given more than once"));
     std::vector<std::string>& vals = out.values_[name];
@@ -70,7 +72,8 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
       case Arity::kMany:
         if (inline_value) vals.push_back(*inline_value);
         while (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) vals.push_back(args[++i]);
-        if (vals.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs at least one value (", opt->metavar, ")"));
+        if (vals.empty())
+          return absl::InvalidArgumentError(absl::StrCat("--", name, " needs at least one value (", opt->metavar, ")"));
         break;
     }
   }
@@ -96,8 +99,10 @@ std::string help_text(const CommandSpec& spec) {
     std::string left = absl::StrCat("  --", o.name);
     if (o.arity == Arity::kOne) absl::StrAppend(&left, " ", o.metavar);
     if (o.arity == Arity::kMany) absl::StrAppend(&left, " ", o.metavar, " ...");
-    if (left.size() < 28) left.resize(28, ' ');
-    else left += "\n" + std::string(28, ' ');
+    if (left.size() < 28)
+      left.resize(28, ' ');
+    else
+      left += "\n" + std::string(28, ' ');
     absl::StrAppend(&s, left, o.help, "\n");
   }
   absl::StrAppend(&s, "  --help                    show this help\n");

@@ -106,7 +106,8 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
       true);  // cancelling twice is cancelling once
 }
 
-absl::Status Client::results(const std::string& id, bool divide, bool omit_games, std::vector<v1::ResultChunk>* chunks) {
+absl::Status Client::results(const std::string& id, bool divide, bool omit_games,
+                             std::vector<v1::ResultChunk>* chunks) {
   v1::GetResultsRequest req;
   req.set_job_id(id);
   req.set_divide(divide);

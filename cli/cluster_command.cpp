@@ -13,8 +13,9 @@ OptionSpec coordinator_option() {
 }
 
 std::string coordinator_address(const ParsedArgs& args) {
-  return resolve_coordinator(args.has("coordinator") ? std::optional<std::string>(args.get("coordinator")) : std::nullopt,
-                             std::getenv("C960_COORDINATOR"));
+  return resolve_coordinator(
+      args.has("coordinator") ? std::optional<std::string>(args.get("coordinator")) : std::nullopt,
+      std::getenv("C960_COORDINATOR"));
 }
 
 int rpc_fail(const Io& io, absl::string_view command, const Client& client, const absl::Status& status) {

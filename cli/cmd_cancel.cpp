@@ -10,8 +10,8 @@ namespace {
 
 constexpr char kName[] = "cancel";
 
-const CommandSpec kSpec = {kName, "c960 cancel JOB", "Cancels a job; a finished job stays as it is.",
-                           {coordinator_option()}, 1};
+const CommandSpec kSpec = {
+    kName, "c960 cancel JOB", "Cancels a job; a finished job stays as it is.", {coordinator_option()}, 1};
 
 }  // namespace
 

@@ -79,7 +79,8 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<std::string> text = read_file(path);
   if (!text.ok()) return fail(io, kName, text.status());
   absl::StatusOr<std::vector<PerftCase>> cases = parse_perft_suite(*text);
-  if (!cases.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat(path, ": ", cases.status().message())));
+  if (!cases.ok())
+    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat(path, ": ", cases.status().message())));
 
   const auto t0 = std::chrono::steady_clock::now();
   int checks = 0, mismatches = 0, errors = 0, skipped = 0;
@@ -101,15 +102,15 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
       nodes += got;
       if (got != expected) {
         ++mismatches;
-        io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth,
-                                  expected, to_string(got), c.id, c.line);
+        io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth, expected,
+                                  to_string(got), c.id, c.line);
       }
     }
   }
   const double secs = seconds_since(t0);
-  io.out << absl::StrFormat("%s: %d positions, %d checks, %d mismatches, %d bad positions, %d skipped; %s nodes in %.2f s (%s)\n",
-                            path, cases->size(), checks, mismatches, errors, skipped, to_string(nodes), secs,
-                            rate(nodes, secs));
+  io.out << absl::StrFormat(
+      "%s: %d positions, %d checks, %d mismatches, %d bad positions, %d skipped; %s nodes in %.2f s (%s)\n", path,
+      cases->size(), checks, mismatches, errors, skipped, to_string(nodes), secs, rate(nodes, secs));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
@@ -131,12 +132,14 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   options.progress = [&](size_t done, size_t total, NodeCount nodes) {
     const double secs = seconds_since(t0);
     const double eta = done ? secs * double(total - done) / double(done) : 0;
-    const std::string line = absl::StrFormat("perft table depth %d, %d positions: %5.1f%% of tasks, %s nodes, %.1f s (%s), ETA %.0f s",
-                                             depth, roots.size(), 100.0 * double(done) / double(total), to_string(nodes),
-                                             secs, rate(nodes, secs), eta);
+    const std::string line = absl::StrFormat(
+        "perft table depth %d, %d positions: %5.1f%% of tasks, %s nodes, %.1f s (%s), ETA %.0f s", depth, roots.size(),
+        100.0 * double(done) / double(total), to_string(nodes), secs, rate(nodes, secs), eta);
     const int step = int(20 * done / total);  // without a terminal: a line per 5%
-    if (tty) io.err << "\r" << line << "   " << std::flush;
-    else if (step != last_step) io.err << line << "\n";
+    if (tty)
+      io.err << "\r" << line << "   " << std::flush;
+    else if (step != last_step)
+      io.err << line << "\n";
     last_step = step;
   };
   const std::vector<PerftResult> results = perft_parallel(roots, depth, options, runner.hash.get());
@@ -145,8 +148,8 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   std::string csv = "sp,fen,depth,nodes\n";
   NodeCount sum = 0;
   for (size_t i = 0; i < roots.size(); ++i) {
-    absl::StrAppend(&csv, (*sps)[i], ",", roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), ",", depth,
-                    ",", to_string(results[i].nodes), "\n");
+    absl::StrAppend(&csv, (*sps)[i], ",", roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), ",",
+                    depth, ",", to_string(results[i].nodes), "\n");
     sum += results[i].nodes;
   }
   const double secs = seconds_since(t0);
@@ -187,7 +190,8 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
 
   if (p->has("epd")) {
     for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out"})
-      if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
+      if (p->has(o))
+        return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
     return run_suite(*p, runner, io);
   }
   if (!p->has("depth")) return fail(io, kName, absl::InvalidArgumentError("--depth is required"));
@@ -197,13 +201,15 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
 
   if (p->has("table")) {
     for (const char* o : {"fen", "sp", "moves", "divide"})
-      if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
+      if (p->has(o))
+        return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
     return run_table(*p, int(*depth), runner, io);
   }
   for (const char* o : {"sps", "out"})
     if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
 
-  if (p->has("fen") == p->has("sp")) return fail(io, kName, absl::InvalidArgumentError("give exactly one of --fen and --sp"));
+  if (p->has("fen") == p->has("sp"))
+    return fail(io, kName, absl::InvalidArgumentError("give exactly one of --fen and --sp"));
   std::string fen;
   if (p->has("sp")) {
     absl::StatusOr<long long> sp = p->get_int("sp", 0, 0, kStartPositions - 1);
@@ -213,7 +219,8 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
     for (const std::string& w : p->all("fen")) fen += (fen.empty() ? "" : " ") + w;
   }
   absl::StatusOr<Position> parsed = Position::from_fen(fen);
-  if (!parsed.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--fen: ", parsed.status().message())));
+  if (!parsed.ok())
+    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--fen: ", parsed.status().message())));
   Position pos = *parsed;
   // Play the moves on a chain of states, then copy: the copy keeps only the final state.
   std::vector<StateInfo> states(p->all("moves").size());

@@ -15,20 +15,20 @@ namespace {
 
 constexpr char kName[] = "results";
 
-const CommandSpec kSpec = {
-    kName, "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
-    "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
-    "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
-    "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
-    "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
-    "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
-    "job is unfinished.",
-    {{"format", Arity::kOne, "csv|json", "output format (default csv)"},
-     {"divide", Arity::kFlag, "", "perft: counts below each first move"},
-     {"out", Arity::kOne, "FILE", "write here instead of stdout"},
-     {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"},
-     coordinator_option()},
-    1};
+const CommandSpec kSpec = {kName,
+                           "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
+                           "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
+                           "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
+                           "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
+                           "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
+                           "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
+                           "job is unfinished.",
+                           {{"format", Arity::kOne, "csv|json", "output format (default csv)"},
+                            {"divide", Arity::kFlag, "", "perft: counts below each first move"},
+                            {"out", Arity::kOne, "FILE", "write here instead of stdout"},
+                            {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"},
+                            coordinator_option()},
+                           1};
 
 int incomplete_fail(const Io& io, size_t incomplete, size_t positions, const std::string& job) {
   return fail(io, kName,
@@ -64,7 +64,8 @@ int selfplay_results(const ParsedArgs& p, const Io& io, const std::vector<v1::Re
     for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
       absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
       if (!rec.ok())
-        return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()), kExitCheckFailed);
+        return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()),
+                    kExitCheckFailed);
       stats.add(c.selfplay().start_position(), *rec);
       pgn += g.pgn();
     }
@@ -96,13 +97,13 @@ std::string perft_json(const std::vector<v1::PerftRootResult>& rows, bool divide
     const v1::PerftRootResult& r = rows[i];
     // Counts are written as exact integers, even beyond 2^53.
     absl::StrAppend(&out, "  {\"sp\": ", r.start_position() >= 0 ? absl::StrCat(r.start_position()) : "null",
-                    ", \"fen\": \"", r.fen(), "\", \"depth\": ", r.depth(), ", \"nodes\": ",
-                    to_string(cluster::from_proto(r.nodes())));
+                    ", \"fen\": \"", r.fen(), "\", \"depth\": ", r.depth(),
+                    ", \"nodes\": ", to_string(cluster::from_proto(r.nodes())));
     if (divide) {
       out += ", \"divide\": {";
       for (int k = 0; k < r.divide_size(); ++k)
-        absl::StrAppend(&out, k ? ", " : "", "\"", r.divide(k).move(), "\": ",
-                        to_string(cluster::from_proto(r.divide(k).nodes())));
+        absl::StrAppend(&out, k ? ", " : "", "\"", r.divide(k).move(),
+                        "\": ", to_string(cluster::from_proto(r.divide(k).nodes())));
       out += "}";
     }
     absl::StrAppend(&out, "}", i + 1 < rows.size() ? "," : "", "\n");

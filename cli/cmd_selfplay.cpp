@@ -5,9 +5,9 @@
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "selfplay/local_runner.h"
 #include "cli/selfplay_args.h"
 #include "core/startpos.h"
+#include "selfplay/local_runner.h"
 #include "selfplay/stats.h"
 
 namespace c960::cli {
@@ -32,12 +32,12 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = selfplay_spec_options();
       o.insert(o.end(), {
-        {"threads", Arity::kOne, "T", "games played at once (default 1)"},
-        {"format", Arity::kOne, "csv|json", "output format (default csv)"},
-        {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
-        {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
-        {"quiet", Arity::kFlag, "", "no progress on stderr"},
-      });
+                            {"threads", Arity::kOne, "T", "games played at once (default 1)"},
+                            {"format", Arity::kOne, "csv|json", "output format (default csv)"},
+                            {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
+                            {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
+                            {"quiet", Arity::kFlag, "", "no progress on stderr"},
+                        });
       return o;
     }()};
 
@@ -90,9 +90,9 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
     io.out << table;
   }
   if (!quiet)
-    io.err << absl::StrFormat("\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n",
-                              games->size(), secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads,
-                              (long long)stats.total().duplicates);
+    io.err << absl::StrFormat(
+        "\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n", games->size(),
+        secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads, (long long)stats.total().duplicates);
   return kExitOk;
 }
 

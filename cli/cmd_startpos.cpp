@@ -12,20 +12,19 @@ namespace {
 
 constexpr char kName[] = "startpos";
 
-const CommandSpec kSpec = {
-    kName,
-    "c960 startpos N [--shredder]\n       c960 startpos --random [--seed S] [--shredder]\n"
-    "       c960 startpos --number (FEN | BACKRANK)",
-    "Prints the FEN of Chess960 start position N (0..959, standard numbering; 518 is RNBQKBNR), "
-    "a random start position as 'N FEN', or the number of a start position given as a FEN or "
-    "as its white back rank (e.g. RNBQKBNR).",
-    {
-        {"shredder", Arity::kFlag, "", "print castling as rook files (HAha) instead of KQkq"},
-        {"random", Arity::kFlag, "", "pick a uniformly random start position"},
-        {"seed", Arity::kOne, "S", "seed for --random (default: from the clock)"},
-        {"number", Arity::kMany, "FEN|BACKRANK", "print the number of this start position"},
-    },
-    1};
+const CommandSpec kSpec = {kName,
+                           "c960 startpos N [--shredder]\n       c960 startpos --random [--seed S] [--shredder]\n"
+                           "       c960 startpos --number (FEN | BACKRANK)",
+                           "Prints the FEN of Chess960 start position N (0..959, standard numbering; 518 is RNBQKBNR), "
+                           "a random start position as 'N FEN', or the number of a start position given as a FEN or "
+                           "as its white back rank (e.g. RNBQKBNR).",
+                           {
+                               {"shredder", Arity::kFlag, "", "print castling as rook files (HAha) instead of KQkq"},
+                               {"random", Arity::kFlag, "", "pick a uniformly random start position"},
+                               {"seed", Arity::kOne, "S", "seed for --random (default: from the clock)"},
+                               {"number", Arity::kMany, "FEN|BACKRANK", "print the number of this start position"},
+                           },
+                           1};
 
 }  // namespace
 
@@ -51,7 +50,8 @@ int cmd_startpos(const std::vector<std::string>& args, const Io& io) {
     if (!number.empty()) return fail(io, kName, absl::InvalidArgumentError("give either N or --random, not both"));
     absl::StatusOr<long long> seed = p->get_int("seed", 0, 0, INT64_MAX);
     if (!seed.ok()) return fail(io, kName, seed.status());
-    const uint64_t s = p->has("seed") ? uint64_t(*seed) : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+    const uint64_t s =
+        p->has("seed") ? uint64_t(*seed) : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     const int n = random_startpos(s);
     io.out << n << " " << *startpos_fen(n, shredder) << "\n";
     return kExitOk;

@@ -10,8 +10,11 @@ namespace {
 
 constexpr char kName[] = "status";
 
-const CommandSpec kSpec = {kName, "c960 status [JOB]", "Shows one job in detail, or the most recent jobs with their progress.",
-                           {coordinator_option()}, 1};
+const CommandSpec kSpec = {kName,
+                           "c960 status [JOB]",
+                           "Shows one job in detail, or the most recent jobs with their progress.",
+                           {coordinator_option()},
+                           1};
 
 }  // namespace
 

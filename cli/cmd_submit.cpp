@@ -54,7 +54,8 @@ const CommandSpec kSpec = {
 // The self-play part of submit: the same options and checks as the local command.
 absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const char* perft_only : {"fen", "split-depth"})
-    if (p.has(perft_only)) return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
+    if (p.has(perft_only))
+      return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay_spec_from_args(p);
   if (!spec.ok()) return spec.status();
   v1::SelfPlayJobSpec* s = req->mutable_spec()->mutable_selfplay();
@@ -70,9 +71,9 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 // The perft part; the coordinator checks the ranges of depth and split depth and names the field.
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
-    const bool perft_option = o.name == "request-id" || o.name == "coordinator" ||
-                              std::any_of(kPerftOptions.begin(), kPerftOptions.end(),
-                                          [&](const OptionSpec& q) { return q.name == o.name; });
+    const bool perft_option =
+        o.name == "request-id" || o.name == "coordinator" ||
+        std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));
   }

@@ -18,13 +18,13 @@ constexpr auto kLineInterval = std::chrono::seconds(2);
 // Self-play: the leaders come from a second call, at most this often.
 constexpr auto kLeadersInterval = std::chrono::seconds(2);
 
-const CommandSpec kSpec = {
-    kName, "c960 watch JOB",
-    "Shows the job's progress (units, nodes or games, rate, ETA, workers) until it ends; for a "
-    "self-play job also the positions leading and trailing so far (White's score). Exits 0 when "
-    "it succeeds, 1 when it fails or is cancelled. Rides out coordinator restarts.",
-    {coordinator_option()},
-    1};
+const CommandSpec kSpec = {kName,
+                           "c960 watch JOB",
+                           "Shows the job's progress (units, nodes or games, rate, ETA, workers) until it ends; for a "
+                           "self-play job also the positions leading and trailing so far (White's score). Exits 0 when "
+                           "it succeeds, 1 when it fails or is cancelled. Rides out coordinator restarts.",
+                           {coordinator_option()},
+                           1};
 
 }  // namespace
 

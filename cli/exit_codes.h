@@ -20,15 +20,12 @@ inline constexpr int kExitUsage = 2;
 // everything else, an unreachable or failing coordinator included, is 1.
 constexpr int exit_code_for(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk:
-      return kExitOk;
+    case absl::StatusCode::kOk: return kExitOk;
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kResourceExhausted:
-      return kExitUsage;
-    default:
-      return kExitCheckFailed;
+    case absl::StatusCode::kResourceExhausted: return kExitUsage;
+    default: return kExitCheckFailed;
   }
 }
 

@@ -44,8 +44,9 @@ std::string job_description(const v1::Job& j) {
   if (j.spec().has_perft()) {
     const v1::PerftJobSpec& s = j.spec().perft();
     absl::StrAppend(&out, "  perft depth ", s.depth(), ", ",
-                    s.fens_size() ? absl::StrCat(s.fens_size(), " FENs")
-                                  : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
+                    s.fens_size()
+                        ? absl::StrCat(s.fens_size(), " FENs")
+                        : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
                     ", split depth ", j.split_depth(), "\n");
   }
   if (j.spec().has_selfplay()) {

@@ -44,11 +44,11 @@ inline constexpr size_t kUnitsPerStoreBatch = 2'000;
 inline constexpr int kDefaultSelfPlayGamesPerUnit = 4;
 inline constexpr int kMaxSelfPlayGamesPerUnit = 1000;
 inline constexpr int kMaxUciOptions = 64;
-inline constexpr int kMaxUciOptionLength = 256;     // name or value
+inline constexpr int kMaxUciOptionLength = 256;  // name or value
 inline constexpr int kMaxEnginePathLength = 4096;
-inline constexpr int kMaxGamePlies = 20000;         // a stored game's moves
-inline constexpr int kMaxPgnBytes = 1 << 20;        // a stored game's PGN
-inline constexpr int kMaxFailureLength = 4096;      // a worker's unit failure report
+inline constexpr int kMaxGamePlies = 20000;     // a stored game's moves
+inline constexpr int kMaxPgnBytes = 1 << 20;    // a stored game's PGN
+inline constexpr int kMaxFailureLength = 4096;  // a worker's unit failure report
 // A job FAILS after this many unit failure reports (each puts the unit back in the queue, since
 // another worker may have the engine).
 inline constexpr int kMaxUnitFailures = 3;
@@ -74,15 +74,15 @@ inline constexpr int kDefaultPageSize = 100;
 inline constexpr int kMaxMessageBytes = 16 << 20;
 
 // Client side.
-inline constexpr int64_t kRpcDeadlineMs = 10'000;        // unary calls
-inline constexpr int64_t kSubmitDeadlineMs = 120'000;     // planning a big job takes a while
-inline constexpr int64_t kReleaseDeadlineMs = 2'000;      // a stopping worker gives units back once
-inline constexpr int64_t kBackoffInitialMs = 100;         // first retry after UNAVAILABLE
-inline constexpr int64_t kBackoffMaxMs = 5'000;           // retries never wait longer
-inline constexpr int kDefaultWorkerHashMb = 64;           // perft hash shared by a worker's threads
-inline constexpr int64_t kDefaultGraceSeconds = 30;       // SIGTERM: finish held units this long
-inline constexpr int kPrefetchPerThread = 1;              // units queued beyond the running ones
-inline constexpr int64_t kFailurePauseMs = 1'000;         // no new units this long after a unit failure
+inline constexpr int64_t kRpcDeadlineMs = 10'000;      // unary calls
+inline constexpr int64_t kSubmitDeadlineMs = 120'000;  // planning a big job takes a while
+inline constexpr int64_t kReleaseDeadlineMs = 2'000;   // a stopping worker gives units back once
+inline constexpr int64_t kBackoffInitialMs = 100;      // first retry after UNAVAILABLE
+inline constexpr int64_t kBackoffMaxMs = 5'000;        // retries never wait longer
+inline constexpr int kDefaultWorkerHashMb = 64;        // perft hash shared by a worker's threads
+inline constexpr int64_t kDefaultGraceSeconds = 30;    // SIGTERM: finish held units this long
+inline constexpr int kPrefetchPerThread = 1;           // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;      // no new units this long after a unit failure
 
 // "host" -> "host:7960", "[::1]" -> "[::1]:7960"; an address with a port, a bare IPv6 address
 // or a scheme ("unix:/path", "dns:///host:1") is left as it is. gRPC itself would dial 443.

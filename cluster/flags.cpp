@@ -45,8 +45,10 @@ std::string daemon_help(const DaemonCommand& cmd) {
   constexpr size_t kColumn = 30;
   auto row = [&](std::string left, absl::string_view help) {
     left = absl::StrCat("  ", left);
-    if (left.size() < kColumn) left.resize(kColumn, ' ');
-    else left = absl::StrCat(left, "\n", std::string(kColumn, ' '));
+    if (left.size() < kColumn)
+      left.resize(kColumn, ' ');
+    else
+      left = absl::StrCat(left, "\n", std::string(kColumn, ' '));
     absl::StrAppend(&s, left, help, "\n");
   };
   for (const FlagDoc& d : cmd.flags) {
@@ -92,8 +94,7 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
     if (!v || !*v) continue;
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(d.name);
     std::string error;
-    if (!f || !f->ParseFrom(v, &error))
-      return usage_error(cmd, absl::StrCat("$", d.env, ": '", v, "': ", error));
+    if (!f || !f->ParseFrom(v, &error)) return usage_error(cmd, absl::StrCat("$", d.env, ": '", v, "': ", error));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -115,8 +116,7 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
       value = args[++i];
     }
     std::string error;
-    if (!f->ParseFrom(*value, &error))
-      return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
+    if (!f->ParseFrom(*value, &error)) return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
   }
   return std::nullopt;
 }

@@ -12,22 +12,23 @@
 
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace c960::cluster {
 
 struct FlagDoc {
-  absl::string_view name;     // absl name, with underscores: "port_file"
-  absl::string_view metavar;  // "FILE"; empty for a boolean flag
+  absl::string_view name;      // absl name, with underscores: "port_file"
+  absl::string_view metavar;   // "FILE"; empty for a boolean flag
   absl::string_view env = {};  // environment variable giving the default, if any
 };
 
 struct DaemonCommand {
-  absl::string_view name;     // "c960-coordinator"
-  absl::string_view usage;    // "c960-coordinator [--listen HOST:PORT] ..."
-  absl::string_view summary;  // a paragraph
-  absl::string_view version;  // printed by --version
+  absl::string_view name;      // "c960-coordinator"
+  absl::string_view usage;     // "c960-coordinator [--listen HOST:PORT] ..."
+  absl::string_view summary;   // a paragraph
+  absl::string_view version;   // printed by --version
   std::vector<FlagDoc> flags;  // every flag of the daemon, in the order --help lists them
 };
 

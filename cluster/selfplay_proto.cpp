@@ -32,15 +32,15 @@ std::string proto_field(absl::string_view field) {
 
 absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   SelfPlaySpec s;
-  if (p.start_positions().size() > size_t(cluster::kMaxStartPositionsLength))
-    return bad("start_positions", "too long");
+  if (p.start_positions().size() > size_t(cluster::kMaxStartPositionsLength)) return bad("start_positions", "too long");
   absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.start_positions().empty() ? "0-959" : p.start_positions());
   if (!sps.ok()) return bad("start_positions", sps.status().message());
   s.positions = *sps;
   if (p.engine().size() > size_t(cluster::kMaxEnginePathLength) || !printable(p.engine()))
     return bad("engine", "not a printable path of at most 4096 characters");
   s.engine = p.engine();
-  if (p.options_size() > cluster::kMaxUciOptions) return bad("options", absl::StrCat("more than ", cluster::kMaxUciOptions));
+  if (p.options_size() > cluster::kMaxUciOptions)
+    return bad("options", absl::StrCat("more than ", cluster::kMaxUciOptions));
   for (const v1::UciOption& o : p.options()) {
     if (o.name().empty() || o.name().size() > size_t(cluster::kMaxUciOptionLength) ||
         o.value().size() > size_t(cluster::kMaxUciOptionLength) || !printable(o.name()) || !printable(o.value()))

@@ -299,7 +299,8 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   std::lock_guard lock(mu_);
   Job* raw = stored->get();
   add_sample(raw);
-  log_info(absl::StrCat("job ", raw->id, " (", kind->capability(), "): ", kind->describe_plan(raw->plan, raw->units.size())));
+  log_info(absl::StrCat("job ", raw->id, " (", kind->capability(),
+                        "): ", kind->describe_plan(raw->plan, raw->units.size())));
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
   jobs_[raw->id] = std::move(*stored);

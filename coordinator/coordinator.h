@@ -26,8 +26,8 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
-#include "coordinator/clock.h"
 #include "cluster/config.h"
+#include "coordinator/clock.h"
 #include "coordinator/job_kind.h"
 #include "coordinator/store.h"
 
@@ -52,8 +52,7 @@ class Coordinator {
   absl::StatusOr<v1::Job> get_job(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Job>> list_jobs(int page_size);
   absl::StatusOr<v1::Job> cancel(const std::string& job_id);
-  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide,
-                                                       bool omit_games = false);
+  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide, bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version.
   absl::StatusOr<v1::Job> watch(const std::string& job_id, uint64_t* version, int64_t wait_ms);
 
@@ -109,7 +108,7 @@ class Coordinator {
     std::set<int64_t> leased;
     bool damaged = false;  // its stored units disagree with its record: FAILED, no results
     int64_t done = 0;
-    NodeCount work_done = 0;  // in the kind's unit of work (JobKind::work)
+    NodeCount work_done = 0;     // in the kind's unit of work (JobKind::work)
     std::deque<Sample> samples;  // recent progress, for rates
   };
   struct Worker {

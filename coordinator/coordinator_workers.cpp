@@ -1,7 +1,5 @@
 // The coordinator's calls for workers: sessions, leases, completions, failures, and the sweep
 // that returns expired leases and marks silent workers lost.
-#include "coordinator/coordinator.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -13,6 +11,7 @@
 #include "cluster/errors.h"
 #include "cluster/log.h"
 #include "cluster/u128.h"
+#include "coordinator/coordinator.h"
 #include "coordinator/validation.h"
 
 namespace c960::cluster {
@@ -177,9 +176,9 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
       resp.set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
       return resp;
     }
-    std::string detail =
-        absl::StrCat("unit ", req.unit_id(), " (", u.spec.ShortDebugString(), "): stored ", u.result->ShortDebugString(),
-                     ", worker ", req.worker_id(), " attempt ", req.attempt(), " sent ", req.result().ShortDebugString());
+    std::string detail = absl::StrCat("unit ", req.unit_id(), " (", u.spec.ShortDebugString(), "): stored ",
+                                      u.result->ShortDebugString(), ", worker ", req.worker_id(), " attempt ",
+                                      req.attempt(), " sent ", req.result().ShortDebugString());
     // Self-play results carry whole games: keep the log line and the job record readable.
     if (detail.size() > kMaxMismatchDetail) detail = absl::StrCat(detail.substr(0, kMaxMismatchDetail), " ...");
     log_info(absl::StrCat("RESULT MISMATCH ", detail));
@@ -198,9 +197,9 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::Complet
   }
   const bool finishes = j->done + 1 == int64_t(j->units.size());
   const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->complete_unit(j->id, index, serialized,
-                                             finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                             now, games);
+  if (absl::Status s =
+          store_->complete_unit(j->id, index, serialized,
+                                finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, now, games);
       !s.ok())
     return s;
   u.state = UnitState::kDone;
@@ -253,7 +252,10 @@ void Coordinator::return_to_queue(Job* j, int64_t index, bool front) {
   u.state = UnitState::kPending;
   u.worker.clear();
   j->leased.erase(index);
-  if (front) j->pending.push_front(index); else j->pending.push_back(index);
+  if (front)
+    j->pending.push_front(index);
+  else
+    j->pending.push_back(index);
 }
 
 absl::Status Coordinator::release(const v1::ReleaseUnitsRequest& req) {
@@ -301,8 +303,8 @@ void Coordinator::sweep() {
     if (w.rec.lost || w.rec.last_seen_ms + options_.lease_ms > now) continue;
     w.rec.lost = true;
     any = true;
-    log_info(absl::StrCat("worker ", id, " (", w.rec.name, ") lost: silent for ", (now - w.rec.last_seen_ms) / 1000,
-                          " s"));
+    log_info(
+        absl::StrCat("worker ", id, " (", w.rec.name, ") lost: silent for ", (now - w.rec.last_seen_ms) / 1000, " s"));
     if (absl::Status s = store_->set_worker_lost(id, true, w.rec.last_seen_ms); !s.ok())
       log_info(std::string(s.message()));
   }

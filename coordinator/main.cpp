@@ -9,11 +9,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
-#include "coordinator/coordinator.h"
 #include "cluster/flags.h"
 #include "cluster/log.h"
-#include "coordinator/service.h"
 #include "cluster/server.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/service.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
 ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this file once serving");
@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return die(absl::StrCat("--listen: cannot serve on '", absl::GetFlag(FLAGS_listen), "'"));
-  c960::cluster::log_info(absl::StrCat("serving on port ", port, ", db ", absl::GetFlag(FLAGS_db), ", leases ",
-                                       lease_s, " s, version ", c960::cluster::kVersion));
+  c960::cluster::log_info(absl::StrCat("serving on port ", port, ", db ", absl::GetFlag(FLAGS_db), ", leases ", lease_s,
+                                       " s, version ", c960::cluster::kVersion));
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
     // Write then rename, so a reader never sees a half-written port.
     const std::string tmp = pf + ".tmp";

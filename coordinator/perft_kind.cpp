@@ -3,9 +3,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
+#include "cluster/u128.h"
 #include "coordinator/job_kind.h"
 #include "coordinator/planner.h"
-#include "cluster/u128.h"
 
 namespace c960::cluster {
 namespace {
@@ -94,8 +94,8 @@ class PerftKind : public JobKind {
 
   std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " nodes"); }
 
-  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
-                                       bool divide, bool /*omit_games*/) const override {
+  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
+                                       bool /*omit_games*/) const override {
     const v1::store::PerftPlan& pp = plan.perft();
     struct Acc {
       NodeCount nodes = 0;

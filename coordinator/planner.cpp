@@ -109,8 +109,8 @@ absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
   plan.roots = std::move(*roots);
   if (spec.has_split_depth()) {
     if (spec.split_depth() < 0 || spec.split_depth() > std::min(kMaxSplitDepth, plan.depth))
-      return absl::InvalidArgumentError(absl::StrCat("split_depth: ", spec.split_depth(), " is not in 0..",
-                                                     std::min(kMaxSplitDepth, plan.depth)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_depth: ", spec.split_depth(), " is not in 0..", std::min(kMaxSplitDepth, plan.depth)));
     plan.split_depth = spec.split_depth();
   } else {
     plan.split_depth = auto_split_depth(plan.depth);
@@ -126,9 +126,9 @@ absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
       Position pos = *Position::from_fen(r.fen);
       walk += perft(pos, k);
       if (walk > kMaxPlanWalk)
-        return absl::ResourceExhaustedError(
-            absl::StrCat("plan too large: more than ", kMaxPlanWalk, " positions at split ply ", k,
-                         "; lower split_depth or submit fewer positions"));
+        return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanWalk,
+                                                         " positions at split ply ", k,
+                                                         "; lower split_depth or submit fewer positions"));
     }
   }
   for (size_t i = 0; i < plan.roots.size(); ++i) {

@@ -3,8 +3,8 @@
 // are the games of its units in index order, so statistics built from them equal a local run's.
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
-#include "coordinator/job_kind.h"
 #include "cluster/selfplay_proto.h"
+#include "coordinator/job_kind.h"
 #include "core/startpos.h"
 
 namespace c960::cluster {
@@ -23,7 +23,8 @@ class SelfPlayKind : public JobKind {
     const uint64_t units_per_position = (uint64_t(s->games_per_position) + uint64_t(per_unit) - 1) / uint64_t(per_unit);
     if (units_per_position * s->positions.size() > kMaxPlanUnits)
       return absl::ResourceExhaustedError(absl::StrCat("games_per_position: ", units_per_position * s->positions.size(),
-                                                       " units is more than ", kMaxPlanUnits, "; raise games_per_unit"));
+                                                       " units is more than ", kMaxPlanUnits,
+                                                       "; raise games_per_unit"));
     KindPlan out;
     v1::store::SelfPlayPlan* sp = out.plan.mutable_selfplay();
     sp->set_games_per_position(s->games_per_position);
@@ -45,7 +46,8 @@ class SelfPlayKind : public JobKind {
   }
 
   absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
-    if (result.kind_case() != v1::UnitResult::kSelfplay) return absl::InvalidArgumentError("result: not a self-play result");
+    if (result.kind_case() != v1::UnitResult::kSelfplay)
+      return absl::InvalidArgumentError("result: not a self-play result");
     const v1::SelfPlayUnitSpec& u = spec.selfplay();
     const v1::SelfPlayUnitResult& r = result.selfplay();
     if (r.games_size() != u.games())
@@ -56,8 +58,8 @@ class SelfPlayKind : public JobKind {
     for (int k = 0; k < r.games_size(); ++k) {
       const v1::SelfPlayGame& g = r.games(k);
       if (g.game_index() != u.first_game() + k)
-        return absl::InvalidArgumentError(absl::StrCat("result.selfplay.games.game_index: ", g.game_index(),
-                                                       " where ", u.first_game() + k, " was due"));
+        return absl::InvalidArgumentError(absl::StrCat("result.selfplay.games.game_index: ", g.game_index(), " where ",
+                                                       u.first_game() + k, " was due"));
       if (g.start_fen() != *fen)
         return absl::InvalidArgumentError("result.selfplay.games.start_fen: not the unit's start position");
       absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
@@ -112,9 +114,12 @@ class SelfPlayKind : public JobKind {
       }
       for (const v1::SelfPlayGame& g : u.result->selfplay().games()) {
         p.set_games(p.games() + 1);
-        if (g.result() == "1-0") p.set_white_wins(p.white_wins() + 1);
-        else if (g.result() == "0-1") p.set_black_wins(p.black_wins() + 1);
-        else p.set_draws(p.draws() + 1);
+        if (g.result() == "1-0")
+          p.set_white_wins(p.white_wins() + 1);
+        else if (g.result() == "0-1")
+          p.set_black_wins(p.black_wins() + 1);
+        else
+          p.set_draws(p.draws() + 1);
         p.set_total_plies(p.total_plies() + g.moves_size());
         if (!omit_games) *p.add_game_records() = g;
       }

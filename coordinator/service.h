@@ -11,7 +11,6 @@
 
 namespace c960::cluster {
 
-
 class JobServiceImpl final : public v1::JobService::Service {
  public:
   explicit JobServiceImpl(Coordinator* c) : c_(c) {}

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
@@ -78,12 +77,9 @@ std::string describe(sqlite3* db) {
   const int sys = sqlite3_system_errno(db);
   switch (rc & 0xFF) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return "the file is locked: is another coordinator using it?";
-    case SQLITE_READONLY:
-      return "the file or its directory is read-only";
-    case SQLITE_FULL:
-      return "the disk is full";
+    case SQLITE_LOCKED: return "the file is locked: is another coordinator using it?";
+    case SQLITE_READONLY: return "the file or its directory is read-only";
+    case SQLITE_FULL: return "the disk is full";
     case SQLITE_CANTOPEN:
       return absl::StrCat("cannot open the file", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
     case SQLITE_IOERR:
@@ -91,8 +87,7 @@ std::string describe(sqlite3* db) {
       if (sys == ENOSPC) return "the disk is full";
       if (sys == EROFS || sys == EACCES || sys == EPERM) return "the file or its directory is read-only";
       return absl::StrCat("I/O error", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
-    default:
-      return sqlite3_errmsg(db);
+    default: return sqlite3_errmsg(db);
   }
 }
 
@@ -172,7 +167,8 @@ absl::Status Store::migrate() {
     Transaction t(this);
     if (!t.status().ok()) return t.status();
     if (!has_failure_detail)
-      if (absl::Status s = exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok()) return s;
+      if (absl::Status s = exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok())
+        return s;
     if (absl::Status s = exec(kMigrations[0]); !s.ok()) return s;
     if (absl::Status s = exec("PRAGMA user_version = 1"); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
@@ -190,8 +186,8 @@ absl::Status Store::migrate() {
 
 absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
     absl::Status s = absl::FailedPreconditionError(absl::StrCat("cannot open '", path, "': ", db ? describe(db) : "?"));
     sqlite3_close(db);
     return s;
@@ -297,7 +293,10 @@ absl::Status Store::insert_units(const std::string& job_id, const std::vector<St
     u.bind(3, s.spec);
     u.bind(4, s.meta);
     u.bind(5, int64_t(s.attempt));
-    if (s.result) u.bind(6, *s.result); else u.bind_null(6);
+    if (s.result)
+      u.bind(6, *s.result);
+    else
+      u.bind_null(6);
     if (!u.run()) return error("insert units");
   }
   return absl::OkStatus();
@@ -365,8 +364,8 @@ absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  for (const char* sql : {"DELETE FROM games WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
-                          "DELETE FROM jobs WHERE id = ?"}) {
+  for (const char* sql :
+       {"DELETE FROM games WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
     Stmt q(db_, sql);
     if (!q.ok()) return error("delete job");
     q.bind_text(1, job_id);

@@ -38,8 +38,8 @@ struct StoredJob {
   std::string id;
   int64_t seq = 0;
   std::string request_id;
-  std::string spec;  // serialized v1.JobSpec
-  std::string plan;  // serialized v1.store.JobPlan
+  std::string spec;   // serialized v1.JobSpec
+  std::string plan;   // serialized v1.store.JobPlan
   int32_t state = 0;  // v1.JobState
   int64_t created_ms = 0;
   int64_t finished_ms = 0;

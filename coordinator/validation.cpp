@@ -21,7 +21,8 @@ absl::Status check_id(const std::string& value, const char* field) {
 
 absl::Status check_text(const std::string& s, const char* field, size_t max_len, bool required) {
   if (required && s.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
-  if (s.size() > max_len) return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max_len, " characters"));
+  if (s.size() > max_len)
+    return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", max_len, " characters"));
   if (!std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
     return absl::InvalidArgumentError(absl::StrCat(field, ": not printable ASCII"));
   return absl::OkStatus();
@@ -31,8 +32,8 @@ absl::Status parse_unit_id(const std::string& unit_id, const char* field, std::s
   const size_t slash = unit_id.rfind('/');
   if (unit_id.size() > size_t(2 * kMaxIdLength) || slash == std::string::npos ||
       !absl::SimpleAtoi(absl::string_view(unit_id).substr(slash + 1), index) || *index < 0)
-    return absl::InvalidArgumentError(absl::StrCat(field, ": '", unit_id.substr(0, 2 * kMaxIdLength),
-                                                   "' is not a unit id (<job id>/<index>)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": '", unit_id.substr(0, 2 * kMaxIdLength), "' is not a unit id (<job id>/<index>)"));
   *job_id = unit_id.substr(0, slash);
   return check_id(*job_id, field);
 }

@@ -40,8 +40,8 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
   for (int i = 0; i < SQUARE_NB; ++i) {
     const Square s = Square(i);
     // Edges are not part of the mask: a piece there never changes the attack set.
-    const Bitboard edges = ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) |
-                           ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
+    const Bitboard edges =
+        ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) | ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
     Magic& m = magics[s];
     if (layout) {
       m.mask = sliding_attack_reference(pt, s, 0) & ~edges;
@@ -113,11 +113,11 @@ struct Init {
         LineBB[a][b] = 0;
         for (PieceType pt : {BISHOP, ROOK}) {
           if (sliding_attack_reference(pt, s1, 0) & square_bb(s2)) {
-            LineBB[a][b] = (sliding_attack_reference(pt, s1, 0) & sliding_attack_reference(pt, s2, 0)) |
-                           square_bb(s1) | square_bb(s2);
-            BetweenBB[a][b] = (sliding_attack_reference(pt, s1, square_bb(s2)) &
-                               sliding_attack_reference(pt, s2, square_bb(s1))) |
-                              square_bb(s2);
+            LineBB[a][b] = (sliding_attack_reference(pt, s1, 0) & sliding_attack_reference(pt, s2, 0)) | square_bb(s1) |
+                           square_bb(s2);
+            BetweenBB[a][b] =
+                (sliding_attack_reference(pt, s1, square_bb(s2)) & sliding_attack_reference(pt, s2, square_bb(s1))) |
+                square_bb(s2);
           }
         }
       }

@@ -42,20 +42,27 @@ inline Square pop_lsb(Bitboard& b) {
 template <Direction D>
 constexpr Bitboard shift(Bitboard b) {
   constexpr Bitboard NotA = ~file_bb(FILE_A), NotH = ~file_bb(FILE_H);
-  if constexpr (D == NORTH) return b << 8;
-  else if constexpr (D == SOUTH) return b >> 8;
-  else if constexpr (D == EAST) return (b & NotH) << 1;
-  else if constexpr (D == WEST) return (b & NotA) >> 1;
-  else if constexpr (D == NORTH_EAST) return (b & NotH) << 9;
-  else if constexpr (D == NORTH_WEST) return (b & NotA) << 7;
-  else if constexpr (D == SOUTH_EAST) return (b & NotH) >> 7;
-  else return (b & NotA) >> 9;
+  if constexpr (D == NORTH)
+    return b << 8;
+  else if constexpr (D == SOUTH)
+    return b >> 8;
+  else if constexpr (D == EAST)
+    return (b & NotH) << 1;
+  else if constexpr (D == WEST)
+    return (b & NotA) >> 1;
+  else if constexpr (D == NORTH_EAST)
+    return (b & NotH) << 9;
+  else if constexpr (D == NORTH_WEST)
+    return (b & NotA) << 7;
+  else if constexpr (D == SOUTH_EAST)
+    return (b & NotH) >> 7;
+  else
+    return (b & NotA) >> 9;
 }
 
 template <Color C>
 constexpr Bitboard pawn_attacks_bb(Bitboard b) {
-  return C == WHITE ? shift<NORTH_WEST>(b) | shift<NORTH_EAST>(b)
-                    : shift<SOUTH_WEST>(b) | shift<SOUTH_EAST>(b);
+  return C == WHITE ? shift<NORTH_WEST>(b) | shift<NORTH_EAST>(b) : shift<SOUTH_WEST>(b) | shift<SOUTH_EAST>(b);
 }
 
 namespace detail {
@@ -91,7 +98,7 @@ inline constexpr StepTables Steps{};
 struct Magic {
   Bitboard mask;
   Bitboard magic;
-  Bitboard* attacks;  // magic-indexed table
+  Bitboard* attacks;       // magic-indexed table
   Bitboard* pext_attacks;  // pext-indexed table
   unsigned shift;
 

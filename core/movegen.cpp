@@ -38,16 +38,21 @@ struct ListSink {
   bool done() const { return false; }
 };
 
-
 struct AnySink {
   static constexpr bool StopEarly = true;
   bool found = false;
   template <PieceType>
-  void targets(Square, Bitboard to) { found |= to != 0; }
+  void targets(Square, Bitboard to) {
+    found |= to != 0;
+  }
   template <Direction>
-  void pawn_targets(Bitboard to) { found |= to != 0; }
+  void pawn_targets(Bitboard to) {
+    found |= to != 0;
+  }
   template <Direction>
-  void promotions(Bitboard to) { found |= to != 0; }
+  void promotions(Bitboard to) {
+    found |= to != 0;
+  }
   void promotion_targets(Square, Bitboard to) { found |= to != 0; }
   void en_passant(Square, Square) { found = true; }
   void castle(Square, Square) { found = true; }
@@ -58,22 +63,28 @@ struct AnySink {
 
 void generate_legal(const Position& pos, MoveList& list) {
   ListSink sink{list.moves};
-  if (pos.side_to_move() == WHITE) movegen::generate<WHITE>(pos, sink);
-  else movegen::generate<BLACK>(pos, sink);
+  if (pos.side_to_move() == WHITE)
+    movegen::generate<WHITE>(pos, sink);
+  else
+    movegen::generate<BLACK>(pos, sink);
   list.count = int(sink.cur - list.moves);
 }
 
 int count_legal(const Position& pos) {
   movegen::CountSink sink;
-  if (pos.side_to_move() == WHITE) movegen::generate<WHITE>(pos, sink);
-  else movegen::generate<BLACK>(pos, sink);
+  if (pos.side_to_move() == WHITE)
+    movegen::generate<WHITE>(pos, sink);
+  else
+    movegen::generate<BLACK>(pos, sink);
   return int(sink.n);
 }
 
 bool has_legal_move(const Position& pos) {
   AnySink sink;
-  if (pos.side_to_move() == WHITE) movegen::generate<WHITE>(pos, sink);
-  else movegen::generate<BLACK>(pos, sink);
+  if (pos.side_to_move() == WHITE)
+    movegen::generate<WHITE>(pos, sink);
+  else
+    movegen::generate<BLACK>(pos, sink);
   return sink.found;
 }
 

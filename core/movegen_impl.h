@@ -21,7 +21,7 @@
 
 namespace c960::movegen {
 
-#define C960_STOP_IF_DONE(sink) \
+#define C960_STOP_IF_DONE(sink)                                     \
   if constexpr (std::remove_reference_t<decltype(sink)>::StopEarly) \
     if ((sink).done()) return
 
@@ -49,16 +49,20 @@ template <Color Us, class Board, class Sink>
 
   // Checkers and pins in one pass: an enemy slider on a line to our king, seen through our own
   // pieces, gives check if nothing stands between, and pins the one piece that does.
-  Bitboard checkers = (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
+  Bitboard checkers =
+      (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
   Bitboard pinned = 0;
   Bitboard snipers = 0;
   if (const Bitboard rq = pos.pieces(Them, ROOK, QUEEN); RookRays[ksq] & rq) snipers |= rook_attacks(ksq, theirs) & rq;
-  if (const Bitboard bq = pos.pieces(Them, BISHOP, QUEEN); BishopRays[ksq] & bq) snipers |= bishop_attacks(ksq, theirs) & bq;
+  if (const Bitboard bq = pos.pieces(Them, BISHOP, QUEEN); BishopRays[ksq] & bq)
+    snipers |= bishop_attacks(ksq, theirs) & bq;
   while (snipers) {
     const Square s = pop_lsb(snipers);
     const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
-    if (!b) checkers |= square_bb(s);
-    else if (!more_than_one(b)) pinned |= b;
+    if (!b)
+      checkers |= square_bb(s);
+    else if (!more_than_one(b))
+      pinned |= b;
   }
 
   // King steps. The king is lifted off the board so a slider's ray runs through its square.
@@ -100,8 +104,10 @@ template <Color Us, class Board, class Sink>
       const Bitboard one = shift<Up>(square_bb(from)) & empty;
       const Bitboard two = shift<Up>(one & Rank3) & empty;
       const Bitboard to = ((pawn_attacks(Us, from) & theirs) | one | two) & line_bb(ksq, from) & check_mask;
-      if (to & Rank8) sink.promotion_targets(from, to);
-      else sink.template targets<PAWN>(from, to);
+      if (to & Rank8)
+        sink.promotion_targets(from, to);
+      else
+        sink.template targets<PAWN>(from, to);
     }
     C960_STOP_IF_DONE(sink);
 
@@ -167,11 +173,17 @@ struct CountSink {
   static constexpr bool StopEarly = false;
   uint64_t n = 0;
   template <PieceType>
-  void targets(Square, Bitboard to) { n += popcount(to); }
+  void targets(Square, Bitboard to) {
+    n += popcount(to);
+  }
   template <Direction>
-  void pawn_targets(Bitboard to) { n += popcount(to); }
+  void pawn_targets(Bitboard to) {
+    n += popcount(to);
+  }
   template <Direction>
-  void promotions(Bitboard to) { n += 4 * popcount(to); }
+  void promotions(Bitboard to) {
+    n += 4 * popcount(to);
+  }
   void promotion_targets(Square, Bitboard to) { n += 4 * popcount(to); }
   void en_passant(Square, Square) { ++n; }
   void castle(Square, Square) { ++n; }

@@ -59,9 +59,12 @@ std::string to_san(const Position& pos, Move m) {
         same_rank |= rank_of(o.from_sq()) == rank_of(from);
       }
       if (others) {
-        if (!same_file) san += char('a' + file_of(from));
-        else if (!same_rank) san += char('1' + rank_of(from));
-        else san += square_name(from);
+        if (!same_file)
+          san += char('a' + file_of(from));
+        else if (!same_rank)
+          san += char('1' + rank_of(from));
+        else
+          san += square_name(from);
       }
     }
     if (capture) san += 'x';
@@ -110,15 +113,19 @@ absl::StatusOr<Move> parse_san(const Position& pos, absl::string_view input) {
   if (!s.empty() && s.back() == 'x') s.remove_suffix(1);
   int from_file = -1, from_rank = -1;
   for (char c : s) {
-    if (c >= 'a' && c <= 'h') from_file = c - 'a';
-    else if (c >= '1' && c <= '8') from_rank = c - '1';
-    else return bad(absl::StrCat("unexpected '", std::string(1, c), "'"));
+    if (c >= 'a' && c <= 'h')
+      from_file = c - 'a';
+    else if (c >= '1' && c <= '8')
+      from_rank = c - '1';
+    else
+      return bad(absl::StrCat("unexpected '", std::string(1, c), "'"));
   }
 
   Move found = Move::none();
   for (Move m : list) {
     if (m.kind() == CASTLING || m.to_sq() != to || type_of(pos.piece_on(m.from_sq())) != pt) continue;
-    if ((from_file >= 0 && file_of(m.from_sq()) != from_file) || (from_rank >= 0 && rank_of(m.from_sq()) != from_rank)) continue;
+    if ((from_file >= 0 && file_of(m.from_sq()) != from_file) || (from_rank >= 0 && rank_of(m.from_sq()) != from_rank))
+      continue;
     if ((m.kind() == PROMOTION ? m.promotion_type() : NO_PIECE_TYPE) != promo) continue;
     if (found) return bad("ambiguous: more than one legal move matches");
     found = m;

@@ -87,7 +87,8 @@ void Position::set_castling_right(Color c, Square rook_from) {
   castling_rook_[idx] = rook_from;
   const Square kto = castle_king_to(c, kfrom, rook_from);
   const Square rto = castle_rook_to(c, kfrom, rook_from);
-  castling_path_[idx] = (between_bb(rook_from, rto) | between_bb(kfrom, kto)) & ~(square_bb(kfrom) | square_bb(rook_from));
+  castling_path_[idx] =
+      (between_bb(rook_from, rto) | between_bb(kfrom, kto)) & ~(square_bb(kfrom) | square_bb(rook_from));
   castling_king_path_[idx] = between_bb(kfrom, kto);
 }
 
@@ -103,8 +104,7 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
 
   // 1. Piece placement, from rank 8 down.
   std::vector<absl::string_view> ranks = absl::StrSplit(f[0], '/');
-  if (ranks.size() != 8)
-    return fen_error("piece placement", absl::StrCat("has ", ranks.size(), " ranks; expected 8"));
+  if (ranks.size() != 8) return fen_error("piece placement", absl::StrCat("has ", ranks.size(), " ranks; expected 8"));
   for (int i = 0; i < 8; ++i) {
     const Rank r = Rank(7 - i);
     int file = 0;
@@ -120,21 +120,28 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
       if (file > 8) break;
     }
     if (file != 8)
-      return fen_error("piece placement", file > 8 ? absl::StrCat("rank ", r + 1, " has more than 8 squares")
-                                                   : absl::StrCat("rank ", r + 1, " has ", file, " squares; expected 8"));
+      return fen_error("piece placement", file > 8
+                                              ? absl::StrCat("rank ", r + 1, " has more than 8 squares")
+                                              : absl::StrCat("rank ", r + 1, " has ", file, " squares; expected 8"));
   }
   for (Color c : {WHITE, BLACK}) {
     const int kings = popcount(pos.pieces(c, KING));
     if (kings != 1)
-      return fen_error("piece placement", absl::StrCat(c == WHITE ? "white" : "black", " has ", kings, " kings; expected 1"));
+      return fen_error("piece placement",
+                       absl::StrCat(c == WHITE ? "white" : "black", " has ", kings, " kings; expected 1"));
   }
   if (pos.pieces(PAWN) & (rank_bb(RANK_1) | rank_bb(RANK_8)))
-    return fen_error("piece placement", absl::StrCat("pawn on ", square_name(lsb(pos.pieces(PAWN) & (rank_bb(RANK_1) | rank_bb(RANK_8)))), " (pawns cannot stand on the first or last rank)"));
+    return fen_error("piece placement",
+                     absl::StrCat("pawn on ", square_name(lsb(pos.pieces(PAWN) & (rank_bb(RANK_1) | rank_bb(RANK_8)))),
+                                  " (pawns cannot stand on the first or last rank)"));
 
   // 2. Side to move.
-  if (f[1] == "w") pos.side_ = WHITE;
-  else if (f[1] == "b") pos.side_ = BLACK;
-  else return fen_error("side to move", absl::StrCat("'", f[1], "' is not 'w' or 'b'"));
+  if (f[1] == "w")
+    pos.side_ = WHITE;
+  else if (f[1] == "b")
+    pos.side_ = BLACK;
+  else
+    return fen_error("side to move", absl::StrCat("'", f[1], "' is not 'w' or 'b'"));
 
   // 3. Castling: KQkq (outermost rook), or a rook's file letter (X-FEN and Shredder-FEN).
   if (f[2] != "-") {
@@ -146,24 +153,29 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
       const Square ksq = pos.king_square(c);
       const Bitboard home = rank_bb(relative_rank(c, RANK_1));
       if (!(home & square_bb(ksq)))
-        return fen_error("castling", absl::StrCat("right '", std::string(1, ch), "' but the ", who, " king is not on its first rank"));
+        return fen_error("castling", absl::StrCat("right '", std::string(1, ch), "' but the ", who,
+                                                  " king is not on its first rank"));
       const Bitboard rooks = pos.pieces(c, ROOK) & home;
       Square rsq = SQ_NONE;
       if (up == 'K' || up == 'Q') {
         const Bitboard side_rooks = rooks & (up == 'K' ? ~(square_bb(ksq) * 2 - 1) : square_bb(ksq) - 1);
         if (!side_rooks)
-          return fen_error("castling", absl::StrCat("right '", std::string(1, ch), "' but ", who, " has no rook on the ", up == 'K' ? "king" : "queen", " side of its king"));
+          return fen_error("castling",
+                           absl::StrCat("right '", std::string(1, ch), "' but ", who, " has no rook on the ",
+                                        up == 'K' ? "king" : "queen", " side of its king"));
         rsq = up == 'K' ? msb(side_rooks) : lsb(side_rooks);
       } else if (up >= 'A' && up <= 'H') {
         rsq = relative_square(c, make_square(File(up - 'A'), RANK_1));
         if (!(rooks & square_bb(rsq)))
-          return fen_error("castling", absl::StrCat("right '", std::string(1, ch), "' but there is no ", who, " rook on ", square_name(rsq)));
+          return fen_error("castling", absl::StrCat("right '", std::string(1, ch), "' but there is no ", who,
+                                                    " rook on ", square_name(rsq)));
       } else {
         return fen_error("castling", absl::StrCat("bad character '", std::string(1, ch), "'"));
       }
       const CastlingSide side = rsq > ksq ? KING_SIDE : QUEEN_SIDE;
       if (pos.st_->castling_rights & castling_right(c, side))
-        return fen_error("castling", absl::StrCat(who, " has two rights on its ", side == KING_SIDE ? "king" : "queen", " side"));
+        return fen_error("castling",
+                         absl::StrCat(who, " has two rights on its ", side == KING_SIDE ? "king" : "queen", " side"));
       pos.set_castling_right(c, rsq);
     }
   }
@@ -177,7 +189,8 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
       return fen_error("en passant", absl::StrCat(f[3], " is not on the ", us == WHITE ? "6th" : "3rd", " rank"));
     const Square pushed = ep - pawn_push(us);
     if (pos.piece_on(pushed) != make_piece(them, PAWN))
-      return fen_error("en passant", absl::StrCat(f[3], " has no ", them == WHITE ? "white" : "black", " pawn on ", square_name(pushed), " that could have just moved two squares"));
+      return fen_error("en passant", absl::StrCat(f[3], " has no ", them == WHITE ? "white" : "black", " pawn on ",
+                                                  square_name(pushed), " that could have just moved two squares"));
     if (!pos.empty(ep) || !pos.empty(ep + pawn_push(us)))
       return fen_error("en passant", absl::StrCat(f[3], ": the squares the pawn passed are not empty"));
     // Kept only when a pawn can take: otherwise equal positions would get different keys.
@@ -198,7 +211,8 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
   pos.game_ply_ = 2 * (fullmove - 1) + (pos.side_ == BLACK);
 
   if (pos.attackers_to(pos.king_square(~pos.side_)) & pos.pieces(pos.side_))
-    return fen_error("side to move", absl::StrCat("the side not to move (", pos.side_ == WHITE ? "black" : "white", ") is in check"));
+    return fen_error("side to move",
+                     absl::StrCat("the side not to move (", pos.side_ == WHITE ? "black" : "white", ") is in check"));
 
   pos.st_->checkers = pos.attackers_to(pos.king_square(pos.side_)) & pos.pieces(~pos.side_);
   pos.st_->key = pos.compute_key();
@@ -301,8 +315,7 @@ bool Position::gives_check(Move m) const {
     case EN_PASSANT: {
       const Square capsq = make_square(file_of(to), rank_of(from));
       const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(to);
-      return (pawn_attacks(us, to) & square_bb(ksq)) ||
-             (rook_attacks(ksq, after) & pieces(us, ROOK, QUEEN)) ||
+      return (pawn_attacks(us, to) & square_bb(ksq)) || (rook_attacks(ksq, after) & pieces(us, ROOK, QUEEN)) ||
              (bishop_attacks(ksq, after) & pieces(us, BISHOP, QUEEN));
     }
     case CASTLING: {
@@ -399,8 +412,7 @@ void Position::undo_move(Move m) {
       put_piece(make_piece(us, PAWN), to);
     }
     move_piece(to, from);
-    if (st_->captured != NO_PIECE)
-      put_piece(st_->captured, m.kind() == EN_PASSANT ? to - pawn_push(us) : to);
+    if (st_->captured != NO_PIECE) put_piece(st_->captured, m.kind() == EN_PASSANT ? to - pawn_push(us) : to);
   }
   st_ = st_->previous;
   --game_ply_;

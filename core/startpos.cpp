@@ -58,13 +58,16 @@ absl::StatusOr<int> number_of_backrank(absl::string_view input) {
     return absl::InvalidArgumentError(absl::StrCat("back rank '", input, "' has ", rank.size(), " pieces; expected 8"));
   for (char c : rank)
     if (absl::string_view("KQRBN").find(c) == absl::string_view::npos)
-      return absl::InvalidArgumentError(absl::StrCat("back rank '", input, "' has '", std::string(1, c), "'; only K, Q, R, B, N are allowed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("back rank '", input, "' has '", std::string(1, c), "'; only K, Q, R, B, N are allowed"));
   const auto count = [&](char c) { return int(std::count(rank.begin(), rank.end(), c)); };
   if (count('K') != 1 || count('Q') != 1 || count('R') != 2 || count('B') != 2 || count('N') != 2)
-    return absl::InvalidArgumentError(absl::StrCat("back rank '", input, "' must have exactly one K, one Q, two R, two B and two N"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("back rank '", input, "' must have exactly one K, one Q, two R, two B and two N"));
   const size_t b1 = rank.find('B'), b2 = rank.find('B', b1 + 1);
   if ((b1 + b2) % 2 == 0)
-    return absl::InvalidArgumentError(absl::StrCat("back rank '", input, "' has both bishops on squares of one colour"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("back rank '", input, "' has both bishops on squares of one colour"));
   const size_t r1 = rank.find('R'), r2 = rank.find('R', r1 + 1), k = rank.find('K');
   if (k < r1 || k > r2)
     return absl::InvalidArgumentError(absl::StrCat("back rank '", input, "' does not have the king between the rooks"));
@@ -103,7 +106,8 @@ absl::StatusOr<int> number_of_fen(absl::string_view fen) {
   const std::string want = *startpos_fen(*n);
   const std::string got = pos->fen();
   if (got.substr(0, got.rfind(' ', got.rfind(' ') - 1)) != want.substr(0, want.rfind(' ', want.rfind(' ') - 1)))
-    return absl::InvalidArgumentError(absl::StrCat("'", fen, "' is not a Chess960 start position (expected ", want, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", fen, "' is not a Chess960 start position (expected ", want, ")"));
   return *n;
 }
 
@@ -120,10 +124,12 @@ absl::StatusOr<std::vector<int>> parse_sp_ranges(absl::string_view spec) {
   for (absl::string_view part : absl::StrSplit(spec, ',')) {
     int lo = 0, hi = 0;
     const size_t dash = part.find('-');
-    const bool ok = dash == absl::string_view::npos ? parse(part, lo) && parse(part, hi)
-                                                   : parse(part.substr(0, dash), lo) && parse(part.substr(dash + 1), hi);
+    const bool ok = dash == absl::string_view::npos
+                        ? parse(part, lo) && parse(part, hi)
+                        : parse(part.substr(0, dash), lo) && parse(part.substr(dash + 1), hi);
     if (!ok)
-      return absl::InvalidArgumentError(absl::StrCat("start positions: '", part, "' is not a number or range within 0..959"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("start positions: '", part, "' is not a number or range within 0..959"));
     if (lo > hi) return absl::InvalidArgumentError(absl::StrCat("start positions: range '", part, "' runs backwards"));
     for (int i = lo; i <= hi; ++i) out.insert(i);
   }

@@ -68,7 +68,8 @@ absl::StatusOr<std::vector<PerftCase>> parse_perft_suite(absl::string_view text)
         c.expected.push_back(e);
       }
       if (c.expected.empty())
-        return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": no ';D<depth> <nodes>' entries after the FEN"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("line ", line_no, ": no ';D<depth> <nodes>' entries after the FEN"));
       cases.push_back(std::move(c));
     }
   }

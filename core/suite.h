@@ -3,17 +3,17 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace c960 {
 
 struct PerftCase {
   std::string id;  // from an "id" line, else "line N"
   std::string fen;
-  int line = 0;  // 1-based line of the FEN in the input
+  int line = 0;                                    // 1-based line of the FEN in the input
   std::vector<std::pair<int, uint64_t>> expected;  // (depth, nodes), in input order
 };
 

@@ -11,17 +11,23 @@ using Key = uint64_t;
 
 enum Color : uint8_t { WHITE, BLACK, COLOR_NB = 2 };
 
-enum PieceType : uint8_t {
-  NO_PIECE_TYPE, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING,
-  ALL_PIECES = 0,
-  PIECE_TYPE_NB = 8
-};
+enum PieceType : uint8_t { NO_PIECE_TYPE, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING, ALL_PIECES = 0, PIECE_TYPE_NB = 8 };
 
 // Colour in bit 3, type in bits 0..2, so type_of/color_of are one mask or shift.
 enum Piece : uint8_t {
   NO_PIECE,
-  W_PAWN = PAWN, W_KNIGHT, W_BISHOP, W_ROOK, W_QUEEN, W_KING,
-  B_PAWN = PAWN + 8, B_KNIGHT, B_BISHOP, B_ROOK, B_QUEEN, B_KING,
+  W_PAWN = PAWN,
+  W_KNIGHT,
+  W_BISHOP,
+  W_ROOK,
+  W_QUEEN,
+  W_KING,
+  B_PAWN = PAWN + 8,
+  B_KNIGHT,
+  B_BISHOP,
+  B_ROOK,
+  B_QUEEN,
+  B_KING,
   PIECE_NB = 16
 };
 
@@ -44,9 +50,14 @@ enum File : uint8_t { FILE_A, FILE_B, FILE_C, FILE_D, FILE_E, FILE_F, FILE_G, FI
 enum Rank : uint8_t { RANK_1, RANK_2, RANK_3, RANK_4, RANK_5, RANK_6, RANK_7, RANK_8, RANK_NB };
 
 enum Direction : int8_t {
-  NORTH = 8, EAST = 1, SOUTH = -NORTH, WEST = -EAST,
-  NORTH_EAST = NORTH + EAST, SOUTH_EAST = SOUTH + EAST,
-  SOUTH_WEST = SOUTH + WEST, NORTH_WEST = NORTH + WEST
+  NORTH = 8,
+  EAST = 1,
+  SOUTH = -NORTH,
+  WEST = -EAST,
+  NORTH_EAST = NORTH + EAST,
+  SOUTH_EAST = SOUTH + EAST,
+  SOUTH_WEST = SOUTH + WEST,
+  NORTH_WEST = NORTH + WEST
 };
 
 enum CastlingSide : uint8_t { KING_SIDE, QUEEN_SIDE, CASTLING_SIDE_NB };
@@ -54,8 +65,12 @@ enum CastlingSide : uint8_t { KING_SIDE, QUEEN_SIDE, CASTLING_SIDE_NB };
 // One bit per (colour, side); index = 2 * colour + side, as castling_index() computes.
 enum CastlingRights : uint8_t {
   NO_CASTLING = 0,
-  WHITE_OO = 1, WHITE_OOO = 2, BLACK_OO = 4, BLACK_OOO = 8,
-  WHITE_CASTLING = WHITE_OO | WHITE_OOO, BLACK_CASTLING = BLACK_OO | BLACK_OOO,
+  WHITE_OO = 1,
+  WHITE_OOO = 2,
+  BLACK_OO = 4,
+  BLACK_OOO = 8,
+  WHITE_CASTLING = WHITE_OO | WHITE_OOO,
+  BLACK_CASTLING = BLACK_OO | BLACK_OOO,
   ANY_CASTLING = WHITE_CASTLING | BLACK_CASTLING,
   CASTLING_RIGHT_NB = 16
 };

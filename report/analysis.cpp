@@ -67,7 +67,9 @@ Histogram make_histogram(const SelfPlayTable& table, double win, double draw, do
       const double mean = win + 0.5 * draw, sd = std::sqrt(per_game_var / double(n));
       double below = 0;
       for (size_t b = 0; b < bins; ++b) {
-        const double upper = b + 1 == bins ? 1.0 : (sd > 0 ? 1 - normal_sf((h.edges[b + 1] - mean) / sd) : double(h.edges[b + 1] > mean));
+        const double upper =
+            b + 1 == bins ? 1.0
+                          : (sd > 0 ? 1 - normal_sf((h.edges[b + 1] - mean) / sd) : double(h.edges[b + 1] > mean));
         h.expected[b] += upper - below;
         below = upper;
       }
@@ -122,7 +124,8 @@ ReferenceComparison compare(const SelfPlayTable& table, const SelfPlayTable& ref
   std::vector<double> x, y;
   for (size_t i = 0; i < table.rows.size(); ++i) {
     auto it = index.find(key_of(table.rows[i].key));
-    if (it == index.end() || table.rows[i].counts.games() == 0 || reference.rows[it->second].counts.games() == 0) continue;
+    if (it == index.end() || table.rows[i].counts.games() == 0 || reference.rows[it->second].counts.games() == 0)
+      continue;
     ReferencePoint p{i, it->second, table.rows[i].counts.score(), reference.rows[it->second].counts.score(), false};
     p.disagree = p.score.lo > p.reference_score.hi || p.score.hi < p.reference_score.lo;
     c.disagreements += p.disagree;

@@ -45,7 +45,7 @@ struct ReferencePoint {
 };
 
 struct ReferenceComparison {
-  std::vector<ReferencePoint> points;  // positions in both tables with games in both
+  std::vector<ReferencePoint> points;                           // positions in both tables with games in both
   double pearson = kNaN, pearson_lo = kNaN, pearson_hi = kNaN;  // with a 95% interval (Fisher's z)
   double spearman = kNaN;
   int disagreements = 0;

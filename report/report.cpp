@@ -39,9 +39,12 @@ std::string json_string(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') out += {'\\', c};
-    else if (u < 0x20 || c == '<' || c == '>' || c == '&') out += absl::StrFormat("\\u%04x", u);
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (u < 0x20 || c == '<' || c == '>' || c == '&')
+      out += absl::StrFormat("\\u%04x", u);
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -140,11 +143,11 @@ std::string heatmap_legend(const std::string& what) {
 // --- self-play ---
 
 std::string position_row(const SelfPlayRow& r, const PositionResult& pr, size_t rank, bool with_tests) {
-  std::string out = absl::StrCat("<tr><td>", rank, "</td><td>", html(r.key.id), "</td><td class=\"br\">",
-                                 backrank(r.key.sp), "</td><td>", count(r.counts.games()), "</td><td>",
-                                 count(r.counts.white_wins), "</td><td>", count(r.counts.draws), "</td><td>",
-                                 count(r.counts.black_wins), "</td><td>", fixed(pr.score.value), "</td><td>",
-                                 interval_text(pr.score), "</td><td>", interval_bar(pr.score), "</td>");
+  std::string out =
+      absl::StrCat("<tr><td>", rank, "</td><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp),
+                   "</td><td>", count(r.counts.games()), "</td><td>", count(r.counts.white_wins), "</td><td>",
+                   count(r.counts.draws), "</td><td>", count(r.counts.black_wins), "</td><td>", fixed(pr.score.value),
+                   "</td><td>", interval_text(pr.score), "</td><td>", interval_bar(pr.score), "</td>");
   if (with_tests)
     absl::StrAppend(&out, "<td>", fixed(r.counts.draw_rate()), "</td><td>", fixed(r.mean_plies, 1), "</td><td>",
                     p_value(pr.p), "</td><td>", p_value(pr.p_holm), "</td><td>", p_value(pr.q_bh), "</td>");
@@ -185,16 +188,16 @@ intervals.</li></ul></section>
 std::string summary_section(const SelfPlayAnalysis& a) {
   std::string b;
   const selfplay::Interval elo = a.total.elo();
-  absl::StrAppend(&b, "<section id=\"summary\" class=\"cards\">",
-                  "<div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">", a.by_score.size(),
-                  "</div></div><div class=\"card\"><div class=\"k\">games</div><div class=\"v\">",
-                  count(a.total.games()), "</div></div><div class=\"card\"><div class=\"k\">White's score</div><div class=\"v\">",
-                  fixed(a.total_score.value), "</div><div class=\"s\">95%: ", interval_text(a.total_score),
-                  "</div></div><div class=\"card\"><div class=\"k\">Elo (White)</div><div class=\"v\">", fixed(elo.value, 1),
-                  "</div><div class=\"s\">95%: ", fixed(elo.lo, 1), " &hellip; ", fixed(elo.hi, 1),
-                  "</div></div><div class=\"card\"><div class=\"k\">W / D / L</div><div class=\"v\">",
-                  fixed(100 * a.win, 1), " / ", fixed(100 * a.draw, 1), " / ", fixed(100 * a.loss, 1),
-                  " %</div></div></section>\n");
+  absl::StrAppend(
+      &b, "<section id=\"summary\" class=\"cards\">",
+      "<div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">", a.by_score.size(),
+      "</div></div><div class=\"card\"><div class=\"k\">games</div><div class=\"v\">", count(a.total.games()),
+      "</div></div><div class=\"card\"><div class=\"k\">White's score</div><div class=\"v\">",
+      fixed(a.total_score.value), "</div><div class=\"s\">95%: ", interval_text(a.total_score),
+      "</div></div><div class=\"card\"><div class=\"k\">Elo (White)</div><div class=\"v\">", fixed(elo.value, 1),
+      "</div><div class=\"s\">95%: ", fixed(elo.lo, 1), " &hellip; ", fixed(elo.hi, 1),
+      "</div></div><div class=\"card\"><div class=\"k\">W / D / L</div><div class=\"v\">", fixed(100 * a.win, 1), " / ",
+      fixed(100 * a.draw, 1), " / ", fixed(100 * a.loss, 1), " %</div></div></section>\n");
   return b;
 }
 
@@ -204,15 +207,15 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
   const ChiSquareTest& h = a.homogeneity;
   absl::StrAppend(&b, "<section id=\"tests\"><h2>Does the start position matter?</h2>");
   if (h.dof > 0) {
-    absl::StrAppend(
-        &b, "<p class=\"verdict\">Chi-square test that all ", h.rows,
-        " positions share one win/draw/loss distribution: &chi;&sup2; = ", fixed(h.statistic, 1), " with ", h.dof,
-        " degrees of freedom, <b>p = ", p_value(h.p_value), "</b>; by ", a.permutations,
-        " permutations of the games among the positions, <b>p = ", p_value(a.permutation_p), "</b>.</p>");
+    absl::StrAppend(&b, "<p class=\"verdict\">Chi-square test that all ", h.rows,
+                    " positions share one win/draw/loss distribution: &chi;&sup2; = ", fixed(h.statistic, 1), " with ",
+                    h.dof, " degrees of freedom, <b>p = ", p_value(h.p_value), "</b>; by ", a.permutations,
+                    " permutations of the games among the positions, <b>p = ", p_value(a.permutation_p), "</b>.</p>");
     if (h.share_expected_below_5 > 0.2)
-      absl::StrAppend(&b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
-                      "% of the expected counts are below 5 (smallest ", fixed(h.min_expected, 2),
-                      "), so the chi-square distribution is only a rough guide here: trust the permutation p-value.</p>");
+      absl::StrAppend(
+          &b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
+          "% of the expected counts are below 5 (smallest ", fixed(h.min_expected, 2),
+          "), so the chi-square distribution is only a rough guide here: trust the permutation p-value.</p>");
     int64_t duplicates = 0;
     for (const SelfPlayRow& r : t.rows) duplicates += r.duplicates;
     if (duplicates > 0)
@@ -267,7 +270,8 @@ std::string groups_section(const SelfPlayAnalysis& a) {
          "tests on the same games).</p><div class=\"groups\">";
     for (const GroupSummary& g : a.groups) {
       absl::StrAppend(&b, "<table class=\"group\"><caption>", html(g.factor), ": p = ", p_value(g.test.p_value),
-                      "</caption><thead><tr><th>", html(g.factor), "</th><th>games</th><th>score</th><th>95% interval</th>"
+                      "</caption><thead><tr><th>", html(g.factor),
+                      "</th><th>games</th><th>score</th><th>95% interval</th>"
                       "<th class=\"bar\">0 &hellip; 1</th></tr></thead><tbody>");
       for (const auto& [label, c] : g.groups) {
         const selfplay::Interval s = c.score();
@@ -300,7 +304,8 @@ std::string extremes_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) 
 }
 
 // Reference.
-std::string reference_section(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o, const SelfPlayTable* ref) {
+std::string reference_section(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
+                              const SelfPlayTable* ref) {
   std::string b;
   if (a.reference && ref) {
     const ReferenceComparison& c = *a.reference;
@@ -309,12 +314,14 @@ std::string reference_section(const SelfPlayTable& t, const SelfPlayAnalysis& a,
                     " positions in both tables. Pearson correlation of the scores <b>r = ", fixed(c.pearson),
                     "</b> (95%: ", fixed(c.pearson_lo), " &hellip; ", fixed(c.pearson_hi),
                     ", Fisher's z); Spearman's rank correlation <b>&rho; = ", fixed(c.spearman), "</b>. ",
-                    c.disagreements, " positions disagree beyond their intervals (the two 95% intervals do not overlap).</p>",
+                    c.disagreements,
+                    " positions disagree beyond their intervals (the two 95% intervals do not overlap).</p>",
                     "<div class=\"chart\"><canvas id=\"scatter\"></canvas></div>");
     if (c.disagreements) {
-      b += "<table class=\"positions\" id=\"disagreements\"><thead><tr><th>position</th><th>back rank</th><th>games</th>"
-           "<th>score</th><th>95% interval</th><th>reference games</th><th>reference score</th><th>95% interval</th>"
-           "</tr></thead><tbody>";
+      b +=
+          "<table class=\"positions\" id=\"disagreements\"><thead><tr><th>position</th><th>back rank</th><th>games</th>"
+          "<th>score</th><th>95% interval</th><th>reference games</th><th>reference score</th><th>95% interval</th>"
+          "</tr></thead><tbody>";
       for (const ReferencePoint& p : c.points) {
         if (!p.disagree) continue;
         const SelfPlayRow& r = t.rows[p.row];
@@ -335,9 +342,9 @@ std::string positions_section(const SelfPlayTable& t, const SelfPlayAnalysis& a)
   std::string b;
   const size_t shown = std::min(a.by_score.size(), kMaxTableRows);
   absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by score</h2>",
-                  shown < a.by_score.size()
-                      ? absl::StrCat("<p class=\"note\">The first ", shown, " of ", a.by_score.size(), " positions.</p>")
-                      : "",
+                  shown < a.by_score.size() ? absl::StrCat("<p class=\"note\">The first ", shown, " of ",
+                                                           a.by_score.size(), " positions.</p>")
+                                            : "",
                   "<table class=\"positions\" id=\"positions\">", positions_header(true), "<tbody>\n");
   for (size_t i = 0; i < shown; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, true);
   b += "</tbody></table></section>\n";
@@ -369,8 +376,9 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   b += metadata_section(o.metadata, extra);
 
   b += kSelfPlayMethods;
-  return b + "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
-             "</footer>";
+  return b +
+         "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
+         "</footer>";
 }
 
 std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o) {
@@ -380,9 +388,10 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   std::sort(dev.begin(), dev.end());
   double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
   half = std::max(half, 0.02);
-  std::string d = absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(a.total_score.value - half),
-                               ",", json_number(a.total_score.value), ",", json_number(a.total_score.value + half),
-                               "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
+  std::string d =
+      absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(a.total_score.value - half), ",",
+                   json_number(a.total_score.value), ",", json_number(a.total_score.value + half),
+                   "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
   bool first = true;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const SelfPlayRow& r = t.rows[i];
@@ -391,7 +400,8 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     const selfplay::Interval& s = a.positions[i].score;
     std::vector<std::string> lines = {absl::StrCat(r.key.sp, " ", backrank(r.key.sp))};
     if (c.games()) {
-      lines.push_back(absl::StrCat("games ", c.games(), " (W ", c.white_wins, ", D ", c.draws, ", L ", c.black_wins, ")"));
+      lines.push_back(
+          absl::StrCat("games ", c.games(), " (W ", c.white_wins, ", D ", c.draws, ", L ", c.black_wins, ")"));
       lines.push_back(absl::StrFormat("score %.3f, 95%% interval %.3f-%.3f", s.value, s.lo, s.hi));
     } else {
       lines.push_back("no games");
@@ -410,13 +420,15 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   for (size_t i = 0; i < h.expected.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(h.expected[i]));
   d += "]}";
   if (a.reference) {
-    absl::StrAppend(&d, ",\n\"scatter\":{\"x\":\"score\",\"y\":",
-                    json_string(absl::StrCat("score in ", o.reference_name.empty() ? "the reference" : o.reference_name)),
-                    ",\"points\":[");
+    absl::StrAppend(
+        &d, ",\n\"scatter\":{\"x\":\"score\",\"y\":",
+        json_string(absl::StrCat("score in ", o.reference_name.empty() ? "the reference" : o.reference_name)),
+        ",\"points\":[");
     for (size_t i = 0; i < a.reference->points.size(); ++i) {
       const ReferencePoint& p = a.reference->points[i];
-      absl::StrAppend(&d, i ? "," : "", "{\"x\":", json_number(p.score.value), ",\"y\":", json_number(p.reference_score.value),
-                      ",\"id\":", json_string(t.rows[p.row].key.id), ",\"disagree\":", p.disagree ? "true" : "false", "}");
+      absl::StrAppend(&d, i ? "," : "", "{\"x\":", json_number(p.score.value),
+                      ",\"y\":", json_number(p.reference_score.value), ",\"id\":", json_string(t.rows[p.row].key.id),
+                      ",\"disagree\":", p.disagree ? "true" : "false", "}");
     }
     d += "]}";
   }
@@ -428,8 +440,10 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
 std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std::string& title) {
   std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
   const int deepest = a.depths.back();
-  absl::StrAppend(&b, "<section id=\"summary\" class=\"cards\"><div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">",
-                  a.positions.size(), "</div></div><div class=\"card\"><div class=\"k\">depths</div><div class=\"v\">");
+  absl::StrAppend(
+      &b,
+      "<section id=\"summary\" class=\"cards\"><div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">",
+      a.positions.size(), "</div></div><div class=\"card\"><div class=\"k\">depths</div><div class=\"v\">");
   for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&b, i ? ", " : "", a.depths[i]);
   absl::StrAppend(&b, "</div></div><div class=\"card\"><div class=\"k\">nodes at depth ", deepest,
                   "</div><div class=\"v\">", grouped(a.total.at(deepest)), "</div></div></section>\n");
@@ -461,7 +475,8 @@ std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std
                     "<div id=\"heatmap\" class=\"c960-heatmap\"></div>",
                     heatmap_legend("Colour: log10 of the node count at the deepest depth; grey: not in the table."),
                     "</section>\n");
-  absl::StrAppend(&b, "<section id=\"counts\"><h2>Nodes by position</h2><div class=\"chart\"><canvas id=\"counts-chart\">",
+  absl::StrAppend(&b,
+                  "<section id=\"counts\"><h2>Nodes by position</h2><div class=\"chart\"><canvas id=\"counts-chart\">",
                   "</canvas></div><p class=\"legend\">Node count at depth ", deepest,
                   " of each position in the table's order.</p></section>\n");
 
@@ -472,8 +487,8 @@ std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std
   if (a.depths.size() > 1) b += "<th>growth</th>";
   b += "</tr></thead><tbody>\n";
   for (const auto& p : a.positions) {
-    absl::StrAppend(&b, "<tr><td>", html(p.key.id), "</td><td class=\"br\">", backrank(p.key.sp), "</td><td class=\"fen\">",
-                    html(p.key.fen), "</td>");
+    absl::StrAppend(&b, "<tr><td>", html(p.key.id), "</td><td class=\"br\">", backrank(p.key.sp),
+                    "</td><td class=\"fen\">", html(p.key.fen), "</td>");
     for (int d : a.depths) {
       auto it = p.nodes.find(d);
       absl::StrAppend(&b, "<td class=\"num\">", it == p.nodes.end() ? "" : grouped(it->second), "</td>");
@@ -482,14 +497,16 @@ std::string perft_body(const PerftAnalysis& a, const ReportOptions& o, const std
       const int prev = a.depths[a.depths.size() - 2];
       auto x = p.nodes.find(prev), y = p.nodes.find(deepest);
       const bool ok = x != p.nodes.end() && y != p.nodes.end() && x->second > 0;
-      absl::StrAppend(&b, "<td>", ok ? absl::StrFormat("&times;%.2f", double(y->second) / double(x->second)) : "", "</td>");
+      absl::StrAppend(&b, "<td>", ok ? absl::StrFormat("&times;%.2f", double(y->second) / double(x->second)) : "",
+                      "</td>");
     }
     b += "</tr>\n";
   }
   b += "</tbody></table></section>\n";
   b += metadata_section(o.metadata, "");
-  return b + "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
-             "</footer>";
+  return b +
+         "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
+         "</footer>";
 }
 
 std::string perft_data(const PerftAnalysis& a) {
@@ -502,8 +519,8 @@ std::string perft_data(const PerftAnalysis& a) {
     }
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (hi - lo < 1e-9) hi = lo + 1;
-  std::string d = absl::StrCat("{\"kind\":\"perft\",\"depth\":", deepest, ",\"heatmap\":{\"domain\":[", json_number(lo), ",",
-                               json_number((lo + hi) / 2), ",", json_number(hi),
+  std::string d = absl::StrCat("{\"kind\":\"perft\",\"depth\":", deepest, ",\"heatmap\":{\"domain\":[", json_number(lo),
+                               ",", json_number((lo + hi) / 2), ",", json_number(hi),
                                "],\"palette\":\"sequential\",\"legend\":\"log10 nodes\",\"rows\":[");
   std::string counts = "\"counts\":{\"labels\":[", values = "],\"values\":[";
   bool first = true, first_count = true;
@@ -514,8 +531,8 @@ std::string perft_data(const PerftAnalysis& a) {
     absl::StrAppend(&values, first_count ? "" : ",", json_number(double(it->second)));
     first_count = false;
     if (p.key.sp < 0) continue;
-    absl::StrAppend(&d, first ? "" : ",", "\n{\"sp\":", p.key.sp, ",\"value\":",
-                    json_number(it->second > 0 ? std::log10(double(it->second)) : 0), ",\"lines\":[",
+    absl::StrAppend(&d, first ? "" : ",", "\n{\"sp\":", p.key.sp,
+                    ",\"value\":", json_number(it->second > 0 ? std::log10(double(it->second)) : 0), ",\"lines\":[",
                     json_string(absl::StrCat(p.key.sp, " ", backrank(p.key.sp))), ",",
                     json_string(absl::StrCat("depth ", deepest, ": ", to_string(it->second), " nodes")), "]}");
     first = false;
@@ -523,7 +540,8 @@ std::string perft_data(const PerftAnalysis& a) {
   absl::StrAppend(&d, "]},\n", counts, values, "]},\n\"growth\":{\"depths\":[");
   for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&d, i ? "," : "", a.depths[i]);
   d += "],\"totals\":[";
-  for (size_t i = 0; i < a.depths.size(); ++i) absl::StrAppend(&d, i ? "," : "", json_number(double(a.total.at(a.depths[i]))));
+  for (size_t i = 0; i < a.depths.size(); ++i)
+    absl::StrAppend(&d, i ? "," : "", json_number(double(a.total.at(a.depths[i]))));
   return d + "]}}";
 }
 
@@ -534,7 +552,8 @@ Metadata spec_metadata(const selfplay::SelfPlaySpec& s) {
   m.emplace_back("engine", s.engine);
   if (!s.options.empty()) {
     std::string o;
-    for (const selfplay::UciOptionValue& v : s.options) absl::StrAppend(&o, o.empty() ? "" : ", ", v.name, "=", v.value);
+    for (const selfplay::UciOptionValue& v : s.options)
+      absl::StrAppend(&o, o.empty() ? "" : ", ", v.name, "=", v.value);
     m.emplace_back("engine options", o);
   }
   m.emplace_back("limit per move", s.limits.nodes   ? absl::StrCat(s.limits.nodes, " nodes")
@@ -546,11 +565,12 @@ Metadata spec_metadata(const selfplay::SelfPlaySpec& s) {
   m.emplace_back("seed", absl::StrCat(s.seed));
   const selfplay::Adjudication& a = s.adjudication;
   m.emplace_back("adjudication",
-                 absl::StrCat(a.draw_moves ? absl::StrCat("draw after ", a.draw_moves, " moves within ", a.draw_score_cp,
-                                                          " cp from ply ", a.draw_min_ply)
+                 absl::StrCat(a.draw_moves ? absl::StrCat("draw after ", a.draw_moves, " moves within ",
+                                                          a.draw_score_cp, " cp from ply ", a.draw_min_ply)
                                            : "no draw adjudication",
                               "; ",
-                              a.resign_moves ? absl::StrCat("resign after ", a.resign_moves, " moves beyond ", a.resign_score_cp, " cp")
+                              a.resign_moves ? absl::StrCat("resign after ", a.resign_moves, " moves beyond ",
+                                                            a.resign_score_cp, " cp")
                                              : "no resign adjudication",
                               s.max_plies ? absl::StrCat("; draw at ply ", s.max_plies) : ""));
   return m;
@@ -564,7 +584,8 @@ absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const R
     if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("reference table: ", r.status().message()));
     reference = std::move(*r);
   }
-  const SelfPlayAnalysis a = analyse_selfplay(table, reference ? &*reference : nullptr, {options.seed, options.permutations});
+  const SelfPlayAnalysis a =
+      analyse_selfplay(table, reference ? &*reference : nullptr, {options.seed, options.permutations});
   if (a.total.games() == 0) return absl::InvalidArgumentError("the self-play table has no games");
   const std::string title = options.title.empty() ? "c960 self-play report" : options.title;
   return page(title, selfplay_body(table, a, options, reference ? &*reference : nullptr, title),
@@ -573,7 +594,8 @@ absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const R
 
 absl::StatusOr<std::string> report_from_data(const PerftTable& table, const ReportOptions& options) {
   if (table.rows.empty()) return absl::InvalidArgumentError("the perft table has no positions");
-  if (!options.reference_csv.empty()) return absl::InvalidArgumentError("a reference table goes with self-play tables only");
+  if (!options.reference_csv.empty())
+    return absl::InvalidArgumentError("a reference table goes with self-play tables only");
   const PerftAnalysis a = analyse_perft(table);
   const std::string title = options.title.empty() ? "c960 perft report" : options.title;
   return page(title, perft_body(a, options, title), perft_data(a));

@@ -13,8 +13,8 @@
 namespace c960::report {
 
 struct ReportOptions {
-  std::string title;       // default: "c960 self-play report" / "c960 perft report"
-  Metadata metadata;       // shown in order: engine, options, limits, seed, version, dates, ...
+  std::string title;           // default: "c960 self-play report" / "c960 perft report"
+  Metadata metadata;           // shown in order: engine, options, limits, seed, version, dates, ...
   std::string reference_csv;   // self-play only: another self-play table to compare with
   std::string reference_name;  // how the report names it (e.g. its file name)
   uint64_t seed = 1;           // of the permutation test: the same input gives the same file

@@ -33,10 +33,14 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage(a + " needs a value");
     const std::string v = argv[++i];
-    if (a == "--from") from = v;
-    else if (a == "--out") out = v;
-    else if (a == "--reference") reference = v;
-    else if (a == "--title") options.title = v;
+    if (a == "--from")
+      from = v;
+    else if (a == "--out")
+      out = v;
+    else if (a == "--reference")
+      reference = v;
+    else if (a == "--title")
+      options.title = v;
     else if (a == "--meta") {
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) return usage("--meta: expected KEY=VALUE, got '" + v + "'");

@@ -1,8 +1,8 @@
 #include "report/stats.h"
 
-#include <algorithm>
 #include <math.h>  // lgamma_r
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -250,7 +250,8 @@ std::vector<double> points_pmf(int n, double win, double draw, double loss) {
   for (int g = 0; g < n; ++g) {
     const int top = 2 * (g + 1);
     for (int k = 0; k <= top; ++k)
-      next[size_t(k)] = loss * (k <= 2 * g ? pmf[size_t(k)] : 0) + draw * (k >= 1 && k - 1 <= 2 * g ? pmf[size_t(k - 1)] : 0) +
+      next[size_t(k)] = loss * (k <= 2 * g ? pmf[size_t(k)] : 0) +
+                        draw * (k >= 1 && k - 1 <= 2 * g ? pmf[size_t(k - 1)] : 0) +
                         win * (k >= 2 ? pmf[size_t(k - 2)] : 0);
     std::swap(pmf, next);
   }

@@ -19,8 +19,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 double gamma_p(double a, double x);
 double gamma_q(double a, double x);
 
-double normal_sf(double z);            // P(Z > z) for a standard normal Z
-double normal_two_sided_p(double z);   // P(|Z| >= |z|)
+double normal_sf(double z);                  // P(Z > z) for a standard normal Z
+double normal_two_sided_p(double z);         // P(|Z| >= |z|)
 double chi_square_sf(double x, double dof);  // P(X > x) for X ~ chi-square(dof)
 
 struct ChiSquareTest {
@@ -49,7 +49,7 @@ std::vector<double> benjamini_hochberg_adjust(const std::vector<double>& p);
 
 // Correlations of paired samples; NaN when undefined (fewer than 2 pairs, or no variance).
 double pearson(const std::vector<double>& x, const std::vector<double>& y);
-std::vector<double> average_ranks(const std::vector<double>& x);  // 1-based; ties share the mean rank
+std::vector<double> average_ranks(const std::vector<double>& x);              // 1-based; ties share the mean rank
 double spearman(const std::vector<double>& x, const std::vector<double>& y);  // Pearson of the ranks
 
 // The distribution of White's points, in half points 0..2n, over n independent games that White

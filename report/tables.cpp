@@ -125,7 +125,8 @@ absl::StatusOr<NodeCount> read_count(const Record& r, size_t column, const std::
     }
     v = v * 10 + NodeCount(c - '0');
   }
-  if (!ok) return cell_error(r, column, name, absl::StrCat("'", s, "' is not a node count (a whole number below 2^128)"));
+  if (!ok)
+    return cell_error(r, column, name, absl::StrCat("'", s, "' is not a node count (a whole number below 2^128)"));
   return v;
 }
 
@@ -178,13 +179,13 @@ class Seen {
  public:
   absl::Status add(const Record& r, const PositionKey& key, const std::string& suffix = "") {
     if (auto [it, fresh] = ids_.emplace(key.id + suffix, r.line); !fresh)
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", r.line, ": position '", key.id, "'", suffix.empty() ? "" : " at this depth",
-                       " appears twice (also line ", it->second, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": position '", key.id, "'",
+                                                     suffix.empty() ? "" : " at this depth",
+                                                     " appears twice (also line ", it->second, ")"));
     if (key.sp >= 0)
       if (auto [it, fresh] = sps_.emplace(absl::StrCat(key.sp, suffix), r.line); !fresh)
-        return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": start position ", key.sp,
-                                                       " appears twice (also line ", it->second, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("line ", r.line, ": start position ", key.sp, " appears twice (also line ", it->second, ")"));
     return absl::OkStatus();
   }
 
@@ -215,7 +216,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
   const std::vector<std::string> names = {"sp", "fen", "games", "white_wins", "draws", "black_wins"};
   absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "self-play");
   if (!cols.ok()) return cols.status();
-  const std::optional<size_t> plies_col = h.find("mean_plies"), dup_col = h.find("duplicates"), rank_col = h.find("rank");
+  const std::optional<size_t> plies_col = h.find("mean_plies"), dup_col = h.find("duplicates"),
+                              rank_col = h.find("rank");
   SelfPlayTable table;
   std::vector<size_t> term_cols;
   if (rank_col)
@@ -236,8 +238,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       continue;
     }
     if (all_row)
-      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a position after the 'all' row (line ",
-                                                     all_row->line, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", r.line, ": a position after the 'all' row (line ", all_row->line, ")"));
     if (id.empty()) return cell_error(r, (*cols)[0], "sp", "empty");
     SelfPlayRow row;
     row.key = resolve_key(id, r.fields[(*cols)[1]]);
@@ -318,9 +320,9 @@ absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text) {
     if (move_col) {
       const std::string move_key = absl::StrCat(id, at_depth, "/", r.fields[*move_col]);
       if (auto [it, fresh] = move_seen.emplace(move_key, r.line); !fresh)
-        return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": move '", r.fields[*move_col], "' of position '",
-                                                       id, "' at depth ", *depth, " appears twice (also line ",
-                                                       it->second, ")"));
+        return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": move '", r.fields[*move_col],
+                                                       "' of position '", id, "' at depth ", *depth,
+                                                       " appears twice (also line ", it->second, ")"));
       if (auto it = row_of.find(id + at_depth); it != row_of.end()) {
         table.rows[it->second].nodes += *nodes;
         continue;

@@ -14,9 +14,9 @@ namespace c960::selfplay {
 namespace {
 
 constexpr absl::string_view kTerminationNames[] = {
-    "checkmate",    "stalemate",        "threefold_repetition", "fifty_move_rule", "insufficient_material",
-    "max_plies",    "adjudicated_draw", "adjudicated_resign",   "illegal_move",    "engine_crash",
-    "engine_hang",  "engine_error"};
+    "checkmate",   "stalemate",        "threefold_repetition", "fifty_move_rule", "insufficient_material",
+    "max_plies",   "adjudicated_draw", "adjudicated_resign",   "illegal_move",    "engine_crash",
+    "engine_hang", "engine_error"};
 static_assert(std::size(kTerminationNames) == size_t(Termination::kCount));
 
 // The PGN standard's Termination values.
@@ -47,9 +47,7 @@ bool last_scores(const std::vector<std::optional<int>>& scores, int last, int n,
 }
 
 // PGN strings escape backslash and quote.
-std::string pgn_escape(absl::string_view s) {
-  return absl::StrReplaceAll(s, {{"\\", "\\\\"}, {"\"", "\\\""}});
-}
+std::string pgn_escape(absl::string_view s) { return absl::StrReplaceAll(s, {{"\\", "\\\\"}, {"\"", "\\\""}}); }
 
 }  // namespace
 
@@ -157,8 +155,8 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
     MoveList legal;
     generate_legal(pos, legal);
     if (!legal.contains(options.opening[i]))
-      return absl::InvalidArgumentError(absl::StrCat("opening move ", i + 1, " (", to_uci(options.opening[i]),
-                                                     ") is not legal in ", pos.fen()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("opening move ", i + 1, " (", to_uci(options.opening[i]), ") is not legal in ", pos.fen()));
     play(options.opening[i], std::nullopt);
   }
   game.opening_plies = game.plies();
@@ -244,8 +242,10 @@ std::string to_pgn(const GameRecord& game, const GameOptions& options) {
   std::deque<StateInfo> states;
   for (size_t i = 0; i < game.moves.size(); ++i) {
     const Move m = game.moves[i];
-    if (pos.side_to_move() == WHITE) word(absl::StrCat(pos.fullmove_number(), "."));
-    else if (i == 0) word(absl::StrCat(pos.fullmove_number(), "..."));
+    if (pos.side_to_move() == WHITE)
+      word(absl::StrCat(pos.fullmove_number(), "."));
+    else if (i == 0)
+      word(absl::StrCat(pos.fullmove_number(), "..."));
     word(to_san(pos, m));
     pos.do_move(m, states.emplace_back());
   }

@@ -5,14 +5,13 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/position.h"
-
 
 namespace c960::selfplay {
 
@@ -49,7 +48,7 @@ struct MoveLimits {
 // What a player answers. A failure makes it lose the game; `detail` explains it.
 struct PlayerMove {
   Move move = Move::none();
-  std::optional<int> score_cp;  // side to move's view; mates as +-(100000 - plies)
+  std::optional<int> score_cp;                // side to move's view; mates as +-(100000 - plies)
   Termination failure = Termination::kCount;  // kIllegalMove, kEngineCrash, kEngineHang, kEngineError or kCount (none)
   std::string detail;
   bool failed() const { return failure != Termination::kCount; }
@@ -59,9 +58,9 @@ constexpr int kMateScoreCp = 100000;
 
 // What a player sees when asked for a move.
 struct MoveRequest {
-  Position& pos;  // the current position, history linked behind it; a player must leave it as it found it
-  absl::string_view start_fen;      // Shredder-FEN of the start position
-  const std::vector<Move>& moves;   // the moves from start_fen to pos
+  Position& pos;                // the current position, history linked behind it; a player must leave it as it found it
+  absl::string_view start_fen;  // Shredder-FEN of the start position
+  const std::vector<Move>& moves;  // the moves from start_fen to pos
   MoveLimits limits;
   uint64_t random = 0;  // fresh per move from the game's seed, for players that sample moves
 };

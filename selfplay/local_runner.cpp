@@ -22,7 +22,8 @@ absl::Status check_engine(const SelfPlaySpec& spec) {
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
                                                    const std::function<void(const PlayedGame&)>& on_game) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
-  if (threads < 1 || threads > 1024) return absl::InvalidArgumentError(absl::StrCat("threads: ", threads, " is not in 1..1024"));
+  if (threads < 1 || threads > 1024)
+    return absl::InvalidArgumentError(absl::StrCat("threads: ", threads, " is not in 1..1024"));
   std::vector<PlayedGame> games;
   for (int sp : spec.positions)
     for (int i = 0; i < spec.games_per_position; ++i) games.push_back(PlayedGame{sp, i, {}});

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "selfplay/game.h"
-#include "core/prng.h"
 #include "core/engine/search.h"
+#include "core/prng.h"
+#include "selfplay/game.h"
 #include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {

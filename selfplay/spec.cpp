@@ -3,9 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/movegen.h"
-#include "selfplay/players.h"
 #include "core/prng.h"
 #include "core/startpos.h"
+#include "selfplay/players.h"
 
 namespace c960::selfplay {
 namespace {
@@ -33,17 +33,20 @@ absl::Status SelfPlaySpec::validate() const {
   if (engine == kBuiltinEngine && !options.empty()) return bad("options", "the built-in engine takes no UCI options");
   const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0);
   if (kinds != 1) return bad("limits", "give exactly one of nodes, depth, movetime");
-  if (limits.depth < 0 || limits.depth > kMaxDepthLimit) return bad("depth", limits.depth, " is not in 1..", kMaxDepthLimit);
+  if (limits.depth < 0 || limits.depth > kMaxDepthLimit)
+    return bad("depth", limits.depth, " is not in 1..", kMaxDepthLimit);
   if (limits.movetime_ms < 0 || limits.movetime_ms > kMaxMovetimeMs)
     return bad("movetime", limits.movetime_ms, " is not in 1..", kMaxMovetimeMs, " ms");
   if (limits.nodes > kMaxNodesLimit) return bad("nodes", limits.nodes, " is more than 2^40");
-  if (random_plies < 0 || random_plies > kMaxRandomPlies) return bad("random_plies", random_plies, " is not in 0..", kMaxRandomPlies);
+  if (random_plies < 0 || random_plies > kMaxRandomPlies)
+    return bad("random_plies", random_plies, " is not in 0..", kMaxRandomPlies);
   if (node_jitter_percent < 0 || node_jitter_percent > kMaxNodeJitterPercent)
     return bad("node_jitter_percent", node_jitter_percent, " is not in 0..", kMaxNodeJitterPercent);
   if (node_jitter_percent && !limits.nodes) return bad("node_jitter_percent", "only applies with a nodes limit");
   if (sample_margin_cp < 0 || sample_margin_cp > kMaxSampleMarginCp)
     return bad("sample_margin_cp", sample_margin_cp, " is not in 0..", kMaxSampleMarginCp);
-  if (sample_margin_cp && engine != kBuiltinEngine) return bad("sample_margin_cp", "only the built-in engine samples moves");
+  if (sample_margin_cp && engine != kBuiltinEngine)
+    return bad("sample_margin_cp", "only the built-in engine samples moves");
   if (max_plies < 0 || max_plies > kMaxPlyLimit) return bad("max_plies", max_plies, " is not in 0..", kMaxPlyLimit);
   if (max_plies && max_plies <= random_plies) return bad("max_plies", "must be more than random_plies");
   const Adjudication& a = adjudication;
@@ -52,11 +55,13 @@ absl::Status SelfPlaySpec::validate() const {
   if (a.draw_score_cp < 0 || a.draw_score_cp > kMaxDrawScoreCp)
     return bad("adjudication.draw_score_cp", a.draw_score_cp, " is not in 0..", kMaxDrawScoreCp);
   if (a.draw_min_ply < 0) return bad("adjudication.draw_min_ply", "negative");
-  if (a.draw_min_ply > kMaxDrawMinPly) return bad("adjudication.draw_min_ply", a.draw_min_ply, " is more than ", kMaxDrawMinPly);
+  if (a.draw_min_ply > kMaxDrawMinPly)
+    return bad("adjudication.draw_min_ply", a.draw_min_ply, " is more than ", kMaxDrawMinPly);
   if (a.resign_moves < 0 || a.resign_moves > kMaxAdjudicationMoves)
     return bad("adjudication.resign_moves", a.resign_moves, " is not in 0..", kMaxAdjudicationMoves);
   if (a.resign_score_cp < kMinResignScoreCp || a.resign_score_cp > kMaxResignScoreCp)
-    return bad("adjudication.resign_score_cp", a.resign_score_cp, " is not in ", kMinResignScoreCp, "..", kMaxResignScoreCp);
+    return bad("adjudication.resign_score_cp", a.resign_score_cp, " is not in ", kMinResignScoreCp, "..",
+               kMaxResignScoreCp);
   if (hash_mb < 1 || hash_mb > kMaxHashMb) return bad("hash_mb", hash_mb, " is not in 1..", kMaxHashMb);
   if (engine_timeout_ms < kMinEngineTimeoutMs || engine_timeout_ms > kMaxEngineTimeoutMs)
     return bad("engine_timeout_ms", engine_timeout_ms, " is not in ", kMinEngineTimeoutMs, "..", kMaxEngineTimeoutMs);
@@ -64,14 +69,15 @@ absl::Status SelfPlaySpec::validate() const {
 }
 
 std::string describe(const SelfPlaySpec& s) {
-  std::string limit = s.limits.nodes ? absl::StrCat("nodes ", s.limits.nodes)
+  std::string limit = s.limits.nodes   ? absl::StrCat("nodes ", s.limits.nodes)
                       : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
                                        : absl::StrCat("movetime ", s.limits.movetime_ms);
   std::vector<std::string> opts;
   for (const UciOptionValue& o : s.options) opts.push_back(absl::StrCat(o.name, "=", o.value));
-  return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ", limit,
-                      ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
-                      s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ", s.seed);
+  return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ",
+                      limit, ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
+                      s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ",
+                      s.seed);
 }
 
 uint64_t game_seed(uint64_t spec_seed, int sp, int game_index) {

@@ -49,15 +49,15 @@ struct SelfPlaySpec {
   std::vector<int> positions;  // start position numbers, 0..959
   int games_per_position = 1;
   std::string engine = std::string(kBuiltinEngine);  // "builtin" or the path of a UCI engine
-  std::vector<UciOptionValue> options;             // UCI options (UCI engines only)
-  MoveLimits limits;                                // exactly one of nodes, depth, movetime
-  int random_plies = 0;          // random legal moves at the start of each game
-  int node_jitter_percent = 0;   // per-move node limit varies by up to this much (nodes limit only)
-  int sample_margin_cp = 0;      // built-in engine: pick among root moves within this of the best
+  std::vector<UciOptionValue> options;               // UCI options (UCI engines only)
+  MoveLimits limits;                                 // exactly one of nodes, depth, movetime
+  int random_plies = 0;                              // random legal moves at the start of each game
+  int node_jitter_percent = 0;                       // per-move node limit varies by up to this much (nodes limit only)
+  int sample_margin_cp = 0;                          // built-in engine: pick among root moves within this of the best
   uint64_t seed = 0;
-  int max_plies = 0;             // 0 = no limit
+  int max_plies = 0;  // 0 = no limit
   Adjudication adjudication;
-  int hash_mb = kDefaultHashMb;  // built-in engine's hash per player
+  int hash_mb = kDefaultHashMb;                     // built-in engine's hash per player
   int engine_timeout_ms = kDefaultEngineTimeoutMs;  // UCI engines: time allowed beyond movetime before "hung"
 
   // Every field checked; the error names the field.

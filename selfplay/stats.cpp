@@ -28,9 +28,12 @@ std::string json_number(double x, int decimals) {
 std::string json_string(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += {'\\', c};
-    else if (static_cast<unsigned char>(c) < 0x20) out += absl::StrFormat("\\u%04x", c);
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += absl::StrFormat("\\u%04x", c);
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -66,9 +69,9 @@ Interval ResultCounts::score(double z) const {
   // Score interval: n (s - p)^2 - z^2 V(p) <= 0 on each piece of V (see stats.h).
   const double dr = d / n;
   const double a = n + z2, ns2 = n * s * s;
-  double lo = s, hi = s;  // s itself is always inside: V(s) >= 0
-  add_roots_within(a, -(2 * n * s + 0.5 * z2), ns2, 0.0, dr / 2, &lo, &hi);                 // V = p/2 - p^2
-  add_roots_within(a, -(2 * n * s + z2), ns2 + z2 * dr / 4, dr / 2, 1 - dr / 2, &lo, &hi);   // V = p - p^2 - D/4
+  double lo = s, hi = s;                                                     // s itself is always inside: V(s) >= 0
+  add_roots_within(a, -(2 * n * s + 0.5 * z2), ns2, 0.0, dr / 2, &lo, &hi);  // V = p/2 - p^2
+  add_roots_within(a, -(2 * n * s + z2), ns2 + z2 * dr / 4, dr / 2, 1 - dr / 2, &lo, &hi);  // V = p - p^2 - D/4
   add_roots_within(a, -(2 * n * s + 1.5 * z2), ns2 + 0.5 * z2, 1 - dr / 2, 1.0, &lo, &hi);  // V = (1-p)(p-1/2)
 
   // Agresti-Coull type: z^2/2 pseudo-wins and pseudo-losses.
@@ -175,9 +178,10 @@ std::string SelfPlayStats::to_csv() const {
   const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r) {
     const Interval s = p.counts.score(), e = p.counts.elo();
     absl::StrAppend(&out, sp, ",", fen, ",", p.counts.games(), ",", p.counts.white_wins, ",", p.counts.draws, ",",
-                    p.counts.black_wins, ",", csv_number(s.value, 4), ",", csv_number(s.lo, 4), ",", csv_number(s.hi, 4),
-                    ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",", csv_number(e.hi, 1), ",",
-                    csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1), ",", p.duplicates, ",", r);
+                    p.counts.black_wins, ",", csv_number(s.value, 4), ",", csv_number(s.lo, 4), ",",
+                    csv_number(s.hi, 4), ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",",
+                    csv_number(e.hi, 1), ",", csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1),
+                    ",", p.duplicates, ",", r);
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     out += "\n";
   };
@@ -198,8 +202,8 @@ std::string SelfPlayStats::to_json() const {
                                  ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
                                  ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
                                  ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4),
-                                 ", \"mean_plies\": ", json_number(p.mean_plies(), 1), ", \"duplicates\": ", p.duplicates,
-                                 ", \"terminations\": {");
+                                 ", \"mean_plies\": ", json_number(p.mean_plies(), 1),
+                                 ", \"duplicates\": ", p.duplicates, ", \"terminations\": {");
     for (size_t t = 0; t < p.terminations.size(); ++t)
       absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
     return o + "}}";
@@ -207,8 +211,9 @@ std::string SelfPlayStats::to_json() const {
   std::string out = "{\"positions\": [";
   bool first = true;
   for (const auto& [sp, p] : positions_) {
-    absl::StrAppend(&out, first ? "\n  " : ",\n  ",
-                    object(p, absl::StrCat("\"sp\": ", sp, ", \"fen\": ", json_string(p.fen), ", \"rank\": ", rank[sp], ", ")));
+    absl::StrAppend(
+        &out, first ? "\n  " : ",\n  ",
+        object(p, absl::StrCat("\"sp\": ", sp, ", \"fen\": ", json_string(p.fen), ", \"rank\": ", rank[sp], ", ")));
     first = false;
   }
   absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");

@@ -5,13 +5,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -43,7 +43,8 @@ std::vector<absl::string_view> words(absl::string_view line) {
 
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  if (WIFSIGNALED(status))
+    return absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
   return "stopped";
 }
 
@@ -84,8 +85,10 @@ absl::StatusOr<UciOptionDecl> parse_option_decl(absl::string_view line) {
     while (i + 1 < w.size() && w[i + 1] != "default" && w[i + 1] != "min" && w[i + 1] != "max" && w[i + 1] != "var")
       value.push_back(w[++i]);
     const std::string v = absl::StrJoin(value, " ");
-    if (key == "default") d.default_value = v;
-    else if (key == "var") d.vars.push_back(v);
+    if (key == "default")
+      d.default_value = v;
+    else if (key == "var")
+      d.vars.push_back(v);
     else if (key == "min" || key == "max") {
       long long n;
       if (!parse_number(v, n))
@@ -172,7 +175,9 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::start(const UciConfig& con
     return absl::InvalidArgumentError(absl::StrCat("engine '", config.path, "' does not declare option UCI_Chess960"));
   for (const UciOptionValue& o : config.options) {
     const UciOptionDecl* d = find(o.name);
-    if (!d) return absl::InvalidArgumentError(absl::StrCat("option ", o.name, ": engine '", e->id_name_, "' has no such option"));
+    if (!d)
+      return absl::InvalidArgumentError(
+          absl::StrCat("option ", o.name, ": engine '", e->id_name_, "' has no such option"));
     if (absl::Status s = check_option_value(*d, o.value); !s.ok()) return s;
   }
   if (absl::Status s = e->send("setoption name UCI_Chess960 value true"); !s.ok()) return s;
@@ -193,8 +198,10 @@ UciEngine::~UciEngine() {
     // A polite quit first: a well-behaved engine exits within milliseconds.
     for (int i = 0; i < 50 && pid_ > 0; ++i) {
       int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (waitpid(pid_, &status, WNOHANG) == pid_)
+        pid_ = -1;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   kill_and_reap();
@@ -204,8 +211,7 @@ void UciEngine::kill_and_reap() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
     if (exit_description_.empty()) exit_description_ = describe_wait_status(status);
     pid_ = -1;
   }
@@ -227,8 +233,8 @@ absl::Status UciEngine::fail_dead(absl::string_view doing) {
     }
   }
   kill_and_reap();
-  return absl::UnavailableError(absl::StrCat("engine ", exit_description_.empty() ? "closed its output" : exit_description_,
-                                             " while ", doing));
+  return absl::UnavailableError(
+      absl::StrCat("engine ", exit_description_.empty() ? "closed its output" : exit_description_, " while ", doing));
 }
 
 absl::Status UciEngine::send(absl::string_view line) {
@@ -276,16 +282,18 @@ absl::StatusOr<std::string> UciEngine::read_line(int timeout_ms) {
   }
 }
 
-absl::StatusOr<std::string> UciEngine::wait_for(absl::string_view word, int timeout_ms, std::vector<std::string>* seen) {
+absl::StatusOr<std::string> UciEngine::wait_for(absl::string_view word, int timeout_ms,
+                                                std::vector<std::string>* seen) {
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   while (true) {
-    const int left = int(std::max<long long>(
-        1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+    const int left = int(
+        std::max<long long>(1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
     absl::StatusOr<std::string> line = read_line(left);
     if (!line.ok()) {
       if (absl::IsUnavailable(line.status())) return fail_dead(absl::StrCat("we waited for '", word, "'"));
       if (absl::IsDeadlineExceeded(line.status()))
-        return absl::DeadlineExceededError(absl::StrCat("engine sent no '", word, "' within ", timeout_ms, " ms; killed"));
+        return absl::DeadlineExceededError(
+            absl::StrCat("engine sent no '", word, "' within ", timeout_ms, " ms; killed"));
       return line.status();
     }
     const std::vector<absl::string_view> w = words(*line);
@@ -327,8 +335,10 @@ absl::StatusOr<UciSearchReply> UciEngine::go(absl::string_view fen, const std::v
       if (iw[i] != "score") continue;
       int v;
       if (!parse_number(iw[i + 2], v) || v < -kMateScoreCp / 2 || v > kMateScoreCp / 2) continue;  // ignore nonsense
-      if (iw[i + 1] == "cp") reply.score_cp = v;
-      else if (iw[i + 1] == "mate") reply.score_cp = v > 0 ? kMateScoreCp - (2 * v - 1) : -kMateScoreCp - 2 * v;
+      if (iw[i + 1] == "cp")
+        reply.score_cp = v;
+      else if (iw[i + 1] == "mate")
+        reply.score_cp = v > 0 ? kMateScoreCp - (2 * v - 1) : -kMateScoreCp - 2 * v;
     }
   }
   return reply;

@@ -7,11 +7,10 @@
 //   kFailedPrecondition the engine broke the protocol (e.g. bestmove without a move)
 #pragma once
 
-#include <sys/types.h>
-
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,8 +29,8 @@ absl::StatusOr<UciOptionValue> parse_option_assignment(absl::string_view text);
 struct UciConfig {
   std::string path;
   std::vector<UciOptionValue> options;
-  int init_timeout_ms = 10000;   // uci/uciok and isready/readyok
-  int move_margin_ms = 30000;    // a search may take its movetime plus this, or this without movetime
+  int init_timeout_ms = 10000;  // uci/uciok and isready/readyok
+  int move_margin_ms = 30000;   // a search may take its movetime plus this, or this without movetime
 };
 
 // An option as the engine declares it ("option name Hash type spin default 16 min 1 max 33554432").
@@ -54,8 +53,8 @@ struct UciGoLimits {
 };
 
 struct UciSearchReply {
-  std::string bestmove;              // as sent, e.g. "e1h1"
-  std::optional<int> score_cp;       // the last "info ... score" seen; mates as +-(100000 - plies)
+  std::string bestmove;         // as sent, e.g. "e1h1"
+  std::optional<int> score_cp;  // the last "info ... score" seen; mates as +-(100000 - plies)
 };
 
 class UciEngine {
@@ -73,7 +72,8 @@ class UciEngine {
   absl::Status new_game();  // ucinewgame, isready
   // position fen FEN moves ...; go with the limits. FEN should be Shredder-FEN and moves in
   // king-takes-rook UCI form.
-  absl::StatusOr<UciSearchReply> go(absl::string_view fen, const std::vector<std::string>& moves, const UciGoLimits& limits);
+  absl::StatusOr<UciSearchReply> go(absl::string_view fen, const std::vector<std::string>& moves,
+                                    const UciGoLimits& limits);
 
  private:
   UciEngine() = default;
@@ -81,8 +81,9 @@ class UciEngine {
   // The next line within deadline_ms; kUnavailable at EOF, kDeadlineExceeded on timeout.
   absl::StatusOr<std::string> read_line(int timeout_ms);
   // Reads until a line whose first word is `word`; returns that line.
-  absl::StatusOr<std::string> wait_for(absl::string_view word, int timeout_ms, std::vector<std::string>* seen = nullptr);
-  absl::Status fail_dead(absl::string_view doing);   // turns EOF into a message with the exit status
+  absl::StatusOr<std::string> wait_for(absl::string_view word, int timeout_ms,
+                                       std::vector<std::string>* seen = nullptr);
+  absl::Status fail_dead(absl::string_view doing);  // turns EOF into a message with the exit status
   void kill_and_reap();
 
   UciConfig config_;

@@ -1,7 +1,7 @@
 #include "core/bitboard.h"
 
-#include "gtest/gtest.h"
 #include "core/prng.h"
+#include "gtest/gtest.h"
 
 namespace c960 {
 namespace {

@@ -1,9 +1,9 @@
 // Every Chess960 castling case and condition, on positions written for it. Perft counts were
 // cross-checked with Stockfish 15.1 (go perft, UCI_Chess960 true).
-#include "gtest/gtest.h"
 #include "core/movegen.h"
 #include "core/notation.h"
 #include "core/perft.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -93,9 +93,7 @@ TEST(Castling, TheRookMayCrossAnAttackedSquare) {
   EXPECT_EQ(perft(pos, 4), 57729u);
 }
 
-TEST(Castling, NotOutOfCheck) {
-  EXPECT_FALSE(has_move(pos_of("4r1k1/8/8/8/8/8/8/4K2R w H - 0 1"), "e1h1"));
-}
+TEST(Castling, NotOutOfCheck) { EXPECT_FALSE(has_move(pos_of("4r1k1/8/8/8/8/8/8/4K2R w H - 0 1"), "e1h1")); }
 
 TEST(Castling, TheOtherRookBlocksTheRooksLandingSquare) {
   // The h-side rook on d1 stands where the a-side rook must land: a-side castling is blocked.

@@ -118,8 +118,8 @@ struct Captured {
 };
 
 TEST(CliArgs, HelpAnywhereWins) {
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"--help"}, {"--one", "x", "-h"}, {"--bogus", "--help"}, {"a", "b", "--help"}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"--one", "x", "-h"}, {"--bogus", "--help"}, {"a", "b", "--help"}}) {
     Captured c;
     ParsedArgs p;
     EXPECT_EQ(parse_command(kSpec, args, c.io, &p), std::optional<int>(kExitOk));
@@ -236,18 +236,19 @@ TEST(CliClient, RetriesBackOffExponentiallyUpToTheCap) {
   // A refusal is final at once; a transient failure followed by an answer is an answer.
   calls = 0;
   waits.clear();
-  s = call_with_retry([&] { return ++calls, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no"); }, true, policy, sleep);
+  s = call_with_retry([&] { return ++calls, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no"); }, true, policy,
+                      sleep);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(calls, 1);
   EXPECT_TRUE(waits.empty());
   calls = 0;
-  s = call_with_retry(
-      [&] { return ++calls < 3 ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "") : grpc::Status::OK; }, false, policy,
-      sleep);
+  s = call_with_retry([&] { return ++calls < 3 ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "") : grpc::Status::OK; },
+                      false, policy, sleep);
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(calls, 3);
   calls = 0;
-  s = call_with_retry([&] { return ++calls, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""); }, false, policy, sleep);
+  s = call_with_retry([&] { return ++calls, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""); }, false, policy,
+                      sleep);
   EXPECT_EQ(calls, 1) << "a call that may have done its work is not repeated";
   EXPECT_EQ(next_backoff_ms(3000, policy), 5000);
 }
@@ -314,8 +315,11 @@ TEST(CliSelfPlayOptions, LimitsComeFromTheSpec) {
   EXPECT_EQ(defaults->adjudication.draw_score_cp, kDefaultDrawScoreCp);
   EXPECT_EQ(defaults->adjudication.resign_score_cp, kDefaultResignScoreCp);
   EXPECT_TRUE(selfplay_spec({"--nodes", "1", "--games-per-position", std::to_string(kMaxGamesPerPosition)}).ok());
-  EXPECT_EQ(selfplay_spec({"--nodes", "1", "--games-per-position", std::to_string(kMaxGamesPerPosition + 1)}).status().message(),
-            absl::StrCat("--games-per-position: ", kMaxGamesPerPosition + 1, " is out of range 1..", kMaxGamesPerPosition));
+  EXPECT_EQ(
+      selfplay_spec({"--nodes", "1", "--games-per-position", std::to_string(kMaxGamesPerPosition + 1)})
+          .status()
+          .message(),
+      absl::StrCat("--games-per-position: ", kMaxGamesPerPosition + 1, " is out of range 1..", kMaxGamesPerPosition));
 }
 
 TEST(CliSelfPlayOptions, HelpShowsTheSpecsLimits) {
@@ -383,7 +387,8 @@ TEST(CliRun, OutputFilesGoThroughTheWriter) {
             kExitOk)
       << err;
   EXPECT_EQ(out, absl::StrCat("wrote ", dir.file("t.csv"), "\n"));
-  EXPECT_EQ(slurp(dir.file("t.csv")), "sp,fen,depth,nodes\n518,rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1,1,20\n");
+  EXPECT_EQ(slurp(dir.file("t.csv")),
+            "sp,fen,depth,nodes\n518,rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1,1,20\n");
   // An unwritable output is bad input, found before any work.
   const std::string bad = dir.file("missing/t.csv");
   EXPECT_EQ(run_captured({"perft", "--table", "--depth", "1", "--sps", "518", "--out", bad}, &out, &err), kExitUsage);

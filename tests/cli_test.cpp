@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "gtest/gtest.h"
 #include "core/notation.h"
 #include "core/perft.h"
+#include "gtest/gtest.h"
 #include "tests/process.h"
 #include "tests/test_util.h"
 
@@ -31,15 +31,19 @@ void expect_usage_error(const std::vector<std::string>& args, const std::string&
   std::string joined;
   for (const auto& a : args) joined += a + " ";
   EXPECT_EQ(r.exit_code, 2) << joined << "\nstderr: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << joined << "\nstderr: " << r.err << "(expected '" << needle << "')";
+  EXPECT_NE(r.err.find(needle), std::string::npos)
+      << joined << "\nstderr: " << r.err << "(expected '" << needle << "')";
 }
 
 TEST(Cli, Startpos) {
   EXPECT_EQ(c960({"startpos", "518"}).out, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n");
   EXPECT_EQ(c960({"startpos", "601", "--shredder"}).out, "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1\n");
   EXPECT_EQ(c960({"startpos", "--number", "RQNBBKRN"}).out, "601\n");
-  EXPECT_EQ(c960({"startpos", "--number", "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN", "w", "GAga", "-", "0", "1"}).out, "601\n");
-  const test::RunResult a = c960({"startpos", "--random", "--seed", "99"}), b = c960({"startpos", "--random", "--seed", "99"});
+  EXPECT_EQ(
+      c960({"startpos", "--number", "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN", "w", "GAga", "-", "0", "1"}).out,
+      "601\n");
+  const test::RunResult a = c960({"startpos", "--random", "--seed", "99"}),
+                        b = c960({"startpos", "--random", "--seed", "99"});
   EXPECT_EQ(a.exit_code, 0);
   EXPECT_EQ(a.out, b.out);
   const int n = std::stoi(a.out);
@@ -74,8 +78,9 @@ TEST(Cli, PerftDivideLooksLikeStockfish) {
 }
 
 TEST(Cli, PerftWithMoves) {
-  const test::RunResult r = c960({"perft", "--depth", "2", "--fen", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-                                  "--moves", "e2e4", "e7e5", "g1f3"});
+  const test::RunResult r =
+      c960({"perft", "--depth", "2", "--fen", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "--moves",
+            "e2e4", "e7e5", "g1f3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Position pos = test::pos_of("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2");
   EXPECT_EQ(lines(r.out).back(), "Nodes searched: " + std::to_string(perft(pos, 2)));
@@ -86,7 +91,8 @@ TEST(Cli, PerftBadInput) {
   expect_usage_error({"perft", "--depth", "x", "--sp", "518"}, "--depth: 'x' is not an integer");
   expect_usage_error({"perft", "--depth", "99", "--sp", "518"}, "--depth: 99 is out of range");
   expect_usage_error({"perft", "--depth", "3"}, "exactly one of --fen and --sp");
-  expect_usage_error({"perft", "--depth", "3", "--sp", "1", "--fen", "8/8/8/8/8/8/8/8 w - -"}, "exactly one of --fen and --sp");
+  expect_usage_error({"perft", "--depth", "3", "--sp", "1", "--fen", "8/8/8/8/8/8/8/8 w - -"},
+                     "exactly one of --fen and --sp");
   expect_usage_error({"perft", "--depth", "3", "--sp", "1000"}, "--sp: 1000 is out of range");
   expect_usage_error({"perft", "--depth", "3", "--fen", "8/8/8/8/8/8/8/8", "w", "-", "-"}, "kings");
   expect_usage_error({"perft", "--depth", "3", "--sp", "518", "--moves", "e2e5"}, "--moves: move 'e2e5' is not legal");
@@ -98,7 +104,8 @@ TEST(Cli, PerftBadInput) {
   expect_usage_error({"perft", "--depth", "2", "--sp", "1", "--out", "x.csv"}, "--out only goes with --table");
   expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--hash", "1048576"}, "--hash: cannot allocate");
   expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--hash", "-1"}, "--hash: -1 is out of range");
-  expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--zobrist-seed", "0"}, "--zobrist-seed: 0 is out of range");
+  expect_usage_error({"perft", "--depth", "1", "--sp", "0", "--zobrist-seed", "0"},
+                     "--zobrist-seed: 0 is out of range");
   expect_usage_error({"nonsense"}, "unknown command");
 }
 
@@ -111,7 +118,8 @@ std::string write_temp(const std::string& text) {
 }
 
 TEST(Cli, PerftSuiteExitCodes) {
-  const std::string good = write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 400 ;D3 8958\n");
+  const std::string good =
+      write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 400 ;D3 8958\n");
   const test::RunResult ok = c960({"perft", "--epd", good});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("0 mismatches"), std::string::npos) << ok.out;
@@ -119,7 +127,8 @@ TEST(Cli, PerftSuiteExitCodes) {
   const std::string bad = write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 401\n");
   const test::RunResult mismatch = c960({"perft", "--epd", bad});
   EXPECT_EQ(mismatch.exit_code, 1);
-  EXPECT_NE(mismatch.out.find("MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400"),
+  EXPECT_NE(mismatch.out.find(
+                "MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400"),
             std::string::npos)
       << mismatch.out;
 
@@ -135,7 +144,8 @@ TEST(Cli, PerftSuiteExitCodes) {
 
 TEST(Cli, PerftTableCsv) {
   const std::string out = write_temp("");
-  const test::RunResult r = c960({"perft", "--table", "--depth", "3", "--sps", "0-4,518,959", "--out", out, "--threads", "2"});
+  const test::RunResult r =
+      c960({"perft", "--table", "--depth", "3", "--sps", "0-4,518,959", "--out", out, "--threads", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(out), std::string::npos);
   const std::vector<std::string> l = lines(test::slurp(out));

@@ -7,13 +7,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/engine/eval.h"
-#include "gtest/gtest.h"
-#include "tests/mate_prover.h"
+#include "core/engine/search.h"
 #include "core/movegen.h"
 #include "core/notation.h"
-#include "selfplay/players.h"
-#include "core/engine/search.h"
 #include "core/startpos.h"
+#include "gtest/gtest.h"
+#include "selfplay/players.h"
+#include "tests/mate_prover.h"
 
 namespace c960::engine {
 namespace {
@@ -35,9 +35,12 @@ std::vector<MateCase> load_mates() {
     c.fen = line.substr(0, bm);
     for (absl::string_view field : absl::StrSplit(line.substr(bm + 1), ';', absl::SkipWhitespace())) {
       field = absl::StripAsciiWhitespace(field);
-      if (absl::ConsumePrefix(&field, "bm ")) c.bm = absl::StrSplit(field, ' ', absl::SkipEmpty());
-      else if (absl::ConsumePrefix(&field, "dm ")) c.n = std::stoi(std::string(field));
-      else if (absl::ConsumePrefix(&field, "id ")) c.id = std::string(field);
+      if (absl::ConsumePrefix(&field, "bm "))
+        c.bm = absl::StrSplit(field, ' ', absl::SkipEmpty());
+      else if (absl::ConsumePrefix(&field, "dm "))
+        c.n = std::stoi(std::string(field));
+      else if (absl::ConsumePrefix(&field, "id "))
+        c.id = std::string(field);
     }
     out.push_back(c);
   }
@@ -149,7 +152,8 @@ std::string flip_fen(const std::string& fen) {
   std::string board;
   for (const std::string& r : ranks) {
     if (!board.empty()) board += '/';
-    for (char c : r) board += std::isupper(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : char(std::toupper(c));
+    for (char c : r)
+      board += std::isupper(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : char(std::toupper(c));
   }
   return board + (f[1] == "w" ? " b " : " w ") + f[2] + " " + f[3] + " 0 1";
 }
@@ -183,11 +187,12 @@ TEST(Engine, NeverLosesToARandomMover) {
     selfplay::GameOptions options;
     options.max_plies = 400;
     const bool engine_white = g % 2 == 0;
-    absl::StatusOr<selfplay::GameRecord> game =
-        engine_white ? selfplay::play_game(fen, engine, random, limits, {}, options)
-                     : selfplay::play_game(fen, random, engine, {}, limits, options);
+    absl::StatusOr<selfplay::GameRecord> game = engine_white
+                                                    ? selfplay::play_game(fen, engine, random, limits, {}, options)
+                                                    : selfplay::play_game(fen, random, engine, {}, limits, options);
     ASSERT_TRUE(game.ok()) << game.status();
-    const selfplay::GameResult loss = engine_white ? selfplay::GameResult::kBlackWins : selfplay::GameResult::kWhiteWins;
+    const selfplay::GameResult loss =
+        engine_white ? selfplay::GameResult::kBlackWins : selfplay::GameResult::kWhiteWins;
     EXPECT_NE(game->result, loss) << game->pgn;
     wins += game->result != selfplay::GameResult::kDraw;
   }

@@ -1,9 +1,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "core/startpos.h"
 #include "core/suite.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -31,7 +31,8 @@ TEST(Fen, RoundTripsInEveryDialect_StartPositions) {
 }
 
 TEST(Fen, RoundTripsInEveryDialect_Suites) {
-  for (const char* file : {"chess960_midgame.epd", "chess960_edge_cases.epd", "shakmaty_tricky.perft", "standard.epd"}) {
+  for (const char* file :
+       {"chess960_midgame.epd", "chess960_edge_cases.epd", "shakmaty_tricky.perft", "standard.epd"}) {
     absl::StatusOr<std::vector<PerftCase>> cases = parse_perft_suite(test::read_data(file));
     ASSERT_TRUE(cases.ok());
     for (const PerftCase& c : *cases) expect_round_trip(c.fen);
@@ -41,7 +42,8 @@ TEST(Fen, RoundTripsInEveryDialect_Suites) {
 TEST(Fen, ExactOutput) {
   const std::string kiwi = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1";
   EXPECT_EQ(test::pos_of(kiwi).fen(), kiwi);
-  EXPECT_EQ(test::pos_of(kiwi).fen(FenDialect::kShredder), "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w HAha - 0 1");
+  EXPECT_EQ(test::pos_of(kiwi).fen(FenDialect::kShredder),
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w HAha - 0 1");
   // X-FEN: a file letter where the castling rook is not the outermost one on its side.
   const Position p = test::pos_of("4k3/8/8/8/8/8/8/RR2K2R w BH - 0 1");
   EXPECT_EQ(p.fen(), "4k3/8/8/8/8/8/8/RR2K2R w KB - 0 1");
@@ -66,31 +68,31 @@ TEST(Fen, BadInputIsRejectedWithTheFieldNamed) {
       {"", "field count"},
       {"8/8/8/8/8/8/8/8 w - - 0", "field count"},
       {"4k3/8/8/8/8/8/8/4K3 w - - 0 1 extra", "field count"},
-      {"4k3/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},           // 7 ranks
-      {"4k3/8/8/8/8/8/8/4K3/8 w - - 0 1", "piece placement"},       // 9 ranks
-      {"4k3/8/8/8/8/8/8/4K4 w - - 0 1", "piece placement"},         // 9 squares
-      {"4k3/8/8/8/8/8/8/4K2 w - - 0 1", "piece placement"},         // 7 squares
-      {"4k3/8/8/8/8/8/8/4K2X w - - 0 1", "piece placement"},        // bad letter
-      {"4k3/8/8/8/8/8/8/4K02 w - - 0 1", "piece placement"},        // digit 0
-      {"4k3/8/8/8/8/8/8/4K9 w - - 0 1", "piece placement"},         // digit 9
-      {"8/8/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},           // no black king
-      {"4k3/8/8/8/8/8/8/4KK2 w - - 0 1", "piece placement"},        // two white kings
-      {"4k3/8/8/8/8/8/8/P3K3 w - - 0 1", "piece placement"},        // pawn on rank 1
-      {"3pk3/8/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},        // pawn on rank 8
+      {"4k3/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},      // 7 ranks
+      {"4k3/8/8/8/8/8/8/4K3/8 w - - 0 1", "piece placement"},  // 9 ranks
+      {"4k3/8/8/8/8/8/8/4K4 w - - 0 1", "piece placement"},    // 9 squares
+      {"4k3/8/8/8/8/8/8/4K2 w - - 0 1", "piece placement"},    // 7 squares
+      {"4k3/8/8/8/8/8/8/4K2X w - - 0 1", "piece placement"},   // bad letter
+      {"4k3/8/8/8/8/8/8/4K02 w - - 0 1", "piece placement"},   // digit 0
+      {"4k3/8/8/8/8/8/8/4K9 w - - 0 1", "piece placement"},    // digit 9
+      {"8/8/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},      // no black king
+      {"4k3/8/8/8/8/8/8/4KK2 w - - 0 1", "piece placement"},   // two white kings
+      {"4k3/8/8/8/8/8/8/P3K3 w - - 0 1", "piece placement"},   // pawn on rank 1
+      {"3pk3/8/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},   // pawn on rank 8
       {"4k3/8/8/8/8/8/8/4K3 x - - 0 1", "side to move"},
       {"4k3/8/8/8/8/8/8/4K3 W - - 0 1", "side to move"},
-      {"4k3/4R3/8/8/8/8/8/4K3 w - - 0 1", "side to move"},          // black in check, white to move
-      {"4k3/8/8/8/8/8/8/4K3 w K - 0 1", "castling"},                // no rook
-      {"4k3/8/8/8/8/8/8/R3K3 w K - 0 1", "castling"},               // rook on the wrong side
-      {"4k3/8/8/8/8/8/8/4K2R w A - 0 1", "castling"},               // no rook on a1
-      {"4k3/8/8/8/8/8/4K3/7R w H - 0 1", "castling"},               // king off its rank
-      {"4k3/8/8/8/8/8/8/4K2R w KH - 0 1", "castling"},              // same right twice
+      {"4k3/4R3/8/8/8/8/8/4K3 w - - 0 1", "side to move"},  // black in check, white to move
+      {"4k3/8/8/8/8/8/8/4K3 w K - 0 1", "castling"},        // no rook
+      {"4k3/8/8/8/8/8/8/R3K3 w K - 0 1", "castling"},       // rook on the wrong side
+      {"4k3/8/8/8/8/8/8/4K2R w A - 0 1", "castling"},       // no rook on a1
+      {"4k3/8/8/8/8/8/4K3/7R w H - 0 1", "castling"},       // king off its rank
+      {"4k3/8/8/8/8/8/8/4K2R w KH - 0 1", "castling"},      // same right twice
       {"4k3/8/8/8/8/8/8/4K2R w X - 0 1", "castling"},
       {"4k3/8/8/8/8/8/8/4K2R w KQkqK - 0 1", "castling"},
       {"4k3/8/8/8/8/8/8/4K3 w - e9 0 1", "en passant"},
-      {"4k3/8/8/8/8/8/8/4K3 w - e3 0 1", "en passant"},             // wrong rank for white to move
-      {"4k3/8/8/8/8/8/8/4K3 w - e6 0 1", "en passant"},             // no pawn on e5
-      {"4k3/8/4p3/4p3/8/8/8/4K3 w - e6 0 1", "en passant"},         // e6 not empty
+      {"4k3/8/8/8/8/8/8/4K3 w - e3 0 1", "en passant"},      // wrong rank for white to move
+      {"4k3/8/8/8/8/8/8/4K3 w - e6 0 1", "en passant"},      // no pawn on e5
+      {"4k3/8/4p3/4p3/8/8/8/4K3 w - e6 0 1", "en passant"},  // e6 not empty
       {"4k3/8/8/8/8/8/8/4K3 w - - -1 1", "halfmove clock"},
       {"4k3/8/8/8/8/8/8/4K3 w - - x 1", "halfmove clock"},
       {"4k3/8/8/8/8/8/8/4K3 w - - 99999999999 1", "halfmove clock"},

@@ -4,11 +4,11 @@
 //  - the incremental key equals the key computed from scratch;
 //  - undo_move restores FEN and key exactly;
 //  - every generated move round-trips through UCI and SAN.
-#include "gtest/gtest.h"
 #include "core/movegen.h"
 #include "core/notation.h"
 #include "core/startpos.h"
 #include "core/suite.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -24,7 +24,8 @@ struct Walk {
     EXPECT_EQ(count_legal(pos), list.size()) << pos.fen();
     EXPECT_EQ(has_legal_move(pos), list.size() > 0) << pos.fen();
     EXPECT_EQ(pos.key(), pos.compute_key()) << pos.fen();
-    EXPECT_EQ(pos.in_check(), (pos.attackers_to(pos.king_square(pos.side_to_move())) & pos.pieces(~pos.side_to_move())) != 0);
+    EXPECT_EQ(pos.in_check(),
+              (pos.attackers_to(pos.king_square(pos.side_to_move())) & pos.pieces(~pos.side_to_move())) != 0);
     if (depth == 0) return 1;
     uint64_t leaves = 0;
     const std::string fen = pos.fen();

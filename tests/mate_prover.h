@@ -19,8 +19,10 @@ inline bool move_forces_mate(Position& pos, Move m, int n) {
   bool ok;
   MoveList replies;
   generate_legal(pos, replies);
-  if (replies.size() == 0) ok = pos.in_check();
-  else if (n == 1) ok = false;
+  if (replies.size() == 0)
+    ok = pos.in_check();
+  else if (n == 1)
+    ok = false;
   else {
     ok = true;
     for (Move r : replies) {

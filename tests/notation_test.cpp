@@ -1,7 +1,7 @@
 #include "core/notation.h"
 
-#include "gtest/gtest.h"
 #include "core/movegen.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {

@@ -1,9 +1,9 @@
 // Perft against published tables and suites (see tests/data/README.md for the sources).
 #include "core/perft.h"
 
-#include "gtest/gtest.h"
 #include "core/startpos.h"
 #include "core/suite.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -21,7 +21,8 @@ TEST(Perft, AllStartPositionsAgainstTheReferenceTable) {
   ASSERT_EQ(rows.size(), 960u);
   for (const test::StartposRow& r : rows) {
     Position pos = test::pos_of(r.fen);
-    for (int d = 1; d <= C960_PERFT_MAX_DEPTH_STARTPOS; ++d) ASSERT_EQ(perft(pos, d), r.perft[d]) << "sp " << r.sp << " depth " << d;
+    for (int d = 1; d <= C960_PERFT_MAX_DEPTH_STARTPOS; ++d)
+      ASSERT_EQ(perft(pos, d), r.perft[d]) << "sp " << r.sp << " depth " << d;
   }
 }
 

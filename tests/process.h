@@ -6,8 +6,6 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +13,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 

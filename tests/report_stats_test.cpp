@@ -52,9 +52,8 @@ TEST(ReportStats, ChiSquareAndNormalTailsMatchTextbookQuantiles) {
     double x, dof, p;
   };
   // Critical values of the chi-square tables (NIST/SEMATECH e-Handbook, more digits).
-  const Quantile q[] = {{3.841458820694124, 1, 0.05},   {6.634896601021214, 1, 0.01},
-                        {5.991464547107979, 2, 0.05},   {18.307038053275146, 10, 0.05},
-                        {124.34211340400407, 100, 0.05}, {2.705543454095404, 1, 0.10}};
+  const Quantile q[] = {{3.841458820694124, 1, 0.05},   {6.634896601021214, 1, 0.01},    {5.991464547107979, 2, 0.05},
+                        {18.307038053275146, 10, 0.05}, {124.34211340400407, 100, 0.05}, {2.705543454095404, 1, 0.10}};
   for (const Quantile& k : q) EXPECT_NEAR(chi_square_sf(k.x, k.dof), k.p, 1e-9) << k.x << " " << k.dof;
   // Even degrees of freedom: P(X > x) = e^{-x/2} sum_{k < dof/2} (x/2)^k / k!.
   for (int dof : {2, 4, 10, 40})
@@ -75,7 +74,9 @@ TEST(ReportStats, ChiSquareHomogeneityOfATextbookTable) {
   // Brute force: the statistic from its definition, the p-value in closed form (6 dof).
   double row[3] = {}, col[4] = {}, n = 0;
   for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 4; ++j) row[i] += double(t[size_t(i)][size_t(j)]), col[j] += double(t[size_t(i)][size_t(j)]), n += double(t[size_t(i)][size_t(j)]);
+    for (int j = 0; j < 4; ++j)
+      row[i] += double(t[size_t(i)][size_t(j)]), col[j] += double(t[size_t(i)][size_t(j)]),
+          n += double(t[size_t(i)][size_t(j)]);
   double x = 0;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) {
@@ -109,7 +110,9 @@ TEST(ReportStats, PermutationPValueMatchesTheExactConditionalTest) {
     const std::vector<std::vector<int64_t>> u = {{a, 7 - a}, {8 - a, 1 + a}};
     return chi_square_homogeneity(u).statistic;
   };
-  const auto choose = [](int n, int k) { return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0)); };
+  const auto choose = [](int n, int k) {
+    return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0));
+  };
   double exact = 0;
   const double observed = stat(6);
   for (int a = 0; a <= 7; ++a)
@@ -158,8 +161,10 @@ TEST(ReportStats, HolmAndBenjaminiHochbergByHandAndByTheirProcedures) {
         if (sorted[k - 1] <= double(k) * alpha / double(m)) bh_k = k;
       for (size_t i = 0; i < m; ++i) {
         // Ties are rejected together by both procedures.
-        EXPECT_EQ(h[i] <= alpha * (1 + 1e-12), holm_k > 0 && q[i] <= sorted[holm_k - 1]) << trial << " " << alpha << " " << i;
-        EXPECT_EQ(b[i] <= alpha * (1 + 1e-12), bh_k > 0 && q[i] <= sorted[bh_k - 1]) << trial << " " << alpha << " " << i;
+        EXPECT_EQ(h[i] <= alpha * (1 + 1e-12), holm_k > 0 && q[i] <= sorted[holm_k - 1])
+            << trial << " " << alpha << " " << i;
+        EXPECT_EQ(b[i] <= alpha * (1 + 1e-12), bh_k > 0 && q[i] <= sorted[bh_k - 1])
+            << trial << " " << alpha << " " << i;
       }
     }
   }
@@ -198,7 +203,8 @@ TEST(ReportStats, PearsonAndSpearman) {
   double ma = 0, mb = 0;
   for (size_t i = 0; i < ra.size(); ++i) ma += ra[i] / double(ra.size()), mb += rb[i] / double(rb.size());
   double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) sab += (ra[i] - ma) * (rb[i] - mb), saa += (ra[i] - ma) * (ra[i] - ma), sbb += (rb[i] - mb) * (rb[i] - mb);
+  for (size_t i = 0; i < ra.size(); ++i)
+    sab += (ra[i] - ma) * (rb[i] - mb), saa += (ra[i] - ma) * (ra[i] - ma), sbb += (rb[i] - mb) * (rb[i] - mb);
   EXPECT_NEAR(spearman(a, b), sab / std::sqrt(saa * sbb), 1e-12);
   // Monotone but not linear: Spearman 1, Pearson below.
   const std::vector<double> u = {1, 2, 3, 4, 5}, v = {1, 4, 9, 100, 1000};

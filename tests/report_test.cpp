@@ -1,5 +1,7 @@
 // Reports: CSV tables in (errors naming line and column), the analysis of a table, and the HTML
 // out (self-contained, deterministic, with the numbers of the table).
+#include "report/report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -11,7 +13,6 @@
 #include "core/startpos.h"
 #include "gtest/gtest.h"
 #include "report/analysis.h"
-#include "report/report.h"
 #include "report/tables.h"
 
 namespace c960::report {
@@ -92,7 +93,8 @@ TEST(ReportTables, PositionsBeyondThe960AndQuotedFields) {
       "sp,fen,games,white_wins,draws,black_wins\n"
       "\"book, line 3\",rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2,2,1,1,0\n"
       "17,,1,0,0,1\n"
-      "99999," + *startpos_fen(518) + ",3,1,1,1\r\n";
+      "99999," +
+      *startpos_fen(518) + ",3,1,1,1\r\n";
   absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->rows[0].key.id, "book, line 3");
@@ -130,7 +132,8 @@ TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
     absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(c.csv);
     ASSERT_FALSE(t.ok()) << c.csv;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(t.status().message().find(c.message), std::string::npos) << t.status().message() << "\nwanted: " << c.message;
+    EXPECT_NE(t.status().message().find(c.message), std::string::npos)
+        << t.status().message() << "\nwanted: " << c.message;
   }
   absl::StatusOr<TableKind> kind = detect_table_kind("a,b\n1,2\n");
   ASSERT_FALSE(kind.ok());
@@ -139,9 +142,9 @@ TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
 
 TEST(ReportTables, PerftTablesOfSeveralDepthsAndDivides) {
   const std::string f518 = *startpos_fen(518), f0 = *startpos_fen(0);
-  const std::string csv = absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,20\n0,", f0, ",1,21\n",
-                                       "sp,fen,depth,nodes\n518,", f518, ",2,400\n0,", f0, ",2,528\n",
-                                       "518,", f518, ",30,1267650600228229401496703205376\n");  // 2^100
+  const std::string csv =
+      absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,20\n0,", f0, ",1,21\n", "sp,fen,depth,nodes\n518,", f518,
+                   ",2,400\n0,", f0, ",2,528\n", "518,", f518, ",30,1267650600228229401496703205376\n");  // 2^100
   absl::StatusOr<PerftTable> t = parse_perft_csv(csv);
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->rows.size(), 5u);
@@ -168,7 +171,8 @@ TEST(ReportTables, PerftTablesOfSeveralDepthsAndDivides) {
       {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,2x\n"), "line 2, column 4 (nodes): '2x' is not a node count"},
       {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",1,340282366920938463463374607431768211456\n"),  // 2^128
        "line 2, column 4 (nodes)"},
-      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",65,1\n"), "line 2, column 3 (depth): '65' is not a whole number in 0..64"},
+      {absl::StrCat("sp,fen,depth,nodes\n518,", f518, ",65,1\n"),
+       "line 2, column 3 (depth): '65' is not a whole number in 0..64"},
       {absl::StrCat("sp,fen,depth,move,nodes\n518,", f518, ",2,a2a3,20\n518,", f518, ",2,a2a3,20\n"),
        "line 3: move 'a2a3' of position '518' at depth 2 appears twice (also line 2)"},
       {"sp,fen,nodes\n1,,1\n", "line 1: the header has no column 'depth'"},
@@ -176,14 +180,16 @@ TEST(ReportTables, PerftTablesOfSeveralDepthsAndDivides) {
   for (const auto& c : bad) {
     absl::StatusOr<PerftTable> r = parse_perft_csv(c.csv);
     ASSERT_FALSE(r.ok()) << c.csv;
-    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message() << "\nwanted: " << c.message;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos)
+        << r.status().message() << "\nwanted: " << c.message;
   }
 }
 
 TEST(ReportAnalysis, SelfPlayFiguresAgreeWithTheirDefinitions) {
   // Position 3 is strongly White's, the others balanced; 6 games each.
   std::vector<std::array<int, 4>> rows;
-  for (int sp = 0; sp < 40; ++sp) rows.push_back(sp == 3 ? std::array<int, 4>{sp, 6, 0, 0} : std::array<int, 4>{sp, 2, 2, 2});
+  for (int sp = 0; sp < 40; ++sp)
+    rows.push_back(sp == 3 ? std::array<int, 4>{sp, 6, 0, 0} : std::array<int, 4>{sp, 2, 2, 2});
   const SelfPlayTable t = *parse_selfplay_csv(selfplay_csv(rows));
   const SelfPlayAnalysis a = analyse_selfplay(t, nullptr, {});
   EXPECT_EQ(a.total.games(), 240);
@@ -230,7 +236,8 @@ TEST(ReportAnalysis, SelfPlayFiguresAgreeWithTheirDefinitions) {
 
 TEST(ReportAnalysis, PositionsThatDifferAreFound) {
   std::vector<std::array<int, 4>> rows;
-  for (int sp = 0; sp < 40; ++sp) rows.push_back(sp < 20 ? std::array<int, 4>{sp, 40, 10, 10} : std::array<int, 4>{sp, 10, 10, 40});
+  for (int sp = 0; sp < 40; ++sp)
+    rows.push_back(sp < 20 ? std::array<int, 4>{sp, 40, 10, 10} : std::array<int, 4>{sp, 10, 10, 40});
   const SelfPlayAnalysis a = analyse_selfplay(*parse_selfplay_csv(selfplay_csv(rows)), nullptr, {});
   EXPECT_LT(a.homogeneity.p_value, 1e-6);
   EXPECT_LT(a.permutation_p, 0.01);
@@ -250,7 +257,8 @@ TEST(ReportAnalysis, ReferenceComparison) {
   EXPECT_NEAR(same.reference->spearman, 1, 1e-12);
   EXPECT_EQ(same.reference->disagreements, 0);
   // A reference with one position reversed on many games, and one position missing.
-  for (int sp = 100; sp < 129; ++sp) other.push_back(sp == 101 ? std::array<int, 4>{sp, 0, 0, 60} : std::array<int, 4>{sp, sp % 7, 3, 6 - sp % 7});
+  for (int sp = 100; sp < 129; ++sp)
+    other.push_back(sp == 101 ? std::array<int, 4>{sp, 0, 0, 60} : std::array<int, 4>{sp, sp % 7, 3, 6 - sp % 7});
   const SelfPlayTable r = *parse_selfplay_csv(selfplay_csv(other));
   const SelfPlayAnalysis a = analyse_selfplay(t, &r, {});
   EXPECT_EQ(a.reference->points.size(), 29u);
@@ -314,7 +322,8 @@ TEST(ReportHtml, SelfContainedDeterministicAndWithTheTablesNumbers) {
 TEST(ReportHtml, PerftReportShowsCountsAndGrowth) {
   std::string csv = "sp,fen,depth,nodes\n";
   for (int sp : {0, 518, 959})
-    for (int d = 1; d <= 2; ++d) absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",", d, ",", d == 1 ? 20 : 400 + sp, "\n");
+    for (int d = 1; d <= 2; ++d)
+      absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",", d, ",", d == 1 ? 20 : 400 + sp, "\n");
   absl::StatusOr<std::string> html = report_from_csv(csv, {});
   ASSERT_TRUE(html.ok()) << html.status();
   EXPECT_NE(html->find("\"depth 2: 918 nodes\""), std::string::npos);

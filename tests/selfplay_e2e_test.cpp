@@ -6,8 +6,8 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "selfplay/local_runner.h"
-#include "tests/selfplay_test_util.h"
 #include "selfplay/spec.h"
+#include "tests/selfplay_test_util.h"
 
 namespace c960::selfplay {
 namespace {
@@ -39,8 +39,12 @@ TEST(SelfPlaySpec, ValidationNamesTheField) {
   EXPECT_NE(error([](SelfPlaySpec& s) { s.random_plies = 41; }).find("random_plies"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.options = {{"Hash", "1"}}; }).find("options"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.max_plies = 3; }).find("max_plies"), std::string::npos);
-  EXPECT_NE(error([](SelfPlaySpec& s) { s.adjudication.resign_score_cp = 0; }).find("resign_score_cp"), std::string::npos);
-  EXPECT_NE(error([](SelfPlaySpec& s) { s.limits = {0, 5, 0}; s.node_jitter_percent = 10; }).find("node_jitter_percent"),
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.adjudication.resign_score_cp = 0; }).find("resign_score_cp"),
+            std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) {
+              s.limits = {0, 5, 0};
+              s.node_jitter_percent = 10;
+            }).find("node_jitter_percent"),
             std::string::npos);
 }
 
@@ -94,7 +98,8 @@ void expect_pgn_accepted(const std::string& file, size_t games) {
   ASSERT_EQ(r.exit_code, 0);
   std::vector<int> plycounts, uci_counts;
   for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
-    if (absl::StartsWith(line, "[PlyCount \"")) plycounts.push_back(std::stoi(std::string(line.substr(11))));
+    if (absl::StartsWith(line, "[PlyCount \""))
+      plycounts.push_back(std::stoi(std::string(line.substr(11))));
     else if (!line.empty() && line[0] != '[') {
       std::vector<absl::string_view> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
       uci_counts.push_back(int(w.size()) - 1);  // minus the result
@@ -117,17 +122,21 @@ CsvTable parse_csv(const std::string& text) {
   CsvTable t;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<std::string> cells = absl::StrSplit(line, ',');
-    if (t.header.empty()) t.header = cells;
-    else t.rows.push_back(cells);
+    if (t.header.empty())
+      t.header = cells;
+    else
+      t.rows.push_back(cells);
   }
   return t;
 }
 
 TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
   c960::test::ScratchDir dir;
-  const c960::test::CommandResult r = run_command(
-      c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
-                      " --seed 7 --threads 2 --quiet --max-plies 300 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
+  const c960::test::CommandResult r =
+      run_command(c960_binary() +
+                  " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
+                  " --seed 7 --threads 2 --quiet --max-plies 300 --out " +
+                  dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CsvTable t = parse_csv(c960::test::read_file(dir.file("stats.csv")));
   ASSERT_EQ(t.rows.size(), 4u);
@@ -142,9 +151,10 @@ TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
   expect_pgn_accepted(dir.file("games.pgn"), 9);
 
   // JSON of the same run: the same games (reproducible), so the same totals.
-  const c960::test::CommandResult j = run_command(
-      c960_binary() + " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
-                      " --seed 7 --threads 1 --quiet --max-plies 300 --format json");
+  const c960::test::CommandResult j =
+      run_command(c960_binary() +
+                  " selfplay --sps 0,518,959 --games-per-position 3 --engine builtin --nodes 1500 --random-plies 2"
+                  " --seed 7 --threads 1 --quiet --max-plies 300 --format json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   EXPECT_NE(j.output.find(absl::StrCat("\"white_wins\": ", t.get(3, "white_wins"), ", \"draws\": ", t.get(3, "draws"))),
             std::string::npos)
@@ -158,7 +168,8 @@ TEST(SelfPlayCommand, StockfishRun) {
   const c960::test::CommandResult r = run_command(
       c960_binary() + " selfplay --sps 1,600 --games-per-position 2 --engine " + sf +
       " --option Hash=4 --option Threads=1 --nodes 3000 --random-plies 2 --threads 2 --quiet --max-plies 200"
-      " --resign-moves 3 --resign-score 800 --out " + dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
+      " --resign-moves 3 --resign-score 800 --out " +
+      dir.file("stats.csv") + " --pgn " + dir.file("games.pgn"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CsvTable t = parse_csv(c960::test::read_file(dir.file("stats.csv")));
   ASSERT_EQ(t.rows.size(), 3u);
@@ -191,7 +202,8 @@ TEST(SelfPlayCommand, BadUsageExitsTwoNamingTheProblem) {
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.output.find(needle), std::string::npos) << args << ": " << r.output;
   }
-  const c960::test::CommandResult sps = run_command(c960_binary() + " selfplay --sps 960 --games-per-position 1 --engine builtin --nodes 1");
+  const c960::test::CommandResult sps =
+      run_command(c960_binary() + " selfplay --sps 960 --games-per-position 1 --engine builtin --nodes 1");
   EXPECT_EQ(sps.exit_code, 2);
   EXPECT_NE(sps.output.find("--sps"), std::string::npos) << sps.output;
 }

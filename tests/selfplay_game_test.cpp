@@ -2,12 +2,12 @@
 #include <deque>
 
 #include "absl/strings/str_split.h"
-#include "selfplay/game.h"
-#include "gtest/gtest.h"
 #include "core/movegen.h"
+#include "core/startpos.h"
+#include "gtest/gtest.h"
+#include "selfplay/game.h"
 #include "selfplay/players.h"
 #include "tests/selfplay_test_util.h"
-#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {
@@ -62,7 +62,8 @@ TEST(GameRules, RepetitionNeedsTheSameCastlingRights) {
   // After Ke1/Ke8 (ply 6) the placement is that after 1. e4 e5 (ply 2), but without castling
   // rights. Ignoring rights would call the draw at ply 10 (plies 2, 6, 10); the first real
   // threefold is the Ke2/Ke7 position at plies 4, 8 and 12.
-  const GameRecord g = scripted(kClassical, "e2e4 e7e5 e1e2 e8e7 e2e1 e7e8 e1e2 e8e7 e2e1 e7e8 e1e2 e8e7 e2e1 e7e8 e1e2");
+  const GameRecord g =
+      scripted(kClassical, "e2e4 e7e5 e1e2 e8e7 e2e1 e7e8 e1e2 e8e7 e2e1 e7e8 e1e2 e8e7 e2e1 e7e8 e1e2");
   EXPECT_EQ(g.termination, Termination::kThreefoldRepetition);
   EXPECT_EQ(g.plies(), 12);
 }
@@ -98,9 +99,9 @@ TEST(GameRules, InsufficientMaterial) {
   EXPECT_TRUE(insufficient("7k/8/8/8/8/8/8/K7 w - - 0 1"));
   EXPECT_TRUE(insufficient("7k/8/8/8/8/8/8/KB6 w - - 0 1"));
   EXPECT_TRUE(insufficient("7k/8/8/8/8/8/8/KN6 w - - 0 1"));
-  EXPECT_TRUE(insufficient("6bk/8/8/8/8/8/8/KB6 w - - 0 1"));      // bishops on one colour
-  EXPECT_TRUE(insufficient("6bk/8/8/8/8/8/8/KB1B4 w - - 0 1"));    // three, all light squares
-  EXPECT_FALSE(insufficient("5b1k/8/8/8/8/8/8/KB6 w - - 0 1"));    // opposite colours
+  EXPECT_TRUE(insufficient("6bk/8/8/8/8/8/8/KB6 w - - 0 1"));    // bishops on one colour
+  EXPECT_TRUE(insufficient("6bk/8/8/8/8/8/8/KB1B4 w - - 0 1"));  // three, all light squares
+  EXPECT_FALSE(insufficient("5b1k/8/8/8/8/8/8/KB6 w - - 0 1"));  // opposite colours
   EXPECT_FALSE(insufficient("7k/8/8/8/8/8/8/KNN5 w - - 0 1"));
   EXPECT_FALSE(insufficient("6nk/8/8/8/8/8/8/KB6 w - - 0 1"));
   EXPECT_FALSE(insufficient("7k/8/8/8/8/8/P7/K7 w - - 0 1"));
@@ -186,9 +187,7 @@ void check_finished_game(const GameRecord& g) {
     case Termination::kStalemate: EXPECT_TRUE(moves == 0 && !pos.in_check()); break;
     case Termination::kFiftyMoveRule: EXPECT_GE(pos.rule50(), 100); break;
     case Termination::kInsufficientMaterial: EXPECT_TRUE(insufficient_material(pos)); break;
-    case Termination::kThreefoldRepetition:
-      EXPECT_EQ(std::count(keys.begin(), keys.end(), keys.back()), 3);
-      break;
+    case Termination::kThreefoldRepetition: EXPECT_EQ(std::count(keys.begin(), keys.end(), keys.back()), 3); break;
     default: ADD_FAILURE() << "random games end by the rules, not by " << termination_name(g.termination);
   }
 }
@@ -223,8 +222,8 @@ TEST(Pgn, TagsAndCastlingAndRoundTrip) {
   games.push_back(c);
 
   for (const GameRecord& g : games) {
-    for (const char* tag : {"[Event ", "[Site ", "[Date ", "[Round ", "[White ", "[Black ", "[Result ", "[Variant \"Chess960\"]",
-                            "[SetUp \"1\"]", "[FEN ", "[Termination "})
+    for (const char* tag : {"[Event ", "[Site ", "[Date ", "[Round ", "[White ", "[Black ", "[Result ",
+                            "[Variant \"Chess960\"]", "[SetUp \"1\"]", "[FEN ", "[Termination "})
       EXPECT_NE(g.pgn.find(tag), std::string::npos) << tag;
     EXPECT_NE(g.pgn.find(absl::StrCat("[Result \"", result_string(g.result), "\"]")), std::string::npos);
     // Movetext: lines within 80 columns, SAN that replays to the same moves.

@@ -1,7 +1,6 @@
 // Helpers shared by the self-play tests: a scripted player, running a command, temp files.
 #pragma once
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,12 +8,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
+#include "core/notation.h"
 #include "selfplay/game.h"
 #include "tests/process.h"
 #include "tests/test_util.h"
-#include "core/notation.h"
 
 namespace c960::test {
 
@@ -37,8 +37,10 @@ class ScriptedPlayer : public selfplay::Player {
     }
     if (next_ < scores_.size()) pm.score_cp = scores_[next_];
     const std::string m = moves_[next_++];
-    if (m == "!crash") pm.failure = Termination::kEngineCrash, pm.detail = "scripted crash";
-    else if (m == "!hang") pm.failure = Termination::kEngineHang, pm.detail = "scripted hang";
+    if (m == "!crash")
+      pm.failure = Termination::kEngineCrash, pm.detail = "scripted crash";
+    else if (m == "!hang")
+      pm.failure = Termination::kEngineHang, pm.detail = "scripted hang";
     else if (m.rfind("!raw:", 0) == 0)
       pm.move = Move(parse_square(m.substr(5, 2)), parse_square(m.substr(7, 2)));
     else {
@@ -46,7 +48,8 @@ class ScriptedPlayer : public selfplay::Player {
       if (!mv.ok()) {
         pm.failure = Termination::kEngineError;
         pm.detail = std::string(mv.status().message());
-      } else pm.move = *mv;
+      } else
+        pm.move = *mv;
     }
     return pm;
   }
@@ -64,7 +67,8 @@ inline std::vector<std::string> split_moves(const std::string& s) {
   for (char c : s) {
     if (c == ' ') {
       if (!w.empty()) out.push_back(w), w.clear();
-    } else w += c;
+    } else
+      w += c;
   }
   if (!w.empty()) out.push_back(w);
   return out;

@@ -1,16 +1,16 @@
 // Self-play statistics: known counts give known intervals (values computed independently with
 // Python, by bisection rather than the closed-form roots of stats.cpp); the interval's coverage,
 // computed exactly and by simulation; its width moving continuously with the counts.
-#include <cmath>
+#include "selfplay/stats.h"
+
 #include <array>
+#include <cmath>
 #include <map>
 #include <vector>
 
-#include "core/prng.h"
-
 #include "absl/strings/str_split.h"
+#include "core/prng.h"
 #include "gtest/gtest.h"
-#include "selfplay/stats.h"
 
 namespace c960::selfplay {
 namespace {
@@ -105,7 +105,7 @@ TEST(Stats, IntervalCoverageBySimulationMatchesTheExactSum) {
   Prng rng(960);
   constexpr int kTrials = 10000;
   const std::array<double, 3> mixes[] = {{0.45, 0.1, 0.45}, {0.3, 0.6, 0.1}, {0.05, 0.9, 0.05}, {0.0, 0.05, 0.95},
-                                         {0.75, 0.25, 0.0}, {0.6, 0.0, 0.4},  {0.1, 0.2, 0.7},   {0.02, 0.97, 0.01}};
+                                         {0.75, 0.25, 0.0}, {0.6, 0.0, 0.4}, {0.1, 0.2, 0.7},   {0.02, 0.97, 0.01}};
   for (int n : {20, 40}) {
     for (const auto& m : mixes) {
       SCOPED_TRACE(::testing::Message() << "n " << n << " W/D/L " << m[0] << "/" << m[1] << "/" << m[2]);
@@ -114,9 +114,12 @@ TEST(Stats, IntervalCoverageBySimulationMatchesTheExactSum) {
         ResultCounts c;
         for (int g = 0; g < n; ++g) {
           const double u = double(rng.rand64() >> 11) * 0x1.0p-53;
-          if (u < m[0]) ++c.white_wins;
-          else if (u < m[0] + m[1]) ++c.draws;
-          else ++c.black_wins;
+          if (u < m[0])
+            ++c.white_wins;
+          else if (u < m[0] + m[1])
+            ++c.draws;
+          else
+            ++c.black_wins;
         }
         const Interval s = c.score();
         const double mean = m[0] + m[1] / 2;
@@ -182,7 +185,10 @@ TEST(Stats, TableColumnsDuplicatesAndRanking) {
   const std::string csv = st.to_csv();
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 4u);  // header, sp 0, sp 518, all
-  EXPECT_EQ(lines[0].rfind("sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies", 0), 0u);
+  EXPECT_EQ(
+      lines[0].rfind(
+          "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies", 0),
+      0u);
   const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
   const std::vector<std::string> sp0 = absl::StrSplit(lines[1], ',');
   const std::vector<std::string> sp518 = absl::StrSplit(lines[2], ',');

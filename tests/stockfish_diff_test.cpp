@@ -3,18 +3,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <map>
+#include <sys/wait.h>
 
-#include "gtest/gtest.h"
 #include "core/movegen.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "core/prng.h"
 #include "core/startpos.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -70,7 +70,8 @@ class Engine {
         buf_.erase(0, nl + 1);
         return true;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd p{out_, POLLIN, 0};
       if (poll(&p, 1, int(left.count())) <= 0) return false;
@@ -98,8 +99,7 @@ TEST(StockfishDiff, DivideAgreesOnRandomPositions) {
   engine.send("setoption name Threads value 1");
   engine.send("isready");
   std::string line;
-  while (engine.read_line(line, std::chrono::seconds(30)) && line != "readyok") {
-  }
+  while (engine.read_line(line, std::chrono::seconds(30)) && line != "readyok") {}
   ASSERT_EQ(line, "readyok");
 
   const int kPositions = 300;
@@ -135,7 +135,8 @@ TEST(StockfishDiff, DivideAgreesOnRandomPositions) {
         break;
       }
       const size_t colon = line.find(": ");
-      if (colon != std::string::npos && colon >= 4 && colon <= 5) theirs[line.substr(0, colon)] = std::stoull(line.substr(colon + 2));
+      if (colon != std::string::npos && colon >= 4 && colon <= 5)
+        theirs[line.substr(0, colon)] = std::stoull(line.substr(colon + 2));
     }
     ASSERT_TRUE(finished) << "stockfish gave no total for " << root.fen(FenDialect::kShredder);
     EXPECT_EQ(ours, theirs) << root.fen(FenDialect::kShredder) << " depth " << depth;

@@ -6,7 +6,8 @@ namespace c960 {
 namespace {
 
 TEST(Suite, ParsesEpdLines) {
-  absl::StatusOr<std::vector<PerftCase>> c = parse_perft_suite("# comment\n\n4k3/8/8/8/8/8/8/4K3 w - - 0 1 ;D1 5 ;D2 25\n");
+  absl::StatusOr<std::vector<PerftCase>> c =
+      parse_perft_suite("# comment\n\n4k3/8/8/8/8/8/8/4K3 w - - 0 1 ;D1 5 ;D2 25\n");
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 1u);
   EXPECT_EQ((*c)[0].fen, "4k3/8/8/8/8/8/8/4K3 w - - 0 1");
@@ -15,8 +16,8 @@ TEST(Suite, ParsesEpdLines) {
 }
 
 TEST(Suite, ParsesBlocks) {
-  absl::StatusOr<std::vector<PerftCase>> c =
-      parse_perft_suite("id a\nepd 4k3/8/8/8/8/8/8/4K3 w - -\nperft 1 5\nperft 2 25\n\nepd 8/8/8/8/8/8/8/K6k w - -\nperft 1 3\n");
+  absl::StatusOr<std::vector<PerftCase>> c = parse_perft_suite(
+      "id a\nepd 4k3/8/8/8/8/8/8/4K3 w - -\nperft 1 5\nperft 2 25\n\nepd 8/8/8/8/8/8/8/K6k w - -\nperft 1 3\n");
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 2u);
   EXPECT_EQ((*c)[0].id, "a");

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "core/position.h"
+#include "gtest/gtest.h"
 
 namespace c960::test {
 

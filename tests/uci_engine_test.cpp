@@ -1,14 +1,15 @@
 // The UCI adapter against Debian's Stockfish and against fake engines that crash, hang, play
 // illegal moves or break the protocol.
+#include "selfplay/uci_engine.h"
+
 #include <signal.h>
 
 #include <cerrno>
 
+#include "core/startpos.h"
 #include "gtest/gtest.h"
 #include "selfplay/players.h"
 #include "tests/selfplay_test_util.h"
-#include "core/startpos.h"
-#include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
 namespace {
@@ -89,7 +90,8 @@ TEST_F(Stockfish, GamesFromChess960PositionsWithCastling) {
   options.max_plies = 120;
   int castles = 0;
   for (int sp : {0, 226, 518, 959}) {
-    absl::StatusOr<GameRecord> g = play_game(*startpos_fen(sp, true), white, black, {3000, 0, 0}, {3000, 0, 0}, options);
+    absl::StatusOr<GameRecord> g =
+        play_game(*startpos_fen(sp, true), white, black, {3000, 0, 0}, {3000, 0, 0}, options);
     ASSERT_TRUE(g.ok()) << g.status();
     // Every move Stockfish sent was legal in our position: the runner would have said otherwise.
     EXPECT_LT(g->termination, Termination::kIllegalMove) << termination_name(g->termination) << " " << g->detail;

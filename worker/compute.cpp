@@ -4,11 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
-#include "core/notation.h"
-#include "selfplay/local_runner.h"
-#include "core/position.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
+#include "core/notation.h"
+#include "core/position.h"
+#include "selfplay/local_runner.h"
 
 namespace c960::cluster {
 namespace {

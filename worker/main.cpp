@@ -1,18 +1,19 @@
 // c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdio>
 #include <memory>
 #include <new>
-#include <cstdio>
 #include <thread>
-#include <unistd.h>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/channel.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
 #include "cluster/log.h"
 #include "worker/worker.h"
-#include "cluster/channel.h"
 
 ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
 ABSL_FLAG(int32_t, threads, 1, "compute threads (1..4096; 0: one per CPU)");

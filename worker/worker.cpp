@@ -97,14 +97,11 @@ void Worker::deliver() {
     req.set_worker_id(worker_id_);
     v1::CompleteUnitResponse resp;
     switch (classify(coordinator_->complete(req, &resp, kRpcDeadlineMs), "complete")) {
-      case Rpc::kRetry:
-        return;  // keep the result; try again after the backoff
+      case Rpc::kRetry: return;  // keep the result; try again after the backoff
       case Rpc::kUnknownWorker:
         if (!hello()) return;
         continue;
-      case Rpc::kFailed:
-        log(absl::StrCat("dropping the result of ", req.unit_id()));
-        break;
+      case Rpc::kFailed: log(absl::StrCat("dropping the result of ", req.unit_id())); break;
       case Rpc::kOk:
         if (resp.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
           next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back

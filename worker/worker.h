@@ -60,13 +60,13 @@ class Worker {
   std::atomic<bool> stop_requested_{false};
 
   std::mutex mu_;
-  std::condition_variable work_cv_;     // compute threads wait for leases
-  std::condition_variable control_cv_;  // the control loop waits for results
+  std::condition_variable work_cv_;              // compute threads wait for leases
+  std::condition_variable control_cv_;           // the control loop waits for results
   std::deque<v1::Lease> queue_;                  // leased, not started
   std::map<std::string, v1::Lease> running_;     // being computed
   std::deque<v1::CompleteUnitRequest> results_;  // computed, not yet acknowledged
-  uint64_t results_added_ = 0;  // wakes the control loop for new results only, not during a backoff
-  bool stopping_ = false;  // no new units; compute threads end when idle
+  uint64_t results_added_ = 0;                   // wakes the control loop for new results only, not during a backoff
+  bool stopping_ = false;                        // no new units; compute threads end when idle
   std::vector<std::thread> threads_;
 
   // Control-thread state.

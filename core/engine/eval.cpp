@@ -34,7 +34,7 @@ struct Psqt {
     for (int s = 0; s < SQUARE_NB; ++s) {
       const int f = s & 7, r = s >> 3;
       const int fd = std::min(f, 7 - f), rd = std::min(r, 7 - r);  // 0 at the edge, 3 in the centre
-      const int centre = fd + rd;                                    // 0..6
+      const int centre = fd + rd;                                  // 0..6
       v[PAWN][s] = {PawnMg[r] + (fd == 3 && (r == 3 || r == 4) ? 10 : 0), PawnEg[r]};
       v[KNIGHT][s] = {centre * 8 - 24, centre * 6 - 18};
       v[BISHOP][s] = {centre * 4 - 12, centre * 4 - 12};

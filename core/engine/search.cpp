@@ -51,9 +51,7 @@ bool is_repetition(const Position& pos) {
   return false;
 }
 
-bool has_non_pawn_material(const Position& pos, Color c) {
-  return pos.pieces(c) & ~pos.pieces(c, PAWN, KING);
-}
+bool has_non_pawn_material(const Position& pos, Color c) { return pos.pieces(c) & ~pos.pieces(c, PAWN, KING); }
 
 // Picks the best-scored remaining move and swaps it to index i.
 void pick_move(Move* moves, int* scores, int n, int i) {
@@ -101,17 +99,22 @@ void Engine::tt_store(Key k, Move m, Value v, int depth, int bound, int ply) {
 void Engine::score_moves(const Position& pos, const Move* moves, int n, int* scores, Move tt_move, int ply) const {
   for (int i = 0; i < n; ++i) {
     const Move m = moves[i];
-    if (m == tt_move) scores[i] = kHashMoveScore;
+    if (m == tt_move)
+      scores[i] = kHashMoveScore;
     else if (is_capture(pos, m)) {
       const PieceType victim = m.kind() == EN_PASSANT ? PAWN : type_of(pos.piece_on(m.to_sq()));
       const PieceType attacker = type_of(pos.piece_on(m.from_sq()));
       scores[i] = kCaptureScore + PieceValue[victim] * 16 - PieceValue[attacker] / 16 +
                   (m.kind() == PROMOTION ? PieceValue[m.promotion_type()] : 0);
     } else if (m.kind() == PROMOTION)
-      scores[i] = m.promotion_type() == QUEEN ? kCaptureScore + PieceValue[QUEEN] : -kKillerScore;  // underpromotions last
-    else if (m == killers_[ply][0]) scores[i] = kKillerScore + 1;
-    else if (m == killers_[ply][1]) scores[i] = kKillerScore;
-    else scores[i] = history_[pos.side_to_move()][m.from_sq()][m.to_sq()];
+      scores[i] =
+          m.promotion_type() == QUEEN ? kCaptureScore + PieceValue[QUEEN] : -kKillerScore;  // underpromotions last
+    else if (m == killers_[ply][0])
+      scores[i] = kKillerScore + 1;
+    else if (m == killers_[ply][1])
+      scores[i] = kKillerScore;
+    else
+      scores[i] = history_[pos.side_to_move()][m.from_sq()][m.to_sq()];
   }
 }
 
@@ -146,7 +149,8 @@ SearchResult Engine::search(Position& pos, const Limits& limits) {
       pos.do_move(m, states_[0]);
       Value v;
       const int new_depth = depth - 1 + (check ? 1 : 0);
-      if (i == 0) v = -negamax(pos, -beta, -alpha, new_depth, 1, true);
+      if (i == 0)
+        v = -negamax(pos, -beta, -alpha, new_depth, 1, true);
       else {
         v = -negamax(pos, -alpha - 1, -alpha, new_depth, 1, true);
         if (v > alpha && !stopped_) v = -negamax(pos, -beta, -alpha, new_depth, 1, true);
@@ -181,7 +185,8 @@ SearchResult Engine::search(Position& pos, const Limits& limits) {
   return result;
 }
 
-void Engine::sample_root_move(Position& pos, const std::vector<Move>& root, const Limits& limits, SearchResult& result) {
+void Engine::sample_root_move(Position& pos, const std::vector<Move>& root, const Limits& limits,
+                              SearchResult& result) {
   stopped_ = false;
   if (limits.nodes) limits_.nodes = nodes_ + limits.nodes / 2 + 1;
   const Value threshold = result.score - limits.sample_margin_cp;
@@ -225,7 +230,8 @@ Value Engine::negamax(Position& pos, Value alpha, Value beta, int depth, int ply
   const Move tt_move = tt_hit ? Move(tte->move) : Move::none();
   if (tt_hit && !pv_node && tte->depth >= depth) {
     const Value v = value_from_tt(tte->value, ply);
-    if (tte->bound == BOUND_EXACT || (tte->bound == BOUND_LOWER && v >= beta) || (tte->bound == BOUND_UPPER && v <= alpha))
+    if (tte->bound == BOUND_EXACT || (tte->bound == BOUND_LOWER && v >= beta) ||
+        (tte->bound == BOUND_UPPER && v <= alpha))
       return v;
   }
 
@@ -262,7 +268,8 @@ Value Engine::negamax(Position& pos, Value alpha, Value beta, int depth, int ply
 
     pos.do_move(m, states_[ply]);
     Value v;
-    if (i == 0) v = -negamax(pos, -beta, -alpha, new_depth, ply + 1, true);
+    if (i == 0)
+      v = -negamax(pos, -beta, -alpha, new_depth, ply + 1, true);
     else {
       // Late quiet moves are searched shallower first; a surprise gets the full depth.
       int r = 0;
@@ -296,7 +303,11 @@ Value Engine::negamax(Position& pos, Value alpha, Value beta, int depth, int ply
       }
     }
   }
-  tt_store(pos.key(), best_move, best, depth, best >= beta ? BOUND_LOWER : best > old_alpha ? BOUND_EXACT : BOUND_UPPER, ply);
+  tt_store(pos.key(), best_move, best, depth,
+           best >= beta       ? BOUND_LOWER
+           : best > old_alpha ? BOUND_EXACT
+                              : BOUND_UPPER,
+           ply);
   return best;
 }
 

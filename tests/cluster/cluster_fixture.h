@@ -3,6 +3,8 @@
 // loopback with ephemeral ports; every process is stopped in TearDown, also after a failure.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
-#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -62,8 +63,7 @@ class ClusterFixture : public ::testing::Test {
     std::vector<std::string> argv = {kCoordinatorBin, absl::StrCat("--listen=127.0.0.1:", port),
                                      "--port-file=" + port_file, "--db=" + db_};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    coordinator_ = std::make_unique<Process>(
-        argv, absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
+    coordinator_ = std::make_unique<Process>(argv, absl::StrCat(dir_, "/coordinator", ++coordinator_starts_, ".log"));
     for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;) {
       int p = 0;
       if (absl::SimpleAtoi(absl::StripAsciiWhitespace(read_file(port_file)), &p) && p > 0) {
@@ -83,8 +83,7 @@ class ClusterFixture : public ::testing::Test {
   Process* start_worker(int port, const std::vector<std::string>& flags) {
     std::vector<std::string> argv = {kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port)};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    workers_.push_back(
-        std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
+    workers_.push_back(std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
     return workers_.back().get();
   }
 

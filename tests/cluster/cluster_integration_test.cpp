@@ -1,24 +1,23 @@
 // The real binaries on loopback with ephemeral ports: full jobs checked against the published
 // perft table, workers and the coordinator killed mid-job, graceful stops, duplicate and late
 // completions, and invalid requests with their status codes.
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <gtest/gtest.h>
 #include <map>
 #include <memory>
+#include <netinet/in.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -26,14 +25,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
-#include "worker/compute.h"
+#include "cluster/u128.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "core/position.h"
+#include "core/startpos.h"
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/process.h"
-#include "core/startpos.h"
-#include "cluster/u128.h"
+#include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {
@@ -42,7 +41,6 @@ using c960::test::Process;
 using namespace std::chrono_literals;
 using c960::test::kCliBin;
 using c960::test::read_file;
-
 
 // sp -> perft at depths 1..6, from the published table (see tests/data).
 const std::map<int, std::array<uint64_t, 7>>& reference() {
@@ -166,7 +164,8 @@ class ClusterTest : public c960::test::ClusterFixture {
   // Runs the c960 tool; returns its exit code, stdout in *out, stderr in *err.
   int cli(const std::string& args, std::string* out, std::string* err = nullptr) {
     const std::string o = dir_ + "/cli.out", e = dir_ + "/cli.err";
-    const int rc = std::system(absl::StrCat(kCliBin, " ", args, " --coordinator 127.0.0.1:", port_, " >", o, " 2>", e).c_str());
+    const int rc =
+        std::system(absl::StrCat(kCliBin, " ", args, " --coordinator 127.0.0.1:", port_, " >", o, " 2>", e).c_str());
     *out = read_file(o);
     if (err) *err = read_file(e);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -193,8 +192,8 @@ TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
   for (int sp = 0; sp < 960; ++sp)
     EXPECT_EQ(lines[sp + 1], absl::StrCat(sp, ",", *startpos_fen(sp), ",4,", reference().at(sp)[4]));
   ASSERT_EQ(cli("results " + id + " --format json", &out, &err), 0) << err;
-  EXPECT_TRUE(absl::StrContains(out, absl::StrCat("{\"sp\": 518, \"fen\": \"", *startpos_fen(518),
-                                                  "\", \"depth\": 4, \"nodes\": 197281}")))
+  EXPECT_TRUE(absl::StrContains(
+      out, absl::StrCat("{\"sp\": 518, \"fen\": \"", *startpos_fen(518), "\", \"depth\": 4, \"nodes\": 197281}")))
       << out.substr(0, 500);
   v1::Job job;
   ASSERT_TRUE(get(id, &job).ok());
@@ -206,11 +205,10 @@ TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
 TEST_F(ClusterTest, FenRootsWithDivideThroughTheCli) {
   const int port = start_coordinator();
   start_worker(port);
-  const std::vector<std::string> fens = {"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
-                                         "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2"};
+  const std::vector<std::string> fens = {"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2"};
   std::string out, err;
-  ASSERT_EQ(cli(absl::StrCat("submit perft --depth 4 --split-depth 2 --fen '", fens[0], "' '", fens[1], "'"), &out, &err),
-            0)
+  ASSERT_EQ(
+      cli(absl::StrCat("submit perft --depth 4 --split-depth 2 --fen '", fens[0], "' '", fens[1], "'"), &out, &err), 0)
       << err;
   const std::string id = std::string(absl::StripAsciiWhitespace(out.substr(out.find_last_of(' ') + 1)));
   ASSERT_EQ(cli("watch " + id, &out, &err), 0) << out << err;
@@ -235,13 +233,16 @@ TEST_F(ClusterTest, WorkerKilledMidJobLeavesTheTotalsExact) {
   // Perft 6 units last long enough (a tenth of a second and more) to kill a worker mid-job.
   const v1::Job submitted = submit(6, "0-59", 0);
   v1::Job job;
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 8; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 8; }, 60s, &job));
   ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before the kill";
   doomed->kill_now();
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
   expect_exact(job, 6, 60);
   // The killed worker stops counting as alive once its lease period passed.
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 1; }, 20s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 1; }, 20s, &job));
 }
 
 TEST_F(ClusterTest, CoordinatorKilledMidJobResumesFromItsFile) {
@@ -250,7 +251,8 @@ TEST_F(ClusterTest, CoordinatorKilledMidJobResumesFromItsFile) {
   start_worker(port);
   const v1::Job submitted = submit(6, "0-59", 0);
   v1::Job job;
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 12; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 12; }, 60s, &job));
   ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before the kill";
   const int64_t done_before = job.progress().units_done();
   coordinator_->kill_now();
@@ -258,7 +260,8 @@ TEST_F(ClusterTest, CoordinatorKilledMidJobResumesFromItsFile) {
   ASSERT_EQ(start_coordinator(port), port);
   ASSERT_TRUE(get(submitted.id(), &job).ok());
   EXPECT_GE(job.progress().units_done(), done_before) << "completed units were lost";
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
   expect_exact(job, 6, 60);
 }
 
@@ -271,10 +274,12 @@ TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {
   ASSERT_EQ(start_coordinator(port), port);
   const v1::Job submitted = submit(3, "");
   v1::Job job;
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
   expect_exact(job, 3, 960);
   // Both get through in the end, however their backoff lined up with the coordinator's start.
-  EXPECT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 2; }, 30s, &job))
+  EXPECT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 2; }, 30s, &job))
       << job.progress().workers_alive() << " workers alive";
 }
 
@@ -295,11 +300,12 @@ TEST_F(ClusterTest, WorkerStoppedWithSigtermFinishesOrReleasesAndExitsZero) {
 
   // With no grace period the running unit is released unfinished.
   Process* w2 = start_worker(port, {"--grace-seconds=0"});
-  ASSERT_TRUE(wait_job(submitted.id(),
-                       [&](const v1::Job& j) {
-                         return j.progress().units_done() > done_after_first && j.progress().units_leased() >= 1;
-                       },
-                       60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(),
+      [&](const v1::Job& j) {
+        return j.progress().units_done() > done_after_first && j.progress().units_leased() >= 1;
+      },
+      60s, &job));
   w2->signal(SIGTERM);
   rc = w2->wait(10s);
   ASSERT_TRUE(rc.has_value()) << "worker did not stop";
@@ -308,7 +314,8 @@ TEST_F(ClusterTest, WorkerStoppedWithSigtermFinishesOrReleasesAndExitsZero) {
   EXPECT_EQ(job.progress().units_leased(), 0);
 
   start_worker(port);
-  ASSERT_TRUE(wait_job(submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 60s, &job));
   expect_exact(job, 6, 24);
 }
 

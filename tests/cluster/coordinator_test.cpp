@@ -1,20 +1,20 @@
 // Coordinator logic without sockets: leases under a fake clock, idempotent completion,
 // aggregation, persistence across a restart, and request validation.
+#include "coordinator/coordinator.h"
+
 #include <cstdio>
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 
-#include <gtest/gtest.h>
-
 #include "absl/strings/match.h"
-#include "worker/compute.h"
-#include "coordinator/coordinator.h"
+#include "cluster/u128.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "core/position.h"
 #include "core/startpos.h"
-#include "cluster/u128.h"
+#include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {

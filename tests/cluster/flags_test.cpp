@@ -14,11 +14,12 @@ ABSL_FLAG(bool, test_switch, false, "a switch");
 namespace c960::cluster {
 namespace {
 
-const DaemonCommand kCmd = {"c960-test",
-                            "c960-test [--test-address A]",
-                            "A test daemon.",
-                            "9.9",
-                            {{"test_address", "HOST:PORT", "C960_TEST_ADDRESS"}, {"test_count", "N"}, {"test_switch", ""}}};
+const DaemonCommand kCmd = {
+    "c960-test",
+    "c960-test [--test-address A]",
+    "A test daemon.",
+    "9.9",
+    {{"test_address", "HOST:PORT", "C960_TEST_ADDRESS"}, {"test_count", "N"}, {"test_switch", ""}}};
 
 std::optional<int> parse(std::vector<std::string> args) {
   args.insert(args.begin(), "c960-test");

@@ -1,16 +1,16 @@
 // The perft planner: units, multiplicities and merges checked against independent walks.
+#include "coordinator/planner.h"
+
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "cluster/config.h"
 #include "core/movegen.h"
 #include "core/notation.h"
 #include "core/perft.h"
-#include "coordinator/planner.h"
 #include "core/position.h"
 #include "core/startpos.h"
 
@@ -26,8 +26,8 @@ v1::PerftJobSpec spec(int depth, const std::string& sps, std::optional<int> spli
 }
 
 // Every move sequence of `plies` from pos, by the key of the position reached and first move.
-void walk(Position& pos, int plies, const std::string& first, std::map<std::string, std::map<std::string, uint64_t>>& out,
-          int ply = 0) {
+void walk(Position& pos, int plies, const std::string& first,
+          std::map<std::string, std::map<std::string, uint64_t>>& out, int ply = 0) {
   if (ply == plies) {
     ++out[position_key(pos.fen())][first];
     return;

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -72,16 +72,18 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
   // `left` are still to come; a two-thread worker then finishes the job, which must succeed
   // with no result mismatch. The last state seen is in *j.
   void kill_worker_mid_job(const std::string& job, int done, int left, v1::Job* j) {
-    ASSERT_TRUE(wait_job(job,
-                         [&](const v1::Job& x) {
-                           return x.progress().units_done() >= done && x.progress().units_leased() >= 1 &&
-                                  x.progress().units_done() < x.progress().units_total() - left;
-                         },
-                         j))
+    ASSERT_TRUE(wait_job(
+        job,
+        [&](const v1::Job& x) {
+          return x.progress().units_done() >= done && x.progress().units_leased() >= 1 &&
+                 x.progress().units_done() < x.progress().units_total() - left;
+        },
+        j))
         << j->ShortDebugString();
     workers_[0]->kill_now();
     start_worker(2);
-    ASSERT_TRUE(wait_job(job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, j));
+    ASSERT_TRUE(wait_job(
+        job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, j));
     EXPECT_EQ(j->state(), v1::JOB_STATE_SUCCEEDED);
     EXPECT_EQ(j->result_mismatches(), 0) << j->mismatch_detail();
   }
@@ -95,8 +97,9 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
     EXPECT_TRUE(absl::StrContains(out, "leading")) << out;
     const std::string csv = cli("results " + job + " --out " + dir_ + "/d.csv --pgn " + dir_ + "/d.pgn", &rc);
     ASSERT_EQ(rc, 0) << csv;
-    out = run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
-              .output;
+    out =
+        run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
+            .output;
     const std::string local_csv = read_file(dir_ + "/l.csv"), local_pgn = read_file(dir_ + "/l.pgn");
     ASSERT_FALSE(local_csv.empty()) << out;
     EXPECT_TRUE(absl::StartsWith(read_file(dir_ + "/d.csv"),
@@ -113,7 +116,6 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
     ASSERT_EQ(rc, 0) << json;
     EXPECT_TRUE(absl::StrContains(json, absl::StrCat("\"total\": {\"games\": ", games))) << json;
   }
-
 };
 
 TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWorker) {
@@ -124,7 +126,8 @@ TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWork
   ASSERT_TRUE(absl::StartsWith(job, "job-")) << job;
   start_worker(1);
   v1::Job j;
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& j) { return j.progress().units_done() >= 2; }, &j));
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& j) { return j.progress().units_done() >= 2; }, &j));
   ASSERT_LT(j.progress().units_done(), j.progress().units_total()) << "the job ended before the restart";
   coordinator_->kill_now();
   start_coordinator(port_);

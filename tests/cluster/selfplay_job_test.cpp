@@ -1,19 +1,19 @@
 // The self-play job kind in the coordinator, without sockets: planning and validation, games
 // played by the worker's compute path equal to a local run's, duplicate and differing
 // completions never counted twice (also across a restart), and unit failure reports.
-#include <filesystem>
 #include <unistd.h>
 
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "worker/compute.h"
+#include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
 #include "selfplay/local_runner.h"
-#include "cluster/selfplay_proto.h"
 #include "selfplay/stats.h"
+#include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {

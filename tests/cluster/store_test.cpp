@@ -76,9 +76,7 @@ TEST(StoreTest, ASecondStoreOnTheSameFileIsRefused) {
   EXPECT_TRUE(Store::open(path).ok());  // free again once the first is closed
 }
 
-TEST(StoreTest, UnwritablePathIsAnError) {
-  EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok());
-}
+TEST(StoreTest, UnwritablePathIsAnError) { EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok()); }
 
 std::string fresh_path(const std::string& name) {
   const std::string path = ::testing::TempDir() + "/" + name;

@@ -5,10 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <gtest/gtest.h>
 #include <mutex>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "cluster/errors.h"
 #include "cluster/u128.h"
@@ -74,8 +73,8 @@ class FlakyConnection final : public CoordinatorConnection {
     return grpc::Status::OK;
   }
   static grpc::Status unknown_worker() {
-    return to_grpc(with_reason(absl::NotFoundError("worker_id: no worker; call Hello"),
-                               v1::ErrorInfo::REASON_UNKNOWN_WORKER));
+    return to_grpc(
+        with_reason(absl::NotFoundError("worker_id: no worker; call Hello"), v1::ErrorInfo::REASON_UNKNOWN_WORKER));
   }
   Coordinator* c_;
 };

@@ -7,10 +7,10 @@
 #include <deque>
 #include <string>
 
-#include "tests/mate_prover.h"
 #include "core/notation.h"
-#include "selfplay/players.h"
 #include "core/startpos.h"
+#include "selfplay/players.h"
+#include "tests/mate_prover.h"
 
 using namespace c960;
 
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
                 if (!bm.empty()) bm += ' ';
                 bm += to_uci(x);
               }
-            std::printf("%s bm %s; dm %d; id \"gen-%d-%d\";\n", copy.fen(FenDialect::kShredder).c_str(), bm.c_str(), n, game, ply);
+            std::printf("%s bm %s; dm %d; id \"gen-%d-%d\";\n", copy.fen(FenDialect::kShredder).c_str(), bm.c_str(), n,
+                        game, ply);
             std::fflush(stdout);
             --want[n];
           }
