@@ -29,7 +29,7 @@ void BM_AcquireComplete(benchmark::State& state) {
     h.set_name("bench");
     h.set_threads(1);
     h.add_capabilities("perft");
-    const std::string w = c.hello(h)->worker_id();
+    const std::string w = c.hello(Caller::local(), h)->worker_id();
     v1::SubmitJobRequest s;
     s.mutable_spec()->mutable_perft()->set_depth(2);
     s.mutable_spec()->mutable_perft()->set_split_depth(1);
@@ -37,12 +37,12 @@ void BM_AcquireComplete(benchmark::State& state) {
     a.set_worker_id(w);
     a.set_max_units(1);
     for (auto _ : state) {
-      auto got = c.acquire(a);
+      auto got = c.acquire(Caller::local(), a);
       if (got->leases_size() == 0) {
         state.PauseTiming();
-        if (!c.submit(s).ok()) state.SkipWithError("submit");
+        if (!c.submit(Caller::local(), s).ok()) state.SkipWithError("submit");
         state.ResumeTiming();
-        got = c.acquire(a);
+        got = c.acquire(Caller::local(), a);
       }
       const v1::Lease& l = got->leases(0);
       v1::CompleteUnitRequest r;
@@ -50,7 +50,7 @@ void BM_AcquireComplete(benchmark::State& state) {
       r.set_unit_id(l.unit_id());
       r.set_attempt(l.attempt());
       *r.mutable_result() = *compute_unit(l.spec(), nullptr);
-      benchmark::DoNotOptimize(c.complete(r));
+      benchmark::DoNotOptimize(c.complete(Caller::local(), r));
     }
     state.SetItemsProcessed(state.iterations());
   }

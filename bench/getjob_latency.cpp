@@ -47,7 +47,7 @@ std::vector<double> probe_until(Coordinator& c, const std::string& probe, const 
   for (int64_t k = 0; !done; ++k) {
     const auto due = start + std::chrono::milliseconds(k);
     if (Clock::now() < due) std::this_thread::sleep_until(due);
-    if (!c.get_job(probe).ok()) std::fprintf(stderr, "get_job failed\n");
+    if (!c.get_job(Caller::local(), probe).ok()) std::fprintf(stderr, "get_job failed\n");
     out.push_back(ms_since(due));
   }
   return out;
@@ -65,7 +65,7 @@ std::string hello(Coordinator& c) {
   h.set_name("bench");
   h.set_threads(1);
   h.add_capabilities("selfplay");  // not the probe job's perft units
-  return c.hello(h)->worker_id();
+  return c.hello(Caller::local(), h)->worker_id();
 }
 
 void run_submit(Coordinator& c, const std::string& probe, const Args& a) {
@@ -78,7 +78,7 @@ void run_submit(Coordinator& c, const std::string& probe, const Args& a) {
   int64_t units = 0;
   std::thread heavy([&] {
     const auto t = Clock::now();
-    absl::StatusOr<v1::Job> j = c.submit(s);
+    absl::StatusOr<v1::Job> j = c.submit(Caller::local(), s);
     heavy_ms = ms_since(t);
     if (!j.ok())
       std::fprintf(stderr, "submit: %s\n", std::string(j.status().message()).c_str());
@@ -104,11 +104,11 @@ void run_selfplay(Coordinator& c, const std::string& probe, const Args& a) {
   sp->set_nodes(1);
   sp->set_seed(7);
   const std::string w = hello(c);
-  if (!c.submit(s).ok()) return;
+  if (!c.submit(Caller::local(), s).ok()) return;
   v1::AcquireWorkRequest acq;
   acq.set_worker_id(w);
   acq.set_max_units(a.units);
-  absl::StatusOr<v1::AcquireWorkResponse> leases = c.acquire(acq);
+  absl::StatusOr<v1::AcquireWorkResponse> leases = c.acquire(Caller::local(), acq);
   std::vector<v1::CompleteUnitRequest> done_units;
   int64_t plies = 0, games = 0;
   for (const v1::Lease& l : leases->leases()) {  // computed before the clock starts
@@ -135,7 +135,7 @@ void run_selfplay(Coordinator& c, const std::string& probe, const Args& a) {
   std::thread heavy([&] {
     const auto t = Clock::now();
     for (const v1::CompleteUnitRequest& r : done_units)
-      if (absl::StatusOr<v1::CompleteUnitResponse> x = c.complete(r); !x.ok())
+      if (absl::StatusOr<v1::CompleteUnitResponse> x = c.complete(Caller::local(), r); !x.ok())
         std::fprintf(stderr, "complete: %s\n", std::string(x.status().message()).c_str());
     heavy_ms = ms_since(t);
     finished = true;
@@ -160,7 +160,7 @@ int run(const Args& a) {
     v1::SubmitJobRequest small;
     small.mutable_spec()->mutable_perft()->set_depth(3);
     small.mutable_spec()->mutable_perft()->set_start_positions("0-9");
-    const std::string probe = c.submit(small)->id();
+    const std::string probe = c.submit(Caller::local(), small)->id();
     if (a.mode == "submit" || a.mode == "both") run_submit(c, probe, a);
     if (a.mode == "selfplay" || a.mode == "both") run_selfplay(c, probe, a);
   }

@@ -272,7 +272,8 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   return j;
 }
 
-absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
+absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::SubmitJobRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
   const JobKind* kind = kind_for(req.spec().kind_case());
   if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
@@ -308,14 +309,16 @@ absl::StatusOr<v1::Job> Coordinator::submit(const v1::SubmitJobRequest& req) {
   return snapshot(*raw);
 }
 
-absl::StatusOr<v1::Job> Coordinator::get_job(const std::string& job_id) {
+absl::StatusOr<v1::Job> Coordinator::get_job(const Caller& caller, const std::string& job_id) {
+  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
   absl::StatusOr<Job*> j = job_or_error(job_id);
   if (!j.ok()) return j.status();
   return snapshot(**j);
 }
 
-absl::StatusOr<std::vector<v1::Job>> Coordinator::list_jobs(int page_size) {
+absl::StatusOr<std::vector<v1::Job>> Coordinator::list_jobs(const Caller& caller, int page_size) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (page_size < 0 || page_size > kMaxPageSize)
     return absl::InvalidArgumentError(absl::StrCat("page_size: ", page_size, " is not in 0..", kMaxPageSize));
   if (page_size == 0) page_size = kDefaultPageSize;
@@ -326,7 +329,8 @@ absl::StatusOr<std::vector<v1::Job>> Coordinator::list_jobs(int page_size) {
   return out;
 }
 
-absl::StatusOr<v1::Job> Coordinator::cancel(const std::string& job_id) {
+absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::string& job_id) {
+  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
   absl::StatusOr<Job*> found = job_or_error(job_id);
   if (!found.ok()) return found.status();
@@ -347,8 +351,9 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const std::string& job_id) {
   return snapshot(*j);
 }
 
-absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::string& job_id, bool divide,
-                                                                  bool omit_games) {
+absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& caller, const std::string& job_id,
+                                                                  bool divide, bool omit_games) {
+  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
   absl::StatusOr<Job*> found = job_or_error(job_id);
   if (!found.ok()) return found.status();
@@ -360,7 +365,9 @@ absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const std::str
   return j.kind->results(j.plan, views, divide, omit_games);
 }
 
-absl::StatusOr<v1::Job> Coordinator::watch(const std::string& job_id, uint64_t* version, int64_t wait_ms) {
+absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::string& job_id, uint64_t* version,
+                                           int64_t wait_ms) {
+  static_cast<void>(caller);  // issue 9 wiring
   std::unique_lock lock(mu_);
   if (absl::Status s = check_id(job_id, "job_id"); !s.ok()) return s;
   cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != *version || shutting_down_; });

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
+#include "cluster/auth.h"
 #include "cluster/config.h"
 #include "coordinator/clock.h"
 #include "coordinator/job_kind.h"
@@ -48,20 +49,21 @@ class Coordinator {
   absl::Status load();
 
   // Users.
-  absl::StatusOr<v1::Job> submit(const v1::SubmitJobRequest& req);
-  absl::StatusOr<v1::Job> get_job(const std::string& job_id);
-  absl::StatusOr<std::vector<v1::Job>> list_jobs(int page_size);
-  absl::StatusOr<v1::Job> cancel(const std::string& job_id);
-  absl::StatusOr<std::vector<v1::ResultChunk>> results(const std::string& job_id, bool divide, bool omit_games = false);
+  absl::StatusOr<v1::Job> submit(const Caller& caller, const v1::SubmitJobRequest& req);
+  absl::StatusOr<v1::Job> get_job(const Caller& caller, const std::string& job_id);
+  absl::StatusOr<std::vector<v1::Job>> list_jobs(const Caller& caller, int page_size);
+  absl::StatusOr<v1::Job> cancel(const Caller& caller, const std::string& job_id);
+  absl::StatusOr<std::vector<v1::ResultChunk>> results(const Caller& caller, const std::string& job_id, bool divide,
+                                                       bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version.
-  absl::StatusOr<v1::Job> watch(const std::string& job_id, uint64_t* version, int64_t wait_ms);
+  absl::StatusOr<v1::Job> watch(const Caller& caller, const std::string& job_id, uint64_t* version, int64_t wait_ms);
 
   // Workers.
-  absl::StatusOr<v1::HelloResponse> hello(const v1::HelloRequest& req);
-  absl::StatusOr<v1::AcquireWorkResponse> acquire(const v1::AcquireWorkRequest& req);
-  absl::StatusOr<v1::RenewLeasesResponse> renew(const v1::RenewLeasesRequest& req);
-  absl::StatusOr<v1::CompleteUnitResponse> complete(const v1::CompleteUnitRequest& req);
-  absl::Status release(const v1::ReleaseUnitsRequest& req);
+  absl::StatusOr<v1::HelloResponse> hello(const Caller& caller, const v1::HelloRequest& req);
+  absl::StatusOr<v1::AcquireWorkResponse> acquire(const Caller& caller, const v1::AcquireWorkRequest& req);
+  absl::StatusOr<v1::RenewLeasesResponse> renew(const Caller& caller, const v1::RenewLeasesRequest& req);
+  absl::StatusOr<v1::CompleteUnitResponse> complete(const Caller& caller, const v1::CompleteUnitRequest& req);
+  absl::Status release(const Caller& caller, const v1::ReleaseUnitsRequest& req);
 
   // Returns expired leases to the queue and marks silent workers lost. Call periodically.
   void sweep();

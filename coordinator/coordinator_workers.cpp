@@ -16,7 +16,8 @@
 
 namespace c960::cluster {
 
-absl::StatusOr<v1::HelloResponse> Coordinator::hello(const v1::HelloRequest& req) {
+absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const v1::HelloRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (absl::Status s = check_text(req.name(), "name", kMaxNameLength, false); !s.ok()) return s;
   if (absl::Status s = check_text(req.version(), "version", kMaxVersionLength, false); !s.ok()) return s;
   if (req.threads() < 1 || req.threads() > kMaxThreads)
@@ -25,18 +26,11 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const v1::HelloRequest& req
     return absl::InvalidArgumentError(absl::StrCat("capabilities: more than ", kMaxCapabilities));
   for (const std::string& c : req.capabilities())
     if (absl::Status s = check_id(c, "capabilities"); !s.ok()) return s;
-  if (!req.worker_id().empty())
-    if (absl::Status s = check_id(req.worker_id(), "worker_id"); !s.ok()) return s;
 
   std::lock_guard lock(mu_);
   Worker w;
-  auto it = workers_.find(req.worker_id());
-  if (!req.worker_id().empty() && it != workers_.end()) {
-    w.rec = it->second.rec;
-  } else {
-    w.rec.seq = next_worker_seq_++;
-    w.rec.id = absl::StrCat("w-", w.rec.seq);
-  }
+  w.rec.seq = next_worker_seq_++;
+  w.rec.id = absl::StrCat("w-", w.rec.seq);
   w.rec.name = req.name();
   w.rec.version = req.version();
   w.rec.threads = req.threads();
@@ -55,7 +49,8 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const v1::HelloRequest& req
   return resp;
 }
 
-absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const v1::AcquireWorkRequest& req) {
+absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& caller, const v1::AcquireWorkRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
     return absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire));
   std::lock_guard lock(mu_);
@@ -92,7 +87,8 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const v1::AcquireWo
   return resp;
 }
 
-absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const v1::RenewLeasesRequest& req) {
+absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller, const v1::RenewLeasesRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (req.unit_ids_size() > kMaxUnitIdsPerCall)
     return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
   std::lock_guard lock(mu_);
@@ -136,7 +132,9 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const v1::RenewLeases
   return resp;
 }
 
-absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const v1::CompleteUnitRequest& req) {
+absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& caller,
+                                                               const v1::CompleteUnitRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   std::string job_id;
   int64_t index = 0;
   if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", &job_id, &index); !s.ok()) return s;
@@ -258,7 +256,8 @@ void Coordinator::return_to_queue(Job* j, int64_t index, bool front) {
     j->pending.push_back(index);
 }
 
-absl::Status Coordinator::release(const v1::ReleaseUnitsRequest& req) {
+absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRequest& req) {
+  static_cast<void>(caller);  // issue 9 wiring
   if (req.unit_ids_size() > kMaxUnitIdsPerCall)
     return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
   std::lock_guard lock(mu_);

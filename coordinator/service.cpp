@@ -20,31 +20,33 @@ constexpr int64_t kWatchPollMs = 1000;
 
 }  // namespace
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) {
-  return reply(c_->submit(*req), resp);
+Caller caller_of(const grpc::ServerContext*) { return Caller::local(); }
+
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
+  return reply(c_->submit(caller_of(ctx), *req), resp);
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) {
-  return reply(c_->get_job(req->job_id()), resp);
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
+  return reply(c_->get_job(caller_of(ctx), req->job_id()), resp);
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
-  absl::StatusOr<std::vector<v1::Job>> jobs = c_->list_jobs(req->page_size());
+  absl::StatusOr<std::vector<v1::Job>> jobs = c_->list_jobs(caller_of(ctx), req->page_size());
   if (!jobs.ok()) return to_grpc(jobs.status());
   for (v1::Job& j : *jobs) *resp->add_jobs() = std::move(j);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) {
-  return reply(c_->cancel(req->job_id()), resp);
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* resp) {
+  return reply(c_->cancel(caller_of(ctx), req->job_id()), resp);
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::Job>* writer) {
   uint64_t version = 0;
   for (;;) {
-    absl::StatusOr<v1::Job> job = c_->watch(req->job_id(), &version, kWatchPollMs);
+    absl::StatusOr<v1::Job> job = c_->watch(caller_of(ctx), req->job_id(), &version, kWatchPollMs);
     if (!job.ok()) return to_grpc(job.status());
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     if (!writer->Write(*job)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
@@ -56,7 +58,8 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                                         grpc::ServerWriter<v1::ResultChunk>* writer) {
-  absl::StatusOr<std::vector<v1::ResultChunk>> chunks = c_->results(req->job_id(), req->divide(), req->omit_games());
+  absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
+      c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games());
   if (!chunks.ok()) return to_grpc(chunks.status());
   for (const v1::ResultChunk& c : *chunks) {
     if (ctx->IsCancelled() || !writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
@@ -64,28 +67,28 @@ grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetR
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) {
-  return reply(c_->hello(*req), resp);
+grpc::Status WorkerServiceImpl::Hello(grpc::ServerContext* ctx, const v1::HelloRequest* req, v1::HelloResponse* resp) {
+  return reply(c_->hello(caller_of(ctx), *req), resp);
 }
 
-grpc::Status WorkerServiceImpl::AcquireWork(grpc::ServerContext*, const v1::AcquireWorkRequest* req,
+grpc::Status WorkerServiceImpl::AcquireWork(grpc::ServerContext* ctx, const v1::AcquireWorkRequest* req,
                                             v1::AcquireWorkResponse* resp) {
-  return reply(c_->acquire(*req), resp);
+  return reply(c_->acquire(caller_of(ctx), *req), resp);
 }
 
-grpc::Status WorkerServiceImpl::RenewLeases(grpc::ServerContext*, const v1::RenewLeasesRequest* req,
+grpc::Status WorkerServiceImpl::RenewLeases(grpc::ServerContext* ctx, const v1::RenewLeasesRequest* req,
                                             v1::RenewLeasesResponse* resp) {
-  return reply(c_->renew(*req), resp);
+  return reply(c_->renew(caller_of(ctx), *req), resp);
 }
 
-grpc::Status WorkerServiceImpl::CompleteUnit(grpc::ServerContext*, const v1::CompleteUnitRequest* req,
+grpc::Status WorkerServiceImpl::CompleteUnit(grpc::ServerContext* ctx, const v1::CompleteUnitRequest* req,
                                              v1::CompleteUnitResponse* resp) {
-  return reply(c_->complete(*req), resp);
+  return reply(c_->complete(caller_of(ctx), *req), resp);
 }
 
-grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext*, const v1::ReleaseUnitsRequest* req,
+grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext* ctx, const v1::ReleaseUnitsRequest* req,
                                              v1::ReleaseUnitsResponse*) {
-  return to_grpc(c_->release(*req));
+  return to_grpc(c_->release(caller_of(ctx), *req));
 }
 
 }  // namespace c960::cluster

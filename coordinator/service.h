@@ -11,6 +11,9 @@
 
 namespace c960::cluster {
 
+// The caller of a call, as the server's authentication established it.
+Caller caller_of(const grpc::ServerContext* ctx);
+
 class JobServiceImpl final : public v1::JobService::Service {
  public:
   explicit JobServiceImpl(Coordinator* c) : c_(c) {}

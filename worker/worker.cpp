@@ -71,7 +71,6 @@ bool Worker::hello() {
       req.set_threads(options_.threads);
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
-      req.set_worker_id(worker_id_);
       v1::HelloResponse resp;
       Rpc r = classify(coordinator_->hello(req, &resp, kRpcDeadlineMs), "hello");
       if (r == Rpc::kOk) {

@@ -35,13 +35,12 @@ class CoordinatorTest : public ::testing::Test {
     ASSERT_TRUE(coordinator_->load().ok());
   }
 
-  std::string hello(const std::string& name, const std::string& id = "") {
+  std::string hello(const std::string& name) {
     v1::HelloRequest req;
     req.set_name(name);
     req.set_threads(1);
     req.add_capabilities("perft");
-    req.set_worker_id(id);
-    auto r = coordinator_->hello(req);
+    auto r = coordinator_->hello(Caller::local(), req);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->worker_id() : "";
   }
@@ -52,7 +51,7 @@ class CoordinatorTest : public ::testing::Test {
     req.mutable_spec()->mutable_perft()->set_start_positions(sps);
     req.mutable_spec()->mutable_perft()->set_split_depth(split);
     req.set_request_id(request_id);
-    auto j = coordinator_->submit(req);
+    auto j = coordinator_->submit(Caller::local(), req);
     EXPECT_TRUE(j.ok()) << j.status();
     return j.ok() ? *j : v1::Job();
   }
@@ -61,7 +60,7 @@ class CoordinatorTest : public ::testing::Test {
     v1::AcquireWorkRequest req;
     req.set_worker_id(worker);
     req.set_max_units(n);
-    auto r = coordinator_->acquire(req);
+    auto r = coordinator_->acquire(Caller::local(), req);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? std::vector<v1::Lease>(r->leases().begin(), r->leases().end()) : std::vector<v1::Lease>();
   }
@@ -79,13 +78,13 @@ class CoordinatorTest : public ::testing::Test {
       EXPECT_TRUE(r.ok()) << r.status();
       *req.mutable_result() = *r;
     }
-    auto resp = coordinator_->complete(req);
+    auto resp = coordinator_->complete(Caller::local(), req);
     if (!resp.ok()) return resp.status();
     return resp->outcome();
   }
 
   v1::Job job(const std::string& id) {
-    auto j = coordinator_->get_job(id);
+    auto j = coordinator_->get_job(Caller::local(), id);
     EXPECT_TRUE(j.ok()) << j.status();
     return j.ok() ? *j : v1::Job();
   }
@@ -135,7 +134,7 @@ TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
   v1::RenewLeasesRequest rr;
   rr.set_worker_id(w1);
   rr.add_unit_ids(l[0].unit_id());
-  auto renewed = coordinator_->renew(rr);
+  auto renewed = coordinator_->renew(Caller::local(), rr);
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   ASSERT_EQ(renewed->renewals_size(), 1);
   EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_ACTIVE);
@@ -149,14 +148,14 @@ TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
   EXPECT_EQ(job(j.id()).progress().units_leased(), 0);
   EXPECT_EQ(job(j.id()).progress().workers_alive(), 0);
   // A unit back in the queue that its old holder renews is leased to it again.
-  renewed = coordinator_->renew(rr);
+  renewed = coordinator_->renew(Caller::local(), rr);
   ASSERT_TRUE(renewed.ok());
   EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_ACTIVE);
   EXPECT_EQ(job(j.id()).progress().workers_alive(), 1);
   EXPECT_TRUE(acquire(w2, 1).empty());
   // Someone else's unit: lost.
   rr.set_worker_id(w2);
-  renewed = coordinator_->renew(rr);
+  renewed = coordinator_->renew(Caller::local(), rr);
   ASSERT_TRUE(renewed.ok());
   EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_LOST);
 }
@@ -205,7 +204,7 @@ TEST_F(CoordinatorTest, ReleasedUnitsAreServedFirst) {
   rel.set_worker_id(w1);
   rel.add_unit_ids(l[1].unit_id());
   rel.add_unit_ids("job-77/0");  // unknown: ignored
-  ASSERT_TRUE(coordinator_->release(rel).ok());
+  ASSERT_TRUE(coordinator_->release(Caller::local(), rel).ok());
   std::vector<v1::Lease> next = acquire(w2, 1);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0].unit_id(), l[1].unit_id());
@@ -213,7 +212,7 @@ TEST_F(CoordinatorTest, ReleasedUnitsAreServedFirst) {
   rel.clear_unit_ids();
   rel.add_unit_ids(l[0].unit_id());
   rel.set_worker_id(w2);
-  ASSERT_TRUE(coordinator_->release(rel).ok());
+  ASSERT_TRUE(coordinator_->release(Caller::local(), rel).ok());
   EXPECT_NE(acquire(w2, 1)[0].unit_id(), l[0].unit_id());
 }
 
@@ -223,7 +222,7 @@ TEST_F(CoordinatorTest, AggregatesTotalsAndDivideLikeTheCore) {
     const v1::Job j = submit(4, "0,518,959", split);
     drain(w);
     ASSERT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
-    auto chunks = coordinator_->results(j.id(), true);
+    auto chunks = coordinator_->results(Caller::local(), j.id(), true);
     ASSERT_TRUE(chunks.ok());
     ASSERT_EQ(chunks->size(), 3u);
     NodeCount sum = 0;
@@ -252,8 +251,8 @@ TEST_F(CoordinatorTest, SameRequestIdReturnsTheSameJob) {
   v1::SubmitJobRequest other;
   other.mutable_spec()->mutable_perft()->set_depth(4);
   other.set_request_id("req-1");
-  EXPECT_EQ(coordinator_->submit(other).status().code(), absl::StatusCode::kAlreadyExists);
-  auto list = coordinator_->list_jobs(0);
+  EXPECT_EQ(coordinator_->submit(Caller::local(), other).status().code(), absl::StatusCode::kAlreadyExists);
+  auto list = coordinator_->list_jobs(Caller::local(), 0);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 2u);
 }
@@ -262,20 +261,20 @@ TEST_F(CoordinatorTest, CancelledJobsHandOutNothingAndDiscardResults) {
   const std::string w = hello("one");
   const v1::Job j = submit(3, "0-9", 0);
   std::vector<v1::Lease> l = acquire(w, 2);
-  auto c = coordinator_->cancel(j.id());
+  auto c = coordinator_->cancel(Caller::local(), j.id());
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->state(), v1::JOB_STATE_CANCELLED);
   EXPECT_TRUE(acquire(w, 5).empty());
   EXPECT_EQ(complete(w, l[0]).value(), v1::COMPLETION_OUTCOME_DISCARDED);
   EXPECT_EQ(job(j.id()).progress().units_done(), 0);
-  EXPECT_EQ(coordinator_->cancel(j.id())->state(), v1::JOB_STATE_CANCELLED);  // idempotent
+  EXPECT_EQ(coordinator_->cancel(Caller::local(), j.id())->state(), v1::JOB_STATE_CANCELLED);  // idempotent
 }
 
 TEST_F(CoordinatorTest, RestartResumesWithoutLosingOrRepeatingUnits) {
   const std::string path = ::testing::TempDir() + "/coordinator_test_restart.db";
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
   open(path);
-  const std::string w = hello("one");
+  std::string w = hello("one");
   const v1::Job j = submit(4, "0-19", 1);
   const int64_t total = j.progress().units_total();
   std::set<std::string> completed;
@@ -290,7 +289,7 @@ TEST_F(CoordinatorTest, RestartResumesWithoutLosingOrRepeatingUnits) {
   EXPECT_EQ(resumed.state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(resumed.progress().units_done(), int64_t(completed.size()));
   EXPECT_EQ(resumed.progress().units_total(), total);
-  EXPECT_EQ(hello("one", w), w);  // the worker keeps its id
+  w = hello("one");  // the worker's session ended with the coordinator; it calls Hello again
   int64_t served = 0;
   for (std::vector<v1::Lease> ls; !(ls = acquire(w, 64)).empty();)
     for (const v1::Lease& l : ls) {
@@ -299,7 +298,7 @@ TEST_F(CoordinatorTest, RestartResumesWithoutLosingOrRepeatingUnits) {
       ++served;
     }
   EXPECT_EQ(served, total - int64_t(completed.size()));
-  auto chunks = coordinator_->results(j.id(), false);
+  auto chunks = coordinator_->results(Caller::local(), j.id(), false);
   ASSERT_TRUE(chunks.ok());
   for (const v1::ResultChunk& c : *chunks) {
     Position pos = *Position::from_fen(c.perft().fen());
@@ -326,11 +325,11 @@ TEST_F(CoordinatorTest, AJobWhoseUnitsAreMissingFromTheStoreIsRefusedLoudly) {
   const v1::Job j = job(damaged.id());
   EXPECT_EQ(j.state(), v1::JOB_STATE_FAILED);
   EXPECT_NE(j.failure_detail().find("3 of its 10 units"), std::string::npos) << j.failure_detail();
-  auto results = coordinator_->results(damaged.id(), false);
+  auto results = coordinator_->results(Caller::local(), damaged.id(), false);
   EXPECT_EQ(results.status().code(), absl::StatusCode::kDataLoss) << "results of a damaged job were served";
   // The other job is untouched, and the verdict survives another restart.
   EXPECT_EQ(job(intact.id()).state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_TRUE(coordinator_->results(intact.id(), false).ok());
+  EXPECT_TRUE(coordinator_->results(Caller::local(), intact.id(), false).ok());
   open(path);
   EXPECT_EQ(job(damaged.id()).state(), v1::JOB_STATE_FAILED);
 }
@@ -344,7 +343,7 @@ TEST_F(CoordinatorTest, ASubmitCutOffWhileStoringItsPlanIsDroppedOnRestart) {
   ASSERT_TRUE(store_->exec_for_test("UPDATE jobs SET planned = 0 WHERE id = '" + j.id() + "'").ok());
   ASSERT_TRUE(store_->exec_for_test("DELETE FROM units WHERE idx >= 5").ok());
   open(path);
-  EXPECT_EQ(coordinator_->get_job(j.id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), j.id()).status().code(), absl::StatusCode::kNotFound);
   // The client's retry with the same request id plans it again, under a new id.
   const v1::Job again = submit(2, "0-9", 0, "req-1");
   EXPECT_NE(again.id(), j.id());
@@ -356,41 +355,41 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   const v1::Job j = submit(2, "0", 0);
   std::vector<v1::Lease> l = acquire(w, 1);
   using C = absl::StatusCode;
-  EXPECT_EQ(coordinator_->get_job("job-999").status().code(), C::kNotFound);
-  EXPECT_EQ(coordinator_->get_job("").status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->get_job("a/b").status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->get_job(std::string(200, 'a')).status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->cancel("job-999").status().code(), C::kNotFound);
-  EXPECT_EQ(coordinator_->results("job-999", false).status().code(), C::kNotFound);
-  EXPECT_EQ(coordinator_->list_jobs(-1).status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->list_jobs(kMaxPageSize + 1).status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->submit(v1::SubmitJobRequest()).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), "job-999").status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), "").status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), "a/b").status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), std::string(200, 'a')).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->cancel(Caller::local(), "job-999").status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->results(Caller::local(), "job-999", false).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), -1).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), kMaxPageSize + 1).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->submit(Caller::local(), v1::SubmitJobRequest()).status().code(), C::kInvalidArgument);
   v1::SubmitJobRequest bad_id;
   bad_id.mutable_spec()->mutable_perft()->set_depth(1);
   bad_id.set_request_id(std::string(kMaxRequestIdLength + 1, 'x'));
-  EXPECT_EQ(coordinator_->submit(bad_id).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->submit(Caller::local(), bad_id).status().code(), C::kInvalidArgument);
   bad_id.set_request_id("tab\there");
-  EXPECT_EQ(coordinator_->submit(bad_id).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->submit(Caller::local(), bad_id).status().code(), C::kInvalidArgument);
 
   v1::HelloRequest h;
   h.set_threads(0);
-  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->hello(Caller::local(), h).status().code(), C::kInvalidArgument);
   h.set_threads(1);
   h.set_name(std::string(kMaxNameLength + 1, 'n'));
-  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->hello(Caller::local(), h).status().code(), C::kInvalidArgument);
   h.set_name("ok");
   h.add_capabilities("bad capability");
-  EXPECT_EQ(coordinator_->hello(h).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->hello(Caller::local(), h).status().code(), C::kInvalidArgument);
 
   v1::AcquireWorkRequest a;
   a.set_worker_id("w-999");
   a.set_max_units(1);
-  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->acquire(Caller::local(), a).status().code(), C::kNotFound);
   a.set_worker_id(w);
   a.set_max_units(0);
-  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->acquire(Caller::local(), a).status().code(), C::kInvalidArgument);
   a.set_max_units(kMaxAcquire + 1);
-  EXPECT_EQ(coordinator_->acquire(a).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->acquire(Caller::local(), a).status().code(), C::kInvalidArgument);
 
   v1::CompleteUnitRequest c;
   c.set_worker_id(w);
@@ -398,39 +397,39 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   *c.mutable_result() = *compute_unit(l[0].spec(), nullptr);
   for (const char* id : {"", "job-1", "job-1/x", "job-1/-1", "/3", "job 1/0"}) {
     c.set_unit_id(id);
-    EXPECT_EQ(coordinator_->complete(c).status().code(), C::kInvalidArgument) << id;
+    EXPECT_EQ(coordinator_->complete(Caller::local(), c).status().code(), C::kInvalidArgument) << id;
   }
   c.set_unit_id("job-999/0");
-  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), c).status().code(), C::kNotFound);
   c.set_unit_id(j.id() + "/5");
-  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), c).status().code(), C::kNotFound);
   c.set_unit_id(l[0].unit_id());
   c.set_attempt(0);
-  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), c).status().code(), C::kInvalidArgument);
   c.set_attempt(1);
   c.set_worker_id("w-999");
-  EXPECT_EQ(coordinator_->complete(c).status().code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), c).status().code(), C::kNotFound);
   c.set_worker_id(w);
   v1::CompleteUnitRequest no_result = c;
   no_result.clear_result();
-  EXPECT_EQ(coordinator_->complete(no_result).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), no_result).status().code(), C::kInvalidArgument);
   v1::CompleteUnitRequest bad_divide = c;
   bad_divide.mutable_result()->mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(0);
-  EXPECT_EQ(coordinator_->complete(bad_divide).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), bad_divide).status().code(), C::kInvalidArgument);
   // None of the refused calls changed anything.
   EXPECT_EQ(job(j.id()).progress().units_done(), 0);
-  EXPECT_EQ(coordinator_->complete(c)->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), c)->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
 
   v1::RenewLeasesRequest r;
   r.set_worker_id(w);
   r.add_unit_ids("nonsense");
-  EXPECT_EQ(coordinator_->renew(r).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->renew(Caller::local(), r).status().code(), C::kInvalidArgument);
   r.clear_unit_ids();
   for (int i = 0; i <= kMaxUnitIdsPerCall; ++i) r.add_unit_ids(j.id() + "/0");
-  EXPECT_EQ(coordinator_->renew(r).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->renew(Caller::local(), r).status().code(), C::kInvalidArgument);
   v1::ReleaseUnitsRequest rel;
   rel.set_worker_id("w-999");
-  EXPECT_EQ(coordinator_->release(rel).code(), C::kNotFound);
+  EXPECT_EQ(coordinator_->release(Caller::local(), rel).code(), C::kNotFound);
 }
 
 TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {

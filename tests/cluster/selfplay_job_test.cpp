@@ -44,8 +44,7 @@ class SelfPlayJobTest : public ::testing::Test {
     req.set_name("w");
     req.set_threads(1);
     req.add_capabilities("selfplay");
-    req.set_worker_id(worker_);
-    auto r = coordinator_->hello(req);
+    auto r = coordinator_->hello(Caller::local(), req);
     ASSERT_TRUE(r.ok()) << r.status();
     worker_ = r->worker_id();
   }
@@ -71,14 +70,14 @@ class SelfPlayJobTest : public ::testing::Test {
   absl::StatusOr<v1::Job> submit(const v1::SelfPlayJobSpec& s) {
     v1::SubmitJobRequest req;
     *req.mutable_spec()->mutable_selfplay() = s;
-    return coordinator_->submit(req);
+    return coordinator_->submit(Caller::local(), req);
   }
 
   std::vector<v1::Lease> acquire(int n) {
     v1::AcquireWorkRequest req;
     req.set_worker_id(worker_);
     req.set_max_units(n);
-    auto r = coordinator_->acquire(req);
+    auto r = coordinator_->acquire(Caller::local(), req);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? std::vector<v1::Lease>(r->leases().begin(), r->leases().end()) : std::vector<v1::Lease>();
   }
@@ -89,7 +88,7 @@ class SelfPlayJobTest : public ::testing::Test {
     req.set_unit_id(l.unit_id());
     req.set_attempt(l.attempt());
     *req.mutable_result() = result;
-    auto resp = coordinator_->complete(req);
+    auto resp = coordinator_->complete(Caller::local(), req);
     if (!resp.ok()) return resp.status();
     return resp->outcome();
   }
@@ -176,7 +175,7 @@ TEST_F(SelfPlayJobTest, RejectsBadSpecsNamingTheField) {
   s.set_games_per_unit(1);
   auto j = submit(s);
   EXPECT_EQ(j.status().code(), absl::StatusCode::kResourceExhausted) << j.status();
-  EXPECT_EQ(coordinator_->results("job-404", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->results(Caller::local(), "job-404", false).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
@@ -191,7 +190,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   ASSERT_EQ(complete(ls[1], results[1]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
   EXPECT_EQ(complete(ls[1], results[1]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
   open();
-  v1::Job now = coordinator_->get_job(j->id()).value();
+  v1::Job now = coordinator_->get_job(Caller::local(), j->id()).value();
   EXPECT_EQ(now.progress().games_done(), 3);
   EXPECT_EQ(now.state(), v1::JOB_STATE_RUNNING);
   // The old leases are still valid ids: completing them counts once, the repeated one not at all.
@@ -202,7 +201,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   other.mutable_selfplay()->mutable_games(0)->set_result(other.selfplay().games(0).result() == "1-0" ? "0-1" : "1-0");
   EXPECT_EQ(complete(ls[2], other).value(), v1::COMPLETION_OUTCOME_MISMATCH);
   ASSERT_EQ(complete(ls[3], results[3]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
-  now = coordinator_->get_job(j->id()).value();
+  now = coordinator_->get_job(Caller::local(), j->id()).value();
   EXPECT_EQ(now.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(now.progress().games_done(), 6);
   EXPECT_EQ(now.result_mismatches(), 1);
@@ -227,7 +226,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
     local_stats.add(g.sp, g.record);
     local_pgn += g.record.pgn;
   }
-  auto chunks = coordinator_->results(j->id(), false);
+  auto chunks = coordinator_->results(Caller::local(), j->id(), false);
   ASSERT_TRUE(chunks.ok()) << chunks.status();
   ASSERT_EQ(chunks->size(), 2u);
   for (const v1::ResultChunk& c : *chunks) {
@@ -243,7 +242,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   EXPECT_EQ(cluster_pgn, local_pgn);
   EXPECT_EQ(cluster_stats.to_csv(), local_stats.to_csv());
   // Counts-only results agree with the games.
-  auto summary = coordinator_->results(j->id(), false, true);
+  auto summary = coordinator_->results(Caller::local(), j->id(), false, true);
   ASSERT_TRUE(summary.ok());
   for (const v1::ResultChunk& c : *summary) {
     EXPECT_EQ(c.selfplay().game_records_size(), 0);
@@ -294,19 +293,19 @@ TEST_F(SelfPlayJobTest, AMissingEngineFailsUnitsAndThenTheJob) {
     req.set_unit_id(ls[0].unit_id());
     req.set_attempt(ls[0].attempt());
     req.set_failure(std::string(r.status().message()));
-    auto resp = coordinator_->complete(req);
+    auto resp = coordinator_->complete(Caller::local(), req);
     ASSERT_TRUE(resp.ok()) << resp.status();
     EXPECT_EQ(resp->outcome(), v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
-    EXPECT_EQ(coordinator_->get_job(j->id())->state(),
+    EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->state(),
               i + 1 < kMaxUnitFailures ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_FAILED);
   }
-  const v1::Job failed = coordinator_->get_job(j->id()).value();
+  const v1::Job failed = coordinator_->get_job(Caller::local(), j->id()).value();
   EXPECT_TRUE(absl::StrContains(failed.failure_detail(), "no-such-engine")) << failed.failure_detail();
   EXPECT_TRUE(acquire(4).empty());
   // The state and its reason survive a restart.
   open();
-  EXPECT_EQ(coordinator_->get_job(j->id())->state(), v1::JOB_STATE_FAILED);
-  EXPECT_EQ(coordinator_->get_job(j->id())->failure_detail(), failed.failure_detail());
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->failure_detail(), failed.failure_detail());
   EXPECT_TRUE(acquire(4).empty());
   // A failure report with a result is malformed.
   v1::CompleteUnitRequest bad;
@@ -315,7 +314,7 @@ TEST_F(SelfPlayJobTest, AMissingEngineFailsUnitsAndThenTheJob) {
   bad.set_attempt(1);
   bad.set_failure("x");
   bad.mutable_result()->mutable_selfplay();
-  EXPECT_EQ(coordinator_->complete(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->complete(Caller::local(), bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // A store written before self-play jobs (no failure_detail column) opens, keeps its jobs and

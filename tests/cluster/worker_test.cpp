@@ -37,27 +37,27 @@ class FlakyConnection final : public CoordinatorConnection {
   grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t) override {
     ++hellos;
     if (take(unreachable_hellos)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused");
-    return reply(c_->hello(req), resp);
+    return reply(c_->hello(Caller::local(), req), resp);
   }
   grpc::Status acquire(const v1::AcquireWorkRequest& req, v1::AcquireWorkResponse* resp, int64_t) override {
     if (take(forgotten)) return unknown_worker();
-    return reply(c_->acquire(req), resp);
+    return reply(c_->acquire(Caller::local(), req), resp);
   }
   grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t) override {
-    return reply(c_->renew(req), resp);
+    return reply(c_->renew(Caller::local(), req), resp);
   }
   grpc::Status complete(const v1::CompleteUnitRequest& req, v1::CompleteUnitResponse* resp, int64_t) override {
     ++completions;
     if (take(forgotten)) return unknown_worker();
     if (take(unknown_units)) return grpc::Status(grpc::StatusCode::NOT_FOUND, "unit_id: no such unit");
-    grpc::Status s = reply(c_->complete(req), resp);
+    grpc::Status s = reply(c_->complete(Caller::local(), req), resp);
     if (s.ok() && take(lost_acks)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "reply lost");
     return s;
   }
   grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse*, int64_t) override {
     ++releases;
     released_units += req.unit_ids_size();
-    return to_grpc(c_->release(req));
+    return to_grpc(c_->release(Caller::local(), req));
   }
 
  private:
@@ -120,13 +120,13 @@ class WorkerTest : public ::testing::Test {
     req.mutable_spec()->mutable_perft()->set_depth(depth);
     req.mutable_spec()->mutable_perft()->set_start_positions(sps);
     req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    return coordinator_->submit(req).value();
+    return coordinator_->submit(Caller::local(), req).value();
   }
 
   // Waits for the job to end; false after the timeout.
   bool wait_for(const std::string& job_id, std::chrono::seconds timeout = 60s) {
     for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-      if (Coordinator::is_final(coordinator_->get_job(job_id)->state())) return true;
+      if (Coordinator::is_final(coordinator_->get_job(Caller::local(), job_id)->state())) return true;
       std::this_thread::sleep_for(20ms);
     }
     return false;
@@ -134,11 +134,11 @@ class WorkerTest : public ::testing::Test {
 
   // Totals per root equal the core's perft, and the progress counts each unit once.
   void expect_exact(const v1::Job& job, int depth) {
-    const v1::Job now = coordinator_->get_job(job.id()).value();
+    const v1::Job now = coordinator_->get_job(Caller::local(), job.id()).value();
     EXPECT_EQ(now.state(), v1::JOB_STATE_SUCCEEDED);
     EXPECT_EQ(now.result_mismatches(), 0) << now.mismatch_detail();
     NodeCount sum = 0;
-    absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(job.id(), false);
+    absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(Caller::local(), job.id(), false);
     ASSERT_TRUE(chunks.ok()) << chunks.status();
     for (const v1::ResultChunk& c : *chunks) {
       const NodeCount expected = perft(*Position::from_fen(c.perft().fen()), depth);
@@ -214,14 +214,15 @@ TEST_F(WorkerTest, AStopReleasesQueuedUnitsAndDeliversFinishedOnes) {
   const v1::Job job = submit(7, "0-3", 1);
   FlakyConnection* conn = start_worker(1);
   for (auto end = std::chrono::steady_clock::now() + 30s;
-       coordinator_->get_job(job.id())->progress().units_leased() < 2 && std::chrono::steady_clock::now() < end;)
+       coordinator_->get_job(Caller::local(), job.id())->progress().units_leased() < 2 &&
+       std::chrono::steady_clock::now() < end;)
     std::this_thread::sleep_for(10ms);
-  ASSERT_GE(coordinator_->get_job(job.id())->progress().units_leased(), 2);
+  ASSERT_GE(coordinator_->get_job(Caller::local(), job.id())->progress().units_leased(), 2);
   worker_->request_stop();
   runner_.join();
   EXPECT_EQ(exit_code_.load(), 0);
   EXPECT_GE(conn->released_units.load(), 1);
-  const v1::Job after = coordinator_->get_job(job.id()).value();
+  const v1::Job after = coordinator_->get_job(Caller::local(), job.id()).value();
   EXPECT_EQ(after.progress().units_leased(), 0) << "the stopped worker kept leases";
   EXPECT_EQ(after.state(), v1::JOB_STATE_RUNNING);
   worker_.reset();
