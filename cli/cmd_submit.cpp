@@ -30,14 +30,16 @@ const std::vector<OptionSpec> kPerftOptions = {
 const CommandSpec kSpec = {
     kName,
     "c960 submit perft --depth D [--sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
-    "       c960 submit selfplay [--sps RANGE] --games-per-position N --engine builtin|PATH\n"
+    "       c960 submit selfplay [--sps RANGE] --games-per-position N --engine builtin|NAME\n"
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
-    "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]",
+    "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
+    "       (both: [--verify off|adaptive|all])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
     "--fen for perft) the job covers all 960 start positions. Give several FENs as quoted "
     "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
-    "the games; an engine PATH is resolved on the workers and must exist there. Submitting again "
-    "with the same --request-id returns the same job.",
+    "the games; the engine is a NAME the workers offer (c960-worker --engine NAME=PATH; builtin "
+    "always), never a path. Results are checked by the coordinator and, as --verify says, by "
+    "other workers. Submitting again with the same --request-id returns the same job.",
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
@@ -45,6 +47,9 @@ const CommandSpec kSpec = {
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
+      o.push_back({"verify", Arity::kOne, "off|adaptive|all",
+                   "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
+                   "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
       o.push_back({"request-id", Arity::kOne, "ID", "idempotency key (default: a random one, so retries are safe)"});
       o.push_back(coordinator_option());
       return o;
@@ -56,6 +61,11 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const char* perft_only : {"fen", "split-depth"})
     if (p.has(perft_only))
       return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
+  // Workers offer engines by name; a job never makes them start a program of its choosing.
+  if (p.get("engine").find('/') != std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("--engine: '", p.get("engine"),
+                                                   "' is a path; name an engine the workers offer (builtin, or NAME "
+                                                   "from c960-worker --engine NAME=PATH)"));
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay_spec_from_args(p);
   if (!spec.ok()) return spec.status();
   v1::SelfPlayJobSpec* s = req->mutable_spec()->mutable_selfplay();
@@ -72,7 +82,7 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
     const bool perft_option =
-        o.name == "request-id" || o.name == "coordinator" ||
+        o.name == "request-id" || o.name == "coordinator" || o.name == "verify" ||
         std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));
@@ -114,6 +124,18 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   v1::SubmitJobRequest req;
   const absl::Status built = p.positional()[0] == "selfplay" ? selfplay_request(p, &req) : perft_request(p, &req);
   if (!built.ok()) return fail(io, kName, built);
+  if (p.has("verify")) {
+    const std::string v = p.get("verify");
+    if (v == "off")
+      req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
+    else if (v == "adaptive")
+      req.mutable_spec()->set_verify(v1::VERIFY_MODE_ADAPTIVE);
+    else if (v == "all")
+      req.mutable_spec()->set_verify(v1::VERIFY_MODE_ALL);
+    else
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--verify: '", v, "' is not off, adaptive or all")));
+  }
   if (p.has("request-id")) {
     req.set_request_id(p.get("request-id"));
   } else {

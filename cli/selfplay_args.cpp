@@ -33,7 +33,8 @@ const std::vector<SpecOption>& spec_options() {
        kMaxGamesPerPosition,
        1,
        [](SelfPlaySpec& s, long long v) { s.games_per_position = int(v); }},
-      {{"engine", Arity::kOne, "builtin|PATH", "the built-in engine or a UCI engine binary"}},
+      {{"engine", Arity::kOne, "builtin|PATH|NAME=PATH",
+        "the built-in engine, or a UCI engine binary (NAME=PATH: known as NAME, as cluster workers offer it)"}},
       {{"option", Arity::kMany, "NAME=VALUE", "UCI option for the engine (repeatable)"}},
       {{"nodes", Arity::kOne, "N", with_range("limit each move to N nodes", 1, kMaxNodesLimit)},
        1,
@@ -143,7 +144,15 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   spec.positions = *sps;
   if (!p.has("games-per-position")) return absl::InvalidArgumentError("--games-per-position is required");
   if (!p.has("engine")) return absl::InvalidArgumentError("--engine is required (builtin or the path of a UCI engine)");
+  // NAME=PATH runs PATH under the name NAME (as a cluster worker offers it), so that a local run
+  // and a job naming NAME are the same games, PGN tags included.
   spec.engine = p.get("engine");
+  if (const size_t eq = spec.engine.find('='); eq != std::string::npos) {
+    spec.engine_path = spec.engine.substr(eq + 1);
+    spec.engine.resize(eq);
+    if (spec.engine.empty() || spec.engine_path.empty())
+      return absl::InvalidArgumentError("--engine: NAME=PATH needs both a name and a path");
+  }
   if (spec.engine.empty()) return absl::InvalidArgumentError("--engine: empty");
   for (const std::string& o : p.all("option")) {
     absl::StatusOr<selfplay::UciOptionValue> v = selfplay::parse_option_assignment(o);

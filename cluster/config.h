@@ -49,9 +49,42 @@ inline constexpr int kMaxEnginePathLength = 4096;
 inline constexpr int kMaxGamePlies = 20000;     // a stored game's moves
 inline constexpr int kMaxPgnBytes = 1 << 20;    // a stored game's PGN
 inline constexpr int kMaxFailureLength = 4096;  // a worker's unit failure report
-// A job FAILS after this many unit failure reports (each puts the unit back in the queue, since
-// another worker may have the engine).
+// A job FAILS after this many unit failure reports from at least kMinFailingWorkers different
+// workers (each puts the unit back in the queue, since another worker may have the engine; one
+// worker alone cannot fail a job).
 inline constexpr int kMaxUnitFailures = 3;
+inline constexpr int kMinFailingWorkers = 2;
+
+// Verification (BOINC's adaptive replication). A worker is trusted after this many of its
+// results were confirmed by another worker; a trusted worker's units are still computed twice
+// at this rate (spot checks). Flags of the coordinator override both.
+inline constexpr int kDefaultTrustAfter = 10;
+inline constexpr double kDefaultSpotCheckRate = 0.1;
+// A unit whose results disagree is given to further workers until two agree; after this many
+// results without two that agree, the job FAILS (something is wrong beyond one bad worker).
+inline constexpr int kMaxCopies = 5;
+// AcquireWork looks at most this many queued units of a job that the caller already computed
+// (they wait for another worker), so that a lone worker is not slowed by them.
+inline constexpr int kMaxReplicaScan = 64;
+
+// The protocol revision: workers say which they speak in Hello, and a coordinator accepts the
+// ones from kMinProtocolVersion on. 2: sessions, engines by name, verification.
+inline constexpr int kProtocolVersion = 2;
+inline constexpr int kMinProtocolVersion = 2;
+
+// Per-caller bounds (each caller is a token's name; all anonymous callers share one), so that
+// one client cannot exhaust the coordinator: running jobs, units planned over its running jobs
+// (each costs memory until done: about 700 bytes in memory and 250 in the store), and open
+// watch streams; and watch streams in all. Flags of the coordinator override them.
+inline constexpr int kDefaultMaxActiveJobs = 32;
+inline constexpr int64_t kDefaultMaxPlannedUnits = 8'000'000;
+inline constexpr int kDefaultMaxWatchesPerCaller = 64;
+inline constexpr int kDefaultMaxWatches = 1024;
+// ListJobs stops adding jobs to a page once it holds this many bytes.
+inline constexpr size_t kMaxListBytes = 4 << 20;
+// Engine names (c960-worker --engine NAME=PATH; self-play jobs name one).
+inline constexpr int kMaxEngineNameLength = 64;
+inline constexpr int kMaxEngines = 64;
 // A job's recorded mismatch detail is cut to this many characters.
 inline constexpr size_t kMaxMismatchDetail = 2000;
 // GetResults sends a self-play position's games in chunks of at most this many.

@@ -1,9 +1,10 @@
+// The coordinator's calls for users (submit, jobs, results, watches, the worker list) and its
+// start from the store. The calls for workers are in coordinator_workers.cpp.
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,7 +22,7 @@ constexpr int64_t kRateWindowMs = 10'000;
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
-    : store_(store), clock_(clock), options_(options) {
+    : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
   kinds_.push_back(make_perft_kind());
   kinds_.push_back(make_selfplay_kind());
 }
@@ -45,11 +46,12 @@ absl::Status Coordinator::load() {
   absl::StatusOr<std::vector<StoredWorker>> workers = store_->load_workers();
   if (!workers.ok()) return workers.status();
   std::lock_guard lock(mu_);
+  for (StoredWorker& w : *workers) workers_[w.key].rec = std::move(w);
   for (StoredJob& s : *jobs) {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.
-      log_info(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
+      log_warning(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
       next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
       continue;
@@ -58,10 +60,12 @@ absl::Status Coordinator::load() {
     j->id = s.id;
     j->seq = s.seq;
     j->request_id = s.request_id;
+    j->owner = s.owner;
     if (!j->spec.ParseFromString(s.spec) || !j->plan.ParseFromString(s.plan))
       return absl::DataLossError(absl::StrCat("store: job ", s.id, " does not parse"));
     j->kind = kind_for(j->spec.kind_case());
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
+    j->verify = j->kind->verify_mode(j->spec);
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
@@ -82,21 +86,35 @@ absl::Status Coordinator::load() {
       if (!u.spec.ParseFromString(su.spec) || !u.meta.ParseFromString(su.meta))
         return absl::DataLossError(absl::StrCat("store: unit ", s.id, "/", su.index, " does not parse"));
       u.attempt = su.attempt;
+      u.wanted = su.wanted;
+      for (StoredCopy& sc : su.copies) {
+        if (sc.copy != int32_t(u.copies.size())) {
+          damage = absl::StrCat("unit ", k, " has a gap in its copies");
+          break;
+        }
+        Copy c;
+        c.worker = std::move(sc.worker);
+        c.attempt = sc.attempt;
+        c.zobrist_seed = sc.zobrist_seed;
+        c.result = std::move(sc.result);
+        c.discarded = sc.discarded;
+        u.copies.push_back(std::move(c));
+      }
       if (su.result) {
         v1::UnitResult r;
         if (!r.ParseFromString(*su.result))
           return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, " does not parse"));
-        u.state = UnitState::kDone;
         j->work_done += j->kind->work(u.meta, r);
         u.result = std::move(r);
+        u.settled = std::move(*su.result);
+        u.votes = su.votes;
         ++j->done;
+      } else if (u.results() > 0) {
+        j->verifying.insert(int64_t(k));
       }
     }
     if (damage.empty() && j->state == v1::JOB_STATE_SUCCEEDED && j->done != int64_t(j->units.size()))
       damage = absl::StrCat("it SUCCEEDED but ", int64_t(j->units.size()) - j->done, " units have no result");
-    if (j->state == v1::JOB_STATE_RUNNING)
-      for (size_t i = 0; i < j->units.size(); ++i)
-        if (j->units[i].state == UnitState::kPending) j->pending.push_back(int64_t(i));
     next_job_seq_ = std::max(next_job_seq_, j->seq + 1);
     if (!j->request_id.empty()) by_request_id_[j->request_id] = j.get();
     by_seq_.push_back(j.get());
@@ -105,17 +123,9 @@ absl::Status Coordinator::load() {
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
     } else if (raw->state == v1::JOB_STATE_RUNNING) {
+      for (size_t i = 0; i < raw->units.size(); ++i) enqueue(raw, int64_t(i));
       log_info(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
     }
-  }
-  for (StoredWorker& w : *workers) {
-    next_worker_seq_ = std::max(next_worker_seq_, w.seq + 1);
-    Worker rec;
-    // Not alive until it calls again (a live worker does so within a second); its id stays valid.
-    w.lost = true;
-    for (absl::string_view c : absl::StrSplit(w.capabilities, ',', absl::SkipEmpty())) rec.capabilities.emplace(c);
-    rec.rec = w;
-    workers_[w.id] = std::move(rec);
   }
   changed();
   return absl::OkStatus();
@@ -124,18 +134,31 @@ absl::Status Coordinator::load() {
 void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   // Serving it would report wrong or empty results as if they were right: fail it, loudly.
   j->damaged = true;
-  j->failure_detail = absl::StrCat("the coordinator's store is damaged: ", why);
-  log_info(absl::StrCat("ERROR: job ", j->id, ": ", j->failure_detail, "; the job is FAILED"));
-  j->pending.clear();
   j->units.clear();
+  j->fresh.clear();
+  j->replicas.clear();
+  j->active.clear();
+  j->verifying.clear();
   j->done = 0;
   j->work_done = 0;
+  fail_job(j, absl::StrCat("the coordinator's store is damaged: ", why));
+}
+
+void Coordinator::fail_job(Job* j, const std::string& why) {
+  j->failure_detail = why;
+  log_error(absl::StrCat("job ", j->id, " FAILED: ", why));
   if (j->state != v1::JOB_STATE_FAILED) {
     j->state = v1::JOB_STATE_FAILED;
     j->finished_ms = clock_->now_ms();
   }
+  j->fresh.clear();
+  j->replicas.clear();
+  for (int64_t i : j->active)
+    for (Copy& c : j->units[i].copies) c.session.clear();
+  j->active.clear();
   if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, j->finished_ms, j->failure_detail); !s.ok())
-    log_info(std::string(s.message()));
+    log_error(s.message());
+  changed();
 }
 
 Coordinator::Job* Coordinator::find_job(const std::string& id) {
@@ -143,30 +166,36 @@ Coordinator::Job* Coordinator::find_job(const std::string& id) {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
-absl::StatusOr<Coordinator::Job*> Coordinator::job_or_error(const std::string& id) {
+absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, const std::string& id) {
   if (absl::Status s = check_id(id, "job_id"); !s.ok()) return s;
   Job* j = find_job(id);
-  if (!j) return absl::NotFoundError(absl::StrCat("job_id: no job '", id, "'"));
+  // The submit role does not learn whether others' jobs exist.
+  if (!j || (caller.role == Role::kSubmit && j->owner != caller.identity))
+    return absl::NotFoundError(absl::StrCat("job_id: no job '", id, "'"));
   return j;
 }
 
-absl::StatusOr<Coordinator::Worker*> Coordinator::worker_or_error(const std::string& id) {
-  if (absl::Status s = check_id(id, "worker_id"); !s.ok()) return s;
-  auto it = workers_.find(id);
-  if (it == workers_.end())
-    return with_reason(absl::NotFoundError(absl::StrCat("worker_id: no worker '", id, "'; call Hello")),
-                       v1::ErrorInfo::REASON_UNKNOWN_WORKER);
-  return &it->second;
-}
-
-void Coordinator::touch(Worker* w) {
-  w->rec.last_seen_ms = clock_->now_ms();
-  if (w->rec.lost) {
-    w->rec.lost = false;
-    log_info(absl::StrCat("worker ", w->rec.id, " (", w->rec.name, ") is back"));
-    if (absl::Status s = store_->set_worker_lost(w->rec.id, false, w->rec.last_seen_ms); !s.ok())
-      log_info(std::string(s.message()));
+std::string Coordinator::notice(const Job& j) const {
+  if (j.state != v1::JOB_STATE_RUNNING) return "";
+  const std::string engine = j.kind->required_engine(j.spec);
+  if (!engine.empty()) {
+    bool offered = false;
+    for (const auto& [id, s] : sessions_) offered |= !s.lost && s.engines.count(engine);
+    if (!offered) return absl::StrCat("waiting: no connected worker offers engine '", engine, "'");
   }
+  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty())) {
+    int able = 0;
+    for (const auto& [id, s] : sessions_)
+      able += !s.lost && s.capabilities.count(j.kind->capability()) && (engine.empty() || s.engines.count(engine)) &&
+              workers_.at(s.key).rec.trust != v1::TRUST_STATE_QUARANTINED;
+    if (able < 2)
+      return absl::StrCat("waiting: results are checked by a second worker (verify ",
+                          absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able,
+                          " worker can compute this job; start another, or submit with --verify off");
+  }
+  if (j.unit_failures > 0 && int(j.failing_workers.size()) < kMinFailingWorkers)
+    return absl::StrCat("a worker could not compute a unit (", j.failure_detail, "); waiting for another worker");
+  return "";
 }
 
 v1::Job Coordinator::snapshot(const Job& j) const {
@@ -175,22 +204,28 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   *out.mutable_spec() = j.spec;
   out.set_state(j.state);
   out.set_request_id(j.request_id);
+  out.set_owner(j.owner);
   out.set_created_unix_ms(j.created_ms);
   out.set_finished_unix_ms(j.finished_ms);
   out.set_result_mismatches(j.mismatches);
   out.set_mismatch_detail(j.mismatch_detail);
   out.set_unit_failures(j.unit_failures);
   out.set_failure_detail(j.failure_detail);
+  out.set_notice(notice(j));
   j.kind->fill_job(j.plan, &out);
   v1::Progress* p = out.mutable_progress();
   p->set_units_total(int64_t(j.units.size()));
   p->set_units_done(j.done);
-  p->set_units_leased(int64_t(j.leased.size()));
+  p->set_units_leased(int64_t(j.active.size()));
+  p->set_units_verifying(int64_t(j.verifying.size()));
+  p->set_disagreements(j.disagreements);
   std::set<std::string> holders;
-  for (int64_t i : j.leased) holders.insert(j.units[i].worker);
+  for (int64_t i : j.active)
+    for (const Copy& c : j.units[i].copies)
+      if (c.leased()) holders.insert(c.worker);
   p->set_workers(int32_t(holders.size()));
   int alive = 0;
-  for (const auto& [id, w] : workers_) alive += !w.rec.lost;
+  for (const auto& [id, s] : sessions_) alive += !s.lost;
   p->set_workers_alive(alive);
   double rate = 0, unit_rate = 0;
   if (j.state == v1::JOB_STATE_RUNNING) {
@@ -219,7 +254,26 @@ void Coordinator::add_sample(Job* j) {
   while (j->samples.size() > 2 && j->samples[1].ms < now - kRateWindowMs) j->samples.pop_front();
 }
 
-absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(const v1::SubmitJobRequest& req,
+absl::Status Coordinator::check_caps(const Caller& caller, int64_t new_units) const {
+  int active = 0;
+  int64_t units = 0;
+  for (const Job* j : by_seq_)
+    if (j->state == v1::JOB_STATE_RUNNING && j->owner == caller.identity) {
+      ++active;
+      units += int64_t(j->units.size()) - j->done;
+    }
+  const std::string who = caller.identity.empty() ? "anonymous callers" : absl::StrCat("'", caller.identity, "'");
+  if (active >= options_.max_active_jobs)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("max-active-jobs: ", who, " already has ", active, " running jobs, the cap (cancel one or wait)"));
+  if (units + new_units > options_.max_planned_units)
+    return absl::ResourceExhaustedError(absl::StrCat("max-planned-units: ", who, " would have ", units + new_units,
+                                                     " units planned, over the cap of ", options_.max_planned_units));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(const Caller& caller,
+                                                                             const v1::SubmitJobRequest& req,
                                                                              const JobKind* kind, KindPlan plan) {
   auto j = std::make_unique<Job>();
   {
@@ -228,7 +282,9 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   }
   j->id = absl::StrCat("job-", j->seq);
   j->request_id = req.request_id();
+  j->owner = caller.identity;
   j->spec = req.spec();
+  j->verify = kind->verify_mode(j->spec);
   j->plan = std::move(plan.plan);
   j->kind = kind;
   j->created_ms = clock_->now_ms();
@@ -236,6 +292,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   s.id = j->id;
   s.seq = j->seq;
   s.request_id = j->request_id;
+  s.owner = j->owner;
   s.spec = j->spec.SerializeAsString();
   s.plan = j->plan.SerializeAsString();
   s.created_ms = j->created_ms;
@@ -254,7 +311,8 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
     s.units.push_back(std::move(su));
     j->units[i].spec = std::move(plan.units[i].first);
     j->units[i].meta = std::move(plan.units[i].second);
-    j->pending.push_back(int64_t(i));
+    j->units[i].queued = true;
+    j->fresh.push_back(int64_t(i));
   }
   if (s.units.size() <= kUnitsPerStoreBatch) {
     if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
@@ -273,34 +331,47 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
 }
 
 absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::SubmitJobRequest& req) {
-  static_cast<void>(caller);  // issue 9 wiring
   if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
   const JobKind* kind = kind_for(req.spec().kind_case());
   if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
-  // The job with this request id, if there is one; ALREADY_EXISTS for another spec.
+  if (!v1::VerifyMode_IsValid(req.spec().verify()))
+    return absl::InvalidArgumentError(absl::StrCat("verify: ", int(req.spec().verify()), " is not a mode"));
+  // The job with this request id, if there is one; ALREADY_EXISTS for another spec. Request ids
+  // are per caller: another caller's id is not visible.
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
     if (req.request_id().empty()) return std::nullopt;
     std::lock_guard lock(mu_);
     auto it = by_request_id_.find(req.request_id());
     if (it == by_request_id_.end()) return std::nullopt;
+    if (it->second->owner != caller.identity)
+      return absl::AlreadyExistsError("request_id: already used by another caller");
     if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
       return absl::AlreadyExistsError(
           absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
     return snapshot(*it->second);
   };
   if (auto e = existing()) return *e;
+  {
+    std::lock_guard lock(mu_);
+    if (absl::Status s = check_caps(caller, 0); !s.ok()) return s;
+  }
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
   // are served meanwhile.
   absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
   if (!plan.ok()) return plan.status();
   std::lock_guard submit_lock(submit_mu_);
   if (auto e = existing()) return *e;  // a concurrent submit with the same id won
-  absl::StatusOr<std::unique_ptr<Job>> stored = store_new_job(req, kind, std::move(*plan));
+  {
+    std::lock_guard lock(mu_);
+    if (absl::Status s = check_caps(caller, int64_t(plan->units.size())); !s.ok()) return s;
+  }
+  absl::StatusOr<std::unique_ptr<Job>> stored = store_new_job(caller, req, kind, std::move(*plan));
   if (!stored.ok()) return stored.status();
   std::lock_guard lock(mu_);
   Job* raw = stored->get();
   add_sample(raw);
-  log_info(absl::StrCat("job ", raw->id, " (", kind->capability(),
+  log_info(absl::StrCat("job ", raw->id, " submitted by ", raw->owner.empty() ? "anonymous" : raw->owner, " (",
+                        kind->capability(), ", verify ", v1::VerifyMode_Name(raw->verify),
                         "): ", kind->describe_plan(raw->plan, raw->units.size())));
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
@@ -310,31 +381,45 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
 }
 
 absl::StatusOr<v1::Job> Coordinator::get_job(const Caller& caller, const std::string& job_id) {
-  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
-  absl::StatusOr<Job*> j = job_or_error(job_id);
+  absl::StatusOr<Job*> j = job_for(caller, job_id);
   if (!j.ok()) return j.status();
   return snapshot(**j);
 }
 
-absl::StatusOr<std::vector<v1::Job>> Coordinator::list_jobs(const Caller& caller, int page_size) {
-  static_cast<void>(caller);  // issue 9 wiring
-  if (page_size < 0 || page_size > kMaxPageSize)
-    return absl::InvalidArgumentError(absl::StrCat("page_size: ", page_size, " is not in 0..", kMaxPageSize));
-  if (page_size == 0) page_size = kDefaultPageSize;
+absl::StatusOr<v1::ListJobsResponse> Coordinator::list_jobs(const Caller& caller, const v1::ListJobsRequest& req) {
+  if (req.page_size() < 0 || req.page_size() > kMaxPageSize)
+    return absl::InvalidArgumentError(absl::StrCat("page_size: ", req.page_size(), " is not in 0..", kMaxPageSize));
+  const int page_size = req.page_size() == 0 ? kDefaultPageSize : req.page_size();
+  // The token is the sequence number of the last job sent: the page goes on with older ones.
+  int64_t before = INT64_MAX;
+  if (!req.page_token().empty() && (!absl::SimpleAtoi(req.page_token(), &before) || before < 1))
+    return absl::InvalidArgumentError("page_token: not one this coordinator gave");
   std::lock_guard lock(mu_);
-  std::vector<v1::Job> out;
-  for (auto it = by_seq_.rbegin(); it != by_seq_.rend() && int(out.size()) < page_size; ++it)
-    out.push_back(snapshot(**it));
+  v1::ListJobsResponse out;
+  size_t bytes = 0;
+  int64_t last_seq = 0;
+  for (auto it = by_seq_.rbegin(); it != by_seq_.rend(); ++it) {
+    const Job& j = **it;
+    if (j.seq >= before || (caller.role == Role::kSubmit && j.owner != caller.identity)) continue;
+    v1::Job snap = snapshot(j);
+    bytes += snap.ByteSizeLong();
+    if (out.jobs_size() >= page_size || (out.jobs_size() > 0 && bytes > kMaxListBytes)) {
+      out.set_next_page_token(absl::StrCat(last_seq));
+      break;
+    }
+    *out.add_jobs() = std::move(snap);
+    last_seq = j.seq;
+  }
   return out;
 }
 
 absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::string& job_id) {
-  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
-  absl::StatusOr<Job*> found = job_or_error(job_id);
+  absl::StatusOr<Job*> found = job_for(caller, job_id);
   if (!found.ok()) return found.status();
   Job* j = *found;
+  if (caller.role == Role::kRead) return absl::PermissionDeniedError("cancel: the read role may not cancel jobs");
   if (j->state == v1::JOB_STATE_RUNNING) {
     const int64_t now = clock_->now_ms();
     if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_CANCELLED, now, j->mismatches, j->mismatch_detail);
@@ -342,10 +427,12 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
       return s;
     j->state = v1::JOB_STATE_CANCELLED;
     j->finished_ms = now;
-    j->pending.clear();
-    for (int64_t i : j->leased) j->units[i].state = UnitState::kPending;
-    j->leased.clear();
-    log_info(absl::StrCat("job ", j->id, " cancelled"));
+    j->fresh.clear();
+    j->replicas.clear();
+    for (int64_t i : j->active)
+      for (Copy& c : j->units[i].copies) c.session.clear();
+    j->active.clear();
+    log_info(absl::StrCat("job ", j->id, " cancelled by ", caller.identity.empty() ? "anonymous" : caller.identity));
     changed();
   }
   return snapshot(*j);
@@ -353,9 +440,8 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
 
 absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& caller, const std::string& job_id,
                                                                   bool divide, bool omit_games) {
-  static_cast<void>(caller);  // issue 9 wiring
   std::lock_guard lock(mu_);
-  absl::StatusOr<Job*> found = job_or_error(job_id);
+  absl::StatusOr<Job*> found = job_for(caller, job_id);
   if (!found.ok()) return found.status();
   const Job& j = **found;
   if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
@@ -367,14 +453,63 @@ absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& 
 
 absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::string& job_id, uint64_t* version,
                                            int64_t wait_ms) {
-  static_cast<void>(caller);  // issue 9 wiring
   std::unique_lock lock(mu_);
   if (absl::Status s = check_id(job_id, "job_id"); !s.ok()) return s;
   cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != *version || shutting_down_; });
   *version = version_;
-  absl::StatusOr<Job*> j = job_or_error(job_id);
+  absl::StatusOr<Job*> j = job_for(caller, job_id);
   if (!j.ok()) return j.status();
   return snapshot(**j);
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> Coordinator::open_watch(const Caller& caller) {
+  std::lock_guard lock(mu_);
+  if (watches_total_ >= options_.max_watches)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("max-watches: ", watches_total_, " watch streams are open, the coordinator's cap"));
+  int& mine = watches_[caller.identity];
+  if (mine >= options_.max_watches_per_caller)
+    return absl::ResourceExhaustedError(absl::StrCat("max-watches-per-caller: ", mine, " watch streams are open for ",
+                                                     caller.identity.empty() ? "anonymous callers" : caller.identity,
+                                                     ", the cap"));
+  ++mine;
+  ++watches_total_;
+  return std::make_unique<WatchSlot>(this, caller.identity);
+}
+
+Coordinator::WatchSlot::~WatchSlot() {
+  std::lock_guard lock(c_->mu_);
+  if (--c_->watches_[identity_] == 0) c_->watches_.erase(identity_);
+  --c_->watches_total_;
+}
+
+absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&, const v1::ListWorkersRequest& req) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_->now_ms();
+  v1::ListWorkersResponse out;
+  for (const auto& [key, w] : workers_) {
+    auto sit = session_of_.find(key);
+    const bool alive = sit != session_of_.end() && !sessions_.at(sit->second).lost;
+    if (!alive && !req.include_lost()) continue;
+    v1::WorkerInfo* info = out.add_workers();
+    info->set_name(key);
+    info->set_identity(w.rec.identity);
+    info->set_host(w.rec.host);
+    info->set_version(w.rec.version);
+    for (absl::string_view e : absl::StrSplit(w.rec.engines, ',', absl::SkipEmpty())) info->add_engines(std::string(e));
+    info->set_threads(w.rec.threads);
+    info->set_units_done(w.rec.units_done);
+    if (w.samples.size() >= 2) {
+      const double secs = double(now - w.samples.front().first) / 1000.0;
+      if (secs > 0) info->set_units_per_second(double(w.samples.back().second - w.samples.front().second) / secs);
+    }
+    info->set_last_seen_unix_ms(alive ? sessions_.at(sit->second).last_seen_ms : w.rec.last_seen_ms);
+    info->set_alive(alive);
+    info->set_trust(v1::TrustState(w.rec.trust));
+    info->set_trust_reason(w.rec.trust_reason);
+    info->set_agreeing_results(w.rec.agreeing);
+  }
+  return out;
 }
 
 void Coordinator::shutdown() {

@@ -41,8 +41,16 @@ class JobKind {
   virtual v1::JobSpec::KindCase spec_case() const = 0;
   // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans.
   virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const = 0;
-  // INVALID_ARGUMENT when the result cannot belong to the unit.
-  virtual absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const = 0;
+  // Checks what a worker sent as far as the coordinator can alone, and returns the result in
+  // its canonical form, the one stored and compared between workers (a worker's own text, such
+  // as PGN, is never kept). INVALID_ARGUMENT naming the problem when it cannot be right.
+  virtual absl::StatusOr<v1::UnitResult> check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const = 0;
+  // The verification the job gets: its spec's, or the kind's default when the spec names none.
+  virtual v1::VerifyMode verify_mode(const v1::JobSpec& spec) const {
+    return spec.verify() == v1::VERIFY_MODE_UNSPECIFIED ? v1::VERIFY_MODE_ADAPTIVE : spec.verify();
+  }
+  // The engine a worker must offer to get this job's units ("" when any worker will do).
+  virtual std::string required_engine(const v1::JobSpec& /*spec*/) const { return ""; }
   // The work a completed unit stands for in progress figures (perft: weighted leaf nodes;
   // self-play: games).
   virtual NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const = 0;

@@ -6,9 +6,17 @@
 #include "cluster/u128.h"
 #include "coordinator/job_kind.h"
 #include "coordinator/planner.h"
+#include "core/movegen.h"
+#include "core/notation.h"
+#include "core/position.h"
 
 namespace c960::cluster {
 namespace {
+
+// Counts at this depth or less are checked exactly (perft 3 of a position: a millisecond).
+constexpr int kExactCheckDepth = 3;
+// The most legal moves of any chess position (218); a bound per ply for deeper counts.
+constexpr NodeCount kMaxLegalMoves = 218;
 
 class PerftKind : public JobKind {
  public:
@@ -46,23 +54,71 @@ class PerftKind : public JobKind {
     return out;
   }
 
-  absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
+  absl::StatusOr<v1::UnitResult> check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
     if (result.kind_case() != v1::UnitResult::kPerft) return absl::InvalidArgumentError("result: not a perft result");
+    const v1::PerftUnitSpec& u = spec.perft();
     const v1::PerftUnitResult& r = result.perft();
-    if (r.divide_size() > 0) {
-      if (!spec.perft().divide()) return absl::InvalidArgumentError("result.perft.divide: not asked for");
-      if (r.divide_size() > 512) return absl::InvalidArgumentError("result.perft.divide: too many moves");
-      NodeCount sum = 0;
-      for (const v1::MoveCount& m : r.divide()) {
-        if (m.move().empty() || m.move().size() > 5)
-          return absl::InvalidArgumentError("result.perft.divide.move: not a UCI move");
-        sum += from_proto(m.nodes());
-      }
-      if (sum != from_proto(r.nodes()))
-        return absl::InvalidArgumentError("result.perft.divide: counts do not add up to nodes");
-    } else if (spec.perft().divide() && from_proto(r.nodes()) != 0 && spec.perft().depth() > 0) {
-      return absl::InvalidArgumentError("result.perft.divide: missing");
+    absl::StatusOr<Position> pos = Position::from_fen(u.fen());
+    if (!pos.ok()) return absl::InternalError(absl::StrCat("unit FEN: ", pos.status().message()));
+    const NodeCount nodes = from_proto(r.nodes());
+    if (absl::Status s = check_count(*pos, u.depth(), nodes, "result.perft.nodes"); !s.ok()) return s;
+    v1::UnitResult out;
+    to_proto(nodes, out.mutable_perft()->mutable_nodes());
+    if (!u.divide() || u.depth() < 1) {
+      if (r.divide_size() > 0) return absl::InvalidArgumentError("result.perft.divide: not asked for");
+      return out;
     }
+    // Every legal move once, nothing else, in the coordinator's own generation order (so that
+    // two workers' results compare equal whatever order they sent), each count within bounds.
+    MoveList legal;
+    generate_legal(*pos, legal);
+    if (r.divide_size() != legal.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("result.perft.divide: ", r.divide_size(), " moves; the position has ", legal.size()));
+    std::map<std::string, NodeCount> counts;
+    NodeCount sum = 0;
+    for (const v1::MoveCount& m : r.divide()) {
+      absl::StatusOr<Move> mv = m.move().size() <= 5 ? parse_uci(*pos, m.move()) : absl::InvalidArgumentError("long");
+      if (!mv.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat("result.perft.divide.move: '", m.move().substr(0, 8), "' is not a legal move here"));
+      const std::string key = to_uci(*mv);
+      if (!counts.emplace(key, from_proto(m.nodes())).second)
+        return absl::InvalidArgumentError(absl::StrCat("result.perft.divide.move: ", key, " twice"));
+      sum += from_proto(m.nodes());
+    }
+    if (sum != nodes) return absl::InvalidArgumentError("result.perft.divide: counts do not add up to nodes");
+    StateInfo st;
+    for (Move m : legal) {
+      const NodeCount n = counts[to_uci(m)];
+      pos->do_move(m, st);
+      const absl::Status s = check_count(*pos, u.depth() - 1, n, "result.perft.divide.nodes");
+      pos->undo_move(m);
+      if (!s.ok()) return s;
+      v1::MoveCount* mc = out.mutable_perft()->add_divide();
+      mc->set_move(to_uci(m));
+      to_proto(n, mc->mutable_nodes());
+    }
+    return out;
+  }
+
+  // A count a position can have at a depth: exact for shallow depths (cheap to count here),
+  // otherwise at most its moves times the most moves any position has (218) per further ply.
+  static absl::Status check_count(const Position& pos, int depth, NodeCount nodes, const char* field) {
+    if (depth <= kExactCheckDepth) {
+      const NodeCount exact = perft(pos, depth);
+      if (nodes != exact)
+        return absl::InvalidArgumentError(absl::StrCat(field, ": ", to_string(nodes), " is not perft(", depth, ")"));
+      return absl::OkStatus();
+    }
+    NodeCount bound = NodeCount(count_legal(pos));
+    for (int d = 1; d < depth && bound; ++d) {
+      if (bound > (~NodeCount(0)) / kMaxLegalMoves) return absl::OkStatus();  // beyond 2^128: no bound
+      bound *= kMaxLegalMoves;
+    }
+    if (nodes > bound)
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", to_string(nodes), " is more than any position can have at depth ", depth));
     return absl::OkStatus();
   }
 

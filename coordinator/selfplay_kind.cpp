@@ -1,6 +1,9 @@
 // The self-play job kind: a unit is a few consecutive games of one start position; a result
 // carries its games, each replayed here for legality before it is stored. Results per position
 // are the games of its units in index order, so statistics built from them equal a local run's.
+#include <algorithm>
+#include <cctype>
+
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "cluster/selfplay_proto.h"
@@ -9,6 +12,18 @@
 
 namespace c960::cluster {
 namespace {
+
+absl::Status check_engine_name(const std::string& engine) {
+  const bool name = !engine.empty() && engine.size() <= size_t(kMaxEngineNameLength) &&
+                    std::all_of(engine.begin(), engine.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                    });
+  if (name) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "engine: '", engine.substr(0, 64),
+      "' is not an engine name: name one the workers offer (builtin, or NAME from c960-worker --engine NAME=PATH); "
+      "a job cannot give a path"));
+}
 
 class SelfPlayKind : public JobKind {
  public:
@@ -19,6 +34,12 @@ class SelfPlayKind : public JobKind {
     const v1::SelfPlayJobSpec& p = spec.selfplay();
     absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(p);
     if (!s.ok()) return s.status();
+    // A job names an engine the workers offer; it never makes them start a program of its choosing.
+    if (absl::Status e = check_engine_name(p.engine()); !e.ok()) return e;
+    if (p.movetime_ms() > 0 && (spec.verify() == v1::VERIFY_MODE_ADAPTIVE || spec.verify() == v1::VERIFY_MODE_ALL))
+      return absl::InvalidArgumentError(
+          "verify: games under a time limit (movetime) are not reproducible, so workers cannot check each other's; "
+          "use verify off, or a nodes or depth limit");
     const int per_unit = p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
     const uint64_t units_per_position = (uint64_t(s->games_per_position) + uint64_t(per_unit) - 1) / uint64_t(per_unit);
     if (units_per_position * s->positions.size() > kMaxPlanUnits)
@@ -45,7 +66,7 @@ class SelfPlayKind : public JobKind {
     return out;
   }
 
-  absl::Status check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
+  absl::StatusOr<v1::UnitResult> check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
     if (result.kind_case() != v1::UnitResult::kSelfplay)
       return absl::InvalidArgumentError("result: not a self-play result");
     const v1::SelfPlayUnitSpec& u = spec.selfplay();
@@ -53,19 +74,33 @@ class SelfPlayKind : public JobKind {
     if (r.games_size() != u.games())
       return absl::InvalidArgumentError(
           absl::StrCat("result.selfplay.games: ", r.games_size(), " games for a unit of ", u.games()));
-    absl::StatusOr<std::string> fen = startpos_fen(u.start_position(), true);
-    if (!fen.ok()) return fen.status();
+    absl::StatusOr<selfplay::SelfPlaySpec> job = selfplay::spec_from_proto(u.job());
+    if (!job.ok()) return absl::InternalError(absl::StrCat("unit spec: ", job.status().message()));
+    v1::UnitResult out;
     for (int k = 0; k < r.games_size(); ++k) {
       const v1::SelfPlayGame& g = r.games(k);
-      if (g.game_index() != u.first_game() + k)
-        return absl::InvalidArgumentError(absl::StrCat("result.selfplay.games.game_index: ", g.game_index(), " where ",
-                                                       u.first_game() + k, " was due"));
-      if (g.start_fen() != *fen)
-        return absl::InvalidArgumentError("result.selfplay.games.start_fen: not the unit's start position");
+      const int index = u.first_game() + k;
+      if (g.game_index() != index)
+        return absl::InvalidArgumentError(
+            absl::StrCat("result.selfplay.games.game_index: ", g.game_index(), " where ", index, " was due"));
       absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
       if (!rec.ok()) return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", rec.status().message()));
+      absl::StatusOr<selfplay::GameRecord> checked = selfplay::check_game(*job, u.start_position(), index, *rec);
+      if (!checked.ok())
+        return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", checked.status().message()));
+      selfplay::game_to_proto(index, *checked, out.mutable_selfplay()->add_games());
     }
-    return absl::OkStatus();
+    return out;
+  }
+
+  std::string required_engine(const v1::JobSpec& spec) const override { return spec.selfplay().engine(); }
+
+  // Games under a time limit are not reproducible: workers cannot check each other's, so such
+  // jobs are not verified unless asked (and plan() refuses the asking).
+  v1::VerifyMode verify_mode(const v1::JobSpec& spec) const override {
+    if (spec.verify() == v1::VERIFY_MODE_UNSPECIFIED)
+      return spec.selfplay().movetime_ms() > 0 ? v1::VERIFY_MODE_OFF : v1::VERIFY_MODE_ADAPTIVE;
+    return spec.verify();
   }
 
   NodeCount work(const v1::store::UnitMeta&, const v1::UnitResult& result) const override {

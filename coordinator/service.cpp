@@ -32,10 +32,12 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRe
 
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
-  absl::StatusOr<std::vector<v1::Job>> jobs = c_->list_jobs(caller_of(ctx), req->page_size());
-  if (!jobs.ok()) return to_grpc(jobs.status());
-  for (v1::Job& j : *jobs) *resp->add_jobs() = std::move(j);
-  return grpc::Status::OK;
+  return reply(c_->list_jobs(caller_of(ctx), *req), resp);
+}
+
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
+                                         v1::ListWorkersResponse* resp) {
+  return reply(c_->list_workers(caller_of(ctx), *req), resp);
 }
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* resp) {
@@ -44,9 +46,12 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::Job>* writer) {
+  const Caller caller = caller_of(ctx);
+  absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> slot = c_->open_watch(caller);
+  if (!slot.ok()) return to_grpc(slot.status());
   uint64_t version = 0;
   for (;;) {
-    absl::StatusOr<v1::Job> job = c_->watch(caller_of(ctx), req->job_id(), &version, kWatchPollMs);
+    absl::StatusOr<v1::Job> job = c_->watch(caller, req->job_id(), &version, kWatchPollMs);
     if (!job.ok()) return to_grpc(job.status());
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     if (!writer->Write(*job)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");

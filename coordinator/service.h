@@ -25,6 +25,8 @@ class JobServiceImpl final : public v1::JobService::Service {
                         grpc::ServerWriter<v1::Job>* writer) override;
   grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                           grpc::ServerWriter<v1::ResultChunk>* writer) override;
+  grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
+                           v1::ListWorkersResponse* resp) override;
 
  private:
   Coordinator* c_;

@@ -68,6 +68,26 @@ ALTER TABLE jobs ADD COLUMN unit_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN planned INTEGER NOT NULL DEFAULT 1;
 UPDATE jobs SET unit_count = (SELECT COUNT(*) FROM units WHERE units.job_id = jobs.id);
 )sql",
+    // 3: verified results. Jobs have an owner; units keep how many results they want and how
+    // many copies agreed with the settled one; every copy a worker was given is kept with what
+    // it sent; workers are kept by their key (identity/name) with their trust, sessions not at
+    // all (a worker calls Hello again after a restart).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE units ADD COLUMN wanted INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE units ADD COLUMN votes INTEGER NOT NULL DEFAULT 0;
+UPDATE units SET votes = 1 WHERE result IS NOT NULL;
+CREATE TABLE copies (
+  job_id TEXT NOT NULL, idx INTEGER NOT NULL, copy INTEGER NOT NULL, worker TEXT NOT NULL,
+  attempt INTEGER NOT NULL, seed INTEGER NOT NULL, result BLOB, discarded INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, idx, copy)) WITHOUT ROWID;
+DROP TABLE workers;
+CREATE TABLE workers (
+  key TEXT PRIMARY KEY, identity TEXT NOT NULL, host TEXT NOT NULL, version TEXT NOT NULL,
+  threads INTEGER NOT NULL, capabilities TEXT NOT NULL, engines TEXT NOT NULL,
+  last_seen_ms INTEGER NOT NULL, units_done INTEGER NOT NULL, agreeing INTEGER NOT NULL,
+  trust INTEGER NOT NULL, trust_reason TEXT NOT NULL);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -93,27 +113,31 @@ std::string describe(sqlite3* db) {
 
 }  // namespace
 
-// A transaction that rolls back unless committed.
-class Store::Transaction {
- public:
-  explicit Transaction(Store* s) : s_(s) { status_ = s_->exec("BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (status_.ok() && !committed_) s_->exec("ROLLBACK").IgnoreError();
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  const absl::Status& status() const { return status_; }
-  absl::Status commit() {
-    if (absl::Status s = s_->exec("COMMIT"); !s.ok()) return s;  // the destructor rolls back
-    committed_ = true;
-    return absl::OkStatus();
-  }
+// Transactions are savepoints, so that they nest: a method's own transaction inside one the
+// coordinator opened around several calls becomes part of it.
+Store::Transaction::Transaction(Store* s) : s_(s), lock_(s->mu_) {
+  name_ = absl::StrCat("t", s_->depth_);
+  status_ = s_->exec(absl::StrCat("SAVEPOINT ", name_).c_str());
+  if (status_.ok()) ++s_->depth_;
+}
 
- private:
-  Store* s_;
-  absl::Status status_;
-  bool committed_ = false;
-};
+Store::Transaction::~Transaction() {
+  if (!status_.ok() || done_) return;
+  // Roll back unless committed; RELEASE then ends the (now empty) savepoint.
+  s_->exec(absl::StrCat("ROLLBACK TO ", name_).c_str()).IgnoreError();
+  s_->exec(absl::StrCat("RELEASE ", name_).c_str()).IgnoreError();
+  --s_->depth_;
+}
+
+absl::Status Store::Transaction::commit() {
+  if (!status_.ok()) return status_;
+  if (absl::Status s = s_->exec(absl::StrCat("RELEASE ", name_).c_str()); !s.ok()) return s;  // rolled back later
+  done_ = true;
+  --s_->depth_;
+  return absl::OkStatus();
+}
+
+std::unique_ptr<Store::Transaction> Store::transaction() { return std::unique_ptr<Transaction>(new Transaction(this)); }
 
 absl::Status Store::error(const char* what) const {
   return absl::InternalError(absl::StrCat("store: ", what, ": ", describe(db_)));
@@ -217,7 +241,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   {
     Stmt q(db_,
            "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail, "
-           "failure_detail, unit_count, planned FROM jobs ORDER BY seq");
+           "failure_detail, unit_count, planned, owner FROM jobs ORDER BY seq");
     if (!q.ok()) return error("load jobs");
     int rc;
     while ((rc = q.step()) == SQLITE_ROW) {
@@ -235,12 +259,15 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       j.failure_detail = q.blob(10);
       j.unit_count = q.i64(11);
       j.planned = q.i64(12) != 0;
+      j.owner = q.blob(13);
       jobs.push_back(std::move(j));
     }
     if (rc != SQLITE_DONE) return error("load jobs");
   }
-  Stmt u(db_, "SELECT idx, spec, meta, attempt, result FROM units WHERE job_id = ? ORDER BY idx");
-  if (!u.ok()) return error("load units");
+  Stmt u(db_, "SELECT idx, spec, meta, attempt, result, wanted, votes FROM units WHERE job_id = ? ORDER BY idx");
+  Stmt c(db_,
+         "SELECT idx, copy, worker, attempt, seed, result, discarded FROM copies WHERE job_id = ? ORDER BY idx, copy");
+  if (!u.ok() || !c.ok()) return error("load units");
   for (StoredJob& j : jobs) {
     u.reset();
     u.bind_text(1, j.id);
@@ -252,9 +279,29 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       s.meta = u.blob(2);
       s.attempt = int32_t(u.i64(3));
       if (!u.is_null(4)) s.result = u.blob(4);
+      s.wanted = int32_t(u.i64(5));
+      s.votes = int32_t(u.i64(6));
       j.units.push_back(std::move(s));
     }
     if (rc != SQLITE_DONE) return error("load units");
+    // Units are in index order with no gaps unless the store is damaged, which the caller
+    // checks; a copy of a unit that has no row is ignored here.
+    c.reset();
+    c.bind_text(1, j.id);
+    size_t k = 0;
+    while ((rc = c.step()) == SQLITE_ROW) {
+      StoredCopy cp;
+      cp.unit = c.i64(0);
+      cp.copy = int32_t(c.i64(1));
+      cp.worker = c.blob(2);
+      cp.attempt = int32_t(c.i64(3));
+      cp.zobrist_seed = uint64_t(c.i64(4));
+      if (!c.is_null(5)) cp.result = c.blob(5);
+      cp.discarded = c.i64(6) != 0;
+      while (k < j.units.size() && j.units[k].index < cp.unit) ++k;
+      if (k < j.units.size() && j.units[k].index == cp.unit) j.units[k].copies.push_back(std::move(cp));
+    }
+    if (rc != SQLITE_DONE) return error("load copies");
   }
   return jobs;
 }
@@ -262,19 +309,25 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
 absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   std::lock_guard lock(mu_);
   std::vector<StoredWorker> workers;
-  Stmt q(db_, "SELECT id, seq, name, version, threads, capabilities, last_seen_ms, lost FROM workers ORDER BY seq");
+  Stmt q(db_,
+         "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, agreeing, "
+         "trust, trust_reason FROM workers ORDER BY key");
   if (!q.ok()) return error("load workers");
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
     StoredWorker w;
-    w.id = q.blob(0);
-    w.seq = q.i64(1);
-    w.name = q.blob(2);
+    w.key = q.blob(0);
+    w.identity = q.blob(1);
+    w.host = q.blob(2);
     w.version = q.blob(3);
     w.threads = int32_t(q.i64(4));
     w.capabilities = q.blob(5);
-    w.last_seen_ms = q.i64(6);
-    w.lost = q.i64(7) != 0;
+    w.engines = q.blob(6);
+    w.last_seen_ms = q.i64(7);
+    w.units_done = q.i64(8);
+    w.agreeing = q.i64(9);
+    w.trust = int32_t(q.i64(10));
+    w.trust_reason = q.blob(11);
     workers.push_back(std::move(w));
   }
   if (rc != SQLITE_DONE) return error("load workers");
@@ -283,7 +336,8 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
 
 absl::Status Store::insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
                                  size_t end) {
-  Stmt u(db_, "INSERT INTO units (job_id, idx, spec, meta, attempt, result) VALUES (?, ?, ?, ?, ?, ?)");
+  Stmt u(db_,
+         "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   if (!u.ok()) return error("insert units");
   for (size_t i = begin; i < end; ++i) {
     const StoredUnit& s = units[i];
@@ -297,15 +351,18 @@ absl::Status Store::insert_units(const std::string& job_id, const std::vector<St
       u.bind(6, *s.result);
     else
       u.bind_null(6);
+    u.bind(7, int64_t(s.wanted));
+    u.bind(8, int64_t(s.votes));
     if (!u.run()) return error("insert units");
   }
   return absl::OkStatus();
 }
 
 absl::Status Store::insert_job_row(const StoredJob& j, bool planned, int64_t unit_count) {
-  Stmt q(db_,
-         "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
-         "mismatch_detail, failure_detail, unit_count, planned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Stmt q(
+      db_,
+      "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
+      "mismatch_detail, failure_detail, unit_count, planned, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!q.ok()) return error("insert job");
   q.bind_text(1, j.id);
   q.bind(2, j.seq);
@@ -320,6 +377,7 @@ absl::Status Store::insert_job_row(const StoredJob& j, bool planned, int64_t uni
   q.bind_text(11, j.failure_detail);
   q.bind(12, unit_count);
   q.bind(13, int64_t(planned));
+  q.bind_text(14, j.owner);
   if (!q.run()) return error("insert job");
   return absl::OkStatus();
 }
@@ -401,40 +459,64 @@ absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finis
   return absl::OkStatus();
 }
 
-absl::Status Store::update_attempts(const std::string& job_id,
-                                    const std::vector<std::pair<int64_t, int32_t>>& attempts) {
-  if (attempts.empty()) return absl::OkStatus();
+absl::Status Store::record_leases(const std::string& job_id, const std::vector<Lease>& leases) {
+  if (leases.empty()) return absl::OkStatus();
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  Stmt q(db_, "UPDATE units SET attempt = ? WHERE job_id = ? AND idx = ?");
-  if (!q.ok()) return error("update attempts");
-  for (const auto& [index, attempt] : attempts) {
-    q.reset();
-    q.bind(1, int64_t(attempt));
-    q.bind_text(2, job_id);
-    q.bind(3, index);
-    if (!q.run()) return error("update attempts");
+  Stmt u(db_, "UPDATE units SET attempt = ?, wanted = ? WHERE job_id = ? AND idx = ?");
+  Stmt c(db_,
+         "INSERT INTO copies (job_id, idx, copy, worker, attempt, seed) VALUES (?, ?, ?, ?, ?, ?) "
+         "ON CONFLICT (job_id, idx, copy) DO UPDATE SET attempt = excluded.attempt");
+  if (!u.ok() || !c.ok()) return error("record leases");
+  for (const Lease& l : leases) {
+    u.reset();
+    u.bind(1, int64_t(l.attempt));
+    u.bind(2, int64_t(l.wanted));
+    u.bind_text(3, job_id);
+    u.bind(4, l.unit);
+    if (!u.run()) return error("record leases");
+    c.reset();
+    c.bind_text(1, job_id);
+    c.bind(2, l.unit);
+    c.bind(3, int64_t(l.copy.copy));
+    c.bind_text(4, l.copy.worker);
+    c.bind(5, int64_t(l.copy.attempt));
+    c.bind(6, int64_t(l.copy.zobrist_seed));
+    if (!c.run()) return error("record leases");
   }
   return t.commit();
 }
 
-absl::Status Store::complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                                  std::optional<int32_t> job_state, int64_t finished_ms,
-                                  const std::vector<StoredGame>& games) {
+absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
+  if (!q.ok()) return error("copy result");
+  q.bind(1, result);
+  q.bind_text(2, job_id);
+  q.bind(3, unit);
+  q.bind(4, int64_t(copy));
+  if (!q.run()) return error("copy result");
+  return absl::OkStatus();
+}
+
+absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
+                                std::optional<int32_t> job_state, int64_t finished_ms,
+                                const std::vector<StoredGame>& games) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   {
-    Stmt q(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
-    if (!q.ok()) return error("complete unit");
+    Stmt q(db_, "UPDATE units SET result = ?, votes = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
+    if (!q.ok()) return error("settle unit");
     q.bind(1, result);
-    q.bind_text(2, job_id);
-    q.bind(3, index);
-    if (!q.run()) return error("complete unit");
-    // Only a unit that had no result may add games: a second completion changes nothing.
-    if (sqlite3_changes(db_) != 1 && !games.empty())
-      return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", index, " already has a result"));
+    q.bind(2, int64_t(votes));
+    q.bind_text(3, job_id);
+    q.bind(4, unit);
+    if (!q.run()) return error("settle unit");
+    // A settled unit stays as it is: a second settlement is a bug, never a second count.
+    if (sqlite3_changes(db_) != 1)
+      return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", unit, " is settled already"));
   }
   if (!games.empty()) {
     // Plain INSERT: a game already stored fails the whole transaction (primary key).
@@ -445,7 +527,7 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
       g.bind_text(1, job_id);
       g.bind(2, int64_t(sg.sp));
       g.bind(3, sg.index);
-      g.bind(4, index);
+      g.bind(4, unit);
       g.bind(5, sg.record);
       if (!g.run()) return error("store games");
     }
@@ -459,6 +541,55 @@ absl::Status Store::complete_unit(const std::string& job_id, int64_t index, cons
     if (!j.run()) return error("finish job");
   }
   return t.commit();
+}
+
+absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t votes) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE units SET votes = ? WHERE job_id = ? AND idx = ?");
+  if (!q.ok()) return error("set votes");
+  q.bind(1, int64_t(votes));
+  q.bind_text(2, job_id);
+  q.bind(3, unit);
+  if (!q.run()) return error("set votes");
+  return absl::OkStatus();
+}
+
+absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  for (const char* sql : {"UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?",
+                          "DELETE FROM games WHERE ? >= 0 AND job_id = ? AND unit = ?"}) {
+    Stmt q(db_, sql);
+    if (!q.ok()) return error("unsettle unit");
+    q.bind(1, int64_t(wanted));
+    q.bind_text(2, job_id);
+    q.bind(3, unit);
+    if (!q.run()) return error("unsettle unit");
+  }
+  return t.commit();
+}
+
+absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t wanted) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE units SET wanted = ? WHERE job_id = ? AND idx = ?");
+  if (!q.ok()) return error("set wanted");
+  q.bind(1, int64_t(wanted));
+  q.bind_text(2, job_id);
+  q.bind(3, unit);
+  if (!q.run()) return error("set wanted");
+  return absl::OkStatus();
+}
+
+absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_t copy) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE copies SET discarded = 1 WHERE job_id = ? AND idx = ? AND copy = ?");
+  if (!q.ok()) return error("discard copy");
+  q.bind_text(1, job_id);
+  q.bind(2, unit);
+  q.bind(3, int64_t(copy));
+  if (!q.run()) return error("discard copy");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
@@ -476,31 +607,26 @@ absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job
 absl::Status Store::upsert_worker(const StoredWorker& w) {
   std::lock_guard lock(mu_);
   Stmt q(db_,
-         "INSERT INTO workers (id, seq, name, version, threads, capabilities, last_seen_ms, lost) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
-         "version = excluded.version, threads = excluded.threads, capabilities = excluded.capabilities, "
-         "last_seen_ms = excluded.last_seen_ms, lost = excluded.lost");
+         "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, "
+         "agreeing, trust, trust_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+         "identity = excluded.identity, host = excluded.host, version = excluded.version, threads = excluded.threads, "
+         "capabilities = excluded.capabilities, engines = excluded.engines, last_seen_ms = excluded.last_seen_ms, "
+         "units_done = excluded.units_done, agreeing = excluded.agreeing, trust = excluded.trust, "
+         "trust_reason = excluded.trust_reason");
   if (!q.ok()) return error("upsert worker");
-  q.bind_text(1, w.id);
-  q.bind(2, w.seq);
-  q.bind_text(3, w.name);
+  q.bind_text(1, w.key);
+  q.bind_text(2, w.identity);
+  q.bind_text(3, w.host);
   q.bind_text(4, w.version);
   q.bind(5, int64_t(w.threads));
   q.bind_text(6, w.capabilities);
-  q.bind(7, w.last_seen_ms);
-  q.bind(8, int64_t(w.lost));
+  q.bind_text(7, w.engines);
+  q.bind(8, w.last_seen_ms);
+  q.bind(9, w.units_done);
+  q.bind(10, w.agreeing);
+  q.bind(11, int64_t(w.trust));
+  q.bind_text(12, w.trust_reason);
   if (!q.run()) return error("upsert worker");
-  return absl::OkStatus();
-}
-
-absl::Status Store::set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms) {
-  std::lock_guard lock(mu_);
-  Stmt q(db_, "UPDATE workers SET lost = ?, last_seen_ms = ? WHERE id = ?");
-  if (!q.ok()) return error("update worker");
-  q.bind(1, int64_t(lost));
-  q.bind(2, last_seen_ms);
-  q.bind_text(3, id);
-  if (!q.run()) return error("update worker");
   return absl::OkStatus();
 }
 

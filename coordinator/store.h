@@ -1,12 +1,13 @@
-// The coordinator's durable state in one SQLite file (WAL): jobs, their units with results,
-// self-play games, and workers. Every writing method is one transaction; a completion is
-// reported accepted only after its transaction commits, so a coordinator killed at any point
-// loses no accepted result.
+// The coordinator's durable state in one SQLite file (WAL): jobs, their units with the result
+// each was settled with, the copies of each unit that workers were given and what they sent,
+// self-play games, and workers with their trust. A completion is reported accepted only after
+// its transaction commits, so a coordinator killed at any point loses no accepted result.
 //
-// Thread-safe: every method takes the store's own mutex. The Coordinator calls it while holding
-// its lock (lock order: coordinator, then store); a big job's units are written in short
-// transactions without the coordinator's lock (begin_job, add_units, finish_job), so that
-// other calls are served between them.
+// Thread-safe: every method takes the store's own (recursive) mutex. The Coordinator calls it
+// while holding its lock (lock order: coordinator, then store); a big job's units are written in
+// short transactions without the coordinator's lock (begin_job, add_units, finish_job_plan), so
+// that other calls are served between them. Every writing method is one transaction; several
+// may be grouped into one with transaction().
 //
 // The schema has a version (PRAGMA user_version); open() applies the migrations a file lacks,
 // in order, each in its own transaction.
@@ -26,18 +27,34 @@ struct sqlite3;
 
 namespace c960::cluster {
 
+// One copy of a unit: a lease given to a worker, and the result it sent for it (the copies of a
+// unit are compared when a job verifies its results).
+struct StoredCopy {
+  int64_t unit = 0;
+  int32_t copy = 0;    // 0, 1, ... per unit
+  std::string worker;  // the worker's key ("identity/name")
+  int32_t attempt = 0;
+  uint64_t zobrist_seed = 0;
+  std::optional<std::string> result;  // serialized canonical v1.UnitResult once sent
+  bool discarded = false;             // from a worker quarantined since: no vote
+};
+
 struct StoredUnit {
   int64_t index = 0;
   std::string spec;  // serialized v1.UnitSpec
   std::string meta;  // serialized v1.store.UnitMeta
   int32_t attempt = 0;
-  std::optional<std::string> result;  // serialized v1.UnitResult once complete
+  int32_t wanted = 0;                 // results wanted from different workers (0: not decided yet)
+  std::optional<std::string> result;  // the settled result (serialized v1.UnitResult)
+  int32_t votes = 0;                  // copies that sent the settled result
+  std::vector<StoredCopy> copies;
 };
 
 struct StoredJob {
   std::string id;
   int64_t seq = 0;
   std::string request_id;
+  std::string owner;  // identity of the caller that submitted it
   std::string spec;   // serialized v1.JobSpec
   std::string plan;   // serialized v1.store.JobPlan
   int32_t state = 0;  // v1.JobState
@@ -61,21 +78,26 @@ struct StoredGame {
   std::string record;  // serialized v1.SelfPlayGame
 };
 
+// A worker as it is known across its sessions and the coordinator's restarts.
 struct StoredWorker {
-  std::string id;
-  int64_t seq = 0;
-  std::string name;
+  std::string key;       // "identity/name"
+  std::string identity;  // from its credentials
+  std::string host;      // the name it gave
   std::string version;
   int32_t threads = 0;
   std::string capabilities;  // comma-separated
+  std::string engines;       // comma-separated
   int64_t last_seen_ms = 0;
-  bool lost = false;
+  int64_t units_done = 0;
+  int64_t agreeing = 0;  // results another worker confirmed
+  int32_t trust = 0;     // v1.TrustState
+  std::string trust_reason;
 };
 
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path);
@@ -102,31 +124,71 @@ class Store {
                           const std::string& mismatch_detail);
   // A final state with its reason (v1.JOB_STATE_FAILED).
   absl::Status fail_job(const std::string& id, int32_t state, int64_t finished_ms, const std::string& failure_detail);
-  // Attempt counters of freshly leased units, one transaction for the batch.
-  absl::Status update_attempts(const std::string& job_id, const std::vector<std::pair<int64_t, int32_t>>& attempts);
-  // Stores a unit's result, its games (if any) and, if the job is now finished, the job's state
-  // in one transaction. A unit that has a result keeps it.
-  absl::Status complete_unit(const std::string& job_id, int64_t index, const std::string& result,
-                             std::optional<int32_t> job_state, int64_t finished_ms,
-                             const std::vector<StoredGame>& games = {});
+
+  // Copies of units leased now (new ones and leases of existing ones), with the units' attempt
+  // counters and wanted results, one transaction for the batch.
+  struct Lease {
+    int64_t unit;
+    int32_t attempt;
+    int32_t wanted;
+    StoredCopy copy;
+  };
+  absl::Status record_leases(const std::string& job_id, const std::vector<Lease>& leases);
+  // A copy's result.
+  absl::Status put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result);
+  // Settles a unit with a result sent by `votes` copies: the unit's result, its games (if any)
+  // and, if the job is now finished, the job's state.
+  absl::Status settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
+                           std::optional<int32_t> job_state, int64_t finished_ms,
+                           const std::vector<StoredGame>& games = {});
+  // More copies agree with a settled result.
+  absl::Status set_votes(const std::string& job_id, int64_t unit, int32_t votes);
+  // Takes a settled result back (its only vote came from a worker quarantined since): the unit
+  // and its games as before it was settled, and `wanted` more results.
+  absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted);
+  absl::Status set_wanted(const std::string& job_id, int64_t unit, int32_t wanted);
+  absl::Status discard_copy(const std::string& job_id, int64_t unit, int32_t copy);
+
   // The games stored for a job, by start position then index (tests, audits).
   absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
-  absl::Status set_worker_lost(const std::string& id, bool lost, int64_t last_seen_ms);
+
+  // Groups the calls made while it lives into one transaction, committed by commit() and rolled
+  // back otherwise. Holds the store's mutex meanwhile.
+  class Transaction;
+  std::unique_ptr<Transaction> transaction();
 
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 
  private:
-  class Transaction;
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status migrate();
   absl::Status exec(const char* sql);
   absl::Status error(const char* what) const;
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
-  std::mutex mu_;
+  std::recursive_mutex mu_;
   sqlite3* db_;
+  int depth_ = 0;  // open transactions (savepoints nest)
+};
+
+class Store::Transaction {
+ public:
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  const absl::Status& status() const { return status_; }
+  absl::Status commit();
+
+ private:
+  friend class Store;
+  explicit Transaction(Store* s);
+  Store* s_;
+  std::unique_lock<std::recursive_mutex> lock_;
+  std::string name_;
+  absl::Status status_;
+  bool done_ = false;
 };
 
 }  // namespace c960::cluster

@@ -13,7 +13,7 @@ absl::Status check_engine(const SelfPlaySpec& spec) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   if (spec.engine == kBuiltinEngine) return absl::OkStatus();
   UciConfig config;
-  config.path = spec.engine;
+  config.path = spec.engine_binary();
   config.options = spec.options;
   absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
   return e.ok() ? absl::OkStatus() : e.status();

@@ -92,7 +92,7 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
     p.black = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
   } else {
     UciConfig config;
-    config.path = spec.engine;
+    config.path = spec.engine_binary();
     config.options = spec.options;
     config.move_margin_ms = spec.engine_timeout_ms;
     // Each side its own process, so that neither reads the other's hash.
@@ -102,16 +102,13 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
   return p;
 }
 
-absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players) {
+absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, int sp, int game_index) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   if (sp < 0 || sp >= kStartPositions) return absl::InvalidArgumentError(absl::StrCat("sp: ", sp, " is not in 0..959"));
   if (game_index < 0) return absl::InvalidArgumentError(absl::StrCat("game index: ", game_index, " is negative"));
-  if (!players.white || !players.black) return absl::InvalidArgumentError("players: not created (use make_players)");
   absl::StatusOr<std::string> fen = startpos_fen(sp, true);
   if (!fen.ok()) return fen.status();
-
-  const uint64_t seed = game_seed(spec.seed, sp, game_index);
-  Prng prng(seed);
+  Prng prng(game_seed(spec.seed, sp, game_index));
   GameOptions options;
   options.max_plies = spec.max_plies;
   options.adjudication = spec.adjudication;
@@ -119,7 +116,6 @@ absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, 
   options.seed = prng.rand64();
   options.event = absl::StrCat("c960 selfplay: ", describe(spec));
   options.round = absl::StrCat(sp, ".", game_index + 1);
-
   // Random opening plies, stopping early should the game end during them.
   Position pos = *Position::from_fen(*fen);
   std::vector<StateInfo> states(size_t(spec.random_plies));
@@ -131,7 +127,104 @@ absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, 
     options.opening.push_back(m);
     pos.do_move(m, states[size_t(i)]);
   }
-  return play_game(*fen, *players.white, *players.black, spec.limits, spec.limits, options);
+  return options;
+}
+
+namespace {
+
+// Free text from elsewhere, kept printable and short.
+std::string printable(const std::string& s, size_t max_len) {
+  std::string out = s.substr(0, max_len);
+  for (char& c : out)
+    if (c < 0x20 || c >= 0x7f) c = '?';
+  return out;
+}
+
+bool rules_ending(Termination t) {
+  switch (t) {
+    case Termination::kCheckmate:
+    case Termination::kStalemate:
+    case Termination::kThreefoldRepetition:
+    case Termination::kFiftyMoveRule:
+    case Termination::kInsufficientMaterial:
+    case Termination::kMaxPlies: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, int sp, int game_index, GameRecord g) {
+  absl::StatusOr<GameOptions> options = game_options(spec, sp, game_index);
+  if (!options.ok()) return options.status();
+  const auto bad = [&](auto... why) {
+    return absl::InvalidArgumentError(absl::StrCat("game ", sp, ".", game_index + 1, ": ", why...));
+  };
+  const std::string start = *startpos_fen(sp, true);
+  if (g.start_fen != start) return bad("does not start from position ", sp);
+  if (g.termination >= Termination::kCount) return bad("has no ending");
+  const std::vector<Move>& opening = options->opening;
+  if (g.opening_plies < 0 || g.opening_plies > int(opening.size()) || g.opening_plies > g.plies())
+    return bad("claims ", g.opening_plies, " opening plies; the spec gives ", opening.size());
+  Referee referee(*Position::from_fen(start), spec.max_plies);
+  std::optional<Ending> ending = referee.start_ending();
+  for (int i = 0; i < g.plies(); ++i) {
+    if (ending) return bad("goes on after it ended at ply ", i, " (", termination_name(ending->termination), ")");
+    if (i < g.opening_plies && g.moves[i] != opening[i]) return bad("opening ply ", i + 1, " is not the spec's");
+    MoveList legal;
+    generate_legal(referee.position(), legal);
+    if (!legal.contains(g.moves[i])) return bad("ply ", i + 1, " is not legal");
+    ending = referee.play(g.moves[i]);
+  }
+  // The opening is cut short only by the end of the game.
+  if (g.opening_plies < int(opening.size()) && !(ending && g.opening_plies == g.plies()))
+    return bad("has ", g.opening_plies, " opening plies; the spec gives ", opening.size());
+  const Color to_move = referee.position().side_to_move();
+  const auto win_for = [](Color c) { return c == WHITE ? GameResult::kWhiteWins : GameResult::kBlackWins; };
+  if (rules_ending(g.termination)) {
+    if (!ending || ending->termination != g.termination || ending->result != g.result)
+      return bad("claims ", termination_name(g.termination), " ", result_string(g.result),
+                 "; the final position shows ",
+                 ending ? absl::StrCat(termination_name(ending->termination), " ", result_string(ending->result))
+                        : std::string("a game still going on"));
+  } else {
+    if (ending)
+      return bad("claims ", termination_name(g.termination), " but ended by ", termination_name(ending->termination));
+    const Adjudication& adj = spec.adjudication;
+    switch (g.termination) {
+      case Termination::kAdjudicatedDraw:
+        if (!adj.draw_moves || g.result != GameResult::kDraw || g.plies() < adj.draw_min_ply)
+          return bad("draw adjudication that the spec does not allow here");
+        break;
+      case Termination::kAdjudicatedResign:
+        if (!adj.resign_moves || g.result == GameResult::kDraw)
+          return bad("resignation that the spec does not allow here");
+        break;
+      case Termination::kIllegalMove:
+      case Termination::kEngineCrash:
+      case Termination::kEngineHang:
+        // The player to move failed: it loses.
+        if (g.result != win_for(~to_move))
+          return bad(termination_name(g.termination), " must lose the game for the side to move");
+        break;
+      default:  // kEngineError: also an engine that would not start, on either side
+        if (g.result == GameResult::kDraw) return bad("engine_error cannot be a draw");
+        break;
+    }
+  }
+  g.white = printable(g.white, 64);
+  g.black = printable(g.black, 64);
+  g.detail = printable(g.detail, 256);
+  g.scores.assign(g.moves.size(), std::nullopt);
+  g.pgn = to_pgn(g, *options);
+  return g;
+}
+
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players) {
+  absl::StatusOr<GameOptions> options = game_options(spec, sp, game_index);
+  if (!options.ok()) return options.status();
+  if (!players.white || !players.black) return absl::InvalidArgumentError("players: not created (use make_players)");
+  return play_game(*startpos_fen(sp, true), *players.white, *players.black, spec.limits, spec.limits, *options);
 }
 
 }  // namespace c960::selfplay

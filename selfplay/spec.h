@@ -48,12 +48,16 @@ inline constexpr int kMaxEngineTimeoutMs = 3'600'000;
 struct SelfPlaySpec {
   std::vector<int> positions;  // start position numbers, 0..959
   int games_per_position = 1;
-  std::string engine = std::string(kBuiltinEngine);  // "builtin" or the path of a UCI engine
-  std::vector<UciOptionValue> options;               // UCI options (UCI engines only)
-  MoveLimits limits;                                 // exactly one of nodes, depth, movetime
-  int random_plies = 0;                              // random legal moves at the start of each game
-  int node_jitter_percent = 0;                       // per-move node limit varies by up to this much (nodes limit only)
-  int sample_margin_cp = 0;                          // built-in engine: pick among root moves within this of the best
+  // The engine's name: "builtin", or a name for a UCI engine (in the PGN, the job's identity).
+  std::string engine = std::string(kBuiltinEngine);
+  // The UCI engine's binary where it runs; empty: `engine` is the path itself (local runs).
+  std::string engine_path;
+  const std::string& engine_binary() const { return engine_path.empty() ? engine : engine_path; }
+  std::vector<UciOptionValue> options;  // UCI options (UCI engines only)
+  MoveLimits limits;                    // exactly one of nodes, depth, movetime
+  int random_plies = 0;                 // random legal moves at the start of each game
+  int node_jitter_percent = 0;          // per-move node limit varies by up to this much (nodes limit only)
+  int sample_margin_cp = 0;             // built-in engine: pick among root moves within this of the best
   uint64_t seed = 0;
   int max_plies = 0;  // 0 = no limit
   Adjudication adjudication;
@@ -75,6 +79,20 @@ struct Players {
   std::unique_ptr<Player> white, black;
 };
 absl::StatusOr<Players> make_players(const SelfPlaySpec& spec);
+
+// The options game number game_index (0-based) of start position sp is played with: its random
+// opening plies, ply limit, adjudication, node jitter seed and PGN tags. A pure function of its
+// arguments, so whoever checks a game knows the opening it must start with.
+absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, int sp, int game_index);
+
+// Checks a game someone says was game_index of start position sp under the spec, without
+// trusting it: its start and random opening are the ones the spec gives, every move is legal,
+// the rules did not end it earlier, and its ending is what the final position shows (checkmate,
+// stalemate, insufficient material, fifty moves, threefold repetition, the ply limit) or, for
+// endings the position cannot show (adjudication, an engine failure), one the spec allows with a
+// result that fits it. Returns the game with its PGN made here from the checked moves (names
+// and detail kept only as printable text). INVALID_ARGUMENT naming the problem otherwise.
+absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, int sp, int game_index, GameRecord claimed);
 
 // Plays game number game_index (0-based) of start position sp. Errors only for a bad spec or sp;
 // engine failures are game results.

@@ -14,11 +14,19 @@ namespace c960::cluster {
 namespace {
 
 // One game at a time per compute thread, with the players of the last job this thread served.
-absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u) {
+absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
+                                                const std::map<std::string, std::string>& engines) {
   thread_local std::string cached_job;
   thread_local std::optional<selfplay::Players> players;
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(u.job());
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("spec.selfplay.job.", spec.status().message()));
+  // Jobs name engines; only this worker knows which binary a name stands for.
+  if (spec->engine != selfplay::kBuiltinEngine) {
+    const auto it = engines.find(spec->engine);
+    if (it == engines.end())
+      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "' is not offered by this worker"));
+    spec->engine_path = it->second;
+  }
   if (u.start_position() < 0 || u.start_position() >= 960 || u.first_game() < 0 || u.games() < 1 ||
       u.games() > kMaxSelfPlayGamesPerUnit)
     return absl::InvalidArgumentError("spec.selfplay: start_position, first_game or games out of range");
@@ -46,8 +54,9 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u) {
 
 }  // namespace
 
-absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash) {
-  if (spec.kind_case() == v1::UnitSpec::kSelfplay) return compute_selfplay(spec.selfplay());
+absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash,
+                                            const std::map<std::string, std::string>& engines) {
+  if (spec.kind_case() == v1::UnitSpec::kSelfplay) return compute_selfplay(spec.selfplay(), engines);
   if (spec.kind_case() != v1::UnitSpec::kPerft) return absl::InvalidArgumentError("spec: not a perft unit");
   const v1::PerftUnitSpec& p = spec.perft();
   if (p.depth() < 0 || p.depth() > kMaxUnitDepth)

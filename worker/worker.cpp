@@ -42,13 +42,38 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     return Rpc::kOk;
   }
   // Every worker call is safe to repeat (completion is idempotent, a lost acquire's leases just
-  // expire), so a timeout is retried like an unreachable coordinator.
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    backoff();
-    log(absl::StrCat(what, ": coordinator unreachable (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
-    return Rpc::kRetry;
+  // expire), so a timeout is retried like an unreachable coordinator, and so is a coordinator
+  // that cannot store (its disk is full: it may be freed).
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+      backoff();
+      log(absl::StrCat(what, ": ",
+                       s.error_code() == grpc::StatusCode::INTERNAL ? "coordinator error" : "coordinator unreachable",
+                       " (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
+      return Rpc::kRetry;
+    default: break;
   }
-  if (reason_of(s) == v1::ErrorInfo::REASON_UNKNOWN_WORKER) return Rpc::kUnknownWorker;
+  switch (reason_of(s)) {
+    case v1::ErrorInfo::REASON_UNKNOWN_WORKER: return Rpc::kUnknownWorker;
+    case v1::ErrorInfo::REASON_QUARANTINED:
+      log(absl::StrCat(what, ": ", s.error_message(), "; stopping"));
+      fatal_code_ = 1;
+      request_stop();
+      return Rpc::kFatal;
+    default: break;
+  }
+  if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+      s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    // Credentials or versions that do not fit: retrying cannot help, the operator must act.
+    log(absl::StrCat(what, " refused: ", s.error_message(), "; stopping"));
+    fatal_code_ = 2;
+    request_stop();
+    return Rpc::kFatal;
+  }
   log(absl::StrCat(what, " failed: code ", int(s.error_code()), ": ", s.error_message()));
   return Rpc::kFailed;
 }
@@ -71,15 +96,21 @@ bool Worker::hello() {
       req.set_threads(options_.threads);
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
+      req.set_protocol_version(kProtocolVersion);
+      for (const auto& [name, path] : options_.engines) req.add_engines(name);
       v1::HelloResponse resp;
       Rpc r = classify(coordinator_->hello(req, &resp, kRpcDeadlineMs), "hello");
       if (r == Rpc::kOk) {
         worker_id_ = resp.worker_id();
         lease_ms_ = std::max<int64_t>(1000, resp.lease_seconds() * 1000);
-        log(absl::StrCat("registered, ", options_.threads, " threads, leases ", resp.lease_seconds(), " s"));
+        log(absl::StrCat("registered as ", resp.worker_name(), ", ", options_.threads, " threads, leases ",
+                         resp.lease_seconds(), " s"));
         return true;
       }
-      if (r != Rpc::kRetry) return false;
+      if (r != Rpc::kRetry) {
+        if (r == Rpc::kFailed && !fatal_code_) fatal_code_ = 2;  // a request the coordinator calls invalid
+        return false;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -101,6 +132,12 @@ void Worker::deliver() {
         if (!hello()) return;
         continue;
       case Rpc::kFailed: log(absl::StrCat("dropping the result of ", req.unit_id())); break;
+      case Rpc::kFatal: {
+        // Stopping for good: nothing it holds will be accepted.
+        std::lock_guard lock(mu_);
+        results_.clear();
+        return;
+      }
       case Rpc::kOk:
         if (resp.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
           next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back
@@ -216,7 +253,7 @@ void Worker::compute_loop() {
       queue_.pop_front();
       running_[lease.unit_id()] = lease;
     }
-    absl::StatusOr<v1::UnitResult> result = compute_unit(lease.spec(), hash_.get());
+    absl::StatusOr<v1::UnitResult> result = compute_unit(lease.spec(), hash_.get(), options_.engines);
     {
       std::lock_guard lock(mu_);
       running_.erase(lease.unit_id());
@@ -249,7 +286,7 @@ void Worker::compute_loop() {
 }
 
 int Worker::run() {
-  if (!hello()) return stop_requested_ ? 0 : 2;
+  if (!hello()) return fatal_code_ ? fatal_code_ : stop_requested_ ? 0 : 2;
   for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { compute_loop(); });
   int64_t grace_deadline = 0;
   uint64_t results_seen = 0;
@@ -276,7 +313,7 @@ int Worker::run() {
         log("grace period over; exiting with unfinished units released");
         // Compute threads cannot be interrupted mid-perft: end the process without joining.
         std::fflush(nullptr);
-        std::_Exit(0);
+        std::_Exit(fatal_code_);
       }
       control_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return results_added_ != results_seen; });
       results_seen = results_added_;
@@ -285,7 +322,7 @@ int Worker::run() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   log("stopped");
-  return 0;
+  return fatal_code_;
 }
 
 }  // namespace c960::cluster

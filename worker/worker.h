@@ -29,6 +29,7 @@ struct WorkerOptions {
   int64_t grace_ms = kDefaultGraceSeconds * 1000;
   std::string name;
   std::string version;
+  std::map<std::string, std::string> engines;  // engine name -> path of its binary, besides "builtin"
 };
 
 class Worker {
@@ -41,7 +42,9 @@ class Worker {
   void request_stop() { stop_requested_ = true; }
 
  private:
-  enum class Rpc { kOk, kRetry, kFailed, kUnknownWorker };
+  // What to do after a call: go on, retry after the backoff, give up on this request, register
+  // again, or stop for good (quarantined, refused credentials or version; see fatal_code_).
+  enum class Rpc { kOk, kRetry, kFailed, kUnknownWorker, kFatal };
   Rpc classify(const grpc::Status& s, const char* what);
   bool hello();
   void deliver();
@@ -58,6 +61,7 @@ class Worker {
   WorkerOptions options_;
   std::unique_ptr<PerftHash> hash_;
   std::atomic<bool> stop_requested_{false};
+  int fatal_code_ = 0;  // the exit code after a kFatal answer
 
   std::mutex mu_;
   std::condition_variable work_cv_;              // compute threads wait for leases

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "cluster/errors.h"
 #include "cluster/u128.h"
 #include "core/notation.h"
 #include "core/perft.h"
@@ -40,13 +41,17 @@ class CoordinatorTest : public ::testing::Test {
     req.set_name(name);
     req.set_threads(1);
     req.add_capabilities("perft");
+    req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(Caller::local(), req);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->worker_id() : "";
   }
 
-  v1::Job submit(int depth, const std::string& sps, int split, const std::string& request_id = "") {
+  // Without verification unless asked: these tests are about leases, storage and results.
+  v1::Job submit(int depth, const std::string& sps, int split, const std::string& request_id = "",
+                 v1::VerifyMode verify = v1::VERIFY_MODE_OFF) {
     v1::SubmitJobRequest req;
+    req.mutable_spec()->set_verify(verify);
     req.mutable_spec()->mutable_perft()->set_depth(depth);
     req.mutable_spec()->mutable_perft()->set_start_positions(sps);
     req.mutable_spec()->mutable_perft()->set_split_depth(split);
@@ -93,6 +98,12 @@ class CoordinatorTest : public ::testing::Test {
   void drain(const std::string& worker) {
     for (std::vector<v1::Lease> ls; !(ls = acquire(worker, 64)).empty();)
       for (const v1::Lease& l : ls) ASSERT_EQ(complete(worker, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  }
+
+  static v1::ListJobsRequest page(int size) {
+    v1::ListJobsRequest r;
+    r.set_page_size(size);
+    return r;
   }
 
   FakeClock clock_;
@@ -162,22 +173,31 @@ TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
 
 TEST_F(CoordinatorTest, CompletionIsCountedOnceAndMismatchesAreRecorded) {
   const std::string w1 = hello("one"), w2 = hello("two");
-  const v1::Job j = submit(3, "518", 0);
+  // Depth 5: deep enough that a wrong count passes the coordinator's own bounds.
+  const v1::Job j = submit(5, "518", 0);
   std::vector<v1::Lease> l = acquire(w1, 1);
   ASSERT_EQ(l.size(), 1u);
   EXPECT_EQ(complete(w1, l[0]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
   EXPECT_EQ(complete(w1, l[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
-  EXPECT_EQ(complete(w2, l[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  // A worker that never held the unit may not complete it.
+  absl::StatusOr<v1::CompletionOutcome> foreign = complete(w2, l[0]);
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(reason_of(foreign.status()), v1::ErrorInfo::REASON_NOT_LEASED);
+  // The holder sending another answer is recorded, and quarantines it.
   v1::UnitResult wrong = *compute_unit(l[0].spec(), nullptr);
   wrong.mutable_perft()->mutable_nodes()->set_lo(wrong.perft().nodes().lo() + 1);
   wrong.mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(wrong.perft().divide(0).nodes().lo() + 1);
-  EXPECT_EQ(complete(w2, l[0], wrong).value(), v1::COMPLETION_OUTCOME_MISMATCH);
+  EXPECT_EQ(complete(w1, l[0], wrong).value(), v1::COMPLETION_OUTCOME_MISMATCH);
   const v1::Job done = job(j.id());
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(done.result_mismatches(), 1);
   EXPECT_TRUE(absl::StrContains(done.mismatch_detail(), l[0].unit_id()));
-  EXPECT_EQ(from_proto(done.progress().nodes_done()), NodeCount(8902));
+  EXPECT_EQ(from_proto(done.progress().nodes_done()), NodeCount(4865609));
   EXPECT_EQ(done.progress().units_done(), 1);
+  v1::AcquireWorkRequest a;
+  a.set_worker_id(w1);
+  a.set_max_units(1);
+  EXPECT_EQ(reason_of(coordinator_->acquire(Caller::local(), a).status()), v1::ErrorInfo::REASON_QUARANTINED);
 }
 
 TEST_F(CoordinatorTest, LateCompletionFromAnExpiredLeaseIsAcceptedOnce) {
@@ -252,9 +272,9 @@ TEST_F(CoordinatorTest, SameRequestIdReturnsTheSameJob) {
   other.mutable_spec()->mutable_perft()->set_depth(4);
   other.set_request_id("req-1");
   EXPECT_EQ(coordinator_->submit(Caller::local(), other).status().code(), absl::StatusCode::kAlreadyExists);
-  auto list = coordinator_->list_jobs(Caller::local(), 0);
+  auto list = coordinator_->list_jobs(Caller::local(), page(0));
   ASSERT_TRUE(list.ok());
-  EXPECT_EQ(list->size(), 2u);
+  EXPECT_EQ(list->jobs_size(), 2);
 }
 
 TEST_F(CoordinatorTest, CancelledJobsHandOutNothingAndDiscardResults) {
@@ -361,8 +381,8 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(coordinator_->get_job(Caller::local(), std::string(200, 'a')).status().code(), C::kInvalidArgument);
   EXPECT_EQ(coordinator_->cancel(Caller::local(), "job-999").status().code(), C::kNotFound);
   EXPECT_EQ(coordinator_->results(Caller::local(), "job-999", false).status().code(), C::kNotFound);
-  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), -1).status().code(), C::kInvalidArgument);
-  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), kMaxPageSize + 1).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), page(-1)).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(coordinator_->list_jobs(Caller::local(), page(kMaxPageSize + 1)).status().code(), C::kInvalidArgument);
   EXPECT_EQ(coordinator_->submit(Caller::local(), v1::SubmitJobRequest()).status().code(), C::kInvalidArgument);
   v1::SubmitJobRequest bad_id;
   bad_id.mutable_spec()->mutable_perft()->set_depth(1);
@@ -372,6 +392,7 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(coordinator_->submit(Caller::local(), bad_id).status().code(), C::kInvalidArgument);
 
   v1::HelloRequest h;
+  h.set_protocol_version(kProtocolVersion);
   h.set_threads(0);
   EXPECT_EQ(coordinator_->hello(Caller::local(), h).status().code(), C::kInvalidArgument);
   h.set_threads(1);
@@ -413,12 +434,24 @@ TEST_F(CoordinatorTest, InvalidRequestsGetTheRightCodes) {
   v1::CompleteUnitRequest no_result = c;
   no_result.clear_result();
   EXPECT_EQ(coordinator_->complete(Caller::local(), no_result).status().code(), C::kInvalidArgument);
-  v1::CompleteUnitRequest bad_divide = c;
-  bad_divide.mutable_result()->mutable_perft()->mutable_divide(0)->mutable_nodes()->set_lo(0);
-  EXPECT_EQ(coordinator_->complete(Caller::local(), bad_divide).status().code(), C::kInvalidArgument);
   // None of the refused calls changed anything.
   EXPECT_EQ(job(j.id()).progress().units_done(), 0);
   EXPECT_EQ(coordinator_->complete(Caller::local(), c)->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  // A result that cannot be right is refused, and its sender quarantined.
+  const std::string w2 = hello("two");
+  const v1::Job j2 = submit(2, "1", 0);
+  std::vector<v1::Lease> l2 = acquire(w2, 1);
+  ASSERT_EQ(l2.size(), 1u);
+  v1::CompleteUnitRequest bad_divide = c;
+  bad_divide.set_worker_id(w2);
+  bad_divide.set_unit_id(l2[0].unit_id());
+  *bad_divide.mutable_result() = *compute_unit(l2[0].spec(), nullptr);
+  bad_divide.mutable_result()->mutable_perft()->mutable_divide(0)->set_move("a1a1");
+  EXPECT_EQ(coordinator_->complete(Caller::local(), bad_divide).status().code(), C::kInvalidArgument);
+  EXPECT_EQ(job(j2.id()).progress().units_done(), 0);
+  a.set_worker_id(w2);
+  a.set_max_units(1);
+  EXPECT_EQ(coordinator_->acquire(Caller::local(), a).status().code(), C::kPermissionDenied);
 
   v1::RenewLeasesRequest r;
   r.set_worker_id(w);

@@ -122,8 +122,9 @@ TEST_F(SelfPlayClusterTest, BuiltinEngineSurvivesCoordinatorRestartAndKilledWork
   start_coordinator();
   const std::string spec =
       "--sps 0,518,959 --games-per-position 8 --engine builtin --nodes 3000 --random-plies 4 --seed 11 --max-plies 160";
-  const std::string job = submit(spec + " --games-per-unit 1");
+  const std::string job = submit(spec + " --games-per-unit 1");  // verified (adaptive): two workers
   ASSERT_TRUE(absl::StartsWith(job, "job-")) << job;
+  start_worker(1);
   start_worker(1);
   v1::Job j;
   ASSERT_TRUE(wait_job(

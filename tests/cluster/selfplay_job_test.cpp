@@ -40,13 +40,20 @@ class SelfPlayJobTest : public ::testing::Test {
     store_ = std::move(*s);
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{30'000});
     ASSERT_TRUE(coordinator_->load().ok());
+    worker_ = hello("w");
+  }
+
+  // A worker offering self-play with the built-in engine and the engine "sf".
+  std::string hello(const std::string& name) {
     v1::HelloRequest req;
-    req.set_name("w");
+    req.set_name(name);
     req.set_threads(1);
     req.add_capabilities("selfplay");
+    req.add_engines("sf");
+    req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(Caller::local(), req);
-    ASSERT_TRUE(r.ok()) << r.status();
-    worker_ = r->worker_id();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->worker_id() : "";
   }
 
   // Two positions, three games each, two games per unit: units of 2 and 1 games.
@@ -67,15 +74,17 @@ class SelfPlayJobTest : public ::testing::Test {
     return s;
   }
 
+  // Without verification: one worker plays everything here (verification has its own tests).
   absl::StatusOr<v1::Job> submit(const v1::SelfPlayJobSpec& s) {
     v1::SubmitJobRequest req;
+    req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
     *req.mutable_spec()->mutable_selfplay() = s;
     return coordinator_->submit(Caller::local(), req);
   }
 
-  std::vector<v1::Lease> acquire(int n) {
+  std::vector<v1::Lease> acquire(int n, const std::string& worker = "") {
     v1::AcquireWorkRequest req;
-    req.set_worker_id(worker_);
+    req.set_worker_id(worker.empty() ? worker_ : worker);
     req.set_max_units(n);
     auto r = coordinator_->acquire(Caller::local(), req);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -196,15 +205,15 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   // The old leases are still valid ids: completing them counts once, the repeated one not at all.
   EXPECT_EQ(complete(ls[0], results[0]).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
   ASSERT_EQ(complete(ls[2], results[2]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
-  // A differing second result is a recorded mismatch and changes no count.
+  ASSERT_EQ(complete(ls[3], results[3]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  // A second result with another outcome than the final position shows is refused and changes
+  // no count.
   v1::UnitResult other = results[2];
   other.mutable_selfplay()->mutable_games(0)->set_result(other.selfplay().games(0).result() == "1-0" ? "0-1" : "1-0");
-  EXPECT_EQ(complete(ls[2], other).value(), v1::COMPLETION_OUTCOME_MISMATCH);
-  ASSERT_EQ(complete(ls[3], results[3]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(complete(ls[2], other).status().code(), absl::StatusCode::kInvalidArgument);
   now = coordinator_->get_job(Caller::local(), j->id()).value();
   EXPECT_EQ(now.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(now.progress().games_done(), 6);
-  EXPECT_EQ(now.result_mismatches(), 1);
 
   // Every game stored once, keyed by (sp, index).
   auto stored = store_->load_games(j->id());
@@ -258,48 +267,118 @@ TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   std::vector<v1::Lease> ls = acquire(1);
   ASSERT_EQ(ls.size(), 1u);
   const v1::UnitResult good = compute(ls[0]);
-  v1::UnitResult r = good;
-  r.mutable_selfplay()->mutable_games()->RemoveLast();
-  EXPECT_EQ(complete(ls[0], r).status().code(), absl::StatusCode::kInvalidArgument);
-  r = good;
-  r.mutable_selfplay()->mutable_games(1)->set_game_index(5);
-  EXPECT_EQ(complete(ls[0], r).status().code(), absl::StatusCode::kInvalidArgument);
-  r = good;
-  r.mutable_selfplay()->mutable_games(0)->set_moves(0, "a1a8");  // not legal at the start
-  EXPECT_EQ(complete(ls[0], r).status().code(), absl::StatusCode::kInvalidArgument);
-  r = good;
-  r.mutable_selfplay()->mutable_games(0)->set_termination("boredom");
-  EXPECT_EQ(complete(ls[0], r).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::unique_ptr<JobKind> kind = make_selfplay_kind();
+  // What the coordinator checks alone, each forgery refused with the reason.
+  std::vector<std::pair<std::string, v1::UnitResult>> forged;
+  auto add = [&](const std::string& what, auto edit) {
+    v1::UnitResult r = good;
+    edit(r.mutable_selfplay());
+    forged.emplace_back(what, r);
+  };
+  add("a game missing", [](v1::SelfPlayUnitResult* r) { r->mutable_games()->RemoveLast(); });
+  add("game index", [](v1::SelfPlayUnitResult* r) { r->mutable_games(1)->set_game_index(5); });
+  add("illegal move", [](v1::SelfPlayUnitResult* r) { r->mutable_games(0)->set_moves(0, "a1a8"); });
+  add("unknown termination", [](v1::SelfPlayUnitResult* r) { r->mutable_games(0)->set_termination("boredom"); });
+  add("no moves", [](v1::SelfPlayUnitResult* r) {
+    r->mutable_games(0)->clear_moves();
+    r->mutable_games(0)->set_opening_plies(0);
+  });
+  add("a checkmate that is none", [](v1::SelfPlayUnitResult* r) {
+    v1::SelfPlayGame* g = r->mutable_games(0);
+    g->mutable_moves()->DeleteSubrange(g->moves_size() - 2, 2);
+    g->set_termination("checkmate");
+    g->set_result("1-0");
+  });
+  add("another opening", [](v1::SelfPlayUnitResult* r) {
+    v1::SelfPlayGame* g = r->mutable_games(0);
+    g->set_moves(0, g->moves(0) == "a2a3" ? "b2b3" : "a2a3");
+  });
+  add("the wrong result for the ending", [](v1::SelfPlayUnitResult* r) {
+    v1::SelfPlayGame* g = r->mutable_games(0);
+    g->set_result(g->result() == "0-1" ? "1-0" : "0-1");
+  });
+  add("a resignation the spec does not allow", [](v1::SelfPlayUnitResult* r) {
+    v1::SelfPlayGame* g = r->mutable_games(0);
+    g->set_termination("adjudicated_resign");
+    g->set_result("1-0");
+  });
+  for (const auto& [what, r] : forged)
+    EXPECT_EQ(kind->check_result(ls[0].spec(), r).status().code(), absl::StatusCode::kInvalidArgument) << what;
   v1::UnitResult perft;
   perft.mutable_perft();
-  EXPECT_EQ(complete(ls[0], perft).status().code(), absl::StatusCode::kInvalidArgument);
-  // Nothing of that was stored; the good result still is accepted.
-  EXPECT_EQ(complete(ls[0], good).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(kind->check_result(ls[0].spec(), perft).status().code(), absl::StatusCode::kInvalidArgument);
+  // The worker's own PGN text is never kept: the coordinator makes it from the checked moves.
+  v1::UnitResult lying_pgn = good;
+  lying_pgn.mutable_selfplay()->mutable_games(0)->set_pgn("[Event \"forged\"]\n1. e4 e5 1-0\n");
+  absl::StatusOr<v1::UnitResult> canonical = kind->check_result(ls[0].spec(), lying_pgn);
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(canonical->selfplay().games(0).pgn(), good.selfplay().games(0).pgn());
+  // Through the coordinator: a forgery is refused and quarantines its sender; nothing is stored.
+  EXPECT_EQ(complete(ls[0], forged[4].second).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(complete(ls[0], good).status().code(), absl::StatusCode::kPermissionDenied);
+  auto stored = store_->load_games(coordinator_->list_jobs(Caller::local(), {})->jobs(0).id());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());
 }
 
-TEST_F(SelfPlayJobTest, AMissingEngineFailsUnitsAndThenTheJob) {
+TEST_F(SelfPlayJobTest, AJobNamesAnEngineNeverAPath) {
   v1::SelfPlayJobSpec s = small_spec();
-  s.set_engine(dir_ + "/no-such-engine");
+  for (const std::string engine : {"/usr/games/stockfish", "../x", "sf fast", ""}) {
+    s.set_engine(engine);
+    auto j = submit(s);
+    EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument) << engine;
+    EXPECT_TRUE(absl::StrContains(j.status().message(), "engine")) << j.status();
+  }
+}
+
+TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersOfferingTheEngine) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_engine("other");
   auto j = submit(s);
   ASSERT_TRUE(j.ok()) << j.status();
-  for (int i = 0; i < kMaxUnitFailures; ++i) {
-    std::vector<v1::Lease> ls = acquire(1);
+  EXPECT_TRUE(acquire(4).empty());  // the worker offers builtin and sf only
+  EXPECT_TRUE(absl::StrContains(j->notice(), "no connected worker offers engine 'other'")) << j->notice();
+  v1::HelloRequest req;
+  req.set_name("other-host");
+  req.set_threads(1);
+  req.add_capabilities("selfplay");
+  req.add_engines("other");
+  req.set_protocol_version(kProtocolVersion);
+  const std::string w2 = coordinator_->hello(Caller::local(), req)->worker_id();
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->notice(), "");
+  EXPECT_FALSE(acquire(4, w2).empty());
+}
+
+TEST_F(SelfPlayJobTest, ABrokenEngineFailsTheJobOnlyWhenTwoWorkersReportIt) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_engine("sf");
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  const std::string w2 = hello("w2");
+  const std::map<std::string, std::string> broken = {{"sf", dir_ + "/no-such-engine"}};
+  auto fail_one = [&](const std::string& worker) {
+    std::vector<v1::Lease> ls = acquire(1, worker);
     ASSERT_EQ(ls.size(), 1u);
-    auto r = compute_unit(ls[0].spec(), nullptr);
+    auto r = compute_unit(ls[0].spec(), nullptr, broken);
     ASSERT_FALSE(r.ok());
     ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
     v1::CompleteUnitRequest req;
-    req.set_worker_id(worker_);
+    req.set_worker_id(worker);
     req.set_unit_id(ls[0].unit_id());
     req.set_attempt(ls[0].attempt());
     req.set_failure(std::string(r.status().message()));
     auto resp = coordinator_->complete(Caller::local(), req);
     ASSERT_TRUE(resp.ok()) << resp.status();
     EXPECT_EQ(resp->outcome(), v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
-    EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->state(),
-              i + 1 < kMaxUnitFailures ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_FAILED);
-  }
+  };
+  // One worker alone cannot fail the job, however often it reports.
+  for (int i = 0; i < kMaxUnitFailures; ++i) fail_one(worker_);
+  v1::Job running = coordinator_->get_job(Caller::local(), j->id()).value();
+  EXPECT_EQ(running.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_TRUE(absl::StrContains(running.notice(), "no-such-engine")) << running.notice();
+  fail_one(w2);
   const v1::Job failed = coordinator_->get_job(Caller::local(), j->id()).value();
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
   EXPECT_TRUE(absl::StrContains(failed.failure_detail(), "no-such-engine")) << failed.failure_detail();
   EXPECT_TRUE(acquire(4).empty());
   // The state and its reason survive a restart.

@@ -11,6 +11,14 @@
 namespace c960::cluster {
 namespace {
 
+StoredUnit unit(int64_t index, const std::string& spec = "s") {
+  StoredUnit u;
+  u.index = index;
+  u.spec = spec;
+  u.meta = "m";
+  return u;
+}
+
 TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
   const std::string path = ::testing::TempDir() + "/store_test.db";
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
@@ -25,15 +33,28 @@ TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
     j.plan = "plan";
     j.state = 1;
     j.created_ms = 5;
-    for (int i = 0; i < 3; ++i) j.units.push_back({i, "s" + std::to_string(i), "m", 0, std::nullopt});
-    ASSERT_TRUE((*store)->insert_job(j).ok());
-    ASSERT_TRUE((*store)->update_attempts("job-1", {{1, 2}}).ok());
-    ASSERT_TRUE((*store)->complete_unit("job-1", 1, "result", std::nullopt, 0).ok());
-    // A second result for the same unit does not overwrite the first.
-    ASSERT_TRUE((*store)->complete_unit("job-1", 1, "other", 2, 99).ok());
+    for (int i = 0; i < 3; ++i) j.units.push_back(unit(i, "s" + std::to_string(i)));
+    j.owner = "alice";
+    ASSERT_TRUE((*store)->insert_job(j).ok()) << (*store)->insert_job(j);
+    ASSERT_TRUE((*store)
+                    ->record_leases(
+                        "job-1", {{1, 2, 2, {1, 0, "w/a", 2, 0, {}, false}}, {1, 3, 2, {1, 1, "w/b", 3, 1, {}, false}}})
+                    .ok());
+    ASSERT_TRUE((*store)->put_copy_result("job-1", 1, 0, "result").ok());
+    ASSERT_TRUE((*store)->put_copy_result("job-1", 1, 1, "result").ok());
+    ASSERT_TRUE((*store)->settle_unit("job-1", 1, "result", 2, std::nullopt, 0).ok());
+    // A settled unit stays as it is: a second settlement fails and changes nothing.
+    EXPECT_FALSE((*store)->settle_unit("job-1", 1, "other", 1, 2, 99).ok());
     ASSERT_TRUE((*store)->update_job("job-1", 2, 99, 1, "detail").ok());
-    ASSERT_TRUE((*store)->upsert_worker({"w-1", 1, "host", "v", 4, "perft", 7, false}).ok());
-    ASSERT_TRUE((*store)->set_worker_lost("w-1", true, 8).ok());
+    StoredWorker w;
+    w.key = "w/a";
+    w.identity = "w";
+    w.host = "a";
+    w.threads = 4;
+    w.agreeing = 7;
+    w.trust = 2;
+    w.trust_reason = "fine";
+    ASSERT_TRUE((*store)->upsert_worker(w).ok());
   }
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok());
@@ -47,16 +68,24 @@ TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
   EXPECT_EQ(j.mismatches, 1);
   EXPECT_EQ(j.mismatch_detail, "detail");
   ASSERT_EQ(j.units.size(), 3u);
-  EXPECT_EQ(j.units[1].attempt, 2);
+  EXPECT_EQ(j.owner, "alice");
+  EXPECT_EQ(j.units[1].attempt, 3);
+  EXPECT_EQ(j.units[1].wanted, 2);
   EXPECT_EQ(j.units[1].result, "result");
+  EXPECT_EQ(j.units[1].votes, 2);
+  ASSERT_EQ(j.units[1].copies.size(), 2u);
+  EXPECT_EQ(j.units[1].copies[1].worker, "w/b");
+  EXPECT_EQ(j.units[1].copies[1].zobrist_seed, 1u);
+  EXPECT_EQ(j.units[1].copies[1].result, "result");
   EXPECT_FALSE(j.units[0].result.has_value());
   EXPECT_EQ(j.units[2].spec, "s2");
   auto workers = (*store)->load_workers();
   ASSERT_TRUE(workers.ok());
   ASSERT_EQ(workers->size(), 1u);
   EXPECT_EQ((*workers)[0].threads, 4);
-  EXPECT_TRUE((*workers)[0].lost);
-  EXPECT_EQ((*workers)[0].last_seen_ms, 8);
+  EXPECT_EQ((*workers)[0].agreeing, 7);
+  EXPECT_EQ((*workers)[0].trust, 2);
+  EXPECT_EQ((*workers)[0].trust_reason, "fine");
   // Inserting a job id twice fails and leaves the first intact.
   StoredJob dup;
   dup.id = "job-1";
@@ -108,8 +137,8 @@ TEST(StoreTest, AFailedTransactionLeavesNothingBehind) {
   StoredJob j;
   j.id = "job-1";
   j.seq = 1;
-  for (int i = 0; i < 3; ++i) j.units.push_back({i, "s", "m", 0, std::nullopt});
-  j.units.push_back({1, "duplicate index", "m", 0, std::nullopt});  // the primary key refuses it
+  for (int i = 0; i < 3; ++i) j.units.push_back(unit(i));
+  j.units.push_back(unit(1, "duplicate index"));  // the primary key refuses it
   EXPECT_FALSE((*store)->insert_job(j).ok());
   auto jobs = (*store)->load_jobs();
   ASSERT_TRUE(jobs.ok());
@@ -126,7 +155,7 @@ TEST(StoreTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
   StoredJob j;
   j.id = "job-7";
   j.seq = 7;
-  for (int i = 0; i < 10; ++i) j.units.push_back({i, "s", "m", 0, std::nullopt});
+  for (int i = 0; i < 10; ++i) j.units.push_back(unit(i));
   ASSERT_TRUE((*store)->begin_job(j).ok());
   ASSERT_TRUE((*store)->add_units("job-7", j.units, 0, 4).ok());
   auto jobs = (*store)->load_jobs();
