@@ -84,7 +84,9 @@ struct CompactFormat {
 
 // The full slot's generation advances every 2^-kGenerationShift table of deep stores; an entry
 // kStaleAge generations old (four tables of deep stores later) is stale. Measured on perft 8 of
-// 518 with 16 MB: stale after one table lost half the depth-5 hits; 16 and 64 did equally well.
+// 518 with 16 MB: stale after one table lost half the depth-5 hits; after 4 or 16 tables did
+// equally well. The generation wraps after 256: a very old entry may pass for a new one, which
+// costs only its slot until it is stale again.
 constexpr int kGenerationShift = 2;
 constexpr int kStaleAge = 16;
 
@@ -154,8 +156,8 @@ bool PerftHash::store_full(Bucket& b, Key key, int depth, uint64_t nodes) {
   if (old && !stale) {
     if (int(old & 0xFF) > depth) return false;  // the deeper count stays
     // A depth-3 count that gives way moves to the compact entries (measured: with 16 MB, perft 8
-    // of 518 went from 13.5 to 10.1 s). A torn pair is moved only if it would pass a probe here,
-    // which its key bits must lead to this bucket for; from elsewhere it would pass no probe.
+    // of 518 went from 13.5 to 10.1 s). The pair's key is read as a probe reads it, so a torn
+    // pair moves only under a key whose bits lead here: one that a probe here would have matched.
     if (old_key != key && (old_key & (buckets_ - 1)) == (key & (buckets_ - 1)))
       store_compact(b, old_key, int(old & 0xFF), old >> 16);
   }
@@ -343,19 +345,22 @@ template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
 
 // Depth 1 is counted faster than a probe (a cache miss) returns it; depth 2 already pays
-// (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up).
+// (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up). Hashing
+// depth 1 as well, prefetched, still lost: perft 8 of 518 took 13 s against 11 with 256 MB,
+// 20 s against 11 with 2 GB.
 constexpr int kMinHashDepth = 2;
 
-// Makes every move it is handed and adds the perft of the result; children at depth 1 are only
-// made here, into `leaves`, and counted afterwards in one loop.
+// Makes every move it is handed and adds the perft of the result; children at depth 1, and
+// children that are looked up in the table, are only made here, into `children`, and walked
+// afterwards by perft_board.
 template <Color Us, bool Hash>
 struct RecurseSink {
   static constexpr bool StopEarly = false;
   const Board& b;
   int depth;  // of the children
   PerftHash* hash;
-  Board* leaves = nullptr;
-  int leaf_count = 0;
+  Board* children = nullptr;
+  int child_count = 0;
   uint64_t n = 0;
 
   // Children too shallow to be looked up skip their key updates, and so do their children.
@@ -364,7 +369,7 @@ struct RecurseSink {
   template <class Make>
   void child(Make&& make_child) {
     if (depth == 1) {
-      make_child(std::integral_constant<bool, false>{}, leaves[leaf_count++]);
+      make_child(std::integral_constant<bool, false>{}, children[child_count++]);
       return;
     }
     if (!Hash || depth < kMinHashDepth) {
@@ -372,7 +377,7 @@ struct RecurseSink {
       make_child(std::integral_constant<bool, false>{}, nb);
       n += perft_board<~Us, false>(nb, depth, hash);
     } else {
-      Board& nb = leaves[leaf_count++];
+      Board& nb = children[child_count++];
       make_child(std::integral_constant<bool, Hash>{}, nb);
       hash->prefetch(nb.key);
     }
@@ -430,18 +435,18 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   if (depth == 2) {
     // All children first, then their counts: one copy of the counting code, hot in cache.
     Board leaves[MAX_MOVES];
-    rs.leaves = leaves;
+    rs.children = leaves;
     movegen::generate<Us>(b, rs);
-    for (int i = 0; i < rs.leaf_count; ++i) {
+    for (int i = 0; i < rs.child_count; ++i) {
       movegen::CountSink cs;
       movegen::generate<~Us>(leaves[i], cs);
       rs.n += cs.n;
     }
   } else if (Hash && depth - 1 >= kMinHashDepth) {
     Board children[MAX_MOVES];
-    rs.leaves = children;
+    rs.children = children;
     movegen::generate<Us>(b, rs);
-    for (int i = 0; i < rs.leaf_count; ++i) rs.n += perft_board<~Us, Hash>(children[i], depth - 1, hash);
+    for (int i = 0; i < rs.child_count; ++i) rs.n += perft_board<~Us, Hash>(children[i], depth - 1, hash);
   } else {
     movegen::generate<Us>(b, rs);
   }

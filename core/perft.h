@@ -22,11 +22,13 @@ std::string to_string(NodeCount n);
 // entry: counts never depend on the table. A bucket is one 64-byte cache line:
 // - six compact entries for depths 2 and 3, most of the entries: one 64-bit word each, written
 //   whole, holding the key bits above the bucket index (the index holds the rest), a depth bit
-//   and the count. They are kept newest first; a store drops the oldest.
-// - one full slot for deeper counts (and depth 3 when it is free): (key ^ data, data), so that a
-//   torn write from a racing thread makes the pair inconsistent and the probe misses. It keeps
-//   the deeper count, unless that one is stale: a generation passes every quarter table of deep
-//   stores, and an entry four generations old (from an earlier root or unit) gives way.
+//   and the count. They are kept newest first; a store drops the oldest depth-2 entry (the
+//   oldest entry when all are depth 3).
+// - one full slot for deeper counts, and depth 3 while no deeper one holds it: (key ^ data,
+//   data), so that a torn write from a racing thread makes the pair inconsistent and the probe
+//   misses. It keeps the deeper count unless that one is stale: a generation passes every
+//   quarter table of deep stores, and an entry sixteen generations old (typically from an
+//   earlier root or unit) gives way. A depth-3 count it gives up moves to the compact entries.
 // Memory is mapped once, in the constructor; clear() is not safe while other threads use it.
 class PerftHash {
  public:
