@@ -7,8 +7,8 @@
 #                                                     256, 1024 and 4096 MB; 3 repetitions
 #   bench/perft_hash_bench.sh --depths "8 9" --reps 1 the full table (depth 9: minutes a run)
 #   bench/perft_hash_bench.sh --extrapolate "0 104 208 312 416 518 601 720 840 959"
-#       perft 8 of each listed start position (2 threads, 4096 MB, new core only unless --old),
-#       and the all-960 time extrapolated from their mean
+#       perft 8 of each listed start position (2 threads, 4096 MB, new core only unless --old,
+#       then old and new alternate), and the all-960 time extrapolated from their mean
 # Other options: --sps "518 601" --threads "1 2" --hash "256 1024 4096" --base COMMIT
 #   --mode table|units (table: perft_parallel, as `c960 perft --table`; units: the root's
 #   children counted by perft() on a pool of threads, as cluster workers do)
@@ -124,21 +124,30 @@ if [[ -z "$extrapolate" ]]; then
 fi
 
 # --- all-960 extrapolation ------------------------------------------------------------------
-printf "%-4s %-16s %9s %9s %s\n" sp nodes wall_s cpu_s load
+# Old and new alternate by position. The CPU-based figure assumes both cores free and the two
+# threads fully used (a count's CPU time hardly changes from 1 to 2 threads); the wall-based one
+# is what this machine gave under its load at the time.
 bins=(new)
 ((extrapolate_old)) && bins=(old new)
-for which in "${bins[@]}"; do
-  bin=$new
-  [[ $which == old ]] && bin=$old
-  total_wall=0 n=0
-  for sp in $extrapolate; do
+printf "%-4s %-4s %-16s %9s %9s %s\n" sp core nodes wall_s cpu_s load
+declare -A total_wall total_cpu
+for which in "${bins[@]}"; do total_wall[$which]=0 total_cpu[$which]=0; done
+n=0
+for sp in $extrapolate; do
+  for which in "${bins[@]}"; do
+    bin=$new
+    [[ $which == old ]] && bin=$old
     line=$(run "$bin" "$which" "$sp" 8 2 4096)
-    printf "%-4s %-16s %9s %9s %s\n" "$sp" "$(field nodes <<<"$line")" "$(field wall_s <<<"$line")" \
+    printf "%-4s %-4s %-16s %9s %9s %s\n" "$sp" "$which" "$(field nodes <<<"$line")" "$(field wall_s <<<"$line")" \
       "$(field cpu_s <<<"$line")" "$(field load <<<"$line")" | tee -a "$log"
-    total_wall=$(awk "BEGIN { print $total_wall + $(field wall_s <<<"$line") }")
-    n=$((n + 1))
+    total_wall[$which]=$(awk "BEGIN { print ${total_wall[$which]} + $(field wall_s <<<"$line") }")
+    total_cpu[$which]=$(awk "BEGIN { print ${total_cpu[$which]} + $(field cpu_s <<<"$line") }")
   done
-  printf "%s: %d positions, %.1f s; mean %.2f s; all 960 about %.0f s (%.1f min) at 2 threads, 4096 MB\n" "$which" "$n" \
-    "$total_wall" "$(awk "BEGIN { print $total_wall / $n }")" "$(awk "BEGIN { print 960 * $total_wall / $n }")" \
-    "$(awk "BEGIN { print 960 * $total_wall / $n / 60 }")" | tee -a "$log"
+  n=$((n + 1))
+done
+for which in "${bins[@]}"; do
+  w=${total_wall[$which]} c=${total_cpu[$which]}
+  printf "%s: %d positions; mean %.2f s wall, %.2f s CPU; all 960 at 2 threads, 4096 MB: about %.0f min from CPU time on 2 free cores, %.0f min from wall time as measured\n" \
+    "$which" "$n" "$(awk "BEGIN { print $w / $n }")" "$(awk "BEGIN { print $c / $n }")" \
+    "$(awk "BEGIN { print 960 * $c / $n / 2 / 60 }")" "$(awk "BEGIN { print 960 * $w / $n / 60 }")" | tee -a "$log"
 done
