@@ -5,8 +5,6 @@
 // table: perft_parallel over the start positions, as `c960 perft --table` runs it.
 // units: as cluster workers run a job split at ply 1: each child of each root is a unit, taken in
 // order by the next free thread and counted by perft(child, depth - 1, hash); one shared table.
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <sys/resource.h>
 #include <thread>
 #include <vector>
 
@@ -57,7 +56,10 @@ NodeCount run_units(const std::vector<Position>& roots, int depth, int threads, 
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "perft_hash_bench: %s\nusage: perft_hash_bench --sps LIST --depth D --threads N --hash MB [--mode table|units]\n", why);
+  std::fprintf(
+      stderr,
+      "perft_hash_bench: %s\nusage: perft_hash_bench --sps LIST --depth D --threads N --hash MB [--mode table|units]\n",
+      why);
   return 2;
 }
 
@@ -71,13 +73,20 @@ int main_impl(int argc, char** argv) {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
     const bool number = *v && !*end;
-    if (a == "--sps") sps_arg = v;
-    else if (a == "--mode") mode = v;
-    else if (!number) return usage((a + ": not a number").c_str());
-    else if (a == "--depth") depth = n;
-    else if (a == "--threads") threads = n;
-    else if (a == "--hash") hash_mb = n;
-    else return usage(("unknown option " + a).c_str());
+    if (a == "--sps")
+      sps_arg = v;
+    else if (a == "--mode")
+      mode = v;
+    else if (!number)
+      return usage((a + ": not a number").c_str());
+    else if (a == "--depth")
+      depth = n;
+    else if (a == "--threads")
+      threads = n;
+    else if (a == "--hash")
+      hash_mb = n;
+    else
+      return usage(("unknown option " + a).c_str());
   }
   if (depth < 1 || depth > 12) return usage("--depth: not in 1..12");
   if (threads < 1 || threads > 256) return usage("--threads: not in 1..256");

@@ -1,11 +1,12 @@
 #include "core/perft.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
-#include <unistd.h>
 #include <thread>
 #include <type_traits>
 
@@ -287,7 +288,8 @@ inline void make(const Board& b, Board& nb, Square from, Square to) {
   nb.by_color[~Us] = b.by_color[~Us] & ~tb;
   nb.ep = SQ_NONE;
   if constexpr (Pt == PAWN)
-    if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN))) nb.ep = to - pawn_push(Us);
+    if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
+      nb.ep = to - pawn_push(Us);
   finish<Us, Hash>(b, nb, from, to, delta);
 }
 
@@ -339,7 +341,6 @@ inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
   nb.ep = SQ_NONE;
   finish<Us, Hash>(b, nb, kfrom, rfrom, delta);
 }
-
 
 template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
@@ -457,7 +458,8 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
 uint64_t perft_dispatch(const Board& b, Color us, int depth, PerftHash* hash) {
   if (depth <= 0) return 1;
   const bool use_hash = hash && hash->bytes() && depth >= kMinHashDepth;
-  if (us == WHITE) return use_hash ? perft_board<WHITE, true>(b, depth, hash) : perft_board<WHITE, false>(b, depth, hash);
+  if (us == WHITE)
+    return use_hash ? perft_board<WHITE, true>(b, depth, hash) : perft_board<WHITE, false>(b, depth, hash);
   return use_hash ? perft_board<BLACK, true>(b, depth, hash) : perft_board<BLACK, false>(b, depth, hash);
 }
 
@@ -553,7 +555,9 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
   if (depth >= 4 && threads > 1) {
     for (Task& t : tasks) root_estimate[t.root] += t.estimate = perft(t.pos, std::min(t.depth, 2));
     std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) {
-      if (a.root != b.root) return root_estimate[a.root] != root_estimate[b.root] ? root_estimate[a.root] > root_estimate[b.root] : a.root < b.root;
+      if (a.root != b.root)
+        return root_estimate[a.root] != root_estimate[b.root] ? root_estimate[a.root] > root_estimate[b.root]
+                                                              : a.root < b.root;
       return a.estimate > b.estimate;
     });
   }

@@ -62,7 +62,7 @@ class PerftHash {
 
   Bucket* table_ = nullptr;
   size_t buckets_ = 0;
-  int index_bits_ = 0;    // log2(buckets_): the key bits a bucket's position already verifies
+  int index_bits_ = 0;  // log2(buckets_): the key bits a bucket's position already verifies
   std::atomic<uint64_t> deep_stores_{0};
 };
 

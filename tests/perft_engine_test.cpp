@@ -5,12 +5,12 @@
 #include <random>
 #include <thread>
 
-#include "gtest/gtest.h"
 #include "core/movegen.h"
 #include "core/perft.h"
 #include "core/prng.h"
 #include "core/startpos.h"
 #include "core/suite.h"
+#include "gtest/gtest.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -28,8 +28,10 @@ std::vector<Position> random_positions(int count, uint64_t seed) {
     for (int i = 0; i < plies && ok; ++i) {
       MoveList list;
       generate_legal(pos, list);
-      if (!list.size()) ok = false;
-      else pos.do_move(list.moves[rng.below(uint64_t(list.size()))], states[i]);
+      if (!list.size())
+        ok = false;
+      else
+        pos.do_move(list.moves[rng.below(uint64_t(list.size()))], states[i]);
     }
     out.push_back(Position(pos));  // a copy keeps only the current state
   }
