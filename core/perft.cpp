@@ -30,10 +30,11 @@ std::string to_string(NodeCount n) {
 // PerftHash
 
 PerftHash::PerftHash(size_t megabytes) {
-  // A power of two of buckets, so the index is a mask.
+  // A power of two of buckets, so the index is a mask and its bits are key bits.
   const size_t want = megabytes * 1024 * 1024 / sizeof(Bucket);
   buckets_ = want ? size_t(1) << (63 - std::countl_zero(uint64_t(want))) : 0;
   if (!buckets_) return;
+  index_bits_ = std::countr_zero(uint64_t(buckets_));
   // More than the machine has would only swap or be killed: refuse it like a failed mapping.
   if (bytes() / sysconf(_SC_PAGESIZE) > size_t(sysconf(_SC_PHYS_PAGES))) {
     buckets_ = 0;
@@ -62,40 +63,116 @@ void PerftHash::clear() {
   if (!table_) return;
   madvise(table_, bytes(), MADV_DONTNEED);  // private anonymous pages read back as zero
   prefault();
+  deep_stores_.store(0, std::memory_order_relaxed);
 }
+
+namespace {
+
+// A compact entry: the key above the index bits I, then a depth bit (0: depth 2, 1: depth 3),
+// then the count in the I - 1 bits left. The all-zero word is the empty entry, never stored.
+struct CompactFormat {
+  int index_bits;
+  int count_bits() const { return index_bits - 1; }
+  bool fits(int depth, uint64_t nodes) const {
+    return (depth == 2 || depth == 3) && index_bits >= 8 && nodes >> count_bits() == 0;
+  }
+  // Everything but the count: the word a match must have above the count bits.
+  uint64_t tag(Key key, int depth) const {
+    return (key >> index_bits << index_bits) | uint64_t(depth - 2) << count_bits();
+  }
+  uint64_t count_mask() const { return (uint64_t(1) << count_bits()) - 1; }
+};
+
+// The full slot's generation advances every 2^-kGenerationShift table of deep stores; an entry
+// kStaleAge generations old (four tables of deep stores later) is stale. Measured on perft 8 of
+// 518 with 16 MB: stale after one table lost half the depth-5 hits; after 4 or 16 tables did
+// equally well. The generation wraps after 256: a very old entry may pass for a new one, which
+// costs only its slot until it is stale again.
+constexpr int kGenerationShift = 2;
+constexpr int kStaleAge = 16;
+
+}  // namespace
 
 bool PerftHash::probe(Key key, int depth, uint64_t& nodes) const {
   if (!buckets_) return false;
   const Bucket& b = table_[key & (buckets_ - 1)];
-  for (const Slot& s : b.slots) {
-    const uint64_t data = s.data.load(std::memory_order_relaxed);
-    if ((s.check.load(std::memory_order_relaxed) ^ data) == key && int(data & 0xFF) == depth && data) {
+  if (depth >= 3) {
+    const uint64_t data = b.data.load(std::memory_order_relaxed);
+    if ((b.check.load(std::memory_order_relaxed) ^ data) == key && int(data & 0xFF) == depth && data) {
       nodes = data >> 16;
+      return true;
+    }
+    if (depth > 3) return false;
+  }
+  const CompactFormat f{index_bits_};
+  if (f.index_bits < 8) return false;
+  const uint64_t tag = f.tag(key, depth);
+  for (const std::atomic<uint64_t>& w : b.compact) {
+    const uint64_t e = w.load(std::memory_order_relaxed);
+    if (e && (e & ~f.count_mask()) == tag) {
+      nodes = e & f.count_mask();
       return true;
     }
   }
   return false;
 }
 
-void PerftHash::store(Key key, int depth, uint64_t nodes) {
-  if (!buckets_ || nodes >> 48) return;  // too big to fit: rare enough not to cache
-  Bucket& b = table_[key & (buckets_ - 1)];
-  // Replace entries of earlier generations first, then the shallowest: deep subtrees are the
-  // expensive ones to recompute, but stale deep ones would otherwise sit there for ever.
-  const uint64_t gen = generation_.load(std::memory_order_relaxed);
-  Slot* victim = &b.slots[0];
-  int victim_score = 1 << 20;
-  for (Slot& s : b.slots) {
-    const uint64_t d = s.data.load(std::memory_order_relaxed);
-    const int score = int(d & 0xFF) + (((d >> 8) & 0xFF) == gen ? 256 : 0);
-    if (score < victim_score) {
-      victim = &s;
-      victim_score = score;
+bool PerftHash::store_compact(Bucket& b, Key key, int depth, uint64_t nodes) {
+  const CompactFormat f{index_bits_};
+  if (!f.fits(depth, nodes)) return false;
+  const uint64_t e = f.tag(key, depth) | nodes;
+  if (!e) return false;
+  // Newest first. The victim is the oldest empty word, else the oldest depth-2 entry, else the
+  // oldest entry (or a copy of this entry, which a racing thread may have stored meanwhile);
+  // the words before it shift down one place.
+  uint64_t w[kCompact];
+  for (int i = 0; i < kCompact; ++i) w[i] = b.compact[i].load(std::memory_order_relaxed);
+  int victim = kCompact - 1;
+  const uint64_t shallow_bit = uint64_t(1) << f.count_bits();
+  for (int i = kCompact - 1; i >= 0; --i)
+    if (w[i] == e) {
+      victim = i;
+      break;
     }
+  if (w[victim] != e) {
+    int empty = -1, shallow = -1;
+    for (int i = kCompact - 1; i >= 0; --i) {
+      if (!w[i] && empty < 0) empty = i;
+      if (w[i] && !(w[i] & shallow_bit) && shallow < 0) shallow = i;
+    }
+    victim = empty >= 0 ? empty : shallow >= 0 ? shallow : kCompact - 1;
+  }
+  for (int i = victim; i > 0; --i) b.compact[i].store(w[i - 1], std::memory_order_relaxed);
+  b.compact[0].store(e, std::memory_order_relaxed);
+  return true;
+}
+
+bool PerftHash::store_full(Bucket& b, Key key, int depth, uint64_t nodes) {
+  if (nodes >> 48) return false;  // too big to fit: rare enough not to cache
+  const uint64_t stores = deep_stores_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t gen = (stores >> std::max(0, index_bits_ - kGenerationShift)) & 0xFF;
+  const uint64_t old = b.data.load(std::memory_order_relaxed);
+  const Key old_key = b.check.load(std::memory_order_relaxed) ^ old;
+  const bool stale = int((gen - (old >> 8)) & 0xFF) >= kStaleAge;
+  if (old && !stale) {
+    if (int(old & 0xFF) > depth) return false;  // the deeper count stays
+    // A depth-3 count that gives way moves to the compact entries (measured: with 16 MB, perft 8
+    // of 518 went from 13.5 to 10.1 s). The pair's key is read as a probe reads it, so a torn
+    // pair moves only under a key whose bits lead here: one that a probe here would have matched.
+    if (old_key != key && (old_key & (buckets_ - 1)) == (key & (buckets_ - 1)))
+      store_compact(b, old_key, int(old & 0xFF), old >> 16);
   }
   const uint64_t data = nodes << 16 | gen << 8 | uint64_t(depth);
-  victim->check.store(key ^ data, std::memory_order_relaxed);
-  victim->data.store(data, std::memory_order_relaxed);
+  b.check.store(key ^ data, std::memory_order_relaxed);
+  b.data.store(data, std::memory_order_relaxed);
+  return true;
+}
+
+void PerftHash::store(Key key, int depth, uint64_t nodes) {
+  if (!buckets_) return;
+  Bucket& b = table_[key & (buckets_ - 1)];
+  if (depth >= 3 && store_full(b, key, depth, nodes)) return;
+  store_compact(b, key, depth, nodes);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,35 +346,41 @@ template <Color Us, bool Hash>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
 
 // Depth 1 is counted faster than a probe (a cache miss) returns it; depth 2 already pays
-// (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up).
+// (measured: perft 7 of 518 with 256 MB, 0.86 s against 1.34 s with depth 3 and up). Hashing
+// depth 1 as well, prefetched, still lost: perft 8 of 518 took 13 s against 11 with 256 MB,
+// 20 s against 11 with 2 GB.
 constexpr int kMinHashDepth = 2;
 
-// Makes every move it is handed and adds the perft of the result; children at depth 1 are only
-// made here, into `leaves`, and counted afterwards in one loop.
+// Makes every move it is handed and adds the perft of the result; children at depth 1, and
+// children that are looked up in the table, are only made here, into `children`, and walked
+// afterwards by perft_board.
 template <Color Us, bool Hash>
 struct RecurseSink {
   static constexpr bool StopEarly = false;
   const Board& b;
   int depth;  // of the children
   PerftHash* hash;
-  Board* leaves = nullptr;
-  int leaf_count = 0;
+  Board* children = nullptr;
+  int child_count = 0;
   uint64_t n = 0;
 
   // Children too shallow to be looked up skip their key updates, and so do their children.
+  // Children that are looked up are all made first, each prefetching its bucket, and walked
+  // afterwards: the probes then find their buckets in cache instead of waiting for memory.
   template <class Make>
   void child(Make&& make_child) {
     if (depth == 1) {
-      make_child(std::integral_constant<bool, false>{}, leaves[leaf_count++]);
+      make_child(std::integral_constant<bool, false>{}, children[child_count++]);
       return;
     }
-    Board nb;
     if (!Hash || depth < kMinHashDepth) {
+      Board nb;
       make_child(std::integral_constant<bool, false>{}, nb);
       n += perft_board<~Us, false>(nb, depth, hash);
     } else {
+      Board& nb = children[child_count++];
       make_child(std::integral_constant<bool, Hash>{}, nb);
-      n += perft_board<~Us, Hash>(nb, depth, hash);
+      hash->prefetch(nb.key);
     }
   }
 
@@ -353,13 +436,18 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   if (depth == 2) {
     // All children first, then their counts: one copy of the counting code, hot in cache.
     Board leaves[MAX_MOVES];
-    rs.leaves = leaves;
+    rs.children = leaves;
     movegen::generate<Us>(b, rs);
-    for (int i = 0; i < rs.leaf_count; ++i) {
+    for (int i = 0; i < rs.child_count; ++i) {
       movegen::CountSink cs;
       movegen::generate<~Us>(leaves[i], cs);
       rs.n += cs.n;
     }
+  } else if (Hash && depth - 1 >= kMinHashDepth) {
+    Board children[MAX_MOVES];
+    rs.children = children;
+    movegen::generate<Us>(b, rs);
+    for (int i = 0; i < rs.child_count; ++i) rs.n += perft_board<~Us, Hash>(children[i], depth - 1, hash);
   } else {
     movegen::generate<Us>(b, rs);
   }
@@ -462,7 +550,7 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
   }
   // Largest first: a shallow perft predicts the size of a subtree well enough. Roots stay
   // together (largest root first, then its largest tasks), so threads share one root's
-  // transpositions in the hash table; each root gets its own table generation.
+  // transpositions in the hash table.
   std::vector<uint64_t> root_estimate(roots.size(), 0);
   if (depth >= 4 && threads > 1) {
     for (Task& t : tasks) root_estimate[t.root] += t.estimate = perft(t.pos, std::min(t.depth, 2));
@@ -473,9 +561,6 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
       return a.estimate > b.estimate;
     });
   }
-  std::vector<uint8_t> generation(roots.size());
-  for (size_t i = 0, g = 0; i < tasks.size(); ++i)
-    if (i == 0 || tasks[i].root != tasks[i - 1].root) generation[tasks[i].root] = uint8_t(++g);
 
   std::atomic<size_t> next{0};
   std::mutex progress_mu;
@@ -483,7 +568,6 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
   NodeCount done_nodes = 0;
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
-      if (hash) hash->set_generation(generation[tasks[i].root]);
       tasks[i].nodes = perft(tasks[i].pos, tasks[i].depth, hash);
       if (options.progress) {
         std::lock_guard lock(progress_mu);

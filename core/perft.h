@@ -17,11 +17,19 @@ namespace c960 {
 using NodeCount = unsigned __int128;
 std::string to_string(NodeCount n);
 
-// A transposition table of perft counts, shared by any number of threads without locks.
-// Each slot holds (key ^ data, data): a torn write from a racing thread makes the pair
-// inconsistent, so the probe misses instead of returning a wrong count. Entries are verified
-// by the full 64-bit key and the depth. Memory is mapped once, in the constructor; clear() is
-// not safe while other threads use the table.
+// A transposition table of perft counts, shared by any number of threads without locks. Every
+// entry is verified by all 64 bits of the key and by the depth, and no torn write can pass as an
+// entry: counts never depend on the table. A bucket is one 64-byte cache line:
+// - six compact entries for depths 2 and 3, most of the entries: one 64-bit word each, written
+//   whole, holding the key bits above the bucket index (the index holds the rest), a depth bit
+//   and the count. They are kept newest first; a store drops the oldest depth-2 entry (the
+//   oldest entry when all are depth 3).
+// - one full slot for deeper counts, and depth 3 while no deeper one holds it: (key ^ data,
+//   data), so that a torn write from a racing thread makes the pair inconsistent and the probe
+//   misses. It keeps the deeper count unless that one is stale: a generation passes every
+//   quarter table of deep stores, and an entry sixteen generations old (typically from an
+//   earlier root or unit) gives way. A depth-3 count it gives up moves to the compact entries.
+// Memory is mapped once, in the constructor; clear() is not safe while other threads use it.
 class PerftHash {
  public:
   // Throws std::bad_alloc when the memory cannot be mapped or exceeds the machine's memory.
@@ -32,24 +40,30 @@ class PerftHash {
 
   bool probe(Key key, int depth, uint64_t& nodes) const;
   void store(Key key, int depth, uint64_t nodes);
+  // Starts loading the bucket of key, so that a probe a little later does not wait for memory.
+  void prefetch(Key key) const {
+    if (buckets_) __builtin_prefetch(&table_[key & (buckets_ - 1)]);
+  }
   void clear();
-  // Entries stored from now on belong to generation g; older ones are replaced first.
-  void set_generation(uint8_t g) { generation_.store(g, std::memory_order_relaxed); }
   size_t bytes() const { return buckets_ * sizeof(Bucket); }
 
  private:
-  void prefault();
-
-  struct Slot {
-    std::atomic<uint64_t> check;  // key ^ data
-    std::atomic<uint64_t> data;   // nodes << 16 | generation << 8 | depth
-  };
+  static constexpr int kCompact = 6;
   struct alignas(64) Bucket {
-    Slot slots[4];
+    std::atomic<uint64_t> compact[kCompact];  // newest first; 0 is empty
+    std::atomic<uint64_t> check;              // key ^ data
+    std::atomic<uint64_t> data;               // nodes << 16 | generation << 8 | depth
   };
+  static_assert(sizeof(Bucket) == 64);
+
+  void prefault();
+  bool store_compact(Bucket& b, Key key, int depth, uint64_t nodes);
+  bool store_full(Bucket& b, Key key, int depth, uint64_t nodes);
+
   Bucket* table_ = nullptr;
-  std::atomic<uint64_t> generation_{0};
   size_t buckets_ = 0;
+  int index_bits_ = 0;  // log2(buckets_): the key bits a bucket's position already verifies
+  std::atomic<uint64_t> deep_stores_{0};
 };
 
 // Single-threaded perft on a compact copy-make board; depth 0 is 1. With a hash table

@@ -1,6 +1,9 @@
 // The fast perft against the reference walk, and its options: hash table, Zobrist key sets,
 // threads. None of them may change a count.
+#include <algorithm>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "core/movegen.h"
 #include "core/perft.h"
@@ -73,6 +76,100 @@ TEST(PerftHash, StoreAndProbe) {
   PerftHash off(0);
   off.store(1, 2, 3);
   EXPECT_FALSE(off.probe(1, 2, n));
+}
+
+// The count a test stores for (key, depth): different for every depth, and of every size from
+// a few bits (compact entries) to 47 (full slots only).
+uint64_t test_count(Key key, int depth) {
+  const uint64_t mixed = (key ^ (uint64_t(depth) * 0x9E3779B97F4A7C15ULL)) * 0xD6E8FEB86659FD93ULL;
+  const int bits = 3 + int(mixed >> 59) % 45;
+  return (mixed & ((uint64_t(1) << bits) - 1)) | 1;
+}
+
+// Keys that share their low 32 bits share a bucket in any table up to 256 GB.
+std::vector<Key> keys_of_one_bucket(int count, uint64_t seed) {
+  Prng rng(seed);
+  const Key low = rng.rand64() & 0xFFFFFFFFULL;
+  std::vector<Key> keys;
+  for (int i = 0; i < count; ++i) keys.push_back((rng.rand64() << 32) | low);
+  return keys;
+}
+
+TEST(PerftHash, EntriesAnswerOnlyTheirOwnKeyAndDepth) {
+  for (size_t mb : {1, 64}) {
+    PerftHash h(mb);
+    const std::vector<Key> keys = keys_of_one_bucket(40, mb);
+    for (const Key k : keys)
+      for (int depth : {2, 3, 5}) h.store(k, depth, test_count(k, depth));
+    int hits = 0;
+    for (const Key k : keys)
+      for (int depth = 2; depth <= 6; ++depth) {
+        uint64_t n = 0;
+        if (h.probe(k, depth, n)) {
+          ++hits;
+          EXPECT_TRUE(depth == 2 || depth == 3 || depth == 5) << "depth " << depth << " was never stored";
+          EXPECT_EQ(n, test_count(k, depth)) << std::hex << k << " depth " << depth;
+        }
+        // Every one of the 64 key bits is verified: flipping any one finds nothing.
+        for (int bit = 0; bit < 64; ++bit) {
+          const Key other = k ^ (Key(1) << bit);
+          if (std::find(keys.begin(), keys.end(), other) == keys.end()) {
+            EXPECT_FALSE(h.probe(other, depth, n)) << std::hex << k << " bit " << std::dec << bit << " depth " << depth;
+          }
+        }
+      }
+    EXPECT_GT(hits, 0) << mb << " MB";
+  }
+}
+
+TEST(PerftHash, ShallowStoresKeepTheNewestAndSpareDepthThree) {
+  PerftHash h(1);
+  const std::vector<Key> keys = keys_of_one_bucket(23, 5);
+  // Three depth-3 counts, small enough for compact entries, then twenty depth-2 counts.
+  for (int i = 0; i < 3; ++i) h.store(keys[i], 3, 1000 + i);
+  for (int i = 3; i < 23; ++i) h.store(keys[i], 2, 100 + i);
+  uint64_t n = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(h.probe(keys[i], 3, n)) << i;
+    EXPECT_EQ(n, uint64_t(1000 + i));
+  }
+  ASSERT_TRUE(h.probe(keys[22], 2, n));
+  EXPECT_EQ(n, 122u);
+  EXPECT_FALSE(h.probe(keys[3], 2, n)) << "the oldest depth-2 count should have given way";
+  // A deeper count is kept over a shallower one of another key in the same bucket.
+  h.store(keys[0], 7, 123456789);
+  h.store(keys[1], 4, 5555);
+  ASSERT_TRUE(h.probe(keys[0], 7, n));
+  EXPECT_EQ(n, 123456789u);
+}
+
+TEST(PerftHash, RacingThreadsNeverReadAWrongCount) {
+  // Few buckets, many keys, all depths and count sizes: threads overwrite each other's entries
+  // all the time, so torn or half-shifted entries would show up as wrong counts.
+  PerftHash h(1);
+  std::vector<Key> keys;
+  for (uint64_t b = 0; b < 2; ++b)
+    for (Key k : keys_of_one_bucket(16, b + 1)) keys.push_back(k);
+  std::atomic<int> wrong{0}, hits{0};
+  auto work = [&](uint64_t seed) {
+    Prng rng(seed);
+    for (int i = 0; i < 1000000; ++i) {
+      const Key k = keys[rng.below(keys.size())];
+      const int depth = 2 + int(rng.below(6));
+      uint64_t n = 0;
+      if (rng.below(2)) {
+        h.store(k, depth, test_count(k, depth));
+      } else if (h.probe(k, depth, n)) {
+        ++hits;
+        if (n != test_count(k, depth)) ++wrong;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (uint64_t t = 0; t < 4; ++t) pool.emplace_back(work, t + 11);
+  for (std::thread& t : pool) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0);
 }
 
 TEST(PerftHash, CountsIdenticalWithAndWithoutTheTable) {
