@@ -1,9 +1,8 @@
 // Verified results in the coordinator's logic, no sockets: replicas on different workers with
 // different Zobrist key sets, majority decisions, trust and spot checks, quarantine and the
 // recomputation it brings, who may complete what, identities, caps and pages.
-#include <gtest/gtest.h>
-
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 
@@ -157,7 +156,8 @@ TEST_F(VerificationTest, AllComputesEveryUnitTwiceWithDifferentKeySets) {
     EXPECT_EQ(la[i].unit_id(), lb[i].unit_id());
     EXPECT_NE(la[i].spec().perft().zobrist_seed(), lb[i].spec().perft().zobrist_seed());
   }
-  for (const v1::Lease& l : la) EXPECT_EQ(complete(a, l, result(l)).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  for (const v1::Lease& l : la)
+    EXPECT_EQ(complete(a, l, result(l)).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
   EXPECT_EQ(job(j.id()).progress().units_verifying(), 4);
   EXPECT_EQ(job(j.id()).progress().units_done(), 0);
   for (const v1::Lease& l : lb) EXPECT_EQ(complete(b, l, result(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
