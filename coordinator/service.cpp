@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "cluster/server.h"
+
 namespace c960::cluster {
 namespace {
 
@@ -20,7 +22,7 @@ constexpr int64_t kWatchPollMs = 1000;
 
 }  // namespace
 
-Caller caller_of(const grpc::ServerContext*) { return Caller::local(); }
+Caller caller_of(const grpc::ServerContext* ctx) { return caller_from(*ctx->auth_context()); }
 
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
   return reply(c_->submit(caller_of(ctx), *req), resp);

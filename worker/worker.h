@@ -29,6 +29,7 @@ struct WorkerOptions {
   int64_t grace_ms = kDefaultGraceSeconds * 1000;
   std::string name;
   std::string version;
+  std::map<std::string, std::string> engines;  // --engine NAME=PATH: UCI engines offered by name
 };
 
 class Worker {
