@@ -66,10 +66,21 @@ Client::Client(cluster::ChannelOptions options, RetryPolicy policy)
 absl::Status Client::connect() {
   if (connected_) return absl::OkStatus();
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kConnectTimeoutMs);
-  if (!channel_->WaitForConnected(deadline)) {
-    const std::string why = cluster::diagnose_connection(address(), options_.tls ? &*options_.tls : nullptr);
-    return absl::UnavailableError(why.empty() ? absl::StrCat("no connection within ", cluster::kConnectTimeoutMs, " ms")
-                                              : why);
+  const cluster::ClientTls* tls = options_.tls ? &*options_.tls : nullptr;
+  bool probed = false;
+  for (grpc_connectivity_state s = channel_->GetState(true); s != GRPC_CHANNEL_READY; s = channel_->GetState(true)) {
+    // At the first failed attempt, look once: a TLS mismatch is said at once, while a refused
+    // port may be a coordinator that is starting, so that one is waited for.
+    if (s == GRPC_CHANNEL_TRANSIENT_FAILURE && !probed) {
+      probed = true;
+      if (cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls); p.lasting)
+        return absl::UnavailableError(p.message);
+    }
+    if (!channel_->WaitForStateChange(s, deadline)) {
+      const cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls);
+      return absl::UnavailableError(
+          p.message.empty() ? absl::StrCat("no connection within ", cluster::kConnectTimeoutMs, " ms") : p.message);
+    }
   }
   connected_ = true;
   return absl::OkStatus();

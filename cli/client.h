@@ -77,7 +77,7 @@ class Client {
  private:
   absl::Status call(const std::function<grpc::Status()>& call, bool idempotent);
   // The first call waits at most cluster::kConnectTimeoutMs for a connection, so that a wrong
-  // address or a TLS mismatch is said within seconds, with what to fix
+  // address is said within seconds, and a TLS mismatch at once, with what to fix
   // (cluster::diagnose_connection); later calls retry through restarts as usual.
   absl::Status connect();
 

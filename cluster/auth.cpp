@@ -157,25 +157,47 @@ const TokenEntry* TokenSet::find(absl::string_view token) const {
   return it == by_digest_.end() ? nullptr : &it->second;
 }
 
-std::shared_ptr<const TokenSet> TokenTable::current() const {
-  std::lock_guard lock(mu_);
-  return set_;
-}
+namespace {
 
-std::optional<Caller> TokenTable::find(absl::string_view token) const {
-  const std::shared_ptr<const TokenSet> set = current();
-  const TokenEntry* e = set->find(token);
+std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, absl::string_view token) {
+  const TokenEntry* e = set ? set->find(token) : nullptr;
   if (!e) return std::nullopt;
   return Caller{e->name, e->role, true};
+}
+
+}  // namespace
+
+std::optional<Caller> TokenTable::find(absl::string_view token) const {
+  std::shared_ptr<const TokenSet> set;
+  {
+    std::lock_guard lock(mu_);
+    set = set_;
+  }
+  return caller_in(set, token);  // hashed outside the lock
+}
+
+std::optional<Caller> TokenTable::find_recent(absl::string_view token) const {
+  std::shared_ptr<const TokenSet> set, previous;
+  {
+    std::lock_guard lock(mu_);
+    set = set_;
+    previous = previous_;
+  }
+  if (std::optional<Caller> c = caller_in(set, token)) return c;
+  return caller_in(previous, token);
 }
 
 void TokenTable::replace(TokenSet set) {
   auto fresh = std::make_shared<const TokenSet>(std::move(set));
   std::lock_guard lock(mu_);
+  previous_ = std::move(set_);
   set_ = std::move(fresh);
 }
 
-size_t TokenTable::size() const { return current()->size(); }
+size_t TokenTable::size() const {
+  std::lock_guard lock(mu_);
+  return set_->size();
+}
 
 Permission permission_for(absl::string_view method) {
   for (const MethodRule& r : kMethodRules) {

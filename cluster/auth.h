@@ -85,14 +85,15 @@ class TokenTable {
   explicit TokenTable(TokenSet set) : set_(std::make_shared<const TokenSet>(std::move(set))) {}
   // The caller the token authenticates, or nullopt when the table does not hold it.
   std::optional<Caller> find(absl::string_view token) const;
+  // find(), else the token's caller in the set before the last replace(): for a call that was
+  // let in just before a reload and asks who it is just after.
+  std::optional<Caller> find_recent(absl::string_view token) const;
   void replace(TokenSet set);
   size_t size() const;
 
  private:
-  std::shared_ptr<const TokenSet> current() const;
-
   mutable std::mutex mu_;
-  std::shared_ptr<const TokenSet> set_;
+  std::shared_ptr<const TokenSet> set_, previous_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -91,7 +91,8 @@ inline constexpr int64_t kKeepaliveTimeoutMs = 20'000;
 // frequent pings count as abuse and end in a GOAWAY:
 inline constexpr int64_t kMinClientPingIntervalMs = 10'000;
 // The c960 tool waits this long for its first connection before it says the coordinator cannot
-// be reached (and why); once connected, calls retry UNAVAILABLE with backoff as usual.
+// be reached (and why; a TLS mismatch is said at once); once connected, calls retry UNAVAILABLE
+// with backoff as usual.
 inline constexpr int64_t kConnectTimeoutMs = 2'500;
 
 // Client side.

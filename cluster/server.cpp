@@ -17,9 +17,8 @@
 namespace c960::cluster {
 namespace {
 
-// AuthContext properties by which the CallAuthenticator hands the caller to the service.
-constexpr char kIdentityProperty[] = "c960.identity";
-constexpr char kRoleProperty[] = "c960.role";
+// Certificates remembered by the authenticator at most; beyond, it starts again.
+constexpr size_t kMaxRememberedCertificates = 4096;
 
 absl::string_view view(grpc::string_ref s) { return {s.data(), s.size()}; }
 
@@ -57,7 +56,9 @@ bool authenticates(const ServerOptions& options) {
   return options.tls && (options.tokens || !options.tls->client_ca_pem.empty());
 }
 
-void configure_server(const ServerOptions& options, grpc::ServerBuilder* builder, int* port) {
+std::shared_ptr<const CallAuthenticator> configure_server(const ServerOptions& options, grpc::ServerBuilder* builder,
+                                                          int* port) {
+  std::shared_ptr<CallAuthenticator> auth;
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.tls) {
     grpc::SslServerCredentialsOptions ssl(options.tls->client_ca_pem.empty()
@@ -66,9 +67,10 @@ void configure_server(const ServerOptions& options, grpc::ServerBuilder* builder
     ssl.pem_root_certs = options.tls->client_ca_pem;
     ssl.pem_key_cert_pairs.push_back({options.tls->key_pem, options.tls->cert_pem});
     creds = grpc::SslServerCredentials(ssl);
-    if (authenticates(options))
-      creds->SetAuthMetadataProcessor(
-          std::make_shared<CallAuthenticator>(options.tokens, !options.tls->client_ca_pem.empty()));
+    if (authenticates(options)) {
+      auth = std::make_shared<CallAuthenticator>(options.tokens, !options.tls->client_ca_pem.empty());
+      creds->SetAuthMetadataProcessor(auth);
+    }
   } else {
     creds = grpc::InsecureServerCredentials();
   }
@@ -82,22 +84,28 @@ void configure_server(const ServerOptions& options, grpc::ServerBuilder* builder
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, int(kMinClientPingIntervalMs));
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  return auth;
 }
 
-Caller caller_from(const grpc::AuthContext& context) {
-  const std::vector<grpc::string_ref> roles = context.FindPropertyValues(kRoleProperty);
-  if (roles.empty()) return Caller::local();
-  const std::vector<grpc::string_ref> ids = context.FindPropertyValues(kIdentityProperty);
-  Caller c;
-  c.authenticated = true;
-  c.identity = ids.empty() ? "" : std::string(view(ids.front()));
-  // The CallAuthenticator writes only role names; the least privileged role if it ever did not.
-  c.role = parse_role(view(roles.front())).value_or(Role::kRead);
+Caller caller_of(const CallAuthenticator* auth, const grpc::ServerContextBase& ctx) {
+  return auth ? auth->caller_of(ctx) : Caller::local();
+}
+
+absl::StatusOr<Caller> CallAuthenticator::certificate_caller(absl::string_view pem) const {
+  {
+    std::lock_guard lock(certificates_mu_);
+    if (auto it = certificates_.find(pem); it != certificates_.end()) return it->second;
+  }
+  absl::StatusOr<Caller> c = caller_from_certificate(pem);
+  std::lock_guard lock(certificates_mu_);
+  if (certificates_.size() >= kMaxRememberedCertificates) certificates_.clear();
+  certificates_.emplace(std::string(pem), c);
   return c;
 }
 
 absl::StatusOr<Caller> CallAuthenticator::identify(std::optional<absl::string_view> authorization,
-                                                   std::optional<absl::string_view> certificate_pem) const {
+                                                   std::optional<absl::string_view> certificate_pem,
+                                                   bool recent) const {
   if (authorization) {
     absl::string_view token = *authorization;
     if (token.size() < 7 || !absl::EqualsIgnoreCase(token.substr(0, 7), "bearer "))
@@ -106,12 +114,12 @@ absl::StatusOr<Caller> CallAuthenticator::identify(std::optional<absl::string_vi
     if (!tokens_)
       return absl::UnauthenticatedError(
           "this coordinator takes no tokens (no --tokens): authenticate with a client certificate");
-    if (std::optional<Caller> c = tokens_->find(token)) return *c;
+    if (std::optional<Caller> c = recent ? tokens_->find_recent(token) : tokens_->find(token)) return *c;
     return absl::UnauthenticatedError("unknown token (revoked, or not in the coordinator's --tokens file)");
   }
   if (client_certificates_) {
     if (!certificate_pem) return absl::UnauthenticatedError("no client certificate");
-    return caller_from_certificate(*certificate_pem);
+    return certificate_caller(*certificate_pem);
   }
   return absl::UnauthenticatedError("no token: give one with --token-file FILE or C960_TOKEN");
 }
@@ -122,23 +130,44 @@ absl::StatusOr<std::optional<Caller>> CallAuthenticator::decide(
   return authorize(method, identify(authorization, certificate_pem));
 }
 
-grpc::Status CallAuthenticator::Process(const InputMetadata& md, grpc::AuthContext* context, OutputMetadata* consumed,
+grpc::Status CallAuthenticator::Process(const InputMetadata& md, grpc::AuthContext* context, OutputMetadata*,
                                         OutputMetadata*) {
+  // One token per call: with two, the service's caller_of might read the other one.
+  if (md.count(grpc::string_ref("authorization")) > 1)
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "more than one authorization header");
   const std::optional<absl::string_view> authorization = find(md, "authorization");
   std::optional<absl::string_view> pem;
-  // The certificate's text lives in the context, which outlives this call.
-  const std::vector<grpc::string_ref> certs = context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-  if (!certs.empty()) pem = view(certs.front());
+  std::vector<grpc::string_ref> certs;  // owns nothing: the text lives in the connection's context
+  if (!authorization && client_certificates_) {
+    certs = context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (!certs.empty()) pem = view(certs.front());
+  }
   absl::StatusOr<std::optional<Caller>> decision = decide(find(md, ":path").value_or(""), authorization, pem);
   if (!decision.ok())
     return grpc::Status(grpc::StatusCode(int(decision.status().code())), std::string(decision.status().message()));
-  // The token goes no further than here: services never see it.
-  if (authorization) consumed->insert({"authorization", std::string(*authorization)});
-  if (const std::optional<Caller>& c = *decision) {
-    context->AddProperty(kIdentityProperty, c->identity);
-    context->AddProperty(kRoleProperty, std::string(role_name(c->role)));
-  }
+  // Nothing is written into `context` (see the header), and the authorization header stays: the
+  // services' caller_of reads it again.
   return grpc::Status::OK;
+}
+
+Caller CallAuthenticator::caller_of(const grpc::ServerContextBase& ctx) const {
+  const std::multimap<grpc::string_ref, grpc::string_ref>& md = ctx.client_metadata();
+  std::optional<absl::string_view> authorization;
+  if (auto it = md.find("authorization"); it != md.end()) authorization = view(it->second);
+  std::optional<absl::string_view> pem;
+  std::vector<grpc::string_ref> certs;
+  std::shared_ptr<const grpc::AuthContext> auth_context;
+  if (!authorization && client_certificates_) {
+    auth_context = ctx.auth_context();
+    certs = auth_context->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (!certs.empty()) pem = view(certs.front());
+  }
+  absl::StatusOr<Caller> c = identify(authorization, pem, true);
+  if (c.ok()) return *c;
+  // Only a call without credentials reaches a service unidentified: an open method (health),
+  // or a token revoked by two reloads since Process let the call in. It gets the role that
+  // may do nothing in JobService, and no name.
+  return Caller{"", Role::kWorker, true};
 }
 
 bool is_loopback_listen(const std::string& listen) {

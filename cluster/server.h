@@ -3,12 +3,18 @@
 //
 // Authentication and authorization happen in one place, the CallAuthenticator below: gRPC runs it
 // on every call of a TLS server before the call reaches a service (it sees the method in the
-// ":path" header, so it authorizes too). The caller it establishes travels to the service in the
-// call's AuthContext, where caller_from() reads it. Which credential wins: a bearer token when
-// the call carries one, else the client certificate (mTLS), else none (UNAUTHENTICATED).
+// ":path" header, so it authorizes too). Which credential wins: a bearer token when the call
+// carries one, else the client certificate (mTLS), else none (UNAUTHENTICATED).
+//
+// The services learn who called from the same authenticator (caller_of), not from properties
+// the processor adds to the AuthContext: in gRPC 1.51 (Debian's) the processor is handed the
+// connection's AuthContext, shared by every call on that connection, so properties added there
+// pile up, race between concurrent calls and would give a call the first caller's identity.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -30,14 +36,18 @@ struct ServerOptions {
 // Whether callers are authenticated at all: tokens, or required client certificates.
 bool authenticates(const ServerOptions& options);
 
+class CallAuthenticator;
+
 // Adds the listening port (with credentials and, when it authenticates, the CallAuthenticator),
 // keepalive, message limits and SO_REUSEPORT off to `builder`; *port receives the port once the
-// server is built and started (0 if it could not listen).
-void configure_server(const ServerOptions& options, grpc::ServerBuilder* builder, int* port);
+// server is built and started (0 if it could not listen). Returns the authenticator, null when
+// the server authenticates nobody: give it to the services (caller_of).
+std::shared_ptr<const CallAuthenticator> configure_server(const ServerOptions& options, grpc::ServerBuilder* builder,
+                                                          int* port);
 
-// The caller the CallAuthenticator established for a call, or Caller::local() on a server that
-// authenticates nobody.
-Caller caller_from(const grpc::AuthContext& context);
+// The caller of a call that reached a service: `auth`'s answer, or Caller::local() when `auth`
+// is null (a server that authenticates nobody).
+Caller caller_of(const CallAuthenticator* auth, const grpc::ServerContextBase& ctx);
 
 // Establishes the caller of every call (token, else client certificate) and refuses those the
 // permission table (cluster/auth.h) does not allow: UNAUTHENTICATED, PERMISSION_DENIED.
@@ -56,13 +66,22 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
   // client certificate (nullopt: none), without gRPC's types: authorize()'s answer.
   absl::StatusOr<std::optional<Caller>> decide(absl::string_view method, std::optional<absl::string_view> authorization,
                                                std::optional<absl::string_view> certificate_pem) const;
+  // Who made a call that Process let in: the same credential, looked up again. A token revoked
+  // by a reload in between still names its caller (TokenTable::find_recent): the call was
+  // authorized before the reload.
+  Caller caller_of(const grpc::ServerContextBase& ctx) const;
 
  private:
+  // `recent`: also the tokens of the set before the last reload.
   absl::StatusOr<Caller> identify(std::optional<absl::string_view> authorization,
-                                  std::optional<absl::string_view> certificate_pem) const;
+                                  std::optional<absl::string_view> certificate_pem, bool recent = false) const;
+  // caller_from_certificate, remembered: a connection's calls all carry the same certificate.
+  absl::StatusOr<Caller> certificate_caller(absl::string_view pem) const;
 
   std::shared_ptr<const TokenTable> tokens_;
   bool client_certificates_;
+  mutable std::mutex certificates_mu_;
+  mutable std::map<std::string, absl::StatusOr<Caller>, std::less<>> certificates_;
 };
 
 // Listen addresses. Loopback: every address HOST resolves to is 127.0.0.0/8 or ::1 (or a unix

@@ -352,16 +352,16 @@ absl::StatusOr<Caller> caller_from_certificate(absl::string_view pem) {
   return Caller{cn, *role, true};
 }
 
-std::string diagnose_connection(absl::string_view address, const ClientTls* tls) {
+ConnectionProblem diagnose_connection(absl::string_view address, const ClientTls* tls) {
   const std::optional<HostPort> hp = split_host_port(std::string_view(address.data(), address.size()));
-  if (!hp) return "";
+  if (!hp) return {};
   const NoSigpipe no_sigpipe;
   std::string error;
   const Fd fd(connect_tcp(*hp, &error));
-  if (fd.get() < 0) return error;
+  if (fd.get() < 0) return {error, false};
 
   Owned<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()));
-  if (!ctx) return "";
+  if (!ctx) return {};
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   const bool sends_certificate = tls && !tls->cert_pem.empty();
   // The handshake goes on whatever the server's certificate (SSL_VERIFY_NONE); OpenSSL still
@@ -382,7 +382,7 @@ std::string diagnose_connection(absl::string_view address, const ClientTls* tls)
   bool certificate_requested = false;
   SSL_CTX_set_cert_cb(ctx.get(), note_certificate_request, nullptr);
   Owned<SSL> ssl(SSL_new(ctx.get()));
-  if (!ssl) return "";
+  if (!ssl) return {};
   SSL_set_app_data(ssl.get(), &certificate_requested);
   static const unsigned char kAlpn[] = {2, 'h', '2'};  // gRPC servers insist on HTTP/2
   SSL_set_alpn_protos(ssl.get(), kAlpn, sizeof kAlpn);
@@ -404,21 +404,26 @@ std::string diagnose_connection(absl::string_view address, const ClientTls* tls)
   const bool speaks_tls = rc == 1 || peer || is_alert(reason);
   const std::string where = absl::StrCat(hp->host, ":", hp->port);
   if (!tls) {
-    if (!speaks_tls) return "";
-    return absl::StrCat("the coordinator at ", where,
-                        " serves TLS: give the CA that signed its certificate with --tls-ca FILE (or C960_TLS_CA)");
+    if (!speaks_tls) return {};
+    return {absl::StrCat("the coordinator at ", where,
+                         " serves TLS: give the CA that signed its certificate with --tls-ca FILE (or C960_TLS_CA)"),
+            true};
   }
   if (!speaks_tls)
-    return absl::StrCat("the coordinator at ", where,
-                        " does not speak TLS (it runs without --tls-cert): start it with TLS, or connect without "
-                        "--tls-ca (C960_TLS_CA)");
-  if (peer && verify != X509_V_OK) return verify_problem(verify, peer.get(), *hp);
-  if (rc != 1) return certificate_requested && is_alert(reason) ? client_certificate_problem(sends_certificate) : "";
+    return {absl::StrCat("the coordinator at ", where,
+                         " does not speak TLS (it runs without --tls-cert): start it with TLS, or connect without "
+                         "--tls-ca (C960_TLS_CA)"),
+            true};
+  if (peer && verify != X509_V_OK) return {verify_problem(verify, peer.get(), *hp), true};
+  if (rc != 1)
+    return certificate_requested && is_alert(reason)
+               ? ConnectionProblem{client_certificate_problem(sends_certificate), true}
+               : ConnectionProblem{};
   // With TLS 1.3 the server checks a client certificate after the client's side of the handshake
   // is done: a refusal shows on the first exchange.
   const bool refused = certificate_requested && !answers_http2(ssl.get());
   ERR_clear_error();
-  return refused ? client_certificate_problem(sends_certificate) : "";
+  return refused ? ConnectionProblem{client_certificate_problem(sends_certificate), true} : ConnectionProblem{};
 }
 
 }  // namespace c960::cluster

@@ -41,9 +41,15 @@ absl::StatusOr<Caller> caller_from_certificate(absl::string_view pem);
 // Why a client cannot connect to `address` (HOST:PORT), found by connecting with plain TCP and
 // OpenSSL itself: nothing listening, a coordinator that serves TLS to a plaintext client (or the
 // reverse), a certificate that is expired or not signed by `tls`'s CA or not made for HOST, a
-// client certificate that is missing or refused. Each answer says what to fix. Empty when the
+// client certificate that is missing or refused. Each message says what to fix; empty when the
 // probe finds nothing wrong (the caller then has only gRPC's own message). `tls` null: a
 // plaintext client. Takes at most a few seconds.
-std::string diagnose_connection(absl::string_view address, const ClientTls* tls);
+struct ConnectionProblem {
+  std::string message;
+  // A misconfiguration (TLS or certificates) that trying again will not cure; not so for
+  // "nothing listens" (the coordinator may be starting).
+  bool lasting = false;
+};
+ConnectionProblem diagnose_connection(absl::string_view address, const ClientTls* tls);
 
 }  // namespace c960::cluster

@@ -157,14 +157,15 @@ int main(int argc, char** argv) {
   c960::cluster::Coordinator coordinator(store->get(), &clock, {lease_s * 1000});
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
-  c960::cluster::JobServiceImpl jobs(&coordinator);
-  c960::cluster::WorkerServiceImpl workers(&coordinator);
   // Both before the builder exists: they hook into every server built afterwards.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  c960::cluster::configure_server(*options, &builder, &port);
+  std::shared_ptr<const c960::cluster::CallAuthenticator> auth =
+      c960::cluster::configure_server(*options, &builder, &port);
+  c960::cluster::JobServiceImpl jobs(&coordinator, auth);
+  c960::cluster::WorkerServiceImpl workers(&coordinator, auth);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -3,8 +3,6 @@
 #include <chrono>
 #include <thread>
 
-#include "cluster/server.h"
-
 namespace c960::cluster {
 namespace {
 
@@ -21,8 +19,6 @@ constexpr auto kWatchMinInterval = std::chrono::milliseconds(250);
 constexpr int64_t kWatchPollMs = 1000;
 
 }  // namespace
-
-Caller caller_of(const grpc::ServerContext* ctx) { return caller_from(*ctx->auth_context()); }
 
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
   return reply(c_->submit(caller_of(ctx), *req), resp);

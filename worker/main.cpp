@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                  std::chrono::milliseconds(c960::cluster::kConnectTimeoutMs))) {
     const std::string why = c960::cluster::diagnose_connection(channel_options->address,
-                                                               channel_options->tls ? &*channel_options->tls : nullptr);
+                                                               channel_options->tls ? &*channel_options->tls : nullptr)
+                                .message;
     c960::cluster::log_warning(absl::StrCat("cannot connect to the coordinator at ", channel_options->address, " yet",
                                             why.empty() ? "" : ": ", why, "; still trying"));
   }

@@ -164,6 +164,18 @@ TEST_F(AuthTest, EveryRpcRefusesAnonymousUnknownAndWrongRoles) {
             grpc::StatusCode::OK);
 }
 
+TEST_F(AuthTest, TwoTokensInOneCallAreRefused) {
+  ASSERT_GT(start_secure(), 0);
+  auto stub = v1::JobService::NewStub(tls_channel_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  ctx.AddMetadata("authorization", "Bearer " + tokens_["read"].token);
+  ctx.AddMetadata("authorization", "Bearer " + tokens_["admin"].token);
+  v1::ListJobsResponse resp;
+  const grpc::Status s = stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+}
+
 TEST_F(AuthTest, HealthIsOpenReflectionNeedsARole) {
   ASSERT_GT(start_secure(), 0);
   std::string reply;
@@ -266,6 +278,31 @@ TEST_F(AuthTest, BusyPortExitsWithAddressInUse) {
   EXPECT_EQ(o.exit_code, 2) << o.log;
   EXPECT_TRUE(absl::StrContains(o.log, "address in use")) << o.log;
   EXPECT_TRUE(coordinator_->running());
+}
+
+TEST_F(AuthTest, FileSizeLimitFailsTheWriteNotTheCoordinator) {
+  // Under `ulimit -f` a write past the limit raises SIGXFSZ, which would kill the coordinator
+  // without a word unless it ignores the signal (then the write fails with EFBIG).
+  const std::string port_file = dir_ + "/port";
+  coordinator_ = std::make_unique<Process>(
+      std::vector<std::string>{"/bin/sh", "-c",
+                               absl::StrCat("ulimit -f 200 && exec ", kCoordinatorBin,
+                                            " --listen=127.0.0.1:0 --port-file=", port_file, " --db=", db_)},
+      dir_ + "/coordinator1.log");
+  int port = 0;
+  for (auto end = std::chrono::steady_clock::now() + 20s; port == 0 && std::chrono::steady_clock::now() < end;)
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(read_file(port_file)), &port)) std::this_thread::sleep_for(20ms);
+  ASSERT_GT(port, 0) << read_file(dir_ + "/coordinator1.log");
+  auto jobs = v1::JobService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->mutable_perft()->set_depth(5);
+  req.mutable_spec()->mutable_perft()->set_split_depth(2);  // about 400,000 units: megabytes
+  v1::Job job;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  EXPECT_FALSE(jobs->SubmitJob(&ctx, req, &job).ok());
+  EXPECT_FALSE(coordinator_->wait(500ms)) << "the coordinator died: " << read_file(dir_ + "/coordinator1.log");
 }
 
 TEST_F(AuthTest, NonLoopbackListenNeedsTlsAndAuthenticationOrInsecure) {

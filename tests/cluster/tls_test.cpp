@@ -86,6 +86,16 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST_F(TlsTest, RefusedPortFailsFast) {
+  // Connecting is where TLS problems show, and where a wrong address must not cost long.
+  port_ = 1;  // nothing listens on port 1 of loopback
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = cli({"status"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "nothing listens on 127.0.0.1:1 (connection refused)")) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+}
+
 TEST_F(TlsTest, WrongCaRefusedWithAClearMessage) {
   ASSERT_GT(start_coordinator(0, server_tls()), 0);
   const auto t0 = std::chrono::steady_clock::now();
@@ -214,49 +224,79 @@ TEST_F(TlsTest, ClientCertificatesNameTheCallerAndItsRole) {
   EXPECT_EQ(r.exit_code, 0) << r.err << read_file(dir_ + "/worker0.log");
 }
 
-// A JobService whose GetJob answers with the caller the server established (NOT_FOUND
-// "identity role authenticated"), and whether the token reached it.
+// A JobService whose GetJob answers with the caller the server established: NOT_FOUND
+// "identity role auth|anon".
 class EchoCaller final : public v1::JobService::Service {
  public:
+  explicit EchoCaller(std::shared_ptr<const cluster::CallAuthenticator> auth) : auth_(std::move(auth)) {}
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest*, v1::Job*) override {
-    const cluster::Caller c = cluster::caller_from(*ctx->auth_context());
-    const bool token_seen = ctx->client_metadata().count("authorization") > 0;
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat(c.identity, " ", cluster::role_name(c.role), " ",
-                                     c.authenticated ? "auth" : "anon", token_seen ? " token-seen" : ""));
+    const cluster::Caller c = cluster::caller_of(auth_.get(), *ctx);
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat(c.identity, " ", cluster::role_name(c.role), " ",
+                                                                  c.authenticated ? "auth" : "anon"));
   }
+
+ private:
+  std::shared_ptr<const cluster::CallAuthenticator> auth_;
 };
 
-TEST_F(TlsTest, TheCallerReachesTheServiceAndTheTokenDoesNot) {
-  ASSERT_TRUE(make_client(pki_, "carol", "/CN=carol/OU=read"));
-  token_file("submit");
-  const auto echo = [&](const cluster::ServerOptions& options, const cluster::ChannelOptions& client) {
-    EchoCaller service;
+// Serves EchoCaller as `options` say; ask() calls GetJob on one channel, with a token per call.
+class EchoServer {
+ public:
+  explicit EchoServer(const cluster::ServerOptions& options) {
     grpc::ServerBuilder builder;
-    int port = 0;
-    cluster::configure_server(options, &builder, &port);
-    builder.RegisterService(&service);
-    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    EXPECT_GT(port, 0);
-    cluster::ChannelOptions c = client;
-    c.address = absl::StrCat("127.0.0.1:", port);
+    service_ = std::make_unique<EchoCaller>(cluster::configure_server(options, &builder, &port_));
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+  }
+  ~EchoServer() { server_->Shutdown(std::chrono::system_clock::now()); }
+  void connect(cluster::ChannelOptions client) {
+    client.address = absl::StrCat("127.0.0.1:", port_);
+    stub_ = v1::JobService::NewStub(cluster::make_channel(client));
+  }
+  std::string ask(const std::string& token = "") {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!token.empty()) ctx.set_credentials(grpc::AccessTokenCredentials(token));
     v1::Job job;
-    const grpc::Status s = v1::JobService::NewStub(cluster::make_channel(c))->GetJob(&ctx, v1::GetJobRequest(), &job);
-    server->Shutdown(std::chrono::system_clock::now());
-    return s.error_message();
-  };
+    return stub_->GetJob(&ctx, v1::GetJobRequest(), &job).error_message();
+  }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<EchoCaller> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+TEST_F(TlsTest, EachCallGetsItsOwnCaller) {
+  ASSERT_TRUE(make_client(pki_, "carol", "/CN=carol/OU=read"));
+  token_file("submit");
+  token_file("admin");
   cluster::ServerOptions options;
   options.listen = "127.0.0.1:0";
-  EXPECT_EQ(echo(options, {}), " admin anon");  // no authentication: Caller::local()
+  {
+    EchoServer plain(options);
+    plain.connect({});
+    EXPECT_EQ(plain.ask(), " admin anon");  // no authentication: Caller::local()
+  }
   options.tls = *cluster::load_server_tls(pki_.server_cert(), pki_.server_key(), pki_.ca());
   options.tokens = std::make_shared<cluster::TokenTable>(*cluster::TokenSet::load(dir_ + "/tokens"));
+  EchoServer secure(options);
   cluster::ChannelOptions client;
   client.tls = *cluster::load_client_tls(pki_.ca(), pki_.cert("carol"), pki_.key("carol"));
-  EXPECT_EQ(echo(options, client), "carol read auth");
-  client.token = tokens_["submit"].token;
-  EXPECT_EQ(echo(options, client), "the-submit submit auth");
+  secure.connect(client);
+  // One connection, calls with different credentials: each call is its own caller (gRPC 1.51
+  // shares one AuthContext among a connection's calls, so nothing may be kept there).
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(secure.ask(), "carol read auth");
+    EXPECT_EQ(secure.ask(tokens_["submit"].token), "the-submit submit auth");
+    EXPECT_EQ(secure.ask(tokens_["admin"].token), "the-admin admin auth");
+  }
+  EXPECT_TRUE(absl::StrContains(secure.ask("c960_unknown"), "unknown token"));
+  // After a reload that removes every token, tokens are refused and certificates still work.
+  options.tokens->replace(*cluster::TokenSet::parse("", "empty"));
+  EXPECT_TRUE(absl::StrContains(secure.ask(tokens_["admin"].token), "unknown token"));
+  EXPECT_EQ(secure.ask(), "carol read auth");
 }
 
 TEST_F(TlsTest, CertificateNamesAndRoles) {
