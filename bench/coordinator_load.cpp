@@ -3,13 +3,17 @@
 // compute it and complete it, against the real c960-coordinator binary with a file store.
 // Reports units per second sustained, acquire/complete latency percentiles, and the
 // coordinator's CPU time and memory. Not a test: the figures go in the notes.
-//   build/release/bench/c960-bench-coordinator [--workers 200] [--seconds 20]
+//   build/release/bench/c960-bench-coordinator [--workers 200] [--seconds 20] [--tls] [--tokens]
+// --tls serves and connects with TLS (a throwaway certificate made with `openssl`), --tokens adds
+// bearer tokens (one per simulated worker, role worker; the feeder's role admin); compare the
+// figures with and without to see what security costs.
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -25,12 +29,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
+#include "cluster/auth.h"
 #include "tests/process.h"
 #include "worker/compute.h"
 
 ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
 ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
 ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
+ABSL_FLAG(bool, tls, false, "TLS on every connection (a throwaway self-signed certificate)");
+ABSL_FLAG(bool, tokens, false, "a bearer token on every call (needs --tls)");
 
 namespace v1 = c960::v1;
 using Clock = std::chrono::steady_clock;
@@ -68,6 +75,48 @@ std::unique_ptr<grpc::ClientContext> ctx() {
   return c;
 }
 
+// What the clients need to connect: the certificate to trust and the tokens to send.
+struct Security {
+  std::string ca_pem;                      // empty: plaintext
+  std::string admin_token;                 // empty: no tokens
+  std::vector<std::string> worker_tokens;  // one per simulated worker
+};
+
+std::shared_ptr<grpc::Channel> channel(const std::string& address, const Security& sec, const std::string& token,
+                                       const grpc::ChannelArguments& args) {
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!sec.ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = sec.ca_pem;
+    creds = grpc::SslCredentials(ssl);
+    if (!token.empty()) creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
+  }
+  return grpc::CreateCustomChannel(address, creds, args);
+}
+
+// Makes the certificate and the tokens file in `dir`; adds the coordinator's flags to *argv.
+bool make_security(const std::string& dir, int n_workers, Security* sec, std::vector<std::string>* argv) {
+  if (!absl::GetFlag(FLAGS_tls)) return true;
+  const std::string cmd = absl::StrCat(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout ",
+      dir, "/key.pem -out ", dir, "/cert.pem 2>/dev/null");
+  if (std::system(cmd.c_str()) != 0) return false;
+  sec->ca_pem = slurp(dir + "/cert.pem");
+  argv->push_back("--tls-cert=" + dir + "/cert.pem");
+  argv->push_back("--tls-key=" + dir + "/key.pem");
+  if (!absl::GetFlag(FLAGS_tokens)) return true;
+  std::ofstream tokens(dir + "/tokens");
+  sec->admin_token = *c960::cluster::new_token();
+  tokens << "admin feeder " << c960::cluster::token_hash(sec->admin_token) << "\n";
+  for (int w = 0; w < n_workers; ++w) {
+    sec->worker_tokens.push_back(*c960::cluster::new_token());
+    tokens << "worker sim-" << w << " " << c960::cluster::token_hash(sec->worker_tokens.back()) << "\n";
+  }
+  argv->push_back("--tokens=" + dir + "/tokens");
+  return bool(tokens);
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   const size_t k = std::min(v.size() - 1, size_t(p * double(v.size())));
@@ -83,9 +132,18 @@ int main(int argc, char** argv) {
   const int seconds = absl::GetFlag(FLAGS_seconds);
   const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/c960-bench-", getpid());
   std::filesystem::create_directories(dir);
-  c960::test::Process coordinator({absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0",
-                                   "--port-file=" + dir + "/port", "--db=" + dir + "/c.db", "--lease-seconds=120"},
-                                  dir + "/coordinator.log");
+  if (absl::GetFlag(FLAGS_tokens) && !absl::GetFlag(FLAGS_tls)) {
+    std::fprintf(stderr, "--tokens needs --tls\n");
+    return 2;
+  }
+  std::vector<std::string> daemon = {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0",
+                                     "--port-file=" + dir + "/port", "--db=" + dir + "/c.db", "--lease-seconds=120"};
+  Security sec;
+  if (!make_security(dir, n_workers, &sec, &daemon)) {
+    std::fprintf(stderr, "cannot make the certificate or the tokens in %s (is openssl installed?)\n", dir.c_str());
+    return 1;
+  }
+  c960::test::Process coordinator(daemon, dir + "/coordinator.log");
   int port = 0;
   for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -94,7 +152,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string address = absl::StrCat("127.0.0.1:", port);
-  auto jobs = v1::JobService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto jobs = v1::JobService::NewStub(channel(address, sec, sec.admin_token, grpc::ChannelArguments()));
 
   // Keeps enough units queued: each job is perft 2 of all 960 split at ply 1 (~19,000 units
   // of perft 1 each).
@@ -129,8 +187,8 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, w] {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, like a real worker
-      auto stub =
-          v1::WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      auto stub = v1::WorkerService::NewStub(
+          channel(address, sec, sec.worker_tokens.empty() ? "" : sec.worker_tokens[size_t(w)], args));
       v1::HelloRequest hello;
       hello.set_name(absl::StrCat("sim-", w));
       hello.set_threads(1);
@@ -197,8 +255,11 @@ int main(int argc, char** argv) {
   for (std::thread& t : threads) t.join();
   feeder.join();
 
-  std::printf("coordinator load: %d simulated workers, %.1f s measured, %u CPUs on this machine\n", n_workers, wall,
-              std::thread::hardware_concurrency());
+  std::printf("coordinator load: %d simulated workers, %.1f s measured, %u CPUs on this machine, %s\n", n_workers, wall,
+              std::thread::hardware_concurrency(),
+              sec.ca_pem.empty()        ? "plaintext"
+              : sec.admin_token.empty() ? "TLS"
+                                        : "TLS + tokens");
   std::printf("  units completed   %lld  (%.0f units/s; %lld empty acquires, %lld errors)\n",
               static_cast<long long>(done), double(done) / wall, static_cast<long long>(empty_acquires.load()),
               static_cast<long long>(errors.load()));

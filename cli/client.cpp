@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "cluster/channel.h"
 
 namespace c960::cli {
@@ -54,11 +55,39 @@ grpc::Status call_with_retry(const std::function<grpc::Status()>& call, bool ide
 }
 
 Client::Client(std::string address, RetryPolicy policy)
-    : address_(std::move(address)),
-      policy_(policy),
-      stub_(v1::JobService::NewStub(cluster::make_channel({address_}))) {}
+    : Client(cluster::ChannelOptions{std::move(address), std::nullopt, ""}, policy) {}
 
-absl::Status Client::call(const std::function<grpc::Status()>& fn, bool idempotent) const {
+Client::Client(cluster::ChannelOptions options, RetryPolicy policy)
+    : options_(std::move(options)),
+      policy_(policy),
+      channel_(cluster::make_channel(options_)),
+      stub_(v1::JobService::NewStub(channel_)) {}
+
+absl::Status Client::connect() {
+  if (connected_) return absl::OkStatus();
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kConnectTimeoutMs);
+  const cluster::ClientTls* tls = options_.tls ? &*options_.tls : nullptr;
+  bool probed = false;
+  for (grpc_connectivity_state s = channel_->GetState(true); s != GRPC_CHANNEL_READY; s = channel_->GetState(true)) {
+    // At the first failed attempt, look once: a TLS mismatch is said at once, while a refused
+    // port may be a coordinator that is starting, so that one is waited for.
+    if (s == GRPC_CHANNEL_TRANSIENT_FAILURE && !probed) {
+      probed = true;
+      if (cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls); p.lasting)
+        return absl::UnavailableError(p.message);
+    }
+    if (!channel_->WaitForStateChange(s, deadline)) {
+      const cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls);
+      return absl::UnavailableError(
+          p.message.empty() ? absl::StrCat("no connection within ", cluster::kConnectTimeoutMs, " ms") : p.message);
+    }
+  }
+  connected_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Client::call(const std::function<grpc::Status()>& fn, bool idempotent) {
+  if (absl::Status s = connect(); !s.ok()) return s;
   return to_absl(call_with_retry(fn, idempotent, policy_, sleep_ms));
 }
 
@@ -128,6 +157,7 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
 
 absl::Status Client::watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update,
                            v1::Job* final_job) {
+  if (absl::Status s = connect(); !s.ok()) return s;
   v1::WatchJobRequest req;
   req.set_job_id(id);
   int64_t backoff = policy_.initial_backoff_ms;

@@ -1,5 +1,6 @@
 // The c960 tool's side of the JobService: where the coordinator is, a deadline on every call,
-// retries of transient failures with exponential backoff, watches that reconnect, and results
+// a quick first connection (or why not), retries of transient failures with exponential
+// backoff, watches that reconnect, and results
 // gathered from their stream. No printing: errors come back as statuses (absl and gRPC share
 // the numbering), and the commands decide what to say and how to exit.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "c960/v1/cluster.grpc.pb.h"
+#include "cluster/channel.h"
 #include "cluster/config.h"
 
 namespace c960::cli {
@@ -51,9 +53,12 @@ grpc::Status call_with_retry(const std::function<grpc::Status()>& call, bool ide
 
 class Client {
  public:
+  // A plaintext client of `address`.
   explicit Client(std::string address, RetryPolicy policy = {});
+  // A client as the options say (TLS, token): cluster_command.h's connection_options().
+  explicit Client(cluster::ChannelOptions options, RetryPolicy policy = {});
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return options_.address; }
 
   // Idempotent through the request id: a retried submit returns the job the first one made.
   absl::Status submit(const v1::SubmitJobRequest& request, v1::Job* job);
@@ -70,11 +75,17 @@ class Client {
   absl::Status watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update, v1::Job* final_job);
 
  private:
-  absl::Status call(const std::function<grpc::Status()>& call, bool idempotent) const;
+  absl::Status call(const std::function<grpc::Status()>& call, bool idempotent);
+  // The first call waits at most cluster::kConnectTimeoutMs for a connection, so that a wrong
+  // address is said within seconds, and a TLS mismatch at once, with what to fix
+  // (cluster::diagnose_connection); later calls retry through restarts as usual.
+  absl::Status connect();
 
-  std::string address_;
+  cluster::ChannelOptions options_;
   RetryPolicy policy_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> stub_;
+  bool connected_ = false;
 };
 
 }  // namespace c960::cli

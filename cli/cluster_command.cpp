@@ -2,14 +2,52 @@
 
 #include <cstdlib>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/auth.h"
 
 namespace c960::cli {
+namespace {
+
+std::string option_or_env(const ParsedArgs& args, const std::string& option, const char* env) {
+  if (args.has(option)) return args.get(option);
+  const char* v = std::getenv(env);
+  return v ? v : "";
+}
+
+// The call each cluster command makes (its first, for status: ListJobs and GetJob need the same
+// roles), so that a refusal can name the roles that may make it.
+constexpr std::pair<absl::string_view, absl::string_view> kCommandMethods[] = {
+    {"submit", "/c960.v1.JobService/SubmitJob"}, {"status", "/c960.v1.JobService/ListJobs"},
+    {"watch", "/c960.v1.JobService/WatchJob"},   {"results", "/c960.v1.JobService/GetResults"},
+    {"cancel", "/c960.v1.JobService/CancelJob"}, {"workers", "/c960.v1.JobService/ListWorkers"},
+};
+
+}  // namespace
 
 OptionSpec coordinator_option() {
   return {"coordinator", Arity::kOne, "HOST:PORT",
           absl::StrCat("the coordinator (default $C960_COORDINATOR, else ", cluster::kDefaultCoordinator, ")")};
+}
+
+std::vector<OptionSpec> with_cluster_options(std::vector<OptionSpec> own) {
+  own.push_back(coordinator_option());
+  own.push_back({"tls-ca", Arity::kOne, "FILE",
+                 "connect with TLS, trusting the coordinator's certificate if this PEM CA signed it (default "
+                 "$C960_TLS_CA)"});
+  own.push_back({"tls-cert", Arity::kOne, "FILE",
+                 "PEM client certificate, for a coordinator that requires one (default $C960_TLS_CERT)"});
+  own.push_back({"tls-key", Arity::kOne, "FILE", "the PEM private key of --tls-cert (default $C960_TLS_KEY)"});
+  own.push_back({"token-file", Arity::kOne, "FILE",
+                 "file holding the token to send (default: the token itself from $C960_TOKEN); needs TLS"});
+  return own;
+}
+
+bool is_cluster_option(absl::string_view name) {
+  for (const OptionSpec& o : with_cluster_options({}))
+    if (o.name == name) return true;
+  return false;
 }
 
 std::string coordinator_address(const ParsedArgs& args) {
@@ -18,11 +56,42 @@ std::string coordinator_address(const ParsedArgs& args) {
       std::getenv("C960_COORDINATOR"));
 }
 
+absl::StatusOr<cluster::ChannelOptions> connection_options(const ParsedArgs& args) {
+  cluster::ClientSecurityFlags flags;
+  flags.tls_ca = option_or_env(args, "tls-ca", "C960_TLS_CA");
+  flags.tls_cert = option_or_env(args, "tls-cert", "C960_TLS_CERT");
+  flags.tls_key = option_or_env(args, "tls-key", "C960_TLS_KEY");
+  flags.token_file = args.get("token-file");
+  if (flags.token_file.empty())
+    if (const char* t = std::getenv("C960_TOKEN")) flags.token = t;
+  return cluster::client_channel_options(cluster::with_default_port(coordinator_address(args)), flags);
+}
+
+absl::string_view method_of_command(absl::string_view command) {
+  for (const auto& [name, method] : kCommandMethods)
+    if (name == command) return method;
+  return "";
+}
+
 int rpc_fail(const Io& io, absl::string_view command, const Client& client, const absl::Status& status) {
-  const std::string problem =
-      status.code() == absl::StatusCode::kUnavailable
-          ? absl::StrCat("cannot reach the coordinator at ", client.address(), ": ", status.message())
-          : absl::StrCat(status.message(), " (status ", int(status.code()), ")");
+  const absl::string_view method = method_of_command(command);
+  const std::string needs =
+      method.empty() ? "" : absl::StrCat("c960 ", command, " needs a token of role ", cluster::roles_allowed(method));
+  std::string problem;
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+      problem = absl::StrCat("cannot reach the coordinator at ", client.address(), ": ", status.message());
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      problem = absl::StrCat("the coordinator does not know who we are: ", status.message(), ". ", needs,
+                             " (--token-file FILE or C960_TOKEN; c960 token new makes one)");
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      problem = absl::StrCat("the coordinator refused: ", status.message(), method.empty() ? "" : " (", needs,
+                             method.empty() ? "" : ")");
+      break;
+    default: problem = absl::StrCat(status.message(), " (status ", int(status.code()), ")");
+  }
   return fail(io, command, problem, exit_code_for(status.code()));
 }
 

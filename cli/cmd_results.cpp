@@ -15,20 +15,19 @@ namespace {
 
 constexpr char kName[] = "results";
 
-const CommandSpec kSpec = {kName,
-                           "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
-                           "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
-                           "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
-                           "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
-                           "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
-                           "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
-                           "job is unfinished.",
-                           {{"format", Arity::kOne, "csv|json", "output format (default csv)"},
-                            {"divide", Arity::kFlag, "", "perft: counts below each first move"},
-                            {"out", Arity::kOne, "FILE", "write here instead of stdout"},
-                            {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"},
-                            coordinator_option()},
-                           1};
+const CommandSpec kSpec = {
+    kName, "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
+    "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
+    "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
+    "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
+    "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
+    "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
+    "job is unfinished.",
+    with_cluster_options({{"format", Arity::kOne, "csv|json", "output format (default csv)"},
+                          {"divide", Arity::kFlag, "", "perft: counts below each first move"},
+                          {"out", Arity::kOne, "FILE", "write here instead of stdout"},
+                          {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"}}),
+    1};
 
 int incomplete_fail(const Io& io, size_t incomplete, size_t positions, const std::string& job) {
   return fail(io, kName,
@@ -120,7 +119,9 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   const std::string format = p.get("format", "csv");
   if (format != "csv" && format != "json") return fail(io, kName, "--format: use csv or json");
   const bool divide = p.has("divide");
-  Client client(coordinator_address(p));
+  absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
+  if (!connection.ok()) return fail(io, kName, connection.status());
+  Client client(*connection);
   std::vector<v1::ResultChunk> chunks;
   if (absl::Status s = client.results(p.positional()[0], divide, false, &chunks); !s.ok())
     return rpc_fail(io, kName, client, s);

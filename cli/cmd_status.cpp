@@ -10,18 +10,18 @@ namespace {
 
 constexpr char kName[] = "status";
 
-const CommandSpec kSpec = {kName,
-                           "c960 status [JOB]",
+const CommandSpec kSpec = {kName, "c960 status [JOB]",
                            "Shows one job in detail, or the most recent jobs with their progress.",
-                           {coordinator_option()},
-                           1};
+                           with_cluster_options({}), 1};
 
 }  // namespace
 
 int cmd_status(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
-  Client client(coordinator_address(p));
+  absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
+  if (!connection.ok()) return fail(io, kName, connection.status());
+  Client client(*connection);
   if (!p.positional().empty()) {
     v1::Job job;
     if (absl::Status s = client.get_job(p.positional()[0], &job); !s.ok()) return rpc_fail(io, kName, client, s);

@@ -51,8 +51,7 @@ const CommandSpec kSpec = {
                    "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
                    "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
       o.push_back({"request-id", Arity::kOne, "ID", "idempotency key (default: a random one, so retries are safe)"});
-      o.push_back(coordinator_option());
-      return o;
+      return with_cluster_options(std::move(o));
     }(),
     1};
 
@@ -82,7 +81,7 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
     const bool perft_option =
-        o.name == "request-id" || o.name == "coordinator" || o.name == "verify" ||
+        o.name == "request-id" || o.name == "verify" || is_cluster_option(o.name) ||
         std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));
@@ -142,7 +141,9 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
     std::random_device rd;
     req.set_request_id(absl::StrFormat("c960-submit-%08x%08x", rd(), rd()));
   }
-  Client client(coordinator_address(p));
+  absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
+  if (!connection.ok()) return fail(io, kName, connection.status());
+  Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.submit(req, &job); !s.ok()) return rpc_fail(io, kName, client, s);
   if (job.spec().has_selfplay()) {

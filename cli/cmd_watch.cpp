@@ -18,13 +18,11 @@ constexpr auto kLineInterval = std::chrono::seconds(2);
 // Self-play: the leaders come from a second call, at most this often.
 constexpr auto kLeadersInterval = std::chrono::seconds(2);
 
-const CommandSpec kSpec = {kName,
-                           "c960 watch JOB",
+const CommandSpec kSpec = {kName, "c960 watch JOB",
                            "Shows the job's progress (units, nodes or games, rate, ETA, workers) until it ends; for a "
                            "self-play job also the positions leading and trailing so far (White's score). Exits 0 when "
                            "it succeeds, 1 when it fails or is cancelled. Rides out coordinator restarts.",
-                           {coordinator_option()},
-                           1};
+                           with_cluster_options({}), 1};
 
 }  // namespace
 
@@ -32,7 +30,9 @@ int cmd_watch(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
   if (p.positional().size() != 1) return fail(io, kName, "give the job id");
-  Client client(coordinator_address(p));
+  absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
+  if (!connection.ok()) return fail(io, kName, connection.status());
+  Client client(*connection);
   const bool tty = io.out_is_tty;
   auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
   int64_t last_done = -1;

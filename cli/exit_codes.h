@@ -3,8 +3,8 @@
 //   1  a check failed: a perft mismatch, a job that failed, was cancelled or is not complete,
 //      or a coordinator that could not be reached or failed internally
 //   2  bad usage or bad input: an unknown option, a value out of range, an unreadable input,
-//      an output file that cannot be written, or a request the coordinator refused as invalid,
-//      unknown or over a cap
+//      an output file that cannot be written, a request the coordinator refused as invalid,
+//      unknown or over a cap, or a missing, unknown or insufficient token
 #pragma once
 
 #include "absl/status/status.h"
@@ -16,15 +16,17 @@ inline constexpr int kExitCheckFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 // The exit code of a call to the coordinator that ended with `code` (absl and gRPC share the
-// numbering): what the coordinator refuses because of the request is the user's input (2);
-// everything else, an unreachable or failing coordinator included, is 1.
+// numbering): what the coordinator refuses because of the request or the credentials is the
+// user's input (2); everything else, an unreachable or failing coordinator included, is 1.
 constexpr int exit_code_for(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kOk: return kExitOk;
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kResourceExhausted: return kExitUsage;
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied: return kExitUsage;
     default: return kExitCheckFailed;
   }
 }

@@ -2,6 +2,8 @@
 // commands live in the c960_cli library (cli/commands.h); this binds them to the process.
 #include <unistd.h>
 
+#include <cstdlib>
+#include <grpc/support/log.h>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +11,9 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // gRPC's own log lines (one per failed TLS handshake while it retries) would bury the one
+  // message the command prints about the failure; GRPC_VERBOSITY brings them back.
+  if (!std::getenv("GRPC_VERBOSITY")) gpr_set_log_function([](gpr_log_func_args*) {});
   const c960::cli::Io io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
   const int code = c960::cli::run(std::vector<std::string>(argv + 1, argv + argc), io);
   std::cout.flush();

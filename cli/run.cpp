@@ -20,6 +20,7 @@ constexpr Subcommand kCommands[] = {
     {"watch", "follow a cluster job until it ends", cmd_watch},
     {"results", "fetch a cluster job's results as CSV or JSON", cmd_results},
     {"cancel", "cancel a cluster job", cmd_cancel},
+    {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token},
 };
 
 void usage(std::ostream& out) {

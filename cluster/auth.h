@@ -2,9 +2,20 @@
 // of its TLS client certificate) and the role it may act in. The gRPC edge establishes the caller
 // of every call before it reaches a service; the logic uses it for ownership (a submitter's own
 // jobs) and for worker identity (never taken from a request field).
+//
+// Also here, free of gRPC so that they are tested without sockets: role names, bearer tokens and
+// the tokens file, and the one table of which role may call which RPC method.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace c960::cluster {
 
@@ -24,5 +35,85 @@ struct Caller {
 
   static Caller local() { return {}; }
 };
+
+// "admin", "submit", "read", "worker".
+absl::string_view role_name(Role role);
+std::optional<Role> parse_role(absl::string_view name);
+
+// A token's or certificate's name: [A-Za-z0-9._-], 1..kMaxCallerNameLength characters.
+inline constexpr size_t kMaxCallerNameLength = 64;
+bool valid_caller_name(absl::string_view name);
+
+// ---------------------------------------------------------------------------------------------
+// Tokens
+
+// Every token starts with this, so that a leaked one is recognisable (e.g. by secret scanners).
+inline constexpr absl::string_view kTokenPrefix = "c960_";
+// A new token: kTokenPrefix and 32 random bytes from the OS (getrandom), base64url, no padding.
+absl::StatusOr<std::string> new_token();
+// "sha256:" and the 64 lowercase hex digits of the token's SHA-256: what the tokens file holds.
+std::string token_hash(absl::string_view token);
+// Whether `token` may travel in an `authorization` header: 1..4096 printable ASCII characters, no
+// spaces.
+bool valid_token_text(absl::string_view token);
+
+// The tokens file (coordinator --tokens): one token per line, `ROLE NAME HASH`, where HASH is
+// token_hash() of the token (the file never holds a token itself). `#` starts a comment; blank
+// lines are ignored. Names and hashes are unique.
+struct TokenEntry {
+  Role role = Role::kRead;
+  std::string name;
+};
+class TokenSet {
+ public:
+  // Parses the text of a tokens file; every error names `file`, the line and the problem.
+  static absl::StatusOr<TokenSet> parse(absl::string_view text, absl::string_view file);
+  static absl::StatusOr<TokenSet> load(const std::string& path);
+
+  // The entry whose hash is the token's, or nullptr.
+  const TokenEntry* find(absl::string_view token) const;
+  size_t size() const { return by_digest_.size(); }
+
+ private:
+  std::unordered_map<std::string, TokenEntry> by_digest_;  // raw 32-byte SHA-256 -> entry
+};
+
+// The tokens the coordinator accepts now: read by every call, replaced whole on SIGHUP, so a call
+// sees either the old set or the new one, never a mixture.
+class TokenTable {
+ public:
+  explicit TokenTable(TokenSet set) : set_(std::make_shared<const TokenSet>(std::move(set))) {}
+  // The caller the token authenticates, or nullopt when the table does not hold it.
+  std::optional<Caller> find(absl::string_view token) const;
+  // find(), else the token's caller in the set before the last replace(): for a call that was
+  // let in just before a reload and asks who it is just after.
+  std::optional<Caller> find_recent(absl::string_view token) const;
+  void replace(TokenSet set);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const TokenSet> set_, previous_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Permissions: the one table of who may call what (proto/c960/v1/cluster.proto's header comment
+// says the same in words). Methods are full gRPC names, "/c960.v1.JobService/SubmitJob".
+
+struct Permission {
+  bool open = false;   // anyone, even without credentials (health checks)
+  uint32_t roles = 0;  // bit (1 << Role) per role allowed; admin is always allowed
+};
+Permission permission_for(absl::string_view method);
+// Whether a caller in `role` may call `method` (admin: any method; unknown methods: admin only).
+bool role_may_call(Role role, absl::string_view method);
+// The roles that may call `method`, for messages: "submit, read or admin".
+std::string roles_allowed(absl::string_view method);
+
+// The decision for one call. `caller` is who the credentials proved, or the reason they proved
+// nobody (no token, unknown token, ...). OK carries the caller (nullopt: an open method called
+// without credentials); otherwise UNAUTHENTICATED (nobody proved) or PERMISSION_DENIED (a role
+// that may not make the call), with a message for the client.
+absl::StatusOr<std::optional<Caller>> authorize(absl::string_view method, const absl::StatusOr<Caller>& caller);
 
 }  // namespace c960::cluster

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -103,8 +104,29 @@ inline constexpr int kMaxAcquire = 1024;
 inline constexpr int kMaxUnitIdsPerCall = 4096;
 inline constexpr int kMaxPageSize = 1000;
 inline constexpr int kDefaultPageSize = 100;
-// gRPC messages: results of big jobs stream in chunks, so requests stay small.
+// gRPC messages, both ways, on the coordinator and on every client: results of big jobs stream in
+// chunks and lists are paged, so no message needs more; a bigger one is refused before it is
+// buffered whole.
 inline constexpr int kMaxMessageBytes = 16 << 20;
+
+// Keepalive (HTTP/2 pings), so that a peer that vanished without closing its connection (a
+// machine switched off, a NAT that forgot the mapping) is noticed in about a minute instead of
+// the kernel's two hours. The coordinator pings a connection idle this long:
+inline constexpr int64_t kServerKeepaliveTimeMs = 60'000;
+// Clients (workers, c960) ping an idle connection this often, also between calls, so that a
+// long-polling worker or a quiet watch keeps its connection through NATs and load balancers:
+inline constexpr int64_t kClientKeepaliveTimeMs = 30'000;
+// A ping unanswered this long closes the connection (both sides); calls then fail UNAVAILABLE
+// and are retried on a new one:
+inline constexpr int64_t kKeepaliveTimeoutMs = 20'000;
+// The coordinator accepts client pings without calls this often at most (gRPC's default is 5
+// minutes, which would make it close the connection of every client pinging every 30 s); more
+// frequent pings count as abuse and end in a GOAWAY:
+inline constexpr int64_t kMinClientPingIntervalMs = 10'000;
+// The c960 tool waits this long for its first connection before it says the coordinator cannot
+// be reached (and why; a TLS mismatch is said at once); once connected, calls retry UNAVAILABLE
+// with backoff as usual.
+inline constexpr int64_t kConnectTimeoutMs = 2'500;
 
 // Client side.
 inline constexpr int64_t kRpcDeadlineMs = 10'000;      // unary calls
@@ -124,6 +146,24 @@ inline std::string with_default_port(std::string_view address) {
   if (address.empty() || address.find("://") != std::string_view::npos || address.rfind("unix:", 0) == 0) return out;
   const bool needs_port = address.front() == '[' ? address.back() == ']' : address.find(':') == std::string_view::npos;
   return needs_port ? out + ":" + std::to_string(kDefaultPort) : out;
+}
+
+// "host:1" -> {"host", "1"}, "[::1]:1" -> {"::1", "1"}; nullopt for an address without a port or
+// with a scheme ("unix:/path", "dns:///host:1").
+struct HostPort {
+  std::string host, port;
+};
+inline std::optional<HostPort> split_host_port(std::string_view address) {
+  if (address.find("://") != std::string_view::npos || address.rfind("unix:", 0) == 0) return std::nullopt;
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == std::string_view::npos || close + 2 >= address.size() || address[close + 1] != ':')
+      return std::nullopt;
+    return HostPort{std::string(address.substr(1, close - 1)), std::string(address.substr(close + 2))};
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 >= address.size()) return std::nullopt;
+  return HostPort{std::string(address.substr(0, colon)), std::string(address.substr(colon + 1))};
 }
 
 }  // namespace c960::cluster

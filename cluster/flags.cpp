@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
@@ -96,6 +97,7 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
     std::string error;
     if (!f || !f->ParseFrom(v, &error)) return usage_error(cmd, absl::StrCat("$", d.env, ": '", v, "': ", error));
   }
+  std::set<std::string> given;  // flags seen on the command line so far
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (!absl::StartsWith(a, "--") || a.size() == 2)
@@ -115,8 +117,14 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
       if (i + 1 >= args.size()) return usage_error(cmd, absl::StrCat("--", name, " needs a value"));
       value = args[++i];
     }
+    // A list flag given again adds to its list (--engine a=/x --engine b=/y); given once, it
+    // replaces the default (or the environment's value).
+    std::string parsed = *value;
+    if (f->IsOfType<std::vector<std::string>>() && given.count(key) && !value->empty())
+      if (const std::string so_far = f->CurrentValue(); !so_far.empty()) parsed = absl::StrCat(so_far, ",", *value);
+    given.insert(key);
     std::string error;
-    if (!f->ParseFrom(*value, &error)) return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
+    if (!f->ParseFrom(parsed, &error)) return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
   }
   return std::nullopt;
 }

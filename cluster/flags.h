@@ -6,8 +6,10 @@
 //    prints the version and exits 0;
 //  - an unknown flag, a bad value or a stray argument is a usage error: a message naming it on
 //    stderr and exit code 2 (absl would exit 1);
-//  - a flag may take its default from an environment variable (e.g. C960_TOKEN), which the
-//    command line overrides.
+//  - a flag may take its default from an environment variable (e.g. C960_TLS_CA), which the
+//    command line overrides;
+//  - a list flag (std::vector<std::string>) may be repeated: `--engine a=/x --engine b=/y` gives
+//    both (absl would keep the last); commas separate items too.
 #pragma once
 
 #include <optional>

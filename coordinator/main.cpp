@@ -1,10 +1,13 @@
-// c960-coordinator: serves JobService and WorkerService on --listen, state in the --db file.
+// c960-coordinator: serves JobService and WorkerService on --listen, state in the --db file;
+// TLS, tokens and client certificates as its flags say (cluster/server.h).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <thread>
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +23,16 @@ ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this fi
 ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb, "SQLite file with jobs, units, results and workers");
 ABSL_FLAG(int64_t, lease_seconds, c960::cluster::kDefaultLeaseSeconds,
           "a lease not renewed for this long returns its unit to the queue (1..3600)");
+ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
+ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "require client certificates signed by this PEM CA (mTLS); a certificate's CN names its holder, its "
+          "OU the role (admin, submit, read, worker)");
+ABSL_FLAG(std::string, tokens, "",
+          "accept only callers with a token of this file (lines ROLE NAME sha256:HASH, from c960 token new); "
+          "needs TLS; SIGHUP reloads it");
+ABSL_FLAG(bool, insecure, false,
+          "serve beyond loopback without TLS and authentication (anyone reaching the port may do anything)");
 
 namespace {
 
@@ -32,13 +45,91 @@ int die(const std::string& msg) {
 
 const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator",
-    "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]",
+    "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]\n"
+    "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE] [--insecure]",
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file\n"
-    "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.",
+    "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n"
+    "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure.\n"
+    "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.",
     c960::cluster::kVersion,
-    {{"listen", "HOST:PORT"}, {"port_file", "FILE"}, {"db", "FILE"}, {"lease_seconds", "S"}},
+    {{"listen", "HOST:PORT"},
+     {"port_file", "FILE"},
+     {"db", "FILE"},
+     {"lease_seconds", "S"},
+     {"tls_cert", "FILE"},
+     {"tls_key", "FILE"},
+     {"tls_client_ca", "FILE"},
+     {"tokens", "FILE"},
+     {"insecure", ""}},
 };
+
+namespace {
+
+// The server's security from the flags, checked: a usage error (exit 2) names what is wrong.
+absl::StatusOr<c960::cluster::ServerOptions> server_options() {
+  c960::cluster::ServerOptions o;
+  o.listen = c960::cluster::with_default_port(absl::GetFlag(FLAGS_listen));
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
+                    client_ca = absl::GetFlag(FLAGS_tls_client_ca), tokens = absl::GetFlag(FLAGS_tokens);
+  if (cert.empty() != key.empty())
+    return absl::InvalidArgumentError(cert.empty() ? "--tls-key needs --tls-cert" : "--tls-cert needs --tls-key");
+  if (!client_ca.empty() && cert.empty())
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key (client certificates need TLS)");
+  if (!tokens.empty() && cert.empty())
+    return absl::InvalidArgumentError("--tokens needs --tls-cert and --tls-key: tokens would travel in clear");
+  if (!cert.empty()) {
+    absl::StatusOr<c960::cluster::ServerTls> tls = c960::cluster::load_server_tls(cert, key, client_ca);
+    if (!tls.ok()) return tls.status();
+    o.tls = std::move(*tls);
+  }
+  if (!tokens.empty()) {
+    absl::StatusOr<c960::cluster::TokenSet> set = c960::cluster::TokenSet::load(tokens);
+    if (!set.ok()) return absl::InvalidArgumentError(absl::StrCat("--tokens: ", set.status().message()));
+    o.tokens = std::make_shared<c960::cluster::TokenTable>(std::move(*set));
+  }
+  if (!c960::cluster::is_loopback_listen(o.listen) && !c960::cluster::authenticates(o)) {
+    if (!absl::GetFlag(FLAGS_insecure))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen ", o.listen,
+          " reaches beyond this machine: that needs TLS (--tls-cert, --tls-key) and authentication (--tokens, or "
+          "--tls-client-ca), or --insecure to serve anyone in clear"));
+    c960::cluster::log_warning(absl::StrCat(
+        "--insecure: serving ", o.listen, o.tls ? " over TLS" : " in clear",
+        " WITHOUT AUTHENTICATION: anyone who reaches this port can submit and cancel jobs and act as a worker"));
+  }
+  if (absl::Status s = c960::cluster::check_listen_address_free(o.listen); !s.ok()) return s;
+  return o;
+}
+
+std::string security_summary(const c960::cluster::ServerOptions& o) {
+  if (!o.tls) return "plaintext, no authentication";
+  std::string s = "TLS";
+  if (o.tokens) absl::StrAppend(&s, ", ", o.tokens->size(), " tokens");
+  if (!o.tls->client_ca_pem.empty()) absl::StrAppend(&s, ", client certificates required");
+  if (!c960::cluster::authenticates(o)) absl::StrAppend(&s, ", no authentication");
+  return s;
+}
+
+// SIGHUP: the tokens file again. A file that does not load leaves the tokens in use.
+void reload_tokens(c960::cluster::TokenTable* table) {
+  const std::string path = absl::GetFlag(FLAGS_tokens);
+  if (!table) {
+    c960::cluster::log_info("SIGHUP: no --tokens file to reload");
+    return;
+  }
+  absl::StatusOr<c960::cluster::TokenSet> set = c960::cluster::TokenSet::load(path);
+  if (!set.ok()) {
+    c960::cluster::log_error(absl::StrCat("SIGHUP: --tokens not reloaded, the ", table->size(),
+                                          " tokens in use stay: ", set.status().message()));
+    return;
+  }
+  const size_t n = set->size();
+  table->replace(std::move(*set));
+  c960::cluster::log_info(absl::StrCat("SIGHUP: ", n, " tokens reloaded from ", path));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
@@ -46,12 +137,19 @@ int main(int argc, char** argv) {
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
 
-  // Block the stop signals in every thread; main waits for them with sigwait.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
+  if (!options.ok()) return die(std::string(options.status().message()));
+
+  // Block the stop and reload signals in every thread; main waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Past a file-size limit (ulimit -f) a write then fails with EFBIG, which the store reports as a
+  // full disk, instead of SIGXFSZ killing the coordinator without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(absl::GetFlag(FLAGS_db));
   if (!store.ok()) return die(std::string(store.status().message()));
@@ -59,17 +157,29 @@ int main(int argc, char** argv) {
   c960::cluster::Coordinator coordinator(store->get(), &clock, {lease_s * 1000});
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
-  c960::cluster::JobServiceImpl jobs(&coordinator);
-  c960::cluster::WorkerServiceImpl workers(&coordinator);
+  // Both before the builder exists: they hook into every server built afterwards.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  c960::cluster::configure_server({c960::cluster::with_default_port(absl::GetFlag(FLAGS_listen))}, &builder, &port);
+  std::shared_ptr<const c960::cluster::CallAuthenticator> auth =
+      c960::cluster::configure_server(*options, &builder, &port);
+  c960::cluster::JobServiceImpl jobs(&coordinator, auth);
+  c960::cluster::WorkerServiceImpl workers(&coordinator, auth);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) return die(absl::StrCat("--listen: cannot serve on '", absl::GetFlag(FLAGS_listen), "'"));
-  c960::cluster::log_info(absl::StrCat("serving on port ", port, ", db ", absl::GetFlag(FLAGS_db), ", leases ", lease_s,
-                                       " s, version ", c960::cluster::kVersion));
+  if (!server || port == 0) {
+    if (absl::Status s = c960::cluster::check_listen_address_free(options->listen); !s.ok())
+      return die(std::string(s.message()));
+    return die(absl::StrCat("--listen: cannot serve on '", options->listen, "'"));
+  }
+  // The store is loaded: the health service says SERVING from here until the drain.
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  c960::cluster::log_info(absl::StrCat("serving on port ", port, " (", security_summary(*options), "), db ",
+                                       absl::GetFlag(FLAGS_db), ", leases ", lease_s, " s, version ",
+                                       c960::cluster::kVersion));
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
     // Write then rename, so a reader never sees a half-written port.
     const std::string tmp = pf + ".tmp";
@@ -87,8 +197,13 @@ int main(int argc, char** argv) {
   });
 
   int sig = 0;
-  sigwait(&stop, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    reload_tokens(options->tokens.get());
+  }
   c960::cluster::log_info(absl::StrCat("signal ", sig, ", shutting down"));
+  health->SetServingStatus(false);
   coordinator.shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {

@@ -20,8 +20,6 @@ constexpr int64_t kWatchPollMs = 1000;
 
 }  // namespace
 
-Caller caller_of(const grpc::ServerContext*) { return Caller::local(); }
-
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
   return reply(c_->submit(caller_of(ctx), *req), resp);
 }

@@ -1,22 +1,26 @@
 // The gRPC edge of the coordinator: one thin class per proto service, translating requests to
-// Coordinator calls and absl::Status to grpc::Status (the codes share their numbering).
+// Coordinator calls and absl::Status to grpc::Status (the codes share their numbering). Each
+// call's caller comes from caller_of(ctx): what the server's authentication (cluster/server.h)
+// established, or Caller::local() on a server that authenticates nobody.
 #pragma once
+
+#include <memory>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/errors.h"
+#include "cluster/server.h"
 #include "coordinator/coordinator.h"
 
 namespace c960::cluster {
 
-// The caller of a call, as the server's authentication established it.
-Caller caller_of(const grpc::ServerContext* ctx);
-
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  explicit JobServiceImpl(Coordinator* c) : c_(c) {}
+  // `auth`: what configure_server returned.
+  explicit JobServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
+      : c_(c), auth_(std::move(auth)) {}
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override;
@@ -29,12 +33,16 @@ class JobServiceImpl final : public v1::JobService::Service {
                            v1::ListWorkersResponse* resp) override;
 
  private:
+  Caller caller_of(const grpc::ServerContext* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
+
   Coordinator* c_;
+  std::shared_ptr<const CallAuthenticator> auth_;
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  explicit WorkerServiceImpl(Coordinator* c) : c_(c) {}
+  explicit WorkerServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
+      : c_(c), auth_(std::move(auth)) {}
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
   grpc::Status AcquireWork(grpc::ServerContext*, const v1::AcquireWorkRequest* req,
                            v1::AcquireWorkResponse* resp) override;
@@ -46,7 +54,10 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                             v1::ReleaseUnitsResponse* resp) override;
 
  private:
+  Caller caller_of(const grpc::ServerContext* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
+
   Coordinator* c_;
+  std::shared_ptr<const CallAuthenticator> auth_;
 };
 
 }  // namespace c960::cluster

@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format clang-tidy
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
+  libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)
   stockfish pgn-extract
   libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
 )

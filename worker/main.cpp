@@ -1,14 +1,21 @@
 // c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <new>
+#include <sys/stat.h>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/auth.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
@@ -21,22 +28,63 @@ ABSL_FLAG(int32_t, hash, c960::cluster::kDefaultWorkerHashMb, "perft hash in MB 
 ABSL_FLAG(int64_t, grace_seconds, c960::cluster::kDefaultGraceSeconds,
           "on SIGTERM, finish held units for this long before releasing them");
 ABSL_FLAG(std::string, name, "", "name shown by the coordinator (default: host name and pid)");
+ABSL_FLAG(std::vector<std::string>, engine, {},
+          "offer the UCI engine at PATH to self-play jobs under NAME (repeatable; builtin is always offered)");
+ABSL_FLAG(std::string, tls_ca, "", "connect with TLS, trusting the coordinator's certificate if this PEM CA signed it");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for a coordinator that requires one (mTLS)");
+ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding this worker's token (role worker); else the token itself from $C960_TOKEN");
 
 namespace {
 
 const c960::cluster::DaemonCommand kCommand = {
     "c960-worker",
-    "c960-worker [--coordinator HOST:PORT] [--threads N] [--hash MB] [--grace-seconds S] [--name NAME]",
+    "c960-worker [--coordinator HOST:PORT] [--threads N] [--hash MB] [--grace-seconds S] [--name NAME]\n"
+    "                   [--engine NAME=PATH]... [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--token-file FILE]",
     "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or\n"
     "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
-    "delivers their results and exits.",
+    "delivers their results and exits. Self-play jobs name their engine; a worker plays only builtin and\n"
+    "the engines it offers with --engine. A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).",
     c960::cluster::kVersion,
     {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
      {"threads", "N"},
      {"hash", "MB"},
      {"grace_seconds", "S"},
-     {"name", "NAME"}},
+     {"name", "NAME"},
+     {"engine", "NAME=PATH"},
+     {"tls_ca", "FILE", "C960_TLS_CA"},
+     {"tls_cert", "FILE", "C960_TLS_CERT"},
+     {"tls_key", "FILE", "C960_TLS_KEY"},
+     {"token_file", "FILE"}},
 };
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "c960-worker: %s\n", msg.c_str());
+  return 2;
+}
+
+// --engine NAME=PATH, each checked now: a typo should stop the worker at start, not fail every
+// unit of a job later.
+absl::StatusOr<std::map<std::string, std::string>> engines_from_flags() {
+  std::map<std::string, std::string> out;
+  for (const std::string& e : absl::GetFlag(FLAGS_engine)) {
+    const size_t eq = e.find('=');
+    if (eq == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("--engine '", e, "': give NAME=PATH"));
+    const std::string name = e.substr(0, eq), path = e.substr(eq + 1);
+    if (!c960::cluster::valid_caller_name(name))
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine '", e, "': NAME must be 1..64 characters of A-Z a-z 0-9 . _ -"));
+    if (name == "builtin")
+      return absl::InvalidArgumentError(absl::StrCat("--engine '", e, "': builtin is the built-in engine's name"));
+    struct stat st {};
+    if (path.empty() || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0)
+      return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": '", path, "' is not an executable file"));
+    if (!out.emplace(name, path).second)
+      return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": given twice"));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -60,6 +108,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  absl::StatusOr<std::map<std::string, std::string>> engines = engines_from_flags();
+  if (!engines.ok()) return usage_error(std::string(engines.status().message()));
+  c960::cluster::ClientSecurityFlags security{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                                              absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_token_file), ""};
+  if (const char* t = std::getenv("C960_TOKEN"); t && security.token_file.empty()) security.token = t;
+  absl::StatusOr<c960::cluster::ChannelOptions> channel_options = c960::cluster::client_channel_options(
+      c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator)), security);
+  if (!channel_options.ok()) return usage_error(std::string(channel_options.status().message()));
+
   // Stop signals go to a thread of their own that asks the worker to stop.
   sigset_t stop;
   sigemptyset(&stop);
@@ -78,7 +135,18 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     options.name = absl::StrCat(host, ":", getpid());
   }
-  auto channel = c960::cluster::make_channel({c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator))});
+  options.engines = std::move(*engines);
+  auto channel = c960::cluster::make_channel(*channel_options);
+  // Not fatal (the worker keeps trying: its coordinator may start later), but a wrong CA or a
+  // missing client certificate is said now, in words, rather than as retries in the log.
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                 std::chrono::milliseconds(c960::cluster::kConnectTimeoutMs))) {
+    const std::string why = c960::cluster::diagnose_connection(channel_options->address,
+                                                               channel_options->tls ? &*channel_options->tls : nullptr)
+                                .message;
+    c960::cluster::log_warning(absl::StrCat("cannot connect to the coordinator at ", channel_options->address, " yet",
+                                            why.empty() ? "" : ": ", why, "; still trying"));
+  }
   std::unique_ptr<c960::cluster::Worker> owned;
   try {
     owned = std::make_unique<c960::cluster::Worker>(c960::cluster::grpc_connection(channel), options);

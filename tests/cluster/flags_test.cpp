@@ -2,6 +2,8 @@
 #include "cluster/flags.h"
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "cluster/config.h"
@@ -10,16 +12,19 @@
 ABSL_FLAG(std::string, test_address, "127.0.0.1:1", "an address");
 ABSL_FLAG(int32_t, test_count, 3, "a count");
 ABSL_FLAG(bool, test_switch, false, "a switch");
+ABSL_FLAG(std::vector<std::string>, test_list, {}, "a list");
 
 namespace c960::cluster {
 namespace {
 
-const DaemonCommand kCmd = {
-    "c960-test",
-    "c960-test [--test-address A]",
-    "A test daemon.",
-    "9.9",
-    {{"test_address", "HOST:PORT", "C960_TEST_ADDRESS"}, {"test_count", "N"}, {"test_switch", ""}}};
+const DaemonCommand kCmd = {"c960-test",
+                            "c960-test [--test-address A]",
+                            "A test daemon.",
+                            "9.9",
+                            {{"test_address", "HOST:PORT", "C960_TEST_ADDRESS"},
+                             {"test_count", "N"},
+                             {"test_switch", ""},
+                             {"test_list", "ITEM", "C960_TEST_LIST"}}};
 
 std::optional<int> parse(std::vector<std::string> args) {
   args.insert(args.begin(), "c960-test");
@@ -34,7 +39,9 @@ class DaemonFlags : public ::testing::Test {
     absl::SetFlag(&FLAGS_test_address, "127.0.0.1:1");
     absl::SetFlag(&FLAGS_test_count, 3);
     absl::SetFlag(&FLAGS_test_switch, false);
+    absl::SetFlag(&FLAGS_test_list, {});
     unsetenv("C960_TEST_ADDRESS");
+    unsetenv("C960_TEST_LIST");
   }
 };
 
@@ -76,9 +83,28 @@ TEST_F(DaemonFlags, EnvironmentGivesDefaultsTheCommandLineOverrides) {
   unsetenv("C960_TEST_ADDRESS");
 }
 
+TEST_F(DaemonFlags, ListFlagsAddUpWhenRepeated) {
+  using List = std::vector<std::string>;
+  EXPECT_EQ(parse({"--test-list", "a=/x", "--test-list=b=/y", "--test-list", "c,d"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_list), (List{"a=/x", "b=/y", "c", "d"}));
+  // Once: replaces what the environment gave; repeated: adds to the command line's own.
+  setenv("C960_TEST_LIST", "e", 1);
+  EXPECT_EQ(parse({}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_list), (List{"e"}));
+  EXPECT_EQ(parse({"--test-list", "f"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_list), (List{"f"}));
+  absl::SetFlag(&FLAGS_test_list, {});
+  EXPECT_EQ(parse({"--test-list", "g", "--test-list", "h"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_list), (List{"g", "h"}));
+  unsetenv("C960_TEST_LIST");
+  // Other flags keep absl's rule: the last one wins.
+  EXPECT_EQ(parse({"--test-count", "1", "--test-count", "2"}), std::nullopt);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 2);
+}
+
 TEST_F(DaemonFlags, OwnFlagsExcludeAbslInternals) {
   const std::vector<std::string> own = own_flag_names();
-  EXPECT_EQ(own, (std::vector<std::string>{"test_address", "test_count", "test_switch"}));
+  EXPECT_EQ(own, (std::vector<std::string>{"test_address", "test_count", "test_list", "test_switch"}));
 }
 
 TEST(Address, DefaultPortWhereNoneIsGiven) {

@@ -37,8 +37,11 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
   // Starts (or restarts, on the same port and store) the coordinator, with short leases.
   void start_coordinator(int port = 0) { ClusterFixture::start_coordinator(port, {"--lease-seconds=2"}); }
 
-  Process* start_worker(int threads) {
-    return ClusterFixture::start_worker(port_, {absl::StrCat("--threads=", threads), "--hash=0"});
+  // Workers offer the engines given as NAME=PATH (the built-in one always).
+  Process* start_worker(int threads, const std::vector<std::string>& engines = {}) {
+    std::vector<std::string> flags = {absl::StrCat("--threads=", threads), "--hash=0"};
+    for (const std::string& e : engines) flags.push_back("--engine=" + e);
+    return ClusterFixture::start_worker(port_, flags);
   }
 
   std::string cli(const std::string& args, int* exit_code = nullptr) {
@@ -71,7 +74,8 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
   // Kills the first worker while it holds a unit, once `done` units are complete and more than
   // `left` are still to come; a two-thread worker then finishes the job, which must succeed
   // with no result mismatch. The last state seen is in *j.
-  void kill_worker_mid_job(const std::string& job, int done, int left, v1::Job* j) {
+  void kill_worker_mid_job(const std::string& job, int done, int left, v1::Job* j,
+                           const std::vector<std::string>& engines = {}) {
     ASSERT_TRUE(wait_job(
         job,
         [&](const v1::Job& x) {
@@ -81,7 +85,7 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
         j))
         << j->ShortDebugString();
     workers_[0]->kill_now();
-    start_worker(2);
+    start_worker(2, engines);
     ASSERT_TRUE(wait_job(
         job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, j));
     EXPECT_EQ(j->state(), v1::JOB_STATE_SUCCEEDED);
@@ -142,25 +146,32 @@ TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
   const std::string sf = c960::test::stockfish_path();
   if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
   start_coordinator();
-  const std::string spec = "--sps 0,518 --games-per-position 3 --engine " + sf +
-                           " --option Hash=16 --nodes 2000 --random-plies 2 --seed 5 --max-plies 120";
-  const std::string job = submit(spec + " --games-per-unit 1");
-  start_worker(1);
+  // The job names the engine; the workers know where it is. Locally, "sf=PATH" plays the same
+  // games under the same name.
+  const std::string limits = " --option Hash=16 --nodes 2000 --random-plies 2 --seed 5 --max-plies 120";
+  const std::string job = submit("--sps 0,518 --games-per-position 3 --engine sf" + limits + " --games-per-unit 1");
+  start_worker(1, {"sf=" + sf});
+  start_worker(1, {"sf=" + sf});
   v1::Job j;
-  ASSERT_NO_FATAL_FAILURE(kill_worker_mid_job(job, 1, 1, &j));
-  expect_equal_to_local(job, spec, 6);
+  ASSERT_NO_FATAL_FAILURE(kill_worker_mid_job(job, 1, 1, &j, {"sf=" + sf}));
+  expect_equal_to_local(job, "--sps 0,518 --games-per-position 3 --engine sf=" + sf + limits, 6);
 }
 
-TEST_F(SelfPlayClusterTest, AnEngineMissingOnTheWorkersFailsTheJobWithTheReason) {
+TEST_F(SelfPlayClusterTest, AnEngineThatDoesNotStartOnTwoWorkersFailsTheJobWithTheReason) {
   start_coordinator();
-  const std::string job = submit("--sps 3 --games-per-position 2 --engine " + dir_ + "/no-engine --nodes 100");
-  start_worker(1);
+  // /bin/false exists but is no UCI engine: every worker offering it fails its units.
+  const std::string job = submit("--sps 3 --games-per-position 4 --engine broken --nodes 100 --games-per-unit 1");
+  start_worker(1, {"broken=/bin/false"});
+  start_worker(1, {"broken=/bin/false"});
   int rc = -1;
   const std::string out = cli("watch " + job, &rc);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_TRUE(absl::StrContains(out, "FAILED")) << out;
-  EXPECT_TRUE(absl::StrContains(out, "no-engine")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "broken")) << out;
   EXPECT_TRUE(workers_[0]->running());  // reported, not crashed
+  // A path is not an engine name: refused before it reaches a worker.
+  cli("submit selfplay --sps 3 --games-per-position 2 --engine /usr/games/stockfish --nodes 100", &rc);
+  EXPECT_EQ(rc, 2);
   // Requests are checked by the coordinator too, naming the field.
   v1::SubmitJobRequest req;
   req.mutable_spec()->mutable_selfplay()->set_games_per_position(2);

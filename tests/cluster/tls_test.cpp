@@ -1,0 +1,328 @@
+// TLS end to end, with certificates made at test time (tests/cluster/pki.h): a job through a
+// TLS coordinator with tokens and a TLS worker; the wrong CA, an expired certificate, plaintext
+// against TLS and TLS against plaintext, each refused with a message that says what to fix;
+// client certificates (mTLS) naming their holder and role.
+#include "cluster/tls.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cluster/channel.h"
+#include "cluster/server.h"
+#include "tests/cluster/cluster_fixture.h"
+#include "tests/cluster/pki.h"
+
+namespace c960::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TlsTest : public ClusterFixture {
+ protected:
+  void SetUp() override {
+    ClusterFixture::SetUp();
+    ASSERT_TRUE(make_pki(dir_, &pki_));
+  }
+
+  std::string token_file(const std::string& role) {
+    if (!tokens_.count(role)) {
+      tokens_[role] = new_token(role, "the-" + role);
+      std::string text;
+      for (const auto& [r, t] : tokens_) text += t.line;
+      write_file(dir_ + "/tokens", text);
+      write_file(dir_ + "/" + role + ".token", tokens_[role].token + "\n");
+    }
+    return dir_ + "/" + role + ".token";
+  }
+
+  std::vector<std::string> server_tls() const {
+    return {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key()};
+  }
+
+  RunResult cli(std::vector<std::string> args) {
+    args.insert(args.begin(), kCli);
+    args.push_back(absl::StrCat("--coordinator=127.0.0.1:", port_));
+    return run(args);
+  }
+
+  Pki pki_;
+  std::map<std::string, Token> tokens_;
+  int starts_ = 0;
+};
+
+// The job id: the last word of submit's output.
+std::string job_id(const std::string& out) {
+  std::vector<std::string> words = absl::StrSplit(out, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  return words.empty() ? "" : words.back();
+}
+
+TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
+  const std::string submit = token_file("submit"), worker = token_file("worker");
+  std::vector<std::string> flags = server_tls();
+  flags.push_back("--tokens=" + dir_ + "/tokens");
+  ASSERT_GT(start_coordinator(0, flags), 0);
+  // Two workers with one worker token (told apart by their names), so that each result is
+  // checked by the other (the default verification).
+  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm1"});
+  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm2"});
+
+  const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
+  RunResult r = cli({"submit", "perft", "--depth", "3", "--sps", "0-1", ca, tok});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = job_id(r.out);
+  r = cli({"watch", id, ca, tok});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << read_file(dir_ + "/worker0.log");
+  r = cli({"status", id, ca, tok});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, id)) << r.out;
+  r = cli({"results", id, ca, tok});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunResult local = run({kCli, "perft", "--table", "--depth", "3", "--sps", "0-1"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(r.out, local.out);
+  // The environment works like the flags.
+  setenv("C960_TLS_CA", pki_.ca().c_str(), 1);
+  setenv("C960_TOKEN", tokens_["submit"].token.c_str(), 1);
+  r = cli({"status", id});
+  unsetenv("C960_TLS_CA");
+  unsetenv("C960_TOKEN");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(TlsTest, RefusedPortFailsFast) {
+  // Connecting is where TLS problems show, and where a wrong address must not cost long.
+  port_ = 1;  // nothing listens on port 1 of loopback
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = cli({"status"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "nothing listens on 127.0.0.1:1 (connection refused)")) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+}
+
+TEST_F(TlsTest, WrongCaRefusedWithAClearMessage) {
+  ASSERT_GT(start_coordinator(0, server_tls()), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = cli({"status", "--tls-ca=" + pki_.other_ca()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "not signed by the CA in --tls-ca")) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << "connecting should fail fast";
+  // The worker says it in its log too (and keeps trying).
+  Process* w = start_worker(port_, {"--tls-ca=" + pki_.other_ca()});
+  bool logged = false;
+  for (auto end = std::chrono::steady_clock::now() + 15s; !logged && std::chrono::steady_clock::now() < end;) {
+    logged = absl::StrContains(read_file(dir_ + "/worker0.log"), "not signed by the CA in --tls-ca");
+    if (!logged) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(logged) << read_file(dir_ + "/worker0.log");
+  EXPECT_TRUE(w->running());
+}
+
+TEST_F(TlsTest, PlaintextClientAgainstTlsServerRefused) {
+  ASSERT_GT(start_coordinator(0, server_tls()), 0);
+  const RunResult r = cli({"status"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "serves TLS: give the CA that signed its certificate with --tls-ca")) << r.err;
+  // And the raw protocol: a plaintext stub gets nothing through.
+  v1::ListJobsResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 3s);
+  EXPECT_FALSE(jobs_->ListJobs(&ctx, v1::ListJobsRequest(), &resp).ok());
+}
+
+TEST_F(TlsTest, TlsClientAgainstPlaintextServerRefused) {
+  ASSERT_GT(start_coordinator(), 0);
+  const RunResult r = cli({"status", "--tls-ca=" + pki_.ca()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "does not speak TLS")) << r.err;
+}
+
+TEST_F(TlsTest, ExpiredServerCertificateRefused) {
+  // The coordinator itself will not serve an expired certificate...
+  const std::string log = dir_ + "/expired-start.log";
+  Process p({kCoordinatorBin, "--listen=127.0.0.1:0", "--db=" + dir_ + "/x.db", "--tls-cert=" + pki_.expired_cert(),
+             "--tls-key=" + pki_.expired_key()},
+            log);
+  EXPECT_EQ(p.wait(10s), 2) << read_file(log);
+  EXPECT_TRUE(absl::StrContains(read_file(log), "--tls-cert: the certificate in '" + pki_.expired_cert() +
+                                                    "' expired on Jan  2 00:00:00 2020 GMT"))
+      << read_file(log);
+  // ... so a server that does (gRPC's own, in this process) stands in for one whose certificate
+  // expired while it ran.
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({read_file(pki_.expired_key()), read_file(pki_.expired_cert())});
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port);
+  v1::JobService::Service service;  // every call UNIMPLEMENTED: the handshake fails first anyway
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  port_ = port;
+  const RunResult r = cli({"status", "--tls-ca=" + pki_.ca()});
+  server->Shutdown(std::chrono::system_clock::now());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "the coordinator's certificate expired on Jan  2 00:00:00 2020 GMT")) << r.err;
+}
+
+TEST_F(TlsTest, CertificateFilesCheckedAtStart) {
+  const auto refused = [&](const std::vector<std::string>& flags, const std::string& message) {
+    const std::string log = absl::StrCat(dir_, "/start-", ++starts_, ".log");
+    std::vector<std::string> argv = {kCoordinatorBin, "--listen=127.0.0.1:0", "--db=" + dir_ + "/x.db"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Process p(argv, log);
+    EXPECT_EQ(p.wait(10s), 2) << read_file(log);
+    EXPECT_TRUE(absl::StrContains(read_file(log), message)) << read_file(log);
+  };
+  refused({"--tls-cert=" + pki_.server_cert()}, "--tls-cert needs --tls-key");
+  refused({"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.expired_key()},
+          "--tls-key: the key in '" + pki_.expired_key() + "' does not belong to the certificate in --tls-cert");
+  refused({"--tls-cert=" + pki_.server_key(), "--tls-key=" + pki_.server_key()}, "holds no PEM certificate");
+  refused({"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_cert()}, "--tls-key: '");
+  refused({"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(), "--tls-client-ca=" + dir_ + "/none"},
+          "--tls-client-ca: cannot read");
+  refused({"--tls-client-ca=" + pki_.ca()}, "--tls-client-ca needs --tls-cert");
+}
+
+TEST_F(TlsTest, ClientCertificatesNameTheCallerAndItsRole) {
+  ASSERT_TRUE(make_client(pki_, "alice", "/CN=alice/OU=submit"));
+  ASSERT_TRUE(make_client(pki_, "bob", "/CN=bob"));  // no role
+  ASSERT_TRUE(make_client(pki_, "w1", "/CN=w1/OU=worker"));
+  ASSERT_TRUE(make_client(pki_, "eve", "/CN=eve/OU=admin", "other-ca"));
+  const std::string admin = token_file("admin");
+  std::vector<std::string> flags = server_tls();
+  flags.push_back("--tls-client-ca=" + pki_.ca());
+  flags.push_back("--tokens=" + dir_ + "/tokens");
+  flags.push_back("--listen=0.0.0.0:0");  // mTLS counts as authentication
+  ASSERT_GT(start_coordinator(0, flags), 0);
+  const std::string ca = "--tls-ca=" + pki_.ca();
+  const auto as = [&](const std::string& who) {
+    return std::vector<std::string>{"--tls-cert=" + pki_.cert(who), "--tls-key=" + pki_.key(who)};
+  };
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+
+  RunResult r = cli({"status", ca});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "requires a client certificate")) << r.err;
+  r = cli(with({"status", ca}, as("eve")));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "refused our client certificate")) << r.err;
+  r = cli(with({"status", ca}, as("bob")));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "names no role")) << r.err;
+  r = cli(with({"submit", "perft", "--depth", "2", "--sps", "0", ca}, as("alice")));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = job_id(r.out);
+  r = cli(with({"status", id, ca}, as("w1")));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "'w1' (role worker)")) << r.err;
+  // A token wins over the certificate.
+  r = cli(with({"status", id, ca, "--token-file=" + admin}, as("w1")));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A worker identified by its certificate alone computes the job (verified: by itself it
+  // would wait for a second one).
+  start_worker(port_, with({ca, "--name=vm1"}, as("w1")));
+  start_worker(port_, with({ca, "--name=vm2"}, as("w1")));
+  r = cli(with({"watch", id, ca}, as("alice")));
+  EXPECT_EQ(r.exit_code, 0) << r.err << read_file(dir_ + "/worker0.log");
+}
+
+// A JobService whose GetJob answers with the caller the server established: NOT_FOUND
+// "identity role auth|anon".
+class EchoCaller final : public v1::JobService::Service {
+ public:
+  explicit EchoCaller(std::shared_ptr<const cluster::CallAuthenticator> auth) : auth_(std::move(auth)) {}
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest*, v1::Job*) override {
+    const cluster::Caller c = cluster::caller_of(auth_.get(), *ctx);
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat(c.identity, " ", cluster::role_name(c.role), " ",
+                                                                  c.authenticated ? "auth" : "anon"));
+  }
+
+ private:
+  std::shared_ptr<const cluster::CallAuthenticator> auth_;
+};
+
+// Serves EchoCaller as `options` say; ask() calls GetJob on one channel, with a token per call.
+class EchoServer {
+ public:
+  explicit EchoServer(const cluster::ServerOptions& options) {
+    grpc::ServerBuilder builder;
+    service_ = std::make_unique<EchoCaller>(cluster::configure_server(options, &builder, &port_));
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+  }
+  ~EchoServer() { server_->Shutdown(std::chrono::system_clock::now()); }
+  void connect(cluster::ChannelOptions client) {
+    client.address = absl::StrCat("127.0.0.1:", port_);
+    stub_ = v1::JobService::NewStub(cluster::make_channel(client));
+  }
+  std::string ask(const std::string& token = "") {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!token.empty()) ctx.set_credentials(grpc::AccessTokenCredentials(token));
+    v1::Job job;
+    return stub_->GetJob(&ctx, v1::GetJobRequest(), &job).error_message();
+  }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<EchoCaller> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+TEST_F(TlsTest, EachCallGetsItsOwnCaller) {
+  ASSERT_TRUE(make_client(pki_, "carol", "/CN=carol/OU=read"));
+  token_file("submit");
+  token_file("admin");
+  cluster::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  {
+    EchoServer plain(options);
+    plain.connect({});
+    EXPECT_EQ(plain.ask(), " admin anon");  // no authentication: Caller::local()
+  }
+  options.tls = *cluster::load_server_tls(pki_.server_cert(), pki_.server_key(), pki_.ca());
+  options.tokens = std::make_shared<cluster::TokenTable>(*cluster::TokenSet::load(dir_ + "/tokens"));
+  EchoServer secure(options);
+  cluster::ChannelOptions client;
+  client.tls = *cluster::load_client_tls(pki_.ca(), pki_.cert("carol"), pki_.key("carol"));
+  secure.connect(client);
+  // One connection, calls with different credentials: each call is its own caller (gRPC 1.51
+  // shares one AuthContext among a connection's calls, so nothing may be kept there).
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(secure.ask(), "carol read auth");
+    EXPECT_EQ(secure.ask(tokens_["submit"].token), "the-submit submit auth");
+    EXPECT_EQ(secure.ask(tokens_["admin"].token), "the-admin admin auth");
+  }
+  EXPECT_TRUE(absl::StrContains(secure.ask("c960_unknown"), "unknown token"));
+  // After a reload that removes every token, tokens are refused and certificates still work.
+  options.tokens->replace(*cluster::TokenSet::parse("", "empty"));
+  EXPECT_TRUE(absl::StrContains(secure.ask(tokens_["admin"].token), "unknown token"));
+  EXPECT_EQ(secure.ask(), "carol read auth");
+}
+
+TEST_F(TlsTest, CertificateNamesAndRoles) {
+  ASSERT_TRUE(make_client(pki_, "r", "/CN=reader.1/OU=read"));
+  ASSERT_TRUE(make_client(pki_, "two", "/CN=x/OU=read/OU=admin"));
+  ASSERT_TRUE(make_client(pki_, "odd", "/CN=not a name/OU=read"));
+  ASSERT_TRUE(make_client(pki_, "extra", "/CN=y/OU=engineering/OU=worker"));
+  absl::StatusOr<cluster::Caller> c = cluster::caller_from_certificate(read_file(pki_.cert("r")));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->identity, "reader.1");
+  EXPECT_EQ(c->role, cluster::Role::kRead);
+  EXPECT_TRUE(c->authenticated);
+  c = cluster::caller_from_certificate(read_file(pki_.cert("two")));
+  EXPECT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), "two roles")) << c.status();
+  c = cluster::caller_from_certificate(read_file(pki_.cert("odd")));
+  EXPECT_FALSE(c.ok());
+  c = cluster::caller_from_certificate(read_file(pki_.cert("extra")));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->role, cluster::Role::kWorker);
+}
+
+}  // namespace
+}  // namespace c960::test
