@@ -1,6 +1,7 @@
 // The command table of the c960 tool.
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "core/bitboard.h"
 #include "core/version.h"
 
 namespace c960::cli {
@@ -26,7 +27,7 @@ constexpr Subcommand kCommands[] = {
 void usage(std::ostream& out) {
   out << "usage: c960 <command> [options]   (c960 <command> --help for details)\n\ncommands:\n";
   for (const Subcommand& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
-  out << absl::StrFormat("  %-10s %s\n", "version", "print the version (also --version)");
+  out << absl::StrFormat("  %-10s %s\n", "version", "print the version and the slider method in use (--version: the version)");
 }
 
 }  // namespace
@@ -43,6 +44,8 @@ int run(const std::vector<std::string>& args, const Io& io) {
   }
   if (name == "--version" || name == "version") {
     io.out << "c960 " << version() << "\n";
+    // The long form also says which slider lookups this CPU got (core/bitboard.h).
+    if (name == "version") io.out << "sliders: " << to_string(sliders()) << "\n";
     return kExitOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
