@@ -2,9 +2,20 @@
 # the git revision of the source tree. Run at every build by the c960_version target (see
 # core/CMakeLists.txt); configure_file leaves the output untouched when the text is the same, so
 # an unchanged revision rebuilds nothing. A source tree without its own .git (a tarball, or one
-# unpacked inside another repository) gets the revision "unknown".
+# unpacked inside another repository) gets the revision from the environment variable
+# C960_REVISION at build time (the Dockerfile passes it so), else "unknown".
 #   cmake -DSOURCE_DIR=... -DVERSION=... -DTEMPLATE=... -DOUTPUT=... -P version.cmake
 set(revision "unknown")
+if(NOT "$ENV{C960_REVISION}" STREQUAL "")
+  # Given by whoever built the tree outside git: a short hash, or anything of [0-9A-Za-z.-].
+  if(NOT "$ENV{C960_REVISION}" MATCHES "^[0-9A-Za-z.-]+$")
+    message(FATAL_ERROR "C960_REVISION='$ENV{C960_REVISION}': only letters, digits, '.' and '-'")
+  endif()
+  set(revision "$ENV{C960_REVISION}")
+  if(revision MATCHES "^[0-9a-f]+$")
+    set(revision "g${revision}")
+  endif()
+endif()
 find_package(Git QUIET)
 if(GIT_FOUND)
   execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" rev-parse --show-toplevel
