@@ -20,6 +20,7 @@ cleanup() {
   mountpoint -q "$root/proc" 2>/dev/null || rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 # Name, version and fields.
 project_version=$(sed -n 's/^project(c960 VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
