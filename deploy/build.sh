@@ -13,17 +13,17 @@ for t in "$@"; do targets+=(--target "$t"); done
 ./deploy/install-deps.sh
 pgo=()
 if [[ ("$preset" == release || "$preset" == portable) && "${C960_PGO:-1}" == 1 ]]; then
-  profiles="$PWD/build/pgo-profile"
+  # The instrumented build is for the same CPU baseline as the build it trains; each has its own
+  # folders, so that the release and portable builds never share (or rebuild) each other's.
+  gen=build/pgo-generate profiles="$PWD/build/pgo-profile" native=ON
+  if [[ "$preset" == portable ]]; then gen=build/pgo-generate-portable profiles="$PWD/build/pgo-profile-portable" native=OFF; fi
   rm -rf "$profiles"
-  # Instrumented for the same CPU baseline as the build it trains.
-  native=ON
-  if [[ "$preset" == portable ]]; then native=OFF; fi
-  cmake --preset pgo-generate -DC960_NATIVE="$native" >/dev/null
-  cmake --build --preset pgo-generate --target perft_bench
+  cmake --preset pgo-generate -B "$gen" -DC960_NATIVE="$native" -DC960_PGO_GENERATE="$profiles" >/dev/null
+  cmake --build "$gen" --target perft_bench
   # The slider method is chosen at run time: train both instantiations (magic is what CPUs
   # without fast PEXT run).
   for sliders in auto magic; do
-    C960_SLIDERS=$sliders ./build/pgo-generate/bench/perft_bench --benchmark_filter='Perft|Count' \
+    C960_SLIDERS=$sliders "./$gen/bench/perft_bench" --benchmark_filter='Perft|Count' \
       --benchmark_min_time=0.2 >/dev/null
   done
   pgo=(-DC960_PGO_USE="$profiles")

@@ -78,11 +78,38 @@ ensure_base_image() {
     echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
     return 0
   fi
-  local tar
-  tar=$(bookworm_rootfs_tar) || fail "debootstrap failed"
-  log "importing $tar as debian:bookworm-slim"
+  local tar slim="$C960_DEPLOY_CACHE/bookworm-slim.tar"
+  if [[ ! -s "$slim" ]]; then
+    tar=$(bookworm_rootfs_tar) || fail "debootstrap failed"
+    # Slim as Debian's own image: no documentation, manuals or translations, and apt keeps
+    # neither downloaded packages nor its caches in the image.
+    local dir="$C960_DEPLOY_CACHE/bookworm-slim.tmp"
+    rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xf "$tar"
+    cat >"$dir/etc/dpkg/dpkg.cfg.d/docker" <<'EXCLUDES'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/lintian/*
+EXCLUDES
+    cat >"$dir/etc/apt/apt.conf.d/docker-clean" <<'CLEAN'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+CLEAN
+    echo 'Acquire::Languages "none";' >"$dir/etc/apt/apt.conf.d/docker-no-languages"
+    find "$dir/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+    rm -rf "$dir"/usr/share/man/* "$dir"/usr/share/info/* "$dir"/usr/share/locale/* "$dir"/usr/share/groff/* \
+      "$dir"/usr/share/lintian/*
+    tar -C "$dir" --numeric-owner -cf "$slim.tmp" . && mv "$slim.tmp" "$slim"
+    rm -rf "$dir"
+  fi
+  log "importing $slim as debian:bookworm-slim"
   docker import -c 'CMD ["bash"]' -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    "$tar" debian:bookworm-slim >/dev/null
+    "$slim" debian:bookworm-slim >/dev/null
   echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
 }
 

@@ -11,6 +11,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || fail "needs root (dockerd)"
+# The log stays in build/deploy-tests/swarm.log (image size, time of each step).
+exec > >(tee "$C960_DEPLOY_STATE/swarm.log") 2>&1
 stack=c960test
 image=c960:swarm-test
 client=c960test-client
