@@ -30,7 +30,7 @@ build() {  # build DIR NATIVE
     cmake --build "$dir-pgo-gen" --target perft_bench >/dev/null
     for method in auto magic; do
       C960_SLIDERS=$method "$dir-pgo-gen/bench/perft_bench" --benchmark_filter='Perft|Count' \
-        --benchmark_min_time=0.2 >/dev/null
+        --benchmark_min_time=0.2 >/dev/null 2>&1
     done
     pgo_args=(-DC960_PGO_USE="$profiles")
   fi
