@@ -27,7 +27,8 @@ constexpr Subcommand kCommands[] = {
 void usage(std::ostream& out) {
   out << "usage: c960 <command> [options]   (c960 <command> --help for details)\n\ncommands:\n";
   for (const Subcommand& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
-  out << absl::StrFormat("  %-10s %s\n", "version", "print the version and the slider method in use (--version: the version)");
+  out << absl::StrFormat("  %-10s %s\n", "version",
+                         "print the version and the slider method in use (--version: the version)");
 }
 
 }  // namespace

@@ -1,14 +1,13 @@
 // c960-healthcheck (tools/healthcheck) against a gRPC server with the standard health service,
 // as the container images' HEALTHCHECK runs it against the coordinator.
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-
-#include <gtest/gtest.h>
-
-#include <memory>
-#include <string>
 
 #include "core/version.h"
 #include "tests/process.h"
@@ -54,7 +53,8 @@ TEST(Healthcheck, NotServingExitsOne) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out, "NOT_SERVING\n");
   server.health()->SetServingStatus("c960.v1.Coordinator", true);
-  EXPECT_EQ(c960::test::run({kHealthcheck, "--addr", server.address(), "--service", "c960.v1.Coordinator"}).exit_code, 0);
+  EXPECT_EQ(c960::test::run({kHealthcheck, "--addr", server.address(), "--service", "c960.v1.Coordinator"}).exit_code,
+            0);
 }
 
 TEST(Healthcheck, UnknownServiceAndNoServerExitOne) {

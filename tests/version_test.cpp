@@ -2,7 +2,6 @@
 #include "core/version.h"
 
 #include <gtest/gtest.h>
-
 #include <regex>
 #include <sstream>
 #include <string>

@@ -3,13 +3,13 @@
 // against the coordinator.
 //   c960-healthcheck [--addr HOST:PORT] [--service NAME] [--timeout SECONDS]
 // Exit status: 0 serving, 1 not serving or unreachable, 2 bad usage.
-#include <grpcpp/grpcpp.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include <grpcpp/grpcpp.h>
 
 #include "cluster/channel.h"
 #include "core/version.h"
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       timeout = std::strtod(text.c_str(), &end);
       if (text.empty() || *end != '\0' || !(timeout > 0) || timeout > kMaxTimeoutSeconds) {
-        std::fprintf(stderr, "c960-healthcheck: --timeout: '%s' is not a number of seconds in (0, %g]\n",
-                     text.c_str(), kMaxTimeoutSeconds);
+        std::fprintf(stderr, "c960-healthcheck: --timeout: '%s' is not a number of seconds in (0, %g]\n", text.c_str(),
+                     kMaxTimeoutSeconds);
         return kExitUsage;
       }
     }
@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
   // The same channel set-up as the workers' and the c960 tool's (cluster/channel.h).
   auto stub = grpc::health::v1::Health::NewStub(c960::cluster::make_channel({addr}));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(timeout)));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                                          std::chrono::duration<double>(timeout)));
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
