@@ -1,6 +1,8 @@
 // The command table of the c960 tool.
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "core/bitboard.h"
+#include "core/version.h"
 
 namespace c960::cli {
 namespace {
@@ -26,6 +28,8 @@ constexpr Subcommand kCommands[] = {
 void usage(std::ostream& out) {
   out << "usage: c960 <command> [options]   (c960 <command> --help for details)\n\ncommands:\n";
   for (const Subcommand& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
+  out << absl::StrFormat("  %-10s %s\n", "version",
+                         "print the version and the slider method in use (--version: the version)");
 }
 
 }  // namespace
@@ -38,6 +42,12 @@ int run(const std::vector<std::string>& args, const Io& io) {
   const std::string& name = args[0];
   if (name == "--help" || name == "-h" || name == "help") {
     usage(io.out);
+    return kExitOk;
+  }
+  if (name == "--version" || name == "version") {
+    io.out << "c960 " << version() << "\n";
+    // The long form also says which slider lookups this CPU got (core/bitboard.h).
+    if (name == "version") io.out << "sliders: " << to_string(sliders()) << "\n";
     return kExitOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());

@@ -10,8 +10,6 @@
 
 namespace c960::cluster {
 
-// The version the daemons report (--version, and workers to the coordinator).
-inline constexpr char kVersion[] = "0.1.0";
 // The coordinator's port when an address names none ("--listen 0.0.0.0", "--coordinator host").
 inline constexpr int kDefaultPort = 7960;
 // Where clients and workers look for the coordinator unless told otherwise (loopback only).

@@ -9,6 +9,7 @@
 #include "cluster/log.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/validation.h"
+#include "core/version.h"
 
 namespace c960::cluster {
 namespace {
@@ -116,11 +117,12 @@ void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
 
 absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const v1::HelloRequest& req) {
   if (req.protocol_version() < kMinProtocolVersion || req.protocol_version() > kProtocolVersion)
-    return with_reason(absl::FailedPreconditionError(absl::StrCat(
-                           "protocol_version: the worker speaks ", req.protocol_version(), " (version '",
-                           req.version().substr(0, 64), "'), this coordinator ", kMinProtocolVersion, "..",
-                           kProtocolVersion, " (version ", kVersion, "): run the same c960 version on both")),
-                       v1::ErrorInfo::REASON_INCOMPATIBLE_VERSION);
+    return with_reason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "protocol_version: the worker speaks ", req.protocol_version(), " (version '", req.version().substr(0, 64),
+            "'), this coordinator ", kMinProtocolVersion, "..", kProtocolVersion, " (version ",
+            std::string(c960::version()), "): run the same c960 version on both")),
+        v1::ErrorInfo::REASON_INCOMPATIBLE_VERSION);
   if (absl::Status s = check_text(req.name(), "name", kMaxNameLength, false); !s.ok()) return s;
   if (absl::Status s = check_text(req.version(), "version", kMaxVersionLength, false); !s.ok()) return s;
   if (req.threads() < 1 || req.threads() > kMaxThreads)

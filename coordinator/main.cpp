@@ -17,6 +17,7 @@
 #include "cluster/server.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/service.h"
+#include "core/version.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
 ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this file once serving");
@@ -52,7 +53,7 @@ const c960::cluster::DaemonCommand kCommand = {
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n"
     "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure.\n"
     "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.",
-    c960::cluster::kVersion,
+    absl::string_view(c960::version().data(), c960::version().size()),
     {{"listen", "HOST:PORT"},
      {"port_file", "FILE"},
      {"db", "FILE"},
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   health->SetServingStatus(true);
   c960::cluster::log_info(absl::StrCat("serving on port ", port, " (", security_summary(*options), "), db ",
                                        absl::GetFlag(FLAGS_db), ", leases ", lease_s, " s, version ",
-                                       c960::cluster::kVersion));
+                                       std::string(c960::version())));
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
     // Write then rename, so a reader never sees a half-written port.
     const std::string tmp = pf + ".tmp";

@@ -1,7 +1,14 @@
 #include "core/bitboard.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "core/prng.h"
 
@@ -9,10 +16,11 @@ namespace c960 {
 
 Magic RookMagics[SQUARE_NB];
 Magic BishopMagics[SQUARE_NB];
-#if C960_HAS_PEXT
 PextEntry RookPext[SQUARE_NB];
 PextEntry BishopPext[SQUARE_NB];
-#endif
+namespace detail {
+Sliders sliders = Sliders::Magic;
+}  // namespace detail
 Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
 Bitboard RookRays[SQUARE_NB];
 Bitboard BishopRays[SQUARE_NB];
@@ -30,8 +38,8 @@ constexpr uint64_t MagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100
 
 // With `layout`, sets masks, shifts and table pointers and fills the PEXT-indexed tables; with
 // `find_magics`, searches the magic numbers and fills the magic-indexed tables. The search takes
-// tens of milliseconds, so BMI2 builds, which never use magics on the hot path, defer it until
-// magic_attacks() is first called; that later pass writes nothing the hot path reads.
+// tens of milliseconds, so a process that uses PEXT defers it until magic lookups are first
+// needed; that later pass writes nothing the PEXT lookups read.
 void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic magics[], bool layout, bool find_magics) {
   Bitboard occupancy[4096], reference[4096];
   int epoch[4096] = {}, cnt = 0;
@@ -50,15 +58,14 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
       m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
     }
 
-    // Carry-Rippler enumeration of every subset of the mask.
+    // Carry-Rippler enumeration of every subset of the mask, in increasing order: the k-th
+    // subset is the one whose pext() is k, so the PEXT table is filled without executing PEXT.
     Bitboard b = 0;
     size = 0;
     do {
       occupancy[size] = b;
       reference[size] = sliding_attack_reference(pt, s, b);
-#if C960_HAS_PEXT
-      if (layout) m.pext_attacks[_pext_u64(b, m.mask)] = reference[size];
-#endif
+      if (layout) m.pext_attacks[size] = reference[size];
       ++size;
       b = (b - m.mask) & m.mask;
     } while (b);
@@ -84,24 +91,75 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
 
 std::once_flag magics_found;
 void find_magics() {
-  init_magics(ROOK, RookTable, RookPextTable, RookMagics, !C960_HAS_PEXT, true);
-  init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, !C960_HAS_PEXT, true);
+  init_magics(ROOK, RookTable, RookPextTable, RookMagics, false, true);
+  init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, false, true);
+}
+
+}  // namespace
+
+bool detail::pext_is_fast(std::string_view vendor, unsigned family) {
+  // AMD (and Hygon, built on AMD's Zen 1) executes PEXT in microcode before Zen 3 (family 0x19):
+  // hundreds of cycles where magics take a few.
+  const bool amd = vendor == "AuthenticAMD" || vendor == "HygonGenuine";
+  return !(amd && family < 0x19);
+}
+
+namespace {
+
+struct CpuInfo {
+  bool bmi2 = false;
+  bool fast_pext = false;
+};
+
+CpuInfo read_cpu() {
+  CpuInfo cpu;
+#if defined(__x86_64__)
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) cpu.bmi2 = ebx & bit_BMI2;
+  if (!cpu.bmi2 || !__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return cpu;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  const unsigned base_family = (eax >> 8) & 0xF;
+  const unsigned family = base_family == 0xF ? base_family + ((eax >> 20) & 0xFF) : base_family;
+  cpu.fast_pext = detail::pext_is_fast(vendor, family);
+#endif
+  return cpu;
+}
+
+const CpuInfo& cpu() {
+  static const CpuInfo info = read_cpu();
+  return info;
+}
+
+Sliders choose_sliders() {
+  Sliders method = cpu().fast_pext ? Sliders::Pext : Sliders::Magic;
+  const char* env = std::getenv("C960_SLIDERS");
+  const std::string_view want = env ? env : "";
+  if (want == "magic") {
+    method = Sliders::Magic;
+  } else if (want == "pext") {
+    if (cpu().bmi2)
+      method = Sliders::Pext;
+    else
+      std::fprintf(stderr, "c960: C960_SLIDERS=pext: this CPU has no BMI2; using magic sliders\n");
+  } else if (!want.empty() && want != "auto") {
+    std::fprintf(stderr, "c960: C960_SLIDERS='%s' is not magic, pext or auto; choosing from the CPU\n", env);
+  }
+  return method;
 }
 
 struct Init {
   Init() {
-    if (C960_HAS_PEXT) {
-      init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
-      init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
-#if C960_HAS_PEXT
-      for (int i = 0; i < SQUARE_NB; ++i) {
-        RookPext[i] = {RookMagics[i].mask, RookMagics[i].pext_attacks};
-        BishopPext[i] = {BishopMagics[i].mask, BishopMagics[i].pext_attacks};
-      }
-#endif
-    } else {
-      std::call_once(magics_found, find_magics);
+    init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
+    init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
+    for (int i = 0; i < SQUARE_NB; ++i) {
+      RookPext[i] = {RookMagics[i].mask, RookMagics[i].pext_attacks};
+      BishopPext[i] = {BishopMagics[i].mask, BishopMagics[i].pext_attacks};
     }
+    set_sliders(choose_sliders());
     for (int a = 0; a < SQUARE_NB; ++a) {
       RookRays[a] = sliding_attack_reference(ROOK, Square(a), 0);
       BishopRays[a] = sliding_attack_reference(BISHOP, Square(a), 0);
@@ -147,6 +205,18 @@ Bitboard sliding_attack_reference(PieceType pt, Square s, Bitboard occ) {
   return attacks;
 }
 
+bool cpu_has_pext() { return cpu().bmi2; }
+bool cpu_has_fast_pext() { return cpu().bmi2 && cpu().fast_pext; }
+
+bool set_sliders(Sliders method) {
+  if (method == Sliders::Pext && !cpu_has_pext()) return false;
+  if (method == Sliders::Magic) std::call_once(magics_found, find_magics);
+  detail::sliders = method;
+  return true;
+}
+
+const char* to_string(Sliders method) { return method == Sliders::Pext ? "pext" : "magic"; }
+
 Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ) {
   std::call_once(magics_found, find_magics);
   if (pt == QUEEN) return magic_attacks(ROOK, s, occ) | magic_attacks(BISHOP, s, occ);
@@ -154,12 +224,10 @@ Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ) {
   return m.attacks[m.magic_index(occ)];
 }
 
-#if C960_HAS_PEXT
 Bitboard pext_attacks(PieceType pt, Square s, Bitboard occ) {
   if (pt == QUEEN) return pext_attacks(ROOK, s, occ) | pext_attacks(BISHOP, s, occ);
   const Magic& m = pt == ROOK ? RookMagics[s] : BishopMagics[s];
-  return m.pext_attacks[m.pext_index(occ)];
+  return m.pext_attacks[pext(occ, m.mask)];
 }
-#endif
 
 }  // namespace c960

@@ -2,14 +2,12 @@
 #pragma once
 
 #include <bit>
+#include <string_view>
 
 #include "core/types.h"
 
-#if defined(__BMI2__) && !defined(C960_NO_PEXT)
+#if defined(__BMI2__)
 #include <immintrin.h>
-#define C960_HAS_PEXT 1
-#else
-#define C960_HAS_PEXT 0
 #endif
 
 namespace c960 {
@@ -93,8 +91,16 @@ struct StepTables {
 inline constexpr StepTables Steps{};
 }  // namespace detail
 
-// Slider attack lookup. Index is pext(occupancy, mask) where BMI2 is available, otherwise the
-// magic multiply; both tables are always built so that tests can compare them.
+// Slider attack lookup, by one of two methods that read tables of the same attack sets:
+// - Magic: index = (occupancy & mask) * magic >> shift. Any x86-64 (or other) CPU.
+// - Pext: index = pext(occupancy, mask). Needs BMI2, and is slow on AMD before Zen 3, where
+//   PEXT is microcoded.
+// The method is chosen once per process from the CPU (see sliders()), so that one portable
+// binary runs everywhere and is fast where PEXT is. The hot code (move generation and perft) is
+// templated on the method and picks its instantiation once per call at its entry point, never
+// per lookup; other code calls the plain rook_attacks(s, occ), which branches on the method.
+enum class Sliders : uint8_t { Magic, Pext };
+
 struct Magic {
   Bitboard mask;
   Bitboard magic;
@@ -103,15 +109,11 @@ struct Magic {
   unsigned shift;
 
   unsigned magic_index(Bitboard occ) const { return unsigned(((occ & mask) * magic) >> shift); }
-#if C960_HAS_PEXT
-  unsigned pext_index(Bitboard occ) const { return unsigned(_pext_u64(occ, mask)); }
-#endif
 };
 
 extern Magic RookMagics[SQUARE_NB];
 extern Magic BishopMagics[SQUARE_NB];
 
-#if C960_HAS_PEXT
 // The hot path's view of the PEXT tables: just what a lookup reads, 16 bytes a square.
 struct PextEntry {
   Bitboard mask;
@@ -119,27 +121,78 @@ struct PextEntry {
 };
 extern PextEntry RookPext[SQUARE_NB];
 extern PextEntry BishopPext[SQUARE_NB];
-#endif
 extern Bitboard BetweenBB[SQUARE_NB][SQUARE_NB];
 extern Bitboard RookRays[SQUARE_NB];    // rook attacks on an empty board
 extern Bitboard BishopRays[SQUARE_NB];  // bishop attacks on an empty board
 extern Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
+namespace detail {
+extern Sliders sliders;
+// Whether a BMI2 CPU of this vendor (cpuid leaf 0 string) and family executes PEXT fast.
+bool pext_is_fast(std::string_view vendor, unsigned family);
+}  // namespace detail
+
+// The method in use. At start-up: PEXT where the CPU has BMI2 and is not an AMD before Zen 3,
+// else magic; the environment variable C960_SLIDERS=magic|pext|auto overrides the choice (pext
+// only where the CPU has BMI2), so that the tests run the whole suite on either method.
+inline Sliders sliders() { return detail::sliders; }
+// Whether this CPU can execute PEXT at all (BMI2), and whether it is fast there.
+bool cpu_has_pext();
+bool cpu_has_fast_pext();
+// Switches the method, e.g. for tests that compare both in one process. Not while other
+// threads generate moves. Returns false (and changes nothing) for Pext where !cpu_has_pext().
+bool set_sliders(Sliders method);
+const char* to_string(Sliders method);
+
+// The PEXT instruction. Portable builds (no -mbmi2) emit it through inline assembly, which the
+// compiler accepts without BMI2 code generation, so that nothing else in the binary uses BMI2;
+// it only runs where sliders() == Pext, i.e. on CPUs that have it.
+inline Bitboard pext(Bitboard b, Bitboard mask) {
+#if defined(__BMI2__)
+  return _pext_u64(b, mask);
+#elif defined(__x86_64__)
+  Bitboard r;
+  asm("pextq %2, %1, %0" : "=r"(r) : "r"(b), "rm"(mask));
+  return r;
+#else
+  (void)b;
+  (void)mask;
+  __builtin_trap();  // cpu_has_pext() is false off x86-64, so this is never reached
+#endif
+}
+
 constexpr Bitboard knight_attacks(Square s) { return detail::Steps.knight[s]; }
 constexpr Bitboard king_attacks(Square s) { return detail::Steps.king[s]; }
 constexpr Bitboard pawn_attacks(Color c, Square s) { return detail::Steps.pawn[c][s]; }
 
-#if C960_HAS_PEXT
+// The hot code's lookups. The magic tables are filled when the method is first set to Magic
+// (at start-up or by set_sliders), so Magic lookups are valid once sliders() has been Magic.
+template <Sliders S>
 inline Bitboard bishop_attacks(Square s, Bitboard occ) {
-  return BishopPext[s].attacks[_pext_u64(occ, BishopPext[s].mask)];
+  if constexpr (S == Sliders::Pext)
+    return BishopPext[s].attacks[pext(occ, BishopPext[s].mask)];
+  else
+    return BishopMagics[s].attacks[BishopMagics[s].magic_index(occ)];
 }
-inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookPext[s].attacks[_pext_u64(occ, RookPext[s].mask)]; }
-#else
+template <Sliders S>
+inline Bitboard rook_attacks(Square s, Bitboard occ) {
+  if constexpr (S == Sliders::Pext)
+    return RookPext[s].attacks[pext(occ, RookPext[s].mask)];
+  else
+    return RookMagics[s].attacks[RookMagics[s].magic_index(occ)];
+}
+template <Sliders S>
+inline Bitboard queen_attacks(Square s, Bitboard occ) {
+  return bishop_attacks<S>(s, occ) | rook_attacks<S>(s, occ);
+}
+
+// Outside the hot code: one well-predicted branch on the method per lookup.
 inline Bitboard bishop_attacks(Square s, Bitboard occ) {
-  return BishopMagics[s].attacks[BishopMagics[s].magic_index(occ)];
+  return sliders() == Sliders::Pext ? bishop_attacks<Sliders::Pext>(s, occ) : bishop_attacks<Sliders::Magic>(s, occ);
 }
-inline Bitboard rook_attacks(Square s, Bitboard occ) { return RookMagics[s].attacks[RookMagics[s].magic_index(occ)]; }
-#endif
+inline Bitboard rook_attacks(Square s, Bitboard occ) {
+  return sliders() == Sliders::Pext ? rook_attacks<Sliders::Pext>(s, occ) : rook_attacks<Sliders::Magic>(s, occ);
+}
 inline Bitboard queen_attacks(Square s, Bitboard occ) { return bishop_attacks(s, occ) | rook_attacks(s, occ); }
 
 // Attacks of a non-pawn piece type from s given the occupancy.
@@ -163,10 +216,9 @@ inline bool aligned(Square a, Square b, Square c) { return line_bb(a, b) & squar
 
 // Slow ray-walking reference, used to build the tables and to test them.
 Bitboard sliding_attack_reference(PieceType pt, Square s, Bitboard occ);
-// The magic-multiply result, whichever method the hot path uses (for tests).
+// The result of one method, whichever the hot path uses (for tests). pext_attacks() only where
+// cpu_has_pext().
 Bitboard magic_attacks(PieceType pt, Square s, Bitboard occ);
-#if C960_HAS_PEXT
 Bitboard pext_attacks(PieceType pt, Square s, Bitboard occ);
-#endif
 
 }  // namespace c960

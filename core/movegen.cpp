@@ -59,32 +59,39 @@ struct AnySink {
   bool done() const { return found; }
 };
 
+// The one place where move generation picks its slider method and side to move.
+template <class Sink>
+void generate_any(const Position& pos, Sink& sink) {
+  if (sliders() == Sliders::Pext) {
+    if (pos.side_to_move() == WHITE)
+      movegen::generate<WHITE, Sliders::Pext>(pos, sink);
+    else
+      movegen::generate<BLACK, Sliders::Pext>(pos, sink);
+  } else {
+    if (pos.side_to_move() == WHITE)
+      movegen::generate<WHITE, Sliders::Magic>(pos, sink);
+    else
+      movegen::generate<BLACK, Sliders::Magic>(pos, sink);
+  }
+}
+
 }  // namespace
 
 void generate_legal(const Position& pos, MoveList& list) {
   ListSink sink{list.moves};
-  if (pos.side_to_move() == WHITE)
-    movegen::generate<WHITE>(pos, sink);
-  else
-    movegen::generate<BLACK>(pos, sink);
+  generate_any(pos, sink);
   list.count = int(sink.cur - list.moves);
 }
 
 int count_legal(const Position& pos) {
   movegen::CountSink sink;
-  if (pos.side_to_move() == WHITE)
-    movegen::generate<WHITE>(pos, sink);
-  else
-    movegen::generate<BLACK>(pos, sink);
+  generate_any(pos, sink);
   return int(sink.n);
 }
 
 bool has_legal_move(const Position& pos) {
   AnySink sink;
-  if (pos.side_to_move() == WHITE)
-    movegen::generate<WHITE>(pos, sink);
-  else
-    movegen::generate<BLACK>(pos, sink);
+  generate_any(pos, sink);
   return sink.found;
 }
 

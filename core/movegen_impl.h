@@ -1,6 +1,9 @@
 // The legal move generator, written once for any board type and any sink. Internal to the core:
 // movegen.cpp instantiates it for Position, perft.cpp for its compact copy-make board.
 //
+// Templated on the slider method too (see Sliders in bitboard.h): callers choose it once, at
+// their entry point, so that no lookup inside pays for the choice.
+//
 // A Board provides: pieces(), pieces(c), pieces(c, pt), pieces(c, pt, pt), king_square(c),
 // ep_square(), can_castle(cr), castling_path(i), castling_king_path(i),
 // castling_rook_square(i).
@@ -26,15 +29,15 @@ namespace c960::movegen {
     if ((sink).done()) return
 
 // Slider lookups only where an empty-board ray meets a slider: most squares see none.
-template <Color Them, class Board>
+template <Color Them, Sliders S, class Board>
 inline bool attacked(const Board& pos, Square s, Bitboard occ) {
   const Bitboard rq = pos.pieces(Them, ROOK, QUEEN), bq = pos.pieces(Them, BISHOP, QUEEN);
   return (pawn_attacks(~Them, s) & pos.pieces(Them, PAWN)) || (knight_attacks(s) & pos.pieces(Them, KNIGHT)) ||
-         (king_attacks(s) & pos.pieces(Them, KING)) || ((RookRays[s] & rq) && (rook_attacks(s, occ) & rq)) ||
-         ((BishopRays[s] & bq) && (bishop_attacks(s, occ) & bq));
+         (king_attacks(s) & pos.pieces(Them, KING)) || ((RookRays[s] & rq) && (rook_attacks<S>(s, occ) & rq)) ||
+         ((BishopRays[s] & bq) && (bishop_attacks<S>(s, occ) & bq));
 }
 
-template <Color Us, class Board, class Sink>
+template <Color Us, Sliders S, class Board, class Sink>
 [[gnu::always_inline]] inline void generate(const Board& pos, Sink& sink) {
   constexpr Color Them = ~Us;
   constexpr Direction Up = pawn_push(Us);
@@ -53,9 +56,10 @@ template <Color Us, class Board, class Sink>
       (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
   Bitboard pinned = 0;
   Bitboard snipers = 0;
-  if (const Bitboard rq = pos.pieces(Them, ROOK, QUEEN); RookRays[ksq] & rq) snipers |= rook_attacks(ksq, theirs) & rq;
+  if (const Bitboard rq = pos.pieces(Them, ROOK, QUEEN); RookRays[ksq] & rq)
+    snipers |= rook_attacks<S>(ksq, theirs) & rq;
   if (const Bitboard bq = pos.pieces(Them, BISHOP, QUEEN); BishopRays[ksq] & bq)
-    snipers |= bishop_attacks(ksq, theirs) & bq;
+    snipers |= bishop_attacks<S>(ksq, theirs) & bq;
   while (snipers) {
     const Square s = pop_lsb(snipers);
     const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
@@ -71,7 +75,7 @@ template <Color Us, class Board, class Sink>
     const Bitboard occ_no_king = occ ^ square_bb(ksq);
     for (Bitboard b = to; b;) {
       const Square s = pop_lsb(b);
-      if (attacked<Them>(pos, s, occ_no_king)) to ^= square_bb(s);
+      if (attacked<Them, S>(pos, s, occ_no_king)) to ^= square_bb(s);
     }
     sink.template targets<KING>(ksq, to);
     C960_STOP_IF_DONE(sink);
@@ -119,8 +123,8 @@ template <Color Us, class Board, class Sink>
         for (Bitboard b = pawn_attacks(Them, ep) & pos.pieces(Us, PAWN); b;) {
           const Square from = pop_lsb(b);
           const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(ep);
-          if (!(rook_attacks(ksq, after) & pos.pieces(Them, ROOK, QUEEN)) &&
-              !(bishop_attacks(ksq, after) & pos.pieces(Them, BISHOP, QUEEN)))
+          if (!(rook_attacks<S>(ksq, after) & pos.pieces(Them, ROOK, QUEEN)) &&
+              !(bishop_attacks<S>(ksq, after) & pos.pieces(Them, BISHOP, QUEEN)))
             sink.en_passant(from, ep);
         }
       }
@@ -133,19 +137,19 @@ template <Color Us, class Board, class Sink>
   }
   for (Bitboard b = pos.pieces(Us, BISHOP); b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = bishop_attacks(from, occ) & targets;
+    Bitboard to = bishop_attacks<S>(from, occ) & targets;
     if (square_bb(from) & pinned) to &= line_bb(ksq, from);
     sink.template targets<BISHOP>(from, to);
   }
   for (Bitboard b = pos.pieces(Us, ROOK); b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = rook_attacks(from, occ) & targets;
+    Bitboard to = rook_attacks<S>(from, occ) & targets;
     if (square_bb(from) & pinned) to &= line_bb(ksq, from);
     sink.template targets<ROOK>(from, to);
   }
   for (Bitboard b = pos.pieces(Us, QUEEN); b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = queen_attacks(from, occ) & targets;
+    Bitboard to = queen_attacks<S>(from, occ) & targets;
     if (square_bb(from) & pinned) to &= line_bb(ksq, from);
     sink.template targets<QUEEN>(from, to);
   }
@@ -160,7 +164,8 @@ template <Color Us, class Board, class Sink>
       const Square rsq = pos.castling_rook_square(idx);
       const Bitboard occ_no_rook = occ ^ square_bb(rsq);
       bool safe = true;
-      for (Bitboard p = pos.castling_king_path(idx); p && safe;) safe = !attacked<Them>(pos, pop_lsb(p), occ_no_rook);
+      for (Bitboard p = pos.castling_king_path(idx); p && safe;)
+        safe = !attacked<Them, S>(pos, pop_lsb(p), occ_no_rook);
       if (safe) sink.castle(ksq, rsq);
     }
   }

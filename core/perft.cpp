@@ -342,7 +342,7 @@ inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
   finish<Us, Hash>(b, nb, kfrom, rfrom, delta);
 }
 
-template <Color Us, bool Hash>
+template <Color Us, bool Hash, Sliders S>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash);
 
 // Depth 1 is counted faster than a probe (a cache miss) returns it; depth 2 already pays
@@ -354,7 +354,7 @@ constexpr int kMinHashDepth = 2;
 // Makes every move it is handed and adds the perft of the result; children at depth 1, and
 // children that are looked up in the table, are only made here, into `children`, and walked
 // afterwards by perft_board.
-template <Color Us, bool Hash>
+template <Color Us, bool Hash, Sliders S>
 struct RecurseSink {
   static constexpr bool StopEarly = false;
   const Board& b;
@@ -376,7 +376,7 @@ struct RecurseSink {
     if (!Hash || depth < kMinHashDepth) {
       Board nb;
       make_child(std::integral_constant<bool, false>{}, nb);
-      n += perft_board<~Us, false>(nb, depth, hash);
+      n += perft_board<~Us, false, S>(nb, depth, hash);
     } else {
       Board& nb = children[child_count++];
       make_child(std::integral_constant<bool, Hash>{}, nb);
@@ -421,46 +421,46 @@ struct RecurseSink {
   bool done() const { return false; }
 };
 
-template <Color Us, bool Hash>
+template <Color Us, bool Hash, Sliders S>
 uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
   // Bulk counting: the last ply is counted from target sets, never made.
   if (depth == 1) {
     movegen::CountSink cs;
-    movegen::generate<Us>(b, cs);
+    movegen::generate<Us, S>(b, cs);
     return cs.n;
   }
   uint64_t cached;
   if constexpr (Hash)
     if (hash->probe(b.key, depth, cached)) return cached;
-  RecurseSink<Us, Hash> rs{b, depth - 1, hash};
+  RecurseSink<Us, Hash, S> rs{b, depth - 1, hash};
   if (depth == 2) {
     // All children first, then their counts: one copy of the counting code, hot in cache.
     Board leaves[MAX_MOVES];
     rs.children = leaves;
-    movegen::generate<Us>(b, rs);
+    movegen::generate<Us, S>(b, rs);
     for (int i = 0; i < rs.child_count; ++i) {
       movegen::CountSink cs;
-      movegen::generate<~Us>(leaves[i], cs);
+      movegen::generate<~Us, S>(leaves[i], cs);
       rs.n += cs.n;
     }
   } else if (Hash && depth - 1 >= kMinHashDepth) {
     Board children[MAX_MOVES];
     rs.children = children;
-    movegen::generate<Us>(b, rs);
-    for (int i = 0; i < rs.child_count; ++i) rs.n += perft_board<~Us, Hash>(children[i], depth - 1, hash);
+    movegen::generate<Us, S>(b, rs);
+    for (int i = 0; i < rs.child_count; ++i) rs.n += perft_board<~Us, Hash, S>(children[i], depth - 1, hash);
   } else {
-    movegen::generate<Us>(b, rs);
+    movegen::generate<Us, S>(b, rs);
   }
   if constexpr (Hash) hash->store(b.key, depth, rs.n);
   return rs.n;
 }
 
+template <Sliders S>
 uint64_t perft_dispatch(const Board& b, Color us, int depth, PerftHash* hash) {
-  if (depth <= 0) return 1;
   const bool use_hash = hash && hash->bytes() && depth >= kMinHashDepth;
   if (us == WHITE)
-    return use_hash ? perft_board<WHITE, true>(b, depth, hash) : perft_board<WHITE, false>(b, depth, hash);
-  return use_hash ? perft_board<BLACK, true>(b, depth, hash) : perft_board<BLACK, false>(b, depth, hash);
+    return use_hash ? perft_board<WHITE, true, S>(b, depth, hash) : perft_board<WHITE, false, S>(b, depth, hash);
+  return use_hash ? perft_board<BLACK, true, S>(b, depth, hash) : perft_board<BLACK, false, S>(b, depth, hash);
 }
 
 }  // namespace
@@ -469,7 +469,10 @@ uint64_t perft(const Position& pos, int depth, PerftHash* hash) {
   CastleInfo ci;
   Board b;
   init_board(pos, ci, b);
-  return perft_dispatch(b, pos.side_to_move(), depth, hash);
+  if (depth <= 0) return 1;
+  // The slider method is chosen here, once per call, not per lookup.
+  if (sliders() == Sliders::Pext) return perft_dispatch<Sliders::Pext>(b, pos.side_to_move(), depth, hash);
+  return perft_dispatch<Sliders::Magic>(b, pos.side_to_move(), depth, hash);
 }
 
 uint64_t perft_reference(Position& pos, int depth) {

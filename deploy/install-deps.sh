@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build, test and runtime dependency of c960 from Debian bookworm packages.
+# With --deploy, also what the deploy tests need (deploy/test-deploy.sh): Docker, debootstrap,
+# qemu-user, cloud-init and kubectl.
 # Safe to run again: apt-get skips what is already installed, and the package index is only
 # refreshed when a package is missing.
 set -euo pipefail
@@ -11,21 +13,46 @@ PACKAGES=(
   libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)
   stockfish pgn-extract
   libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
+  # The Debian package (deploy/package.sh): man pages from --help; CPack's dpkg-shlibdeps.
+  help2man file dpkg-dev
+  # systemd-analyze checks the systemd units.
+  systemd
+)
+DEPLOY_PACKAGES=(
+  docker.io debootstrap qemu-user cloud-init iproute2 iptables curl ca-certificates
 )
 
+deploy=0
+case "${1:-}" in
+  --deploy) deploy=1 ;;
+  "") ;;
+  *) echo "usage: deploy/install-deps.sh [--deploy]" >&2; exit 2 ;;
+esac
+wanted=("${PACKAGES[@]}")
+if ((deploy)); then
+  wanted+=("${DEPLOY_PACKAGES[@]}")
+  # kubectl renders the Kubernetes manifests; Debian's kubernetes-client only where none is.
+  command -v kubectl >/dev/null || wanted+=(kubernetes-client)
+fi
+
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  echo "install-deps: all ${#wanted[@]} packages present"
   exit 0
 fi
 
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
+# cloud-init is here only for `cloud-init schema`: keep it from configuring this machine at its
+# next boot.
+for p in "${missing[@]}"; do
+  if [[ "$p" == cloud-init ]]; then $SUDO mkdir -p /etc/cloud && $SUDO touch /etc/cloud/cloud-init.disabled; fi
+done
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -20,6 +20,7 @@
 #include "cluster/config.h"
 #include "cluster/flags.h"
 #include "cluster/log.h"
+#include "core/version.h"
 #include "worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
@@ -46,7 +47,7 @@ const c960::cluster::DaemonCommand kCommand = {
     "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
     "delivers their results and exits. Self-play jobs name their engine; a worker plays only builtin and\n"
     "the engines it offers with --engine. A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).",
-    c960::cluster::kVersion,
+    absl::string_view(c960::version().data(), c960::version().size()),
     {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
      {"threads", "N"},
      {"hash", "MB"},
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   options.threads = threads;
   options.hash_mb = hash;
   options.grace_ms = grace * 1000;
-  options.version = std::string(c960::cluster::kVersion);
+  options.version = std::string(c960::version());
   options.name = absl::GetFlag(FLAGS_name);
   if (options.name.empty()) {
     char host[256] = {};

@@ -1,0 +1,36 @@
+# Included by the install step (deploy/CMakeLists.txt): writes NAME.1.gz for each built binary
+# with help2man, from its --help and the version of the c960 tool. Expects help2man, names
+# ("binary=one-line description" each), binaries and mandir.
+if(NOT help2man)
+  message(WARNING "help2man not found (Debian package help2man): no man pages installed")
+  return()
+endif()
+list(GET binaries 0 c960_tool)
+execute_process(COMMAND "${c960_tool}" --version OUTPUT_VARIABLE version OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${c960_tool} --version failed: no version for the man pages")
+endif()
+string(REGEX REPLACE "^[^ ]+ " "" version "${version}")
+file(MAKE_DIRECTORY "${mandir}")
+foreach(binary IN LISTS binaries)
+  get_filename_component(name "${binary}" NAME)
+  set(description "")
+  foreach(entry IN LISTS names)
+    if(entry MATCHES "^${name}=(.*)$")
+      set(description "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set(page "${mandir}/${name}.1")
+  execute_process(COMMAND "${help2man}" --no-info --no-discard-stderr "--version-string=${version}"
+                          "--name=${description}" "--output=${page}" "${binary}"
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT EXISTS "${page}")
+    message(FATAL_ERROR "help2man ${name}: ${err}")
+  endif()
+  execute_process(COMMAND gzip -9nf "${page}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "gzip ${page} failed")
+  endif()
+  message(STATUS "Installing: ${page}.gz")
+endforeach()

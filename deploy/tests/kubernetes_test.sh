@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The Kubernetes manifests (deploy/kubernetes), offline: no cluster runs here. `kubectl
+# kustomize` renders the base, then the render is checked for what can be checked without a
+# cluster: every flag the containers pass exists in the binary's --help; the ports of the
+# coordinator's --listen, container, Service, probes and the workers' --coordinator agree; the
+# workers' termination grace period is longer than their drain; one image for all containers;
+# the Secrets are optional, named as docs/deploy.md creates them, and mounted where the
+# (commented) TLS flags look; non-root as the Dockerfile's user, read-only root file system,
+# requests and limits everywhere; the PodDisruptionBudget and the HorizontalPodAutoscaler
+# select the workers.
+#   deploy/tests/kubernetes_test.sh BUILD_DIR
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+build="$(cd "${1:?usage: kubernetes_test.sh BUILD_DIR}" && pwd)"
+command -v kubectl >/dev/null || fail "kubectl not found (deploy/install-deps.sh --deploy installs kubernetes-client)"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+kubectl kustomize "$ROOT/deploy/kubernetes" >"$work/base.yaml" 2>"$work/kustomize.err" ||
+  fail "kubectl kustomize: $(cat "$work/kustomize.err")"
+log "kubectl kustomize deploy/kubernetes: $(grep -c '^kind:' "$work/base.yaml") objects"
+for b in coordinator worker; do
+  { "$build/$b/c960-$b" --help 2>&1 || true; "$build/$b/c960-$b" --helpfull 2>&1 || true; } |
+    grep -oE -- '--[a-z][a-z0-9_-]*' | tr _ - | sort -u >"$work/c960-$b.flags"
+done
+uid=$(sed -n 's/^USER \([0-9]*\):.*/\1/p' "$ROOT/deploy/docker/Dockerfile")
+
+python3 - "$work" "$ROOT" "$uid" <<'PY'
+import re, sys, yaml
+work, root, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+docs = [d for d in yaml.safe_load_all(open(f"{work}/base.yaml")) if d]
+hpa = yaml.safe_load(open(f"{root}/deploy/kubernetes/extras/hpa.yaml"))
+errors = []
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+def one(kind, name):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    check(len(found) == 1, f"want one {kind} {name}, found {len(found)}")
+    return found[0] if found else {}
+flags = {b: set(open(f"{work}/c960-{b}.flags").read().split()) for b in ("coordinator", "worker")}
+def arg(args, name):
+    vals = [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+    check(len(vals) == 1, f"want one {name}=... in {args}")
+    return vals[0] if vals else ""
+
+sts = one("StatefulSet", "c960-coordinator")
+dep = one("Deployment", "c960-worker")
+svc = one("Service", "c960-coordinator")
+headless = one("Service", "c960-coordinator-headless")
+pdb = one("PodDisruptionBudget", "c960-worker")
+check(sts["spec"]["replicas"] == 1, "the coordinator StatefulSet must have exactly one replica")
+check(sts["spec"]["serviceName"] == "c960-coordinator-headless" and headless["spec"].get("clusterIP") == "None",
+      "the StatefulSet's serviceName must be the headless Service")
+claims = sts["spec"].get("volumeClaimTemplates", [])
+check([c["metadata"]["name"] for c in claims] == ["data"], "want one volume claim 'data' for the SQLite file")
+
+images = set()
+for workload, binary in ((sts, "coordinator"), (dep, "worker")):
+    pod = workload["spec"]["template"]["spec"]
+    labels = workload["spec"]["template"]["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in workload["spec"]["selector"]["matchLabels"].items()),
+          f"{binary}: the selector does not match the pod's labels")
+    sc = pod.get("securityContext", {})
+    check(sc.get("runAsNonRoot") is True and sc.get("runAsUser") == uid and sc.get("runAsGroup") == uid,
+          f"{binary}: want runAsNonRoot as user {uid} (the Dockerfile's USER)")
+    (c,) = pod["containers"]
+    images.add(c["image"])
+    args = c["args"]
+    check(args[0] == f"c960-{binary}", f"{binary}: runs {args[0]}")
+    for a in args[1:]:
+        f = a.split("=", 1)[0]
+        check(f in flags[binary], f"{binary}: {f} is not in c960-{binary} --help")
+    csc = c.get("securityContext", {})
+    check(csc.get("readOnlyRootFilesystem") is True, f"{binary}: root file system not read-only")
+    check(csc.get("allowPrivilegeEscalation") is False, f"{binary}: privilege escalation allowed")
+    check(csc.get("capabilities", {}).get("drop") == ["ALL"], f"{binary}: capabilities not all dropped")
+    res = c.get("resources", {})
+    check(all(k in res.get(r, {}) for r in ("requests", "limits") for k in ("cpu", "memory")),
+          f"{binary}: cpu and memory requests and limits wanted")
+    mounts = {m["name"]: m["mountPath"] for m in c.get("volumeMounts", [])}
+    for v in pod.get("volumes", []):
+        if "secret" in v:
+            s = v["secret"]
+            check(s.get("optional") is True, f"{binary}: Secret {s['secretName']} must be optional until the TLS flags exist")
+            check(v["name"] in mounts, f"{binary}: Secret volume {v['name']} is not mounted")
+            # The commented flags in worker.yaml / coordinator.yaml name files under the mounts.
+            src = open(f"{root}/deploy/kubernetes/{binary}.yaml").read()
+            check(re.search(r"#\s*- --[a-z-]+=" + re.escape(mounts.get(v["name"], "?")) + "/", src),
+                  f"{binary}: no (commented) flag reads from {mounts.get(v['name'])}")
+            check(f"kubectl create secret generic {s['secretName']} " in open(f"{root}/docs/deploy.md").read(),
+                  f"docs/deploy.md does not create Secret {s['secretName']}")
+        if v["name"] == "tmp":
+            check("emptyDir" in v, f"{binary}: /tmp should be an emptyDir")
+    if binary == "coordinator":
+        listen_port = int(arg(args, "--listen").rsplit(":", 1)[1])
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        check(ports.get("grpc") == listen_port, f"coordinator: containerPort {ports} vs --listen port {listen_port}")
+        for probe in ("readinessProbe", "livenessProbe"):
+            check(c.get(probe, {}).get("grpc", {}).get("port") == listen_port, f"coordinator: {probe} must be gRPC on {listen_port}")
+        check(mounts.get("data") == arg(args, "--db").rsplit("/", 1)[0], "coordinator: --db is not on the data volume")
+        grace = pod["terminationGracePeriodSeconds"]
+        check(grace >= 10, "coordinator: grace period too short")
+    else:
+        host, port = arg(args, "--coordinator").rsplit(":", 1)
+        check(host == svc["metadata"]["name"], f"worker: --coordinator host {host} is not the Service")
+        sp = {p["name"]: p for p in svc["spec"]["ports"]}
+        check(sp.get("grpc", {}).get("port") == int(port), f"worker: --coordinator port {port} is not the Service's")
+        check(sp.get("grpc", {}).get("targetPort") == "grpc", "Service: targetPort must be the named port grpc")
+        drain = int(arg(args, "--grace-seconds"))
+        check(pod["terminationGracePeriodSeconds"] >= drain + 10,
+              f"worker: terminationGracePeriodSeconds {pod['terminationGracePeriodSeconds']} not above the drain {drain} s")
+        check("$(C960_THREADS)" in arg(args, "--threads"), "worker: --threads should follow the CPU limit")
+        check(pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
+              "the PodDisruptionBudget does not select the workers")
+        ref = hpa["spec"]["scaleTargetRef"]
+        check(ref["kind"] == "Deployment" and ref["name"] == dep["metadata"]["name"], "the HPA does not scale the workers")
+check(svc["spec"]["selector"].items() <= sts["spec"]["template"]["metadata"]["labels"].items(),
+      "the Service does not select the coordinator")
+check(len(images) == 1, f"one image for all containers, found {images}")
+if errors:
+    sys.exit("FAIL:\n  " + "\n  ".join(errors))
+print(f"render checked: image {images.pop()}, user {uid}, ports, grace periods, flags, Secrets, probes, PDB, HPA")
+PY
+echo "kubernetes_test: 1 passed, 0 failed"

@@ -1,0 +1,128 @@
+# Shared by the deploy tests (sourced): logging, a cached Debian bookworm root file system made
+# with debootstrap, and the Docker daemon. Each test cleans up after itself with a trap; the
+# cleanup functions here are idempotent and touch only what the tests made (recorded in
+# $C960_DEPLOY_STATE).
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+C960_DEPLOY_STATE="${C960_DEPLOY_STATE:-$ROOT/build/deploy-tests}"
+C960_DEPLOY_CACHE="${C960_DEPLOY_CACHE:-$ROOT/build/deploy-cache}"
+C960_DEBIAN_MIRROR="${C960_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+mkdir -p "$C960_DEPLOY_STATE" "$C960_DEPLOY_CACHE"
+
+log() { echo "[$(date +%H:%M:%S)] $*"; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# A minimal Debian bookworm root file system (debootstrap --variant=minbase), as a tarball
+# cached in build/deploy-cache (a few minutes the first time). Prints its path.
+bookworm_rootfs_tar() {
+  local tar="$C960_DEPLOY_CACHE/bookworm-minbase.tar"
+  if [[ ! -s "$tar" ]]; then
+    local dir="$C960_DEPLOY_CACHE/bookworm-rootfs.tmp"
+    rm -rf "$dir"
+    log "debootstrap bookworm (minbase) from $C960_DEBIAN_MIRROR" >&2
+    debootstrap --variant=minbase bookworm "$dir" "$C960_DEBIAN_MIRROR" >"$C960_DEPLOY_CACHE/debootstrap.log" 2>&1 ||
+      { tail -20 "$C960_DEPLOY_CACHE/debootstrap.log" >&2; rm -rf "$dir"; return 1; }
+    # As in Debian's bookworm images: the updates and security suites too, and a small image
+    # (no package lists, no apt cache).
+    cat >"$dir/etc/apt/sources.list" <<SOURCES
+deb $C960_DEBIAN_MIRROR bookworm main
+deb $C960_DEBIAN_MIRROR bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+SOURCES
+    rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb
+    tar -C "$dir" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+    rm -rf "$dir"
+  fi
+  echo "$tar"
+}
+
+# Starts dockerd unless one answers; records the one it started, so that stop_dockerd stops
+# only that one.
+start_dockerd() {
+  if docker info >/dev/null 2>&1; then return 0; fi
+  command -v dockerd >/dev/null || fail "dockerd not found (deploy/install-deps.sh --deploy installs docker.io)"
+  log "starting dockerd"
+  dockerd --pidfile "$C960_DEPLOY_STATE/dockerd.pid" >"$C960_DEPLOY_STATE/dockerd.log" 2>&1 &
+  echo $! >"$C960_DEPLOY_STATE/dockerd.started"
+  for _ in $(seq 120); do
+    docker info >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  tail -20 "$C960_DEPLOY_STATE/dockerd.log" >&2
+  fail "dockerd did not start"
+}
+
+stop_dockerd() {
+  local f="$C960_DEPLOY_STATE/dockerd.started"
+  [[ -s "$f" ]] || return 0
+  local pid
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping the dockerd this test started (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 60); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.5
+    done
+  fi
+  rm -f "$f"
+}
+
+# debian:bookworm-slim from a registry if one can be reached, else made with debootstrap
+# (this machine reaches Debian's archive but no container registry). Records an image it made.
+ensure_base_image() {
+  docker image inspect debian:bookworm-slim >/dev/null 2>&1 && return 0
+  if timeout 30 docker pull -q debian:bookworm-slim >/dev/null 2>&1; then
+    echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
+    return 0
+  fi
+  local tar slim="$C960_DEPLOY_CACHE/bookworm-slim.tar"
+  if [[ ! -s "$slim" ]]; then
+    tar=$(bookworm_rootfs_tar) || fail "debootstrap failed"
+    # Slim as Debian's own image: no documentation, manuals or translations, and apt keeps
+    # neither downloaded packages nor its caches in the image.
+    local dir="$C960_DEPLOY_CACHE/bookworm-slim.tmp"
+    rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xf "$tar"
+    cat >"$dir/etc/dpkg/dpkg.cfg.d/docker" <<'EXCLUDES'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/lintian/*
+EXCLUDES
+    cat >"$dir/etc/apt/apt.conf.d/docker-clean" <<'CLEAN'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+CLEAN
+    echo 'Acquire::Languages "none";' >"$dir/etc/apt/apt.conf.d/docker-no-languages"
+    find "$dir/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+    rm -rf "$dir"/usr/share/man/* "$dir"/usr/share/info/* "$dir"/usr/share/locale/* "$dir"/usr/share/groff/* \
+      "$dir"/usr/share/lintian/*
+    tar -C "$dir" --numeric-owner -cf "$slim.tmp" . && mv "$slim.tmp" "$slim"
+    rm -rf "$dir"
+  fi
+  log "importing $slim as debian:bookworm-slim"
+  docker import -c 'CMD ["bash"]' -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    "$slim" debian:bookworm-slim >/dev/null
+  echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
+}
+
+# Removes the images the tests recorded as made, and the build stages' leftovers.
+remove_made_images() {
+  local f="$C960_DEPLOY_STATE/images.made"
+  docker image prune -f --filter label=org.c960.image >/dev/null 2>&1 || true
+  if [[ -s "$f" ]]; then
+    # Newest first: an image goes before the base it was built on.
+    tac "$f" | awk '!seen[$0]++' | while read -r image; do
+      docker image rm -f "$image" >/dev/null 2>&1 || true
+    done
+    rm -f "$f"
+  fi
+  docker image prune -f --filter label=org.c960.image >/dev/null 2>&1 || true
+}
