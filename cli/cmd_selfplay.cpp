@@ -67,7 +67,8 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   const auto progress = [&](const selfplay::PlayedGame& g) {
     ++done;
     if (!quiet && (done % 10 == 0 || done == total))
-      io.err << absl::StrFormat("\rc960 selfplay: %zu/%zu games (last: sp %d game %d, %s)", done, total, g.sp,
+      io.err << absl::StrFormat("\rc960 selfplay: %zu/%zu games (last: position %s game %d, %s)", done, total,
+                                spec->positions[g.position].id,
                                 g.index + 1, selfplay::termination_name(g.record.termination))
              << std::flush;
   };
@@ -78,7 +79,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   selfplay::SelfPlayStats stats;
   std::string pgn;
   for (const selfplay::PlayedGame& g : *games) {
-    stats.add(g.sp, g.record);
+    stats.add(spec->positions[g.position], g.record);
     if (p->has("pgn")) pgn += g.record.pgn;
   }
   const std::string table = format == "csv" ? stats.to_csv() : stats.to_json();

@@ -1,9 +1,17 @@
 #include "cli/selfplay_args.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <ctime>
+#include <fstream>
+#include <numeric>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/prng.h"
 #include "core/startpos.h"
+#include "selfplay/positions.h"
 
 namespace c960::cli {
 namespace {
@@ -28,6 +36,15 @@ const std::vector<SpecOption>& spec_options() {
   using namespace selfplay;
   static const std::vector<SpecOption> kOptions = {
       {{"sps", Arity::kOne, "RANGE", absl::StrCat("start positions, e.g. 0-9,518 (default ", kDefaultPositions, ")")}},
+      {{"fen", Arity::kMany, "FEN", "play from these positions instead (FEN, X-FEN or Shredder-FEN; ids 1, 2, ...)"}},
+      {{"epd", Arity::kOne, "FILE",
+        "play from the positions of an opening book (EPD or FEN lines; ids from the id opcode, else the line "
+        "number)"}},
+      {{"dfrc", Arity::kOne, "RANGE|all",
+        absl::StrCat("Double Fischer Random: pairs w*960+b (White's back rank of start position w, Black's of b), "
+                     "e.g. 0-99,497798, within 0..",
+                     kDfrcPairs - 1)}},
+      {{"random", Arity::kOne, "N", "play from N positions chosen by --seed among those of --sps or --dfrc"}},
       {{"games-per-position", Arity::kOne, "N", with_range("games from each start position", 1, kMaxGamesPerPosition)},
        1,
        kMaxGamesPerPosition,
@@ -137,11 +154,78 @@ std::vector<OptionSpec> selfplay_spec_options() {
   return out;
 }
 
+namespace {
+
+absl::StatusOr<std::string> read_text(const std::string& option, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", option, ": cannot read '", path, "'"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// N of the numbers, chosen by the seed (a partial Fisher-Yates shuffle), in ascending order.
+std::vector<int> choose(std::vector<int> from, size_t n, uint64_t seed) {
+  Prng prng(seed ^ 0x72616e646f6dULL);  // "random": apart from the games' streams
+  for (size_t i = 0; i < n; ++i) std::swap(from[i], from[i + prng.below(from.size() - i)]);
+  from.resize(n);
+  std::sort(from.begin(), from.end());
+  return from;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<selfplay::StartPosition>> positions_from_args(const ParsedArgs& p, uint64_t seed) {
+  using selfplay::StartPosition;
+  const int sources = int(p.has("sps")) + int(p.has("fen")) + int(p.has("epd")) + int(p.has("dfrc"));
+  if (sources > 1) return absl::InvalidArgumentError("give one of --sps, --fen, --epd, --dfrc");
+  std::vector<StartPosition> out;
+  if (p.has("fen") || p.has("epd")) {
+    if (p.has("random")) return absl::InvalidArgumentError("--random goes with --sps or --dfrc, not --fen or --epd");
+    if (p.has("epd")) {
+      absl::StatusOr<std::string> text = read_text("epd", p.get("epd"));
+      if (!text.ok()) return text.status();
+      absl::StatusOr<std::vector<StartPosition>> book = selfplay::parse_opening_book(*text);
+      if (!book.ok()) return absl::InvalidArgumentError(absl::StrCat("--epd ", p.get("epd"), ": ", book.status().message()));
+      return *std::move(book);
+    }
+    const std::vector<std::string>& fens = p.all("fen");
+    if (fens.empty()) return absl::InvalidArgumentError("--fen: give at least one FEN");
+    for (size_t i = 0; i < fens.size(); ++i) {
+      absl::StatusOr<StartPosition> pos = selfplay::fen_position(absl::StrCat(i + 1), fens[i]);
+      if (!pos.ok()) return absl::InvalidArgumentError(absl::StrCat("--fen ", i + 1, ": ", pos.status().message()));
+      out.push_back(*std::move(pos));
+    }
+    return out;
+  }
+  const bool dfrc = p.has("dfrc");
+  std::string ranges = dfrc ? p.get("dfrc") : p.get("sps", selfplay::kDefaultPositions);
+  if (dfrc && ranges == "all") ranges = absl::StrCat("0-", kDfrcPairs - 1);
+  absl::StatusOr<std::vector<int>> numbers = dfrc ? parse_number_ranges(ranges, kDfrcPairs, "DFRC pairs")
+                                                  : parse_number_ranges(ranges, kStartPositions, "start positions");
+  if (!numbers.ok())
+    return absl::InvalidArgumentError(absl::StrCat(dfrc ? "--dfrc: " : "--sps: ", numbers.status().message()));
+  if (p.has("random")) {
+    absl::StatusOr<long long> n = p.get_int("random", 1, 1, (long long)numbers->size());
+    if (!n.ok()) return n.status();
+    *numbers = choose(*std::move(numbers), size_t(*n), seed);
+  }
+  if (!dfrc) return selfplay::chess960_positions(*numbers);
+  if (numbers->size() > selfplay::kMaxPositions)
+    return absl::InvalidArgumentError(absl::StrCat("--dfrc: more than ", selfplay::kMaxPositions, " pairs"));
+  for (int pair : *numbers) out.push_back(*selfplay::dfrc_position(pair));
+  return out;
+}
+
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  return absl::StrFormat("%04d.%02d.%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
 absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   SelfPlaySpec spec;
-  absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.get("sps", selfplay::kDefaultPositions));
-  if (!sps.ok()) return absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message()));
-  spec.positions = *sps;
   if (!p.has("games-per-position")) return absl::InvalidArgumentError("--games-per-position is required");
   if (!p.has("engine")) return absl::InvalidArgumentError("--engine is required (builtin or the path of a UCI engine)");
   // NAME=PATH runs PATH under the name NAME (as a cluster worker offers it), so that a local run
@@ -167,6 +251,10 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
     if (!v.ok()) return v.status();
     o.set(spec, *v);
   }
+  absl::StatusOr<std::vector<selfplay::StartPosition>> positions = positions_from_args(p, spec.seed);
+  if (!positions.ok()) return positions.status();
+  spec.positions = *std::move(positions);
+  spec.date = today_utc();
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   return spec;
 }

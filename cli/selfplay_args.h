@@ -14,7 +14,12 @@ namespace c960::cli {
 // --seed and the rest of the spec's options (not the local run's --threads, --out, ...).
 std::vector<OptionSpec> selfplay_spec_options();
 
-// Builds and validates the spec; every error names its option.
+// The positions --sps, --fen, --epd or --dfrc (with --random N) name; the default is all 960.
+absl::StatusOr<std::vector<selfplay::StartPosition>> positions_from_args(const ParsedArgs& p, uint64_t seed);
+// Today's date (UTC) as a PGN Date tag, "YYYY.MM.DD".
+std::string today_utc();
+
+// Builds and validates the spec (its date today's); every error names its option.
 absl::StatusOr<selfplay::SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p);
 
 }  // namespace c960::cli

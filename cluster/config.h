@@ -42,6 +42,10 @@ inline constexpr size_t kUnitsPerStoreBatch = 2'000;
 // worker loses little, big enough that per-unit overhead (RPCs, a store commit) stays small.
 inline constexpr int kDefaultSelfPlayGamesPerUnit = 4;
 inline constexpr int kMaxSelfPlayGamesPerUnit = 1000;
+// A self-play job's positions beyond the 960 (FENs or DFRC pairs) at most: the explicit ones
+// travel in the spec, which every Job message carries (about 80 bytes each), and each is a row
+// of results.
+inline constexpr int kMaxSelfPlayPositions = 10'000;
 inline constexpr int kMaxUciOptions = 64;
 inline constexpr int kMaxUciOptionLength = 256;  // name or value
 inline constexpr int kMaxEnginePathLength = 4096;

@@ -1,5 +1,7 @@
 #include "cluster/selfplay_proto.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "core/notation.h"
@@ -32,10 +34,29 @@ std::string proto_field(absl::string_view field) {
 
 absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   SelfPlaySpec s;
+  if (int(!p.start_positions().empty()) + int(p.positions_size() > 0) + int(!p.dfrc_pairs().empty()) > 1)
+    return bad("start_positions", "give at most one of start_positions, positions and dfrc_pairs");
   if (p.start_positions().size() > size_t(cluster::kMaxStartPositionsLength)) return bad("start_positions", "too long");
-  absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.start_positions().empty() ? "0-959" : p.start_positions());
-  if (!sps.ok()) return bad("start_positions", sps.status().message());
-  s.positions = *sps;
+  if (p.dfrc_pairs().size() > size_t(cluster::kMaxStartPositionsLength)) return bad("dfrc_pairs", "too long");
+  if (p.positions_size() > cluster::kMaxSelfPlayPositions)
+    return bad("positions", absl::StrCat(p.positions_size(), " is more than ", cluster::kMaxSelfPlayPositions));
+  if (!p.dfrc_pairs().empty()) {
+    absl::StatusOr<std::vector<int>> pairs =
+        parse_number_ranges(p.dfrc_pairs(), kDfrcPairs, "DFRC pairs", size_t(cluster::kMaxSelfPlayPositions));
+    if (!pairs.ok()) return bad("dfrc_pairs", pairs.status().message());
+    for (int pair : *pairs) s.positions.push_back(*dfrc_position(pair));
+  } else if (p.positions_size() > 0) {
+    for (int i = 0; i < p.positions_size(); ++i) {
+      absl::StatusOr<StartPosition> pos = fen_position(p.positions(i).id(), p.positions(i).fen());
+      if (!pos.ok()) return bad("positions", absl::StrCat("position ", i + 1, ": ", pos.status().message()));
+      s.positions.push_back(*std::move(pos));
+    }
+  } else {
+    absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.start_positions().empty() ? "0-959" : p.start_positions());
+    if (!sps.ok()) return bad("start_positions", sps.status().message());
+    s.positions = chess960_positions(*sps);
+  }
+  s.date = p.date();
   if (p.engine().size() > size_t(cluster::kMaxEnginePathLength) || !printable(p.engine()))
     return bad("engine", "not a printable path of at most 4096 characters");
   s.engine = p.engine();
@@ -75,15 +96,35 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
 
 v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
   v1::SelfPlayJobSpec p;
-  std::string ranges;
-  for (size_t i = 0; i < s.positions.size();) {
-    size_t j = i;
-    while (j + 1 < s.positions.size() && s.positions[j + 1] == s.positions[j] + 1) ++j;
-    absl::StrAppend(&ranges, ranges.empty() ? "" : ",", s.positions[i]);
-    if (j > i) absl::StrAppend(&ranges, "-", s.positions[j]);
-    i = j + 1;
+  const auto all_of_kind = [&](PositionKind kind) {
+    return std::all_of(s.positions.begin(), s.positions.end(), [&](const StartPosition& x) { return x.kind == kind; });
+  };
+  // Ranges of the numbers, which must ascend (as parse_number_ranges gives them).
+  const auto ranges = [&] {
+    std::string out;
+    for (size_t i = 0; i < s.positions.size();) {
+      size_t j = i;
+      while (j + 1 < s.positions.size() && s.positions[j + 1].number == s.positions[j].number + 1) ++j;
+      absl::StrAppend(&out, out.empty() ? "" : ",", s.positions[i].number);
+      if (j > i) absl::StrAppend(&out, "-", s.positions[j].number);
+      i = j + 1;
+    }
+    return out;
+  };
+  const bool ascending = std::is_sorted(s.positions.begin(), s.positions.end(),
+                                        [](const StartPosition& a, const StartPosition& b) { return a.number < b.number; });
+  if (ascending && all_of_kind(PositionKind::kChess960)) {
+    p.set_start_positions(ranges());
+  } else if (ascending && all_of_kind(PositionKind::kDfrc)) {
+    p.set_dfrc_pairs(ranges());
+  } else {
+    for (const StartPosition& x : s.positions) {
+      v1::SelfPlayPosition* out = p.add_positions();
+      out->set_id(x.id);
+      out->set_fen(x.fen);
+    }
   }
-  p.set_start_positions(ranges);
+  p.set_date(s.date);
   p.set_games_per_position(s.games_per_position);
   p.set_engine(s.engine);
   for (const UciOptionValue& o : s.options) {
@@ -106,6 +147,17 @@ v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
   p.set_resign_score_cp(s.adjudication.resign_score_cp);
   p.set_hash_mb(s.hash_mb);
   p.set_engine_timeout_ms(s.engine_timeout_ms);
+  return p;
+}
+
+absl::StatusOr<StartPosition> unit_position(const v1::SelfPlayUnitSpec& u) {
+  if (!u.has_position()) {
+    absl::StatusOr<StartPosition> p = chess960_position(u.start_position());
+    if (!p.ok()) return bad("start_position", p.status().message());
+    return p;
+  }
+  absl::StatusOr<StartPosition> p = fen_position(u.position().id(), u.position().fen());
+  if (!p.ok()) return bad("position", p.status().message());
   return p;
 }
 

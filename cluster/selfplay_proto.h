@@ -11,11 +11,15 @@
 
 namespace c960::selfplay {
 
-// The spec a job stands for; INVALID_ARGUMENT naming the proto field (start_positions, engine,
-// options, nodes, depth, movetime_ms, limits, games_per_unit, ...).
+// The spec a job stands for; INVALID_ARGUMENT naming the proto field (start_positions,
+// positions, dfrc_pairs, engine, options, nodes, depth, movetime_ms, limits, games_per_unit,
+// date, ...).
 absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p);
-// The inverse (games_per_unit left 0); positions are written as ranges, e.g. "0-9,518".
+// The inverse (games_per_unit left 0): start positions and DFRC pairs as ranges ("0-9,518"),
+// other positions one by one (a mix of kinds as positions).
 v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& spec);
+// The position a unit's games start from: its start position, or its own position.
+absl::StatusOr<StartPosition> unit_position(const v1::SelfPlayUnitSpec& unit);
 
 void game_to_proto(int game_index, const GameRecord& game, v1::SelfPlayGame* out);
 // Replays the moves from the start FEN, so a record with an illegal move, an unknown result or

@@ -25,6 +25,10 @@ absl::Status check_engine_name(const std::string& engine) {
       "a job cannot give a path"));
 }
 
+int position_count(const v1::store::SelfPlayPlan& plan) {
+  return plan.other_positions_size() > 0 ? plan.other_positions_size() : plan.positions_size();
+}
+
 class SelfPlayKind : public JobKind {
  public:
   std::string capability() const override { return "selfplay"; }
@@ -49,13 +53,35 @@ class SelfPlayKind : public JobKind {
     KindPlan out;
     v1::store::SelfPlayPlan* sp = out.plan.mutable_selfplay();
     sp->set_games_per_position(s->games_per_position);
+    // A job of the 960 names its positions by number; other positions travel in their units, and
+    // the job each unit carries leaves out its list (it may hold thousands of FENs).
+    const bool by_number = p.positions_size() == 0 && p.dfrc_pairs().empty();
+    v1::SelfPlayJobSpec unit_job = p;
+    if (!by_number) {
+      unit_job.clear_positions();
+      unit_job.clear_dfrc_pairs();
+    }
     for (size_t k = 0; k < s->positions.size(); ++k) {
-      sp->add_positions(s->positions[k]);
+      const selfplay::StartPosition& pos = s->positions[k];
+      if (by_number) {
+        sp->add_positions(pos.number);
+      } else {
+        v1::store::SelfPlayPlanPosition* o = sp->add_other_positions();
+        o->set_id(pos.id);
+        o->set_fen(pos.fen);
+      }
       for (int first = 0; first < s->games_per_position; first += per_unit) {
         v1::UnitSpec us;
         v1::SelfPlayUnitSpec* u = us.mutable_selfplay();
-        *u->mutable_job() = p;
-        u->set_start_position(s->positions[k]);
+        *u->mutable_job() = unit_job;
+        if (by_number) {
+          u->set_start_position(pos.number);
+        } else {
+          u->set_start_position(-1);
+          u->mutable_position()->set_id(pos.id);
+          u->mutable_position()->set_fen(pos.fen);
+          u->set_position_index(int32_t(k));
+        }
         u->set_first_game(first);
         u->set_games(std::min(per_unit, s->games_per_position - first));
         v1::store::UnitMeta meta;
@@ -76,6 +102,8 @@ class SelfPlayKind : public JobKind {
           absl::StrCat("result.selfplay.games: ", r.games_size(), " games for a unit of ", u.games()));
     absl::StatusOr<selfplay::SelfPlaySpec> job = selfplay::spec_from_proto(u.job());
     if (!job.ok()) return absl::InternalError(absl::StrCat("unit spec: ", job.status().message()));
+    absl::StatusOr<selfplay::StartPosition> position = selfplay::unit_position(u);
+    if (!position.ok()) return absl::InternalError(absl::StrCat("unit spec: ", position.status().message()));
     v1::UnitResult out;
     for (int k = 0; k < r.games_size(); ++k) {
       const v1::SelfPlayGame& g = r.games(k);
@@ -85,7 +113,7 @@ class SelfPlayKind : public JobKind {
             absl::StrCat("result.selfplay.games.game_index: ", g.game_index(), " where ", index, " was due"));
       absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
       if (!rec.ok()) return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", rec.status().message()));
-      absl::StatusOr<selfplay::GameRecord> checked = selfplay::check_game(*job, u.start_position(), index, *rec);
+      absl::StatusOr<selfplay::GameRecord> checked = selfplay::check_game(*job, *position, index, *rec);
       if (!checked.ok())
         return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", checked.status().message()));
       selfplay::game_to_proto(index, *checked, out.mutable_selfplay()->add_games());
@@ -110,12 +138,12 @@ class SelfPlayKind : public JobKind {
   void fill_progress(const v1::store::JobPlan& plan, NodeCount work_done, double work_per_second,
                      v1::Progress* out) const override {
     out->set_games_done(int64_t(work_done));
-    out->set_games_total(int64_t(plan.selfplay().positions_size()) * plan.selfplay().games_per_position());
+    out->set_games_total(int64_t(position_count(plan.selfplay())) * plan.selfplay().games_per_position());
     out->set_games_per_second(work_per_second);
   }
 
   std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
-    return absl::StrCat(plan.selfplay().positions_size(), " positions x ", plan.selfplay().games_per_position(),
+    return absl::StrCat(position_count(plan.selfplay()), " positions x ", plan.selfplay().games_per_position(),
                         " games, ", units, " units");
   }
 
@@ -123,25 +151,36 @@ class SelfPlayKind : public JobKind {
 
   std::vector<StoredGame> games(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
     std::vector<StoredGame> out;
-    for (const v1::SelfPlayGame& g : result.selfplay().games())
-      out.push_back({spec.selfplay().start_position(), g.game_index(), g.SerializeAsString()});
+    // Keyed by start position, or for other positions by their place in the job (a job has
+    // positions of one sort only, so keys never meet).
+    const v1::SelfPlayUnitSpec& u = spec.selfplay();
+    const int32_t key = u.has_position() ? u.position_index() : u.start_position();
+    for (const v1::SelfPlayGame& g : result.selfplay().games()) out.push_back({key, g.game_index(), g.SerializeAsString()});
     return out;
   }
 
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool,
                                        bool omit_games) const override {
     const v1::store::SelfPlayPlan& pp = plan.selfplay();
-    std::vector<v1::SelfPlayPositionResult> pos(size_t(pp.positions_size()));
-    for (int k = 0; k < pp.positions_size(); ++k) {
-      pos[k].set_start_position(pp.positions(k));
-      pos[k].set_fen(startpos_fen(pp.positions(k)).value_or(""));
+    const int n = position_count(pp);
+    std::vector<v1::SelfPlayPositionResult> pos{size_t(n)};
+    for (int k = 0; k < n; ++k) {
+      if (pp.other_positions_size() > 0) {
+        pos[k].set_start_position(-1);
+        pos[k].set_fen(pp.other_positions(k).fen());
+        pos[k].set_position_id(pp.other_positions(k).id());
+      } else {
+        pos[k].set_start_position(pp.positions(k));
+        pos[k].set_fen(startpos_fen(pp.positions(k)).value_or(""));
+        pos[k].set_position_id(absl::StrCat(pp.positions(k)));
+      }
       pos[k].set_games_planned(pp.games_per_position());
       pos[k].set_complete(true);
     }
     // Units are planned position by position in game order, so games arrive by index.
     for (const UnitView& u : units) {
       const int k = u.meta->selfplay().position();
-      if (k < 0 || k >= pp.positions_size()) continue;
+      if (k < 0 || k >= n) continue;
       v1::SelfPlayPositionResult& p = pos[k];
       if (!u.result) {
         p.set_complete(false);

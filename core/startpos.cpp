@@ -111,16 +111,34 @@ absl::StatusOr<int> number_of_fen(absl::string_view fen) {
   return *n;
 }
 
+absl::StatusOr<std::string> dfrc_fen(int pair, bool shredder) {
+  if (pair < 0 || pair >= kDfrcPairs)
+    return absl::InvalidArgumentError(absl::StrCat("DFRC pair ", pair, " is out of range 0..", kDfrcPairs - 1));
+  const std::string white = *backrank_of(pair / kStartPositions), black = *backrank_of(pair % kStartPositions);
+  std::string castling = "KQkq";  // each side has only its two rooks: X-FEN's KQkq names them
+  if (shredder) {
+    const size_t w1 = white.find('R'), w2 = white.find('R', w1 + 1);
+    const size_t b1 = black.find('R'), b2 = black.find('R', b1 + 1);
+    castling = {char('A' + w2), char('A' + w1), char('a' + b2), char('a' + b1)};
+  }
+  return absl::StrCat(absl::AsciiStrToLower(black), "/pppppppp/8/8/8/8/PPPPPPPP/", white, " w ", castling, " - 0 1");
+}
+
 int random_startpos(uint64_t seed) { return int(Prng(seed).below(kStartPositions)); }
 
 absl::StatusOr<std::vector<int>> parse_sp_ranges(absl::string_view spec) {
-  const auto parse = [](absl::string_view s, int& out) {
+  return parse_number_ranges(spec, kStartPositions, "start positions");
+}
+
+absl::StatusOr<std::vector<int>> parse_number_ranges(absl::string_view spec, int limit, absl::string_view what,
+                                                     size_t max_count) {
+  const auto parse = [limit](absl::string_view s, int& out) {
     s = absl::StripAsciiWhitespace(s);
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return !s.empty() && ec == std::errc() && p == s.data() + s.size() && out >= 0 && out < kStartPositions;
+    return !s.empty() && ec == std::errc() && p == s.data() + s.size() && out >= 0 && out < limit;
   };
   std::set<int> out;
-  if (absl::StripAsciiWhitespace(spec).empty()) return absl::InvalidArgumentError("start position list is empty");
+  if (absl::StripAsciiWhitespace(spec).empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": the list is empty"));
   for (absl::string_view part : absl::StrSplit(spec, ',')) {
     int lo = 0, hi = 0;
     const size_t dash = part.find('-');
@@ -129,9 +147,13 @@ absl::StatusOr<std::vector<int>> parse_sp_ranges(absl::string_view spec) {
                         : parse(part.substr(0, dash), lo) && parse(part.substr(dash + 1), hi);
     if (!ok)
       return absl::InvalidArgumentError(
-          absl::StrCat("start positions: '", part, "' is not a number or range within 0..959"));
-    if (lo > hi) return absl::InvalidArgumentError(absl::StrCat("start positions: range '", part, "' runs backwards"));
+          absl::StrCat(what, ": '", part, "' is not a number or range within 0..", limit - 1));
+    if (lo > hi) return absl::InvalidArgumentError(absl::StrCat(what, ": range '", part, "' runs backwards"));
+    // Checked before the range is expanded, so that a huge range costs nothing.
+    if (size_t(hi - lo) >= max_count)
+      return absl::InvalidArgumentError(absl::StrCat(what, ": more than ", max_count));
     for (int i = lo; i <= hi; ++i) out.insert(i);
+    if (out.size() > max_count) return absl::InvalidArgumentError(absl::StrCat(what, ": more than ", max_count));
   }
   return std::vector<int>(out.begin(), out.end());
 }

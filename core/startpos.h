@@ -2,6 +2,7 @@
 // 518 = RNBQKBNR, 959 = RKRNNQBB.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,9 +23,18 @@ absl::StatusOr<int> number_of_backrank(absl::string_view backrank);
 absl::StatusOr<int> number_of_fen(absl::string_view fen);
 // The FEN of start position n, X-FEN (KQkq) or Shredder-FEN (HAha).
 absl::StatusOr<std::string> startpos_fen(int n, bool shredder = false);
+// Double Fischer Random (White's and Black's back ranks chosen independently): pair number
+// w * 960 + b has White's back rank of start position w and Black's of start position b, so pair
+// n * 961 is Chess960 start position n. Castling rights are full, on each side's own rooks.
+constexpr int kDfrcPairs = kStartPositions * kStartPositions;
+absl::StatusOr<std::string> dfrc_fen(int pair, bool shredder = false);
 // A uniformly random start position number, reproducible from the seed.
 int random_startpos(uint64_t seed);
 // "0-9,518,601" -> the numbers, ascending and without duplicates. Each must be in 0..959.
 absl::StatusOr<std::vector<int>> parse_sp_ranges(absl::string_view spec);
+// The same for numbers in 0..limit-1, at most max_count of them; errors call them `what` (e.g.
+// "DFRC pairs").
+absl::StatusOr<std::vector<int>> parse_number_ranges(absl::string_view spec, int limit, absl::string_view what,
+                                                     size_t max_count = SIZE_MAX);
 
 }  // namespace c960

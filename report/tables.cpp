@@ -341,13 +341,13 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
   SelfPlayTable table;
   for (size_t t = 0; t < size_t(selfplay::Termination::kCount); ++t)
     table.termination_names.emplace_back(selfplay::termination_name(selfplay::Termination(t)));
-  for (const auto& [sp, p] : stats.positions()) {
+  for (const selfplay::PositionStats* p : stats.rows()) {
     SelfPlayRow row;
-    row.key = resolve_key(absl::StrCat(sp), p.fen);
-    row.counts = p.counts;
-    row.mean_plies = p.mean_plies();
-    row.duplicates = p.duplicates;
-    row.terminations.assign(p.terminations.begin(), p.terminations.end());
+    row.key = resolve_key(p->id, p->fen);
+    row.counts = p->counts;
+    row.mean_plies = p->mean_plies();
+    row.duplicates = p->duplicates;
+    row.terminations.assign(p->terminations.begin(), p->terminations.end());
     table.rows.push_back(std::move(row));
   }
   return table;

@@ -161,15 +161,21 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   }
   game.opening_plies = game.plies();
 
+  // A player's name in the record and in details: with its side when both have the same name,
+  // so that "X (black) resigns" says who. A UCI engine knows its "id name" once started.
+  const auto name_of = [&](const Player& p) {
+    std::string n = p.name();
+    if (n == (&p == &white ? black : white).name()) absl::StrAppend(&n, &p == &white ? " (white)" : " (black)");
+    return n;
+  };
   for (Player* p : {&white, &black}) {
     if (ending) break;
     if (const absl::Status s = p->new_game(); !s.ok())
       ending = Ending{win_for(p == &white ? BLACK : WHITE), Termination::kEngineError,
-                      absl::StrCat(p->name(), ": ", s.message())};
+                      absl::StrCat(name_of(*p), ": ", s.message())};
   }
-  // Names now: a UCI engine knows its "id name" once started.
-  game.white = white.name();
-  game.black = black.name();
+  game.white = name_of(white);
+  game.black = name_of(black);
 
   while (!ending) {
     const Color us = pos.side_to_move();
@@ -182,21 +188,21 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
     const std::string start = game.start_fen;
     PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
     if (answer.failed()) {
-      ending = Ending{win_for(~us), answer.failure, absl::StrCat(player.name(), ": ", answer.detail)};
+      ending = Ending{win_for(~us), answer.failure, absl::StrCat(us == WHITE ? game.white : game.black, ": ", answer.detail)};
       break;
     }
     MoveList legal;
     generate_legal(pos, legal);
     if (!legal.contains(answer.move)) {
       ending = Ending{win_for(~us), Termination::kIllegalMove,
-                      absl::StrCat(player.name(), " played ", to_uci(answer.move), ", not legal in ",
+                      absl::StrCat(us == WHITE ? game.white : game.black, " played ", to_uci(answer.move), ", not legal in ",
                                    pos.fen(FenDialect::kShredder))};
       break;
     }
     play(answer.move, answer.score_cp);
     if (!ending)
-      ending = adjudicate(game.scores, game.plies() - 1, us, options.adjudication, player.name(),
-                          (us == WHITE ? black : white).name());
+      ending = adjudicate(game.scores, game.plies() - 1, us, options.adjudication,
+                          us == WHITE ? game.white : game.black, us == WHITE ? game.black : game.white);
   }
   game.result = ending->result;
   game.termination = ending->termination;
@@ -225,6 +231,7 @@ std::string to_pgn(const GameRecord& game, const GameOptions& options) {
   if (!start.ok()) return "";  // records come from play_game, whose FEN parsed
   Position pos = *start;
   tag("FEN", pos.fen(FenDialect::kXFen));
+  tag("TimeControl", options.time_control);
   tag("Termination", pgn_termination(game.termination));
   tag("PlyCount", absl::StrCat(game.plies()));
   out += "\n";
@@ -248,6 +255,10 @@ std::string to_pgn(const GameRecord& game, const GameOptions& options) {
       word(absl::StrCat(pos.fullmove_number(), "..."));
     word(to_san(pos, m));
     pos.do_move(m, states.emplace_back());
+    if (int(i) + 1 == game.opening_plies) {
+      word("{random");
+      word("opening}");
+    }
   }
   std::string comment = std::string(termination_name(game.termination));
   if (!game.detail.empty()) absl::StrAppend(&comment, ": ", game.detail);

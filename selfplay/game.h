@@ -102,6 +102,7 @@ struct GameOptions {
   std::string site = "?";
   std::string date = "????.??.??";
   std::string round = "?";
+  std::string time_control = "-";  // the PGN standard's TimeControl: "-" none, "?" unknown
 };
 
 struct GameRecord {
@@ -166,13 +167,15 @@ std::optional<Ending> adjudicate(const std::vector<std::optional<int>>& scores, 
                                  const Adjudication& adj, absl::string_view us_name, absl::string_view them_name);
 
 // Plays a game from start_fen. Errors only for bad input (FEN, opening moves); everything a
-// player does wrong ends the game with a loss for it.
+// player does wrong ends the game with a loss for it. Players of the same name (self-play) are
+// told apart by their side, "NAME (white)" and "NAME (black)", in the record and its details.
 absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white, Player& black,
                                      const MoveLimits& white_limits, const MoveLimits& black_limits,
                                      const GameOptions& options);
 
-// PGN of a finished game: Seven Tag Roster, Variant/SetUp/FEN/Termination/PlyCount tags, SAN
-// moves in lines of at most 80 characters, and the detail as a final comment.
+// PGN of a finished game: Seven Tag Roster, Variant/SetUp/FEN/TimeControl/Termination/PlyCount
+// tags, SAN moves in lines of at most 80 characters, a comment {random opening} after the last
+// opening ply, and the detail as a final comment.
 std::string to_pgn(const GameRecord& game, const GameOptions& options);
 
 }  // namespace c960::selfplay

@@ -20,13 +20,26 @@ absl::Status check_engine(const SelfPlaySpec& spec) {
 }
 
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
-                                                   const std::function<void(const PlayedGame&)>& on_game) {
+                                                   const std::function<void(const PlayedGame&)>& on_game,
+                                                   std::vector<PlayedGame> done) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   if (threads < 1 || threads > 1024)
     return absl::InvalidArgumentError(absl::StrCat("threads: ", threads, " is not in 1..1024"));
   std::vector<PlayedGame> games;
-  for (int sp : spec.positions)
-    for (int i = 0; i < spec.games_per_position; ++i) games.push_back(PlayedGame{sp, i, {}});
+  for (size_t k = 0; k < spec.positions.size(); ++k)
+    for (int i = 0; i < spec.games_per_position; ++i) games.push_back(PlayedGame{k, i, {}});
+  const size_t per_position = size_t(spec.games_per_position);
+  std::vector<bool> played(games.size(), false);
+  for (PlayedGame& g : done) {
+    if (g.position >= spec.positions.size() || g.index < 0 || g.index >= spec.games_per_position)
+      return absl::InvalidArgumentError(absl::StrCat("done: game ", g.position, ".", g.index, " is not in the spec"));
+    const size_t k = g.position * per_position + size_t(g.index);
+    played[k] = true;
+    games[k].record = std::move(g.record);
+  }
+  std::vector<size_t> todo;
+  for (size_t k = 0; k < games.size(); ++k)
+    if (!played[k]) todo.push_back(k);
 
   std::atomic<size_t> next{0};
   std::mutex mu;
@@ -38,12 +51,14 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
       error.Update(players.status());
       return;
     }
-    for (size_t k; (k = next.fetch_add(1)) < games.size();) {
-      absl::StatusOr<GameRecord> g = play_selfplay_game(spec, games[k].sp, games[k].index, *players);
+    for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
+      const size_t k = todo[t];
+      absl::StatusOr<GameRecord> g =
+          play_selfplay_game(spec, spec.positions[games[k].position], games[k].index, *players);
       std::lock_guard<std::mutex> lock(mu);
       if (!g.ok()) {
         error.Update(g.status());
-        next = games.size();  // stop everyone
+        next = todo.size();  // stop everyone
         return;
       }
       games[k].record = *std::move(g);
@@ -51,7 +66,7 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
     }
   };
   std::vector<std::thread> pool;
-  const int n = int(std::min<size_t>(size_t(threads), games.size()));
+  const int n = int(std::min<size_t>(size_t(threads), todo.size()));
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (!error.ok()) return error;

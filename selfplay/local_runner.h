@@ -1,5 +1,5 @@
 // Plays every game of a self-play spec on local threads: the same games, in the same order, as
-// the distributed job would, since each depends only on (spec, sp, game index).
+// the distributed job would, since each depends only on (spec, position, game index).
 #pragma once
 
 #include <functional>
@@ -11,8 +11,8 @@
 namespace c960::selfplay {
 
 struct PlayedGame {
-  int sp = 0;
-  int index = 0;  // game number within the position, 0-based
+  size_t position = 0;  // index into the spec's positions
+  int index = 0;        // game number within the position, 0-based
   GameRecord record;
 };
 
@@ -21,8 +21,11 @@ struct PlayedGame {
 absl::Status check_engine(const SelfPlaySpec& spec);
 
 // Games ordered by position (as listed in the spec), then by index. `on_game` (optional) is
-// called as each game finishes, from the worker threads, one call at a time.
+// called as each game finishes, from the worker threads, one call at a time. Games in `done`
+// (e.g. those of an interrupted run, already checked) are not played again: they take their
+// places in the result.
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
-                                                   const std::function<void(const PlayedGame&)>& on_game = {});
+                                                   const std::function<void(const PlayedGame&)>& on_game = {},
+                                                   std::vector<PlayedGame> done = {});
 
 }  // namespace c960::selfplay

@@ -1,5 +1,7 @@
 #include "selfplay/spec.h"
 
+#include <unordered_set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/movegen.h"
@@ -18,6 +20,15 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// "YYYY.MM.DD" with a month 1..12 and a day 1..31.
+bool valid_date(absl::string_view d) {
+  if (d.size() != 10 || d[4] != '.' || d[7] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (d[i] < '0' || d[i] > '9') return false;
+  const int month = (d[5] - '0') * 10 + (d[6] - '0'), day = (d[8] - '0') * 10 + (d[9] - '0');
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
 }  // namespace
 
 absl::Status SelfPlaySpec::validate() const {
@@ -25,8 +36,15 @@ absl::Status SelfPlaySpec::validate() const {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", why...));
   };
   if (positions.empty()) return bad("positions", "none given");
-  for (int sp : positions)
-    if (sp < 0 || sp >= kStartPositions) return bad("positions", sp, " is not in 0..959");
+  if (positions.size() > kMaxPositions) return bad("positions", positions.size(), " is more than ", kMaxPositions);
+  std::unordered_set<std::string_view> ids;
+  for (const StartPosition& p : positions) {
+    if (absl::Status s = check_position_id(p.id); !s.ok()) return bad("positions", s.message());
+    if (p.fen.empty() || p.fen.size() > kMaxPositionFenLength) return bad("positions", "position ", p.id, ": bad FEN");
+    if (p.kind == PositionKind::kChess960 && (p.number < 0 || p.number >= kStartPositions))
+      return bad("positions", p.number, " is not in 0..959");
+    if (!ids.insert(p.id).second) return bad("positions", "id '", p.id, "' is given twice");
+  }
   if (games_per_position < 1 || games_per_position > kMaxGamesPerPosition)
     return bad("games_per_position", games_per_position, " is not in 1..", kMaxGamesPerPosition);
   if (engine.empty()) return bad("engine", "empty (give builtin or a path)");
@@ -65,6 +83,7 @@ absl::Status SelfPlaySpec::validate() const {
   if (hash_mb < 1 || hash_mb > kMaxHashMb) return bad("hash_mb", hash_mb, " is not in 1..", kMaxHashMb);
   if (engine_timeout_ms < kMinEngineTimeoutMs || engine_timeout_ms > kMaxEngineTimeoutMs)
     return bad("engine_timeout_ms", engine_timeout_ms, " is not in ", kMinEngineTimeoutMs, "..", kMaxEngineTimeoutMs);
+  if (!date.empty() && !valid_date(date)) return bad("date", "'", date.substr(0, 16), "' is not YYYY.MM.DD");
   return absl::OkStatus();
 }
 
@@ -80,8 +99,48 @@ std::string describe(const SelfPlaySpec& s) {
                       s.seed);
 }
 
-uint64_t game_seed(uint64_t spec_seed, int sp, int game_index) {
-  return mix(mix(mix(spec_seed) ^ uint64_t(sp)) ^ uint64_t(uint32_t(game_index)));
+std::vector<StartPosition> chess960_positions(const std::vector<int>& sps) {
+  std::vector<StartPosition> out;
+  for (int sp : sps)
+    if (absl::StatusOr<StartPosition> p = chess960_position(sp); p.ok()) out.push_back(*std::move(p));
+  return out;
+}
+
+std::vector<MetadataValue> metadata_values(const SelfPlaySpec& s) {
+  std::vector<std::string> opts;
+  for (const UciOptionValue& o : s.options) opts.push_back(absl::StrCat(o.name, "=", o.value));
+  std::vector<MetadataValue> out = {{"engine", s.engine}, {"engine_options", absl::StrJoin(opts, " ")}};
+  if (s.limits.nodes) out.push_back({"nodes", absl::StrCat(s.limits.nodes), true});
+  if (s.limits.depth) out.push_back({"depth", absl::StrCat(s.limits.depth), true});
+  if (s.limits.movetime_ms) out.push_back({"movetime_ms", absl::StrCat(s.limits.movetime_ms), true});
+  const Adjudication& a = s.adjudication;
+  const std::vector<MetadataValue> rest = {
+      {"positions", absl::StrCat(s.positions.size()), true},
+      {"games_per_position", absl::StrCat(s.games_per_position), true},
+      {"random_plies", absl::StrCat(s.random_plies), true},
+      {"node_jitter_percent", absl::StrCat(s.node_jitter_percent), true},
+      {"sample_margin_cp", absl::StrCat(s.sample_margin_cp), true},
+      {"seed", absl::StrCat(s.seed), true},
+      {"max_plies", absl::StrCat(s.max_plies), true},
+      {"draw_moves", absl::StrCat(a.draw_moves), true},
+      {"draw_score_cp", absl::StrCat(a.draw_score_cp), true},
+      {"draw_min_ply", absl::StrCat(a.draw_min_ply), true},
+      {"resign_moves", absl::StrCat(a.resign_moves), true},
+      {"resign_score_cp", absl::StrCat(a.resign_score_cp), true},
+      {"hash_mb", absl::StrCat(s.hash_mb), true},
+      {"date", s.date.empty() ? "????.??.??" : s.date},
+  };
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+std::string time_control(const MoveLimits& limits) {
+  if (!limits.movetime_ms) return "-";
+  return limits.movetime_ms % 1000 == 0 ? absl::StrCat("1/", limits.movetime_ms / 1000) : "?";
+}
+
+uint64_t game_seed(uint64_t spec_seed, uint64_t position_key, int game_index) {
+  return mix(mix(mix(spec_seed) ^ position_key) ^ uint64_t(uint32_t(game_index)));
 }
 
 absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
@@ -102,22 +161,24 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
   return p;
 }
 
-absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, int sp, int game_index) {
+absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, const StartPosition& position, int game_index) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
-  if (sp < 0 || sp >= kStartPositions) return absl::InvalidArgumentError(absl::StrCat("sp: ", sp, " is not in 0..959"));
   if (game_index < 0) return absl::InvalidArgumentError(absl::StrCat("game index: ", game_index, " is negative"));
-  absl::StatusOr<std::string> fen = startpos_fen(sp, true);
-  if (!fen.ok()) return fen.status();
-  Prng prng(game_seed(spec.seed, sp, game_index));
+  absl::StatusOr<Position> start = Position::from_fen(position.fen);
+  if (!start.ok())
+    return absl::InvalidArgumentError(absl::StrCat("position ", position.id, ": ", start.status().message()));
+  Prng prng(game_seed(spec.seed, position_key(position), game_index));
   GameOptions options;
   options.max_plies = spec.max_plies;
   options.adjudication = spec.adjudication;
   options.node_jitter_percent = spec.node_jitter_percent;
   options.seed = prng.rand64();
   options.event = absl::StrCat("c960 selfplay: ", describe(spec));
-  options.round = absl::StrCat(sp, ".", game_index + 1);
+  options.round = absl::StrCat(position.id, ".", game_index + 1);
+  if (!spec.date.empty()) options.date = spec.date;
+  options.time_control = time_control(spec.limits);
   // Random opening plies, stopping early should the game end during them.
-  Position pos = *Position::from_fen(*fen);
+  Position pos = *start;
   std::vector<StateInfo> states(size_t(spec.random_plies));
   for (int i = 0; i < spec.random_plies; ++i) {
     MoveList list;
@@ -154,14 +215,15 @@ bool rules_ending(Termination t) {
 
 }  // namespace
 
-absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, int sp, int game_index, GameRecord g) {
-  absl::StatusOr<GameOptions> options = game_options(spec, sp, game_index);
+absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, const StartPosition& position, int game_index,
+                                      GameRecord g) {
+  absl::StatusOr<GameOptions> options = game_options(spec, position, game_index);
   if (!options.ok()) return options.status();
   const auto bad = [&](auto... why) {
-    return absl::InvalidArgumentError(absl::StrCat("game ", sp, ".", game_index + 1, ": ", why...));
+    return absl::InvalidArgumentError(absl::StrCat("game ", position.id, ".", game_index + 1, ": ", why...));
   };
-  const std::string start = *startpos_fen(sp, true);
-  if (g.start_fen != start) return bad("does not start from position ", sp);
+  const std::string& start = position.fen;
+  if (g.start_fen != start) return bad("does not start from position ", position.id);
   if (g.termination >= Termination::kCount) return bad("has no ending");
   const std::vector<Move>& opening = options->opening;
   if (g.opening_plies < 0 || g.opening_plies > int(opening.size()) || g.opening_plies > g.plies())
@@ -220,11 +282,18 @@ absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, int sp, int game
   return g;
 }
 
-absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players) {
-  absl::StatusOr<GameOptions> options = game_options(spec, sp, game_index);
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, const StartPosition& position, int game_index,
+                                              Players& players) {
+  absl::StatusOr<GameOptions> options = game_options(spec, position, game_index);
   if (!options.ok()) return options.status();
   if (!players.white || !players.black) return absl::InvalidArgumentError("players: not created (use make_players)");
-  return play_game(*startpos_fen(sp, true), *players.white, *players.black, spec.limits, spec.limits, *options);
+  return play_game(position.fen, *players.white, *players.black, spec.limits, spec.limits, *options);
+}
+
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players) {
+  absl::StatusOr<StartPosition> position = chess960_position(sp);
+  if (!position.ok()) return absl::InvalidArgumentError(absl::StrCat("sp: ", position.status().message()));
+  return play_selfplay_game(spec, *position, game_index, players);
 }
 
 }  // namespace c960::selfplay

@@ -1,6 +1,6 @@
 // A self-play job as data: which positions, how many games, which engine under which limits,
 // how games are made to differ, and how they are adjudicated. play_selfplay_game() plays game
-// number i of a position under a spec; the result depends only on (spec, sp, i), so any
+// number i of a position under a spec; the result depends only on (spec, position, i), so any
 // machine can play any game and a replayed game is the same game.
 #pragma once
 
@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/startpos.h"
 #include "selfplay/game.h"
+#include "selfplay/positions.h"
 #include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
@@ -20,6 +22,8 @@ constexpr absl::string_view kBuiltinEngine = "builtin";
 // Every default and limit of a spec in one place: validate(), the command-line options of
 // `c960 selfplay` and `c960 submit selfplay`, and their help text all read these.
 inline constexpr char kDefaultPositions[] = "0-959";  // all start positions
+// A local run's positions at most (every DFRC pair); cluster/config.h bounds a job's.
+inline constexpr size_t kMaxPositions = size_t(kDfrcPairs);
 inline constexpr int kMaxGamesPerPosition = 1'000'000;
 // Move limits: exactly one of nodes, depth, movetime, each at least 1.
 inline constexpr uint64_t kMaxNodesLimit = uint64_t(1) << 40;
@@ -46,7 +50,7 @@ inline constexpr int kMinEngineTimeoutMs = 100;
 inline constexpr int kMaxEngineTimeoutMs = 3'600'000;
 
 struct SelfPlaySpec {
-  std::vector<int> positions;  // start position numbers, 0..959
+  std::vector<StartPosition> positions;  // in the order results list them; ids unique
   int games_per_position = 1;
   // The engine's name: "builtin", or a name for a UCI engine (in the PGN, the job's identity).
   std::string engine = std::string(kBuiltinEngine);
@@ -63,16 +67,32 @@ struct SelfPlaySpec {
   Adjudication adjudication;
   int hash_mb = kDefaultHashMb;                     // built-in engine's hash per player
   int engine_timeout_ms = kDefaultEngineTimeoutMs;  // UCI engines: time allowed beyond movetime before "hung"
+  // The PGN Date tag, "YYYY.MM.DD": the day the run (or the job) was started, fixed in the spec so
+  // that a game's PGN is the same wherever and whenever it is played; empty: "????.??.??".
+  std::string date;
 
   // Every field checked; the error names the field.
   absl::Status validate() const;
 };
 
+// The start positions sp (0..959), in that order.
+std::vector<StartPosition> chess960_positions(const std::vector<int>& sps);
+
 // All spec fields in one line (for logs and the PGN Event tag).
 std::string describe(const SelfPlaySpec& spec);
+// The spec as named values (engine, options, limit, seed, ...) for metadata; numbers unquoted.
+struct MetadataValue {
+  std::string key, value;
+  bool number = false;
+};
+std::vector<MetadataValue> metadata_values(const SelfPlaySpec& spec);
+// The PGN TimeControl tag of the spec's limit: "-" (none: nodes or depth), "1/S" for a movetime
+// of whole seconds (one move per period of S seconds), else "?".
+std::string time_control(const MoveLimits& limits);
 
-// The seed of game i of position sp: a mix of all three, so games never share random streams.
-uint64_t game_seed(uint64_t spec_seed, int sp, int game_index);
+// The seed of game i of a position, from position_key() (the start position number for the 960):
+// a mix of all three, so games never share random streams.
+uint64_t game_seed(uint64_t spec_seed, uint64_t position_key, int game_index);
 
 // The two players of a game under a spec: fresh ones per thread, reused from game to game.
 struct Players {
@@ -80,22 +100,26 @@ struct Players {
 };
 absl::StatusOr<Players> make_players(const SelfPlaySpec& spec);
 
-// The options game number game_index (0-based) of start position sp is played with: its random
+// The options game number game_index (0-based) of a position is played with: its random
 // opening plies, ply limit, adjudication, node jitter seed and PGN tags. A pure function of its
 // arguments, so whoever checks a game knows the opening it must start with.
-absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, int sp, int game_index);
+absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, const StartPosition& position, int game_index);
 
-// Checks a game someone says was game_index of start position sp under the spec, without
+// Checks a game someone says was game_index of the position under the spec, without
 // trusting it: its start and random opening are the ones the spec gives, every move is legal,
 // the rules did not end it earlier, and its ending is what the final position shows (checkmate,
 // stalemate, insufficient material, fifty moves, threefold repetition, the ply limit) or, for
 // endings the position cannot show (adjudication, an engine failure), one the spec allows with a
 // result that fits it. Returns the game with its PGN made here from the checked moves (names
 // and detail kept only as printable text). INVALID_ARGUMENT naming the problem otherwise.
-absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, int sp, int game_index, GameRecord claimed);
+absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, const StartPosition& position, int game_index,
+                                      GameRecord claimed);
 
-// Plays game number game_index (0-based) of start position sp. Errors only for a bad spec or sp;
+// Plays game number game_index (0-based) of the position. Errors only for a bad spec or position;
 // engine failures are game results.
+absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, const StartPosition& position, int game_index,
+                                              Players& players);
+// The same for Chess960 start position sp.
 absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, int sp, int game_index, Players& players);
 
 }  // namespace c960::selfplay

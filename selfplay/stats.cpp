@@ -1,8 +1,10 @@
 #include "selfplay/stats.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,18 +132,61 @@ double PositionStats::mean_plies() const {
   return counts.games() ? double(total_plies) / double(counts.games()) : kNaN;
 }
 
-void SelfPlayStats::add(int sp, const GameRecord& game) {
-  PositionStats& p = positions_[sp];
-  if (p.sp < 0) {
-    p.sp = sp;
-    p.fen = startpos_fen(sp).value_or("");
+void SelfPlayStats::add(const StartPosition& position, const GameRecord& game) {
+  auto [it, fresh] = index_.emplace(position.id, positions_.size());
+  if (fresh) {
+    PositionStats& p = positions_.emplace_back();
+    p.id = position.id;
+    p.sp = position.kind == PositionKind::kChess960 ? position.number : -1;
+    p.fen = xfen_of(position);
   }
-  p.add(game);
+  positions_[it->second].add(game);
+}
+
+void SelfPlayStats::add(int sp, const GameRecord& game) {
+  absl::StatusOr<StartPosition> p = chess960_position(sp);
+  if (p.ok()) add(*p, game);
+}
+
+namespace {
+
+std::optional<uint64_t> id_number(absl::string_view id) {
+  uint64_t n = 0;
+  const auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+  if (id.empty() || ec != std::errc() || p != id.data() + id.size() || (id.size() > 1 && id[0] == '0'))
+    return std::nullopt;
+  return n;
+}
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, quotes doubled.
+std::string csv_field(absl::string_view s) {
+  if (s.find_first_of(",\"\r\n") == absl::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::vector<const PositionStats*> SelfPlayStats::rows() const {
+  std::vector<const PositionStats*> out;
+  for (const PositionStats& p : positions_) out.push_back(&p);
+  std::stable_sort(out.begin(), out.end(), [](const PositionStats* a, const PositionStats* b) {
+    const std::optional<uint64_t> x = id_number(a->id), y = id_number(b->id);
+    if (x && y) return *x < *y;
+    return x.has_value() && !y.has_value();
+  });
+  return out;
+}
+
+const PositionStats* SelfPlayStats::find(absl::string_view id) const {
+  const auto it = index_.find(id);
+  return it == index_.end() ? nullptr : &positions_[it->second];
 }
 
 PositionStats SelfPlayStats::total() const {
   PositionStats t;
-  for (const auto& [sp, p] : positions_) {
+  for (const PositionStats& p : positions_) {
     t.counts.white_wins += p.counts.white_wins;
     t.counts.draws += p.counts.draws;
     t.counts.black_wins += p.counts.black_wins;
@@ -152,17 +197,15 @@ PositionStats SelfPlayStats::total() const {
   return t;
 }
 
-std::vector<int> SelfPlayStats::ranking() const {
-  std::vector<const PositionStats*> v;
-  for (const auto& [sp, p] : positions_) v.push_back(&p);
-  std::sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
+std::vector<std::string> SelfPlayStats::ranking() const {
+  std::vector<const PositionStats*> v = rows();
+  std::stable_sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
     const Interval x = a->counts.score(), y = b->counts.score();
     if (x.value != y.value) return x.value > y.value;
-    if (x.lo != y.lo) return x.lo > y.lo;
-    return a->sp < b->sp;
+    return x.lo > y.lo;
   });
-  std::vector<int> out;
-  for (const PositionStats* p : v) out.push_back(p->sp);
+  std::vector<std::string> out;
+  for (const PositionStats* p : v) out.push_back(p->id);
   return out;
 }
 
@@ -172,8 +215,8 @@ std::string SelfPlayStats::to_csv() const {
       "duplicates,rank";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += "\n";
-  std::map<int, int> rank;
-  const std::vector<int> order = ranking();
+  std::map<std::string, int, std::less<>> rank;
+  const std::vector<std::string> order = ranking();
   for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
   const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r) {
     const Interval s = p.counts.score(), e = p.counts.elo();
@@ -185,14 +228,14 @@ std::string SelfPlayStats::to_csv() const {
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     out += "\n";
   };
-  for (const auto& [sp, p] : positions_) row(absl::StrCat(sp), p.fen, p, absl::StrCat(rank[sp]));
+  for (const PositionStats* p : rows()) row(csv_field(p->id), p->fen, *p, absl::StrCat(rank[p->id]));
   row("all", "", total(), "");
   return out;
 }
 
-std::string SelfPlayStats::to_json() const {
-  std::map<int, int> rank;
-  const std::vector<int> order = ranking();
+std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata) const {
+  std::map<std::string, int, std::less<>> rank;
+  const std::vector<std::string> order = ranking();
   for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
   const auto object = [](const PositionStats& p, const std::string& head) {
     const Interval s = p.counts.score(), e = p.counts.elo();
@@ -208,16 +251,25 @@ std::string SelfPlayStats::to_json() const {
       absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
     return o + "}}";
   };
-  std::string out = "{\"positions\": [";
+  std::string out = "{";
+  if (!metadata.empty()) {
+    out += "\"metadata\": {";
+    for (size_t i = 0; i < metadata.size(); ++i)
+      absl::StrAppend(&out, i ? ", " : "", json_string(metadata[i].key), ": ",
+                      metadata[i].number ? metadata[i].value : json_string(metadata[i].value));
+    out += "},\n";
+  }
+  out += "\"positions\": [";
   bool first = true;
-  for (const auto& [sp, p] : positions_) {
-    absl::StrAppend(
-        &out, first ? "\n  " : ",\n  ",
-        object(p, absl::StrCat("\"sp\": ", sp, ", \"fen\": ", json_string(p.fen), ", \"rank\": ", rank[sp], ", ")));
+  for (const PositionStats* p : rows()) {
+    absl::StrAppend(&out, first ? "\n  " : ",\n  ",
+                    object(*p, absl::StrCat("\"id\": ", json_string(p->id),
+                                            ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
+                                            ", \"fen\": ", json_string(p->fen), ", \"rank\": ", rank[p->id], ", ")));
     first = false;
   }
   absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");
-  for (size_t i = 0; i < order.size(); ++i) absl::StrAppend(&out, i ? ", " : "", order[i]);
+  for (size_t i = 0; i < order.size(); ++i) absl::StrAppend(&out, i ? ", " : "", json_string(order[i]));
   out += "]}\n";
   return out;
 }

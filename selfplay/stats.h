@@ -26,7 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "selfplay/game.h"
+#include "selfplay/positions.h"
+#include "selfplay/spec.h"
 
 namespace c960::selfplay {
 
@@ -48,8 +51,9 @@ struct ResultCounts {
 double elo_from_score(double p);
 
 struct PositionStats {
-  int sp = -1;
-  std::string fen;
+  std::string id;   // the position's id: its number for the 960 ("518"), see StartPosition
+  int sp = -1;      // the Chess960 start position number, else -1
+  std::string fen;  // X-FEN
   ResultCounts counts;
   int64_t total_plies = 0;
   int64_t duplicates = 0;  // games whose move sequence an earlier game of this position already had
@@ -65,20 +69,30 @@ uint64_t game_hash(const GameRecord& game);
 
 class SelfPlayStats {
  public:
+  void add(const StartPosition& position, const GameRecord& game);
+  // Chess960 start position sp.
   void add(int sp, const GameRecord& game);
-  const std::map<int, PositionStats>& positions() const { return positions_; }
+  // The rows in table order: positions whose ids are numbers (the 960, DFRC pairs, book line
+  // numbers) ascending, then the others in the order they were first added.
+  std::vector<const PositionStats*> rows() const;
+  const PositionStats* find(absl::string_view id) const;
   PositionStats total() const;
-  // Positions best for White first (by score, then by the interval's lower bound, then sp).
-  std::vector<int> ranking() const;
+  // Position ids, best for White first (by score, then by the interval's lower bound, then in
+  // table order).
+  std::vector<std::string> ranking() const;
 
   // The CSV table: header "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,
   // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,rank" then one column per termination,
-  // one row per position (ascending sp) and a last row with sp "all" for the whole job.
+  // one row per position (column sp: its id, quoted as RFC 4180 says where needed) and a last
+  // row with sp "all" for the whole job.
   std::string to_csv() const;
-  std::string to_json() const;
+  // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids]}; metadata first
+  // when given (see metadata_values).
+  std::string to_json(const std::vector<MetadataValue>& metadata = {}) const;
 
  private:
-  std::map<int, PositionStats> positions_;
+  std::vector<PositionStats> positions_;  // in the order first added
+  std::map<std::string, size_t, std::less<>> index_;
 };
 
 }  // namespace c960::selfplay

@@ -16,7 +16,7 @@ using c960::test::run_command;
 
 SelfPlaySpec builtin_spec() {
   SelfPlaySpec s;
-  s.positions = {0, 518, 959};
+  s.positions = chess960_positions({0, 518, 959});
   s.games_per_position = 2;
   s.limits.nodes = 1500;
   s.random_plies = 4;
@@ -32,7 +32,7 @@ TEST(SelfPlaySpec, ValidationNamesTheField) {
     return std::string(s.validate().message());
   };
   EXPECT_EQ(error([](SelfPlaySpec&) {}), "");
-  EXPECT_NE(error([](SelfPlaySpec& s) { s.positions = {960}; }).find("positions"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) { s.positions = {StartPosition{PositionKind::kChess960, "960", "x", 960, -1}}; }).find("positions"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.games_per_position = 0; }).find("games_per_position"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.limits.depth = 3; }).find("exactly one"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.limits = {}; }).find("exactly one"), std::string::npos);
@@ -84,7 +84,7 @@ TEST(SelfPlaySpec, ThreadCountDoesNotChangeTheGames) {
   ASSERT_EQ(one.size(), 6u);
   ASSERT_EQ(two.size(), 6u);
   for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_EQ(one[i].sp, two[i].sp);
+    EXPECT_EQ(one[i].position, two[i].position);
     EXPECT_EQ(one[i].record.moves, two[i].record.moves);
   }
 }

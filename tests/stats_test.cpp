@@ -214,11 +214,11 @@ TEST(Stats, TableColumnsDuplicatesAndRanking) {
   EXPECT_EQ(col(all, "sp"), "all");
   EXPECT_EQ(col(all, "games"), "5");
   EXPECT_EQ(col(all, "checkmate"), "2");
-  EXPECT_EQ(st.ranking(), (std::vector<int>{518, 0}));
+  EXPECT_EQ(st.ranking(), (std::vector<std::string>{"518", "0"}));
 
   const std::string json = st.to_json();
   EXPECT_NE(json.find("\"sp\": 518"), std::string::npos);
-  EXPECT_NE(json.find("\"ranking\": [518, 0]"), std::string::npos);
+  EXPECT_NE(json.find("\"ranking\": [\"518\", \"0\"]"), std::string::npos);
   EXPECT_EQ(json.find("inf"), std::string::npos);  // JSON has no infinity
   EXPECT_EQ(json.find("nan"), std::string::npos);
 }

@@ -27,9 +27,10 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
       return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "' is not offered by this worker"));
     spec->engine_path = it->second;
   }
-  if (u.start_position() < 0 || u.start_position() >= 960 || u.first_game() < 0 || u.games() < 1 ||
-      u.games() > kMaxSelfPlayGamesPerUnit)
-    return absl::InvalidArgumentError("spec.selfplay: start_position, first_game or games out of range");
+  if (u.first_game() < 0 || u.games() < 1 || u.games() > kMaxSelfPlayGamesPerUnit)
+    return absl::InvalidArgumentError("spec.selfplay: first_game or games out of range");
+  absl::StatusOr<selfplay::StartPosition> position = selfplay::unit_position(u);
+  if (!position.ok()) return absl::InvalidArgumentError(absl::StrCat("spec.selfplay.", position.status().message()));
   const std::string key = u.job().SerializeAsString();
   if (!players || key != cached_job) {
     players.reset();
@@ -45,7 +46,7 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
   v1::UnitResult out;
   for (int k = 0; k < u.games(); ++k) {
     const int index = u.first_game() + k;
-    absl::StatusOr<selfplay::GameRecord> g = selfplay::play_selfplay_game(*spec, u.start_position(), index, *players);
+    absl::StatusOr<selfplay::GameRecord> g = selfplay::play_selfplay_game(*spec, *position, index, *players);
     if (!g.ok()) return absl::InvalidArgumentError(g.status().message());
     selfplay::game_to_proto(index, *g, out.mutable_selfplay()->add_games());
   }

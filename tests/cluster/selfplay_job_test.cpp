@@ -232,7 +232,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   selfplay::SelfPlayStats local_stats, cluster_stats;
   std::string local_pgn, cluster_pgn;
   for (const selfplay::PlayedGame& g : *local) {
-    local_stats.add(g.sp, g.record);
+    local_stats.add(spec->positions[g.position], g.record);
     local_pgn += g.record.pgn;
   }
   auto chunks = coordinator_->results(Caller::local(), j->id(), false);
@@ -255,7 +255,9 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   ASSERT_TRUE(summary.ok());
   for (const v1::ResultChunk& c : *summary) {
     EXPECT_EQ(c.selfplay().game_records_size(), 0);
-    const selfplay::ResultCounts& rc = cluster_stats.positions().at(c.selfplay().start_position()).counts;
+    const selfplay::PositionStats* ps = cluster_stats.find(c.selfplay().position_id());
+    ASSERT_NE(ps, nullptr) << c.selfplay().position_id();
+    const selfplay::ResultCounts& rc = ps->counts;
     EXPECT_EQ(c.selfplay().white_wins(), rc.white_wins);
     EXPECT_EQ(c.selfplay().draws(), rc.draws);
     EXPECT_EQ(c.selfplay().black_wins(), rc.black_wins);
