@@ -24,7 +24,7 @@
 
 namespace c960::movegen {
 
-#define C960_STOP_IF_DONE(sink)                                     \
+#define C960_STOP_IF_DONE(sink)                                      \
   if constexpr (std::remove_reference_t<decltype(sink)>::kStopEarly) \
     if ((sink).done()) return
 

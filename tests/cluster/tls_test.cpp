@@ -108,7 +108,8 @@ TEST_F(TlsTest, WorkersStartedBeforeTheCoordinatorJoinAndRejoinAfterARestart) {
     RunResult r = cli({"submit", "perft", "--depth", "3", "--sps", absl::StrCat(round), ca, tok});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // watch returns once the job has finished; 60 s is far beyond what two workers need.
-    r = run({"/usr/bin/timeout", "60", kCli, "watch", job_id(r.out), ca, tok, absl::StrCat("--coordinator=127.0.0.1:", port)});
+    r = run({"/usr/bin/timeout", "60", kCli, "watch", job_id(r.out), ca, tok,
+             absl::StrCat("--coordinator=127.0.0.1:", port)});
     ASSERT_EQ(r.exit_code, 0) << "round " << round << ": " << r.out << r.err;
     coordinator_.reset();  // the next round: the same workers, a restarted coordinator
   }
