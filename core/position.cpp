@@ -1,5 +1,6 @@
 #include "core/position.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -16,26 +17,45 @@ Key castling[SQUARE_NB];
 Key side;
 namespace {
 uint64_t current_seed = 0;
-constexpr uint64_t DefaultSeed = 1070372;
+constexpr uint64_t kDefaultSeed = 1070372;
 struct Init {
-  Init() { zobrist::init(DefaultSeed); }
+  Init() { zobrist::init(kDefaultSeed); }
 } const init_;
 }  // namespace
 
+Keys make_keys(uint64_t s) {
+  Keys keys;
+  Prng rng(s);
+  for (auto& piece : keys.psq)
+    for (Key& k : piece) k = rng.rand64();
+  for (Key& k : keys.enpassant) k = rng.rand64();
+  for (Key& k : keys.castling) k = rng.rand64();
+  keys.side = rng.rand64();
+  return keys;
+}
+
+Keys current_keys() {
+  Keys keys;
+  std::copy(&psq[0][0], &psq[0][0] + size_t(PIECE_NB) * size_t(SQUARE_NB), &keys.psq[0][0]);
+  std::copy(enpassant, enpassant + FILE_NB, keys.enpassant);
+  std::copy(castling, castling + SQUARE_NB, keys.castling);
+  keys.side = side;
+  return keys;
+}
+
 void init(uint64_t s) {
   current_seed = s;
-  Prng rng(s);
-  for (auto& piece : psq)
-    for (Key& k : piece) k = rng.rand64();
-  for (Key& k : enpassant) k = rng.rand64();
-  for (Key& k : castling) k = rng.rand64();
-  side = rng.rand64();
+  const Keys keys = make_keys(s);
+  std::copy(&keys.psq[0][0], &keys.psq[0][0] + size_t(PIECE_NB) * size_t(SQUARE_NB), &psq[0][0]);
+  std::copy(keys.enpassant, keys.enpassant + FILE_NB, enpassant);
+  std::copy(keys.castling, keys.castling + SQUARE_NB, castling);
+  side = keys.side;
 }
 uint64_t seed() { return current_seed; }
 }  // namespace zobrist
 
 namespace {
-constexpr absl::string_view PieceChars = " PNBRQK  pnbrqk";
+constexpr absl::string_view kPieceChars = " PNBRQK  pnbrqk";
 
 absl::Status fen_error(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("FEN ", field, ": ", problem));
@@ -55,7 +75,7 @@ Square parse_square(absl::string_view s) {
   return make_square(File(s[0] - 'a'), Rank(s[1] - '1'));
 }
 
-char piece_char(Piece pc) { return PieceChars[pc]; }
+char piece_char(Piece pc) { return kPieceChars[pc]; }
 
 Position::Position(const Position& other) { *this = other; }
 
@@ -111,7 +131,7 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
     for (char ch : ranks[i]) {
       if (ch >= '1' && ch <= '8') {
         file += ch - '0';
-      } else if (const size_t idx = PieceChars.find(ch); ch != ' ' && idx != absl::string_view::npos) {
+      } else if (const size_t idx = kPieceChars.find(ch); ch != ' ' && idx != absl::string_view::npos) {
         if (file < 8) pos.put_piece(Piece(idx), make_square(File(file), r));
         ++file;
       } else {
