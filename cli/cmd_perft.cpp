@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/notation.h"
@@ -72,6 +73,12 @@ struct PerftRunner {
   }
 };
 
+// Where a suite entry is: "line 3", or "id, line 3" when the suite names it.
+std::string where(const PerftCase& c) {
+  const std::string line = absl::StrCat("line ", c.line);
+  return c.id == line ? line : absl::StrCat(c.id, ", ", line);
+}
+
 int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<long long> max_depth = p.get_int("max-depth", 64, 1, 64);
   if (!max_depth.ok()) return fail(io, kName, max_depth.status());
@@ -102,8 +109,8 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
       nodes += got;
       if (got != expected) {
         ++mismatches;
-        io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s, line %d)\n", c.fen, depth, expected,
-                                  to_string(got), c.id, c.line);
+        io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s)\n", c.fen, depth, expected,
+                                  to_string(got), where(c));
       }
     }
   }
@@ -223,9 +230,13 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
     return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--fen: ", parsed.status().message())));
   Position pos = *parsed;
   // Play the moves on a chain of states, then copy: the copy keeps only the final state.
-  std::vector<StateInfo> states(p->all("moves").size());
+  // --moves "e2e4 e7e5" (one word, as perftree passes them) and --moves "" serve too.
+  std::vector<std::string> moves;
+  for (const std::string& w : p->all("moves"))
+    for (absl::string_view m : absl::StrSplit(w, ' ', absl::SkipWhitespace())) moves.emplace_back(m);
+  std::vector<StateInfo> states(moves.size());
   for (size_t i = 0; i < states.size(); ++i) {
-    absl::StatusOr<Move> m = parse_uci(pos, p->all("moves")[i]);
+    absl::StatusOr<Move> m = parse_uci(pos, moves[i]);
     if (!m.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--moves: ", m.status().message())));
     pos.do_move(*m, states[i]);
   }

@@ -14,6 +14,8 @@ int run(const std::vector<std::string>& args, const Io& io);
 
 int cmd_startpos(const std::vector<std::string>& args, const Io& io);
 int cmd_perft(const std::vector<std::string>& args, const Io& io);
+// perft divide as the perftree debugger expects it.
+int cmd_perftree(const std::vector<std::string>& args, const Io& io);
 int cmd_selfplay(const std::vector<std::string>& args, const Io& io);
 // Clients of the cluster coordinator (cli/client.h).
 int cmd_submit(const std::vector<std::string>& args, const Io& io);

@@ -16,6 +16,7 @@ struct Subcommand {
 constexpr Subcommand kCommands[] = {
     {"startpos", "FEN and number of Chess960 start positions", cmd_startpos},
     {"perft", "count leaf nodes: one position, a suite, or a table over start positions", cmd_perft},
+    {"perftree", "perft divide for the perftree debugger: perftree DEPTH FEN [MOVES]", cmd_perftree},
     {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay},
     {"submit", "submit a job to the cluster coordinator", cmd_submit},
     {"status", "show cluster jobs and their progress", cmd_status},
@@ -40,6 +41,18 @@ int run(const std::vector<std::string>& args, const Io& io) {
     return kExitUsage;
   }
   const std::string& name = args[0];
+  // `help COMMAND` is `COMMAND --help`, as in git and cargo.
+  if (name == "help" && args.size() == 2) {
+    for (const Subcommand& c : kCommands)
+      if (args[1] == c.name) return c.run({"--help"}, io);
+    io.err << "c960 help: unknown command '" << args[1] << "'\n";
+    usage(io.err);
+    return kExitUsage;
+  }
+  if (name == "help" && args.size() > 2) {
+    io.err << "c960 help: give one command\n";
+    return kExitUsage;
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     usage(io.out);
     return kExitOk;

@@ -51,4 +51,6 @@ job="$("$bin/cli/c960" submit perft --depth "$depth" --sps 0-959 --request-id "r
 "$bin/cli/c960" watch "$job"
 out="$data/perft960_d${depth}.csv"
 "$bin/cli/c960" results "$job" --format csv --out "$out" >/dev/null
-echo "perft table of all 960 start positions at depth $depth: $(pwd)/$out"
+# An absolute DATA_DIR is printed as it is; a relative one from the repository root.
+case "$out" in /*) shown="$out" ;; *) shown="$(pwd)/$out" ;; esac
+echo "perft table of all 960 start positions at depth $depth: $shown"

@@ -165,7 +165,7 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   // so that "X (black) resigns" says who. A UCI engine knows its "id name" once started.
   const auto name_of = [&](const Player& p) {
     std::string n = p.name();
-    if (n == (&p == &white ? black : white).name()) absl::StrAppend(&n, &p == &white ? " (white)" : " (black)");
+    if (n == (&p == &white ? black : white).name()) absl::StrAppend(&n, &p == &white ? " (White)" : " (Black)");
     return n;
   };
   for (Player* p : {&white, &black}) {

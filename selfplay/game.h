@@ -168,7 +168,7 @@ std::optional<Ending> adjudicate(const std::vector<std::optional<int>>& scores, 
 
 // Plays a game from start_fen. Errors only for bad input (FEN, opening moves); everything a
 // player does wrong ends the game with a loss for it. Players of the same name (self-play) are
-// told apart by their side, "NAME (white)" and "NAME (black)", in the record and its details.
+// told apart by their side, "NAME (White)" and "NAME (Black)", in the record and its details.
 absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white, Player& black,
                                      const MoveLimits& white_limits, const MoveLimits& black_limits,
                                      const GameOptions& options);

@@ -402,3 +402,119 @@ TEST(CliRun, OutputFilesGoThroughTheWriter) {
 
 }  // namespace
 }  // namespace c960::cli
+
+namespace c960::cli {
+namespace {
+
+// The first CSV column of each row.
+std::vector<std::string> first_column(const std::string& csv) {
+  std::vector<std::string> out;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) out.push_back(line.substr(0, line.find(',')));
+  return out;
+}
+
+TEST(CliSelfPlayPositions, FenEpdAndDfrcRowsAreKeyedById) {
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin",
+                                         "--depth",  "1",                    "--max-plies", "8", "--quiet"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  std::string out, err;
+  ASSERT_EQ(run_captured(with({"--fen", "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+                               "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAhf - 0 1"}),
+                         &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_EQ(first_column(out), (std::vector<std::string>{"1", "2", "all"})) << out;
+  EXPECT_NE(out.find("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq"), std::string::npos) << out;
+
+  ASSERT_EQ(run_captured(with({"--dfrc", "1000,497280"}), &out, &err), kExitOk) << err;
+  EXPECT_EQ(first_column(out), (std::vector<std::string>{"1000", "497280", "all"})) << out;
+  // --random N: reproducible from the seed, within the set.
+  std::string again;
+  ASSERT_EQ(run_captured(with({"--dfrc", "all", "--random", "3", "--seed", "5"}), &out, &err), kExitOk) << err;
+  ASSERT_EQ(run_captured(with({"--dfrc", "all", "--random", "3", "--seed", "5"}), &again, &err), kExitOk) << err;
+  EXPECT_EQ(out, again);
+  EXPECT_EQ(first_column(out).size(), 4u);
+  ASSERT_EQ(run_captured(with({"--sps", "10-19", "--random", "2"}), &out, &err), kExitOk) << err;
+  for (const std::string& id : first_column(out)) {
+    if (id != "all") {
+      EXPECT_TRUE(std::stoi(id) >= 10 && std::stoi(id) <= 19) << id;
+    }
+  }
+
+  test::ScratchDir dir;
+  const std::string book = dir.file("book.epd");
+  std::ofstream(book) << "# book\nrnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - id \"kp\";\n"
+                      << "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n";
+  ASSERT_EQ(run_captured(with({"--epd", book, "--format", "json"}), &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("\"metadata\": {\"version\": "), std::string::npos) << out;
+  EXPECT_NE(out.find("\"id\": \"kp\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"id\": \"3\""), std::string::npos) << out;  // no id: the line number
+}
+
+TEST(CliSelfPlayPositions, BadPositionsAreUsageErrorsNamingTheOption) {
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin", "--depth", "1"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--sps", "0", "--fen", "8/8/8/8/8/8/8/8 w - - 0 1"}, "give one of --sps, --fen, --epd, --dfrc"},
+      {{"--fen", "8/8/8/8/8/8/8/8 w - - 0 1"}, "--fen 1: "},
+      {{"--fen", "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"}, "checkmate"},
+      {{"--epd", "/nonexistent/book.epd"}, "--epd: cannot read"},
+      {{"--dfrc", "921600"}, "--dfrc: "},
+      {{"--fen", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "--random", "1"}, "--random goes with"},
+      {{"--sps", "0-3", "--random", "5"}, "--random"},
+  };
+  for (const auto& [more, expect] : cases) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    std::string out, err;
+    EXPECT_EQ(run_captured(a, &out, &err), kExitUsage) << expect;
+    EXPECT_NE(err.find(expect), std::string::npos) << err;
+  }
+}
+
+TEST(CliPerftree, SpeaksPerftreesScriptInterface) {
+  std::string out, err;
+  const std::string start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+  ASSERT_EQ(run_captured({"perftree", "2", start, "e2e4 e7e5"}, &out, &err), kExitOk) << err;
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[lines.size() - 2], "");
+  EXPECT_EQ(lines.size() - 2, 29u);  // 29 moves after 1. e4 e5
+  long long sum = 0;
+  for (size_t i = 0; i + 2 < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].find(' '), 4u) << lines[i];
+    sum += std::stoll(lines[i].substr(5));
+  }
+  const std::string total = lines.back();
+  EXPECT_EQ(std::to_string(sum), total);
+  ASSERT_EQ(run_captured({"perftree", "1", start}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(out.substr(out.size() - 4), "\n20\n");
+  EXPECT_EQ(run_captured({"perftree", "1", start, "e2e5"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("MOVES"), std::string::npos) << err;
+  EXPECT_EQ(run_captured({"perftree", "x", start}, &out, &err), kExitUsage);
+  EXPECT_EQ(run_captured({"perftree", "1", start, "e2e4", "extra"}, &out, &err), kExitUsage);
+  // c960 perft takes the moves in one word too, and none at all.
+  ASSERT_EQ(run_captured({"perft", "--depth", "2", "--fen", start, "--moves", "e2e4 e7e5"}, &out, &err), kExitOk);
+  EXPECT_EQ(out, "Nodes searched: " + total + "\n");
+  ASSERT_EQ(run_captured({"perft", "--depth", "1", "--fen", start, "--moves", ""}, &out, &err), kExitOk);
+  EXPECT_EQ(out, "Nodes searched: 20\n");
+}
+
+TEST(CliRun, HelpCommandPrintsThatCommandsHelp) {
+  std::string out, err;
+  EXPECT_EQ(run_captured({"help", "perft"}, &out, &err), kExitOk);
+  EXPECT_EQ(out.rfind("usage: c960 perft", 0), 0u) << out;
+  EXPECT_EQ(run_captured({"help", "nonsense"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("unknown command 'nonsense'"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace c960::cli

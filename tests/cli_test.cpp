@@ -128,7 +128,8 @@ TEST(Cli, PerftSuiteExitCodes) {
   const test::RunResult mismatch = c960({"perft", "--epd", bad});
   EXPECT_EQ(mismatch.exit_code, 1);
   EXPECT_NE(mismatch.out.find(
-                "MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400"),
+                "MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400 "
+                "(line 1)\n"),
             std::string::npos)
       << mismatch.out;
 

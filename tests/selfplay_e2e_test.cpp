@@ -78,6 +78,22 @@ TEST(SelfPlaySpec, SamplingMakesGamesDifferWithoutRandomPlies) {
   EXPECT_NE(spec.validate().message().find("sample_margin_cp"), absl::string_view::npos);
 }
 
+TEST(SelfPlaySpec, PgnHasDateTimeControlOpeningMarkAndSides) {
+  SelfPlaySpec spec = builtin_spec();
+  spec.date = "2026.11.30";
+  spec.max_plies = 12;
+  Players p = *make_players(spec);
+  const GameRecord g = *play_selfplay_game(spec, 518, 0, p);
+  EXPECT_NE(g.pgn.find("[Date \"2026.11.30\"]"), std::string::npos) << g.pgn;
+  EXPECT_NE(g.pgn.find("[TimeControl \"-\"]"), std::string::npos) << g.pgn;
+  EXPECT_NE(g.pgn.find("{random opening}"), std::string::npos) << g.pgn;
+  EXPECT_EQ(g.white.substr(g.white.size() - 8), " (White)") << g.white;
+  EXPECT_EQ(g.black.substr(g.black.size() - 8), " (Black)") << g.black;
+  EXPECT_EQ(time_control(MoveLimits{0, 0, 2000}), "1/2");
+  spec.date = "2026.13.01";
+  EXPECT_NE(spec.validate().message().find("date"), absl::string_view::npos);
+}
+
 TEST(SelfPlaySpec, ThreadCountDoesNotChangeTheGames) {
   const SelfPlaySpec spec = builtin_spec();
   const std::vector<PlayedGame> one = *play_local(spec, 1), two = *play_local(spec, 2);

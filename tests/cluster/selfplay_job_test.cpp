@@ -264,6 +264,64 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   }
 }
 
+// Jobs of positions beyond the 960 (FENs, DFRC pairs): units carry their position, results are
+// keyed by its id, and games and statistics equal a local run's.
+TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
+  v1::SelfPlayJobSpec fens = small_spec();
+  fens.clear_start_positions();
+  v1::SelfPlayPosition* a = fens.add_positions();
+  a->set_id("e4");
+  a->set_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1");
+  v1::SelfPlayPosition* b = fens.add_positions();
+  b->set_id("7");
+  b->set_fen("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAhf - 0 1");
+  v1::SelfPlayJobSpec dfrc = small_spec();
+  dfrc.clear_start_positions();
+  dfrc.set_dfrc_pairs("497280,1000");
+  for (const v1::SelfPlayJobSpec& js : {fens, dfrc}) {
+    auto j = submit(js);
+    ASSERT_TRUE(j.ok()) << j.status();
+    std::vector<v1::Lease> ls = acquire(10);
+    ASSERT_EQ(ls.size(), 4u);
+    for (const v1::Lease& l : ls) {
+      EXPECT_TRUE(l.spec().selfplay().has_position());
+      EXPECT_EQ(l.spec().selfplay().job().positions_size(), 0);  // the list stays in the job
+      ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    }
+    EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->state(), v1::JOB_STATE_SUCCEEDED);
+    auto spec = selfplay::spec_from_proto(js);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto local = selfplay::play_local(*spec, 1);
+    ASSERT_TRUE(local.ok()) << local.status();
+    selfplay::SelfPlayStats local_stats, cluster_stats;
+    std::string local_pgn, cluster_pgn;
+    for (const selfplay::PlayedGame& g : *local) {
+      local_stats.add(spec->positions[g.position], g.record);
+      local_pgn += g.record.pgn;
+    }
+    auto chunks = coordinator_->results(Caller::local(), j->id(), false);
+    ASSERT_TRUE(chunks.ok()) << chunks.status();
+    ASSERT_EQ(chunks->size(), 2u);
+    for (size_t k = 0; k < chunks->size(); ++k) {
+      const v1::SelfPlayPositionResult& r = (*chunks)[k].selfplay();
+      EXPECT_EQ(r.position_id(), spec->positions[k].id);
+      EXPECT_EQ(r.start_position(), -1);
+      for (const v1::SelfPlayGame& g : r.game_records()) {
+        auto rec = selfplay::game_from_proto(g);
+        ASSERT_TRUE(rec.ok()) << rec.status();
+        cluster_stats.add(spec->positions[k], *rec);
+        cluster_pgn += g.pgn();
+      }
+    }
+    EXPECT_EQ(cluster_pgn, local_pgn);
+    EXPECT_EQ(cluster_stats.to_csv(), local_stats.to_csv());
+  }
+  // One kind of positions per job.
+  v1::SelfPlayJobSpec both = fens;
+  both.set_dfrc_pairs("5");
+  EXPECT_EQ(submit(both).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   ASSERT_TRUE(submit(small_spec()).ok());
   std::vector<v1::Lease> ls = acquire(1);
