@@ -47,27 +47,38 @@ int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
 }
 
 // Statistics from the stored games, computed as 'c960 selfplay' does, so the two agree.
+// The position a result row is about: a start position by number, else its id and FEN (a
+// coordinator before position ids: the number).
+selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
+  if (r.start_position() >= 0)
+    if (absl::StatusOr<selfplay::StartPosition> p = selfplay::chess960_position(r.start_position()); p.ok()) return *p;
+  return selfplay::StartPosition{selfplay::PositionKind::kFen, r.position_id(), r.fen(), -1, -1};
+}
+
 int selfplay_results(const ParsedArgs& p, const Io& io, const std::vector<v1::ResultChunk>& chunks) {
   size_t incomplete = 0, positions = 0;
-  int last_sp = -1;
+  std::string last_id;
   for (const v1::ResultChunk& c : chunks) {
-    if (c.selfplay().start_position() == last_sp) continue;  // a further chunk of the same position
-    last_sp = c.selfplay().start_position();
+    const std::string id = result_position(c.selfplay()).id;
+    if (positions > 0 && id == last_id) continue;  // a further chunk of the same position
+    last_id = id;
     ++positions;
     incomplete += !c.selfplay().complete();
   }
   if (incomplete > 0) return incomplete_fail(io, incomplete, positions, p.positional()[0]);
   selfplay::SelfPlayStats stats;
   std::string pgn;
-  for (const v1::ResultChunk& c : chunks)
+  for (const v1::ResultChunk& c : chunks) {
+    const selfplay::StartPosition position = result_position(c.selfplay());
     for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
       absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
       if (!rec.ok())
         return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()),
                     kExitCheckFailed);
-      stats.add(c.selfplay().start_position(), *rec);
+      stats.add(position, *rec);
       pgn += g.pgn();
     }
+  }
   if (p.has("pgn"))
     if (absl::Status s = write_output("--pgn", p.get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
   return emit(p, io, p.get("format", "csv") == "csv" ? stats.to_csv() : stats.to_json());
