@@ -1,6 +1,8 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -107,6 +109,12 @@ std::string help_text(const CommandSpec& spec) {
   }
   absl::StrAppend(&s, "  --help                    show this help\n");
   return s;
+}
+
+absl::StatusOr<long long> threads_option(const ParsedArgs& p) {
+  absl::StatusOr<long long> n = p.get_int("threads", 1, 0, 1024);
+  if (!n.ok() || *n > 0) return n;
+  return std::clamp<long long>(std::thread::hardware_concurrency(), 1, 1024);
 }
 
 }  // namespace c960::cli

@@ -46,6 +46,9 @@ class ParsedArgs {
   std::vector<std::string> positional_;
 };
 
+// --threads N in 0..1024, 0 meaning one per CPU (as c960-worker --threads 0); default 1.
+absl::StatusOr<long long> threads_option(const ParsedArgs& p);
+
 // Unknown options, missing values and repeated single options are errors that name the option.
 absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
 // The start of every subcommand: on --help or -h (anywhere) prints the help on io.out, on bad

@@ -42,7 +42,7 @@ const CommandSpec kSpec = {
         {"sps", Arity::kOne, "LIST", "with --table: numbers and ranges, e.g. 0-9,518,601 (default 0-959)"},
         {"out", Arity::kOne, "FILE", "with --table: write the CSV here instead of stdout"},
         {"shredder", Arity::kFlag, "", "write FENs with Shredder-FEN castling (HAha)"},
-        {"threads", Arity::kOne, "N", "threads (default 1); one position is split below the root"},
+        {"threads", Arity::kOne, "N", "threads (default 1; 0: one per CPU); one position is split below the root"},
         {"hash", Arity::kOne, "MB", "transposition table size shared by all threads (default 0: off)"},
         {"zobrist-seed", Arity::kOne, "S", "seed of the Zobrist key set (counts never depend on it)"},
     }};
@@ -177,7 +177,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs parsed_args;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &parsed_args)) return *rc;
   const ParsedArgs* p = &parsed_args;
-  absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
+  absl::StatusOr<long long> threads = threads_option(*p);
   if (!threads.ok()) return fail(io, kName, threads.status());
   absl::StatusOr<long long> hash_mb = p->get_int("hash", 0, 0, 1 << 20);
   if (!hash_mb.ok()) return fail(io, kName, hash_mb.status());

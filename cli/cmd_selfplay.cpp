@@ -39,7 +39,7 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = selfplay_spec_options();
       o.insert(o.end(), {
-                            {"threads", Arity::kOne, "T", "games played at once (default 1)"},
+                            {"threads", Arity::kOne, "T", "games played at once (default 1; 0: one per CPU)"},
                             {"format", Arity::kOne, "csv|json", "output format (default csv)"},
                             {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
                             {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
@@ -56,7 +56,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   const ParsedArgs* p = &parsed_args;
   absl::StatusOr<SelfPlaySpec> spec = selfplay_spec_from_args(*p);
   if (!spec.ok()) return fail(io, kName, spec.status());
-  absl::StatusOr<long long> threads = p->get_int("threads", 1, 1, 1024);
+  absl::StatusOr<long long> threads = threads_option(*p);
   if (!threads.ok()) return fail(io, kName, threads.status());
   const std::string format = p->get("format", "csv");
   if (format != "csv" && format != "json")

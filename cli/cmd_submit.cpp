@@ -118,8 +118,11 @@ absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
-  if (p.positional().size() != 1 || (p.positional()[0] != "perft" && p.positional()[0] != "selfplay"))
-    return fail(io, kName, "give the job kind: c960 submit perft|selfplay ...");
+  if (p.positional().empty()) return fail(io, kName, "give the job kind: c960 submit perft|selfplay ...");
+  if (p.positional()[0] != "perft" && p.positional()[0] != "selfplay")
+    return fail(io, kName, absl::StrCat("'", p.positional()[0], "' is not a job kind (perft or selfplay)"));
+  if (p.positional().size() > 1)
+    return fail(io, kName, absl::StrCat("unexpected argument '", p.positional()[1], "'"));
   v1::SubmitJobRequest req;
   const absl::Status built = p.positional()[0] == "selfplay" ? selfplay_request(p, &req) : perft_request(p, &req);
   if (!built.ok()) return fail(io, kName, built);

@@ -32,6 +32,11 @@ bool valid_date(absl::string_view d) {
 }  // namespace
 
 absl::Status SelfPlaySpec::validate() const {
+  if (absl::Status s = validate_positions(); !s.ok()) return s;
+  return validate_settings();
+}
+
+absl::Status SelfPlaySpec::validate_positions() const {
   const auto bad = [](absl::string_view field, auto... why) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", why...));
   };
@@ -45,6 +50,13 @@ absl::Status SelfPlaySpec::validate() const {
       return bad("positions", p.number, " is not in 0..959");
     if (!ids.insert(p.id).second) return bad("positions", "id '", p.id, "' is given twice");
   }
+  return absl::OkStatus();
+}
+
+absl::Status SelfPlaySpec::validate_settings() const {
+  const auto bad = [](absl::string_view field, auto... why) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", why...));
+  };
   if (games_per_position < 1 || games_per_position > kMaxGamesPerPosition)
     return bad("games_per_position", games_per_position, " is not in 1..", kMaxGamesPerPosition);
   if (engine.empty()) return bad("engine", "empty (give builtin or a path)");
@@ -144,7 +156,7 @@ uint64_t game_seed(uint64_t spec_seed, uint64_t position_key, int game_index) {
 }
 
 absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
-  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  if (absl::Status s = spec.validate_settings(); !s.ok()) return s;
   Players p;
   if (spec.engine == kBuiltinEngine) {
     p.white = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
@@ -162,7 +174,9 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
 }
 
 absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, const StartPosition& position, int game_index) {
-  if (absl::Status s = spec.validate(); !s.ok()) return s;
+  // Per game: the settings only, not the whole list of positions (up to every DFRC pair); the
+  // game's own position is checked through its FEN below.
+  if (absl::Status s = spec.validate_settings(); !s.ok()) return s;
   if (game_index < 0) return absl::InvalidArgumentError(absl::StrCat("game index: ", game_index, " is negative"));
   absl::StatusOr<Position> start = Position::from_fen(position.fen);
   if (!start.ok())

@@ -73,6 +73,9 @@ struct SelfPlaySpec {
 
   // Every field checked; the error names the field.
   absl::Status validate() const;
+  // The two halves of validate(): the list of positions, and everything else.
+  absl::Status validate_positions() const;
+  absl::Status validate_settings() const;
 };
 
 // The start positions sp (0..959), in that order.

@@ -508,6 +508,25 @@ TEST(CliPerftree, SpeaksPerftreesScriptInterface) {
   EXPECT_EQ(out, "Nodes searched: 20\n");
 }
 
+TEST(CliArgs, ThreadsZeroIsOnePerCpu) {
+  std::string out, err;
+  EXPECT_EQ(run_captured({"perft", "--depth", "2", "--sp", "518", "--threads", "0"}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(out, "Nodes searched: 400\n");
+  EXPECT_EQ(run_captured({"perft", "--depth", "2", "--sp", "518", "--threads", "-1"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("--threads"), std::string::npos) << err;
+  EXPECT_EQ(run_captured({"selfplay", "--sps", "0", "--games-per-position", "1", "--engine", "builtin", "--depth", "1",
+                          "--max-plies", "4", "--quiet", "--threads", "0"},
+                         &out, &err),
+            kExitOk)
+      << err;
+}
+
+TEST(CliRun, SubmitNamesAWrongJobKind) {
+  std::string out, err;
+  EXPECT_EQ(run_captured({"submit", "foo"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("'foo' is not a job kind"), std::string::npos) << err;
+}
+
 TEST(CliRun, HelpCommandPrintsThatCommandsHelp) {
   std::string out, err;
   EXPECT_EQ(run_captured({"help", "perft"}, &out, &err), kExitOk);

@@ -211,7 +211,7 @@ TEST(SelfPlayCommand, BadUsageExitsTwoNamingTheProblem) {
       {"--engine builtin --nodes 100 --option Hash=1", "options"},
       {"--engine /nonexistent/engine --nodes 100", "/nonexistent/engine"},
       {"--engine " + c960::test::stockfish_path() + " --nodes 100 --option NoSuchOption=1", "NoSuchOption"},
-      {"--engine builtin --nodes 100 --threads 0", "--threads"},
+      {"--engine builtin --nodes 100 --threads -1", "--threads"},
   };
   for (const auto& [args, needle] : cases) {
     const c960::test::CommandResult r = run_command(base + args);
