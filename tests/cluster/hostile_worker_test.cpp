@@ -3,6 +3,7 @@
 // failure reports, tries to take over an honest worker's session, and sends impossible perft and
 // forged self-play results. Each forged call gets its status code; the perft table stays the
 // published one, the job succeeds, and the hostile worker ends quarantined, the honest ones not.
+// Also hostile clients: another submitter's jobs, a reader cancelling, an engine given as a path.
 #include <chrono>
 #include <functional>
 #include <map>
@@ -127,7 +128,10 @@ class HostileWorkerTest : public ClusterFixture {
              {"worker", "forger-2"},
              {"worker", "forger-3"},
              {"worker", "forger-4"},
-             {"worker", "forger-5"}}) {
+             {"worker", "forger-5"},
+             {"submit", "alice"},
+             {"submit", "bob"},
+             {"read", "reader"}}) {
       tokens_[name] = new_token(role, name);
       lines += tokens_[name].line;
     }
@@ -458,6 +462,120 @@ TEST_F(HostileWorkerTest, ImpossibleResultsAreRefusedAndQuarantineTheirSender) {
     }
   EXPECT_EQ(games_seen, 4);
   EXPECT_EQ(worker("forger-5/forger-5")->trust(), v1::TRUST_STATE_NEW);
+}
+
+// A job's RPC as `who`, by method name: the status (for a stream, OK once its first message came).
+grpc::Status job_call(v1::JobService::Stub* stub, const std::string& method, const std::string& token,
+                      const std::string& job_id) {
+  auto ctx = context(token);
+  v1::Job job;
+  if (method == "GetJob") {
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    return stub->GetJob(ctx.get(), req, &job);
+  }
+  if (method == "CancelJob") {
+    v1::CancelJobRequest req;
+    req.set_job_id(job_id);
+    return stub->CancelJob(ctx.get(), req, &job);
+  }
+  const auto first = [&](auto reader, auto message) {
+    if (reader->Read(&message)) {
+      ctx->TryCancel();
+      reader->Finish().IgnoreError();
+      return grpc::Status::OK;
+    }
+    return reader->Finish();
+  };
+  if (method == "WatchJob") {
+    v1::WatchJobRequest req;
+    req.set_job_id(job_id);
+    return first(stub->WatchJob(ctx.get(), req), v1::Job());
+  }
+  v1::GetResultsRequest req;
+  req.set_job_id(job_id);
+  return first(stub->GetResults(ctx.get(), req), v1::ResultChunk());
+}
+
+// Clients against one another: a submitter's jobs do not exist for another submitter, readers
+// read but do not cancel, workers do neither; and a job cannot name an engine by its path.
+TEST_F(HostileWorkerTest, OtherSubmittersJobsAreInvisibleAndEnginePathsAreRefused) {
+  const int port = start_secure();
+  ASSERT_GT(port, 0);
+  auto jobs = v1::JobService::NewStub(tls_);
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->mutable_perft()->set_depth(2);
+  req.mutable_spec()->mutable_perft()->set_start_positions("0-3");
+  v1::Job alices;
+  ASSERT_TRUE(jobs->SubmitJob(context(tokens_["alice"].token).get(), req, &alices).ok());
+  EXPECT_EQ(alices.owner(), "alice");
+
+  struct Expect {
+    std::string who;
+    grpc::StatusCode code;
+  };
+  const std::vector<std::pair<std::string, std::vector<Expect>>> table = {
+      {"GetJob",
+       {{"alice", grpc::StatusCode::OK},
+        {"bob", grpc::StatusCode::NOT_FOUND},
+        {"reader", grpc::StatusCode::OK},
+        {"honest-a", grpc::StatusCode::PERMISSION_DENIED},
+        {"the-admin", grpc::StatusCode::OK}}},
+      {"WatchJob",
+       {{"alice", grpc::StatusCode::OK},
+        {"bob", grpc::StatusCode::NOT_FOUND},
+        {"reader", grpc::StatusCode::OK},
+        {"honest-a", grpc::StatusCode::PERMISSION_DENIED}}},
+      {"GetResults",
+       {{"alice", grpc::StatusCode::OK},
+        {"bob", grpc::StatusCode::NOT_FOUND},
+        {"reader", grpc::StatusCode::OK},
+        {"honest-a", grpc::StatusCode::PERMISSION_DENIED}}},
+      // Last: alice's own cancel succeeds.
+      {"CancelJob",
+       {{"bob", grpc::StatusCode::NOT_FOUND},
+        {"reader", grpc::StatusCode::PERMISSION_DENIED},
+        {"honest-a", grpc::StatusCode::PERMISSION_DENIED},
+        {"alice", grpc::StatusCode::OK}}},
+  };
+  for (const auto& [method, expects] : table)
+    for (const Expect& e : expects) {
+      const grpc::Status s = job_call(jobs.get(), method, tokens_[e.who].token, alices.id());
+      EXPECT_EQ(s.error_code(), e.code) << method << " as " << e.who << ": " << s.error_message();
+    }
+  EXPECT_EQ(get(alices.id()).state(), v1::JOB_STATE_CANCELLED);
+
+  // Lists: bob's own jobs only; a reader's all of them.
+  v1::Job bobs;
+  ASSERT_TRUE(jobs->SubmitJob(context(tokens_["bob"].token).get(), req, &bobs).ok());
+  const auto listed = [&](const std::string& who) {
+    v1::ListJobsResponse resp;
+    const grpc::Status s = jobs->ListJobs(context(tokens_[who].token).get(), v1::ListJobsRequest(), &resp);
+    EXPECT_TRUE(s.ok()) << who << ": " << s.error_message();
+    std::set<std::string> ids;
+    for (const v1::Job& j : resp.jobs()) ids.insert(j.id());
+    return ids;
+  };
+  EXPECT_EQ(listed("bob"), (std::set<std::string>{bobs.id()}));
+  EXPECT_EQ(listed("alice"), (std::set<std::string>{alices.id()}));
+  EXPECT_EQ(listed("reader"), (std::set<std::string>{alices.id(), bobs.id()}));
+
+  // An engine named by its path: refused by the coordinator, and by the c960 tool before that.
+  v1::SubmitJobRequest games;
+  games.mutable_spec()->mutable_selfplay()->set_games_per_position(2);
+  games.mutable_spec()->mutable_selfplay()->set_nodes(100);
+  games.mutable_spec()->mutable_selfplay()->set_engine("/usr/games/stockfish");
+  v1::Job ignored;
+  const grpc::Status s = jobs->SubmitJob(context(tokens_["alice"].token).get(), games, &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_TRUE(absl::StartsWith(s.error_message(), "engine")) << s.error_message();
+  write_file(dir_ + "/alice.token", tokens_["alice"].token + "\n");
+  const RunResult r = run({kCli, "submit", "selfplay", "--sps", "3", "--games-per-position", "2", "--engine",
+                           "/usr/games/stockfish", "--nodes", "100", absl::StrCat("--coordinator=127.0.0.1:", port),
+                           "--tls-ca=" + pki_.ca(), "--token-file=" + dir_ + "/alice.token"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "is a path")) << r.err;
+  EXPECT_EQ(listed("reader").size(), 2u);  // nothing submitted
 }
 
 }  // namespace
