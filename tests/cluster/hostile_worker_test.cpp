@@ -464,6 +464,25 @@ TEST_F(HostileWorkerTest, ImpossibleResultsAreRefusedAndQuarantineTheirSender) {
   EXPECT_EQ(worker("forger-5/forger-5")->trust(), v1::TRUST_STATE_NEW);
 }
 
+// A real worker whose token is unknown, or of a role that may not work, says which and stops
+// (exit 2: the operator must act), instead of a bare status code.
+TEST_F(HostileWorkerTest, WorkerWithAWrongTokenSaysWhyAndStops) {
+  const int port = start_secure();
+  ASSERT_GT(port, 0);
+  write_file(dir_ + "/unknown.token", "c960_not-a-known-token\n");
+  write_file(dir_ + "/alice.token", tokens_["alice"].token + "\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"unknown.token", "unauthenticated: the coordinator refused the token"},
+      {"alice.token", "permission denied: the coordinator does not let these credentials do this"}};
+  for (size_t k = 0; k < cases.size(); ++k) {
+    Process* w = start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + dir_ + "/" + cases[k].first});
+    EXPECT_EQ(w->wait(30s), std::optional<int>(2)) << cases[k].first;
+    const std::string log = read_file(absl::StrCat(dir_, "/worker", k, ".log"));
+    EXPECT_TRUE(absl::StrContains(log, "hello refused: " + cases[k].second)) << log;
+    EXPECT_FALSE(absl::StrContains(log, "code 16")) << log;
+  }
+}
+
 // A job's RPC as `who`, by method name: the status (for a stream, OK once its first message came).
 grpc::Status job_call(v1::JobService::Stub* stub, const std::string& method, const std::string& token,
                       const std::string& job_id) {
