@@ -102,11 +102,11 @@ std::string write_failure_cause(sqlite3* db) {
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
     for (const std::string& f : {std::string(path), absl::StrCat(path, "-wal"), absl::StrCat(path, "-journal")}) {
-      struct stat st{};
+      struct stat st {};
       if (stat(f.c_str(), &st) == 0 && uint64_t(st.st_size) >= uint64_t(limit.rlim_cur))
         return "the disk is full (the file reached the process's file size limit)";
     }
-  struct statvfs fs{};
+  struct statvfs fs {};
   if (statvfs(path, &fs) == 0 && fs.f_bavail == 0) return "the disk is full";
   return "";
 }

@@ -46,10 +46,13 @@ std::string describe(const grpc::Status& s) {
       what = "unauthenticated: the coordinator refused the token or certificate (check --token-file or C960_TOKEN)";
       break;
     case grpc::StatusCode::PERMISSION_DENIED:
-      what = "permission denied: the coordinator does not let these credentials do this (a worker needs a token "
-             "of role worker)";
+      what =
+          "permission denied: the coordinator does not let these credentials do this (a worker needs a token "
+          "of role worker)";
       break;
-    case grpc::StatusCode::FAILED_PRECONDITION: what = "incompatible: the coordinator cannot work with this worker"; break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      what = "incompatible: the coordinator cannot work with this worker";
+      break;
     case grpc::StatusCode::INVALID_ARGUMENT: what = "invalid request: the coordinator calls a field wrong"; break;
     case grpc::StatusCode::NOT_FOUND: what = "not found: the coordinator does not know what the call names"; break;
     case grpc::StatusCode::INTERNAL: what = "coordinator error"; break;

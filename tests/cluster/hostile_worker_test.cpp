@@ -119,19 +119,18 @@ class HostileWorkerTest : public ClusterFixture {
     ClusterFixture::SetUp();
     ASSERT_TRUE(make_pki(dir_, &pki_));
     std::string lines = "# role name hash\n";
-    for (const auto& [role, name] : std::vector<std::pair<std::string, std::string>>{
-             {"admin", "the-admin"},
-             {"worker", "honest-a"},
-             {"worker", "honest-b"},
-             {"worker", "liar"},
-             {"worker", "forger-1"},
-             {"worker", "forger-2"},
-             {"worker", "forger-3"},
-             {"worker", "forger-4"},
-             {"worker", "forger-5"},
-             {"submit", "alice"},
-             {"submit", "bob"},
-             {"read", "reader"}}) {
+    for (const auto& [role, name] : std::vector<std::pair<std::string, std::string>>{{"admin", "the-admin"},
+                                                                                     {"worker", "honest-a"},
+                                                                                     {"worker", "honest-b"},
+                                                                                     {"worker", "liar"},
+                                                                                     {"worker", "forger-1"},
+                                                                                     {"worker", "forger-2"},
+                                                                                     {"worker", "forger-3"},
+                                                                                     {"worker", "forger-4"},
+                                                                                     {"worker", "forger-5"},
+                                                                                     {"submit", "alice"},
+                                                                                     {"submit", "bob"},
+                                                                                     {"read", "reader"}}) {
       tokens_[name] = new_token(role, name);
       lines += tokens_[name].line;
     }
@@ -139,8 +138,8 @@ class HostileWorkerTest : public ClusterFixture {
   }
 
   int start_secure() {
-    const int port = start_coordinator(0, {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(),
-                                           "--tokens=" + dir_ + "/tokens"});
+    const int port = start_coordinator(
+        0, {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(), "--tokens=" + dir_ + "/tokens"});
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = read_file(pki_.ca());
     tls_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::SslCredentials(ssl));
@@ -272,8 +271,7 @@ TEST_P(HostileWorkerPerftTest, TableStaysExactAndTheLiarIsQuarantined) {
   v1::RenewLeasesResponse renewed;
   ASSERT_TRUE(liar.renew(others, &renewed).ok());
   ASSERT_EQ(renewed.renewals_size(), int(others.size()));
-  for (const v1::LeaseRenewal& r : renewed.renewals())
-    EXPECT_EQ(r.status(), v1::LEASE_STATUS_LOST) << r.unit_id();
+  for (const v1::LeaseRenewal& r : renewed.renewals()) EXPECT_EQ(r.status(), v1::LEASE_STATUS_LOST) << r.unit_id();
   // Forged failure reports of its own units: recorded, but one worker alone cannot fail a job.
   for (int k = 0; k < cluster::kMaxUnitFailures; ++k) {
     v1::CompletionOutcome outcome{};
