@@ -481,6 +481,16 @@ TEST_F(HostileWorkerTest, WorkerWithAWrongTokenSaysWhyAndStops) {
   }
 }
 
+// The adaptive replication's flags are checked at start.
+TEST_F(HostileWorkerTest, TrustFlagsOutOfRangeAreUsageErrors) {
+  for (const std::string flag : {"--trust-after=0", "--trust-after=x", "--spot-check-rate=1.5",
+                                 "--spot-check-rate=-0.1", "--spot-check-rate=nan"}) {
+    const RunResult r = run({kCoordinatorBin, "--listen=127.0.0.1:0", "--db=" + dir_ + "/flags.db", flag});
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, flag.substr(0, flag.find('=')))) << r.err;
+  }
+}
+
 // A job's RPC as `who`, by method name: the status (for a stream, OK once its first message came).
 grpc::Status job_call(v1::JobService::Stub* stub, const std::string& method, const std::string& token,
                       const std::string& job_id) {
