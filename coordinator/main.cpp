@@ -28,6 +28,14 @@ ABSL_FLAG(int32_t, trust_after, c960::cluster::kDefaultTrustAfter,
           "--verify adaptive: a worker is trusted after this many results that other workers confirmed (1..1000000)");
 ABSL_FLAG(double, spot_check_rate, c960::cluster::kDefaultSpotCheckRate,
           "--verify adaptive: the fraction of a trusted worker's units computed again by another (0..1)");
+ABSL_FLAG(int32_t, max_active_jobs, c960::cluster::kDefaultMaxActiveJobs,
+          "jobs one caller (token or certificate) may have queued or running at once (1..100000)");
+ABSL_FLAG(int64_t, max_planned_units, c960::cluster::kDefaultMaxPlannedUnits,
+          "units one caller's unfinished jobs may hold in all; they take coordinator memory and store "
+          "(1..1000000000)");
+ABSL_FLAG(int32_t, max_watches_per_caller, c960::cluster::kDefaultMaxWatchesPerCaller,
+          "open c960 watch streams per caller (1..100000)");
+ABSL_FLAG(int32_t, max_watches, c960::cluster::kDefaultMaxWatches, "open c960 watch streams in all (1..100000)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -65,6 +73,10 @@ const c960::cluster::DaemonCommand kCommand = {
      {"lease_seconds", "S"},
      {"trust_after", "K"},
      {"spot_check_rate", "P"},
+     {"max_active_jobs", "N"},
+     {"max_planned_units", "N"},
+     {"max_watches_per_caller", "N"},
+     {"max_watches", "N"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
@@ -152,6 +164,18 @@ int main(int argc, char** argv) {
   coordinator_options.spot_check_rate = absl::GetFlag(FLAGS_spot_check_rate);
   if (!(coordinator_options.spot_check_rate >= 0 && coordinator_options.spot_check_rate <= 1))
     return die("--spot-check-rate: not in 0..1");
+  coordinator_options.max_active_jobs = absl::GetFlag(FLAGS_max_active_jobs);
+  if (coordinator_options.max_active_jobs < 1 || coordinator_options.max_active_jobs > 100'000)
+    return die("--max-active-jobs: not in 1..100000");
+  coordinator_options.max_planned_units = absl::GetFlag(FLAGS_max_planned_units);
+  if (coordinator_options.max_planned_units < 1 || coordinator_options.max_planned_units > 1'000'000'000)
+    return die("--max-planned-units: not in 1..1000000000");
+  coordinator_options.max_watches_per_caller = absl::GetFlag(FLAGS_max_watches_per_caller);
+  if (coordinator_options.max_watches_per_caller < 1 || coordinator_options.max_watches_per_caller > 100'000)
+    return die("--max-watches-per-caller: not in 1..100000");
+  coordinator_options.max_watches = absl::GetFlag(FLAGS_max_watches);
+  if (coordinator_options.max_watches < 1 || coordinator_options.max_watches > 100'000)
+    return die("--max-watches: not in 1..100000");
 
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
   if (!options.ok()) return die(std::string(options.status().message()));

@@ -137,9 +137,11 @@ class HostileWorkerTest : public ClusterFixture {
     write_file(dir_ + "/tokens", lines);
   }
 
-  int start_secure() {
-    const int port = start_coordinator(
-        0, {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(), "--tokens=" + dir_ + "/tokens"});
+  int start_secure(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> flags = {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(),
+                                      "--tokens=" + dir_ + "/tokens"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const int port = start_coordinator(0, flags);
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = read_file(pki_.ca());
     tls_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::SslCredentials(ssl));
@@ -481,14 +483,37 @@ TEST_F(HostileWorkerTest, WorkerWithAWrongTokenSaysWhyAndStops) {
   }
 }
 
-// The adaptive replication's flags are checked at start.
+// The adaptive replication's and the caps' flags are checked at start.
 TEST_F(HostileWorkerTest, TrustFlagsOutOfRangeAreUsageErrors) {
   for (const std::string flag : {"--trust-after=0", "--trust-after=x", "--spot-check-rate=1.5",
-                                 "--spot-check-rate=-0.1", "--spot-check-rate=nan"}) {
+                                 "--spot-check-rate=-0.1", "--spot-check-rate=nan", "--max-active-jobs=0",
+                                 "--max-planned-units=0", "--max-watches-per-caller=0", "--max-watches=100001"}) {
     const RunResult r = run({kCoordinatorBin, "--listen=127.0.0.1:0", "--db=" + dir_ + "/flags.db", flag});
     EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.err;
     EXPECT_TRUE(absl::StrContains(r.err, flag.substr(0, flag.find('=')))) << r.err;
   }
+}
+
+// Per-caller caps, from flags: one submitter cannot take the coordinator's memory from others.
+TEST_F(HostileWorkerTest, CapsPerCallerComeFromFlagsAndNameThemselves) {
+  ASSERT_GT(start_secure({"--max-active-jobs=1", "--max-planned-units=10"}), 0);
+  auto jobs = v1::JobService::NewStub(tls_);
+  const auto submit_as = [&](const std::string& who, const std::string& sps) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->mutable_perft()->set_depth(2);
+    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
+    req.mutable_spec()->mutable_perft()->set_split_depth(0);  // one unit per position
+    v1::Job job;
+    return jobs->SubmitJob(context(tokens_[who].token).get(), req, &job);
+  };
+  EXPECT_TRUE(submit_as("alice", "0-3").ok());
+  grpc::Status s = submit_as("alice", "4");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "max-active-jobs")) << s.error_message();
+  s = submit_as("bob", "0-10");  // 11 units
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "max-planned-units")) << s.error_message();
+  EXPECT_TRUE(submit_as("bob", "0-9").ok());  // alice's job does not count against bob
 }
 
 // A job's RPC as `who`, by method name: the status (for a stream, OK once its first message came).
