@@ -213,9 +213,9 @@ class Coordinator {
   int32_t wanted_for(const Job& j, const WorkerState& w);
 
   // Verification.
-  // canonical: the result just sent, which a unit settles with when it wins.
-  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy, const v1::UnitResult& canonical);
-  absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, const v1::UnitResult& canonical);
+  // form: what the unit keeps if the result just sent settles it (it is moved from then).
+  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy, SettledForm* form);
+  absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form);
   absl::Status unsettle(Job* j, int64_t i, int32_t wanted);
   void credit(const std::string& worker);
   void quarantine(const std::string& worker, const std::string& why);

@@ -381,6 +381,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   // First under the lock: who calls, which unit, whether it was given to the caller, its spec.
   const JobKind* kind = nullptr;
   v1::UnitSpec spec;
+  v1::store::UnitMeta meta;
   std::string worker;
   {
     std::lock_guard lock(mu_);
@@ -402,12 +403,20 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
     if (!req.failure().empty()) return record_failure(caller, req, j, index, *c);
     kind = j->kind;
     spec = j->units[index].spec;
+    meta = j->units[index].meta;
     if (spec.has_perft()) spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
   }
   // Then, without it, what takes time: checking the result (self-play games are replayed and
   // their endings verified) and making its canonical form. Units and kinds never change, so the
   // check holds when the lock is taken again.
   absl::StatusOr<v1::UnitResult> canonical = kind->check_result(spec, req.result());
+  // What the unit keeps if this result settles it (self-play: the games' compact forms), made
+  // here too rather than under the lock.
+  absl::StatusOr<SettledForm> form =
+      canonical.ok() ? kind->settle_form(spec, meta, *canonical) : absl::StatusOr<SettledForm>(canonical.status());
+  if (canonical.ok() && !form.ok()) return form.status();
+  // What copies are compared by: the result, or a digest of it (self-play).
+  const std::string serialized = canonical.ok() ? kind->kept(*canonical) : std::string();
   std::lock_guard lock(mu_);
   Job* j = find_job(job_id);
   Unit& u = j->units[index];
@@ -421,8 +430,6 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   }
   v1::CompleteUnitResponse resp;
   Copy& c = u.copies[ci];
-  // What copies are compared by: the result, or a digest of it (self-play).
-  const std::string serialized = kind->kept(*canonical);
   if (c.discarded) {
     resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
     return resp;
@@ -454,7 +461,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   ++w.rec.units_done;
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
-  resp.set_outcome(on_result(j, index, ci, *canonical));
+  resp.set_outcome(on_result(j, index, ci, &*form));
   if (absl::Status s = txn->commit(); !s.ok()) {
     // Nothing was stored: forget it here too, so that memory and store agree (the worker sends
     // it again after its backoff).
@@ -467,7 +474,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   return resp;
 }
 
-v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, const v1::UnitResult& canonical) {
+v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
   const std::string& mine = *u.copies[ci].result;
   const std::string& worker = u.copies[ci].worker;
@@ -508,7 +515,7 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, const
   if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1) && best->first == mine) {
     const std::string winner = best->first;
     const int32_t votes = int32_t(best->second.size());
-    if (absl::Status s = settle(j, i, winner, votes, canonical); !s.ok()) {
+    if (absl::Status s = settle(j, i, winner, votes, form); !s.ok()) {
       log_error(s.message());
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     }
@@ -546,11 +553,8 @@ std::string Coordinator::canonical_text(const Job& j, const Copy& c) {
   return c.result ? j.kind->describe_kept(*c.result) : "?";
 }
 
-absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes,
-                                const v1::UnitResult& canonical) {
+absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form) {
   Unit& u = j->units[i];
-  absl::StatusOr<SettledForm> form = j->kind->settle_form(u.spec, u.meta, canonical);
-  if (!form.ok()) return form.status();
   const bool finishes = j->done + 1 == int64_t(j->units.size());
   const int64_t now = clock_->now_ms();
   if (absl::Status s = store_->settle_unit(j->id, i, form->stored, votes,
