@@ -155,6 +155,36 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
       true);
 }
 
+absl::Status Client::results(const std::string& id, bool divide, bool omit_games,
+                             const std::function<bool(const v1::ResultChunk&)>& on_chunk) {
+  v1::GetResultsRequest req;
+  req.set_job_id(id);
+  req.set_divide(divide);
+  req.set_omit_games(omit_games);
+  bool delivered = false;
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kResultsStreamDeadlineMs);
+        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub_->GetResults(&ctx, req);
+        v1::ResultChunk chunk;
+        while (reader->Read(&chunk)) {
+          delivered = true;
+          if (!on_chunk(chunk)) {
+            ctx.TryCancel();
+            reader->Finish().ok();
+            return grpc::Status(grpc::StatusCode::CANCELLED, "results: stopped by the reader");
+          }
+        }
+        grpc::Status st = reader->Finish();
+        // Chunks already handed on cannot be taken back: no retry from the start then.
+        if (!st.ok() && delivered && st.error_code() == grpc::StatusCode::UNAVAILABLE)
+          return grpc::Status(grpc::StatusCode::ABORTED, absl::StrCat("results stream broke: ", st.error_message()));
+        return st;
+      },
+      true);
+}
+
 absl::Status Client::watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update,
                            v1::Job* final_job) {
   if (absl::Status s = connect(); !s.ok()) return s;

@@ -46,30 +46,49 @@ int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
   return kExitOk;
 }
 
-// Statistics from the stored games, computed as 'c960 selfplay' does, so the two agree.
-int selfplay_results(const ParsedArgs& p, const Io& io, const std::vector<v1::ResultChunk>& chunks) {
+// Statistics from each position's figures, which the coordinator counts over every game as
+// 'c960 selfplay' does, so the two agree; with --pgn the games then stream into the file, so
+// neither side holds them all.
+int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const std::vector<v1::ResultChunk>& heads) {
   size_t incomplete = 0, positions = 0;
   int last_sp = -1;
-  for (const v1::ResultChunk& c : chunks) {
-    if (c.selfplay().start_position() == last_sp) continue;  // a further chunk of the same position
-    last_sp = c.selfplay().start_position();
+  selfplay::SelfPlayStats stats;
+  for (const v1::ResultChunk& c : heads) {
+    const v1::SelfPlayPositionResult& r = c.selfplay();
+    if (r.start_position() == last_sp) continue;  // a further chunk of the same position
+    last_sp = r.start_position();
     ++positions;
-    incomplete += !c.selfplay().complete();
+    incomplete += !r.complete();
+    if (r.games() == 0) continue;
+    selfplay::PositionStats ps;
+    ps.counts.white_wins = r.white_wins();
+    ps.counts.draws = r.draws();
+    ps.counts.black_wins = r.black_wins();
+    ps.total_plies = r.total_plies();
+    ps.duplicates = r.duplicates();
+    for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
+      ps.terminations[size_t(t)] = r.terminations(t);
+    stats.set_position(r.start_position(), std::move(ps));
   }
   if (incomplete > 0) return incomplete_fail(io, incomplete, positions, p.positional()[0]);
-  selfplay::SelfPlayStats stats;
-  std::string pgn;
-  for (const v1::ResultChunk& c : chunks)
-    for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
-      absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
-      if (!rec.ok())
-        return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()),
-                    kExitCheckFailed);
-      stats.add(c.selfplay().start_position(), *rec);
-      pgn += g.pgn();
-    }
-  if (p.has("pgn"))
-    if (absl::Status s = write_output("--pgn", p.get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
+  if (p.has("pgn")) {
+    OutputFile out("--pgn", p.get("pgn"));
+    if (absl::Status s = out.open(); !s.ok()) return fail(io, kName, s);
+    std::string bad;
+    absl::Status s = client.results(p.positional()[0], false, false, [&](const v1::ResultChunk& c) {
+      for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
+        if (absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g); !rec.ok()) {
+          bad = std::string(rec.status().message());
+          return false;
+        }
+        out.append(g.pgn());
+      }
+      return true;
+    });
+    if (!bad.empty()) return fail(io, kName, absl::StrCat("a stored game does not replay: ", bad), kExitCheckFailed);
+    if (!s.ok()) return rpc_fail(io, kName, client, s);
+    if (absl::Status c = out.commit(); !c.ok()) return fail(io, kName, c);
+  }
   return emit(p, io, p.get("format", "csv") == "csv" ? stats.to_csv() : stats.to_json());
 }
 
@@ -122,10 +141,11 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
   if (!connection.ok()) return fail(io, kName, connection.status());
   Client client(*connection);
+  // Self-play: counts only here (one chunk a position); the games follow for --pgn.
   std::vector<v1::ResultChunk> chunks;
-  if (absl::Status s = client.results(p.positional()[0], divide, false, &chunks); !s.ok())
+  if (absl::Status s = client.results(p.positional()[0], divide, true, &chunks); !s.ok())
     return rpc_fail(io, kName, client, s);
-  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, chunks);
+  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, client, chunks);
   if (p.has("pgn")) return fail(io, kName, "--pgn: only self-play jobs have games");
   std::vector<v1::PerftRootResult> rows;
   for (const v1::ResultChunk& c : chunks)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/args.h"
@@ -33,6 +34,7 @@ const CommandSpec kSpec = {
     "       c960 submit selfplay [--sps RANGE] --games-per-position N --engine builtin|NAME\n"
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
+    "                  [--store-games all|none|sample:N]\n"
     "       (both: [--verify off|adaptive|all])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
     "--fen for perft) the job covers all 960 start positions. Give several FENs as quoted "
@@ -47,6 +49,9 @@ const CommandSpec kSpec = {
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
+      o.push_back({"store-games", Arity::kOne, "all|none|sample:N",
+                   "selfplay: which games the coordinator keeps for 'c960 results --pgn': every one (the default), "
+                   "none, or the first N of each position; the statistics cover every game whatever this says"});
       o.push_back({"verify", Arity::kOne, "off|adaptive|all",
                    "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
                    "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
@@ -73,6 +78,22 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
     absl::StatusOr<long long> g = p.get_int("games-per-unit", 0, 1, cluster::kMaxSelfPlayGamesPerUnit);
     if (!g.ok()) return g.status();
     s->set_games_per_unit(int(*g));
+  }
+  if (p.has("store-games")) {
+    const std::string v = p.get("store-games");
+    long long n = 0;
+    if (v == "all") {
+      s->set_store_games(v1::STORE_GAMES_ALL);
+    } else if (v == "none") {
+      s->set_store_games(v1::STORE_GAMES_NONE);
+    } else if (v.size() > 7 && v.compare(0, 6, "sample") == 0 && (v[6] == ':' || v[6] == ' ' || v[6] == '=') &&
+               absl::SimpleAtoi(v.substr(7), &n) && n >= 1 && n <= (1 << 30)) {
+      s->set_store_games(v1::STORE_GAMES_SAMPLE);
+      s->set_store_games_sample(int(n));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--store-games: '", v.substr(0, 64),
+                                                     "' is not all, none or sample:N (N in 1..", 1 << 30, ")"));
+    }
   }
   return absl::OkStatus();
 }

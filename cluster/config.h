@@ -129,6 +129,7 @@ inline constexpr int64_t kConnectTimeoutMs = 2'500;
 // Client side.
 inline constexpr int64_t kRpcDeadlineMs = 10'000;      // unary calls
 inline constexpr int64_t kSubmitDeadlineMs = 120'000;  // planning a big job takes a while
+inline constexpr int64_t kResultsStreamDeadlineMs = 6 * 3'600'000;  // results that stream: a big job's games
 inline constexpr int64_t kReleaseDeadlineMs = 2'000;   // a stopping worker gives units back once
 inline constexpr int64_t kBackoffInitialMs = 100;      // first retry after UNAVAILABLE
 inline constexpr int64_t kBackoffMaxMs = 5'000;        // retries never wait longer

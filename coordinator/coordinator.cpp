@@ -102,11 +102,10 @@ absl::Status Coordinator::load() {
       }
       if (su.result) {
         v1::UnitResult r;
-        if (!r.ParseFromString(*su.result))
-          return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, " does not parse"));
-        j->work_done += j->kind->work(u.meta, r);
+        if (absl::Status st = j->kind->load_settled(u.spec, u.meta, *su.result, &u.settled, &r); !st.ok())
+          return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, ": ", st.message()));
+        j->work_done += j->kind->work(u.spec, u.meta, r);
         u.result = std::move(r);
-        u.settled = std::move(*su.result);
         u.votes = su.votes;
         ++j->done;
       } else if (u.results() > 0) {
@@ -438,17 +437,43 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
   return snapshot(*j);
 }
 
+absl::Status Coordinator::results(const Caller& caller, const std::string& job_id, bool divide, bool omit_games,
+                                  const ResultSink& sink) {
+  v1::JobSpec spec;
+  v1::store::JobPlan plan;
+  const JobKind* kind = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    absl::StatusOr<Job*> found = job_for(caller, job_id);
+    if (!found.ok()) return found.status();
+    const Job& j = **found;
+    if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
+    if (!j.kind->results_from_store()) {
+      std::vector<UnitView> views;
+      views.reserve(j.units.size());
+      for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
+      for (const v1::ResultChunk& c : j.kind->results(j.plan, views, divide, omit_games))
+        if (!sink(c)) break;
+      return absl::OkStatus();
+    }
+    spec = j.spec;
+    plan = j.plan;
+    kind = j.kind;
+  }
+  // Read from the store page by page without the lock: a slow reader holds up no one.
+  return kind->stream_results(store_, job_id, spec, plan, omit_games, sink);
+}
+
 absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& caller, const std::string& job_id,
                                                                   bool divide, bool omit_games) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Job*> found = job_for(caller, job_id);
-  if (!found.ok()) return found.status();
-  const Job& j = **found;
-  if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
-  std::vector<UnitView> views;
-  views.reserve(j.units.size());
-  for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
-  return j.kind->results(j.plan, views, divide, omit_games);
+  std::vector<v1::ResultChunk> out;
+  if (absl::Status s = results(caller, job_id, divide, omit_games, [&](const v1::ResultChunk& c) {
+        out.push_back(c);
+        return true;
+      });
+      !s.ok())
+    return s;
+  return out;
 }
 
 absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::string& job_id, uint64_t* version,

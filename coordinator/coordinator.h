@@ -68,6 +68,11 @@ class Coordinator {
   absl::StatusOr<v1::Job> get_job(const Caller& caller, const std::string& job_id);
   absl::StatusOr<v1::ListJobsResponse> list_jobs(const Caller& caller, const v1::ListJobsRequest& req);
   absl::StatusOr<v1::Job> cancel(const Caller& caller, const std::string& job_id);
+  // Streams a job's results to sink, in constant memory for kinds that keep them in the store
+  // (self-play); stops early when sink returns false.
+  absl::Status results(const Caller& caller, const std::string& job_id, bool divide, bool omit_games,
+                       const ResultSink& sink);
+  // All of them at once (tests, small jobs).
   absl::StatusOr<std::vector<v1::ResultChunk>> results(const Caller& caller, const std::string& job_id, bool divide,
                                                        bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version.
@@ -112,7 +117,7 @@ class Coordinator {
     uint64_t zobrist_seed = 0;
     std::string session;  // the session holding a lease on it now; empty when none
     int64_t expire_ms = 0;
-    std::optional<std::string> result;  // canonical serialized result
+    std::optional<std::string> result;  // the kept form of its result (JobKind::kept)
     bool discarded = false;             // its worker was quarantined, or it failed the unit
     bool leased() const { return !session.empty(); }
   };
@@ -122,8 +127,8 @@ class Coordinator {
     int32_t attempt = 0;  // leases so far
     int32_t wanted = 0;   // results wanted from different workers; 0 until its first lease
     std::vector<Copy> copies;
-    std::optional<v1::UnitResult> result;  // the settled result
-    std::string settled;                   // ... serialized
+    std::optional<v1::UnitResult> result;  // the settled result as held in memory (JobKind::settle_form)
+    std::string settled;                   // its kept form
     int32_t votes = 0;                     // copies that sent it
     bool queued = false;                   // in the job's fresh or replicas queue
 
@@ -208,8 +213,9 @@ class Coordinator {
   int32_t wanted_for(const Job& j, const WorkerState& w);
 
   // Verification.
-  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy);
-  absl::Status settle(Job* j, int64_t i, const std::string& result, int32_t votes);
+  // form: what the unit keeps if the result just sent settles it (it is moved from then).
+  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy, SettledForm* form);
+  absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form);
   absl::Status unsettle(Job* j, int64_t i, int32_t wanted);
   void credit(const std::string& worker);
   void quarantine(const std::string& worker, const std::string& why);
@@ -217,7 +223,7 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
-  static std::string canonical_text(const Copy& c);  // for logs
+  static std::string canonical_text(const Job& j, const Copy& c);  // for logs
 
   Store* store_;
   const Clock* clock_;

@@ -381,6 +381,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   // First under the lock: who calls, which unit, whether it was given to the caller, its spec.
   const JobKind* kind = nullptr;
   v1::UnitSpec spec;
+  v1::store::UnitMeta meta;
   std::string worker;
   {
     std::lock_guard lock(mu_);
@@ -402,12 +403,20 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
     if (!req.failure().empty()) return record_failure(caller, req, j, index, *c);
     kind = j->kind;
     spec = j->units[index].spec;
+    meta = j->units[index].meta;
     if (spec.has_perft()) spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
   }
   // Then, without it, what takes time: checking the result (self-play games are replayed and
   // their endings verified) and making its canonical form. Units and kinds never change, so the
   // check holds when the lock is taken again.
   absl::StatusOr<v1::UnitResult> canonical = kind->check_result(spec, req.result());
+  // What the unit keeps if this result settles it (self-play: the games' compact forms), made
+  // here too rather than under the lock.
+  absl::StatusOr<SettledForm> form =
+      canonical.ok() ? kind->settle_form(spec, meta, *canonical) : absl::StatusOr<SettledForm>(canonical.status());
+  if (canonical.ok() && !form.ok()) return form.status();
+  // What copies are compared by: the result, or a digest of it (self-play).
+  const std::string serialized = canonical.ok() ? kind->kept(*canonical) : std::string();
   std::lock_guard lock(mu_);
   Job* j = find_job(job_id);
   Unit& u = j->units[index];
@@ -421,7 +430,6 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   }
   v1::CompleteUnitResponse resp;
   Copy& c = u.copies[ci];
-  const std::string serialized = canonical->SerializeAsString();
   if (c.discarded) {
     resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
     return resp;
@@ -453,7 +461,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   ++w.rec.units_done;
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
-  resp.set_outcome(on_result(j, index, ci));
+  resp.set_outcome(on_result(j, index, ci, &*form));
   if (absl::Status s = txn->commit(); !s.ok()) {
     // Nothing was stored: forget it here too, so that memory and store agree (the worker sends
     // it again after its backoff).
@@ -466,7 +474,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   return resp;
 }
 
-v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
+v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
   const std::string& mine = *u.copies[ci].result;
   const std::string& worker = u.copies[ci].worker;
@@ -481,8 +489,8 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
       return v1::COMPLETION_OUTCOME_DUPLICATE;
     }
     const std::string detail =
-        absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(u.copies[ci]),
-                     " but the settled result is ", u.result->ShortDebugString(), " (", u.votes, " votes)");
+        absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
+                     " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)");
     record_mismatch(j, detail);
     if (u.votes >= 2) {
       quarantine(worker, absl::StrCat("outvoted on ", j->id, "/", i));
@@ -502,10 +510,12 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
   const auto best = std::max_element(tally.begin(), tally.end(),
                                      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
   const int32_t need = u.wanted >= 2 ? 2 : 1;
-  if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1)) {
+  // A result wins by this copy's vote, so the winner is this copy's result (kept forms may be
+  // digests: only this copy's canonical result is at hand to settle with).
+  if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1) && best->first == mine) {
     const std::string winner = best->first;
     const int32_t votes = int32_t(best->second.size());
-    if (absl::Status s = settle(j, i, winner, votes); !s.ok()) {
+    if (absl::Status s = settle(j, i, winner, votes, form); !s.ok()) {
       log_error(s.message());
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     }
@@ -519,7 +529,7 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
             quarantine(u.copies[k].worker, absl::StrCat("outvoted on ", j->id, "/", i));
           }
     }
-    return mine == winner ? v1::COMPLETION_OUTCOME_ACCEPTED : v1::COMPLETION_OUTCOME_MISMATCH;
+    return v1::COMPLETION_OUTCOME_ACCEPTED;
   }
   j->verifying.insert(i);
   if (tally.size() > 1) {
@@ -539,27 +549,22 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
   return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
 }
 
-std::string Coordinator::canonical_text(const Copy& c) {
-  v1::UnitResult r;
-  if (!c.result || !r.ParseFromString(*c.result)) return "?";
-  std::string s = r.ShortDebugString();
-  return s.size() > 400 ? s.substr(0, 400) + "..." : s;
+std::string Coordinator::canonical_text(const Job& j, const Copy& c) {
+  return c.result ? j.kind->describe_kept(*c.result) : "?";
 }
 
-absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, int32_t votes) {
+absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form) {
   Unit& u = j->units[i];
-  v1::UnitResult r;
-  if (!r.ParseFromString(result)) return absl::InternalError("settle: canonical result does not parse");
   const bool finishes = j->done + 1 == int64_t(j->units.size());
   const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->settle_unit(j->id, i, result, votes,
+  if (absl::Status s = store_->settle_unit(j->id, i, form->stored, votes,
                                            finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                           now, j->kind->games(u.spec, r));
+                                           now, form->selfplay ? &*form->selfplay : nullptr);
       !s.ok())
     return s;
-  j->work_done += j->kind->work(u.meta, r);
-  u.result = std::move(r);
-  u.settled = result;
+  j->work_done += j->kind->work(u.spec, u.meta, form->held);
+  u.result = std::move(form->held);
+  u.settled = kept;
   u.votes = votes;
   ++j->done;
   j->verifying.erase(i);
@@ -578,8 +583,13 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, i
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
   Unit& u = j->units[i];
-  if (absl::Status s = store_->unsettle_unit(j->id, i, wanted); !s.ok()) return s;
-  j->work_done -= j->kind->work(u.meta, *u.result);
+  absl::StatusOr<std::optional<std::string>> stored = store_->unit_result(j->id, i);
+  if (!stored.ok()) return stored.status();
+  if (!*stored) return absl::InternalError(absl::StrCat("store: unit ", j->id, "/", i, " has no result to take back"));
+  absl::StatusOr<std::optional<SelfPlaySettlement>> form = j->kind->unsettle_form(u.spec, u.meta, **stored);
+  if (!form.ok()) return form.status();
+  if (absl::Status s = store_->unsettle_unit(j->id, i, wanted, *form ? &**form : nullptr); !s.ok()) return s;
+  j->work_done -= j->kind->work(u.spec, u.meta, *u.result);
   --j->done;
   u.result.reset();
   u.settled.clear();

@@ -129,7 +129,7 @@ class PerftKind : public JobKind {
     return n;
   }
 
-  NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
+  NodeCount work(const v1::UnitSpec&, const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
     return NodeCount(multiplicity(meta.perft())) * from_proto(result.perft().nodes());
   }
 

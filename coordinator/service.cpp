@@ -61,12 +61,15 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                                         grpc::ServerWriter<v1::ResultChunk>* writer) {
-  absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
-      c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games());
-  if (!chunks.ok()) return to_grpc(chunks.status());
-  for (const v1::ResultChunk& c : *chunks) {
-    if (ctx->IsCancelled() || !writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
-  }
+  // Chunks go out as the coordinator reads them (self-play: page by page from the store).
+  bool closed = false;
+  absl::Status s = c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games(),
+                               [&](const v1::ResultChunk& c) {
+                                 closed = ctx->IsCancelled() || !writer->Write(c);
+                                 return !closed;
+                               });
+  if (!s.ok()) return to_grpc(s);
+  if (closed) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
   return grpc::Status::OK;
 }
 

@@ -139,6 +139,12 @@ void SelfPlayStats::add(int sp, const GameRecord& game) {
   p.add(game);
 }
 
+void SelfPlayStats::set_position(int sp, PositionStats p) {
+  p.sp = sp;
+  p.fen = startpos_fen(sp).value_or("");
+  positions_[sp] = std::move(p);
+}
+
 PositionStats SelfPlayStats::total() const {
   PositionStats t;
   for (const auto& [sp, p] : positions_) {

@@ -66,6 +66,9 @@ uint64_t game_hash(const GameRecord& game);
 class SelfPlayStats {
  public:
   void add(int sp, const GameRecord& game);
+  // A position's figures counted elsewhere (the coordinator keeps them as games settle):
+  // replaces what add() gathered for sp; its fen is set here.
+  void set_position(int sp, PositionStats p);
   const std::map<int, PositionStats>& positions() const { return positions_; }
   PositionStats total() const;
   // Positions best for White first (by score, then by the interval's lower bound, then sp).
