@@ -9,8 +9,8 @@
 // Reports sustained completions per second, p50/p99/max of every RPC (AcquireWork split into
 // calls that got units and calls that waited and got none), the coordinator's CPU and RSS, and
 // the client's own CPU (it shares the machine). Not a test: the figures go in the notes.
-//   build/release/bench/c960-bench-fleet [--workers 10000] [--unit-ms 2000] [--batch 1]
-//                                        [--seconds 30] [--client-threads 2] [--plaintext]
+//   build/release/bench/c960-bench-fleet [--workers 10000] [--unit_ms 2000] [--batch 1]
+//                                        [--seconds 30] [--client_threads 2] [--plaintext]
 #include <unistd.h>
 
 #include <sys/resource.h>
@@ -48,6 +48,7 @@ ABSL_FLAG(int32_t, unit_ms, 2'000, "how long a worker holds its units before com
 ABSL_FLAG(int32_t, batch, 1, "units per AcquireWork and per CompleteUnits call (a worker's threads)");
 ABSL_FLAG(int32_t, seconds, 30, "measured window, after every worker said Hello and a warm-up");
 ABSL_FLAG(int32_t, client_threads, 2, "client threads, one completion queue each");
+ABSL_FLAG(int32_t, ramp, 200, "workers connecting at once while the fleet comes up");
 ABSL_FLAG(bool, plaintext, false, "no TLS and no tokens (to see what security costs)");
 ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
 
@@ -166,7 +167,7 @@ class Sim {
       Kind k = kind;
       if constexpr (std::is_same_v<Resp, v1::AcquireWorkResponse>)
         if (s.ok() && r.leases_size() == 0) k = kAcquireEmpty;
-      if (g_measuring && s.ok()) stats_->ms[k].push_back(ms);
+      if ((g_measuring || k == kHello) && s.ok()) stats_->ms[k].push_back(ms);
       then(s, r);
     };
     rpc->reader = prepare(&rpc->ctx, cq_);
@@ -356,7 +357,13 @@ int main(int argc, char** argv) {
       bool ok;
       while (cq->Next(&tag, &ok)) static_cast<Tag*>(tag)->done(ok);
     });
-  for (auto& s : sims) s->start();
+  // A fleet comes up over time, not in one instant: at most --ramp Hellos (TLS handshakes) in
+  // flight at once.
+  for (size_t k = 0; k < sims.size(); ++k) {
+    while (int(k) - g_helloed - g_failed >= absl::GetFlag(FLAGS_ramp))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    sims[k]->start();
+  }
   // Every worker connected and registered (TLS handshakes take a while), then a warm-up.
   while (g_helloed + g_failed < n && Clock::now() - t_start < std::chrono::seconds(300))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

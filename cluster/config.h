@@ -35,6 +35,14 @@ inline constexpr int kTargetUnitDepth = 7;
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
 inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
+// Bigger jobs are planned lazily: their roots are expanded into units (transpositions merged
+// within each root) one after another as workers need units, a window of about
+// kLazyWindowUnits planned ahead, refilled when fewer than kLazyLowWaterUnits wait. One root's
+// expansion may walk at most kMaxRootWalk positions (perft(11) of a start position splits at
+// ply 4: about 10^5 to 10^6).
+inline constexpr uint64_t kMaxRootWalk = 2'000'000;
+inline constexpr int64_t kLazyWindowUnits = 20'000;
+inline constexpr int64_t kLazyLowWaterUnits = 5'000;
 // A big plan is stored in transactions of this many units, each short enough (milliseconds)
 // that completions and leases are stored between them.
 inline constexpr size_t kUnitsPerStoreBatch = 2'000;

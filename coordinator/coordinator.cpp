@@ -23,7 +23,7 @@ constexpr int64_t kRateWindowMs = 10'000;
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
-  kinds_.push_back(make_perft_kind());
+  kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
   kinds_.push_back(make_selfplay_kind());
   waiter_thread_ = std::thread([this] { waiter_loop(); });
 }

@@ -54,6 +54,11 @@ struct CoordinatorOptions {
   int max_watches_per_caller = kDefaultMaxWatchesPerCaller;
   int max_watches = kDefaultMaxWatches;
   uint64_t seed = 0;  // of spot-check draws and session ids' salt; 0: from the system
+  // Lazy perft planning (cluster/config.h): plans walking more positions than this are lazy,
+  // with windows of this many units, refilled below the low-water mark.
+  uint64_t lazy_plan_walk = kMaxPlanWalk;
+  int64_t lazy_window_units = kLazyWindowUnits;
+  int64_t lazy_low_water_units = kLazyLowWaterUnits;
 };
 
 class Coordinator {
@@ -224,6 +229,9 @@ class Coordinator {
 
   // Queues and leases.
   void enqueue(Job* j, int64_t i, bool front = false);
+  // Lazy planning: the job's next units, stored with its moved cursor, then queued.
+  absl::Status refill(Job* j);
+  void finish_job(Job* j, int64_t now);
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
   // A waiting acquire (long poll).

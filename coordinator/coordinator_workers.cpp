@@ -210,6 +210,8 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   for (Job* j : by_seq_) {
     if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
+    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->kind->fully_planned(j->plan))
+      if (absl::Status st = refill(j); !st.ok()) return st;
     if (j->fresh.empty() && j->replicas.empty()) continue;
     if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
     std::vector<Store::Lease> rows;
@@ -253,6 +255,40 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     if (absl::Status st = store_->record_leases(j->id, rows); !st.ok()) return st;
   }
   if (resp->leases_size() > 0) changed();
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::refill(Job* j) {
+  v1::store::JobPlan plan = j->plan;
+  std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units =
+      j->kind->expand(&plan, options_.lazy_window_units);
+  const int64_t first = int64_t(j->units.size());
+  std::vector<StoredUnit> rows(units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    rows[k].index = first + int64_t(k);
+    rows[k].spec = units[k].first.SerializeAsString();
+    rows[k].meta = units[k].second.SerializeAsString();
+  }
+  if (absl::Status s =
+          store_->extend_job_plan(j->id, plan.SerializeAsString(), rows, first + int64_t(units.size()));
+      !s.ok())
+    return s;
+  j->plan = std::move(plan);
+  j->units.resize(size_t(first) + units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    Unit& u = j->units[size_t(first) + k];
+    u.spec = std::move(units[k].first);
+    u.meta = std::move(units[k].second);
+    enqueue(j, first + int64_t(k));
+  }
+  // Roots without units (no moves down to the split ply) may end the job here.
+  if (j->done == int64_t(j->units.size()) && j->kind->fully_planned(j->plan)) {
+    const int64_t now = clock_->now_ms();
+    if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_SUCCEEDED, now, j->mismatches, j->mismatch_detail);
+        !s.ok())
+      return s;
+    finish_job(j, now);
+  }
   return absl::OkStatus();
 }
 
@@ -771,7 +807,7 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, i
   Unit& u = j->units[i];
   v1::UnitResult r;
   if (!r.ParseFromString(result)) return absl::InternalError("settle: canonical result does not parse");
-  const bool finishes = j->done + 1 == int64_t(j->units.size());
+  const bool finishes = j->done + 1 == int64_t(j->units.size()) && j->kind->fully_planned(j->plan);
   const int64_t now = clock_->now_ms();
   if (absl::Status s = store_->settle_unit(j->id, i, result, votes,
                                            finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
@@ -785,16 +821,18 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, i
   ++j->done;
   j->verifying.erase(i);
   // Leases still out on it (spot checks) may finish: their results are compared, not counted.
-  if (finishes) {
-    j->state = v1::JOB_STATE_SUCCEEDED;
-    j->finished_ms = now;
-    j->fresh.clear();
-    j->replicas.clear();
-    log_info(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
-                          j->kind->describe_work(j->work_done), ", ", j->disagreements, " disagreements, ",
-                          j->mismatches, " mismatches"));
-  }
+  if (finishes) finish_job(j, now);
   return absl::OkStatus();
+}
+
+void Coordinator::finish_job(Job* j, int64_t now) {
+  j->state = v1::JOB_STATE_SUCCEEDED;
+  j->finished_ms = now;
+  j->fresh.clear();
+  j->replicas.clear();
+  log_info(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
+                        j->kind->describe_work(j->work_done), ", ", j->disagreements, " disagreements, ",
+                        j->mismatches, " mismatches"));
 }
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
