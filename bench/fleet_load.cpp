@@ -98,7 +98,7 @@ struct Stats {
   std::vector<double> ms[kKinds];
   int64_t completed = 0;  // units accepted while measuring
   int64_t errors = 0;
-  std::string last_error;
+  std::string first_error, last_error;
 };
 
 std::atomic<bool> g_measuring{false}, g_stop{false};
@@ -178,6 +178,7 @@ class Sim {
   void fail(const grpc::Status& s, const char* what) {
     if (!g_stop) {
       ++stats_->errors;
+      if (stats_->first_error.empty()) stats_->first_error = absl::StrCat(what, ": ", s.error_message());
       stats_->last_error = absl::StrCat(what, ": ", s.error_message());
     }
     --g_active;  // this worker stops
@@ -393,15 +394,17 @@ int main(int argc, char** argv) {
     all.completed += s.completed;
     all.errors += s.errors;
     if (!s.last_error.empty()) all.last_error = s.last_error;
+    if (all.first_error.empty()) all.first_error = s.first_error;
   }
   std::printf("fleet load: %d simulated workers (%d held to the end), %d units per call, units held %d ms, %s, "
               "%d client threads, %u CPUs on this machine\n",
               n, held, batch, unit_ms, secure ? "TLS + tokens" : "plaintext", threads,
               std::thread::hardware_concurrency());
   std::printf("  connected and registered in %.1f s; measured %.1f s\n", connect_s, wall);
-  std::printf("  completions       %lld  (%.0f /s; %lld errors%s%s)\n", static_cast<long long>(all.completed),
-              double(all.completed) / wall, static_cast<long long>(all.errors), all.last_error.empty() ? "" : ", last: ",
-              all.last_error.c_str());
+  std::printf("  completions       %lld  (%.0f /s; %lld errors%s%s%s%s)\n", static_cast<long long>(all.completed),
+              double(all.completed) / wall, static_cast<long long>(all.errors),
+              all.first_error.empty() ? "" : ", first: ", all.first_error.c_str(),
+              all.last_error.empty() ? "" : ", last: ", all.last_error.c_str());
   for (int k = 0; k < kKinds; ++k)
     std::printf("  %-27s n %-8zu p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms\n", kKindNames[k], all.ms[k].size(),
                 percentile(all.ms[k], 0.5), percentile(all.ms[k], 0.99), percentile(all.ms[k], 1.0));
