@@ -192,6 +192,7 @@ class Coordinator {
     std::set<int64_t> active;     // units with a lease out
     std::set<int64_t> verifying;  // unsettled units with a result that waits for another
     bool damaged = false;         // its stored units disagree with its record: FAILED, no results
+    bool refilling = false;       // lazy plan: the waiter thread expands its next roots
     int64_t done = 0;             // settled units
     NodeCount work_done = 0;      // in the kind's unit of work (JobKind::work)
     std::deque<Sample> samples;   // recent progress, for rates
@@ -229,8 +230,11 @@ class Coordinator {
 
   // Queues and leases.
   void enqueue(Job* j, int64_t i, bool front = false);
-  // Lazy planning: the job's next units, stored with its moved cursor, then queued.
-  absl::Status refill(Job* j);
+  // Lazy planning: the waiter thread expands the next roots of jobs below their low-water mark
+  // without the lock (refill_jobs), then stores the units with the moved cursor and queues them
+  // (add_planned) unless the job changed meanwhile.
+  void refill_jobs(std::unique_lock<std::mutex>& lock);
+  absl::Status add_planned(Job* j, v1::store::JobPlan plan, std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units);
   void finish_job(Job* j, int64_t now);
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
@@ -294,6 +298,7 @@ class Coordinator {
   std::map<std::string, uint64_t> waiting_session_;
   std::atomic<uint64_t> next_ticket_{1};
   bool work_event_ = false;  // units were queued since the waiters were last served
+  bool refill_event_ = false;  // a lazily planned job wants its next roots expanded
   bool stop_waiters_ = false;
   std::condition_variable waiter_cv_;
   std::thread waiter_thread_;

@@ -210,8 +210,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   for (Job* j : by_seq_) {
     if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
-    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->kind->fully_planned(j->plan))
-      if (absl::Status st = refill(j); !st.ok()) return st;
+    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling &&
+        !j->kind->fully_planned(j->plan)) {
+      j->refilling = true;
+      refill_event_ = true;
+      waiter_cv_.notify_one();
+    }
     if (j->fresh.empty() && j->replicas.empty()) continue;
     if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
     std::vector<Store::Lease> rows;
@@ -258,10 +262,37 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   return absl::OkStatus();
 }
 
-absl::Status Coordinator::refill(Job* j) {
-  v1::store::JobPlan plan = j->plan;
-  std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units =
-      j->kind->expand(&plan, options_.lazy_window_units);
+void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
+  refill_event_ = false;
+  struct Work {
+    std::string job;
+    const JobKind* kind;
+    std::string before;  // the plan as it was: a job that changed meanwhile is left alone
+    v1::store::JobPlan plan;
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
+  };
+  std::vector<Work> work;
+  for (Job* j : by_seq_)
+    if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, {}});
+  // Expanding roots takes tens of milliseconds each: without the lock.
+  lock.unlock();
+  for (Work& w : work) w.units = w.kind->expand(&w.plan, options_.lazy_window_units);
+  lock.lock();
+  for (Work& w : work) {
+    Job* j = find_job(w.job);
+    if (!j) continue;
+    j->refilling = false;
+    if (j->state != v1::JOB_STATE_RUNNING || j->plan.SerializeAsString() != w.before) continue;
+    if (absl::Status s = add_planned(j, std::move(w.plan), std::move(w.units)); !s.ok()) {
+      // Tried again at the next acquire.
+      log_error(absl::StrCat("job ", j->id, ": planning its next units: ", s.message()));
+    }
+  }
+  changed();
+}
+
+absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
+                                      std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units) {
   const int64_t first = int64_t(j->units.size());
   std::vector<StoredUnit> rows(units.size());
   for (size_t k = 0; k < units.size(); ++k) {
@@ -410,7 +441,13 @@ void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     waiter_cv_.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs),
-                        [&] { return work_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty()); });
+                        [&] { return work_event_ || refill_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty()); });
+    if (refill_event_) {
+      if (shutting_down_)
+        refill_event_ = false;
+      else
+        refill_jobs(lock);
+    }
     std::vector<Answer> answers;
     serve_waiters(&answers);
     const bool stop = stop_waiters_;

@@ -58,13 +58,20 @@ class LazyPlanTest : public ::testing::Test {
     return j.ok() ? *j : v1::Job();
   }
 
-  // Leases and completes up to `limit` units; returns how many were completed.
-  int64_t work(int64_t limit, std::vector<v1::CompleteUnitRequest>* sent = nullptr) {
+  bool running(const std::string& job) {
+    auto j = coordinator_->get_job(Caller::local(), job);
+    return j.ok() && j->state() == v1::JOB_STATE_RUNNING;
+  }
+
+  // Leases and completes up to `limit` units of a running job; returns how many were completed.
+  // Acquires wait for units (the next roots are expanded by the coordinator's own thread).
+  int64_t work(const std::string& job, int64_t limit, std::vector<v1::CompleteUnitRequest>* sent = nullptr) {
     int64_t n = 0;
-    while (n < limit) {
+    while (n < limit && running(job)) {
       v1::AcquireWorkRequest areq;
       areq.set_worker_id(worker_);
       areq.set_max_units(int(std::min<int64_t>(limit - n, 7)));
+      areq.set_wait_seconds(5);
       auto leases = coordinator_->acquire(Caller::local(), areq);
       EXPECT_TRUE(leases.ok()) << leases.status();
       if (!leases.ok() || leases->leases_size() == 0) break;
@@ -139,7 +146,7 @@ TEST_F(LazyPlanTest, TotalsEqualTheEagerPlanAndThePublishedTable) {
   EXPECT_EQ(lazy.state(), v1::JOB_STATE_RUNNING);
   // Only the first root is expanded at submit.
   EXPECT_LT(lazy.progress().units_total(), 500);
-  work(1'000'000);
+  work(lazy.id(), 1'000'000);
   auto done = coordinator_->get_job(Caller::local(), lazy.id());
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
@@ -148,7 +155,7 @@ TEST_F(LazyPlanTest, TotalsEqualTheEagerPlanAndThePublishedTable) {
   open(":memory:", CoordinatorOptions{30'000});  // eager
   const v1::Job eager = submit(4, "0-5,518", 2);
   EXPECT_EQ(eager.progress().units_total(), done->progress().units_total());
-  work(1'000'000);
+  work(eager.id(), 1'000'000);
   const std::vector<v1::ResultChunk> eager_results = results(eager.id(), true);
   ASSERT_EQ(lazy_results.size(), 7u);
   ASSERT_EQ(eager_results.size(), 7u);
@@ -167,7 +174,7 @@ TEST_F(LazyPlanTest, RestartInTheMiddleLosesNothingAndCountsNothingTwice) {
   open(path, tiny_window());
   const v1::Job job = submit(4, "100-103", 2);
   std::vector<v1::CompleteUnitRequest> sent;
-  ASSERT_EQ(work(700, &sent), 700);  // some roots done, one in the middle, others not expanded
+  ASSERT_EQ(work(job.id(), 700, &sent), 700);  // some roots done, one in the middle, others not expanded
   auto before = coordinator_->get_job(Caller::local(), job.id());
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->progress().units_done(), 700);
@@ -186,7 +193,7 @@ TEST_F(LazyPlanTest, RestartInTheMiddleLosesNothingAndCountsNothingTwice) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_DUPLICATE);
   }
-  work(1'000'000);
+  work(job.id(), 1'000'000);
   auto done = coordinator_->get_job(Caller::local(), job.id());
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
