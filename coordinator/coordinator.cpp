@@ -23,11 +23,20 @@ constexpr int64_t kRateWindowMs = 10'000;
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
-  kinds_.push_back(make_perft_kind());
+  kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
   kinds_.push_back(make_selfplay_kind());
+  waiter_thread_ = std::thread([this] { waiter_loop(); });
 }
 
-Coordinator::~Coordinator() = default;
+Coordinator::~Coordinator() {
+  {
+    std::lock_guard lock(mu_);
+    stop_waiters_ = true;
+    shutting_down_ = true;
+  }
+  waiter_cv_.notify_all();
+  waiter_thread_.join();
+}
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
   for (const auto& k : kinds_)
@@ -375,6 +384,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
   jobs_[raw->id] = std::move(*stored);
+  if (!raw->fresh.empty()) work_arrived();
   changed();
   return snapshot(*raw);
 }
@@ -541,6 +551,7 @@ void Coordinator::shutdown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
+  waiter_cv_.notify_all();
 }
 
 bool Coordinator::shutting_down() const {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
+#include "cluster/config.h"
 #include "coordinator/store.h"
 #include "core/perft.h"
 
@@ -55,6 +56,14 @@ class JobKind {
   virtual v1::JobSpec::KindCase spec_case() const = 0;
   // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans.
   virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const = 0;
+  // Lazy planning: whether every unit of the plan is made, and the next units (at least
+  // min_units where the plan has them, a whole root at a time), advancing the plan's cursor. The
+  // coordinator stores the units with the new plan in one transaction.
+  virtual bool fully_planned(const v1::store::JobPlan& /*plan*/) const { return true; }
+  virtual std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> expand(v1::store::JobPlan* /*plan*/,
+                                                                           int64_t /*min_units*/) const {
+    return {};
+  }
   // Checks what a worker sent as far as the coordinator can alone, and returns the result in
   // its canonical form, the one stored and compared between workers (a worker's own text, such
   // as PGN, is never kept). INVALID_ARGUMENT naming the problem when it cannot be right.
@@ -121,7 +130,9 @@ class JobKind {
   }
 };
 
-std::unique_ptr<JobKind> make_perft_kind();
+// Perft plans that would walk more than lazy_walk positions up to the split ply (or that an
+// eager plan refuses as too large) are planned lazily, the first window at submit.
+std::unique_ptr<JobKind> make_perft_kind(uint64_t lazy_walk = kMaxPlanWalk, int64_t window = kLazyWindowUnits);
 std::unique_ptr<JobKind> make_selfplay_kind();
 
 }  // namespace c960::cluster

@@ -465,6 +465,21 @@ absl::Status Store::finish_job_plan(const std::string& job_id, int64_t unit_coun
   return absl::OkStatus();
 }
 
+absl::Status Store::extend_job_plan(const std::string& job_id, const std::string& plan,
+                                    const std::vector<StoredUnit>& units, int64_t unit_count) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  if (absl::Status s = insert_units(job_id, units, 0, units.size()); !s.ok()) return s;
+  Stmt q(db_, "UPDATE jobs SET plan = ?, unit_count = ? WHERE id = ?");
+  if (!q.ok()) return error("extend plan");
+  q.bind(1, plan);
+  q.bind(2, unit_count);
+  q.bind_text(3, job_id);
+  if (!q.run() || sqlite3_changes(db_) != 1) return error("extend plan");
+  return t.commit();
+}
+
 absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);

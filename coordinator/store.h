@@ -148,6 +148,10 @@ class Store {
   absl::Status begin_job(const StoredJob& job);
   absl::Status add_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
   absl::Status finish_job_plan(const std::string& job_id, int64_t unit_count);
+  // Lazy planning: more units of a planned job and its plan with the cursor moved past them,
+  // in one transaction (a restart finds both or neither).
+  absl::Status extend_job_plan(const std::string& job_id, const std::string& plan, const std::vector<StoredUnit>& units,
+                               int64_t unit_count);
   // A job and everything it owns (a submit cut off before its plan was stored).
   absl::Status delete_job(const std::string& job_id);
 
