@@ -53,6 +53,30 @@ struct CoordinatorOptions {
   uint64_t seed = 0;  // of spot-check draws and session ids' salt; 0: from the system
 };
 
+// Counters of events since this process started (monitoring: coordinator/metrics.h).
+struct CoordinatorCounters {
+  std::map<v1::CompletionOutcome, int64_t> completions;  // CompleteUnit calls answered, by outcome
+  int64_t jobs_submitted = 0;
+  int64_t lease_expiries = 0;
+  int64_t requeues = 0;  // leases given back without a result (expired, released, superseded, quarantined)
+  int64_t unit_failures = 0;
+  int64_t disagreements = 0;
+  int64_t mismatches = 0;
+  int64_t quarantines = 0;
+  std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+};
+
+// A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
+struct CoordinatorMetrics {
+  std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
+  // The units of running jobs, each in one state: settled (done); with a result that waits for
+  // another worker's (verifying); leased, without a result yet (leased); the rest (pending).
+  int64_t units_pending = 0, units_leased = 0, units_verifying = 0, units_done = 0;
+  std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
+  int64_t watches = 0;                                          // open WatchJob streams
+  CoordinatorCounters counters;
+};
+
 class Coordinator {
  public:
   // store and clock must outlive the coordinator.
@@ -101,6 +125,9 @@ class Coordinator {
   // Wakes every watcher so that streams can end (server shutdown).
   void shutdown();
   bool shutting_down() const;
+
+  // Cheap: counts over the jobs and workers in memory.
+  CoordinatorMetrics metrics() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
 
@@ -217,6 +244,7 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
+  absl::StatusOr<v1::CompleteUnitResponse> complete_unit(const Caller& caller, const v1::CompleteUnitRequest& req);
   static std::string canonical_text(const Copy& c);  // for logs
 
   Store* store_;
@@ -239,6 +267,7 @@ class Coordinator {
   int watches_total_ = 0;
   std::mt19937_64 rng_;  // spot checks
   int64_t next_job_seq_ = 1;
+  CoordinatorCounters counters_;
 };
 
 }  // namespace c960::cluster

@@ -13,6 +13,8 @@ PACKAGES=(
   libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)
   stockfish pgn-extract
   libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
+  # The coordinator's HTTP side (coordinator/http_*): the server, and the Prometheus text format.
+  libcpp-httplib-dev prometheus-cpp-dev
   # The Debian package (deploy/package.sh): man pages from --help; CPack's dpkg-shlibdeps.
   help2man file dpkg-dev
   # systemd-analyze checks the systemd units.
