@@ -182,11 +182,17 @@ void PerftHash::store(Key key, int depth, uint64_t nodes) {
 
 namespace {
 
+// What never changes during one perft: the castling geometry, and the Zobrist keys it counts
+// with (a copy of the chosen set, next to the castling keys, so that key updates read one
+// structure whichever set it is).
 struct CastleInfo {
   CastlingRights mask[SQUARE_NB];
   Square rook[4];
   Bitboard path[4], king_path[4];
   Key key[CASTLING_RIGHT_NB];  // Zobrist key of each set of rights
+  Key psq[PIECE_NB][SQUARE_NB];
+  Key enpassant[FILE_NB];
+  Key side;
 };
 
 class Board {
@@ -210,7 +216,10 @@ class Board {
   Square ep;
 };
 
-void init_board(const Position& pos, CastleInfo& ci, Board& b) {
+void init_board(const Position& pos, const zobrist::Keys& z, CastleInfo& ci, Board& b) {
+  std::copy(&z.psq[0][0], &z.psq[0][0] + size_t(PIECE_NB) * size_t(SQUARE_NB), &ci.psq[0][0]);
+  std::copy(z.enpassant, z.enpassant + FILE_NB, ci.enpassant);
+  ci.side = z.side;
   for (int s = 0; s < SQUARE_NB; ++s) ci.mask[s] = NO_CASTLING;
   for (int i = 0; i < 4; ++i) {
     ci.rook[i] = pos.castling_rook_square(i);
@@ -226,13 +235,20 @@ void init_board(const Position& pos, CastleInfo& ci, Board& b) {
   for (int cr = 0; cr < CASTLING_RIGHT_NB; ++cr) {
     ci.key[cr] = 0;
     for (int i = 0; i < 4; ++i)
-      if ((cr & (1 << i)) && pos.can_castle(CastlingRights(1 << i))) ci.key[cr] ^= zobrist::castling[ci.rook[i]];
+      if ((cr & (1 << i)) && pos.can_castle(CastlingRights(1 << i))) ci.key[cr] ^= z.castling[ci.rook[i]];
   }
   b.by_type[0] = pos.pieces();
   for (PieceType pt = PAWN; pt <= KING; ++pt) b.by_type[pt] = pos.pieces(pt);
   b.by_color[WHITE] = pos.pieces(WHITE);
   b.by_color[BLACK] = pos.pieces(BLACK);
-  b.key = pos.key();
+  // The root's key in this set (the position's own key is in the global one).
+  Key k = pos.side_to_move() == BLACK ? z.side : 0;
+  for (Bitboard occ = pos.pieces(); occ;) {
+    const Square sq = pop_lsb(occ);
+    k ^= z.psq[pos.piece_on(sq)][sq];
+  }
+  if (pos.ep_square() != SQ_NONE) k ^= z.enpassant[file_of(pos.ep_square())];
+  b.key = k ^ ci.key[pos.castling_rights()];
   b.ci = &ci;
   b.rights = pos.castling_rights();
   b.ep = pos.ep_square();
@@ -255,9 +271,9 @@ inline void finish(const Board& b, Board& nb, Square from, Square to, Key key_de
   nb.rights = CastlingRights(b.rights ^ lost);
   nb.ci = b.ci;
   if constexpr (Hash) {
-    Key k = b.key ^ key_delta ^ zobrist::side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
-    if (b.ep != SQ_NONE) k ^= zobrist::enpassant[file_of(b.ep)];
-    if (nb.ep != SQ_NONE) k ^= zobrist::enpassant[file_of(nb.ep)];
+    Key k = b.key ^ key_delta ^ b.ci->side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
+    if (b.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(b.ep)];
+    if (nb.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(nb.ep)];
     nb.key = k;
   } else {
     nb.key = b.key;  // stale and never read: such children are not looked up, nor their children
@@ -279,8 +295,8 @@ inline void make(const Board& b, Board& nb, Square from, Square to) {
   const Bitboard fb = square_bb(from), tb = square_bb(to);
   Key delta = 0;
   if constexpr (Hash) {
-    delta = zobrist::psq[make_piece(Us, Pt)][from] ^ zobrist::psq[make_piece(Us, Pt)][to];
-    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= zobrist::psq[make_piece(~Us, cap)][to];
+    delta = b.ci->psq[make_piece(Us, Pt)][from] ^ b.ci->psq[make_piece(Us, Pt)][to];
+    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= b.ci->psq[make_piece(~Us, cap)][to];
   }
   set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
   nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
@@ -298,8 +314,8 @@ inline void make_promotion(const Board& b, Board& nb, Square from, Square to, Pi
   const Bitboard fb = square_bb(from), tb = square_bb(to);
   Key delta = 0;
   if constexpr (Hash) {
-    delta = zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, promo)][to];
-    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= zobrist::psq[make_piece(~Us, cap)][to];
+    delta = b.ci->psq[make_piece(Us, PAWN)][from] ^ b.ci->psq[make_piece(Us, promo)][to];
+    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= b.ci->psq[make_piece(~Us, cap)][to];
   }
   set_types<PAWN>(b, nb, tb, fb, promo, tb);
   nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
@@ -315,8 +331,8 @@ inline void make_en_passant(const Board& b, Board& nb, Square from, Square to) {
   const Bitboard ft = square_bb(from) | square_bb(to), cb = square_bb(capsq);
   Key delta = 0;
   if constexpr (Hash)
-    delta = zobrist::psq[make_piece(Us, PAWN)][from] ^ zobrist::psq[make_piece(Us, PAWN)][to] ^
-            zobrist::psq[make_piece(~Us, PAWN)][capsq];
+    delta = b.ci->psq[make_piece(Us, PAWN)][from] ^ b.ci->psq[make_piece(Us, PAWN)][to] ^
+            b.ci->psq[make_piece(~Us, PAWN)][capsq];
   set_types<PAWN>(b, nb, 0, ft | cb, NO_PIECE_TYPE, 0);
   nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ ft ^ cb;
   nb.by_color[Us] = b.by_color[Us] ^ ft;
@@ -332,8 +348,8 @@ inline void make_castle(const Board& b, Board& nb, Square kfrom, Square rfrom) {
   const Bitboard lift = square_bb(kfrom) | square_bb(rfrom), place = square_bb(kto) | square_bb(rto);
   Key delta = 0;
   if constexpr (Hash)
-    delta = zobrist::psq[make_piece(Us, KING)][kfrom] ^ zobrist::psq[make_piece(Us, KING)][kto] ^
-            zobrist::psq[make_piece(Us, ROOK)][rfrom] ^ zobrist::psq[make_piece(Us, ROOK)][rto];
+    delta = b.ci->psq[make_piece(Us, KING)][kfrom] ^ b.ci->psq[make_piece(Us, KING)][kto] ^
+            b.ci->psq[make_piece(Us, ROOK)][rfrom] ^ b.ci->psq[make_piece(Us, ROOK)][rto];
   set_types<KING>(b, nb, 0, square_bb(kfrom) ^ square_bb(kto), ROOK, square_bb(rfrom) ^ square_bb(rto));
   nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] & ~lift) | place;
   nb.by_color[Us] = (b.by_color[Us] & ~lift) | place;
@@ -465,10 +481,10 @@ uint64_t perft_dispatch(const Board& b, Color us, int depth, PerftHash* hash) {
 
 }  // namespace
 
-uint64_t perft(const Position& pos, int depth, PerftHash* hash) {
+uint64_t perft(const Position& pos, int depth, PerftHash* hash, const zobrist::Keys* keys) {
   CastleInfo ci;
   Board b;
-  init_board(pos, ci, b);
+  init_board(pos, keys ? *keys : zobrist::current_keys(), ci, b);
   if (depth <= 0) return 1;
   // The slider method is chosen here, once per call, not per lookup.
   if (sliders() == Sliders::Pext) return perft_dispatch<Sliders::Pext>(b, pos.side_to_move(), depth, hash);
@@ -490,7 +506,7 @@ uint64_t perft_reference(Position& pos, int depth) {
   return nodes;
 }
 
-std::vector<DivideEntry> divide(const Position& root, int depth, PerftHash* hash) {
+std::vector<DivideEntry> divide(const Position& root, int depth, PerftHash* hash, const zobrist::Keys* keys) {
   Position pos = root;
   MoveList list;
   generate_legal(pos, list);
@@ -498,7 +514,7 @@ std::vector<DivideEntry> divide(const Position& root, int depth, PerftHash* hash
   StateInfo st;
   for (Move m : list) {
     pos.do_move(m, st);
-    out.push_back({m, perft(pos, depth - 1, hash)});
+    out.push_back({m, perft(pos, depth - 1, hash, keys)});
     pos.undo_move(m);
   }
   return out;

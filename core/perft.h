@@ -69,7 +69,8 @@ class PerftHash {
 // Single-threaded perft on a compact copy-make board; depth 0 is 1. With a hash table
 // (which may be shared with other threads), subtrees found there are not walked again.
 // pos is not modified.
-uint64_t perft(const Position& pos, int depth, PerftHash* hash = nullptr);
+// keys: the Zobrist key set the hash table's entries are keyed with (null: the global one).
+uint64_t perft(const Position& pos, int depth, PerftHash* hash = nullptr, const zobrist::Keys* keys = nullptr);
 
 // The plain make/unmake walk over Position, kept as the reference the fast one is tested against.
 uint64_t perft_reference(Position& pos, int depth);
@@ -79,7 +80,8 @@ struct DivideEntry {
   NodeCount nodes;
 };
 // Perft of each legal move at depth - 1, in generation order. depth must be >= 1.
-std::vector<DivideEntry> divide(const Position& pos, int depth, PerftHash* hash = nullptr);
+std::vector<DivideEntry> divide(const Position& pos, int depth, PerftHash* hash = nullptr,
+                                const zobrist::Keys* keys = nullptr);
 
 struct PerftOptions {
   int threads = 1;

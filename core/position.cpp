@@ -1,5 +1,6 @@
 #include "core/position.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -22,14 +23,33 @@ struct Init {
 } const init_;
 }  // namespace
 
+Keys make_keys(uint64_t s) {
+  Keys keys;
+  Prng rng(s);
+  for (auto& piece : keys.psq)
+    for (Key& k : piece) k = rng.rand64();
+  for (Key& k : keys.enpassant) k = rng.rand64();
+  for (Key& k : keys.castling) k = rng.rand64();
+  keys.side = rng.rand64();
+  return keys;
+}
+
+Keys current_keys() {
+  Keys keys;
+  std::copy(&psq[0][0], &psq[0][0] + size_t(PIECE_NB) * size_t(SQUARE_NB), &keys.psq[0][0]);
+  std::copy(enpassant, enpassant + FILE_NB, keys.enpassant);
+  std::copy(castling, castling + SQUARE_NB, keys.castling);
+  keys.side = side;
+  return keys;
+}
+
 void init(uint64_t s) {
   current_seed = s;
-  Prng rng(s);
-  for (auto& piece : psq)
-    for (Key& k : piece) k = rng.rand64();
-  for (Key& k : enpassant) k = rng.rand64();
-  for (Key& k : castling) k = rng.rand64();
-  side = rng.rand64();
+  const Keys keys = make_keys(s);
+  std::copy(&keys.psq[0][0], &keys.psq[0][0] + size_t(PIECE_NB) * size_t(SQUARE_NB), &psq[0][0]);
+  std::copy(keys.enpassant, keys.enpassant + FILE_NB, enpassant);
+  std::copy(keys.castling, keys.castling + SQUARE_NB, castling);
+  side = keys.side;
 }
 uint64_t seed() { return current_seed; }
 }  // namespace zobrist

@@ -20,6 +20,19 @@ extern Key psq[PIECE_NB][SQUARE_NB];
 extern Key enpassant[FILE_NB];
 extern Key castling[SQUARE_NB];  // keyed by the castling rook's square
 extern Key side;
+
+// A whole key set, apart from the global one: perft may count with any (e.g. two workers
+// checking each other with different sets, so that a hash collision cannot make them agree).
+struct Keys {
+  Key psq[PIECE_NB][SQUARE_NB];
+  Key enpassant[FILE_NB];
+  Key castling[SQUARE_NB];
+  Key side;
+};
+// The set init(seed) makes, without touching the global one.
+Keys make_keys(uint64_t seed);
+// The global set, as it is now.
+Keys current_keys();
 }  // namespace zobrist
 
 // How castling rights are written in a FEN.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build, test and runtime dependency of c960 from Debian bookworm packages.
 # With --deploy, also what the deploy tests need (deploy/test-deploy.sh): Docker, debootstrap,
-# qemu-user, cloud-init and kubectl.
+# qemu-user, cloud-init, kubectl, and iproute2 and iptables for the network namespace test.
 # Safe to run again: apt-get skips what is already installed, and the package index is only
 # refreshed when a package is missing.
 set -euo pipefail

@@ -211,6 +211,29 @@ TEST(PerftHash, CountsIdenticalWithAnotherZobristKeySet) {
   EXPECT_EQ(test::pos_of(fens[0]).key(), keys[0]);
 }
 
+// Key sets chosen per call (as the cluster's replicas of a unit do) share one table without
+// mixing: the same counts with the global set, two others, and all three in turn on one table.
+TEST(PerftHash, KeySetsPerCallShareATableAndAgree) {
+  const zobrist::Keys a = zobrist::make_keys(11), b = zobrist::make_keys(12);
+  EXPECT_NE(a.psq[W_KING][SQ_E1], b.psq[W_KING][SQ_E1]);
+  const zobrist::Keys global = zobrist::current_keys();
+  EXPECT_EQ(global.side, zobrist::make_keys(zobrist::seed()).side);
+  PerftHash shared(2);
+  for (const std::string f :
+       {"r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1", "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"}) {
+    const Position p = test::pos_of(f);
+    const uint64_t want = perft_reference(*std::make_unique<Position>(p), 4);
+    for (int round = 0; round < 2; ++round) {
+      EXPECT_EQ(perft(p, 4, &shared), want) << f;
+      EXPECT_EQ(perft(p, 4, &shared, &a), want) << f;
+      EXPECT_EQ(perft(p, 4, &shared, &b), want) << f;
+      EXPECT_EQ(perft(p, 4, &shared, &global), want) << f;
+    }
+    EXPECT_EQ(divide(p, 3, &shared, &a).size(), divide(p, 3, nullptr).size());
+  }
+}
+
 TEST(PerftParallel, ThreadsSplitBelowTheRootAndAgree) {
   const std::vector<Position> roots = random_positions(5, 99);
   for (int threads : {1, 2, 4}) {

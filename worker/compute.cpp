@@ -1,5 +1,7 @@
 #include "worker/compute.h"
 
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +54,17 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
   return out;
 }
 
+// The key set of a copy of a perft unit: 0 the global one, others one per seed, kept per thread
+// (a set is 9 KB; a worker sees a handful).
+const zobrist::Keys* keys_for(uint64_t seed) {
+  if (seed == 0) return nullptr;
+  thread_local std::map<uint64_t, std::unique_ptr<zobrist::Keys>> sets;
+  std::unique_ptr<zobrist::Keys>& k = sets[seed];
+  // Far from the global set's seed and from each other.
+  if (!k) k = std::make_unique<zobrist::Keys>(zobrist::make_keys(0x9E3779B97F4A7C15ULL * seed + 0x2545F4914F6CDD1DULL));
+  return k.get();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash,
@@ -67,7 +80,7 @@ absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash*
   v1::PerftUnitResult* r = out.mutable_perft();
   if (p.divide() && p.depth() >= 1) {
     NodeCount total = 0;
-    for (const DivideEntry& e : divide(*pos, p.depth(), hash)) {
+    for (const DivideEntry& e : divide(*pos, p.depth(), hash, keys_for(p.zobrist_seed()))) {
       v1::MoveCount* mc = r->add_divide();
       mc->set_move(to_uci(e.move));
       to_proto(e.nodes, mc->mutable_nodes());
@@ -75,7 +88,7 @@ absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash*
     }
     to_proto(total, r->mutable_nodes());
   } else {
-    to_proto(perft(*pos, p.depth(), hash), r->mutable_nodes());
+    to_proto(perft(*pos, p.depth(), hash, keys_for(p.zobrist_seed())), r->mutable_nodes());
   }
   return out;
 }

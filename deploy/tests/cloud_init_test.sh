@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The cloud-init user-data (deploy/cloud-init): valid for `cloud-init schema`; the environment
 # file each writes sets exactly the variables of the package's (deploy/systemd/*.env), so the
-# unit's command line is complete; its shell scripts parse; it installs the package and enables
-# the right unit; and the worker's drain grace stays below the unit's stop timeout and a spot
-# VM's 30 s preemption notice.
+# unit's command line is complete, with TLS and tokens on as the package's comment offers them
+# (the same flags and files), and every file those flags read is fetched from the metadata; its
+# shell scripts parse; it installs the package and enables the right unit; and the worker's
+# drain grace stays below the unit's stop timeout and a spot VM's 30 s preemption notice.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 command -v cloud-init >/dev/null || fail "cloud-init not found (deploy/install-deps.sh --deploy installs it)"
@@ -28,6 +29,14 @@ if env_file not in files:
 written, shipped = keys(files[env_file]["content"]), keys(open(env_path).read())
 if written != shipped:
     fail(f"{env_file} sets {sorted(written)}, the package's sets {sorted(shipped)}")
+security = re.search(r"^C960_SECURITY_FLAGS=(.*)$", files[env_file]["content"], re.M).group(1).split()
+offered = re.search(r"^#C960_SECURITY_FLAGS=(.*)$", open(env_path).read(), re.M).group(1).split()
+if security != offered:
+    fail(f"C960_SECURITY_FLAGS={' '.join(security)}: want TLS and tokens as the package's comment has them: {' '.join(offered)}")
+fetched = set(re.findall(r"^\s*fetch \S+ (\S+)$", "".join(f.get("content", "") for f in files.values()), re.M))
+for path in (a for a in security if a.startswith("/")):
+    if path not in fetched:
+        fail(f"{path} (C960_SECURITY_FLAGS) is not fetched from the metadata")
 for p, f in files.items():
     if f.get("content", "").startswith("#!/bin/sh"):
         r = subprocess.run(["sh", "-n"], input=f["content"], text=True, capture_output=True)
@@ -44,7 +53,7 @@ if role == "worker":
     # Spot VMs get about 30 s between the preemption notice and the power-off.
     if not grace < 30 <= stop:
         fail(f"drain grace {grace}s: want below 30 s, and the unit's TimeoutStopSec ({stop}s) at least 30 s")
-print(f"{role}.yaml: {env_file} sets {len(written)} variables like the package's; scripts parse; installs and enables c960-{role}")
+print(f"{role}.yaml: {env_file} sets {len(written)} variables like the package's, TLS and tokens on, their {len(fetched)} files fetched; scripts parse; installs and enables c960-{role}")
 PY
 done
 echo "cloud_init_test: 1 passed, 0 failed"

@@ -4,10 +4,13 @@
 # cluster: every flag the containers pass exists in the binary's --help; the ports of the
 # coordinator's --listen, container, Service, probes and the workers' --coordinator agree; the
 # workers' termination grace period is longer than their drain; one image for all containers;
-# the Secrets are optional, named as docs/deploy.md creates them, and mounted where the
-# (commented) TLS flags look; non-root as the Dockerfile's user, read-only root file system,
-# requests and limits everywhere; the PodDisruptionBudget and the HorizontalPodAutoscaler
-# select the workers.
+# TLS and tokens on (the coordinator's --tls-cert, --tls-key, --tokens; the workers' --tls-ca,
+# --token-file); every file a flag or probe reads lies in a mounted Secret, required (not
+# optional), readable by the pod's group, and created by docs/deploy.md with that file as a key;
+# the probes run c960-healthcheck over TLS against the coordinator's port (the kubelet's gRPC
+# probe cannot do TLS); non-root as the Dockerfile's user, read-only root file system, requests
+# and limits everywhere; the PodDisruptionBudget and the HorizontalPodAutoscaler select the
+# workers.
 #   deploy/tests/kubernetes_test.sh BUILD_DIR
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -19,9 +22,9 @@ trap 'rm -rf "$work"' EXIT
 kubectl kustomize "$ROOT/deploy/kubernetes" >"$work/base.yaml" 2>"$work/kustomize.err" ||
   fail "kubectl kustomize: $(cat "$work/kustomize.err")"
 log "kubectl kustomize deploy/kubernetes: $(grep -c '^kind:' "$work/base.yaml") objects"
-for b in coordinator worker; do
-  { "$build/$b/c960-$b" --help 2>&1 || true; "$build/$b/c960-$b" --helpfull 2>&1 || true; } |
-    grep -oE -- '--[a-z][a-z0-9_-]*' | tr _ - | sort -u >"$work/c960-$b.flags"
+for b in coordinator/c960-coordinator worker/c960-worker tools/healthcheck/c960-healthcheck; do
+  { "$build/$b" --help 2>&1 || true; "$build/$b" --helpfull 2>&1 || true; } |
+    grep -oE -- '--[a-z][a-z0-9_-]*' | tr _ - | sort -u >"$work/${b##*/}.flags"
 done
 uid=$(sed -n 's/^USER \([0-9]*\):.*/\1/p' "$ROOT/deploy/docker/Dockerfile")
 
@@ -38,7 +41,12 @@ def one(kind, name):
     found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     check(len(found) == 1, f"want one {kind} {name}, found {len(found)}")
     return found[0] if found else {}
-flags = {b: set(open(f"{work}/c960-{b}.flags").read().split()) for b in ("coordinator", "worker")}
+flags = {b: set(open(f"{work}/c960-{b}.flags").read().split()) for b in ("coordinator", "worker", "healthcheck")}
+doc = open(f"{root}/docs/deploy.md").read()
+# The keys each Secret gets in docs/deploy.md: kubectl create secret generic NAME --from-file=KEY[=PATH] ...
+created = {}
+for m in re.finditer(r"kubectl create secret generic (\S+)((?: --from-file=\S+)+)", doc):
+    created[m.group(1)] = {f.split("=", 2)[1] for f in m.group(2).split()}
 def arg(args, name):
     vals = [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
     check(len(vals) == 1, f"want one {name}=... in {args}")
@@ -79,25 +87,45 @@ for workload, binary in ((sts, "coordinator"), (dep, "worker")):
     check(all(k in res.get(r, {}) for r in ("requests", "limits") for k in ("cpu", "memory")),
           f"{binary}: cpu and memory requests and limits wanted")
     mounts = {m["name"]: m["mountPath"] for m in c.get("volumeMounts", [])}
+    secrets = {v["name"]: v["secret"] for v in pod.get("volumes", []) if "secret" in v}
+    # Every file a flag or a probe names: in a mounted Secret that docs/deploy.md creates with it.
+    probes = [c.get(p, {}).get("exec", {}).get("command", []) for p in ("readinessProbe", "livenessProbe")]
+    files = [a.split("=", 1)[1] for a in args[1:] + [a for p in probes for a in p[1:]]
+             if a.startswith("--") and "=" in a and a.split("=", 1)[1].startswith("/etc/")]
+    used = set()
+    for f in files:
+        vol = [n for n, path in mounts.items() if n in secrets and f.startswith(path + "/")]
+        check(len(vol) == 1, f"{binary}: {f} is in no mounted Secret")
+        if vol:
+            used.add(vol[0])
+            name, key = secrets[vol[0]]["secretName"], f[len(mounts[vol[0]]) + 1:]
+            check(name in created, f"docs/deploy.md does not create Secret {name}")
+            check(key in created.get(name, {key}), f"{binary}: reads {f}, but docs/deploy.md creates {name} without the key {key}")
+    for n, sec in secrets.items():
+        check(n in used, f"{binary}: Secret {sec['secretName']} is mounted but no flag reads it")
+        check(sec.get("optional") is not True, f"{binary}: Secret {sec['secretName']} must not be optional (TLS and tokens are required)")
+        check(pod.get("securityContext", {}).get("fsGroup") == uid and (sec.get("defaultMode", 0o644) & 0o040),
+              f"{binary}: Secret {sec['secretName']}: want fsGroup {uid} and a group-readable defaultMode")
     for v in pod.get("volumes", []):
-        if "secret" in v:
-            s = v["secret"]
-            check(s.get("optional") is True, f"{binary}: Secret {s['secretName']} must be optional until the TLS flags exist")
-            check(v["name"] in mounts, f"{binary}: Secret volume {v['name']} is not mounted")
-            # The commented flags in worker.yaml / coordinator.yaml name files under the mounts.
-            src = open(f"{root}/deploy/kubernetes/{binary}.yaml").read()
-            check(re.search(r"#\s*- --[a-z-]+=" + re.escape(mounts.get(v["name"], "?")) + "/", src),
-                  f"{binary}: no (commented) flag reads from {mounts.get(v['name'])}")
-            check(f"kubectl create secret generic {s['secretName']} " in open(f"{root}/docs/deploy.md").read(),
-                  f"docs/deploy.md does not create Secret {s['secretName']}")
         if v["name"] == "tmp":
             check("emptyDir" in v, f"{binary}: /tmp should be an emptyDir")
     if binary == "coordinator":
         listen_port = int(arg(args, "--listen").rsplit(":", 1)[1])
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         check(ports.get("grpc") == listen_port, f"coordinator: containerPort {ports} vs --listen port {listen_port}")
+        for a in ("--tls-cert", "--tls-key", "--tokens"):
+            arg(args, a)  # exactly one each: TLS and tokens on
         for probe in ("readinessProbe", "livenessProbe"):
-            check(c.get(probe, {}).get("grpc", {}).get("port") == listen_port, f"coordinator: {probe} must be gRPC on {listen_port}")
+            cmd = c.get(probe, {}).get("exec", {}).get("command", [])
+            check(cmd[:1] == ["c960-healthcheck"], f"coordinator: {probe} must run c960-healthcheck (exec)")
+            if cmd[:1] == ["c960-healthcheck"]:
+                for a in cmd[1:]:
+                    check(a.split("=", 1)[0] in flags["healthcheck"], f"coordinator: {probe}: {a} is not in c960-healthcheck --help")
+                check(arg(cmd, "--addr") == f"127.0.0.1:{listen_port}", f"coordinator: {probe} must ask 127.0.0.1:{listen_port}")
+                check(arg(cmd, "--tls-ca") == arg(args, "--tls-cert").rsplit("/", 1)[0] + "/ca.crt",
+                      f"coordinator: {probe} must trust the CA beside the coordinator's certificate")
+                check(float(arg(cmd, "--timeout")) < c[probe].get("timeoutSeconds", 1),
+                      f"coordinator: {probe}: --timeout must end before the probe's timeoutSeconds")
         check(mounts.get("data") == arg(args, "--db").rsplit("/", 1)[0], "coordinator: --db is not on the data volume")
         grace = pod["terminationGracePeriodSeconds"]
         check(grace >= 10, "coordinator: grace period too short")
@@ -111,6 +139,8 @@ for workload, binary in ((sts, "coordinator"), (dep, "worker")):
         check(pod["terminationGracePeriodSeconds"] >= drain + 10,
               f"worker: terminationGracePeriodSeconds {pod['terminationGracePeriodSeconds']} not above the drain {drain} s")
         check("$(C960_THREADS)" in arg(args, "--threads"), "worker: --threads should follow the CPU limit")
+        for a in ("--tls-ca", "--token-file"):
+            arg(args, a)  # exactly one each: TLS and its token on
         check(pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
               "the PodDisruptionBudget does not select the workers")
         ref = hpa["spec"]["scaleTargetRef"]
@@ -120,6 +150,6 @@ check(svc["spec"]["selector"].items() <= sts["spec"]["template"]["metadata"]["la
 check(len(images) == 1, f"one image for all containers, found {images}")
 if errors:
     sys.exit("FAIL:\n  " + "\n  ".join(errors))
-print(f"render checked: image {images.pop()}, user {uid}, ports, grace periods, flags, Secrets, probes, PDB, HPA")
+print(f"render checked: image {images.pop()}, user {uid}, ports, grace periods, flags, TLS and tokens from Secrets, exec probes over TLS, PDB, HPA")
 PY
 echo "kubernetes_test: 1 passed, 0 failed"

@@ -126,3 +126,53 @@ remove_made_images() {
   fi
   docker image prune -f --filter label=org.c960.image >/dev/null 2>&1 || true
 }
+
+# The systemd units as `cmake --install` writes them (deploy/CMakeLists.txt), into DIR/units
+# with their environment files in DIR/default, naming the binaries in BINDIR.
+#   render_units DIR BINDIR
+render_units() {
+  local dir="$1" bindir="$2" unit
+  mkdir -p "$dir/units" "$dir/default"
+  for unit in c960-coordinator c960-worker; do
+    sed -e "s|@C960_BINDIR@|$bindir|g" -e "s|@C960_ENV_DIR@|$dir/default|g" \
+      "$ROOT/deploy/systemd/$unit.service.in" >"$dir/units/$unit.service"
+    cp "$ROOT/deploy/systemd/$unit.env" "$dir/default/$unit"
+    ! grep -q '@' "$dir/units/$unit.service" || fail "$unit.service: an unsubstituted @VARIABLE@"
+  done
+}
+
+# unit_value FILE KEY: a key's value in a unit or environment file (first match, quotes removed).
+unit_value() { sed -n "s/^$2=//p" "$1" | head -n 1 | sed -e 's/^"\(.*\)"$/\1/'; }
+
+# unit_command UNIT_FILE ENV_FILE STATE_ROOT: the unit's ExecStart with the environment file's
+# values, one word per line, as systemd splits it (${X} one word, $X split on spaces; an unset
+# or empty $X no word at all). %S, the state root, is STATE_ROOT.
+unit_command() {
+  local line
+  line=$(unit_value "$1" ExecStart)
+  line=${line//%S/$3}
+  while [[ "$line" =~ \$\{?([A-Z0-9_]+)\}? ]]; do
+    line=${line/"${BASH_REMATCH[0]}"/$(unit_value "$2" "${BASH_REMATCH[1]}")}
+  done
+  printf '%s\n' $line
+}
+
+# secure_env ENV_FILE ETC_DIR: switches TLS and tokens on as the environment file's comment says
+# (its commented C960_SECURITY_FLAGS line replaces the empty one), with /etc/c960 at ETC_DIR.
+secure_env() {
+  local line
+  line=$(grep -E '^#C960_SECURITY_FLAGS=' "$1") || fail "$1: no commented C960_SECURITY_FLAGS line"
+  line=${line#\#}
+  line=${line//\/etc\/c960/$2}
+  grep -q '^C960_SECURITY_FLAGS=$' "$1" || fail "$1: no empty C960_SECURITY_FLAGS line to replace"
+  sed -i "s|^C960_SECURITY_FLAGS=\$|$line|" "$1"
+}
+
+# install_secrets SECRETS_DIR ETC_DIR: the files of deploy/make-secrets.sh where the environment
+# files look for them under /etc/c960 (here ETC_DIR): tls/ca.crt, tls/coordinator.crt and .key,
+# tokens, worker.token.
+install_secrets() {
+  mkdir -p "$2/tls"
+  cp "$1/ca.crt" "$1/coordinator.crt" "$1/coordinator.key" "$2/tls/"
+  cp "$1/tokens" "$1/worker.token" "$2/"
+}

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Docker Swarm, end to end: starts dockerd if none runs, makes debian:bookworm-slim with
 # debootstrap when no registry can be reached, builds the image from deploy/docker/Dockerfile,
-# `docker swarm init`, deploys deploy/compose.yaml as a stack with 2 workers, submits perft
-# depth 5 of all 960 start positions, kills a worker container and then the coordinator
-# container while the job runs (Swarm restarts both), scales the workers to 4, and checks the
-# finished table against tests/data/chess960_startpos_perft.csv. Tears down everything it made
-# (stack, swarm, images, containers, the dockerd it started) on success and on failure.
-# Prints the image's size and the time of each step.
+# `docker swarm init`, makes a CA, certificate and tokens with deploy/make-secrets.sh and deploys
+# deploy/compose.yaml as a stack with them as Swarm secrets (TLS and tokens on) and 2 workers,
+# waits for the coordinator container's health check, submits perft depth 5 of all 960 start
+# positions (default verification: two workers compute each unit of a new worker), kills a
+# worker container and then the coordinator container while the job runs (Swarm restarts both;
+# the new coordinator must become healthy), scales the workers to 4, and checks the finished
+# table against tests/data/chess960_startpos_perft.csv. Tears down everything it made (stack
+# with its secrets, swarm, images, containers, the secrets' files, the dockerd it started) on
+# success and on failure. Prints the image's size and the time of each step.
 #   deploy/tests/swarm_test.sh              C960_PGO=1 for a profile-guided image (slower build)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -15,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 exec > >(tee "$C960_DEPLOY_STATE/swarm.log") 2>&1
 stack=c960test
 image=c960:swarm-test
-client=c960test-client
+secrets="$C960_DEPLOY_STATE/swarm-secrets"
 t_start=$(date +%s)
 step() {  # step NAME: logs the time since the previous step
   local now
@@ -33,9 +36,11 @@ cleanup() {
     docker service ps --no-trunc "${stack}_coordinator" "${stack}_worker" 2>&1 | head -30
     docker service logs --tail 30 "${stack}_coordinator" 2>&1
     docker service logs --tail 10 "${stack}_worker" 2>&1
+    for c in $(docker ps -aq --filter "label=com.docker.swarm.service.name=${stack}_coordinator" 2>/dev/null); do
+      docker inspect -f '{{.Name}} health: {{if .State.Health}}{{.State.Health.Status}} {{range .State.Health.Log}}[{{.ExitCode}} {{.Output}}]{{end}}{{end}}' "$c" 2>&1
+    done
   fi
   log "cleaning up"
-  docker rm -f -v "$client" >/dev/null 2>&1
   docker stack rm "$stack" >/dev/null 2>&1
   # The stack's containers, networks and volume go asynchronously.
   for _ in $(seq 60); do
@@ -47,6 +52,8 @@ cleanup() {
     sleep 1
   done
   docker volume ls -q --filter "label=com.docker.stack.namespace=$stack" 2>/dev/null | xargs -r docker volume rm -f >/dev/null 2>&1
+  docker secret ls -q --filter "label=com.docker.stack.namespace=$stack" 2>/dev/null | xargs -r docker secret rm >/dev/null 2>&1
+  rm -rf "$secrets"
   if [[ -s "$C960_DEPLOY_STATE/swarm.made" ]]; then
     docker swarm leave --force >/dev/null 2>&1
     docker network rm docker_gwbridge >/dev/null 2>&1  # made by swarm init
@@ -86,27 +93,49 @@ if [[ "$(docker info -f '{{.Swarm.LocalNodeState}}')" != active ]]; then
     docker swarm init >/dev/null || fail "docker swarm init: $(cat "$C960_DEPLOY_STATE/swarm.err")"
   echo 1 >"$C960_DEPLOY_STATE/swarm.made"
 fi
+# TLS and tokens: the files become the stack's Swarm secrets (compose.yaml's secrets:). The
+# certificate names "coordinator" (dialled by workers and the client) and 127.0.0.1 (by the
+# health check); the defaults of make-secrets.sh.
+rm -rf "$secrets"
+c960_tool="$ROOT/build/release/cli/c960"
+[[ -x "$c960_tool" ]] || c960_tool=""
+"$ROOT/deploy/make-secrets.sh" "$secrets" ${c960_tool:+--c960 "$c960_tool"} >/dev/null
 # Short leases, so the units of the killed worker come back within seconds. This machine's
 # kernel has no IPVS, which the coordinator's virtual IP needs: DNS round robin instead.
 endpoint=vip
 [[ -e /proc/net/ip_vs ]] || endpoint=dnsrr
-C960_IMAGE=$image C960_WORKERS=2 C960_WORKER_THREADS=1 C960_LEASE_SECONDS=5 C960_ENDPOINT_MODE=$endpoint \
-  docker stack deploy -c "$ROOT/deploy/compose.yaml" "$stack" >/dev/null 2>"$C960_DEPLOY_STATE/stack.err" ||
-  fail "docker stack deploy: $(cat "$C960_DEPLOY_STATE/stack.err")"
-log "stack $stack deployed (coordinator endpoint mode $endpoint)"
-# A client on the stack's network (attachable), for the c960 tool.
-docker run -d --name "$client" --network "${stack}_c960" -e C960_COORDINATOR=coordinator:7960 "$image" \
-  sleep infinity >/dev/null
-c960() { docker exec "$client" c960 "$@"; }
-# TODO(health service): wait for the coordinator's health instead (docker inspect
-# .State.Health.Status of its container, or c960-healthcheck --addr coordinator:7960), once
-# c960-coordinator serves grpc.health.v1 and compose.yaml keeps the image's HEALTHCHECK.
-# (c960 status itself retries an unreachable coordinator for about half a minute.)
-deadline=$((SECONDS + 180))
-until c960 status >/dev/null 2>&1; do
-  ((SECONDS < deadline)) || fail "the coordinator does not answer"
-  sleep 1
-done
+C960_IMAGE=$image C960_SECRETS=$secrets C960_WORKERS=2 C960_WORKER_THREADS=1 C960_LEASE_SECONDS=5 \
+  C960_ENDPOINT_MODE=$endpoint docker stack deploy -c "$ROOT/deploy/compose.yaml" "$stack" >/dev/null \
+  2>"$C960_DEPLOY_STATE/stack.err" || fail "docker stack deploy: $(cat "$C960_DEPLOY_STATE/stack.err")"
+log "stack $stack deployed (coordinator endpoint mode $endpoint), secrets: $(docker secret ls --filter "label=com.docker.stack.namespace=$stack" --format '{{.Name}}' | sort | tr '\n' ' ')"
+container_of() { docker ps -q --filter "label=com.docker.swarm.service.name=${stack}_$1" | head -n 1; }
+health_of() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$1" 2>/dev/null; }
+# wait_healthy: waits for a running coordinator container whose health check passes; prints its id.
+wait_healthy() {
+  local c deadline=$((SECONDS + 180))
+  while ((SECONDS < deadline)); do
+    c=$(container_of coordinator)
+    [[ -n "$c" && "$(health_of "$c")" == healthy ]] && { echo "$c"; return; }
+    sleep 1
+  done
+  fail "no healthy coordinator container within 180 s (last: ${c:-none}, $(health_of "${c:-none}"))"
+}
+coordinator=$(wait_healthy)
+log "coordinator container ${coordinator:0:12}: healthy (c960-healthcheck over TLS)"
+docker service logs "${stack}_coordinator" 2>&1 | grep -q 'serving on port 7960 (TLS, 4 tokens)' ||
+  fail "the coordinator does not serve TLS with 4 tokens: $(docker service logs "${stack}_coordinator" 2>&1 | tail -3)"
+# The client service: the c960 tool with the CA (C960_TLS_CA) and the token of its secret.
+c960() {
+  local c
+  c=$(container_of client)
+  [[ -n "$c" ]] || { echo "no client container" >&2; return 1; }
+  docker exec "$c" c960 "$@" --token-file /run/secrets/c960-client-token
+}
+for _ in $(seq 60); do [[ -n "$(container_of client)" ]] && break; sleep 1; done
+# Without the CA the health check (and any client) cannot talk to it: TLS is on.
+if docker exec -e C960_TLS_CA= "$(container_of client)" c960-healthcheck --addr coordinator:7960 --timeout 3 >/dev/null 2>&1; then
+  fail "the coordinator answers a plaintext health check"
+fi
 replicas() { docker service ls --filter "name=${stack}_$1" --format '{{.Replicas}}'; }
 for _ in $(seq 60); do [[ "$(replicas worker)" == 2/2 ]] && break; sleep 1; done
 [[ "$(replicas worker)" == 2/2 ]] || fail "workers: $(replicas worker)"
@@ -137,7 +166,7 @@ victim=$(docker ps -q --filter "label=com.docker.swarm.service.name=${stack}_wor
 docker kill "$victim" >/dev/null
 log "killed worker container ${victim:0:12} at $at units"
 at=$(mid_job coordinator)
-victim=$(docker ps -q --filter "label=com.docker.swarm.service.name=${stack}_coordinator")
+victim=$(container_of coordinator)
 docker kill "$victim" >/dev/null
 log "killed coordinator container ${victim:0:12} at $at units"
 step "scale to 4 workers"
@@ -145,6 +174,9 @@ docker service scale -d "${stack}_worker=4" >/dev/null
 for _ in $(seq 120); do [[ "$(replicas worker)" == 4/4 && "$(replicas coordinator)" == 1/1 ]] && break; sleep 1; done
 [[ "$(replicas worker)" == 4/4 && "$(replicas coordinator)" == 1/1 ]] ||
   fail "after the kills and the scale-up: workers $(replicas worker), coordinator $(replicas coordinator)"
+coordinator=$(wait_healthy)
+[[ "$coordinator" != "$victim"* ]] || fail "the healthy coordinator container is the killed one"
+log "the replaced coordinator container ${coordinator:0:12} is healthy"
 log "running: workers $(replicas worker), coordinator $(replicas coordinator); the job at $(progress)"
 
 step "the job's end"

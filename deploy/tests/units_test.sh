@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The systemd units (deploy/systemd): `systemd-analyze verify` finds nothing to say; the worker's
 # stop timeout is longer than its drain grace; every flag the units and their environment files
-# pass exists in the binary's --help; and the units' own command lines, with the environment
-# files' values, start a coordinator and a worker that do a small perft job and stop cleanly on
-# SIGTERM (on a loopback port instead of 0.0.0.0:7960).
+# pass, or offer in a comment (TLS and tokens), exists in the binary's --help; as shipped, the
+# coordinator refuses to serve 0.0.0.0 without TLS and tokens; and with them switched on as the
+# environment files' comments say (files from deploy/make-secrets.sh), the units' own command
+# lines start a coordinator and a worker that do a small perft job over TLS with tokens and stop
+# cleanly on SIGTERM (on a loopback port instead of 0.0.0.0:7960).
 #   deploy/tests/units_test.sh BUILD_DIR
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -19,21 +21,17 @@ cleanup() {
 trap cleanup EXIT
 
 # The units as `cmake --install` writes them, pointing at the built binaries.
-mkdir -p "$work/bin" "$work/default" "$work/units" "$work/state"
+mkdir -p "$work/bin" "$work/state"
 ln -s "$build/coordinator/c960-coordinator" "$build/worker/c960-worker" "$build/cli/c960" "$work/bin/"
+render_units "$work" "$work/bin"
 for unit in c960-coordinator c960-worker; do
-  sed -e "s|@C960_BINDIR@|$work/bin|g" -e "s|@C960_ENV_DIR@|$work/default|g" \
-    "$ROOT/deploy/systemd/$unit.service.in" >"$work/units/$unit.service"
-  cp "$ROOT/deploy/systemd/$unit.env" "$work/default/$unit"
-  grep -q '@' "$work/units/$unit.service" && fail "$unit.service: an unsubstituted @VARIABLE@"
   # verify exits 0 on unknown keys and bad values, but says so: any output fails the test.
   out=$(systemd-analyze verify --man=no "$work/units/$unit.service" 2>&1) || fail "systemd-analyze verify $unit.service: $out"
   [[ -z "$out" ]] || fail "systemd-analyze verify $unit.service: $out"
   log "systemd-analyze verify $unit.service: clean"
 done
 
-# value FILE KEY: a key's value in a unit or environment file (first match, quotes removed).
-value() { sed -n "s/^$2=//p" "$1" | head -n 1 | sed -e 's/^"\(.*\)"$/\1/'; }
+value() { unit_value "$@"; }
 seconds() {  # "90s" / "90" / "1min 30s" -> 90
   local v="$1" total=0
   [[ "$v" =~ ^[0-9]+$ ]] && { echo "$v"; return; }
@@ -54,28 +52,38 @@ log "worker: drain grace ${grace}s, TimeoutStopSec ${stop}s"
 flags() {
   { "$1" --help 2>&1 || true; "$1" --helpfull 2>&1 || true; } | grep -oE -- '--[a-z][a-z0-9_-]*' | tr _ - | sort -u
 }
-# command UNIT: ExecStart with the environment file's values, one word per line, as systemd
-# splits it (${X} one word, $X split on spaces). %S is the state root.
-command_of() {
-  local unit="$work/units/$1.service" env="$work/default/$1" line
-  line=$(value "$unit" ExecStart)
-  line=${line//%S/$work/state}
-  while [[ "$line" =~ \$\{?([A-Z0-9_]+)\}? ]]; do
-    line=${line/"${BASH_REMATCH[0]}"/$(value "$env" "${BASH_REMATCH[1]}")}
-  done
-  printf '%s\n' $line
-}
+command_of() { unit_command "$work/units/$1.service" "$work/default/$1" "$work/state"; }
 for unit in c960-coordinator c960-worker; do
   known=$(flags "$build/${unit#c960-}/$unit")
   for f in $(command_of "$unit" | grep -E '^--' | sed 's/=.*//'); do
     grep -qx -- "$f" <<<"$known" || fail "$unit.service passes $f, which '$unit --help' does not list"
   done
-  # Flags that the environment file's comments offer (TLS and tokens): reported until they exist.
-  for f in $(grep -E '^#C960_[A-Z_]*FLAGS=' "$work/default/$unit" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
-    grep -qx -- "$f" <<<"$known" || log "note: $unit does not have $f yet (commented out in its environment file)"
+  # Flags that the environment file's comments offer (TLS and tokens, mTLS).
+  for f in $(grep -E '^#' "$work/default/$unit" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+    grep -qx -- "$f" <<<"$known" || fail "$unit's environment file offers $f, which '$unit --help' does not list"
   done
-  log "$unit.service: every flag it passes exists"
+  log "$unit.service: every flag it passes or offers exists"
 done
+
+# As shipped: 0.0.0.0:7960 without TLS and tokens, which the coordinator refuses (it exits before
+# it opens its database or a socket).
+mapfile -t coord < <(command_of c960-coordinator)
+[[ " ${coord[*]} " == *" 0.0.0.0:7960 "* ]] || fail "c960-coordinator.service does not listen on 0.0.0.0:7960: ${coord[*]}"
+rc=0
+"${coord[@]}" 2>"$work/refused.log" || rc=$?
+if ((rc != 2)) || ! grep -q 'needs TLS' "$work/refused.log"; then
+  fail "as shipped, the coordinator should refuse 0.0.0.0 without TLS (exit 2), got exit $rc: $(cat "$work/refused.log")"
+fi
+[[ ! -e "$work/state/c960-coordinator/coordinator.db" ]] || fail "the refused coordinator made its database"
+grep -q '^RestartPreventExitStatus=2$' "$work/units/c960-coordinator.service" ||
+  fail "c960-coordinator.service restarts after exit 2 (a refusal that a restart cannot cure)"
+log "as shipped, the coordinator refuses 0.0.0.0:7960 without TLS and tokens: $(cat "$work/refused.log")"
+
+# TLS and tokens on, as the environment files' comments say, with deploy/make-secrets.sh's files.
+"$ROOT/deploy/make-secrets.sh" "$work/secrets" --c960 "$build/cli/c960" >/dev/null
+install_secrets "$work/secrets" "$work/etc"
+secure_env "$work/default/c960-coordinator" "$work/etc"
+secure_env "$work/default/c960-worker" "$work/etc"
 
 # The units' command lines, run: coordinator on an ephemeral loopback port, one worker.
 mkdir -p "$work/state/c960-coordinator"
@@ -91,6 +99,8 @@ mapfile -t worker < <(command_of c960-worker)
 "${worker[@]}" 2>"$work/worker.log" &
 pids+=($!)
 export C960_COORDINATOR="$addr"
+export C960_TLS_CA="$work/secrets/ca.crt"
+export C960_TOKEN; C960_TOKEN=$(cat "$work/secrets/submit.token")
 job=$("$work/bin/c960" submit perft --verify off --depth 3 --sps 0-9 | tail -n 1 | awk '{print $NF}')
 timeout 60 "$work/bin/c960" watch "$job" >/dev/null || fail "job $job did not finish: $(cat "$work/worker.log")"
 "$work/bin/c960" results "$job" --format csv --out "$work/d3.csv" >/dev/null
@@ -100,7 +110,10 @@ while IFS=, read -r sp _ _ nodes; do
   [[ "$nodes" == "$want" ]] || fail "sp $sp: perft 3 is $nodes, the table says $want"
 done <"$work/d3.csv"
 [[ -s "$work/state/c960-coordinator/coordinator.db" ]] || fail "no database in the unit's state directory"
-log "the units' command lines ran job $job: 10 positions, counts as published"
+grep -q 'serving on port [0-9]* (TLS, 4 tokens)' "$work/coordinator.log" ||
+  fail "the coordinator does not serve TLS with the 4 tokens: $(head -3 "$work/coordinator.log")"
+grep -q 'worker worker/.* joined' "$work/coordinator.log" || fail "the worker did not join with its token (name worker)"
+log "the units' command lines, TLS and tokens on, ran job $job: 10 positions, counts as published"
 # SIGTERM, as systemctl stop sends: both exit 0 within the units' TimeoutStopSec.
 for i in 1 0; do
   kill -TERM "${pids[$i]}"

@@ -33,38 +33,19 @@
 #include "core/position.h"
 #include "core/startpos.h"
 #include "tests/cluster/cluster_fixture.h"
+#include "tests/cluster/reference.h"
 #include "tests/process.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {
+using c960::test::reference;
 
 using c960::test::Process;
 using namespace std::chrono_literals;
 using c960::test::kCliBin;
 using c960::test::read_file;
 
-// sp -> perft at depths 1..6, from the published table (see tests/data).
-const std::map<int, std::array<uint64_t, 7>>& reference() {
-  static const auto* table = [] {
-    auto* t = new std::map<int, std::array<uint64_t, 7>>;
-    std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/chess960_startpos_perft.csv");
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::vector<std::string> f = absl::StrSplit(line, ',');
-      if (f.size() < 9) continue;
-      std::array<uint64_t, 7> d{1};
-      int sp = 0;
-      if (!absl::SimpleAtoi(f[0], &sp)) continue;
-      for (int k = 1; k <= 6; ++k)
-        if (!absl::SimpleAtoi(f[2 + k], &d[k])) d[k] = 0;
-      (*t)[sp] = d;
-    }
-    return t;
-  }();
-  return *table;
-}
 
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

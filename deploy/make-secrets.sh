@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Makes what a c960 deployment needs for TLS and tokens (docs/deploy.md, docs/cluster.md
+# "Security model"), with openssl and `c960 token new`:
+#   ca.crt ca.key                 a CA (keep ca.key off the cluster's machines: it signs certificates)
+#   coordinator.crt .key          the coordinator's certificate, signed by the CA, for every host
+#                                 name and address that clients and probes dial (--hosts)
+#   tokens                        the coordinator's --tokens file: one line per token below
+#   admin.token submit.token      one token per role, for its holder (--token-file FILE); the
+#   read.token worker.token       tokens file holds only their hashes
+# Keys and tokens are mode 600, certificates 644. DIR must not hold any of these files yet.
+#   deploy/make-secrets.sh DIR [--hosts coordinator,localhost,127.0.0.1] [--days 825] [--c960 PATH]
+# --hosts: comma-separated DNS names and IP addresses (the first is the certificate's CN).
+# --c960: the c960 tool for the tokens (default: c960 on PATH, else build/release/cli/c960).
+# Exit status: 0 made, 1 openssl or c960 failed, 2 bad usage.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+usage() {
+  sed -n 's/^#   \(deploy\/make-secrets.sh .*\)/usage: \1/p' "$0" >&2
+  exit 2
+}
+die() {  # die STATUS MESSAGE
+  echo "make-secrets.sh: $2" >&2
+  exit "$1"
+}
+
+dir="" hosts="coordinator,localhost,127.0.0.1" days=825 c960=""
+while (($#)); do
+  case "$1" in
+    --hosts) (($# >= 2)) || die 2 "--hosts needs a value"; hosts="$2"; shift 2 ;;
+    --hosts=*) hosts="${1#*=}"; shift ;;
+    --days) (($# >= 2)) || die 2 "--days needs a value"; days="$2"; shift 2 ;;
+    --days=*) days="${1#*=}"; shift ;;
+    --c960) (($# >= 2)) || die 2 "--c960 needs a value"; c960="$2"; shift 2 ;;
+    --c960=*) c960="${1#*=}"; shift ;;
+    -h | --help) usage ;;
+    -*) echo "make-secrets.sh: unknown option '$1'" >&2; usage ;;
+    *) [[ -z "$dir" ]] || die 2 "one DIR only ('$dir', then '$1')"; dir="$1"; shift ;;
+  esac
+done
+[[ -n "$dir" ]] || usage
+[[ "$days" =~ ^[1-9][0-9]{0,4}$ ]] || die 2 "--days: '$days' is not a number of days (1..99999)"
+
+# The subjectAltName: IP: for addresses, DNS: for names; anything else is refused here rather
+# than making a certificate no client accepts.
+san="" cn=""
+IFS=, read -r -a host_list <<<"$hosts"
+((${#host_list[@]})) || die 2 "--hosts: give at least one host name or address"
+for h in "${host_list[@]}"; do
+  if [[ "$h" =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}$ || ("$h" == *:* && "$h" =~ ^[0-9A-Fa-f:.]+$) ]]; then
+    san+=",IP:$h"
+  elif [[ "$h" =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$ && ${#h} -le 253 ]]; then
+    san+=",DNS:$h"
+  else
+    die 2 "--hosts: '$h' is neither a DNS name nor an IP address"
+  fi
+  [[ -n "$cn" ]] || cn="$h"
+done
+san="${san#,}"
+
+if [[ -z "$c960" ]]; then
+  if command -v c960 >/dev/null; then c960=$(command -v c960); else c960="$here/../build/release/cli/c960"; fi
+fi
+[[ -x "$c960" ]] || die 2 "--c960: '$c960' is not an executable c960 tool (build it, or give --c960 PATH)"
+command -v openssl >/dev/null || die 1 "openssl not found (Debian: apt install openssl)"
+
+roles=(admin submit read worker)
+files=(ca.crt ca.key coordinator.crt coordinator.key tokens "${roles[@]/%/.token}")
+mkdir -p "$dir"
+for f in "${files[@]}"; do
+  [[ ! -e "$dir/$f" ]] || die 2 "$dir/$f exists: give an empty folder (a new CA and new tokens replace nothing)"
+done
+
+# Nothing is readable by others while it is made; certificates are opened up at the end.
+umask 077
+work=$(mktemp -d "$dir/.make-secrets.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+openssl_log="$work/openssl.log"
+run_openssl() { openssl "$@" 2>>"$openssl_log" >/dev/null || die 1 "openssl $1 failed: $(tail -5 "$openssl_log")"; }
+
+# EC P-256 keys, as docs/cluster.md makes them by hand.
+run_openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+  -keyout "$work/ca.key" -out "$work/ca.crt" -subj "/CN=c960 CA"
+run_openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -keyout "$work/coordinator.key" -out "$work/coordinator.csr" -subj "/CN=$cn"
+cat >"$work/coordinator.ext" <<EXT
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=$san
+EXT
+run_openssl x509 -req -in "$work/coordinator.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial \
+  -days "$days" -extfile "$work/coordinator.ext" -out "$work/coordinator.crt"
+run_openssl verify -CAfile "$work/ca.crt" "$work/coordinator.crt"
+
+# `c960 token new` prints the token, then the tokens file's line (ROLE NAME sha256:HASH). Each
+# token is named after its role.
+: >"$work/tokens"
+for role in "${roles[@]}"; do
+  out=$("$c960" token new --role "$role" --name "$role") || die 1 "c960 token new --role $role failed"
+  [[ $(wc -l <<<"$out") == 2 ]] || die 1 "c960 token new --role $role: unexpected output"
+  head -n 1 <<<"$out" >"$work/$role.token"
+  tail -n 1 <<<"$out" >>"$work/tokens"
+done
+
+chmod 644 "$work/ca.crt" "$work/coordinator.crt"
+for f in "${files[@]}"; do mv "$work/$f" "$dir/$f"; done
+echo "made in $dir: a CA (ca.crt; ca.key stays with you), coordinator.crt/.key for $san, and tokens for" \
+  "${roles[*]} (tokens: the coordinator's --tokens file)"
