@@ -40,11 +40,13 @@ port=$(<"$work/port")
 coordinator="127.0.0.1:$port"
 
 # The perft job first, so that it is done when the pages are opened; then self-play, which one
-# worker plays for some tens of seconds: long enough to watch the page follow it.
-perft=$("$build/cli/c960" submit --coordinator "$coordinator" perft --depth 3 --sps 0-959 --split-depth 1 \
+# worker plays for some tens of seconds: long enough to watch the page follow it. Random openings
+# and resignation make decisive games, so the heatmap has colours and the tooltips W/L counts.
+perft=$("$build/cli/c960" submit --coordinator "$coordinator" perft --depth 3 --sps 0-959 --split-depth 0 \
   --verify off | awk '{w=$NF} END {print w}')
-selfplay=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-959 --games-per-position 1 \
-  --engine builtin --nodes 40 --max-plies 80 --games-per-unit 4 --verify off | awk '{w=$NF} END {print w}')
+selfplay=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-959 --games-per-position 2 \
+  --engine builtin --nodes 300 --random-plies 6 --resign-moves 2 --resign-score 250 --max-plies 120 \
+  --games-per-unit 2 --verify off | awk '{w=$NF} END {print w}')
 "$build/worker/c960-worker" --coordinator "$coordinator" --threads 1 --name browser-test-worker \
   2>"$work/worker.log" &
 pids+=($!)

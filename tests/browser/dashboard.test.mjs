@@ -24,7 +24,7 @@ const perftJob = process.env.C960_PERFT_JOB, selfplayJob = process.env.C960_SELF
 // Rows of `c960 results JOB --format csv [--divide]`, by the header's names.
 function results(job, ...extra) {
   const text = execFileSync(cli, ['results', job, '--coordinator', coordinator, '--format', 'csv', ...extra],
-                            { encoding: 'utf8' });
+                            { encoding: 'utf8', maxBuffer: 64 << 20 });
   const [header, ...lines] = text.trim().split('\n');
   const names = header.split(',');
   // FENs have no commas; every other field is a number or a word.
@@ -78,13 +78,14 @@ test('self-play job page: follows the job live, 960 heatmap cells, tooltips with
     assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded instead of updating');
     // Then to the end; the last poll shows the finished results.
     await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 240000 });
-    await page.waitForFunction(() => /over 960 games/.test(document.getElementById('total')?.textContent || ''),
-                               null, { timeout: 15000 });
-    assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
-
-    // Tooltips against `c960 results` (over gRPC): the classical position, a decisive one.
-    const rows = results(selfplayJob).filter((r) => r.sp !== 'all');
+    // Tooltips and the total against `c960 results` (over gRPC): the classical position, a decisive one.
+    const all = results(selfplayJob);
+    const rows = all.filter((r) => r.sp !== 'all');
     assert.equal(rows.length, 960);
+    const games = Number(all.find((r) => r.sp === 'all').games).toLocaleString('en');
+    await page.waitForFunction((g) => (document.getElementById('total')?.textContent || '').includes(`over ${g} games`),
+                               games, { timeout: 15000 });
+    assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
     const decisive = rows.find((r) => r.white_wins !== '0' || r.black_wins !== '0') || rows[1];
     for (const r of [rows.find((x) => x.sp === '518'), decisive]) {
       const tip = await heatmapTooltip(page, r.sp, '#heatmap');
