@@ -92,8 +92,8 @@ std::string workers_line(const cluster::ChannelOptions& connection) {
   if (!s.ok()) return absl::StrCat("not shown (", s.error_message(), ")");
   std::vector<std::string> names;
   for (const v1::WorkerInfo& w : resp.workers())
-    names.push_back(absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(),
-                                 " units)"));
+    names.push_back(
+        absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
   if (names.empty()) return "none known";
   return absl::StrCat(names.size(), " known to the coordinator: ", absl::StrJoin(names, "; "));
 }
@@ -105,16 +105,18 @@ report::Metadata job_metadata(const v1::Job& job, const cluster::ChannelOptions&
     absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay());
     if (spec.ok())
       for (auto& row : report::spec_metadata(*spec)) m.push_back(std::move(row));
-    m.emplace_back("positions",
-                   job.spec().selfplay().start_positions().empty() ? "all 960" : job.spec().selfplay().start_positions());
+    m.emplace_back("positions", job.spec().selfplay().start_positions().empty()
+                                    ? "all 960"
+                                    : job.spec().selfplay().start_positions());
   } else {
     const v1::PerftJobSpec& p = job.spec().perft();
-    m.emplace_back("perft", absl::StrCat("depth ", p.depth(), ", ",
-                                         p.fens_size() ? absl::StrCat(p.fens_size(), " FENs")
-                                                       : absl::StrCat("positions ", p.start_positions().empty()
-                                                                                        ? "all 960"
-                                                                                        : p.start_positions()),
-                                         ", split ply ", job.split_depth()));
+    m.emplace_back(
+        "perft",
+        absl::StrCat("depth ", p.depth(), ", ",
+                     p.fens_size()
+                         ? absl::StrCat(p.fens_size(), " FENs")
+                         : absl::StrCat("positions ", p.start_positions().empty() ? "all 960" : p.start_positions()),
+                     ", split ply ", job.split_depth()));
   }
   m.emplace_back("verification", verification(job));
   if (job.result_mismatches() > 0)
@@ -161,8 +163,8 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
   std::vector<v1::ResultChunk> chunks;
   if (absl::Status s = client.results(id, false, false, &chunks); !s.ok()) return rpc_fail(io, kName, client, s);
   options.metadata = job_metadata(job, *connection);
-  if (options.title.empty()) options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft",
-                                                          " report: ", id);
+  if (options.title.empty())
+    options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft", " report: ", id);
   absl::StatusOr<std::string> out;
   if (job.spec().has_selfplay()) {
     selfplay::SelfPlayStats stats;

@@ -3,6 +3,8 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -128,7 +130,9 @@ absl::Status Coordinator::load() {
       for (size_t i = 0; i < raw->units.size(); ++i) enqueue(raw, int64_t(i));
       log_event(LogLevel::kInfo, "job_resumed",
                 absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"),
-                {{"job", raw->id}, {"kind", raw->kind->capability()}, {"units_done", raw->done},
+                {{"job", raw->id},
+                 {"kind", raw->kind->capability()},
+                 {"units_done", raw->done},
                  {"units", int64_t(raw->units.size())}});
     }
   }
@@ -381,12 +385,17 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   log_event(LogLevel::kInfo, "job_submitted",
             absl::StrCat("job ", raw->id, " submitted by ", owner, " (", kind->capability(), ", verify ",
                          v1::VerifyMode_Name(raw->verify), ")"),
-            {{"job", raw->id}, {"kind", kind->capability()}, {"owner", owner},
-             {"verify", v1::VerifyMode_Name(raw->verify)}, {"request_id", raw->request_id}});
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"owner", owner},
+             {"verify", v1::VerifyMode_Name(raw->verify)},
+             {"request_id", raw->request_id}});
   log_event(LogLevel::kInfo, "job_planned",
             absl::StrCat("job ", raw->id, " planned in ", clock_->now_ms() - submitted_ms,
                          " ms: ", kind->describe_plan(raw->plan, raw->units.size())),
-            {{"job", raw->id}, {"kind", kind->capability()}, {"units", int64_t(raw->units.size())},
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"units", int64_t(raw->units.size())},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
@@ -555,6 +564,12 @@ CoordinatorMetrics Coordinator::metrics() const {
     m.units_verifying += verifying;
     m.units_leased += leased;
     m.units_pending += int64_t(j->units.size()) - j->done - verifying - leased;
+    for (int64_t i : j->verifying) {
+      std::set<std::string_view> results;
+      for (const Copy& c : j->units[i].copies)
+        if (c.result && !c.discarded) results.insert(*c.result);
+      m.units_disagreeing += results.size() > 1;
+    }
   }
   for (const auto& [key, w] : workers_) {
     auto sit = session_of_.find(key);

@@ -63,6 +63,7 @@ struct CoordinatorCounters {
   int64_t disagreements = 0;
   int64_t mismatches = 0;
   int64_t quarantines = 0;
+  int64_t replicated = 0;              // units settled on two or more workers' agreeing results
   std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
 };
 
@@ -72,8 +73,10 @@ struct CoordinatorMetrics {
   // The units of running jobs, each in one state: settled (done); with a result that waits for
   // another worker's (verifying); leased, without a result yet (leased); the rest (pending).
   int64_t units_pending = 0, units_leased = 0, units_verifying = 0, units_done = 0;
+  // Of the verifying units, those whose workers sent different results.
+  int64_t units_disagreeing = 0;
   std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
-  int64_t watches = 0;                                          // open WatchJob streams
+  int64_t watches = 0;                                         // open WatchJob streams
   CoordinatorCounters counters;
 };
 

@@ -171,8 +171,8 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   w.rec.last_seen_ms = s.last_seen_ms;
   if (absl::Status st = store_->upsert_worker(w.rec); !st.ok()) return st;
   log_event(LogLevel::kInfo, "worker_joined",
-            absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version,
-                         ", engines ", w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
+            absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
+                         w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
             {{"worker", key},
              {"identity", w.rec.identity},
              {"threads", w.rec.threads},
@@ -587,6 +587,7 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, i
   const NodeCount work = j->kind->work(u.meta, r);
   j->work_done += work;
   counters_.work[j->kind->capability()] += double(work);
+  if (votes >= 2) ++counters_.replicated;
   u.result = std::move(r);
   u.settled = result;
   u.votes = votes;
@@ -598,17 +599,17 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, i
     j->finished_ms = now;
     j->fresh.clear();
     j->replicas.clear();
-    log_event(LogLevel::kInfo, "job_succeeded",
-              absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
-                           j->kind->describe_work(j->work_done), ", ", j->disagreements, " disagreements, ",
-                           j->mismatches, " mismatches"),
-              {{"job", j->id},
-               {"kind", j->kind->capability()},
-               {"units", int64_t(j->units.size())},
-               {"work", to_string(j->work_done)},
-               {"seconds", double(now - j->created_ms) / 1000.0},
-               {"disagreements", j->disagreements},
-               {"mismatches", j->mismatches}});
+    log_event(
+        LogLevel::kInfo, "job_succeeded",
+        absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
+                     ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
+        {{"job", j->id},
+         {"kind", j->kind->capability()},
+         {"units", int64_t(j->units.size())},
+         {"work", to_string(j->work_done)},
+         {"seconds", double(now - j->created_ms) / 1000.0},
+         {"disagreements", j->disagreements},
+         {"mismatches", j->mismatches}});
   }
   return absl::OkStatus();
 }
@@ -644,7 +645,8 @@ void Coordinator::credit(const std::string& worker) {
 void Coordinator::record_mismatch(Job* j, const std::string& detail) {
   ++j->mismatches;
   std::string d = detail.size() > kMaxMismatchDetail ? detail.substr(0, kMaxMismatchDetail) + " ..." : detail;
-  log_event(LogLevel::kWarning, "result_mismatch", absl::StrCat("RESULT MISMATCH ", d), {{"job", j->id}, {"detail", d}});
+  log_event(LogLevel::kWarning, "result_mismatch", absl::StrCat("RESULT MISMATCH ", d),
+            {{"job", j->id}, {"detail", d}});
   ++counters_.mismatches;
   if (j->mismatch_detail.empty()) j->mismatch_detail = d;
   if (absl::Status s = store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail); !s.ok())

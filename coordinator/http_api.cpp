@@ -1,8 +1,7 @@
 #include "coordinator/http_api.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cmath>
+#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -72,10 +71,9 @@ int http_status(absl::StatusCode code) {
 }
 
 HttpResponse api_error(const absl::Status& s) {
-  return json(http_status(s.code()),
-              absl::StrCat("{\"error\":{\"code\":", http_status(s.code()),
-                           ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
-                           ",\"message\":", json_quote(s.message()), "}}\n"));
+  return json(http_status(s.code()), absl::StrCat("{\"error\":{\"code\":", http_status(s.code()),
+                                                  ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
+                                                  ",\"message\":", json_quote(s.message()), "}}\n"));
 }
 
 std::string proto_json(const google::protobuf::Message& m) {
@@ -225,8 +223,9 @@ const char* HttpApi::handler_name(Handler h) {
 
 HttpApi::Route HttpApi::route(const std::string& path) {
   static const std::pair<const char*, Handler> kFixed[] = {
-      {"/healthz", Handler::kHealthz},   {"/readyz", Handler::kReadyz},       {"/login", Handler::kLogin},
-      {"/logout", Handler::kLogout},     {"/", Handler::kDashboard},          {"/metrics", Handler::kMetrics},
+      {"/healthz", Handler::kHealthz},     {"/readyz", Handler::kReadyz},
+      {"/login", Handler::kLogin},         {"/logout", Handler::kLogout},
+      {"/", Handler::kDashboard},          {"/metrics", Handler::kMetrics},
       {"/api/v1/jobs", Handler::kApiJobs}, {"/api/v1/workers", Handler::kApiWorkers},
   };
   for (const auto& [p, h] : kFixed)
@@ -250,7 +249,8 @@ HttpResponse HttpApi::handle(const HttpRequest& req) const {
   resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
   resp.headers.emplace_back("Referrer-Policy", "no-referrer");
   resp.headers.emplace_back("X-Frame-Options", "DENY");
-  resp.headers.emplace_back("Cache-Control", r.handler == Handler::kAsset && resp.status == 200 ? "no-cache" : "no-store");
+  resp.headers.emplace_back("Cache-Control",
+                            r.handler == Handler::kAsset && resp.status == 200 ? "no-cache" : "no-store");
   if (metrics_) metrics_->count_http(handler_name(r.handler), resp.status);
   return resp;
 }
@@ -276,8 +276,8 @@ absl::StatusOr<Caller> HttpApi::identify(const HttpRequest& req) const {
     return by_token(*token, "login cookie: log in again");
   if (options_.client_certificates && req.client_certificate_pem)
     return caller_from_certificate(*req.client_certificate_pem);
-  return absl::UnauthenticatedError(options_.tokens ? "no token: log in at /login, or send 'Authorization: Bearer TOKEN'"
-                                                    : "no client certificate");
+  return absl::UnauthenticatedError(
+      options_.tokens ? "no token: log in at /login, or send 'Authorization: Bearer TOKEN'" : "no client certificate");
 }
 
 std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Route& route, Caller* caller) const {
@@ -291,10 +291,9 @@ std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Rou
     return std::nullopt;
   }
   const int status = who.ok() ? 403 : 401;
-  const std::string why =
-      who.ok() ? absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
-                              ": the dashboard, the metrics and the API need role read or admin")
-               : std::string(who.status().message());
+  const std::string why = who.ok() ? absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
+                                                  ": the dashboard, the metrics and the API need role read or admin")
+                                   : std::string(who.status().message());
   HttpResponse r;
   if (is_page(route.handler) && options_.tokens) {
     r = login_page(status, req.path, status == 401 && !cookie_value(req.cookie, kLoginCookie) ? "" : why);
@@ -352,7 +351,8 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route) const
         case Handler::kApiJob: return api_job(route.arg, caller);
         case Handler::kApiResults: return api_results(req, route.arg, caller);
         case Handler::kApiWorkers: return api_workers(req, caller);
-        default: return is_api(route.handler) ? api_error(absl::NotFoundError("no such path")) : text(404, "not found\n");
+        default:
+          return is_api(route.handler) ? api_error(absl::NotFoundError("no such path")) : text(404, "not found\n");
       }
     }
   }
@@ -447,7 +447,8 @@ HttpResponse HttpApi::api_job(const std::string& id, const Caller& caller) const
 HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id, const Caller& caller) const {
   // Self-play games are never sent here (omit_games): counts per position are what pages and
   // scripts need; `c960 results --pgn` has the games.
-  absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(caller, id, param_flag(req, "divide"), true);
+  absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
+      coordinator_->results(caller, id, param_flag(req, "divide"), true);
   if (!chunks.ok()) return api_error(chunks.status());
   return json(200, results_json(id, *chunks));
 }
@@ -520,8 +521,7 @@ std::multimap<std::string, std::string> parse_form(const std::string& body) {
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == '+') {
         out += ' ';
-      } else if (s[i] == '%' && i + 2 < s.size() && absl::ascii_isxdigit(s[i + 1]) &&
-                 absl::ascii_isxdigit(s[i + 2])) {
+      } else if (s[i] == '%' && i + 2 < s.size() && absl::ascii_isxdigit(s[i + 1]) && absl::ascii_isxdigit(s[i + 2])) {
         const auto hex = [](char c) { return absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10; };
         out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
         i += 2;

@@ -37,10 +37,10 @@ namespace c960::cluster {
 
 struct HttpRequest {
   std::string method = "GET";
-  std::string path = "/";                       // decoded, without the query
+  std::string path = "/";                         // decoded, without the query
   std::multimap<std::string, std::string> query;  // decoded query parameters
-  std::vector<std::string> authorization;       // every Authorization header
-  std::string cookie;                           // the Cookie header
+  std::vector<std::string> authorization;         // every Authorization header
+  std::string cookie;                             // the Cookie header
   std::string content_type;
   std::string body;
   std::optional<std::string> client_certificate_pem;  // verified by the TLS handshake

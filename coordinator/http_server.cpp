@@ -1,6 +1,7 @@
 #include "coordinator/http_server.h"
 
 #include <httplib.h>
+
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -76,7 +77,7 @@ bool setup_tls(SSL_CTX& ctx, const ServerTls& tls) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& listen, const ServerTls* tls,
-                                                               const HttpApi* api) {
+                                                              const HttpApi* api) {
   const std::optional<HostPort> hp = split_host_port(listen);
   int port = 0;
   if (!hp || hp->host.empty() || !absl::SimpleAtoi(hp->port, &port) || port < 0 || port > 65535)
@@ -88,7 +89,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
   } else {
     s->server_ = std::make_unique<httplib::Server>();
   }
-  if (!s->server_->is_valid()) return absl::InvalidArgumentError("--http-listen: the TLS certificate or key did not load");
+  if (!s->server_->is_valid())
+    return absl::InvalidArgumentError("--http-listen: the TLS certificate or key did not load");
   httplib::Server& srv = *s->server_;
   srv.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   srv.set_payload_max_length(kMaxHttpBodyBytes);
@@ -125,8 +127,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
   });
   const bool bound = port == 0 ? (port = srv.bind_to_any_port(hp->host)) > 0 : srv.bind_to_port(hp->host, port);
   if (!bound)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--http-listen: cannot listen on ", listen, " (address in use, or not an address of this machine)"));
+    return absl::FailedPreconditionError(absl::StrCat("--http-listen: cannot listen on ", listen,
+                                                      " (address in use, or not an address of this machine)"));
   s->port_ = port;
   s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
   return s;

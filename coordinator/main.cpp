@@ -124,8 +124,9 @@ absl::StatusOr<c960::cluster::ServerOptions> server_options() {
             "--http-listen ", http,
             " reaches beyond this machine: that needs TLS (--tls-cert, --tls-key) and authentication (--tokens, or "
             "--tls-client-ca), or --insecure to show the dashboard and metrics to anyone"));
-      c960::cluster::log_warning(absl::StrCat("--insecure: serving HTTP on ", http, o.tls ? " over TLS" : " in clear",
-                                              " WITHOUT AUTHENTICATION: anyone who reaches it sees every job and worker"));
+      c960::cluster::log_warning(
+          absl::StrCat("--insecure: serving HTTP on ", http, o.tls ? " over TLS" : " in clear",
+                       " WITHOUT AUTHENTICATION: anyone who reaches it sees every job and worker"));
     }
   }
   if (absl::Status s = c960::cluster::check_listen_address_free(o.listen); !s.ok()) return s;
@@ -231,8 +232,8 @@ int main(int argc, char** argv) {
     ho.client_certificates = options->tls && !options->tls->client_ca_pem.empty();
     ho.tls = options->tls.has_value();
     http_api = std::make_unique<c960::cluster::HttpApi>(&coordinator, store->get(), metrics.get(), std::move(ho));
-    absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started = c960::cluster::HttpServer::start(
-        http_listen, options->tls ? &*options->tls : nullptr, http_api.get());
+    absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started =
+        c960::cluster::HttpServer::start(http_listen, options->tls ? &*options->tls : nullptr, http_api.get());
     if (!started.ok()) {
       server->Shutdown();
       return die(std::string(started.status().message()));

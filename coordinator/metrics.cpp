@@ -1,8 +1,6 @@
 #include "coordinator/metrics.h"
 
 #include <chrono>
-#include <vector>
-
 #include <google/protobuf/descriptor.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -10,6 +8,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -107,18 +106,20 @@ Metrics::Metrics()
   const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
   for (const char* service : {"c960.v1.JobService", "c960.v1.WorkerService"})
     if (const google::protobuf::ServiceDescriptor* s = pool->FindServiceByName(service))
-      for (int i = 0; i < s->method_count(); ++i) methods_.insert(absl::StrCat("/", service, "/", s->method(i)->name()));
+      for (int i = 0; i < s->method_count(); ++i)
+        methods_.insert(absl::StrCat("/", service, "/", s->method(i)->name()));
   for (const char* m : kOtherMethods) methods_.insert(m);
 
   rpc_ = &prometheus::BuildHistogram()
               .Name("c960_rpc_duration_seconds")
               .Help("gRPC calls served, by method and status code: time from the call's start to its status")
               .Register(*registry_);
-  commit_ = &prometheus::BuildHistogram()
-                 .Name("c960_store_commit_duration_seconds")
-                 .Help("commits of the SQLite store (an outermost transaction's release)")
-                 .Register(*registry_)
-                 .Add({}, prometheus::Histogram::BucketBoundaries(std::begin(kCommitBuckets), std::end(kCommitBuckets)));
+  commit_ =
+      &prometheus::BuildHistogram()
+           .Name("c960_store_commit_duration_seconds")
+           .Help("commits of the SQLite store (an outermost transaction's release)")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries(std::begin(kCommitBuckets), std::end(kCommitBuckets)));
   http_ = &prometheus::BuildCounter()
                .Name("c960_http_requests_total")
                .Help("HTTP requests answered, by handler and status code")
@@ -188,9 +189,15 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   add(&units, double(s.units_verifying), {{"state", "verifying"}});
   add(&units, double(s.units_done), {{"state", "done"}});
   out.push_back(std::move(units));
+  MetricFamily disagreeing = family("c960_units_disagreeing",
+                                    "verifying units of running jobs whose workers sent different results (another "
+                                    "worker decides)",
+                                    MetricType::Gauge);
+  add(&disagreeing, double(s.units_disagreeing));
+  out.push_back(std::move(disagreeing));
 
-  MetricFamily workers = family("c960_workers", "workers known to the coordinator by trust state and whether alive",
-                                MetricType::Gauge);
+  MetricFamily workers =
+      family("c960_workers", "workers known to the coordinator by trust state and whether alive", MetricType::Gauge);
   for (v1::TrustState t : kTrust)
     for (bool alive : {true, false})
       add(&workers, double(count_of(s.workers, std::make_pair(t, alive))),
@@ -202,8 +209,8 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   out.push_back(std::move(watches));
 
   const CoordinatorCounters& c = s.counters;
-  MetricFamily completions = family("c960_unit_completions_total", "CompleteUnit calls answered, by outcome",
-                                    MetricType::Counter);
+  MetricFamily completions =
+      family("c960_unit_completions_total", "CompleteUnit calls answered, by outcome", MetricType::Counter);
   for (v1::CompletionOutcome o : kOutcomes)
     add(&completions, double(count_of(c.completions, o)),
         {{"outcome", enum_label(v1::CompletionOutcome_Name(o), "COMPLETION_OUTCOME_")}});
@@ -226,12 +233,14 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   counter("c960_result_mismatches_total", "results that differ from a unit's settled result (recorded on the job)",
           double(c.mismatches));
   counter("c960_worker_quarantines_total", "workers quarantined", double(c.quarantines));
+  counter("c960_units_replicated_total", "units settled on the agreeing results of two or more workers",
+          double(c.replicated));
   counter("c960_perft_nodes_total", "leaf nodes of settled perft units (with multiplicities)",
           count_of(c.work, std::string("perft")));
   counter("c960_selfplay_games_total", "self-play games of settled units", count_of(c.work, std::string("selfplay")));
 
-  MetricFamily size = family("c960_store_size_bytes", "the SQLite store on disk: the database file and its WAL",
-                             MetricType::Gauge);
+  MetricFamily size =
+      family("c960_store_size_bytes", "the SQLite store on disk: the database file and its WAL", MetricType::Gauge);
   add(&size, double(store_sizes.db), {{"file", "db"}});
   add(&size, double(store_sizes.wal), {{"file", "wal"}});
   out.push_back(std::move(size));

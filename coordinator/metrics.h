@@ -33,7 +33,7 @@ namespace c960::cluster {
 
 // Upper bounds of the latency histograms, in seconds.
 inline constexpr double kRpcBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                         0.25,   0.5,   1,      2.5,   5,    10,    30,    60};
+                                         0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
 inline constexpr double kCommitBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                             0.025,  0.05,    0.1,    0.25,  0.5,    1};
 

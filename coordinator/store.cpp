@@ -1,11 +1,10 @@
 #include "coordinator/store.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 

@@ -2,13 +2,13 @@
 // file; wrong combinations of arguments and unreadable inputs are usage errors that name the
 // option. The report of a cluster job is checked by tests/cluster/prometheus_test.sh, which has
 // a finished job.
-#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/commands.h"

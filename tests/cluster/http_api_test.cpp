@@ -4,7 +4,6 @@
 #include "coordinator/http_api.h"
 
 #include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 
@@ -39,9 +38,9 @@ class HttpApiTest : public ::testing::Test {
   std::unique_ptr<HttpApi> api(bool tokens) {
     HttpOptions o;
     if (tokens) {
-      auto set = TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ",
-                                              token_hash(kSubmitToken), "\n"),
-                                 "tokens");
+      auto set = TokenSet::parse(
+          absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ", token_hash(kSubmitToken), "\n"),
+          "tokens");
       EXPECT_TRUE(set.ok()) << set.status();
       o.tokens = std::make_shared<TokenTable>(std::move(*set));
     }
@@ -60,41 +59,62 @@ class HttpApiTest : public ::testing::Test {
     return r;
   }
 
-  // A perft job of depth 2 on `sps`, one unit per position, run to the end by one worker.
-  std::string run_perft_job(const std::string& sps) {
+  // A perft job on `sps`, by default of depth 2 with one unit per position.
+  std::string submit(const std::string& sps, v1::VerifyMode verify = v1::VERIFY_MODE_OFF, int depth = 2,
+                     int split = 0) {
     v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
-    req.mutable_spec()->mutable_perft()->set_depth(2);
+    req.mutable_spec()->set_verify(verify);
+    req.mutable_spec()->mutable_perft()->set_depth(depth);
     req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(0);
+    req.mutable_spec()->mutable_perft()->set_split_depth(split);
     auto job = coordinator_->submit(Caller::local(), req);
     EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? job->id() : "";
+  }
+
+  std::string hello(const std::string& name) {
     v1::HelloRequest hello;
-    hello.set_name("w1");
+    hello.set_name(name);
     hello.set_threads(1);
     hello.add_capabilities("perft");
     hello.set_protocol_version(kProtocolVersion);
     auto h = coordinator_->hello(Caller::local(), hello);
     EXPECT_TRUE(h.ok()) << h.status();
+    return h.ok() ? h->worker_id() : "";
+  }
+
+  // Worker `id` leases what it is given and completes it; `lie` is added to its node counts.
+  int work(const std::string& id, int64_t lie = 0) {
+    int done = 0;
     for (;;) {
       v1::AcquireWorkRequest ar;
-      ar.set_worker_id(h->worker_id());
+      ar.set_worker_id(id);
       ar.set_max_units(8);
       auto leases = coordinator_->acquire(Caller::local(), ar);
       EXPECT_TRUE(leases.ok()) << leases.status();
-      if (!leases.ok() || leases->leases().empty()) break;
+      if (!leases.ok() || leases->leases().empty()) return done;
       for (const v1::Lease& l : leases->leases()) {
         v1::CompleteUnitRequest cr;
-        cr.set_worker_id(h->worker_id());
+        cr.set_worker_id(id);
         cr.set_unit_id(l.unit_id());
         cr.set_attempt(l.attempt());
         auto result = compute_unit(l.spec(), nullptr);
         EXPECT_TRUE(result.ok()) << result.status();
+        v1::PerftUnitResult* p = result->mutable_perft();
+        p->mutable_nodes()->set_lo(p->nodes().lo() + uint64_t(lie));
+        if (p->divide_size()) p->mutable_divide(0)->mutable_nodes()->set_lo(p->divide(0).nodes().lo() + uint64_t(lie));
         *cr.mutable_result() = *result;
         EXPECT_TRUE(coordinator_->complete(Caller::local(), cr).ok());
+        ++done;
       }
     }
-    return job.ok() ? job->id() : "";
+  }
+
+  // The job run to the end by one worker, without verification.
+  std::string run_perft_job(const std::string& sps) {
+    const std::string job = submit(sps);
+    work(hello("w1"));
+    return job;
   }
 
   // The value of one sample line of the exposition ("name{labels} value"), or -1.
@@ -256,6 +276,29 @@ TEST_F(HttpApiTest, MetricsMoveWithAJob) {
   EXPECT_GE(sample(m, "c960_http_requests_total{code=\"200\",handler=\"metrics\"}"), 1) << m;
 }
 
+// Replicas and disagreements as the coordinator sees them: a unit whose two workers sent
+// different results is "disagreeing" until a third decides; then it is settled on two votes. The
+// units are split below the root, where a wrong count is not impossible on its face.
+TEST_F(HttpApiTest, MetricsCountDisagreementsAndReplicas) {
+  auto a = api(false);
+  submit("518", v1::VERIFY_MODE_ALL, 5, 1);
+  const int units = work(hello("honest"));
+  ASSERT_EQ(units, 20);  // one per first move of the standard position
+  EXPECT_EQ(work(hello("liar"), 1), units);
+  std::string m = a->handle(get("/metrics")).body;
+  EXPECT_EQ(sample(m, "c960_units_disagreeing"), units) << m;
+  EXPECT_EQ(sample(m, "c960_units{state=\"verifying\"}"), units) << m;
+  EXPECT_EQ(sample(m, "c960_unit_disagreements_total"), units) << m;
+  EXPECT_EQ(sample(m, "c960_units_replicated_total"), 0) << m;
+  EXPECT_EQ(work(hello("judge")), units);
+  m = a->handle(get("/metrics")).body;
+  EXPECT_EQ(sample(m, "c960_units_disagreeing"), 0) << m;
+  EXPECT_EQ(sample(m, "c960_units_replicated_total"), units) << m;
+  EXPECT_EQ(sample(m, "c960_jobs{kind=\"perft\",state=\"succeeded\"}"), 1) << m;
+  EXPECT_EQ(sample(m, "c960_worker_quarantines_total"), 1) << m;
+  EXPECT_EQ(sample(m, "c960_workers{trust=\"quarantined\",alive=\"true\"}"), 1) << m;
+}
+
 TEST(HttpHelpers, FormCookieAndEscape) {
   const auto form = parse_form("a=1+2&b=%2Fx%zz&c");
   EXPECT_EQ(form.find("a")->second, "1 2");
@@ -267,8 +310,9 @@ TEST(HttpHelpers, FormCookieAndEscape) {
 }
 
 TEST(LogFormat, TextAndJsonLines) {
-  const std::string text = format_log_line(LogFormat::kText, "2026-11-30T10:55:01.123Z", LogLevel::kInfo,
-                                           "c960-coordinator", "job_succeeded", "job job-3 succeeded", {{"job", "job-3"}});
+  const std::string text =
+      format_log_line(LogFormat::kText, "2026-11-30T10:55:01.123Z", LogLevel::kInfo, "c960-coordinator",
+                      "job_succeeded", "job job-3 succeeded", {{"job", "job-3"}});
   EXPECT_EQ(text, "2026-11-30T10:55:01.123Z INFO c960-coordinator: job job-3 succeeded");
   const std::string json =
       format_log_line(LogFormat::kJson, "2026-11-30T10:55:01.123Z", LogLevel::kWarning, "c960-coordinator",

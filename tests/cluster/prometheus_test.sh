@@ -8,8 +8,8 @@
 # - a real Prometheus server (Debian's prometheus) scraping the coordinator every second over
 #   HTTPS with a read token (the configuration of docs/operations.md), queried through its HTTP
 #   API for counters that moved during a perft job: the scraped c960_perft_nodes_total goes from 0
-#   to the job's node count as `c960 results` gives it, accepted completions equal its units;
-# - `c960 report JOB` of that job.
+#   to the job's node count as `c960 results` gives it, accepted completions equal the jobs' units;
+# - `c960 report JOB` of that job and of a small self-play job, whose games Prometheus counts.
 # Skips (exit 77) only when promtool or prometheus is missing: deploy/install-deps.sh installs them.
 #   tests/cluster/prometheus_test.sh [BUILD_DIR]
 set -euo pipefail
@@ -143,6 +143,16 @@ import json, sys; print(json.load(sys.stdin)["progress"]["units_total"])')
 for needle in "perft report: $job" "depth 4" "verification" "<canvas"; do
   grep -qF "$needle" "$work/report.html" || fail "the report of $job lacks '$needle'"
 done
+# And of a small self-play job: the heatmap section and the spec's metadata from the job.
+sp_job=$("${c960[@]}" submit selfplay --sps 0-7 --games-per-position 2 --engine builtin --nodes 50 \
+  --max-plies 60 --verify off | awk '{w=$NF} END {print w}')
+"${c960[@]}" watch "$sp_job" >"$work/watch-selfplay.log" 2>&1 || fail "job $sp_job did not succeed"
+"${c960[@]}" report "$sp_job" --out "$work/selfplay.html" >/dev/null || fail "c960 report $sp_job failed"
+sp_units=$(get "/api/v1/jobs/$sp_job" | python3 -c '
+import json, sys; print(json.load(sys.stdin)["progress"]["units_total"])')
+for needle in "self-play report: $sp_job" 'id="heatmap"' "50 nodes" "games per position" "test-admin"; do
+  grep -qF "$needle" "$work/selfplay.html" || fail "the report of $sp_job lacks '$needle'"
+done
 get /metrics >"$work/after.txt"
 promtool check metrics <"$work/after.txt" || fail "promtool rejects /metrics after a job"
 
@@ -150,8 +160,12 @@ moved() { [[ $(query 'c960_perft_nodes_total{job="c960"}') == "$nodes" ]]; }
 wait_for 30 moved || fail "Prometheus shows c960_perft_nodes_total $(query 'c960_perft_nodes_total{job="c960"}'), not $nodes"
 # Moved during the job: 0 in an earlier scrape of the same series.
 [[ $(query 'min_over_time(c960_perft_nodes_total{job="c960"}[10m])') == 0 ]] || fail "no scrape saw 0 nodes"
+# Scraped after the self-play job too: 8 positions x 2 games.
+games() { [[ $(query 'c960_selfplay_games_total{job="c960"}') == 16 ]]; }
+wait_for 30 games || fail "Prometheus shows c960_selfplay_games_total $(query 'c960_selfplay_games_total{job="c960"}'), not 16"
 accepted=$(query 'c960_unit_completions_total{job="c960",outcome="accepted"}')
-[[ $accepted == "$units" ]] || fail "accepted completions $accepted, the job has $units units"
+[[ $accepted == $((units + sp_units)) ]] ||
+  fail "accepted completions $accepted, the jobs have $units and $sp_units units"
 [[ $(query 'c960_jobs{job="c960",kind="perft",state="succeeded"}') == 1 ]] || fail "no succeeded perft job"
 [[ -n $(query 'sum(c960_rpc_duration_seconds_count{job="c960",method="/c960.v1.WorkerService/CompleteUnit",code="OK"})') ]] ||
   fail "no CompleteUnit latency series"
