@@ -28,6 +28,10 @@ ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this fi
 ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb, "SQLite file with jobs, units, results and workers");
 ABSL_FLAG(int64_t, lease_seconds, c960::cluster::kDefaultLeaseSeconds,
           "a lease not renewed for this long returns its unit to the queue (1..3600)");
+ABSL_FLAG(int32_t, trust_after, c960::cluster::kDefaultTrustAfter,
+          "--verify adaptive: a worker is trusted after this many results that other workers confirmed (1..1000000)");
+ABSL_FLAG(double, spot_check_rate, c960::cluster::kDefaultSpotCheckRate,
+          "--verify adaptive: the fraction of a trusted worker's units computed again by another (0..1)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -55,6 +59,7 @@ int die(const std::string& msg) {
 const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator",
     "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]\n"
+    "                        [--trust-after K] [--spot-check-rate P]\n"
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
     "                        [--http-listen HOST:PORT [--http-port-file FILE]] [--insecure] [--log-format text|json]",
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
@@ -70,6 +75,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"port_file", "FILE"},
      {"db", "FILE"},
      {"lease_seconds", "S"},
+     {"trust_after", "K"},
+     {"spot_check_rate", "P"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
@@ -167,6 +174,14 @@ int main(int argc, char** argv) {
   c960::cluster::set_log_program("c960-coordinator");
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
+  c960::cluster::CoordinatorOptions coordinator_options;
+  coordinator_options.lease_ms = lease_s * 1000;
+  coordinator_options.trust_after = absl::GetFlag(FLAGS_trust_after);
+  if (coordinator_options.trust_after < 1 || coordinator_options.trust_after > 1'000'000)
+    return die("--trust-after: not in 1..1000000");
+  coordinator_options.spot_check_rate = absl::GetFlag(FLAGS_spot_check_rate);
+  if (!(coordinator_options.spot_check_rate >= 0 && coordinator_options.spot_check_rate <= 1))
+    return die("--spot-check-rate: not in 0..1");
 
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
   if (!options.ok()) return die(std::string(options.status().message()));
@@ -192,7 +207,7 @@ int main(int argc, char** argv) {
     (*store)->set_commit_observer([m = metrics.get()](double seconds) { m->observe_commit(seconds); });
   }
   c960::cluster::SystemClock clock;
-  c960::cluster::Coordinator coordinator(store->get(), &clock, {lease_s * 1000});
+  c960::cluster::Coordinator coordinator(store->get(), &clock, coordinator_options);
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
   // Both before the builder exists: they hook into every server built afterwards.

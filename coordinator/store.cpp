@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstring>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -93,6 +95,23 @@ CREATE TABLE workers (
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
+// Why a write failed when SQLite kept no errno (it keeps the global errno only by chance: later
+// calls overwrite it): what can make writes fail, looked at directly. Empty: nothing found.
+std::string write_failure_cause(sqlite3* db) {
+  const char* path = sqlite3_db_filename(db, "main");
+  if (!path || !*path) return "";
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    for (const std::string& f : {std::string(path), absl::StrCat(path, "-wal"), absl::StrCat(path, "-journal")}) {
+      struct stat st {};
+      if (stat(f.c_str(), &st) == 0 && uint64_t(st.st_size) >= uint64_t(limit.rlim_cur))
+        return "the disk is full (the file reached the process's file size limit)";
+    }
+  struct statvfs fs {};
+  if (statvfs(path, &fs) == 0 && fs.f_bavail == 0) return "the disk is full";
+  return "";
+}
+
 // What went wrong, in words an operator can act on.
 std::string describe(sqlite3* db) {
   const int rc = sqlite3_extended_errcode(db);
@@ -108,6 +127,7 @@ std::string describe(sqlite3* db) {
       if (sys == EFBIG) return "the disk is full (the file reached the process's file size limit)";
       if (sys == ENOSPC) return "the disk is full";
       if (sys == EROFS || sys == EACCES || sys == EPERM) return "the file or its directory is read-only";
+      if (std::string cause = write_failure_cause(db); !cause.empty()) return cause;
       return absl::StrCat("I/O error", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
     default: return sqlite3_errmsg(db);
   }

@@ -34,7 +34,7 @@ Bitboard RookPextTable[0x19000];
 Bitboard BishopPextTable[0x1480];
 
 // Seeds known to find all magics quickly (one per rank), as in Stockfish.
-constexpr uint64_t MagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
+constexpr uint64_t kMagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
 
 // With `layout`, sets masks, shifts and table pointers and fills the PEXT-indexed tables; with
 // `find_magics`, searches the magic numbers and fills the magic-indexed tables. The search takes
@@ -71,7 +71,7 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
     } while (b);
 
     if (!find_magics) continue;
-    Prng rng(MagicSeeds[rank_of(s)]);
+    Prng rng(kMagicSeeds[rank_of(s)]);
     for (int i2 = 0; i2 < size;) {
       for (m.magic = 0; popcount((m.magic * m.mask) >> 56) < 6;) m.magic = rng.sparse_rand();
       // A magic is good when every occupancy maps to an index holding its own attack set
@@ -186,12 +186,12 @@ const Init init_;
 }  // namespace
 
 Bitboard sliding_attack_reference(PieceType pt, Square s, Bitboard occ) {
-  static constexpr int RookDirs[4][2] = {{0, 1}, {1, 0}, {0, -1}, {-1, 0}};
-  static constexpr int BishopDirs[4][2] = {{1, 1}, {1, -1}, {-1, -1}, {-1, 1}};
+  static constexpr int kRookDirs[4][2] = {{0, 1}, {1, 0}, {0, -1}, {-1, 0}};
+  static constexpr int kBishopDirs[4][2] = {{1, 1}, {1, -1}, {-1, -1}, {-1, 1}};
   Bitboard attacks = 0;
   for (PieceType t : {ROOK, BISHOP}) {
     if (pt != t && pt != QUEEN) continue;
-    for (const auto& d : t == ROOK ? RookDirs : BishopDirs) {
+    for (const auto& d : t == ROOK ? kRookDirs : kBishopDirs) {
       int f = file_of(s) + d[0], r = rank_of(s) + d[1];
       while (f >= 0 && f < 8 && r >= 0 && r < 8) {
         const Square to = make_square(File(f), Rank(r));

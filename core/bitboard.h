@@ -12,14 +12,14 @@
 
 namespace c960 {
 
-constexpr Bitboard FileABB = 0x0101010101010101ULL;
-constexpr Bitboard Rank1BB = 0xFFULL;
-constexpr Bitboard file_bb(File f) { return FileABB << f; }
-constexpr Bitboard rank_bb(Rank r) { return Rank1BB << (8 * r); }
+constexpr Bitboard kFileABB = 0x0101010101010101ULL;
+constexpr Bitboard kRank1BB = 0xFFULL;
+constexpr Bitboard file_bb(File f) { return kFileABB << f; }
+constexpr Bitboard rank_bb(Rank r) { return kRank1BB << (8 * r); }
 constexpr Bitboard file_bb(Square s) { return file_bb(file_of(s)); }
 constexpr Bitboard rank_bb(Square s) { return rank_bb(rank_of(s)); }
 constexpr Bitboard square_bb(Square s) { return Bitboard(1) << s; }
-constexpr Bitboard DarkSquares = 0xAA55AA55AA55AA55ULL;
+constexpr Bitboard kDarkSquares = 0xAA55AA55AA55AA55ULL;
 
 constexpr bool more_than_one(Bitboard b) { return b & (b - 1); }
 constexpr int popcount(Bitboard b) { return std::popcount(b); }
@@ -39,23 +39,23 @@ inline Square pop_lsb(Bitboard& b) {
 
 template <Direction D>
 constexpr Bitboard shift(Bitboard b) {
-  constexpr Bitboard NotA = ~file_bb(FILE_A), NotH = ~file_bb(FILE_H);
+  constexpr Bitboard kNotA = ~file_bb(FILE_A), kNotH = ~file_bb(FILE_H);
   if constexpr (D == NORTH)
     return b << 8;
   else if constexpr (D == SOUTH)
     return b >> 8;
   else if constexpr (D == EAST)
-    return (b & NotH) << 1;
+    return (b & kNotH) << 1;
   else if constexpr (D == WEST)
-    return (b & NotA) >> 1;
+    return (b & kNotA) >> 1;
   else if constexpr (D == NORTH_EAST)
-    return (b & NotH) << 9;
+    return (b & kNotH) << 9;
   else if constexpr (D == NORTH_WEST)
-    return (b & NotA) << 7;
+    return (b & kNotA) << 7;
   else if constexpr (D == SOUTH_EAST)
-    return (b & NotH) >> 7;
+    return (b & kNotH) >> 7;
   else
-    return (b & NotA) >> 9;
+    return (b & kNotA) >> 9;
 }
 
 template <Color C>
@@ -73,22 +73,22 @@ constexpr Bitboard step_attacks(Square s, const int (*steps)[2], int n) {
   }
   return b;
 }
-constexpr int KnightSteps[8][2] = {{1, 2}, {2, 1}, {2, -1}, {1, -2}, {-1, -2}, {-2, -1}, {-2, 1}, {-1, 2}};
-constexpr int KingSteps[8][2] = {{0, 1}, {1, 1}, {1, 0}, {1, -1}, {0, -1}, {-1, -1}, {-1, 0}, {-1, 1}};
+constexpr int kKnightSteps[8][2] = {{1, 2}, {2, 1}, {2, -1}, {1, -2}, {-1, -2}, {-2, -1}, {-2, 1}, {-1, 2}};
+constexpr int kKingSteps[8][2] = {{0, 1}, {1, 1}, {1, 0}, {1, -1}, {0, -1}, {-1, -1}, {-1, 0}, {-1, 1}};
 
 struct StepTables {
   Bitboard knight[SQUARE_NB]{}, king[SQUARE_NB]{}, pawn[COLOR_NB][SQUARE_NB]{};
   constexpr StepTables() {
     for (int i = 0; i < SQUARE_NB; ++i) {
       const Square s = Square(i);
-      knight[i] = step_attacks(s, KnightSteps, 8);
-      king[i] = step_attacks(s, KingSteps, 8);
+      knight[i] = step_attacks(s, kKnightSteps, 8);
+      king[i] = step_attacks(s, kKingSteps, 8);
       pawn[WHITE][i] = pawn_attacks_bb<WHITE>(square_bb(s));
       pawn[BLACK][i] = pawn_attacks_bb<BLACK>(square_bb(s));
     }
   }
 };
-inline constexpr StepTables Steps{};
+inline constexpr StepTables kSteps{};
 }  // namespace detail
 
 // Slider attack lookup, by one of two methods that read tables of the same attack sets:
@@ -161,9 +161,9 @@ inline Bitboard pext(Bitboard b, Bitboard mask) {
 #endif
 }
 
-constexpr Bitboard knight_attacks(Square s) { return detail::Steps.knight[s]; }
-constexpr Bitboard king_attacks(Square s) { return detail::Steps.king[s]; }
-constexpr Bitboard pawn_attacks(Color c, Square s) { return detail::Steps.pawn[c][s]; }
+constexpr Bitboard knight_attacks(Square s) { return detail::kSteps.knight[s]; }
+constexpr Bitboard king_attacks(Square s) { return detail::kSteps.king[s]; }
+constexpr Bitboard pawn_attacks(Color c, Square s) { return detail::kSteps.pawn[c][s]; }
 
 // The hot code's lookups. The magic tables are filled when the method is first set to Magic
 // (at start-up or by set_sliders), so Magic lookups are valid once sliders() has been Magic.

@@ -7,7 +7,7 @@ namespace {
 
 // Sinks (see movegen_impl.h): store the moves, count them, or note that one exists.
 struct ListSink {
-  static constexpr bool StopEarly = false;
+  static constexpr bool kStopEarly = false;
   Move* cur;
   template <PieceType>
   void targets(Square from, Bitboard to) {
@@ -39,7 +39,7 @@ struct ListSink {
 };
 
 struct AnySink {
-  static constexpr bool StopEarly = true;
+  static constexpr bool kStopEarly = true;
   bool found = false;
   template <PieceType>
   void targets(Square, Bitboard to) {

@@ -14,7 +14,7 @@
 //   promotions<D>(to)              unpinned pawn promotions, four each
 //   promotion_targets(from, to)    a pinned pawn's promotions
 //   en_passant(from, to), castle(king, rook)
-//   StopEarly / done()             to stop at the first move
+//   kStopEarly / done()             to stop at the first move
 #pragma once
 
 #include <type_traits>
@@ -24,8 +24,8 @@
 
 namespace c960::movegen {
 
-#define C960_STOP_IF_DONE(sink)                                     \
-  if constexpr (std::remove_reference_t<decltype(sink)>::StopEarly) \
+#define C960_STOP_IF_DONE(sink)                                      \
+  if constexpr (std::remove_reference_t<decltype(sink)>::kStopEarly) \
     if ((sink).done()) return
 
 // Slider lookups only where an empty-board ray meets a slider: most squares see none.
@@ -175,7 +175,7 @@ template <Color Us, Sliders S, class Board, class Sink>
 
 // Counts moves without making a list: the bulk counting at the last ply of perft.
 struct CountSink {
-  static constexpr bool StopEarly = false;
+  static constexpr bool kStopEarly = false;
   uint64_t n = 0;
   template <PieceType>
   void targets(Square, Bitboard to) {

@@ -5,8 +5,8 @@
 
 namespace c960 {
 namespace {
-constexpr absl::string_view PromoChars = "  nbrq";
-constexpr absl::string_view SanPieces = "  NBRQK";
+constexpr absl::string_view kPromoChars = "  nbrq";
+constexpr absl::string_view kSanPieces = "  NBRQK";
 }  // namespace
 
 std::string to_uci(Move m, CastlingNotation cn) {
@@ -18,7 +18,7 @@ std::string to_uci(Move m, CastlingNotation cn) {
     if (kto != m.from_sq()) to = kto;
   }
   std::string s = square_name(m.from_sq()) + square_name(to);
-  if (m.kind() == PROMOTION) s += PromoChars[m.promotion_type()];
+  if (m.kind() == PROMOTION) s += kPromoChars[m.promotion_type()];
   return s;
 }
 
@@ -31,7 +31,7 @@ absl::StatusOr<Move> parse_uci(const Position& pos, absl::string_view uci) {
   for (Move m : list)
     if (m.kind() == CASTLING && to_uci(m, CastlingNotation::kKingDestination) == uci) return m;
   if (uci.size() < 4 || uci.size() > 5 || parse_square(uci.substr(0, 2)) == SQ_NONE ||
-      parse_square(uci.substr(2, 2)) == SQ_NONE || (uci.size() == 5 && PromoChars.find(uci[4]) < 2))
+      parse_square(uci.substr(2, 2)) == SQ_NONE || (uci.size() == 5 && kPromoChars.find(uci[4]) < 2))
     return absl::InvalidArgumentError(absl::StrCat("move '", uci, "' is not UCI notation (e.g. e2e4, e7e8q)"));
   return absl::InvalidArgumentError(absl::StrCat("move '", uci, "' is not legal in ", pos.fen()));
 }
@@ -47,7 +47,7 @@ std::string to_san(const Position& pos, Move m) {
     if (pt == PAWN) {
       if (capture) san += char('a' + file_of(from));
     } else {
-      san += SanPieces[pt];
+      san += kSanPieces[pt];
       // Disambiguate by file, else by rank, else by both.
       MoveList list;
       generate_legal(pos, list);
@@ -69,7 +69,7 @@ std::string to_san(const Position& pos, Move m) {
     }
     if (capture) san += 'x';
     san += square_name(to);
-    if (m.kind() == PROMOTION) san += {'=', SanPieces[m.promotion_type()]};
+    if (m.kind() == PROMOTION) san += {'=', kSanPieces[m.promotion_type()]};
   }
   if (pos.gives_check(m)) {
     Position after = pos;
@@ -97,12 +97,12 @@ absl::StatusOr<Move> parse_san(const Position& pos, absl::string_view input) {
   }
 
   PieceType pt = PAWN, promo = NO_PIECE_TYPE;
-  if (!s.empty() && SanPieces.find(s.front()) != absl::string_view::npos && s.front() != ' ') {
-    pt = PieceType(SanPieces.find(s.front()));
+  if (!s.empty() && kSanPieces.find(s.front()) != absl::string_view::npos && s.front() != ' ') {
+    pt = PieceType(kSanPieces.find(s.front()));
     s.remove_prefix(1);
   }
-  if (s.size() >= 2 && SanPieces.find(s.back()) != absl::string_view::npos && s.back() != ' ' && s.back() != 'K') {
-    promo = PieceType(SanPieces.find(s.back()));
+  if (s.size() >= 2 && kSanPieces.find(s.back()) != absl::string_view::npos && s.back() != ' ' && s.back() != 'K') {
+    promo = PieceType(kSanPieces.find(s.back()));
     s.remove_suffix(1);
     if (!s.empty() && s.back() == '=') s.remove_suffix(1);
   }

@@ -372,7 +372,7 @@ constexpr int kMinHashDepth = 2;
 // afterwards by perft_board.
 template <Color Us, bool Hash, Sliders S>
 struct RecurseSink {
-  static constexpr bool StopEarly = false;
+  static constexpr bool kStopEarly = false;
   const Board& b;
   int depth;  // of the children
   PerftHash* hash;

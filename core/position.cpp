@@ -17,9 +17,9 @@ Key castling[SQUARE_NB];
 Key side;
 namespace {
 uint64_t current_seed = 0;
-constexpr uint64_t DefaultSeed = 1070372;
+constexpr uint64_t kDefaultSeed = 1070372;
 struct Init {
-  Init() { zobrist::init(DefaultSeed); }
+  Init() { zobrist::init(kDefaultSeed); }
 } const init_;
 }  // namespace
 
@@ -55,7 +55,7 @@ uint64_t seed() { return current_seed; }
 }  // namespace zobrist
 
 namespace {
-constexpr absl::string_view PieceChars = " PNBRQK  pnbrqk";
+constexpr absl::string_view kPieceChars = " PNBRQK  pnbrqk";
 
 absl::Status fen_error(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("FEN ", field, ": ", problem));
@@ -75,7 +75,7 @@ Square parse_square(absl::string_view s) {
   return make_square(File(s[0] - 'a'), Rank(s[1] - '1'));
 }
 
-char piece_char(Piece pc) { return PieceChars[pc]; }
+char piece_char(Piece pc) { return kPieceChars[pc]; }
 
 Position::Position(const Position& other) { *this = other; }
 
@@ -131,7 +131,7 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
     for (char ch : ranks[i]) {
       if (ch >= '1' && ch <= '8') {
         file += ch - '0';
-      } else if (const size_t idx = PieceChars.find(ch); ch != ' ' && idx != absl::string_view::npos) {
+      } else if (const size_t idx = kPieceChars.find(ch); ch != ' ' && idx != absl::string_view::npos) {
         if (file < 8) pos.put_piece(Piece(idx), make_square(File(file), r));
         ++file;
       } else {

@@ -15,7 +15,7 @@ namespace c960 {
 namespace {
 
 // The ten placements of two knights on five empty squares, in Scharnagl order.
-constexpr int KnightTable[10][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 4}, {2, 3}, {2, 4}, {3, 4}};
+constexpr int kKnightTable[10][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 4}, {2, 3}, {2, 4}, {3, 4}};
 
 // Index of `file` among the files of `rank` that are still '.', or -1.
 int empty_index(const std::string& rank, int file) {
@@ -44,8 +44,8 @@ absl::StatusOr<std::string> backrank_of(int n) {
   place_nth_empty(rank, n % 6, 'Q');
   n /= 6;
   // Place the second knight first, so the first knight's index still counts the same empties.
-  place_nth_empty(rank, KnightTable[n][1], 'N');
-  place_nth_empty(rank, KnightTable[n][0], 'N');
+  place_nth_empty(rank, kKnightTable[n][1], 'N');
+  place_nth_empty(rank, kKnightTable[n][0], 'N');
   place_nth_empty(rank, 0, 'R');
   place_nth_empty(rank, 0, 'K');
   place_nth_empty(rank, 0, 'R');
@@ -80,7 +80,7 @@ absl::StatusOr<int> number_of_backrank(absl::string_view input) {
   const size_t n1 = rank.find('N'), n2 = rank.find('N', n1 + 1);
   const int i1 = empty_index(rest, int(n1)), i2 = empty_index(rest, int(n2));
   int kn = 0;
-  while (KnightTable[kn][0] != i1 || KnightTable[kn][1] != i2) ++kn;
+  while (kKnightTable[kn][0] != i1 || kKnightTable[kn][1] != i2) ++kn;
   return ((kn * 6 + q) * 4 + dark / 2) * 4 + (light - 1) / 2;
 }
 

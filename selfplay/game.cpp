@@ -76,7 +76,7 @@ bool insufficient_material(const Position& pos) {
   // Only bishops, all on squares of one colour: no mate is possible.
   if (pos.pieces(KNIGHT)) return false;
   const Bitboard b = pos.pieces(BISHOP);
-  return !(b & DarkSquares) || !(b & ~DarkSquares);
+  return !(b & kDarkSquares) || !(b & ~kDarkSquares);
 }
 
 Referee::Referee(const Position& start, int max_plies) : pos_(start), max_plies_(max_plies) {

@@ -40,8 +40,15 @@ class GrpcConnection final : public CoordinatorConnection {
   }
 
  private:
+  // Every call waits for a connection until its deadline (wait_for_ready) instead of failing at
+  // once while the channel is reconnecting. gRPC's synchronous API makes progress on a
+  // connection only while some call polls it: a call that failed fast, followed by the worker's
+  // backoff sleep, left a TLS handshake (several round trips) unattended until its connect
+  // deadline passed, so a worker started before its coordinator, or one whose coordinator
+  // restarted, never got through again (the Swarm test caught it).
   static void set_deadline(grpc::ClientContext& ctx, int64_t ms) {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+    ctx.set_wait_for_ready(true);
   }
   std::unique_ptr<v1::WorkerService::Stub> stub_;
 };

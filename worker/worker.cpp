@@ -36,6 +36,36 @@ void Worker::log(const std::string& msg) const {
   log_info(absl::StrCat(worker_id_.empty() ? "-" : worker_id_, ": ", msg));
 }
 
+namespace {
+
+// A refused call in words that name the problem, not its status code.
+std::string describe(const grpc::Status& s) {
+  std::string what;
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAUTHENTICATED:
+      what = "unauthenticated: the coordinator refused the token or certificate (check --token-file or C960_TOKEN)";
+      break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      what =
+          "permission denied: the coordinator does not let these credentials do this (a worker needs a token "
+          "of role worker)";
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      what = "incompatible: the coordinator cannot work with this worker";
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT: what = "invalid request: the coordinator calls a field wrong"; break;
+    case grpc::StatusCode::NOT_FOUND: what = "not found: the coordinator does not know what the call names"; break;
+    case grpc::StatusCode::INTERNAL: what = "coordinator error"; break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: what = "coordinator busy: over a limit"; break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED: what = "coordinator unreachable"; break;
+    default: what = absl::StrCat("unexpected status ", int(s.error_code())); break;
+  }
+  return s.error_message().empty() ? what : absl::StrCat(what, " (", s.error_message(), ")");
+}
+
+}  // namespace
+
 Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.ok()) {
     backoff_ms_ = 0;
@@ -51,9 +81,7 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::ABORTED:
       backoff();
-      log(absl::StrCat(what, ": ",
-                       s.error_code() == grpc::StatusCode::INTERNAL ? "coordinator error" : "coordinator unreachable",
-                       " (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
+      log(absl::StrCat(what, ": ", describe(s), "; retrying in ", backoff_ms_, " ms"));
       return Rpc::kRetry;
     default: break;
   }
@@ -69,12 +97,12 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
       s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     // Credentials or versions that do not fit: retrying cannot help, the operator must act.
-    log(absl::StrCat(what, " refused: ", s.error_message(), "; stopping"));
+    log(absl::StrCat(what, " refused: ", describe(s), "; stopping"));
     fatal_code_ = 2;
     request_stop();
     return Rpc::kFatal;
   }
-  log(absl::StrCat(what, " failed: code ", int(s.error_code()), ": ", s.error_message()));
+  log(absl::StrCat(what, " failed: ", describe(s)));
   return Rpc::kFailed;
 }
 

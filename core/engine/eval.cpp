@@ -18,10 +18,10 @@ struct Score {
 };
 
 // Material (values as in PeSTO's tuned tables).
-constexpr Score Material[PIECE_TYPE_NB] = {{}, {82, 94}, {337, 281}, {365, 297}, {477, 512}, {1025, 936}, {}, {}};
+constexpr Score kMaterial[PIECE_TYPE_NB] = {{}, {82, 94}, {337, 281}, {365, 297}, {477, 512}, {1025, 936}, {}, {}};
 // Phase weight of each piece type: 24 with all pieces on the board, 0 with pawns and kings only.
-constexpr int PhaseWeight[PIECE_TYPE_NB] = {0, 0, 1, 1, 2, 4, 0, 0};
-constexpr int MaxPhase = 24;
+constexpr int kPhaseWeight[PIECE_TYPE_NB] = {0, 0, 1, 1, 2, 4, 0, 0};
+constexpr int kMaxPhase = 24;
 
 // Piece-square tables from White's view, built from distance to the centre and rank: the
 // Chess960 start squares vary, so hand-tuned classical tables (which reward e.g. a king on g1)
@@ -29,13 +29,13 @@ constexpr int MaxPhase = 24;
 struct Psqt {
   Score v[PIECE_TYPE_NB][SQUARE_NB];
   constexpr Psqt() : v() {
-    constexpr int PawnMg[RANK_NB] = {0, 0, 2, 8, 14, 24, 40, 0};
-    constexpr int PawnEg[RANK_NB] = {0, 0, 4, 10, 20, 35, 60, 0};
+    constexpr int kPawnMg[RANK_NB] = {0, 0, 2, 8, 14, 24, 40, 0};
+    constexpr int kPawnEg[RANK_NB] = {0, 0, 4, 10, 20, 35, 60, 0};
     for (int s = 0; s < SQUARE_NB; ++s) {
       const int f = s & 7, r = s >> 3;
       const int fd = std::min(f, 7 - f), rd = std::min(r, 7 - r);  // 0 at the edge, 3 in the centre
       const int centre = fd + rd;                                  // 0..6
-      v[PAWN][s] = {PawnMg[r] + (fd == 3 && (r == 3 || r == 4) ? 10 : 0), PawnEg[r]};
+      v[PAWN][s] = {kPawnMg[r] + (fd == 3 && (r == 3 || r == 4) ? 10 : 0), kPawnEg[r]};
       v[KNIGHT][s] = {centre * 8 - 24, centre * 6 - 18};
       v[BISHOP][s] = {centre * 4 - 12, centre * 4 - 12};
       v[ROOK][s] = {(r == 6 ? 20 : 0) + fd * 2, r == 6 ? 15 : 0};
@@ -45,22 +45,22 @@ struct Psqt {
     }
   }
 };
-constexpr Psqt Pst{};
+constexpr Psqt kPst{};
 
 // Mobility per reachable square, counted around a typical number so that it stays small.
-constexpr Score MobilityWeight[PIECE_TYPE_NB] = {{}, {}, {4, 4}, {5, 5}, {2, 4}, {1, 2}, {}, {}};
-constexpr int MobilityCentre[PIECE_TYPE_NB] = {0, 0, 4, 6, 7, 13, 0, 0};
+constexpr Score kMobilityWeight[PIECE_TYPE_NB] = {{}, {}, {4, 4}, {5, 5}, {2, 4}, {1, 2}, {}, {}};
+constexpr int kMobilityCentre[PIECE_TYPE_NB] = {0, 0, 4, 6, 7, 13, 0, 0};
 
 // King safety: attack units of pieces hitting the king zone, turned into a growing penalty.
-constexpr int AttackUnits[PIECE_TYPE_NB] = {0, 0, 2, 2, 3, 5, 0, 0};
-constexpr int SafetyTable[16] = {0, 0, 5, 12, 22, 35, 50, 70, 95, 120, 150, 185, 220, 260, 300, 340};
-constexpr Score ShieldPawn = {10, 0};
+constexpr int kAttackUnits[PIECE_TYPE_NB] = {0, 0, 2, 2, 3, 5, 0, 0};
+constexpr int kSafetyTable[16] = {0, 0, 5, 12, 22, 35, 50, 70, 95, 120, 150, 185, 220, 260, 300, 340};
+constexpr Score kShieldPawn = {10, 0};
 
-constexpr Score Doubled = {-10, -20};
-constexpr Score Isolated = {-10, -15};
-constexpr Score Passed[RANK_NB] = {{}, {5, 10}, {8, 15}, {12, 30}, {25, 55}, {45, 95}, {70, 140}, {}};
-constexpr Score BishopPair = {30, 50};
-constexpr Score Tempo = {10, 0};
+constexpr Score kDoubled = {-10, -20};
+constexpr Score kIsolated = {-10, -15};
+constexpr Score kPassed[RANK_NB] = {{}, {5, 10}, {8, 15}, {12, 30}, {25, 55}, {45, 95}, {70, 140}, {}};
+constexpr Score kBishopPair = {30, 50};
+constexpr Score kTempo = {10, 0};
 
 Bitboard forward_files(Color c, Square s) {
   // Every square ahead of s (from c's view) on its file and the adjacent ones.
@@ -87,25 +87,25 @@ Score evaluate_side(const Position& pos, const EvalTerms& terms, int& phase) {
     while (b) {
       const Square sq = pop_lsb(b);
       const Square rel = relative_square(Us, sq);
-      s += Material[pt] + Pst.v[pt][rel];
-      phase += PhaseWeight[pt];
+      s += kMaterial[pt] + kPst.v[pt][rel];
+      phase += kPhaseWeight[pt];
       if (pt == PAWN || pt == KING) continue;
       const Bitboard att = attacks_bb(pt, sq, occ);
       if (terms.mobility) {
         const int mob = popcount(att & ~pos.pieces(Us) & ~theirPawnAttacks);
-        s += MobilityWeight[pt] * (mob - MobilityCentre[pt]);
+        s += kMobilityWeight[pt] * (mob - kMobilityCentre[pt]);
       }
       if (att & theirZone) {
-        attackUnits += AttackUnits[pt] * popcount(att & theirZone);
+        attackUnits += kAttackUnits[pt] * popcount(att & theirZone);
         ++attackers;
       }
     }
   }
-  if (more_than_one(pos.pieces(Us, BISHOP))) s += BishopPair;
+  if (more_than_one(pos.pieces(Us, BISHOP))) s += kBishopPair;
 
   if (terms.king_safety) {
     // One lone attacker is rarely dangerous; scale by the number of attackers.
-    if (attackers >= 2) s += Score{SafetyTable[std::min(attackUnits, 15)] * std::min(attackers, 4) / 4, 0};
+    if (attackers >= 2) s += Score{kSafetyTable[std::min(attackUnits, 15)] * std::min(attackers, 4) / 4, 0};
     const Square ksq = pos.king_square(Us);
     Bitboard near = 0;  // the two ranks in front of the king
     for (int d = 1; d <= 2; ++d) {
@@ -113,7 +113,7 @@ Score evaluate_side(const Position& pos, const EvalTerms& terms, int& phase) {
       if (r >= 0 && r < 8) near |= rank_bb(Rank(r));
     }
     const Bitboard front = forward_files(Us, ksq) & near;
-    s += ShieldPawn * std::min(popcount(front & ourPawns), 3);
+    s += kShieldPawn * std::min(popcount(front & ourPawns), 3);
   }
 
   if (terms.pawn_structure) {
@@ -121,9 +121,9 @@ Score evaluate_side(const Position& pos, const EvalTerms& terms, int& phase) {
     while (b) {
       const Square sq = pop_lsb(b);
       const Bitboard adjacent = shift<EAST>(file_bb(sq)) | shift<WEST>(file_bb(sq));
-      if (!(adjacent & ourPawns)) s += Isolated;
-      if (forward_files(Us, sq) & file_bb(sq) & ourPawns) s += Doubled;
-      if (!(forward_files(Us, sq) & theirPawns)) s += Passed[relative_rank(Us, sq)];
+      if (!(adjacent & ourPawns)) s += kIsolated;
+      if (forward_files(Us, sq) & file_bb(sq) & ourPawns) s += kDoubled;
+      if (!(forward_files(Us, sq) & theirPawns)) s += kPassed[relative_rank(Us, sq)];
     }
   }
   return s;
@@ -135,9 +135,9 @@ Value evaluate(const Position& pos, const EvalTerms& terms) {
   int phase = 0;
   Score s = evaluate_side<WHITE>(pos, terms, phase) - evaluate_side<BLACK>(pos, terms, phase);
   if (pos.side_to_move() == BLACK) s = Score{} - s;
-  s += Tempo;
-  phase = std::min(phase, MaxPhase);
-  return (s.mg * phase + s.eg * (MaxPhase - phase)) / MaxPhase;
+  s += kTempo;
+  phase = std::min(phase, kMaxPhase);
+  return (s.mg * phase + s.eg * (kMaxPhase - phase)) / kMaxPhase;
 }
 
 }  // namespace c960::engine

@@ -22,7 +22,7 @@ constexpr Value mated_in(int ply) { return -VALUE_MATE + ply; }
 constexpr bool is_mate_score(Value v) { return v >= VALUE_MATE_IN_MAX_PLY || v <= -VALUE_MATE_IN_MAX_PLY; }
 
 // Middlegame values, used for move ordering (MVV-LVA) and pruning margins.
-constexpr Value PieceValue[PIECE_TYPE_NB] = {0, 100, 320, 330, 500, 950, 0, 0};
+constexpr Value kPieceValue[PIECE_TYPE_NB] = {0, 100, 320, 330, 500, 950, 0, 0};
 
 // Which evaluation terms are on; all by default. The benchmark turns terms off one by one to
 // measure what each pays.

@@ -104,11 +104,11 @@ void Engine::score_moves(const Position& pos, const Move* moves, int n, int* sco
     else if (is_capture(pos, m)) {
       const PieceType victim = m.kind() == EN_PASSANT ? PAWN : type_of(pos.piece_on(m.to_sq()));
       const PieceType attacker = type_of(pos.piece_on(m.from_sq()));
-      scores[i] = kCaptureScore + PieceValue[victim] * 16 - PieceValue[attacker] / 16 +
-                  (m.kind() == PROMOTION ? PieceValue[m.promotion_type()] : 0);
+      scores[i] = kCaptureScore + kPieceValue[victim] * 16 - kPieceValue[attacker] / 16 +
+                  (m.kind() == PROMOTION ? kPieceValue[m.promotion_type()] : 0);
     } else if (m.kind() == PROMOTION)
       scores[i] =
-          m.promotion_type() == QUEEN ? kCaptureScore + PieceValue[QUEEN] : -kKillerScore;  // underpromotions last
+          m.promotion_type() == QUEEN ? kCaptureScore + kPieceValue[QUEEN] : -kKillerScore;  // underpromotions last
     else if (m == killers_[ply][0])
       scores[i] = kKillerScore + 1;
     else if (m == killers_[ply][1])

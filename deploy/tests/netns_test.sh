@@ -35,12 +35,14 @@ build="$(cd "${1:?usage: netns_test.sh BUILD_DIR}" && pwd)"
 for tool in ip iptables iptables-save openssl timeout; do command -v "$tool" >/dev/null || fail "$tool not found"; done
 t_start=$(date +%s)
 
-# The documentation range TEST-NET-2 (RFC 5737), never a real network. Not TEST-NET-1
-# (192.0.2.0/24), which this project's machines use for their own eth0: the same addresses
-# inside the namespaces would shadow the host's network in messages and confuse anyone
-# reading them (and collide if a namespace were ever routed to the host).
-net=198.51.100
-coord_ip=$net.1
+# The documentation range TEST-NET-1, 192.0.2.0/24 (RFC 5737), never a real network. The
+# namespaces have their own routing tables and a bridge of their own, so they never reach the
+# host's network even where the host itself has an address in this range (this project's
+# machines do, on eth0: .2, with .1 as gateway); the VMs take .201 to .203, which nothing else
+# uses, so that no message could mistake one of them for the host.
+net=192.0.2
+first_host=201
+coord_ip=$net.$first_host
 lease=3  # seconds: short, so that the partition outlasts a lease within seconds
 sps=0-299
 
@@ -114,16 +116,16 @@ in_ns() { ip netns exec "$@"; }
 for ns in "${all_ns[@]}"; do ip netns add "$ns"; in_ns "$ns" ip link set lo up; done
 in_ns "$ns_sw" ip link add br0 type bridge
 in_ns "$ns_sw" ip link set br0 up
-i=1
+i=$first_host
 for ns in "$ns_coord" "$ns_w1" "$ns_w2"; do
-  port="vm$i"
+  port="vm$((i - first_host + 1))"
   ip link add eth0 netns "$ns" type veth peer name "$port" netns "$ns_sw"
   in_ns "$ns_sw" ip link set "$port" master br0 up
   in_ns "$ns" ip addr add "$net.$i/24" dev eth0
   in_ns "$ns" ip link set eth0 up
   i=$((i + 1))
 done
-log "three VMs on $net.0/24: coordinator $coord_ip, workers $net.2 and $net.3"
+log "three VMs on $net.0/24: coordinator $coord_ip, workers $net.$((first_host + 1)) and $net.$((first_host + 2))"
 
 # TLS and tokens: the coordinator's certificate names the address the workers dial.
 "$ROOT/deploy/make-secrets.sh" "$work/secrets" --hosts "$coord_ip,127.0.0.1" --c960 "$build/cli/c960" >/dev/null

@@ -46,7 +46,6 @@ using namespace std::chrono_literals;
 using c960::test::kCliBin;
 using c960::test::read_file;
 
-
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -89,6 +89,32 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// Workers often start before their coordinator (a VM or container fleet comes up in any order),
+// and a coordinator restarts under them. Over TLS a worker once never got through then: its calls
+// failed fast while gRPC reconnected, and nothing polled the handshake during its backoff.
+TEST_F(TlsTest, WorkersStartedBeforeTheCoordinatorJoinAndRejoinAfterARestart) {
+  const std::string submit = token_file("submit"), worker = token_file("worker");
+  std::vector<std::string> flags = server_tls();
+  flags.push_back("--tokens=" + dir_ + "/tokens");
+  const int port = start_coordinator(0, flags);  // a free port for the workers to dial
+  ASSERT_GT(port, 0);
+  coordinator_.reset();
+  start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm1"});
+  start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm2"});
+  std::this_thread::sleep_for(3s);  // long enough for the workers' retries to back off
+  const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(start_coordinator(port, flags), port);
+    RunResult r = cli({"submit", "perft", "--depth", "3", "--sps", absl::StrCat(round), ca, tok});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // watch returns once the job has finished; 60 s is far beyond what two workers need.
+    r = run({"/usr/bin/timeout", "60", kCli, "watch", job_id(r.out), ca, tok,
+             absl::StrCat("--coordinator=127.0.0.1:", port)});
+    ASSERT_EQ(r.exit_code, 0) << "round " << round << ": " << r.out << r.err;
+    coordinator_.reset();  // the next round: the same workers, a restarted coordinator
+  }
+}
+
 TEST_F(TlsTest, RefusedPortFailsFast) {
   // Connecting is where TLS problems show, and where a wrong address must not cost long.
   port_ = 1;  // nothing listens on port 1 of loopback
