@@ -24,6 +24,15 @@ inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
 
+// The coordinator's HTTP side (--http-listen, off by default): dashboard, /metrics, JSON API.
+// Requests are served by this many threads (a browser keeps one or two connections open); a
+// request body (only the login form has one) is at most this large; idle connections close
+// after the keep-alive time, and a client that sends or reads nothing for the timeout is cut.
+inline constexpr int kHttpThreads = 16;
+inline constexpr size_t kMaxHttpBodyBytes = 16 << 10;
+inline constexpr int kHttpKeepAliveSeconds = 5;
+inline constexpr int kHttpReadTimeoutSeconds = 10;
+
 // Perft job limits. Depth 1..kMaxDepth; a unit's remaining depth <= kMaxUnitDepth keeps one
 // unit's count below 2^64 and its time below hours.
 inline constexpr int kMaxDepth = 16;

@@ -3,6 +3,8 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -60,7 +62,9 @@ absl::Status Coordinator::load() {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.
-      log_warning(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
+      log_event(LogLevel::kWarning, "job_dropped",
+                absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"),
+                {{"job", s.id}});
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
       next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
       continue;
@@ -132,7 +136,12 @@ absl::Status Coordinator::load() {
       refuse_damaged(raw, damage);
     } else if (raw->state == v1::JOB_STATE_RUNNING) {
       for (size_t i = 0; i < raw->units.size(); ++i) enqueue(raw, int64_t(i));
-      log_info(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
+      log_event(LogLevel::kInfo, "job_resumed",
+                absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"),
+                {{"job", raw->id},
+                 {"kind", raw->kind->capability()},
+                 {"units_done", raw->done},
+                 {"units", int64_t(raw->units.size())}});
     }
   }
   changed();
@@ -154,7 +163,8 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
 
 void Coordinator::fail_job(Job* j, const std::string& why) {
   j->failure_detail = why;
-  log_error(absl::StrCat("job ", j->id, " FAILED: ", why));
+  log_event(LogLevel::kError, "job_failed", absl::StrCat("job ", j->id, " FAILED: ", why),
+            {{"job", j->id}, {"kind", j->kind->capability()}, {"reason", why}});
   if (j->state != v1::JOB_STATE_FAILED) {
     j->state = v1::JOB_STATE_FAILED;
     j->finished_ms = clock_->now_ms();
@@ -365,6 +375,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   }
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
   // are served meanwhile.
+  const int64_t submitted_ms = clock_->now_ms();
   absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
   if (!plan.ok()) return plan.status();
   std::lock_guard submit_lock(submit_mu_);
@@ -378,9 +389,23 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   std::lock_guard lock(mu_);
   Job* raw = stored->get();
   add_sample(raw);
-  log_info(absl::StrCat("job ", raw->id, " submitted by ", raw->owner.empty() ? "anonymous" : raw->owner, " (",
-                        kind->capability(), ", verify ", v1::VerifyMode_Name(raw->verify),
-                        "): ", kind->describe_plan(raw->plan, raw->units.size())));
+  const std::string owner = raw->owner.empty() ? "anonymous" : raw->owner;
+  log_event(LogLevel::kInfo, "job_submitted",
+            absl::StrCat("job ", raw->id, " submitted by ", owner, " (", kind->capability(), ", verify ",
+                         v1::VerifyMode_Name(raw->verify), ")"),
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"owner", owner},
+             {"verify", v1::VerifyMode_Name(raw->verify)},
+             {"request_id", raw->request_id}});
+  log_event(LogLevel::kInfo, "job_planned",
+            absl::StrCat("job ", raw->id, " planned in ", clock_->now_ms() - submitted_ms,
+                         " ms: ", kind->describe_plan(raw->plan, raw->units.size())),
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"units", int64_t(raw->units.size())},
+             {"plan_ms", clock_->now_ms() - submitted_ms}});
+  ++counters_.jobs_submitted;
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
   jobs_[raw->id] = std::move(*stored);
@@ -441,7 +466,9 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     for (int64_t i : j->active)
       for (Copy& c : j->units[i].copies) c.session.clear();
     j->active.clear();
-    log_info(absl::StrCat("job ", j->id, " cancelled by ", caller.identity.empty() ? "anonymous" : caller.identity));
+    const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
+    log_event(LogLevel::kInfo, "job_cancelled", absl::StrCat("job ", j->id, " cancelled by ", by),
+              {{"job", j->id}, {"kind", j->kind->capability()}, {"by", by}});
     changed();
   }
   return snapshot(*j);
@@ -557,6 +584,37 @@ void Coordinator::shutdown() {
 bool Coordinator::shutting_down() const {
   std::lock_guard lock(mu_);
   return shutting_down_;
+}
+
+CoordinatorMetrics Coordinator::metrics() const {
+  std::lock_guard lock(mu_);
+  CoordinatorMetrics m;
+  for (const Job* j : by_seq_) {
+    ++m.jobs[{j->kind->capability(), j->state}];
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    // A verifying unit may also be leased (to the worker that checks it): count it once.
+    int64_t both = 0;
+    for (int64_t i : j->verifying) both += j->active.count(i);
+    const int64_t leased = int64_t(j->active.size()) - both, verifying = int64_t(j->verifying.size());
+    m.units_done += j->done;
+    m.units_verifying += verifying;
+    m.units_leased += leased;
+    m.units_pending += int64_t(j->units.size()) - j->done - verifying - leased;
+    for (int64_t i : j->verifying) {
+      std::set<std::string_view> results;
+      for (const Copy& c : j->units[i].copies)
+        if (c.result && !c.discarded) results.insert(*c.result);
+      m.units_disagreeing += results.size() > 1;
+    }
+  }
+  for (const auto& [key, w] : workers_) {
+    auto sit = session_of_.find(key);
+    const bool alive = sit != session_of_.end() && !sessions_.at(sit->second).lost;
+    ++m.workers[{v1::TrustState(w.rec.trust), alive}];
+  }
+  m.watches = watches_total_;
+  m.counters = counters_;
+  return m;
 }
 
 }  // namespace c960::cluster

@@ -61,6 +61,33 @@ struct CoordinatorOptions {
   int64_t lazy_low_water_units = kLazyLowWaterUnits;
 };
 
+// Counters of events since this process started (monitoring: coordinator/metrics.h).
+struct CoordinatorCounters {
+  std::map<v1::CompletionOutcome, int64_t> completions;  // CompleteUnit calls answered, by outcome
+  int64_t jobs_submitted = 0;
+  int64_t lease_expiries = 0;
+  int64_t requeues = 0;  // leases given back without a result (expired, released, superseded, quarantined)
+  int64_t unit_failures = 0;
+  int64_t disagreements = 0;
+  int64_t mismatches = 0;
+  int64_t quarantines = 0;
+  int64_t replicated = 0;              // units settled on two or more workers' agreeing results
+  std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+};
+
+// A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
+struct CoordinatorMetrics {
+  std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
+  // The units of running jobs, each in one state: settled (done); with a result that waits for
+  // another worker's (verifying); leased, without a result yet (leased); the rest (pending).
+  int64_t units_pending = 0, units_leased = 0, units_verifying = 0, units_done = 0;
+  // Of the verifying units, those whose workers sent different results.
+  int64_t units_disagreeing = 0;
+  std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
+  int64_t watches = 0;                                         // open WatchJob streams
+  CoordinatorCounters counters;
+};
+
 class Coordinator {
  public:
   // store and clock must outlive the coordinator.
@@ -133,6 +160,9 @@ class Coordinator {
   // Waiting acquires (for tests and metrics).
   size_t waiting_acquires() const;
   bool shutting_down() const;
+
+  // Cheap: counts over the jobs and workers in memory.
+  CoordinatorMetrics metrics() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
 
@@ -310,6 +340,7 @@ class Coordinator {
   std::thread waiter_thread_;
   std::mt19937_64 rng_;  // spot checks
   int64_t next_job_seq_ = 1;
+  CoordinatorCounters counters_;
 };
 
 }  // namespace c960::cluster

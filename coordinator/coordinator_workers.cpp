@@ -106,6 +106,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
 }
 
 void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
+  if (front) ++counters_.requeues;  // given back without a result: expired, released, superseded
   c.session.clear();
   c.expire_ms = 0;
   Unit& u = j->units[i];
@@ -170,8 +171,15 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   w.rec.engines = absl::StrJoin(s.engines, ",");
   w.rec.last_seen_ms = s.last_seen_ms;
   if (absl::Status st = store_->upsert_worker(w.rec); !st.ok()) return st;
-  log_info(absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
-                        w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))));
+  log_event(LogLevel::kInfo, "worker_joined",
+            absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
+                         w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
+            {{"worker", key},
+             {"identity", w.rec.identity},
+             {"threads", w.rec.threads},
+             {"version", w.rec.version},
+             {"engines", w.rec.engines},
+             {"trust", v1::TrustState_Name(v1::TrustState(w.rec.trust))}});
   v1::HelloResponse resp;
   resp.set_worker_id(s.id);
   resp.set_lease_seconds(options_.lease_ms / 1000);
@@ -194,7 +202,7 @@ void Coordinator::touch(Session* s) {
   s->last_seen_ms = clock_->now_ms();
   if (s->lost) {
     s->lost = false;
-    log_info(absl::StrCat("worker ", s->key, " is back"));
+    log_event(LogLevel::kInfo, "worker_back", absl::StrCat("worker ", s->key, " is back"), {{"worker", s->key}});
   }
 }
 
@@ -538,8 +546,11 @@ void Coordinator::sweep() {
       const int64_t i = *it++;
       for (Copy& c : j->units[i].copies)
         if (c.leased() && c.expire_ms <= now) {
-          log_info(absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
-                                ") expired; back in the queue"));
+          log_event(LogLevel::kInfo, "lease_expired",
+                    absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
+                                 ") expired; back in the queue"),
+                    {{"job", j->id}, {"unit", i}, {"worker", c.worker}, {"attempt", c.attempt}});
+          ++counters_.lease_expiries;
           end_lease(j, i, c, true);
           any = true;
         }
@@ -549,7 +560,9 @@ void Coordinator::sweep() {
     if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
     s.lost = true;
     any = true;
-    log_warning(absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"));
+    log_event(LogLevel::kWarning, "worker_lost",
+              absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
+              {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
     WorkerState& w = workers_.at(s.key);
     w.rec.last_seen_ms = s.last_seen_ms;
     save_worker(w);
@@ -719,6 +732,11 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     changed();
   }
   for (Pending& p : ps) out.push_back(std::move(*p.answer));
+  {
+    std::lock_guard lock(mu_);
+    for (const absl::StatusOr<v1::CompleteUnitResponse>& a : out)
+      if (a.ok()) ++counters_.completions[a->outcome()];
+  }
   return out;
 }
 
@@ -800,6 +818,7 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
     // One vote against one: take the settled result back and ask another worker to decide.
     if (absl::Status s = unsettle(j, i, std::max(u.wanted, int32_t(u.results()) + 1)); !s.ok()) log_error(s.message());
     ++j->disagreements;
+    ++counters_.disagreements;
     j->verifying.insert(i);
     enqueue(j, i, true);
     return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
@@ -836,6 +855,7 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
   if (tally.size() > 1) {
     // Disagreement without a majority: one more worker decides.
     ++j->disagreements;
+    ++counters_.disagreements;
     const int32_t results = u.results();
     if (results >= kMaxCopies) {
       fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", results, " workers sent ", tally.size(),
@@ -844,7 +864,9 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
     }
     u.wanted = std::max(u.wanted, results + 1);
     if (absl::Status s = store_->set_wanted(j->id, i, u.wanted); !s.ok()) log_error(s.message());
-    log_warning(absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another to decide"));
+    log_event(LogLevel::kWarning, "unit_disagreement",
+              absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another to decide"),
+              {{"job", j->id}, {"unit", i}});
   }
   enqueue(j, i, true);
   return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
@@ -863,7 +885,10 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
                                            now, form->selfplay ? &*form->selfplay : nullptr);
       !s.ok())
     return s;
-  j->work_done += j->kind->work(u.spec, u.meta, form->held);
+  const NodeCount work = j->kind->work(u.spec, u.meta, form->held);
+  j->work_done += work;
+  counters_.work[j->kind->capability()] += double(work);
+  if (votes >= 2) ++counters_.replicated;
   u.result = std::move(form->held);
   u.settled = kept;
   u.votes = votes;
@@ -879,9 +904,16 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   j->finished_ms = now;
   j->fresh.clear();
   j->replicas.clear();
-  log_info(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
-                        j->kind->describe_work(j->work_done), ", ", j->disagreements, " disagreements, ",
-                        j->mismatches, " mismatches"));
+  log_event(LogLevel::kInfo, "job_succeeded",
+            absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
+                         ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
+            {{"job", j->id},
+             {"kind", j->kind->capability()},
+             {"units", int64_t(j->units.size())},
+             {"work", to_string(j->work_done)},
+             {"seconds", double(now - j->created_ms) / 1000.0},
+             {"disagreements", j->disagreements},
+             {"mismatches", j->mismatches}});
 }
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
@@ -908,7 +940,8 @@ void Coordinator::credit(const std::string& worker) {
     if (w.rec.agreeing >= options_.trust_after) {
       w.rec.trust = v1::TRUST_STATE_TRUSTED;
       w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " results confirmed by other workers");
-      log_info(absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason));
+      log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason),
+                {{"worker", worker}, {"reason", w.rec.trust_reason}});
     } else {
       w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " of ", options_.trust_after, " results confirmed");
     }
@@ -919,7 +952,9 @@ void Coordinator::credit(const std::string& worker) {
 void Coordinator::record_mismatch(Job* j, const std::string& detail) {
   ++j->mismatches;
   std::string d = detail.size() > kMaxMismatchDetail ? detail.substr(0, kMaxMismatchDetail) + " ..." : detail;
-  log_warning(absl::StrCat("RESULT MISMATCH ", d));
+  log_event(LogLevel::kWarning, "result_mismatch", absl::StrCat("RESULT MISMATCH ", d),
+            {{"job", j->id}, {"detail", d}});
+  ++counters_.mismatches;
   if (j->mismatch_detail.empty()) j->mismatch_detail = d;
   if (absl::Status s = store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail); !s.ok())
     log_error(s.message());
@@ -930,8 +965,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
   w.rec.trust = v1::TRUST_STATE_QUARANTINED;
   w.rec.trust_reason = why;
+  ++counters_.quarantines;
   save_worker(w);
-  log_warning(absl::StrCat("worker ", worker, " QUARANTINED: ", why));
+  log_event(LogLevel::kWarning, "worker_quarantined", absl::StrCat("worker ", worker, " QUARANTINED: ", why),
+            {{"worker", worker}, {"reason", why}});
   // Its leases go back, its waiting results lose their vote, and a running job's result that
   // stands on its word alone is taken back and computed again.
   int64_t revoked = 0;
@@ -954,7 +991,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
       enqueue(j, int64_t(i), true);
     }
   }
-  if (revoked) log_warning(absl::StrCat("worker ", worker, ": ", revoked, " of its unconfirmed results taken back"));
+  if (revoked)
+    log_event(LogLevel::kWarning, "worker_results_revoked",
+              absl::StrCat("worker ", worker, ": ", revoked, " of its unconfirmed results taken back"),
+              {{"worker", worker}, {"results", revoked}});
 }
 
 absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Caller&, const v1::CompleteUnitRequest& req,
@@ -968,8 +1008,11 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   ++j->unit_failures;
   j->failing_workers.insert(c.worker);
   j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
-  log_warning(absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
-                           " workers): ", j->failure_detail));
+  log_event(LogLevel::kWarning, "unit_failure",
+            absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
+                         " workers): ", j->failure_detail),
+            {{"job", j->id}, {"unit", req.unit_id()}, {"worker", c.worker}, {"reason", req.failure()}});
+  ++counters_.unit_failures;
   // Back to the queue, for another worker: this one cannot compute it.
   c.discarded = true;
   if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())

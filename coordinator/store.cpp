@@ -1,6 +1,7 @@
 #include "coordinator/store.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sqlite3.h>
 #include <sys/resource.h>
@@ -176,7 +177,12 @@ Store::Transaction::~Transaction() {
 
 absl::Status Store::Transaction::commit() {
   if (!status_.ok()) return status_;
+  // Releasing the outermost savepoint is the commit: the one whose time is observed.
+  const bool outermost = s_->depth_ == 1;
+  const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = s_->exec(absl::StrCat("RELEASE ", name_).c_str()); !s.ok()) return s;  // rolled back later
+  if (outermost && s_->commit_observer_)
+    s_->commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   done_ = true;
   --s_->depth_;
   return absl::OkStatus();
@@ -281,6 +287,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
 }
 
 Store::~Store() { sqlite3_close(db_); }
+
+void Store::set_commit_observer(std::function<void(double seconds)> observer) {
+  std::lock_guard lock(mu_);
+  commit_observer_ = std::move(observer);
+}
+
+Store::FileSizes Store::file_sizes() {
+  std::lock_guard lock(mu_);
+  FileSizes out;
+  const char* name = sqlite3_db_filename(db_, "main");
+  if (!name || !*name) return out;  // in memory
+  struct stat st {};
+  if (stat(name, &st) == 0) out.db = int64_t(st.st_size);
+  if (stat(absl::StrCat(name, "-wal").c_str(), &st) == 0) out.wal = int64_t(st.st_size);
+  return out;
+}
 
 absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   std::lock_guard lock(mu_);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -201,6 +202,15 @@ class Store {
   class Transaction;
   std::unique_ptr<Transaction> transaction();
 
+  // Monitoring. The observer is called with the seconds each commit of an outermost transaction
+  // took (set it before the store is shared between threads). Sizes: the database file and its
+  // write-ahead log on disk (0 for an in-memory store).
+  void set_commit_observer(std::function<void(double seconds)> observer);
+  struct FileSizes {
+    int64_t db = 0, wal = 0;
+  };
+  FileSizes file_sizes();
+
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 
@@ -219,6 +229,7 @@ class Store {
   std::recursive_mutex mu_;
   sqlite3* db_;
   int depth_ = 0;  // open transactions (savepoints nest)
+  std::function<void(double)> commit_observer_;
 };
 
 class Store::Transaction {
