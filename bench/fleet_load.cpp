@@ -13,8 +13,6 @@
 //                                        [--seconds 30] [--client_threads 2] [--plaintext]
 #include <unistd.h>
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <sys/resource.h>
 #include <thread>
 #include <vector>
 
@@ -125,14 +124,15 @@ class Sim {
     req.set_threads(batch_);
     req.add_capabilities("perft");
     req.set_protocol_version(c960::cluster::kProtocolVersion);
-    call<v1::HelloResponse>(kHello, 30'000, [&](grpc::ClientContext* c, grpc::CompletionQueue* q) {
-      return stub_->PrepareAsyncHello(c, req, q);
-    }, [this](const grpc::Status& s, v1::HelloResponse& r) {
-      if (!s.ok()) return fail(s, "hello");
-      worker_id_ = r.worker_id();
-      ++g_helloed;
-      acquire();
-    });
+    call<v1::HelloResponse>(
+        kHello, 30'000,
+        [&](grpc::ClientContext* c, grpc::CompletionQueue* q) { return stub_->PrepareAsyncHello(c, req, q); },
+        [this](const grpc::Status& s, v1::HelloResponse& r) {
+          if (!s.ok()) return fail(s, "hello");
+          worker_id_ = r.worker_id();
+          ++g_helloed;
+          acquire();
+        });
   }
 
  private:
@@ -345,11 +345,10 @@ int main(int argc, char** argv) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, like a real worker
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, int(c960::cluster::kClientKeepaliveTimeMs));
-    auto ch = grpc::CreateCustomChannel(address, secure ? credentials(ca_pem, tokens[size_t(w)])
-                                                        : grpc::InsecureChannelCredentials(),
-                                        args);
-    sims.push_back(std::make_unique<Sim>(w, ch, cqs[size_t(w % threads)].get(), &stats[size_t(w % threads)], batch,
-                                         unit_ms));
+    auto ch = grpc::CreateCustomChannel(
+        address, secure ? credentials(ca_pem, tokens[size_t(w)]) : grpc::InsecureChannelCredentials(), args);
+    sims.push_back(
+        std::make_unique<Sim>(w, ch, cqs[size_t(w % threads)].get(), &stats[size_t(w % threads)], batch, unit_ms));
   }
   std::vector<std::thread> loops;
   for (int t = 0; t < threads; ++t)
@@ -396,10 +395,10 @@ int main(int argc, char** argv) {
     if (!s.last_error.empty()) all.last_error = s.last_error;
     if (all.first_error.empty()) all.first_error = s.first_error;
   }
-  std::printf("fleet load: %d simulated workers (%d held to the end), %d units per call, units held %d ms, %s, "
-              "%d client threads, %u CPUs on this machine\n",
-              n, held, batch, unit_ms, secure ? "TLS + tokens" : "plaintext", threads,
-              std::thread::hardware_concurrency());
+  std::printf(
+      "fleet load: %d simulated workers (%d held to the end), %d units per call, units held %d ms, %s, "
+      "%d client threads, %u CPUs on this machine\n",
+      n, held, batch, unit_ms, secure ? "TLS + tokens" : "plaintext", threads, std::thread::hardware_concurrency());
   std::printf("  connected and registered in %.1f s; measured %.1f s\n", connect_s, wall);
   std::printf("  completions       %lld  (%.0f /s; %lld errors%s%s%s%s)\n", static_cast<long long>(all.completed),
               double(all.completed) / wall, static_cast<long long>(all.errors),

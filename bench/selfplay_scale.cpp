@@ -181,7 +181,8 @@ int run() {
           r.set_attempt(l.attempt());
           int64_t p = 0;
           for (int k = 0; k < u.games(); ++k) {
-            *r.mutable_result()->mutable_selfplay()->add_games() = synthetic_game(spec, u.start_position(), u.first_game() + k);
+            *r.mutable_result()->mutable_selfplay()->add_games() =
+                synthetic_game(spec, u.start_position(), u.first_game() + k);
             p += r.result().selfplay().games(k).moves_size();
           }
           auto resp = c.complete(Caller::local(), r);
@@ -202,7 +203,8 @@ int run() {
     while (!done) {
       const int64_t rss = rss_bytes();
       rss_peak = std::max(rss_peak, rss);
-      std::printf("%.0f,%lld,%.1f,%.1f\n", seconds_since(t0), (long long)games.load(), rss / 1e6, file_bytes(path) / 1e6);
+      std::printf("%.0f,%lld,%.1f,%.1f\n", seconds_since(t0), (long long)games.load(), rss / 1e6,
+                  file_bytes(path) / 1e6);
       std::fflush(stdout);
       for (int i = 0; i < 100 && !done; ++i)
         std::this_thread::sleep_for(std::chrono::duration<double>(absl::GetFlag(FLAGS_sample_seconds) / 100));
@@ -217,11 +219,11 @@ int run() {
   (*store)->exec_for_test("PRAGMA wal_checkpoint(TRUNCATE)").IgnoreError();
   const int64_t store_end = file_bytes(path);
   auto state = c.get_job(Caller::local(), job->id());
-  std::printf("# %s: %lld games, %.1f plies a game, in %.1f s: %.0f games/s accepted (%d driver threads making "
-              "the games too)\n",
-              v1::JobState_Name(state->state()).c_str(), (long long)games.load(),
-              games ? double(plies) / double(games) : 0.0, play_s, double(games) / play_s,
-              absl::GetFlag(FLAGS_threads));
+  std::printf(
+      "# %s: %lld games, %.1f plies a game, in %.1f s: %.0f games/s accepted (%d driver threads making "
+      "the games too)\n",
+      v1::JobState_Name(state->state()).c_str(), (long long)games.load(), games ? double(plies) / double(games) : 0.0,
+      play_s, double(games) / play_s, absl::GetFlag(FLAGS_threads));
   std::printf("# rss: peak %.1f MB, end %.1f MB (after planning %.1f MB)\n", rss_peak / 1e6, rss_end / 1e6,
               rss_planned / 1e6);
   std::printf("# store: %.1f MB, %.1f bytes a game (%.1f bytes a game beyond the planned job's %.1f MB)\n",

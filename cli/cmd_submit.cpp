@@ -91,8 +91,8 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
       s->set_store_games(v1::STORE_GAMES_SAMPLE);
       s->set_store_games_sample(int(n));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--store-games: '", v.substr(0, 64),
-                                                     "' is not all, none or sample:N (N in 1..", 1 << 30, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--store-games: '", v.substr(0, 64), "' is not all, none or sample:N (N in 1..", 1 << 30, ")"));
     }
   }
   return absl::OkStatus();

@@ -155,16 +155,16 @@ inline constexpr int64_t kMinClientPingIntervalMs = 10'000;
 inline constexpr int64_t kConnectTimeoutMs = 2'500;
 
 // Client side.
-inline constexpr int64_t kRpcDeadlineMs = 10'000;      // unary calls
-inline constexpr int64_t kSubmitDeadlineMs = 120'000;  // planning a big job takes a while
+inline constexpr int64_t kRpcDeadlineMs = 10'000;                   // unary calls
+inline constexpr int64_t kSubmitDeadlineMs = 120'000;               // planning a big job takes a while
 inline constexpr int64_t kResultsStreamDeadlineMs = 6 * 3'600'000;  // results that stream: a big job's games
-inline constexpr int64_t kReleaseDeadlineMs = 2'000;   // a stopping worker gives units back once
-inline constexpr int64_t kBackoffInitialMs = 100;      // first retry after UNAVAILABLE
-inline constexpr int64_t kBackoffMaxMs = 5'000;        // retries never wait longer
-inline constexpr int kDefaultWorkerHashMb = 64;        // perft hash shared by a worker's threads
-inline constexpr int64_t kDefaultGraceSeconds = 30;    // SIGTERM: finish held units this long
-inline constexpr int kPrefetchPerThread = 1;           // units queued beyond the running ones
-inline constexpr int64_t kFailurePauseMs = 1'000;      // no new units this long after a unit failure
+inline constexpr int64_t kReleaseDeadlineMs = 2'000;                // a stopping worker gives units back once
+inline constexpr int64_t kBackoffInitialMs = 100;                   // first retry after UNAVAILABLE
+inline constexpr int64_t kBackoffMaxMs = 5'000;                     // retries never wait longer
+inline constexpr int kDefaultWorkerHashMb = 64;                     // perft hash shared by a worker's threads
+inline constexpr int64_t kDefaultGraceSeconds = 30;                 // SIGTERM: finish held units this long
+inline constexpr int kPrefetchPerThread = 1;                        // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;                   // no new units this long after a unit failure
 // A busy worker that asked for more units (prefetch) and got none asks again after this long,
 // or as soon as a compute thread is free; an idle one long-polls instead.
 inline constexpr int64_t kBusyAcquirePollMs = 2'000;

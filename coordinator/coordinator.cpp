@@ -504,10 +504,11 @@ absl::Status Coordinator::results(const Caller& caller, const std::string& job_i
 absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& caller, const std::string& job_id,
                                                                   bool divide, bool omit_games) {
   std::vector<v1::ResultChunk> out;
-  if (absl::Status s = results(caller, job_id, divide, omit_games, [&](const v1::ResultChunk& c) {
-        out.push_back(c);
-        return true;
-      });
+  if (absl::Status s = results(caller, job_id, divide, omit_games,
+                               [&](const v1::ResultChunk& c) {
+                                 out.push_back(c);
+                                 return true;
+                               });
       !s.ok())
     return s;
   return out;

@@ -269,7 +269,8 @@ class Coordinator {
   // without the lock (refill_jobs), then stores the units with the moved cursor and queues them
   // (add_planned) unless the job changed meanwhile.
   void refill_jobs(std::unique_lock<std::mutex>& lock);
-  absl::Status add_planned(Job* j, v1::store::JobPlan plan, std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units);
+  absl::Status add_planned(Job* j, v1::store::JobPlan plan,
+                           std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units);
   void finish_job(Job* j, int64_t now);
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
@@ -333,7 +334,7 @@ class Coordinator {
   std::map<uint64_t, Waiter> waiters_;
   std::map<std::string, uint64_t> waiting_session_;
   std::atomic<uint64_t> next_ticket_{1};
-  bool work_event_ = false;  // units were queued since the waiters were last served
+  bool work_event_ = false;    // units were queued since the waiters were last served
   bool refill_event_ = false;  // a lazily planned job wants its next roots expanded
   bool stop_waiters_ = false;
   std::condition_variable waiter_cv_;

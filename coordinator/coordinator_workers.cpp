@@ -218,8 +218,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   for (Job* j : by_seq_) {
     if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
-    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling &&
-        !j->kind->fully_planned(j->plan)) {
+    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
       refill_event_ = true;
       waiter_cv_.notify_one();
@@ -308,8 +307,7 @@ absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
     rows[k].spec = units[k].first.SerializeAsString();
     rows[k].meta = units[k].second.SerializeAsString();
   }
-  if (absl::Status s =
-          store_->extend_job_plan(j->id, plan.SerializeAsString(), rows, first + int64_t(units.size()));
+  if (absl::Status s = store_->extend_job_plan(j->id, plan.SerializeAsString(), rows, first + int64_t(units.size()));
       !s.ok())
     return s;
   j->plan = std::move(plan);
@@ -350,7 +348,8 @@ uint64_t Coordinator::new_ticket() { return next_ticket_++; }
 void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket,
                                 AcquireDone done) {
   if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
-    return done(absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire)));
+    return done(
+        absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire)));
   if (req.wait_seconds() < 0)
     return done(absl::InvalidArgumentError(absl::StrCat("wait_seconds: ", req.wait_seconds(), " is negative")));
   std::optional<Answer> superseded;
@@ -448,8 +447,9 @@ void Coordinator::serve_waiters(std::vector<Answer>* out) {
 void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    waiter_cv_.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs),
-                        [&] { return work_event_ || refill_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty()); });
+    waiter_cv_.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
+      return work_event_ || refill_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty());
+    });
     if (refill_event_) {
       if (shutting_down_)
         refill_event_ = false;
@@ -904,16 +904,17 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   j->finished_ms = now;
   j->fresh.clear();
   j->replicas.clear();
-  log_event(LogLevel::kInfo, "job_succeeded",
-            absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
-                         ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
-            {{"job", j->id},
-             {"kind", j->kind->capability()},
-             {"units", int64_t(j->units.size())},
-             {"work", to_string(j->work_done)},
-             {"seconds", double(now - j->created_ms) / 1000.0},
-             {"disagreements", j->disagreements},
-             {"mismatches", j->mismatches}});
+  log_event(
+      LogLevel::kInfo, "job_succeeded",
+      absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
+                   ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
+      {{"job", j->id},
+       {"kind", j->kind->capability()},
+       {"units", int64_t(j->units.size())},
+       {"work", to_string(j->work_done)},
+       {"seconds", double(now - j->created_ms) / 1000.0},
+       {"disagreements", j->disagreements},
+       {"mismatches", j->mismatches}});
 }
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {

@@ -191,7 +191,6 @@ class PerftKind : public JobKind {
   int64_t window_;
 
  public:
-
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
                                        bool /*omit_games*/) const override {
     const v1::store::PerftPlan& pp = plan.perft();

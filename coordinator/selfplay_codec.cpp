@@ -1,8 +1,7 @@
 #include "coordinator/selfplay_codec.h"
 
-#include <openssl/sha.h>
-
 #include <cstring>
+#include <openssl/sha.h>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/selfplay_proto.h"

@@ -63,11 +63,11 @@ grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetR
                                         grpc::ServerWriter<v1::ResultChunk>* writer) {
   // Chunks go out as the coordinator reads them (self-play: page by page from the store).
   bool closed = false;
-  absl::Status s = c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games(),
-                               [&](const v1::ResultChunk& c) {
-                                 closed = ctx->IsCancelled() || !writer->Write(c);
-                                 return !closed;
-                               });
+  absl::Status s =
+      c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games(), [&](const v1::ResultChunk& c) {
+        closed = ctx->IsCancelled() || !writer->Write(c);
+        return !closed;
+      });
   if (!s.ok()) return to_grpc(s);
   if (closed) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
   return grpc::Status::OK;

@@ -920,7 +920,8 @@ absl::Status Store::convert_selfplay_v4() {
         return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), " does not parse"));
       clear_pgn(&result);
       absl::StatusOr<SelfPlayCompact> c = compact_result(spec.selfplay(), meta.selfplay().position(), result);
-      if (!c.ok()) return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", c.status().message()));
+      if (!c.ok())
+        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", c.status().message()));
       if (absl::Status s = apply_settlement(id, c->settlement, 1); !s.ok()) return s;
       set.reset();
       set.bind(1, c->settled.SerializeAsString());
@@ -936,7 +937,8 @@ absl::Status Store::convert_selfplay_v4() {
     c.bind_text(1, id);
     while ((rc = c.step()) == SQLITE_ROW) {
       v1::UnitResult result;
-      if (!result.ParseFromString(c.blob(2))) return absl::DataLossError(absl::StrCat("store: a copy of ", id, " does not parse"));
+      if (!result.ParseFromString(c.blob(2)))
+        return absl::DataLossError(absl::StrCat("store: a copy of ", id, " does not parse"));
       clear_pgn(&result);
       v1::store::SelfPlaySettled kept;
       kept.set_digest(result_digest(result));

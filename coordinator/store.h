@@ -191,8 +191,7 @@ class Store {
   // A self-play job's statistics per position (positions without a settled game have no row).
   absl::StatusOr<std::vector<PositionTotals>> load_position_totals(const std::string& job_id);
   // A page of a position's stored games: those with an index above `after`, at most `limit`.
-  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id, int32_t sp, int64_t after,
-                                                     int limit);
+  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id, int32_t sp, int64_t after, int limit);
   // Every game stored for a job, by position then index (tests, audits).
   absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);

@@ -146,7 +146,7 @@ bool Worker::hello() {
 
 bool Worker::delivered(const v1::CompleteUnitRequest& req, const grpc::Status& s, v1::CompletionOutcome outcome) {
   switch (classify(s, "complete")) {
-    case Rpc::kRetry: return false;  // keep the result; try again after the backoff
+    case Rpc::kRetry: return false;            // keep the result; try again after the backoff
     case Rpc::kUnknownWorker: return hello();  // kept; sent again with the new session
     case Rpc::kFailed: log(absl::StrCat("dropping the result of ", req.unit_id())); break;
     case Rpc::kFatal: {
@@ -205,9 +205,8 @@ void Worker::deliver() {
       for (int k = 0; k < resp.statuses_size(); ++k) {
         const v1::CompletionStatus& st = resp.statuses(k);
         const grpc::Status gs =
-            st.code() == 0
-                ? grpc::Status::OK
-                : to_grpc(with_reason(absl::Status(absl::StatusCode(st.code()), st.message()), st.reason()));
+            st.code() == 0 ? grpc::Status::OK
+                           : to_grpc(with_reason(absl::Status(absl::StatusCode(st.code()), st.message()), st.reason()));
         if (!delivered(batch.completions(k), gs, st.outcome())) return;
       }
       continue;

@@ -86,7 +86,7 @@ class Worker {
   int64_t backoff_ms_ = 0;
   int64_t next_renew_ms_ = 0;
   int64_t next_acquire_ms_ = 0;
-  int64_t busy_poll_at_ms_ = 0;  // a busy worker that got nothing asks again then (or when a unit ends)
+  int64_t busy_poll_at_ms_ = 0;    // a busy worker that got nothing asks again then (or when a unit ends)
   bool batch_completions_ = true;  // false once the coordinator said it has no CompleteUnits
 };
 

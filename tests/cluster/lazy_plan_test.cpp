@@ -1,10 +1,9 @@
 // Lazily planned perft jobs: roots expanded into units as workers need them. Their totals equal
 // the eager plan's and the published table, and a coordinator restart in the middle of one
 // loses nothing and counts nothing twice.
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <filesystem>
+#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/u128.h"

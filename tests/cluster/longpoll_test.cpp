@@ -1,10 +1,9 @@
 // The coordinator's long poll (AcquireWork waiting for work) and batched completions
 // (CompleteUnits), without sockets.
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <functional>
 #include <chrono>
+#include <functional>
+#include <gtest/gtest.h>
 #include <thread>
 
 #include "absl/strings/str_cat.h"

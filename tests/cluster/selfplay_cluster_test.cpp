@@ -163,8 +163,9 @@ TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
 TEST_F(SelfPlayClusterTest, StoredGamesFollowTheJobsChoiceAndStatisticsCoverEveryGame) {
   start_coordinator();
   start_worker(2);
-  const std::string spec = "--sps 0,518 --games-per-position 4 --engine builtin --depth 2 --random-plies 2 --seed 3 "
-                           "--max-plies 80";
+  const std::string spec =
+      "--sps 0,518 --games-per-position 4 --engine builtin --depth 2 --random-plies 2 --seed 3 "
+      "--max-plies 80";
   int rc = -1;
   const std::string out =
       run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
