@@ -135,6 +135,18 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
       true);  // cancelling twice is cancelling once
 }
 
+absl::Status Client::list_workers(bool include_lost, v1::ListWorkersResponse* response) {
+  v1::ListWorkersRequest req;
+  req.set_include_lost(include_lost);
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kRpcDeadlineMs);
+        return stub_->ListWorkers(&ctx, req, response);
+      },
+      true);
+}
+
 absl::Status Client::results(const std::string& id, bool divide, bool omit_games,
                              std::vector<v1::ResultChunk>* chunks) {
   v1::GetResultsRequest req;

@@ -65,6 +65,7 @@ class Client {
   absl::Status get_job(const std::string& id, v1::Job* job);
   absl::Status list_jobs(v1::ListJobsResponse* response);
   absl::Status cancel(const std::string& id, v1::Job* job);
+  absl::Status list_workers(bool include_lost, v1::ListWorkersResponse* response);
   // Every result chunk of the job, in the coordinator's order; with omit_games the self-play
   // chunks carry counts only. A retry starts the stream again from the beginning.
   absl::Status results(const std::string& id, bool divide, bool omit_games, std::vector<v1::ResultChunk>* chunks);

@@ -25,6 +25,7 @@ constexpr Subcommand kCommands[] = {
     {"watch", "follow a cluster job until it ends", cmd_watch},
     {"results", "fetch a cluster job's results as CSV or JSON", cmd_results},
     {"cancel", "cancel a cluster job", cmd_cancel},
+    {"workers", "list the cluster's workers and their trust state", cmd_workers},
     {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report},
     {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token},
 };

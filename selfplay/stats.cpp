@@ -160,6 +160,7 @@ PositionStats SelfPlayStats::total() const {
 
 std::vector<int> SelfPlayStats::ranking() const {
   std::vector<const PositionStats*> v;
+  v.reserve(positions_.size());
   for (const auto& [sp, p] : positions_) v.push_back(&p);
   std::sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
     const Interval x = a->counts.score(), y = b->counts.score();
@@ -168,6 +169,7 @@ std::vector<int> SelfPlayStats::ranking() const {
     return a->sp < b->sp;
   });
   std::vector<int> out;
+  out.reserve(v.size());
   for (const PositionStats* p : v) out.push_back(p->sp);
   return out;
 }

@@ -10,7 +10,7 @@ namespace {
 
 class GrpcConnection final : public CoordinatorConnection {
  public:
-  explicit GrpcConnection(std::shared_ptr<grpc::Channel> channel) : stub_(v1::WorkerService::NewStub(channel)) {}
+  explicit GrpcConnection(const std::shared_ptr<grpc::Channel>& channel) : stub_(v1::WorkerService::NewStub(channel)) {}
 
   grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t deadline_ms) override {
     grpc::ClientContext ctx;

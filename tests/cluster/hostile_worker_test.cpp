@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/config.h"
 #include "cluster/errors.h"
@@ -351,6 +352,26 @@ TEST_P(HostileWorkerPerftTest, TableStaysExactAndTheLiarIsQuarantined) {
     EXPECT_GT(w->agreeing_results(), 0) << w->ShortDebugString();
     EXPECT_GT(w->units_done(), 0) << w->ShortDebugString();
   }
+  // `c960 workers` shows the same, as a table and as JSON (with a reader's token).
+  write_file(dir_ + "/reader.token", tokens_["reader"].token + "\n");
+  const std::vector<std::string> conn = {absl::StrCat("--coordinator=127.0.0.1:", port), "--tls-ca=" + pki_.ca(),
+                                         "--token-file=" + dir_ + "/reader.token"};
+  std::vector<std::string> argv = {kCli, "workers"};
+  argv.insert(argv.end(), conn.begin(), conn.end());
+  RunResult r = run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool liar_row = false;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n'))
+    if (absl::StartsWith(line, "liar/liar "))
+      liar_row = absl::StrContains(line, "quarantined") && absl::StrContains(line, "outvoted");
+  EXPECT_TRUE(liar_row) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "honest-a/honest-a ")) << r.out;
+  argv.push_back("--format=json");
+  r = run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"TRUST_STATE_QUARANTINED\"")) << r.out;
+  argv.back() = "--format=yaml";
+  EXPECT_EQ(run(argv).exit_code, 2);
   // Its name stays barred.
   s = liar.hello("liar", &hello);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
