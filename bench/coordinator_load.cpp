@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/proc_stats.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/auth.h"
 #include "tests/process.h"
@@ -44,30 +45,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// utime + stime of a process, in seconds.
-double cpu_seconds(pid_t pid) {
-  const std::string stat = slurp(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return 0;
-  std::vector<std::string> f = absl::StrSplit(stat.substr(close_paren + 2), ' ');
-  long long ut = 0, st = 0;
-  if (f.size() < 13 || !absl::SimpleAtoi(f[11], &ut) || !absl::SimpleAtoi(f[12], &st)) return 0;
-  return double(ut + st) / double(sysconf(_SC_CLK_TCK));
-}
-
-std::string status_field(pid_t pid, const std::string& key) {
-  std::istringstream in(slurp(absl::StrCat("/proc/", pid, "/status")));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
-  return "?";
-}
+using c960::bench::cpu_seconds;
+using c960::bench::slurp;
+using c960::bench::status_field;
 
 std::unique_ptr<grpc::ClientContext> ctx() {
   auto c = std::make_unique<grpc::ClientContext>();

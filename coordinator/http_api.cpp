@@ -18,6 +18,7 @@
 #include "core/perft.h"
 #include "core/version.h"
 #include "report/assets.h"
+#include "report/report.h"
 #include "selfplay/stats.h"
 
 namespace c960::cluster {
@@ -121,11 +122,11 @@ HttpResponse login_page(int status, const std::string& next, const std::string& 
       "padding:7px 18px;border:0;border-radius:4px;background:#2b59c3;color:#fff;font-size:14px;cursor:pointer}"
       ".error{color:#b2182b;margin:0 0 8px}.hint{color:#666;font-size:13px;margin-top:14px}</style></head><body>"
       "<form method=\"post\" action=\"/login\"><h1>c960 coordinator</h1>",
-      message.empty() ? "" : absl::StrCat("<p class=\"error\" role=\"alert\">", html_escape(message), "</p>"),
+      message.empty() ? "" : absl::StrCat("<p class=\"error\" role=\"alert\">", report::html_escape(message), "</p>"),
       "<label for=\"token\">Token (role read or admin)</label>"
       "<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"current-password\" autofocus required>"
       "<input type=\"hidden\" name=\"next\" value=\"",
-      html_escape(safe_next(next)),
+      report::html_escape(safe_next(next)),
       "\"><button type=\"submit\">Log in</button>"
       "<p class=\"hint\">A token from <code>c960 token new --role read --name NAME</code>, listed in the "
       "coordinator's <code>--tokens</code> file. It is kept in an HttpOnly cookie for this site only.</p>"
@@ -162,14 +163,15 @@ std::string shell(const std::string& title, const std::string& page, const std::
       "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
       "content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">"
       "<title>",
-      html_escape(title),
+      report::html_escape(title),
       "</title><link rel=\"stylesheet\" href=\"/assets/heatmap.css\"><link rel=\"stylesheet\" "
       "href=\"/assets/dashboard.css\"></head>"
       "<body data-page=\"",
-      page, "\" data-job=\"", html_escape(job), "\"><header class=\"top\"><a class=\"brand\" href=\"/\">c960</a>",
-      "<span class=\"version\">coordinator ", html_escape(std::string(c960::version())), "</span><nav>",
+      page, "\" data-job=\"", report::html_escape(job),
+      "\"><header class=\"top\"><a class=\"brand\" href=\"/\">c960</a>", "<span class=\"version\">coordinator ",
+      report::html_escape(std::string(c960::version())), "</span><nav>",
       "<a href=\"/\">jobs and workers</a><a href=\"/metrics\">metrics</a>",
-      who.empty() ? "" : absl::StrCat("<span class=\"who\">", html_escape(who), "</span>"),
+      who.empty() ? "" : absl::StrCat("<span class=\"who\">", report::html_escape(who), "</span>"),
       logout ? "<form method=\"post\" action=\"/logout\"><button type=\"submit\">log out</button></form>" : "",
       "</nav></header><main id=\"main\"><p class=\"loading\">loading…</p></main>"
       "<script src=\"/assets/heatmap.js\"></script><script src=\"/assets/dashboard.js\"></script></body></html>\n");
@@ -535,21 +537,6 @@ std::multimap<std::string, std::string> parse_form(const std::string& body) {
   for (absl::string_view pair : absl::StrSplit(body, '&', absl::SkipEmpty())) {
     const size_t eq = pair.find('=');
     out.emplace(decode(pair.substr(0, eq)), eq == absl::string_view::npos ? "" : decode(pair.substr(eq + 1)));
-  }
-  return out;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
   }
   return out;
 }

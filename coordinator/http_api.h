@@ -126,7 +126,6 @@ class HttpApi {
 // Helpers, public for tests.
 // application/x-www-form-urlencoded (and query strings): '+' is a space, %XX a byte.
 std::multimap<std::string, std::string> parse_form(const std::string& body);
-std::string html_escape(const std::string& s);
 // The value of cookie `name` in a Cookie header, or nullopt.
 std::optional<std::string> cookie_value(const std::string& header, const std::string& name);
 // A job's results as the API's JSON (see docs/operations.md).

@@ -14,6 +14,7 @@
 #include "cluster/log.h"
 #include "coordinator/clock.h"
 #include "coordinator/metrics.h"
+#include "report/report.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -306,7 +307,7 @@ TEST(HttpHelpers, FormCookieAndEscape) {
   EXPECT_EQ(form.find("c")->second, "");
   EXPECT_EQ(cookie_value("x=1; c960_token=abc", "c960_token"), "abc");
   EXPECT_EQ(cookie_value("x=1", "c960_token"), std::nullopt);
-  EXPECT_EQ(html_escape("<a href=\"x\">'&"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;");
+  EXPECT_EQ(report::html_escape("<a href=\"x\">'&"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;");
 }
 
 TEST(LogFormat, TextAndJsonLines) {
