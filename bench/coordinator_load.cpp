@@ -124,9 +124,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   c960::test::Process coordinator(daemon, dir + "/coordinator.log");
-  int port = 0;
-  for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  const int port = c960::bench::wait_for_port_file(dir + "/port");
   if (port == 0) {
     std::fprintf(stderr, "coordinator did not start; see %s/coordinator.log\n", dir.c_str());
     return 1;

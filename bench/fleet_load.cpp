@@ -274,9 +274,7 @@ int main(int argc, char** argv) {
                   {"--tls-cert=" + dir + "/cert.pem", "--tls-key=" + dir + "/key.pem", "--tokens=" + dir + "/tokens"});
   }
   c960::test::Process coordinator(daemon, dir + "/coordinator.log");
-  int port = 0;
-  for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  const int port = c960::bench::wait_for_port_file(dir + "/port");
   if (port == 0) {
     std::fprintf(stderr, "c960-bench-fleet: the coordinator did not start; see %s/coordinator.log\n", dir.c_str());
     return 1;

@@ -1,13 +1,15 @@
-// What /proc says of a process, for the benchmarks that load a daemon: the whole contents of a
-// file, its CPU time, and a field of its status (VmRSS, VmHWM).
+// What the benchmarks that load a daemon read of it: the whole contents of a file, the port it
+// wrote, and from /proc its CPU time and a field of its status (VmRSS, VmHWM).
 #pragma once
 
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/types.h>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -41,6 +43,14 @@ inline std::string status_field(pid_t pid, const std::string& key) {
   for (std::string line; std::getline(in, line);)
     if (line.rfind(key + ":", 0) == 0) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
   return "?";
+}
+
+// The port a daemon started with --port-file=PATH wrote there, waiting up to 10 s; 0 if none.
+inline int wait_for_port_file(const std::string& path) {
+  int port = 0;
+  for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(path)), &port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  return port;
 }
 
 }  // namespace c960::bench
