@@ -31,6 +31,7 @@
 #include "bench/proc_stats.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/auth.h"
+#include "cluster/config.h"
 #include "tests/process.h"
 #include "worker/compute.h"
 
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
       hello.set_name(absl::StrCat("sim-", w));
       hello.set_threads(1);
       hello.add_capabilities("perft");
+      hello.set_protocol_version(c960::cluster::kProtocolVersion);  // refused without it
       v1::HelloResponse hr;
       if (!stub->Hello(ctx().get(), hello, &hr).ok()) {
         ++errors;
