@@ -28,8 +28,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/proc_stats.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/auth.h"
+#include "cluster/config.h"
 #include "tests/process.h"
 #include "worker/compute.h"
 
@@ -44,30 +46,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// utime + stime of a process, in seconds.
-double cpu_seconds(pid_t pid) {
-  const std::string stat = slurp(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return 0;
-  std::vector<std::string> f = absl::StrSplit(stat.substr(close_paren + 2), ' ');
-  long long ut = 0, st = 0;
-  if (f.size() < 13 || !absl::SimpleAtoi(f[11], &ut) || !absl::SimpleAtoi(f[12], &st)) return 0;
-  return double(ut + st) / double(sysconf(_SC_CLK_TCK));
-}
-
-std::string status_field(pid_t pid, const std::string& key) {
-  std::istringstream in(slurp(absl::StrCat("/proc/", pid, "/status")));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
-  return "?";
-}
+using c960::bench::cpu_seconds;
+using c960::bench::slurp;
+using c960::bench::status_field;
 
 std::unique_ptr<grpc::ClientContext> ctx() {
   auto c = std::make_unique<grpc::ClientContext>();
@@ -144,9 +125,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   c960::test::Process coordinator(daemon, dir + "/coordinator.log");
-  int port = 0;
-  for (int i = 0; i < 400 && !absl::SimpleAtoi(absl::StripAsciiWhitespace(slurp(dir + "/port")), &port); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  const int port = c960::bench::wait_for_port_file(dir + "/port");
   if (port == 0) {
     std::fprintf(stderr, "coordinator did not start; see %s/coordinator.log\n", dir.c_str());
     return 1;
@@ -193,6 +172,7 @@ int main(int argc, char** argv) {
       hello.set_name(absl::StrCat("sim-", w));
       hello.set_threads(1);
       hello.add_capabilities("perft");
+      hello.set_protocol_version(c960::cluster::kProtocolVersion);  // refused without it
       v1::HelloResponse hr;
       if (!stub->Hello(ctx().get(), hello, &hr).ok()) {
         ++errors;

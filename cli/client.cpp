@@ -135,6 +135,18 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
       true);  // cancelling twice is cancelling once
 }
 
+absl::Status Client::list_workers(bool include_lost, v1::ListWorkersResponse* response) {
+  v1::ListWorkersRequest req;
+  req.set_include_lost(include_lost);
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kRpcDeadlineMs);
+        return stub_->ListWorkers(&ctx, req, response);
+      },
+      true);
+}
+
 absl::Status Client::results(const std::string& id, bool divide, bool omit_games,
                              std::vector<v1::ResultChunk>* chunks) {
   v1::GetResultsRequest req;
@@ -151,6 +163,36 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
         v1::ResultChunk chunk;
         while (reader->Read(&chunk)) chunks->push_back(chunk);
         return reader->Finish();
+      },
+      true);
+}
+
+absl::Status Client::results(const std::string& id, bool divide, bool omit_games,
+                             const std::function<bool(const v1::ResultChunk&)>& on_chunk) {
+  v1::GetResultsRequest req;
+  req.set_job_id(id);
+  req.set_divide(divide);
+  req.set_omit_games(omit_games);
+  bool delivered = false;
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kResultsStreamDeadlineMs);
+        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub_->GetResults(&ctx, req);
+        v1::ResultChunk chunk;
+        while (reader->Read(&chunk)) {
+          delivered = true;
+          if (!on_chunk(chunk)) {
+            ctx.TryCancel();
+            reader->Finish().ok();
+            return grpc::Status(grpc::StatusCode::CANCELLED, "results: stopped by the reader");
+          }
+        }
+        grpc::Status st = reader->Finish();
+        // Chunks already handed on cannot be taken back: no retry from the start then.
+        if (!st.ok() && delivered && st.error_code() == grpc::StatusCode::UNAVAILABLE)
+          return grpc::Status(grpc::StatusCode::ABORTED, absl::StrCat("results stream broke: ", st.error_message()));
+        return st;
       },
       true);
 }

@@ -65,9 +65,14 @@ class Client {
   absl::Status get_job(const std::string& id, v1::Job* job);
   absl::Status list_jobs(v1::ListJobsResponse* response);
   absl::Status cancel(const std::string& id, v1::Job* job);
+  absl::Status list_workers(bool include_lost, v1::ListWorkersResponse* response);
   // Every result chunk of the job, in the coordinator's order; with omit_games the self-play
   // chunks carry counts only. A retry starts the stream again from the beginning.
   absl::Status results(const std::string& id, bool divide, bool omit_games, std::vector<v1::ResultChunk>* chunks);
+  // The same chunks handed to on_chunk as they arrive (constant memory); retried only while none
+  // arrived. A false from on_chunk ends the stream (CANCELLED).
+  absl::Status results(const std::string& id, bool divide, bool omit_games,
+                       const std::function<bool(const v1::ResultChunk&)>& on_chunk);
   // Follows the job until it reaches a final state, calling `on_update` with every state the
   // coordinator sends, the final one last, and reconnecting (should_reconnect) for as long as
   // it takes, e.g. through coordinator restarts. OK once a final state arrived; *final_job

@@ -46,7 +46,6 @@ int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
   return kExitOk;
 }
 
-// Statistics from the stored games, computed as 'c960 selfplay' does, so the two agree.
 // The position a result row is about: a start position by number, else its id and FEN (a
 // coordinator before position ids: the number).
 selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
@@ -55,32 +54,53 @@ selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
   return selfplay::StartPosition{selfplay::PositionKind::kFen, r.position_id(), r.fen(), -1, -1};
 }
 
-int selfplay_results(const ParsedArgs& p, const Io& io, const std::vector<v1::ResultChunk>& chunks) {
+// Statistics from each position's figures, which the coordinator counts over every game as
+// 'c960 selfplay' does, so the two agree; with --pgn the games then stream into the file, so
+// neither side holds them all.
+int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const std::vector<v1::ResultChunk>& heads) {
   size_t incomplete = 0, positions = 0;
   std::string last_id;
-  for (const v1::ResultChunk& c : chunks) {
-    const std::string id = result_position(c.selfplay()).id;
-    if (positions > 0 && id == last_id) continue;  // a further chunk of the same position
-    last_id = id;
+  selfplay::SelfPlayStats stats;
+  for (const v1::ResultChunk& c : heads) {
+    const v1::SelfPlayPositionResult& r = c.selfplay();
+    const selfplay::StartPosition position = result_position(r);
+    if (positions > 0 && position.id == last_id) continue;  // a further chunk of the same position
+    last_id = position.id;
     ++positions;
-    incomplete += !c.selfplay().complete();
+    incomplete += !r.complete();
+    if (r.games() == 0) continue;
+    selfplay::PositionStats ps;
+    ps.counts.white_wins = r.white_wins();
+    ps.counts.draws = r.draws();
+    ps.counts.black_wins = r.black_wins();
+    ps.total_plies = r.total_plies();
+    ps.duplicates = r.duplicates();
+    for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
+      ps.terminations[size_t(t)] = r.terminations(t);
+    ps.id = position.id;
+    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
+    ps.fen = selfplay::xfen_of(position);
+    stats.set_position(std::move(ps));
   }
   if (incomplete > 0) return incomplete_fail(io, incomplete, positions, p.positional()[0]);
-  selfplay::SelfPlayStats stats;
-  std::string pgn;
-  for (const v1::ResultChunk& c : chunks) {
-    const selfplay::StartPosition position = result_position(c.selfplay());
-    for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
-      absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
-      if (!rec.ok())
-        return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()),
-                    kExitCheckFailed);
-      stats.add(position, *rec);
-      pgn += g.pgn();
-    }
+  if (p.has("pgn")) {
+    OutputFile out("--pgn", p.get("pgn"));
+    if (absl::Status s = out.open(); !s.ok()) return fail(io, kName, s);
+    std::string bad;
+    absl::Status s = client.results(p.positional()[0], false, false, [&](const v1::ResultChunk& c) {
+      for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
+        if (absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g); !rec.ok()) {
+          bad = std::string(rec.status().message());
+          return false;
+        }
+        out.append(g.pgn());
+      }
+      return true;
+    });
+    if (!bad.empty()) return fail(io, kName, absl::StrCat("a stored game does not replay: ", bad), kExitCheckFailed);
+    if (!s.ok()) return rpc_fail(io, kName, client, s);
+    if (absl::Status c = out.commit(); !c.ok()) return fail(io, kName, c);
   }
-  if (p.has("pgn"))
-    if (absl::Status s = write_output("--pgn", p.get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
   return emit(p, io, p.get("format", "csv") == "csv" ? stats.to_csv() : stats.to_json());
 }
 
@@ -133,10 +153,11 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
   if (!connection.ok()) return fail(io, kName, connection.status());
   Client client(*connection);
+  // Self-play: counts only here (one chunk a position); the games follow for --pgn.
   std::vector<v1::ResultChunk> chunks;
-  if (absl::Status s = client.results(p.positional()[0], divide, false, &chunks); !s.ok())
+  if (absl::Status s = client.results(p.positional()[0], divide, true, &chunks); !s.ok())
     return rpc_fail(io, kName, client, s);
-  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, chunks);
+  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, client, chunks);
   if (p.has("pgn")) return fail(io, kName, "--pgn: only self-play jobs have games");
   std::vector<v1::PerftRootResult> rows;
   for (const v1::ResultChunk& c : chunks)

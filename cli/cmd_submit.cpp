@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/args.h"
@@ -23,19 +24,22 @@ const std::vector<OptionSpec> kPerftOptions = {
      absl::StrCat("perft: depth in plies; selfplay: depth limit per move (1..", selfplay::kMaxDepthLimit, ")")},
     {"sps", Arity::kOne, "LIST",
      absl::StrCat("start position numbers and ranges, e.g. 0-9,518 (default ", selfplay::kDefaultPositions, ")")},
-    {"fen", Arity::kMany, "FEN", "perft: root positions"},
+    {"fen", Arity::kMany, "FEN",
+     "perft: root positions; selfplay: play from these positions (FEN, X-FEN or Shredder-FEN; ids 1, 2, ...)"},
     {"split-depth", Arity::kOne, "K", "perft: split each root at ply K into units (default: automatic)"},
 };
 
 const CommandSpec kSpec = {
     kName,
     "c960 submit perft --depth D [--sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
-    "       c960 submit selfplay [--sps RANGE] --games-per-position N --engine builtin|NAME\n"
+    "       c960 submit selfplay [--sps RANGE | --fen FEN ... | --epd FILE | --dfrc RANGE] [--random N]\n"
+    "                  --games-per-position N --engine builtin|NAME\n"
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
+    "                  [--store-games all|none|sample:N]\n"
     "       (both: [--verify off|adaptive|all])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
-    "--fen for perft) the job covers all 960 start positions. Give several FENs as quoted "
+    "--fen; for selfplay also --epd or --dfrc) the job covers all 960 start positions. Give several FENs as quoted "
     "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
     "the games; the engine is a NAME the workers offer (c960-worker --engine NAME=PATH; builtin "
     "always), never a path. Results are checked by the coordinator and, as --verify says, by "
@@ -43,10 +47,13 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
-        if (sp.name != "sps" && sp.name != "depth") o.push_back(sp);
+        if (sp.name != "sps" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
+      o.push_back({"store-games", Arity::kOne, "all|none|sample:N",
+                   "selfplay: which games the coordinator keeps for 'c960 results --pgn': every one (the default), "
+                   "none, or the first N of each position; the statistics cover every game whatever this says"});
       o.push_back({"verify", Arity::kOne, "off|adaptive|all",
                    "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
                    "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
@@ -57,7 +64,7 @@ const CommandSpec kSpec = {
 
 // The self-play part of submit: the same options and checks as the local command.
 absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
-  for (const char* perft_only : {"fen", "split-depth"})
+  for (const char* perft_only : {"split-depth"})
     if (p.has(perft_only))
       return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
   // Workers offer engines by name; a job never makes them start a program of its choosing.
@@ -73,6 +80,22 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
     absl::StatusOr<long long> g = p.get_int("games-per-unit", 0, 1, cluster::kMaxSelfPlayGamesPerUnit);
     if (!g.ok()) return g.status();
     s->set_games_per_unit(int(*g));
+  }
+  if (p.has("store-games")) {
+    const std::string v = p.get("store-games");
+    long long n = 0;
+    if (v == "all") {
+      s->set_store_games(v1::STORE_GAMES_ALL);
+    } else if (v == "none") {
+      s->set_store_games(v1::STORE_GAMES_NONE);
+    } else if (v.size() > 7 && v.compare(0, 6, "sample") == 0 && (v[6] == ':' || v[6] == ' ' || v[6] == '=') &&
+               absl::SimpleAtoi(v.substr(7), &n) && n >= 1 && n <= (1 << 30)) {
+      s->set_store_games(v1::STORE_GAMES_SAMPLE);
+      s->set_store_games_sample(int(n));
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--store-games: '", v.substr(0, 64), "' is not all, none or sample:N (N in 1..", 1 << 30, ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -39,26 +39,49 @@ int fail(const Io& io, absl::string_view command, const absl::Status& status, in
   return fail(io, command, status.message(), code);
 }
 
-absl::Status write_output(absl::string_view option, const std::string& path, absl::string_view text) {
-  if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(option, ": empty path"));
-  std::string tmp;
-  const int fd = create_temporary(path, &tmp);
-  if (fd < 0) return cannot_write(option, path, errno);
-  int error = 0;
-  for (size_t done = 0; done < text.size() && !error;) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno != EINTR) error = errno;
-    if (n > 0) done += size_t(n);
-  }
-  // Durable before visible: the rename must not publish a file whose blocks are still unwritten.
-  if (!error && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && !error) error = errno;
-  if (!error && std::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
-  if (error) {
-    std::remove(tmp.c_str());
-    return cannot_write(option, path, error);
+OutputFile::OutputFile(std::string option, std::string path) : option_(std::move(option)), path_(std::move(path)) {}
+
+OutputFile::~OutputFile() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) std::remove(tmp_.c_str());
+}
+
+absl::Status OutputFile::open() {
+  if (path_.empty()) return absl::InvalidArgumentError(absl::StrCat(option_, ": empty path"));
+  fd_ = create_temporary(path_, &tmp_);
+  if (fd_ < 0) {
+    tmp_.clear();
+    return cannot_write(option_, path_, errno);
   }
   return absl::OkStatus();
+}
+
+void OutputFile::append(absl::string_view text) {
+  for (size_t done = 0; done < text.size() && !error_ && fd_ >= 0;) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) error_ = errno;
+    if (n > 0) done += size_t(n);
+  }
+}
+
+absl::Status OutputFile::commit() {
+  if (fd_ < 0) return cannot_write(option_, path_, EBADF);
+  // Durable before visible: the rename must not publish a file whose blocks are still unwritten.
+  if (!error_ && ::fsync(fd_) != 0) error_ = errno;
+  if (::close(fd_) != 0 && !error_) error_ = errno;
+  fd_ = -1;
+  if (!error_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;
+  if (error_) return cannot_write(option_, path_, error_);
+  committed_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status write_output(absl::string_view option, const std::string& path, absl::string_view text) {
+  OutputFile f{std::string(option), path};
+  if (absl::Status s = f.open(); !s.ok()) return s;
+  f.append(text);
+  return f.commit();
 }
 
 absl::Status check_output(absl::string_view option, const std::string& path) {

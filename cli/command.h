@@ -29,6 +29,25 @@ int fail(const Io& io, absl::string_view command, const absl::Status& status, in
 // INVALID_ARGUMENT naming `option` (e.g. "--out") and the path: bad input, exit 2.
 absl::Status write_output(absl::string_view option, const std::string& path, absl::string_view text);
 
+// write_output in pieces, for output too big to hold: appended as it comes, published (fsync,
+// rename) by commit(); a file never committed is removed. Errors as write_output's.
+class OutputFile {
+ public:
+  OutputFile(std::string option, std::string path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  absl::Status open();
+  void append(absl::string_view text);
+  absl::Status commit();
+
+ private:
+  std::string option_, path_, tmp_;
+  int fd_ = -1;
+  int error_ = 0;
+  bool committed_ = false;
+};
+
 // Whether write_output could create its temporary file next to `path`; checked before long
 // work, so that a typo in a path does not cost the run. The same error as write_output.
 absl::Status check_output(absl::string_view option, const std::string& path);

@@ -23,6 +23,7 @@ int cmd_status(const std::vector<std::string>& args, const Io& io);
 int cmd_watch(const std::vector<std::string>& args, const Io& io);
 int cmd_results(const std::vector<std::string>& args, const Io& io);
 int cmd_cancel(const std::vector<std::string>& args, const Io& io);
+int cmd_workers(const std::vector<std::string>& args, const Io& io);
 // Tokens for a coordinator's --tokens file.
 int cmd_token(const std::vector<std::string>& args, const Io& io);
 

@@ -5,6 +5,9 @@
 #include "core/version.h"
 
 namespace c960::cli {
+
+int cmd_report(const std::vector<std::string>& args, const Io& io);  // cli/cmd_report.cpp
+
 namespace {
 
 struct Subcommand {
@@ -23,6 +26,8 @@ constexpr Subcommand kCommands[] = {
     {"watch", "follow a cluster job until it ends", cmd_watch},
     {"results", "fetch a cluster job's results as CSV or JSON", cmd_results},
     {"cancel", "cancel a cluster job", cmd_cancel},
+    {"workers", "list the cluster's workers and their trust state", cmd_workers},
+    {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report},
     {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token},
 };
 

@@ -24,6 +24,15 @@ inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
 
+// The coordinator's HTTP side (--http-listen, off by default): dashboard, /metrics, JSON API.
+// Requests are served by this many threads (a browser keeps one or two connections open); a
+// request body (only the login form has one) is at most this large; idle connections close
+// after the keep-alive time, and a client that sends or reads nothing for the timeout is cut.
+inline constexpr int kHttpThreads = 16;
+inline constexpr size_t kMaxHttpBodyBytes = 16 << 10;
+inline constexpr int kHttpKeepAliveSeconds = 5;
+inline constexpr int kHttpReadTimeoutSeconds = 10;
+
 // Perft job limits. Depth 1..kMaxDepth; a unit's remaining depth <= kMaxUnitDepth keeps one
 // unit's count below 2^64 and its time below hours.
 inline constexpr int kMaxDepth = 16;
@@ -35,6 +44,14 @@ inline constexpr int kTargetUnitDepth = 7;
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
 inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
+// Bigger jobs are planned lazily: their roots are expanded into units (transpositions merged
+// within each root) one after another as workers need units, a window of about
+// kLazyWindowUnits planned ahead, refilled when fewer than kLazyLowWaterUnits wait. One root's
+// expansion may walk at most kMaxRootWalk positions (perft(11) of a start position splits at
+// ply 4: about 10^5 to 10^6).
+inline constexpr uint64_t kMaxRootWalk = 2'000'000;
+inline constexpr int64_t kLazyWindowUnits = 20'000;
+inline constexpr int64_t kLazyLowWaterUnits = 5'000;
 // A big plan is stored in transactions of this many units, each short enough (milliseconds)
 // that completions and leases are stored between them.
 inline constexpr size_t kUnitsPerStoreBatch = 2'000;
@@ -103,6 +120,17 @@ inline constexpr int kMaxVersionLength = 64;
 inline constexpr int kMaxCapabilities = 16;
 inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxAcquire = 1024;
+// CompleteUnits takes at most this many completions (each may carry a unit's games).
+inline constexpr int kMaxCompletionsPerCall = 256;
+// Long poll: AcquireWork waits at most this long for work, whatever the worker asks; an idle
+// worker asks for kWorkerAcquireWaitSeconds and sets its deadline kRpcDeadlineMs beyond that.
+// Long enough that 10,000 idle workers cost a few hundred calls a second, short enough that a
+// worker notices a lost connection soon without keepalive.
+inline constexpr int kMaxAcquireWaitSeconds = 60;
+inline constexpr int kWorkerAcquireWaitSeconds = 20;
+// The coordinator looks at its waiting AcquireWork calls at least this often (their deadlines;
+// new work wakes them at once).
+inline constexpr int64_t kLongPollTickMs = 100;
 inline constexpr int kMaxUnitIdsPerCall = 4096;
 inline constexpr int kMaxPageSize = 1000;
 inline constexpr int kDefaultPageSize = 100;
@@ -131,15 +159,19 @@ inline constexpr int64_t kMinClientPingIntervalMs = 10'000;
 inline constexpr int64_t kConnectTimeoutMs = 2'500;
 
 // Client side.
-inline constexpr int64_t kRpcDeadlineMs = 10'000;      // unary calls
-inline constexpr int64_t kSubmitDeadlineMs = 120'000;  // planning a big job takes a while
-inline constexpr int64_t kReleaseDeadlineMs = 2'000;   // a stopping worker gives units back once
-inline constexpr int64_t kBackoffInitialMs = 100;      // first retry after UNAVAILABLE
-inline constexpr int64_t kBackoffMaxMs = 5'000;        // retries never wait longer
-inline constexpr int kDefaultWorkerHashMb = 64;        // perft hash shared by a worker's threads
-inline constexpr int64_t kDefaultGraceSeconds = 30;    // SIGTERM: finish held units this long
-inline constexpr int kPrefetchPerThread = 1;           // units queued beyond the running ones
-inline constexpr int64_t kFailurePauseMs = 1'000;      // no new units this long after a unit failure
+inline constexpr int64_t kRpcDeadlineMs = 10'000;                   // unary calls
+inline constexpr int64_t kSubmitDeadlineMs = 120'000;               // planning a big job takes a while
+inline constexpr int64_t kResultsStreamDeadlineMs = 6 * 3'600'000;  // results that stream: a big job's games
+inline constexpr int64_t kReleaseDeadlineMs = 2'000;                // a stopping worker gives units back once
+inline constexpr int64_t kBackoffInitialMs = 100;                   // first retry after UNAVAILABLE
+inline constexpr int64_t kBackoffMaxMs = 5'000;                     // retries never wait longer
+inline constexpr int kDefaultWorkerHashMb = 64;                     // perft hash shared by a worker's threads
+inline constexpr int64_t kDefaultGraceSeconds = 30;                 // SIGTERM: finish held units this long
+inline constexpr int kPrefetchPerThread = 1;                        // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;                   // no new units this long after a unit failure
+// A busy worker that asked for more units (prefetch) and got none asks again after this long,
+// or as soon as a compute thread is free; an idle one long-polls instead.
+inline constexpr int64_t kBusyAcquirePollMs = 2'000;
 
 // "host" -> "host:7960", "[::1]" -> "[::1]:7960"; an address with a port, a bare IPv6 address
 // or a scheme ("unix:/path", "dns:///host:1") is left as it is. gRPC itself would dial 443.

@@ -6,13 +6,22 @@
 #include <set>
 
 #include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "cluster/log.h"
+
+// Every daemon's: documented and applied by parse_daemon_flags itself.
+ABSL_FLAG(std::string, log_format, "text",
+          "text: a line per event with time and level; json: a JSON object per line with structured fields");
 
 namespace c960::cluster {
 namespace {
+
+// The flags every daemon has, listed after its own.
+const FlagDoc kCommonFlags[] = {{"log_format", "text|json", "C960_LOG_FORMAT"}};
 
 // Flags defined by absl itself (--flagfile, --fromenv, ...) live in absl's own sources.
 bool is_own(const absl::CommandLineFlag& f) { return !absl::StrContains(f.Filename(), "absl/"); }
@@ -22,7 +31,16 @@ std::string dashed(absl::string_view name) { return absl::StrReplaceAll(name, {{
 const FlagDoc* find_doc(const DaemonCommand& cmd, absl::string_view name) {
   for (const FlagDoc& d : cmd.flags)
     if (d.name == name) return &d;
+  for (const FlagDoc& d : kCommonFlags)
+    if (d.name == name) return &d;
   return nullptr;
+}
+
+// The daemon's flags, then the common ones.
+std::vector<FlagDoc> all_docs(const DaemonCommand& cmd) {
+  std::vector<FlagDoc> docs = cmd.flags;
+  docs.insert(docs.end(), std::begin(kCommonFlags), std::end(kCommonFlags));
+  return docs;
 }
 
 int usage_error(const DaemonCommand& cmd, const std::string& msg) {
@@ -52,7 +70,7 @@ std::string daemon_help(const DaemonCommand& cmd) {
       left = absl::StrCat(left, "\n", std::string(kColumn, ' '));
     absl::StrAppend(&s, left, help, "\n");
   };
-  for (const FlagDoc& d : cmd.flags) {
+  for (const FlagDoc& d : all_docs(cmd)) {
     const absl::CommandLineFlag* f = absl::FindCommandLineFlag(d.name);
     if (!f) continue;
     std::string help = f->Help();
@@ -89,7 +107,7 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
     }
   }
   // Defaults from the environment first, so the command line overrides them.
-  for (const FlagDoc& d : cmd.flags) {
+  for (const FlagDoc& d : all_docs(cmd)) {
     if (d.env.empty()) continue;
     const char* v = std::getenv(std::string(d.env).c_str());
     if (!v || !*v) continue;
@@ -126,6 +144,10 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
     std::string error;
     if (!f->ParseFrom(parsed, &error)) return usage_error(cmd, absl::StrCat("--", name, ": '", *value, "': ", error));
   }
+  const std::string format = absl::GetFlag(FLAGS_log_format);
+  const std::optional<LogFormat> log_format = parse_log_format(format);
+  if (!log_format) return usage_error(cmd, absl::StrCat("--log-format: '", format, "': use text or json"));
+  set_log_format(*log_format);
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@ namespace {
 
 std::mutex g_mu;
 std::string g_program = "c960";
+LogFormat g_format = LogFormat::kText;
 
 std::string timestamp() {
   const auto now = std::chrono::system_clock::now();
@@ -32,20 +33,112 @@ const char* level_name(LogLevel l) {
   return "?";
 }
 
+// The length of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one (overlong
+// forms, surrogates and code points past U+10FFFF are not).
+size_t utf8_length(absl::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2, cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3, cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4, cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;
+  return n;
+}
+
+bool reserved(absl::string_view key) {
+  return key == "time" || key == "level" || key == "program" || key == "event" || key == "message";
+}
+
 }  // namespace
+
+std::optional<LogFormat> parse_log_format(absl::string_view name) {
+  if (name == "text") return LogFormat::kText;
+  if (name == "json") return LogFormat::kJson;
+  return std::nullopt;
+}
 
 void set_log_program(absl::string_view name) {
   std::lock_guard lock(g_mu);
   g_program = std::string(name);
 }
 
-void log(LogLevel level, absl::string_view message) {
+void set_log_format(LogFormat format) {
+  std::lock_guard lock(g_mu);
+  g_format = format;
+}
+
+LogFormat current_log_format() {
+  std::lock_guard lock(g_mu);
+  return g_format;
+}
+
+std::string json_quote(absl::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (const size_t n = utf8_length(s, i)) {
+        out.append(s.data() + i, n);
+        i += n;
+      } else {
+        out += "\\ufffd";
+        ++i;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7F)
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        else
+          out += char(c);
+    }
+    ++i;
+  }
+  return out + "\"";
+}
+
+std::string format_log_line(LogFormat format, absl::string_view time, LogLevel level, absl::string_view program,
+                            absl::string_view event, absl::string_view message, const LogFields& fields) {
+  if (format == LogFormat::kText) return absl::StrCat(time, " ", level_name(level), " ", program, ": ", message);
+  std::string line = absl::StrCat("{\"time\":", json_quote(time), ",\"level\":", json_quote(level_name(level)),
+                                  ",\"program\":", json_quote(program));
+  if (!event.empty()) absl::StrAppend(&line, ",\"event\":", json_quote(event));
+  absl::StrAppend(&line, ",\"message\":", json_quote(message));
+  for (const LogField& f : fields)
+    absl::StrAppend(&line, ",", json_quote(reserved(f.key) ? absl::StrCat("_", f.key) : f.key), ":",
+                    f.number ? f.value : json_quote(f.value));
+  return line + "}";
+}
+
+void log_event(LogLevel level, absl::string_view event, absl::string_view message, const LogFields& fields) {
   const std::string ts = timestamp();
   // One write per line under a lock, so lines from threads never interleave.
   std::lock_guard lock(g_mu);
-  std::fprintf(stderr, "%s %s %s: %.*s\n", ts.c_str(), level_name(level), g_program.c_str(), int(message.size()),
-               message.data());
+  const std::string line = format_log_line(g_format, ts, level, g_program, event, message, fields) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }
+
+void log(LogLevel level, absl::string_view message) { log_event(level, "", message); }
 
 }  // namespace c960::cluster

@@ -20,7 +20,7 @@ namespace {
 // Certificates remembered by the authenticator at most; beyond, it starts again.
 constexpr size_t kMaxRememberedCertificates = 4096;
 
-absl::string_view view(grpc::string_ref s) { return {s.data(), s.size()}; }
+absl::string_view view(const grpc::string_ref& s) { return {s.data(), s.size()}; }
 
 std::optional<absl::string_view> find(const grpc::AuthMetadataProcessor::InputMetadata& md, absl::string_view key) {
   auto it = md.find(grpc::string_ref(key.data(), key.size()));

@@ -3,6 +3,8 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -23,11 +25,20 @@ constexpr int64_t kRateWindowMs = 10'000;
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
-  kinds_.push_back(make_perft_kind());
+  kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
   kinds_.push_back(make_selfplay_kind());
+  waiter_thread_ = std::thread([this] { waiter_loop(); });
 }
 
-Coordinator::~Coordinator() = default;
+Coordinator::~Coordinator() {
+  {
+    std::lock_guard lock(mu_);
+    stop_waiters_ = true;
+    shutting_down_ = true;
+  }
+  waiter_cv_.notify_all();
+  waiter_thread_.join();
+}
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
   for (const auto& k : kinds_)
@@ -51,7 +62,9 @@ absl::Status Coordinator::load() {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.
-      log_warning(absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"));
+      log_event(LogLevel::kWarning, "job_dropped",
+                absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"),
+                {{"job", s.id}});
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
       next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
       continue;
@@ -102,11 +115,10 @@ absl::Status Coordinator::load() {
       }
       if (su.result) {
         v1::UnitResult r;
-        if (!r.ParseFromString(*su.result))
-          return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, " does not parse"));
-        j->work_done += j->kind->work(u.meta, r);
+        if (absl::Status st = j->kind->load_settled(u.spec, u.meta, *su.result, &u.settled, &r); !st.ok())
+          return absl::DataLossError(absl::StrCat("store: result of ", s.id, "/", su.index, ": ", st.message()));
+        j->work_done += j->kind->work(u.spec, u.meta, r);
         u.result = std::move(r);
-        u.settled = std::move(*su.result);
         u.votes = su.votes;
         ++j->done;
       } else if (u.results() > 0) {
@@ -124,7 +136,12 @@ absl::Status Coordinator::load() {
       refuse_damaged(raw, damage);
     } else if (raw->state == v1::JOB_STATE_RUNNING) {
       for (size_t i = 0; i < raw->units.size(); ++i) enqueue(raw, int64_t(i));
-      log_info(absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"));
+      log_event(LogLevel::kInfo, "job_resumed",
+                absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"),
+                {{"job", raw->id},
+                 {"kind", raw->kind->capability()},
+                 {"units_done", raw->done},
+                 {"units", int64_t(raw->units.size())}});
     }
   }
   changed();
@@ -146,7 +163,8 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
 
 void Coordinator::fail_job(Job* j, const std::string& why) {
   j->failure_detail = why;
-  log_error(absl::StrCat("job ", j->id, " FAILED: ", why));
+  log_event(LogLevel::kError, "job_failed", absl::StrCat("job ", j->id, " FAILED: ", why),
+            {{"job", j->id}, {"kind", j->kind->capability()}, {"reason", why}});
   if (j->state != v1::JOB_STATE_FAILED) {
     j->state = v1::JOB_STATE_FAILED;
     j->finished_ms = clock_->now_ms();
@@ -357,6 +375,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   }
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
   // are served meanwhile.
+  const int64_t submitted_ms = clock_->now_ms();
   absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
   if (!plan.ok()) return plan.status();
   std::lock_guard submit_lock(submit_mu_);
@@ -370,12 +389,27 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   std::lock_guard lock(mu_);
   Job* raw = stored->get();
   add_sample(raw);
-  log_info(absl::StrCat("job ", raw->id, " submitted by ", raw->owner.empty() ? "anonymous" : raw->owner, " (",
-                        kind->capability(), ", verify ", v1::VerifyMode_Name(raw->verify),
-                        "): ", kind->describe_plan(raw->plan, raw->units.size())));
+  const std::string owner = raw->owner.empty() ? "anonymous" : raw->owner;
+  log_event(LogLevel::kInfo, "job_submitted",
+            absl::StrCat("job ", raw->id, " submitted by ", owner, " (", kind->capability(), ", verify ",
+                         v1::VerifyMode_Name(raw->verify), ")"),
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"owner", owner},
+             {"verify", v1::VerifyMode_Name(raw->verify)},
+             {"request_id", raw->request_id}});
+  log_event(LogLevel::kInfo, "job_planned",
+            absl::StrCat("job ", raw->id, " planned in ", clock_->now_ms() - submitted_ms,
+                         " ms: ", kind->describe_plan(raw->plan, raw->units.size())),
+            {{"job", raw->id},
+             {"kind", kind->capability()},
+             {"units", int64_t(raw->units.size())},
+             {"plan_ms", clock_->now_ms() - submitted_ms}});
+  ++counters_.jobs_submitted;
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
   by_seq_.push_back(raw);
   jobs_[raw->id] = std::move(*stored);
+  if (!raw->fresh.empty()) work_arrived();
   changed();
   return snapshot(*raw);
 }
@@ -432,23 +466,52 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     for (int64_t i : j->active)
       for (Copy& c : j->units[i].copies) c.session.clear();
     j->active.clear();
-    log_info(absl::StrCat("job ", j->id, " cancelled by ", caller.identity.empty() ? "anonymous" : caller.identity));
+    const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
+    log_event(LogLevel::kInfo, "job_cancelled", absl::StrCat("job ", j->id, " cancelled by ", by),
+              {{"job", j->id}, {"kind", j->kind->capability()}, {"by", by}});
     changed();
   }
   return snapshot(*j);
 }
 
+absl::Status Coordinator::results(const Caller& caller, const std::string& job_id, bool divide, bool omit_games,
+                                  const ResultSink& sink) {
+  v1::JobSpec spec;
+  v1::store::JobPlan plan;
+  const JobKind* kind = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    absl::StatusOr<Job*> found = job_for(caller, job_id);
+    if (!found.ok()) return found.status();
+    const Job& j = **found;
+    if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
+    if (!j.kind->results_from_store()) {
+      std::vector<UnitView> views;
+      views.reserve(j.units.size());
+      for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
+      for (const v1::ResultChunk& c : j.kind->results(j.plan, views, divide, omit_games))
+        if (!sink(c)) break;
+      return absl::OkStatus();
+    }
+    spec = j.spec;
+    plan = j.plan;
+    kind = j.kind;
+  }
+  // Read from the store page by page without the lock: a slow reader holds up no one.
+  return kind->stream_results(store_, job_id, spec, plan, omit_games, sink);
+}
+
 absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& caller, const std::string& job_id,
                                                                   bool divide, bool omit_games) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Job*> found = job_for(caller, job_id);
-  if (!found.ok()) return found.status();
-  const Job& j = **found;
-  if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
-  std::vector<UnitView> views;
-  views.reserve(j.units.size());
-  for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
-  return j.kind->results(j.plan, views, divide, omit_games);
+  std::vector<v1::ResultChunk> out;
+  if (absl::Status s = results(caller, job_id, divide, omit_games,
+                               [&](const v1::ResultChunk& c) {
+                                 out.push_back(c);
+                                 return true;
+                               });
+      !s.ok())
+    return s;
+  return out;
 }
 
 absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::string& job_id, uint64_t* version,
@@ -516,11 +579,43 @@ void Coordinator::shutdown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
+  waiter_cv_.notify_all();
 }
 
 bool Coordinator::shutting_down() const {
   std::lock_guard lock(mu_);
   return shutting_down_;
+}
+
+CoordinatorMetrics Coordinator::metrics() const {
+  std::lock_guard lock(mu_);
+  CoordinatorMetrics m;
+  for (const Job* j : by_seq_) {
+    ++m.jobs[{j->kind->capability(), j->state}];
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    // A verifying unit may also be leased (to the worker that checks it): count it once.
+    int64_t both = 0;
+    for (int64_t i : j->verifying) both += j->active.count(i);
+    const int64_t leased = int64_t(j->active.size()) - both, verifying = int64_t(j->verifying.size());
+    m.units_done += j->done;
+    m.units_verifying += verifying;
+    m.units_leased += leased;
+    m.units_pending += int64_t(j->units.size()) - j->done - verifying - leased;
+    for (int64_t i : j->verifying) {
+      std::set<std::string_view> results;
+      for (const Copy& c : j->units[i].copies)
+        if (c.result && !c.discarded) results.insert(*c.result);
+      m.units_disagreeing += results.size() > 1;
+    }
+  }
+  for (const auto& [key, w] : workers_) {
+    auto sit = session_of_.find(key);
+    const bool alive = sit != session_of_.end() && !sessions_.at(sit->second).lost;
+    ++m.workers[{v1::TrustState(w.rec.trust), alive}];
+  }
+  m.watches = watches_total_;
+  m.counters = counters_;
+  return m;
 }
 
 }  // namespace c960::cluster

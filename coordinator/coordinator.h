@@ -19,9 +19,11 @@
 //    before the mutex is taken, and the state it relied on is checked again under it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +31,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +54,38 @@ struct CoordinatorOptions {
   int max_watches_per_caller = kDefaultMaxWatchesPerCaller;
   int max_watches = kDefaultMaxWatches;
   uint64_t seed = 0;  // of spot-check draws and session ids' salt; 0: from the system
+  // Lazy perft planning (cluster/config.h): plans walking more positions than this are lazy,
+  // with windows of this many units, refilled below the low-water mark.
+  uint64_t lazy_plan_walk = kMaxPlanWalk;
+  int64_t lazy_window_units = kLazyWindowUnits;
+  int64_t lazy_low_water_units = kLazyLowWaterUnits;
+};
+
+// Counters of events since this process started (monitoring: coordinator/metrics.h).
+struct CoordinatorCounters {
+  std::map<v1::CompletionOutcome, int64_t> completions;  // CompleteUnit calls answered, by outcome
+  int64_t jobs_submitted = 0;
+  int64_t lease_expiries = 0;
+  int64_t requeues = 0;  // leases given back without a result (expired, released, superseded, quarantined)
+  int64_t unit_failures = 0;
+  int64_t disagreements = 0;
+  int64_t mismatches = 0;
+  int64_t quarantines = 0;
+  int64_t replicated = 0;              // units settled on two or more workers' agreeing results
+  std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+};
+
+// A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
+struct CoordinatorMetrics {
+  std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
+  // The units of running jobs, each in one state: settled (done); with a result that waits for
+  // another worker's (verifying); leased, without a result yet (leased); the rest (pending).
+  int64_t units_pending = 0, units_leased = 0, units_verifying = 0, units_done = 0;
+  // Of the verifying units, those whose workers sent different results.
+  int64_t units_disagreeing = 0;
+  std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
+  int64_t watches = 0;                                         // open WatchJob streams
+  CoordinatorCounters counters;
 };
 
 class Coordinator {
@@ -68,6 +103,11 @@ class Coordinator {
   absl::StatusOr<v1::Job> get_job(const Caller& caller, const std::string& job_id);
   absl::StatusOr<v1::ListJobsResponse> list_jobs(const Caller& caller, const v1::ListJobsRequest& req);
   absl::StatusOr<v1::Job> cancel(const Caller& caller, const std::string& job_id);
+  // Streams a job's results to sink, in constant memory for kinds that keep them in the store
+  // (self-play); stops early when sink returns false.
+  absl::Status results(const Caller& caller, const std::string& job_id, bool divide, bool omit_games,
+                       const ResultSink& sink);
+  // All of them at once (tests, small jobs).
   absl::StatusOr<std::vector<v1::ResultChunk>> results(const Caller& caller, const std::string& job_id, bool divide,
                                                        bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version.
@@ -91,16 +131,38 @@ class Coordinator {
 
   // Workers. Every call but hello names the session hello returned.
   absl::StatusOr<v1::HelloResponse> hello(const Caller& caller, const v1::HelloRequest& req);
+  // Leases units; with req.wait_seconds, waits for them (blocking the calling thread: tests and
+  // in-process workers; the gRPC service uses acquire_async).
   absl::StatusOr<v1::AcquireWorkResponse> acquire(const Caller& caller, const v1::AcquireWorkRequest& req);
+  // The long poll without a thread per waiting worker: `done` is called exactly once, never
+  // under the coordinator's lock, at once (leases, an error, or empty when wait_seconds is 0),
+  // or later from the coordinator's waiter thread: when units can be leased, at the end of the
+  // wait, when the session calls again or is replaced, on cancel_acquire or on shutdown (then
+  // empty). `ticket` comes from new_ticket(), taken before the call so that a cancellation
+  // racing with it finds it.
+  using AcquireDone = std::function<void(absl::StatusOr<v1::AcquireWorkResponse>)>;
+  uint64_t new_ticket();
+  void acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket, AcquireDone done);
+  // The caller of a waiting acquire went away: its wait ends now (answered empty).
+  void cancel_acquire(uint64_t ticket);
   absl::StatusOr<v1::RenewLeasesResponse> renew(const Caller& caller, const v1::RenewLeasesRequest& req);
   absl::StatusOr<v1::CompleteUnitResponse> complete(const Caller& caller, const v1::CompleteUnitRequest& req);
+  // Several completions in one call and one store transaction; each gets the status and outcome
+  // complete() would give it.
+  absl::StatusOr<v1::CompleteUnitsResponse> complete_units(const Caller& caller, const v1::CompleteUnitsRequest& req);
   absl::Status release(const Caller& caller, const v1::ReleaseUnitsRequest& req);
 
   // Returns expired leases to the queue and marks silent workers lost. Call periodically.
   void sweep();
-  // Wakes every watcher so that streams can end (server shutdown).
+  // Wakes every watcher so that streams can end, and answers every waiting acquire (server
+  // shutdown).
   void shutdown();
+  // Waiting acquires (for tests and metrics).
+  size_t waiting_acquires() const;
   bool shutting_down() const;
+
+  // Cheap: counts over the jobs and workers in memory.
+  CoordinatorMetrics metrics() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
 
@@ -112,7 +174,7 @@ class Coordinator {
     uint64_t zobrist_seed = 0;
     std::string session;  // the session holding a lease on it now; empty when none
     int64_t expire_ms = 0;
-    std::optional<std::string> result;  // canonical serialized result
+    std::optional<std::string> result;  // the kept form of its result (JobKind::kept)
     bool discarded = false;             // its worker was quarantined, or it failed the unit
     bool leased() const { return !session.empty(); }
   };
@@ -122,8 +184,8 @@ class Coordinator {
     int32_t attempt = 0;  // leases so far
     int32_t wanted = 0;   // results wanted from different workers; 0 until its first lease
     std::vector<Copy> copies;
-    std::optional<v1::UnitResult> result;  // the settled result
-    std::string settled;                   // ... serialized
+    std::optional<v1::UnitResult> result;  // the settled result as held in memory (JobKind::settle_form)
+    std::string settled;                   // its kept form
     int32_t votes = 0;                     // copies that sent it
     bool queued = false;                   // in the job's fresh or replicas queue
 
@@ -165,6 +227,7 @@ class Coordinator {
     std::set<int64_t> active;     // units with a lease out
     std::set<int64_t> verifying;  // unsettled units with a result that waits for another
     bool damaged = false;         // its stored units disagree with its record: FAILED, no results
+    bool refilling = false;       // lazy plan: the waiter thread expands its next roots
     int64_t done = 0;             // settled units
     NodeCount work_done = 0;      // in the kind's unit of work (JobKind::work)
     std::deque<Sample> samples;   // recent progress, for rates
@@ -202,14 +265,43 @@ class Coordinator {
 
   // Queues and leases.
   void enqueue(Job* j, int64_t i, bool front = false);
+  // Lazy planning: the waiter thread expands the next roots of jobs below their low-water mark
+  // without the lock (refill_jobs), then stores the units with the moved cursor and queues them
+  // (add_planned) unless the job changed meanwhile.
+  void refill_jobs(std::unique_lock<std::mutex>& lock);
+  absl::Status add_planned(Job* j, v1::store::JobPlan plan,
+                           std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units);
+  void finish_job(Job* j, int64_t now);
+  // Leases up to max_units of the queued units the session can compute into *resp.
+  absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
+  // A waiting acquire (long poll).
+  struct Waiter {
+    Caller caller;
+    std::string session;
+    int max_units = 1;
+    int64_t deadline_ms = 0;
+    AcquireDone done;
+  };
+  using Answer = std::pair<AcquireDone, absl::StatusOr<v1::AcquireWorkResponse>>;
+  // Answers the waiters that can be answered now (work, deadline, shutdown); under the lock.
+  void serve_waiters(std::vector<Answer>* out);
+  void waiter_loop();
+  void work_arrived();
+  // One completion's checks under the lock before its result is checked (phase 1 of complete).
+  struct Pending;
+  absl::Status apply_result(Pending& p, v1::CompleteUnitResponse* resp);
+  // The completions of one call: the call's own error, or one answer per completion.
+  absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> complete_many(
+      const Caller& caller, const std::string& worker_id, const std::vector<const v1::CompleteUnitRequest*>& reqs);
   // Leases unit i to the session (a new copy, or again its worker's earlier copy).
   void lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<Store::Lease>* rows);
   void end_lease(Job* j, int64_t i, Copy& c, bool front);
   int32_t wanted_for(const Job& j, const WorkerState& w);
 
   // Verification.
-  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy);
-  absl::Status settle(Job* j, int64_t i, const std::string& result, int32_t votes);
+  // form: what the unit keeps if the result just sent settles it (it is moved from then).
+  v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy, SettledForm* form);
+  absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form);
   absl::Status unsettle(Job* j, int64_t i, int32_t wanted);
   void credit(const std::string& worker);
   void quarantine(const std::string& worker, const std::string& why);
@@ -217,7 +309,7 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
-  static std::string canonical_text(const Copy& c);  // for logs
+  static std::string canonical_text(const Job& j, const Copy& c);  // for logs
 
   Store* store_;
   const Clock* clock_;
@@ -237,8 +329,19 @@ class Coordinator {
   std::map<std::string, std::string> session_of_;  // worker key -> its current session
   std::map<std::string, int> watches_;             // open watch streams by caller identity
   int watches_total_ = 0;
+  // Long poll: waiting acquires by ticket (in arrival order), the one of each session, and the
+  // thread that answers them.
+  std::map<uint64_t, Waiter> waiters_;
+  std::map<std::string, uint64_t> waiting_session_;
+  std::atomic<uint64_t> next_ticket_{1};
+  bool work_event_ = false;    // units were queued since the waiters were last served
+  bool refill_event_ = false;  // a lazily planned job wants its next roots expanded
+  bool stop_waiters_ = false;
+  std::condition_variable waiter_cv_;
+  std::thread waiter_thread_;
   std::mt19937_64 rng_;  // spot checks
   int64_t next_job_seq_ = 1;
+  CoordinatorCounters counters_;
 };
 
 }  // namespace c960::cluster

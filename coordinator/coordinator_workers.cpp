@@ -69,6 +69,7 @@ void Coordinator::enqueue(Job* j, int64_t i, bool front) {
   else
     q.push_back(i);
   u.queued = true;
+  work_arrived();
 }
 
 int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
@@ -105,6 +106,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
 }
 
 void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
+  if (front) ++counters_.requeues;  // given back without a result: expired, released, superseded
   c.session.clear();
   c.expire_ms = 0;
   Unit& u = j->units[i];
@@ -169,8 +171,15 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   w.rec.engines = absl::StrJoin(s.engines, ",");
   w.rec.last_seen_ms = s.last_seen_ms;
   if (absl::Status st = store_->upsert_worker(w.rec); !st.ok()) return st;
-  log_info(absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
-                        w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))));
+  log_event(LogLevel::kInfo, "worker_joined",
+            absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
+                         w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
+            {{"worker", key},
+             {"identity", w.rec.identity},
+             {"threads", w.rec.threads},
+             {"version", w.rec.version},
+             {"engines", w.rec.engines},
+             {"trust", v1::TrustState_Name(v1::TrustState(w.rec.trust))}});
   v1::HelloResponse resp;
   resp.set_worker_id(s.id);
   resp.set_lease_seconds(options_.lease_ms / 1000);
@@ -193,7 +202,7 @@ void Coordinator::touch(Session* s) {
   s->last_seen_ms = clock_->now_ms();
   if (s->lost) {
     s->lost = false;
-    log_info(absl::StrCat("worker ", s->key, " is back"));
+    log_event(LogLevel::kInfo, "worker_back", absl::StrCat("worker ", s->key, " is back"), {{"worker", s->key}});
   }
 }
 
@@ -204,28 +213,24 @@ void Coordinator::save_worker(const WorkerState& w) {
 // ---------------------------------------------------------------------------------------------
 // Leases
 
-absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& caller, const v1::AcquireWorkRequest& req) {
-  if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
-    return absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire));
-  std::lock_guard lock(mu_);
-  absl::StatusOr<Session*> found = session_for(caller, req.worker_id());
-  if (!found.ok()) return found.status();
-  Session& s = **found;
-  touch(&s);
-  const WorkerState& w = workers_.at(s.key);
-  if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return quarantined(s.key, w.rec.trust_reason);
-  v1::AcquireWorkResponse resp;
+absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
   for (Job* j : by_seq_) {
-    if (resp.leases_size() >= req.max_units()) break;
+    if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
+    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
+      j->refilling = true;
+      refill_event_ = true;
+      waiter_cv_.notify_one();
+    }
+    if (j->fresh.empty() && j->replicas.empty()) continue;
     if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
     std::vector<Store::Lease> rows;
     // First the units that wait for another worker's result, as long as this worker did not
     // compute them itself (those stay queued for others; a few looks at most), then fresh ones.
     std::vector<int64_t> skipped;
     for (int looked = 0;
-         resp.leases_size() + int(rows.size()) < req.max_units() && !j->replicas.empty() && looked < kMaxReplicaScan;
+         resp->leases_size() + int(rows.size()) < max_units && !j->replicas.empty() && looked < kMaxReplicaScan;
          ++looked) {
       const int64_t i = j->replicas.front();
       j->replicas.pop_front();
@@ -242,7 +247,7 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& calle
       j->replicas.push_front(*it);
       j->units[*it].queued = true;
     }
-    while (resp.leases_size() + int(rows.size()) < req.max_units() && !j->fresh.empty()) {
+    while (resp->leases_size() + int(rows.size()) < max_units && !j->fresh.empty()) {
       const int64_t i = j->fresh.front();
       j->fresh.pop_front();
       j->units[i].queued = false;
@@ -250,7 +255,7 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& calle
     }
     for (const Store::Lease& r : rows) {
       const Unit& u = j->units[r.unit];
-      v1::Lease* l = resp.add_leases();
+      v1::Lease* l = resp->add_leases();
       l->set_unit_id(absl::StrCat(j->id, "/", r.unit));
       l->set_attempt(r.attempt);
       *l->mutable_spec() = u.spec;
@@ -260,8 +265,205 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& calle
     // Copies are what lets a worker complete a unit after a restart: stored before they go out.
     if (absl::Status st = store_->record_leases(j->id, rows); !st.ok()) return st;
   }
-  if (resp.leases_size() > 0) changed();
-  return resp;
+  if (resp->leases_size() > 0) changed();
+  return absl::OkStatus();
+}
+
+void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
+  refill_event_ = false;
+  struct Work {
+    std::string job;
+    const JobKind* kind;
+    std::string before;  // the plan as it was: a job that changed meanwhile is left alone
+    v1::store::JobPlan plan;
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
+  };
+  std::vector<Work> work;
+  for (Job* j : by_seq_)
+    if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, {}});
+  // Expanding roots takes tens of milliseconds each: without the lock.
+  lock.unlock();
+  for (Work& w : work) w.units = w.kind->expand(&w.plan, options_.lazy_window_units);
+  lock.lock();
+  for (Work& w : work) {
+    Job* j = find_job(w.job);
+    if (!j) continue;
+    j->refilling = false;
+    if (j->state != v1::JOB_STATE_RUNNING || j->plan.SerializeAsString() != w.before) continue;
+    if (absl::Status s = add_planned(j, std::move(w.plan), std::move(w.units)); !s.ok()) {
+      // Tried again at the next acquire.
+      log_error(absl::StrCat("job ", j->id, ": planning its next units: ", s.message()));
+    }
+  }
+  changed();
+}
+
+absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
+                                      std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units) {
+  const int64_t first = int64_t(j->units.size());
+  std::vector<StoredUnit> rows(units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    rows[k].index = first + int64_t(k);
+    rows[k].spec = units[k].first.SerializeAsString();
+    rows[k].meta = units[k].second.SerializeAsString();
+  }
+  if (absl::Status s = store_->extend_job_plan(j->id, plan.SerializeAsString(), rows, first + int64_t(units.size()));
+      !s.ok())
+    return s;
+  j->plan = std::move(plan);
+  j->units.resize(size_t(first) + units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    Unit& u = j->units[size_t(first) + k];
+    u.spec = std::move(units[k].first);
+    u.meta = std::move(units[k].second);
+    enqueue(j, first + int64_t(k));
+  }
+  // Roots without units (no moves down to the split ply) may end the job here.
+  if (j->done == int64_t(j->units.size()) && j->kind->fully_planned(j->plan)) {
+    const int64_t now = clock_->now_ms();
+    if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_SUCCEEDED, now, j->mismatches, j->mismatch_detail);
+        !s.ok())
+      return s;
+    finish_job(j, now);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& caller, const v1::AcquireWorkRequest& req) {
+  std::mutex m;
+  std::condition_variable cv;
+  std::optional<absl::StatusOr<v1::AcquireWorkResponse>> out;
+  acquire_async(caller, req, new_ticket(), [&](absl::StatusOr<v1::AcquireWorkResponse> r) {
+    std::lock_guard lock(m);
+    out = std::move(r);
+    cv.notify_all();
+  });
+  std::unique_lock lock(m);
+  cv.wait(lock, [&] { return out.has_value(); });
+  return std::move(*out);
+}
+
+uint64_t Coordinator::new_ticket() { return next_ticket_++; }
+
+void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket,
+                                AcquireDone done) {
+  if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
+    return done(
+        absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire)));
+  if (req.wait_seconds() < 0)
+    return done(absl::InvalidArgumentError(absl::StrCat("wait_seconds: ", req.wait_seconds(), " is negative")));
+  std::optional<Answer> superseded;
+  absl::StatusOr<v1::AcquireWorkResponse> now_answer = v1::AcquireWorkResponse();
+  bool parked = false;
+  {
+    std::lock_guard lock(mu_);
+    absl::StatusOr<Session*> found = session_for(caller, req.worker_id());
+    if (!found.ok()) {
+      now_answer = found.status();
+    } else {
+      Session& s = **found;
+      touch(&s);
+      const WorkerState& w = workers_.at(s.key);
+      // A newer call of the session ends the older one's wait: its caller gave up on it.
+      if (auto old = waiting_session_.find(s.id); old != waiting_session_.end()) {
+        auto it = waiters_.find(old->second);
+        superseded.emplace(std::move(it->second.done), v1::AcquireWorkResponse());
+        waiters_.erase(it);
+        waiting_session_.erase(old);
+      }
+      if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) {
+        now_answer = quarantined(s.key, w.rec.trust_reason);
+      } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
+        now_answer = st;
+      } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
+        const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
+        waiters_[ticket] = Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done)};
+        waiting_session_[s.id] = ticket;
+        parked = true;
+      }
+    }
+  }
+  if (superseded) superseded->first(std::move(superseded->second));
+  if (!parked) done(std::move(now_answer));
+}
+
+void Coordinator::cancel_acquire(uint64_t ticket) {
+  AcquireDone done;
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.find(ticket);
+    if (it == waiters_.end()) return;
+    done = std::move(it->second.done);
+    waiting_session_.erase(it->second.session);
+    waiters_.erase(it);
+  }
+  done(v1::AcquireWorkResponse());
+}
+
+size_t Coordinator::waiting_acquires() const {
+  std::lock_guard lock(mu_);
+  return waiters_.size();
+}
+
+void Coordinator::work_arrived() {
+  if (waiters_.empty()) return;
+  work_event_ = true;
+  waiter_cv_.notify_one();
+}
+
+void Coordinator::serve_waiters(std::vector<Answer>* out) {
+  const int64_t now = clock_->now_ms();
+  const bool work = work_event_;
+  work_event_ = false;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    Waiter& w = it->second;
+    absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
+    bool answered = shutting_down_ || now >= w.deadline_ms;
+    if (!answered && work) {
+      auto sit = sessions_.find(w.session);
+      if (sit == sessions_.end()) {
+        answer = unknown_worker(w.session);  // replaced by a new Hello
+        answered = true;
+      } else if (const WorkerState& ws = workers_.at(sit->second.key); ws.rec.trust == v1::TRUST_STATE_QUARANTINED) {
+        answer = quarantined(ws.rec.key, ws.rec.trust_reason);
+        answered = true;
+      } else if (absl::Status st = lease_units(sit->second, w.max_units, &*answer); !st.ok()) {
+        answer = st;
+        answered = true;
+      } else {
+        answered = answer->leases_size() > 0;
+      }
+    }
+    if (!answered) {
+      ++it;
+      continue;
+    }
+    out->emplace_back(std::move(w.done), std::move(answer));
+    waiting_session_.erase(w.session);
+    it = waiters_.erase(it);
+  }
+}
+
+void Coordinator::waiter_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    waiter_cv_.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
+      return work_event_ || refill_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty());
+    });
+    if (refill_event_) {
+      if (shutting_down_)
+        refill_event_ = false;
+      else
+        refill_jobs(lock);
+    }
+    std::vector<Answer> answers;
+    serve_waiters(&answers);
+    const bool stop = stop_waiters_;
+    lock.unlock();
+    for (Answer& a : answers) a.first(std::move(a.second));
+    if (stop) return;
+    lock.lock();
+  }
 }
 
 absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller, const v1::RenewLeasesRequest& req) {
@@ -344,8 +546,11 @@ void Coordinator::sweep() {
       const int64_t i = *it++;
       for (Copy& c : j->units[i].copies)
         if (c.leased() && c.expire_ms <= now) {
-          log_info(absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
-                                ") expired; back in the queue"));
+          log_event(LogLevel::kInfo, "lease_expired",
+                    absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
+                                 ") expired; back in the queue"),
+                    {{"job", j->id}, {"unit", i}, {"worker", c.worker}, {"attempt", c.attempt}});
+          ++counters_.lease_expiries;
           end_lease(j, i, c, true);
           any = true;
         }
@@ -355,7 +560,9 @@ void Coordinator::sweep() {
     if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
     s.lost = true;
     any = true;
-    log_warning(absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"));
+    log_event(LogLevel::kWarning, "worker_lost",
+              absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
+              {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
     WorkerState& w = workers_.at(s.key);
     w.rec.last_seen_ms = s.last_seen_ms;
     save_worker(w);
@@ -366,11 +573,11 @@ void Coordinator::sweep() {
 // ---------------------------------------------------------------------------------------------
 // Results and their verification
 
-absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& caller,
-                                                               const v1::CompleteUnitRequest& req) {
-  std::string job_id;
-  int64_t index = 0;
-  if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", &job_id, &index); !s.ok()) return s;
+namespace {
+
+// The fields of one completion, checked before anything is looked up.
+absl::Status check_completion(const v1::CompleteUnitRequest& req, std::string* job_id, int64_t* index) {
+  if (absl::Status s = parse_unit_id(req.unit_id(), "unit_id", job_id, index); !s.ok()) return s;
   if (req.attempt() < 1) return absl::InvalidArgumentError(absl::StrCat("attempt: ", req.attempt(), " is not >= 1"));
   if (!req.failure().empty()) {
     if (absl::Status s = check_text(req.failure(), "failure", kMaxFailureLength, false); !s.ok()) return s;
@@ -378,73 +585,197 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   } else if (!req.has_result()) {
     return absl::InvalidArgumentError("result: missing (give a result or a failure)");
   }
-  // First under the lock: who calls, which unit, whether it was given to the caller, its spec.
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// One completion on its way through complete_many.
+struct Coordinator::Pending {
+  const v1::CompleteUnitRequest* req = nullptr;
+  std::string worker;
+  std::string job_id;
+  int64_t index = 0;
   const JobKind* kind = nullptr;
   v1::UnitSpec spec;
+  v1::store::UnitMeta meta;
+  std::optional<absl::StatusOr<v1::CompleteUnitResponse>> answer;  // set once it is answered
+  absl::StatusOr<v1::UnitResult> canonical = absl::UnknownError("not checked");
+  std::optional<SettledForm> form;  // with a valid canonical result
+  std::string serialized;           // what copies are compared by (JobKind::kept)
+};
+
+absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& caller,
+                                                               const v1::CompleteUnitRequest& req) {
+  std::string job_id;
+  int64_t index = 0;
+  if (absl::Status s = check_completion(req, &job_id, &index); !s.ok()) return s;
+  absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> out =
+      complete_many(caller, req.worker_id(), {&req});
+  if (!out.ok()) return out.status();
+  return std::move(out->front());
+}
+
+absl::StatusOr<v1::CompleteUnitsResponse> Coordinator::complete_units(const Caller& caller,
+                                                                      const v1::CompleteUnitsRequest& req) {
+  if (req.completions_size() < 1 || req.completions_size() > kMaxCompletionsPerCall)
+    return absl::InvalidArgumentError(
+        absl::StrCat("completions: ", req.completions_size(), " is not in 1..", kMaxCompletionsPerCall));
+  std::vector<const v1::CompleteUnitRequest*> reqs;
+  for (const v1::CompleteUnitRequest& c : req.completions()) reqs.push_back(&c);
+  absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> out =
+      complete_many(caller, req.worker_id(), reqs);
+  if (!out.ok()) return out.status();
+  v1::CompleteUnitsResponse resp;
+  for (size_t k = 0; k < reqs.size(); ++k) {
+    v1::CompletionStatus* st = resp.add_statuses();
+    st->set_unit_id(reqs[k]->unit_id().substr(0, kMaxIdLength * 2));
+    const absl::StatusOr<v1::CompleteUnitResponse>& a = (*out)[k];
+    if (a.ok()) {
+      st->set_outcome(a->outcome());
+    } else {
+      st->set_code(int32_t(a.status().code()));
+      st->set_message(std::string(a.status().message()));
+      st->set_reason(reason_of(a.status()));
+    }
+  }
+  return resp;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinator::complete_many(
+    const Caller& caller, const std::string& worker_id, const std::vector<const v1::CompleteUnitRequest*>& reqs) {
+  std::vector<Pending> ps(reqs.size());
+  for (size_t k = 0; k < reqs.size(); ++k) {
+    ps[k].req = reqs[k];
+    if (absl::Status s = check_completion(*reqs[k], &ps[k].job_id, &ps[k].index); !s.ok()) ps[k].answer = s;
+  }
+  // First under the lock: who calls, which units, whether they were given to the caller, their
+  // specs. Failure reports are recorded here.
   std::string worker;
   {
     std::lock_guard lock(mu_);
-    absl::StatusOr<Session*> found = session_for(caller, req.worker_id());
+    absl::StatusOr<Session*> found = session_for(caller, worker_id);
     if (!found.ok()) return found.status();
     touch(*found);
     worker = (*found)->key;
     const WorkerState& w = workers_.at(worker);
     if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return quarantined(worker, w.rec.trust_reason);
-    Job* j = find_job(job_id);
-    if (!j) return absl::NotFoundError(absl::StrCat("unit_id: no job '", job_id, "'"));
-    if (size_t(index) >= j->units.size())
-      return absl::NotFoundError(absl::StrCat("unit_id: job ", job_id, " has no unit ", index));
-    Copy* c = j->units[index].copy_of(worker);
-    if (!c)
-      return with_reason(
-          absl::PermissionDeniedError(absl::StrCat("unit_id: ", req.unit_id(), " was never leased to ", worker)),
-          v1::ErrorInfo::REASON_NOT_LEASED);
-    if (!req.failure().empty()) return record_failure(caller, req, j, index, *c);
-    kind = j->kind;
-    spec = j->units[index].spec;
-    if (spec.has_perft()) spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
+    for (Pending& p : ps) {
+      p.worker = worker;
+      if (p.answer) continue;
+      Job* j = find_job(p.job_id);
+      if (!j) {
+        p.answer = absl::NotFoundError(absl::StrCat("unit_id: no job '", p.job_id, "'"));
+        continue;
+      }
+      if (size_t(p.index) >= j->units.size()) {
+        p.answer = absl::NotFoundError(absl::StrCat("unit_id: job ", p.job_id, " has no unit ", p.index));
+        continue;
+      }
+      Copy* c = j->units[p.index].copy_of(worker);
+      if (!c) {
+        p.answer = with_reason(
+            absl::PermissionDeniedError(absl::StrCat("unit_id: ", p.req->unit_id(), " was never leased to ", worker)),
+            v1::ErrorInfo::REASON_NOT_LEASED);
+        continue;
+      }
+      if (!p.req->failure().empty()) {
+        p.answer = record_failure(caller, *p.req, j, p.index, *c);
+        continue;
+      }
+      p.kind = j->kind;
+      p.spec = j->units[p.index].spec;
+      p.meta = j->units[p.index].meta;
+      if (p.spec.has_perft()) p.spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
+    }
   }
-  // Then, without it, what takes time: checking the result (self-play games are replayed and
-  // their endings verified) and making its canonical form. Units and kinds never change, so the
-  // check holds when the lock is taken again.
-  absl::StatusOr<v1::UnitResult> canonical = kind->check_result(spec, req.result());
-  std::lock_guard lock(mu_);
-  Job* j = find_job(job_id);
+  // Then, without it, what takes time: checking the results (self-play games are replayed and
+  // their endings verified) and making their canonical form. Units and kinds never change, so
+  // the checks hold when the lock is taken again.
+  bool any = false;
+  for (Pending& p : ps) {
+    if (p.answer) continue;
+    p.canonical = p.kind->check_result(p.spec, p.req->result());
+    if (p.canonical.ok()) {
+      // What the unit keeps if this result settles it (self-play: the games' compact forms),
+      // and what copies are compared by (the result, or a digest of it): made here too.
+      absl::StatusOr<SettledForm> form = p.kind->settle_form(p.spec, p.meta, *p.canonical);
+      if (!form.ok()) {
+        p.answer = form.status();
+        continue;
+      }
+      p.form = std::move(*form);
+      p.serialized = p.kind->kept(*p.canonical);
+    }
+    any = true;
+  }
+  std::vector<absl::StatusOr<v1::CompleteUnitResponse>> out;
+  out.reserve(ps.size());
+  if (any) {
+    std::lock_guard lock(mu_);
+    // Every result of the call in one transaction (one commit, not one per unit).
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    for (Pending& p : ps) {
+      if (p.answer) continue;
+      v1::CompleteUnitResponse resp;
+      absl::Status s = apply_result(p, &resp);
+      if (s.ok())
+        p.answer = resp;
+      else
+        p.answer = s;
+    }
+    if (absl::Status s = txn->commit(); !s.ok()) {
+      log_error(s.message());
+      return s;
+    }
+    save_worker(workers_.at(worker));
+    changed();
+  }
+  for (Pending& p : ps) out.push_back(std::move(*p.answer));
+  {
+    std::lock_guard lock(mu_);
+    for (const absl::StatusOr<v1::CompleteUnitResponse>& a : out)
+      if (a.ok()) ++counters_.completions[a->outcome()];
+  }
+  return out;
+}
+
+absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* resp) {
+  const std::string& worker = p.worker;
+  Job* j = find_job(p.job_id);
+  const int64_t index = p.index;
   Unit& u = j->units[index];
   const size_t ci = size_t(u.copy_of(worker) - u.copies.data());
-  if (!canonical.ok()) {
+  if (!p.canonical.ok()) {
     // An honest worker never sends a result that cannot be right.
     quarantine(worker,
-               absl::StrCat("sent an impossible result for ", req.unit_id(), ": ", canonical.status().message()));
-    changed();
-    return canonical.status();
+               absl::StrCat("sent an impossible result for ", p.req->unit_id(), ": ", p.canonical.status().message()));
+    return p.canonical.status();
   }
-  v1::CompleteUnitResponse resp;
   Copy& c = u.copies[ci];
-  const std::string serialized = canonical->SerializeAsString();
+  const std::string& serialized = p.serialized;
   if (c.discarded) {
-    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
-    return resp;
+    resp->set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
+    return absl::OkStatus();
   }
   if (c.result) {  // the same copy again: a retry after a lost reply, or a second, different answer
     if (*c.result == serialized) {
-      resp.set_outcome(u.result && u.settled == serialized ? v1::COMPLETION_OUTCOME_DUPLICATE
-                                                           : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
-      return resp;
+      resp->set_outcome(u.result && u.settled == serialized ? v1::COMPLETION_OUTCOME_DUPLICATE
+                                                            : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+      return absl::OkStatus();
     }
-    record_mismatch(j, absl::StrCat("unit ", req.unit_id(), ": worker ", worker, " sent two different results"));
-    quarantine(worker, absl::StrCat("sent two different results for ", req.unit_id()));
-    changed();
-    resp.set_outcome(v1::COMPLETION_OUTCOME_MISMATCH);
-    return resp;
+    record_mismatch(j, absl::StrCat("unit ", p.req->unit_id(), ": worker ", worker, " sent two different results"));
+    quarantine(worker, absl::StrCat("sent two different results for ", p.req->unit_id()));
+    resp->set_outcome(v1::COMPLETION_OUTCOME_MISMATCH);
+    return absl::OkStatus();
   }
   // A result for a unit that is not settled yet counts only while the job runs; one for a
   // settled unit is compared with it whatever the job's state.
   if (j->state != v1::JOB_STATE_RUNNING && !u.result) {
-    resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
-    return resp;
+    resp->set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
+    return absl::OkStatus();
   }
-  // The copy's result and everything it settles, in one transaction.
+  // The copy's result and everything it settles, in one transaction (inside the call's).
   std::unique_ptr<Store::Transaction> txn = store_->transaction();
   if (absl::Status s = store_->put_copy_result(j->id, index, int32_t(ci), serialized); !s.ok()) return s;
   c.result = serialized;
@@ -453,20 +784,16 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::complete(const Caller& cal
   ++w.rec.units_done;
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
-  resp.set_outcome(on_result(j, index, ci));
+  resp->set_outcome(on_result(j, index, ci, &*p.form));
   if (absl::Status s = txn->commit(); !s.ok()) {
-    // Nothing was stored: forget it here too, so that memory and store agree (the worker sends
-    // it again after its backoff).
     log_error(s.message());
     return s;
   }
-  save_worker(w);
   add_sample(j);
-  changed();
-  return resp;
+  return absl::OkStatus();
 }
 
-v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
+v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
   const std::string& mine = *u.copies[ci].result;
   const std::string& worker = u.copies[ci].worker;
@@ -481,8 +808,8 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
       return v1::COMPLETION_OUTCOME_DUPLICATE;
     }
     const std::string detail =
-        absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(u.copies[ci]),
-                     " but the settled result is ", u.result->ShortDebugString(), " (", u.votes, " votes)");
+        absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
+                     " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)");
     record_mismatch(j, detail);
     if (u.votes >= 2) {
       quarantine(worker, absl::StrCat("outvoted on ", j->id, "/", i));
@@ -491,6 +818,7 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
     // One vote against one: take the settled result back and ask another worker to decide.
     if (absl::Status s = unsettle(j, i, std::max(u.wanted, int32_t(u.results()) + 1)); !s.ok()) log_error(s.message());
     ++j->disagreements;
+    ++counters_.disagreements;
     j->verifying.insert(i);
     enqueue(j, i, true);
     return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
@@ -502,10 +830,12 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
   const auto best = std::max_element(tally.begin(), tally.end(),
                                      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
   const int32_t need = u.wanted >= 2 ? 2 : 1;
-  if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1)) {
+  // A result wins by this copy's vote, so the winner is this copy's result (kept forms may be
+  // digests: only this copy's canonical result is at hand to settle with).
+  if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1) && best->first == mine) {
     const std::string winner = best->first;
     const int32_t votes = int32_t(best->second.size());
-    if (absl::Status s = settle(j, i, winner, votes); !s.ok()) {
+    if (absl::Status s = settle(j, i, winner, votes, form); !s.ok()) {
       log_error(s.message());
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     }
@@ -519,12 +849,13 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
             quarantine(u.copies[k].worker, absl::StrCat("outvoted on ", j->id, "/", i));
           }
     }
-    return mine == winner ? v1::COMPLETION_OUTCOME_ACCEPTED : v1::COMPLETION_OUTCOME_MISMATCH;
+    return v1::COMPLETION_OUTCOME_ACCEPTED;
   }
   j->verifying.insert(i);
   if (tally.size() > 1) {
     // Disagreement without a majority: one more worker decides.
     ++j->disagreements;
+    ++counters_.disagreements;
     const int32_t results = u.results();
     if (results >= kMaxCopies) {
       fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", results, " workers sent ", tally.size(),
@@ -533,53 +864,68 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci) {
     }
     u.wanted = std::max(u.wanted, results + 1);
     if (absl::Status s = store_->set_wanted(j->id, i, u.wanted); !s.ok()) log_error(s.message());
-    log_warning(absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another to decide"));
+    log_event(LogLevel::kWarning, "unit_disagreement",
+              absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another to decide"),
+              {{"job", j->id}, {"unit", i}});
   }
   enqueue(j, i, true);
   return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
 }
 
-std::string Coordinator::canonical_text(const Copy& c) {
-  v1::UnitResult r;
-  if (!c.result || !r.ParseFromString(*c.result)) return "?";
-  std::string s = r.ShortDebugString();
-  return s.size() > 400 ? s.substr(0, 400) + "..." : s;
+std::string Coordinator::canonical_text(const Job& j, const Copy& c) {
+  return c.result ? j.kind->describe_kept(*c.result) : "?";
 }
 
-absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& result, int32_t votes) {
+absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form) {
   Unit& u = j->units[i];
-  v1::UnitResult r;
-  if (!r.ParseFromString(result)) return absl::InternalError("settle: canonical result does not parse");
-  const bool finishes = j->done + 1 == int64_t(j->units.size());
+  const bool finishes = j->done + 1 == int64_t(j->units.size()) && j->kind->fully_planned(j->plan);
   const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->settle_unit(j->id, i, result, votes,
+  if (absl::Status s = store_->settle_unit(j->id, i, form->stored, votes,
                                            finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                           now, j->kind->games(u.spec, r));
+                                           now, form->selfplay ? &*form->selfplay : nullptr);
       !s.ok())
     return s;
-  j->work_done += j->kind->work(u.meta, r);
-  u.result = std::move(r);
-  u.settled = result;
+  const NodeCount work = j->kind->work(u.spec, u.meta, form->held);
+  j->work_done += work;
+  counters_.work[j->kind->capability()] += double(work);
+  if (votes >= 2) ++counters_.replicated;
+  u.result = std::move(form->held);
+  u.settled = kept;
   u.votes = votes;
   ++j->done;
   j->verifying.erase(i);
   // Leases still out on it (spot checks) may finish: their results are compared, not counted.
-  if (finishes) {
-    j->state = v1::JOB_STATE_SUCCEEDED;
-    j->finished_ms = now;
-    j->fresh.clear();
-    j->replicas.clear();
-    log_info(absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ",
-                          j->kind->describe_work(j->work_done), ", ", j->disagreements, " disagreements, ",
-                          j->mismatches, " mismatches"));
-  }
+  if (finishes) finish_job(j, now);
   return absl::OkStatus();
+}
+
+void Coordinator::finish_job(Job* j, int64_t now) {
+  j->state = v1::JOB_STATE_SUCCEEDED;
+  j->finished_ms = now;
+  j->fresh.clear();
+  j->replicas.clear();
+  log_event(
+      LogLevel::kInfo, "job_succeeded",
+      absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
+                   ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
+      {{"job", j->id},
+       {"kind", j->kind->capability()},
+       {"units", int64_t(j->units.size())},
+       {"work", to_string(j->work_done)},
+       {"seconds", double(now - j->created_ms) / 1000.0},
+       {"disagreements", j->disagreements},
+       {"mismatches", j->mismatches}});
 }
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
   Unit& u = j->units[i];
-  if (absl::Status s = store_->unsettle_unit(j->id, i, wanted); !s.ok()) return s;
-  j->work_done -= j->kind->work(u.meta, *u.result);
+  absl::StatusOr<std::optional<std::string>> stored = store_->unit_result(j->id, i);
+  if (!stored.ok()) return stored.status();
+  if (!*stored) return absl::InternalError(absl::StrCat("store: unit ", j->id, "/", i, " has no result to take back"));
+  absl::StatusOr<std::optional<SelfPlaySettlement>> form = j->kind->unsettle_form(u.spec, u.meta, **stored);
+  if (!form.ok()) return form.status();
+  if (absl::Status s = store_->unsettle_unit(j->id, i, wanted, *form ? &**form : nullptr); !s.ok()) return s;
+  j->work_done -= j->kind->work(u.spec, u.meta, *u.result);
   --j->done;
   u.result.reset();
   u.settled.clear();
@@ -595,7 +941,8 @@ void Coordinator::credit(const std::string& worker) {
     if (w.rec.agreeing >= options_.trust_after) {
       w.rec.trust = v1::TRUST_STATE_TRUSTED;
       w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " results confirmed by other workers");
-      log_info(absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason));
+      log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason),
+                {{"worker", worker}, {"reason", w.rec.trust_reason}});
     } else {
       w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " of ", options_.trust_after, " results confirmed");
     }
@@ -606,7 +953,9 @@ void Coordinator::credit(const std::string& worker) {
 void Coordinator::record_mismatch(Job* j, const std::string& detail) {
   ++j->mismatches;
   std::string d = detail.size() > kMaxMismatchDetail ? detail.substr(0, kMaxMismatchDetail) + " ..." : detail;
-  log_warning(absl::StrCat("RESULT MISMATCH ", d));
+  log_event(LogLevel::kWarning, "result_mismatch", absl::StrCat("RESULT MISMATCH ", d),
+            {{"job", j->id}, {"detail", d}});
+  ++counters_.mismatches;
   if (j->mismatch_detail.empty()) j->mismatch_detail = d;
   if (absl::Status s = store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail); !s.ok())
     log_error(s.message());
@@ -617,8 +966,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
   w.rec.trust = v1::TRUST_STATE_QUARANTINED;
   w.rec.trust_reason = why;
+  ++counters_.quarantines;
   save_worker(w);
-  log_warning(absl::StrCat("worker ", worker, " QUARANTINED: ", why));
+  log_event(LogLevel::kWarning, "worker_quarantined", absl::StrCat("worker ", worker, " QUARANTINED: ", why),
+            {{"worker", worker}, {"reason", why}});
   // Its leases go back, its waiting results lose their vote, and a running job's result that
   // stands on its word alone is taken back and computed again.
   int64_t revoked = 0;
@@ -641,7 +992,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
       enqueue(j, int64_t(i), true);
     }
   }
-  if (revoked) log_warning(absl::StrCat("worker ", worker, ": ", revoked, " of its unconfirmed results taken back"));
+  if (revoked)
+    log_event(LogLevel::kWarning, "worker_results_revoked",
+              absl::StrCat("worker ", worker, ": ", revoked, " of its unconfirmed results taken back"),
+              {{"worker", worker}, {"results", revoked}});
 }
 
 absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Caller&, const v1::CompleteUnitRequest& req,
@@ -655,8 +1009,11 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   ++j->unit_failures;
   j->failing_workers.insert(c.worker);
   j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
-  log_warning(absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
-                           " workers): ", j->failure_detail));
+  log_event(LogLevel::kWarning, "unit_failure",
+            absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
+                         " workers): ", j->failure_detail),
+            {{"job", j->id}, {"unit", req.unit_id()}, {"worker", c.worker}, {"reason", req.failure()}});
+  ++counters_.unit_failures;
   // Back to the queue, for another worker: this one cannot compute it.
   c.discarded = true;
   if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())

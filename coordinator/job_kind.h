@@ -7,7 +7,9 @@
 // ones (plan, check_result, games) without holding its lock.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
+#include "cluster/config.h"
 #include "coordinator/store.h"
 #include "core/perft.h"
 
@@ -24,6 +27,18 @@ struct KindPlan {
   v1::store::JobPlan plan;
   std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
 };
+
+// What a unit keeps of the result it settled with. `stored` goes into its row; `held` stays in
+// memory (perft: the result; self-play: nothing of its games, which went to the store with
+// `selfplay`).
+struct SettledForm {
+  std::string stored;
+  v1::UnitResult held;
+  std::optional<SelfPlaySettlement> selfplay;
+};
+
+// Takes result chunks as they are made; false when the reader went away (stop).
+using ResultSink = std::function<bool(const v1::ResultChunk&)>;
 
 // A unit as kinds see it when building results.
 struct UnitView {
@@ -41,6 +56,14 @@ class JobKind {
   virtual v1::JobSpec::KindCase spec_case() const = 0;
   // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans.
   virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const = 0;
+  // Lazy planning: whether every unit of the plan is made, and the next units (at least
+  // min_units where the plan has them, a whole root at a time), advancing the plan's cursor. The
+  // coordinator stores the units with the new plan in one transaction.
+  virtual bool fully_planned(const v1::store::JobPlan& /*plan*/) const { return true; }
+  virtual std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> expand(v1::store::JobPlan* /*plan*/,
+                                                                           int64_t /*min_units*/) const {
+    return {};
+  }
   // Checks what a worker sent as far as the coordinator can alone, and returns the result in
   // its canonical form, the one stored and compared between workers (a worker's own text, such
   // as PGN, is never kept). INVALID_ARGUMENT naming the problem when it cannot be right.
@@ -51,9 +74,39 @@ class JobKind {
   }
   // The engine a worker must offer to get this job's units ("" when any worker will do).
   virtual std::string required_engine(const v1::JobSpec& /*spec*/) const { return ""; }
+  // What copies keep of a checked result, and are compared by (in memory and in the store):
+  // the canonical result itself, or for self-play its digest.
+  virtual std::string kept(const v1::UnitResult& canonical) const { return canonical.SerializeAsString(); }
+  // What a unit keeps when it settles with a canonical result (see SettledForm).
+  virtual absl::StatusOr<SettledForm> settle_form(const v1::UnitSpec&, const v1::store::UnitMeta&,
+                                                  const v1::UnitResult& canonical) const {
+    return SettledForm{canonical.SerializeAsString(), canonical, std::nullopt};
+  }
+  // A settled unit's row read back: its kept form (copies' results are compared with it) and
+  // what stays in memory. DATA_LOSS when it does not parse.
+  virtual absl::Status load_settled(const v1::UnitSpec&, const v1::store::UnitMeta&, const std::string& stored,
+                                    std::string* kept, v1::UnitResult* held) const {
+    if (!held->ParseFromString(stored)) return absl::DataLossError("result does not parse");
+    *kept = stored;
+    return absl::OkStatus();
+  }
+  // What the store takes back with a settled unit (self-play: its statistics), from its row.
+  virtual absl::StatusOr<std::optional<SelfPlaySettlement>> unsettle_form(const v1::UnitSpec&,
+                                                                          const v1::store::UnitMeta&,
+                                                                          const std::string& /*stored*/) const {
+    return std::optional<SelfPlaySettlement>();
+  }
+  // A kept form for logs.
+  virtual std::string describe_kept(const std::string& kept) const {
+    v1::UnitResult r;
+    if (!r.ParseFromString(kept)) return "?";
+    std::string s = r.ShortDebugString();
+    return s.size() > 400 ? s.substr(0, 400) + "..." : s;
+  }
   // The work a completed unit stands for in progress figures (perft: weighted leaf nodes;
   // self-play: games).
-  virtual NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const = 0;
+  virtual NodeCount work(const v1::UnitSpec& spec, const v1::store::UnitMeta& meta,
+                         const v1::UnitResult& held) const = 0;
   // Progress in the kind's own terms: the work done, its total where the plan knows it, and
   // its rate (perft: nodes_done, nodes_per_second; self-play: games_done, games_total,
   // games_per_second).
@@ -67,11 +120,19 @@ class JobKind {
   // divide: perft only; omit_games: self-play only (counts without game records).
   virtual std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
                                                bool divide, bool omit_games) const = 0;
-  // Rows for the store's games table that a checked result brings (self-play); none for perft.
-  virtual std::vector<StoredGame> games(const v1::UnitSpec&, const v1::UnitResult&) const { return {}; }
+  // Kinds whose results are read from the store rather than from the units in memory
+  // (self-play) stream them from there in pages, without the coordinator's lock.
+  virtual bool results_from_store() const { return false; }
+  virtual absl::Status stream_results(Store* /*store*/, const std::string& /*job_id*/, const v1::JobSpec& /*spec*/,
+                                      const v1::store::JobPlan& /*plan*/, bool /*omit_games*/,
+                                      const ResultSink& /*sink*/) const {
+    return absl::UnimplementedError("results are not in the store");
+  }
 };
 
-std::unique_ptr<JobKind> make_perft_kind();
+// Perft plans that would walk more than lazy_walk positions up to the split ply (or that an
+// eager plan refuses as too large) are planned lazily, the first window at submit.
+std::unique_ptr<JobKind> make_perft_kind(uint64_t lazy_walk = kMaxPlanWalk, int64_t window = kLazyWindowUnits);
 std::unique_ptr<JobKind> make_selfplay_kind();
 
 }  // namespace c960::cluster

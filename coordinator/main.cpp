@@ -1,5 +1,6 @@
 // c960-coordinator: serves JobService and WorkerService on --listen, state in the --db file;
-// TLS, tokens and client certificates as its flags say (cluster/server.h).
+// TLS, tokens and client certificates as its flags say (cluster/server.h). With --http-listen
+// also the dashboard, /metrics and the JSON API (coordinator/http_api.h), same TLS and tokens.
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +17,9 @@
 #include "cluster/log.h"
 #include "cluster/server.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/http_api.h"
+#include "coordinator/http_server.h"
+#include "coordinator/metrics.h"
 #include "coordinator/service.h"
 #include "core/version.h"
 
@@ -24,6 +28,18 @@ ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this fi
 ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb, "SQLite file with jobs, units, results and workers");
 ABSL_FLAG(int64_t, lease_seconds, c960::cluster::kDefaultLeaseSeconds,
           "a lease not renewed for this long returns its unit to the queue (1..3600)");
+ABSL_FLAG(int32_t, trust_after, c960::cluster::kDefaultTrustAfter,
+          "--verify adaptive: a worker is trusted after this many results that other workers confirmed (1..1000000)");
+ABSL_FLAG(double, spot_check_rate, c960::cluster::kDefaultSpotCheckRate,
+          "--verify adaptive: the fraction of a trusted worker's units computed again by another (0..1)");
+ABSL_FLAG(int32_t, max_active_jobs, c960::cluster::kDefaultMaxActiveJobs,
+          "jobs one caller (token or certificate) may have queued or running at once (1..100000)");
+ABSL_FLAG(int64_t, max_planned_units, c960::cluster::kDefaultMaxPlannedUnits,
+          "units one caller's unfinished jobs may hold in all; they take coordinator memory and store "
+          "(1..1000000000)");
+ABSL_FLAG(int32_t, max_watches_per_caller, c960::cluster::kDefaultMaxWatchesPerCaller,
+          "open c960 watch streams per caller (1..100000)");
+ABSL_FLAG(int32_t, max_watches, c960::cluster::kDefaultMaxWatches, "open c960 watch streams in all (1..100000)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -32,6 +48,10 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(std::string, tokens, "",
           "accept only callers with a token of this file (lines ROLE NAME sha256:HASH, from c960 token new); "
           "needs TLS; SIGHUP reloads it");
+ABSL_FLAG(std::string, http_listen, "",
+          "also serve HTTP (HTTPS with --tls-cert) on HOST:PORT: the dashboard, /metrics, /healthz, /readyz and the "
+          "JSON API; port 0 picks a free port; off when empty");
+ABSL_FLAG(std::string, http_port_file, "", "write the HTTP port actually chosen to this file once serving");
 ABSL_FLAG(bool, insecure, false,
           "serve beyond loopback without TLS and authentication (anyone reaching the port may do anything)");
 
@@ -47,21 +67,34 @@ int die(const std::string& msg) {
 const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator",
     "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]\n"
-    "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE] [--insecure]",
+    "                        [--trust-after K] [--spot-check-rate P]\n"
+    "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
+    "                        [--http-listen HOST:PORT [--http-port-file FILE]] [--insecure] [--log-format text|json]",
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file\n"
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n"
     "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure.\n"
-    "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.",
+    "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.\n"
+    "--http-listen adds a web dashboard, Prometheus metrics (/metrics), health endpoints (/healthz, /readyz) and\n"
+    "a read-only JSON API (/api/v1/), with the same TLS and tokens (role read or admin; the health endpoints are\n"
+    "open); beyond loopback it too needs TLS and authentication, unless --insecure.",
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"listen", "HOST:PORT"},
      {"port_file", "FILE"},
      {"db", "FILE"},
      {"lease_seconds", "S"},
+     {"trust_after", "K"},
+     {"spot_check_rate", "P"},
+     {"max_active_jobs", "N"},
+     {"max_planned_units", "N"},
+     {"max_watches_per_caller", "N"},
+     {"max_watches", "N"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
      {"tokens", "FILE"},
+     {"http_listen", "HOST:PORT"},
+     {"http_port_file", "FILE"},
      {"insecure", ""}},
 };
 
@@ -98,6 +131,22 @@ absl::StatusOr<c960::cluster::ServerOptions> server_options() {
     c960::cluster::log_warning(absl::StrCat(
         "--insecure: serving ", o.listen, o.tls ? " over TLS" : " in clear",
         " WITHOUT AUTHENTICATION: anyone who reaches this port can submit and cancel jobs and act as a worker"));
+  }
+  // The HTTP side follows the same rule: it shows every job and worker.
+  if (const std::string http = absl::GetFlag(FLAGS_http_listen); !http.empty()) {
+    const std::optional<c960::cluster::HostPort> hp = c960::cluster::split_host_port(http);
+    if (!hp || hp->host.empty() || hp->port.empty())
+      return absl::InvalidArgumentError(absl::StrCat("--http-listen: '", http, "' is not HOST:PORT"));
+    if (!c960::cluster::is_loopback_listen(http) && !c960::cluster::authenticates(o)) {
+      if (!absl::GetFlag(FLAGS_insecure))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--http-listen ", http,
+            " reaches beyond this machine: that needs TLS (--tls-cert, --tls-key) and authentication (--tokens, or "
+            "--tls-client-ca), or --insecure to show the dashboard and metrics to anyone"));
+      c960::cluster::log_warning(
+          absl::StrCat("--insecure: serving HTTP on ", http, o.tls ? " over TLS" : " in clear",
+                       " WITHOUT AUTHENTICATION: anyone who reaches it sees every job and worker"));
+    }
   }
   if (absl::Status s = c960::cluster::check_listen_address_free(o.listen); !s.ok()) return s;
   return o;
@@ -137,6 +186,26 @@ int main(int argc, char** argv) {
   c960::cluster::set_log_program("c960-coordinator");
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
+  c960::cluster::CoordinatorOptions coordinator_options;
+  coordinator_options.lease_ms = lease_s * 1000;
+  coordinator_options.trust_after = absl::GetFlag(FLAGS_trust_after);
+  if (coordinator_options.trust_after < 1 || coordinator_options.trust_after > 1'000'000)
+    return die("--trust-after: not in 1..1000000");
+  coordinator_options.spot_check_rate = absl::GetFlag(FLAGS_spot_check_rate);
+  if (!(coordinator_options.spot_check_rate >= 0 && coordinator_options.spot_check_rate <= 1))
+    return die("--spot-check-rate: not in 0..1");
+  coordinator_options.max_active_jobs = absl::GetFlag(FLAGS_max_active_jobs);
+  if (coordinator_options.max_active_jobs < 1 || coordinator_options.max_active_jobs > 100'000)
+    return die("--max-active-jobs: not in 1..100000");
+  coordinator_options.max_planned_units = absl::GetFlag(FLAGS_max_planned_units);
+  if (coordinator_options.max_planned_units < 1 || coordinator_options.max_planned_units > 1'000'000'000)
+    return die("--max-planned-units: not in 1..1000000000");
+  coordinator_options.max_watches_per_caller = absl::GetFlag(FLAGS_max_watches_per_caller);
+  if (coordinator_options.max_watches_per_caller < 1 || coordinator_options.max_watches_per_caller > 100'000)
+    return die("--max-watches-per-caller: not in 1..100000");
+  coordinator_options.max_watches = absl::GetFlag(FLAGS_max_watches);
+  if (coordinator_options.max_watches < 1 || coordinator_options.max_watches > 100'000)
+    return die("--max-watches: not in 1..100000");
 
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
   if (!options.ok()) return die(std::string(options.status().message()));
@@ -154,14 +223,27 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(absl::GetFlag(FLAGS_db));
   if (!store.ok()) return die(std::string(store.status().message()));
+  // Metrics only when there is somewhere to see them: the HTTP side.
+  const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+  std::unique_ptr<c960::cluster::Metrics> metrics;
+  if (!http_listen.empty()) {
+    metrics = std::make_unique<c960::cluster::Metrics>();
+    (*store)->set_commit_observer([m = metrics.get()](double seconds) { m->observe_commit(seconds); });
+  }
   c960::cluster::SystemClock clock;
-  c960::cluster::Coordinator coordinator(store->get(), &clock, {lease_s * 1000});
+  c960::cluster::Coordinator coordinator(store->get(), &clock, coordinator_options);
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
   // Both before the builder exists: they hook into every server built afterwards.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (metrics) {
+    // Every call is timed in one place, whatever its service.
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(metrics->interceptor_factory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   int port = 0;
   std::shared_ptr<const c960::cluster::CallAuthenticator> auth =
       c960::cluster::configure_server(*options, &builder, &port);
@@ -181,12 +263,36 @@ int main(int argc, char** argv) {
   c960::cluster::log_info(absl::StrCat("serving on port ", port, " (", security_summary(*options), "), db ",
                                        absl::GetFlag(FLAGS_db), ", leases ", lease_s, " s, version ",
                                        std::string(c960::version())));
-  if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
-    // Write then rename, so a reader never sees a half-written port.
-    const std::string tmp = pf + ".tmp";
-    std::ofstream(tmp) << port << "\n";
-    if (std::rename(tmp.c_str(), pf.c_str()) != 0) return die(absl::StrCat("--port-file: cannot write '", pf, "'"));
+  std::unique_ptr<c960::cluster::HttpApi> http_api;
+  std::unique_ptr<c960::cluster::HttpServer> http;
+  if (!http_listen.empty()) {
+    c960::cluster::HttpOptions ho;
+    ho.tokens = options->tokens;
+    ho.client_certificates = options->tls && !options->tls->client_ca_pem.empty();
+    ho.tls = options->tls.has_value();
+    http_api = std::make_unique<c960::cluster::HttpApi>(&coordinator, store->get(), metrics.get(), std::move(ho));
+    absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started =
+        c960::cluster::HttpServer::start(http_listen, options->tls ? &*options->tls : nullptr, http_api.get());
+    if (!started.ok()) {
+      server->Shutdown();
+      return die(std::string(started.status().message()));
+    }
+    http = std::move(*started);
+    http_api->set_ready(true);
+    c960::cluster::log_info(absl::StrCat("serving ", options->tls ? "HTTPS" : "HTTP", " on port ", http->port(),
+                                         ": dashboard /, metrics /metrics, API /api/v1/"));
   }
+  // Write then rename, so a reader never sees a half-written port.
+  const auto write_port = [](const std::string& flag, const std::string& file, int p) {
+    const std::string tmp = file + ".tmp";
+    std::ofstream(tmp) << p << "\n";
+    if (std::rename(tmp.c_str(), file.c_str()) != 0) return die(absl::StrCat(flag, ": cannot write '", file, "'"));
+    return 0;
+  };
+  if (const std::string pf = absl::GetFlag(FLAGS_http_port_file); !pf.empty() && http)
+    if (int rc = write_port("--http-port-file", pf, http->port())) return rc;
+  if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty())
+    if (int rc = write_port("--port-file", pf, port)) return rc;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -205,8 +311,10 @@ int main(int argc, char** argv) {
   }
   c960::cluster::log_info(absl::StrCat("signal ", sig, ", shutting down"));
   health->SetServingStatus(false);
+  if (http_api) http_api->set_ready(false);
   coordinator.shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (http) http->stop();
   {
     std::lock_guard lock(mu);
     stopping = true;

@@ -23,35 +23,68 @@ class PerftKind : public JobKind {
   std::string capability() const override { return "perft"; }
   v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kPerft; }
 
+  PerftKind(uint64_t lazy_walk, int64_t window) : lazy_walk_(lazy_walk), window_(window) {}
+
   absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const override {
-    absl::StatusOr<PerftPlan> p = plan_perft(spec.perft());
-    if (!p.ok()) return p.status();
+    absl::StatusOr<PerftPlan> roots = plan_perft_roots(spec.perft());
+    if (!roots.ok()) return roots.status();
+    absl::StatusOr<PerftPlan> p = absl::ResourceExhaustedError("lazy");
+    if (split_walk(*roots, lazy_walk_) <= lazy_walk_) p = plan_perft(spec.perft());
     KindPlan out;
     v1::store::PerftPlan* pp = out.plan.mutable_perft();
-    pp->set_depth(p->depth);
-    pp->set_split_depth(p->split_depth);
-    for (const PerftRoot& r : p->roots) {
+    pp->set_depth(roots->depth);
+    pp->set_split_depth(roots->split_depth);
+    for (const PerftRoot& r : roots->roots) {
       v1::store::PerftRoot* pr = pp->add_roots();
       pr->set_start_position(r.start_position);
       pr->set_fen(r.fen);
     }
+    if (!p.ok()) {
+      if (p.status().code() != absl::StatusCode::kResourceExhausted) return p.status();
+      // Too big to plan up front: the first window now, the rest as workers need it.
+      pp->set_lazy(true);
+      out.units = expand(&out.plan, window_);
+      return out;
+    }
+    pp->set_roots_planned(pp->roots_size());
     out.units.reserve(p->units.size());
-    for (PlannedPerftUnit& u : p->units) {
-      v1::UnitSpec us;
-      us.mutable_perft()->set_fen(std::move(u.fen));
-      us.mutable_perft()->set_depth(u.depth);
-      // A unit that is a whole root brings its own divide.
-      us.mutable_perft()->set_divide(u.weights.empty());
-      v1::store::UnitMeta meta;
-      meta.mutable_perft()->set_root(u.root);
-      for (auto& [move, count] : u.weights) {
-        v1::store::MoveWeight* w = meta.mutable_perft()->add_weights();
-        w->set_move(move);
-        w->set_count(count);
-      }
-      out.units.emplace_back(std::move(us), std::move(meta));
+    for (PlannedPerftUnit& u : p->units) out.units.push_back(to_unit(std::move(u)));
+    return out;
+  }
+
+  bool fully_planned(const v1::store::JobPlan& plan) const override {
+    return !plan.perft().lazy() || plan.perft().roots_planned() >= plan.perft().roots_size();
+  }
+
+  std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> expand(v1::store::JobPlan* plan,
+                                                                   int64_t min_units) const override {
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> out;
+    v1::store::PerftPlan* pp = plan->mutable_perft();
+    while (pp->roots_planned() < pp->roots_size() && int64_t(out.size()) < std::max<int64_t>(1, min_units)) {
+      const int i = pp->roots_planned();
+      PerftRoot root{pp->roots(i).start_position(), pp->roots(i).fen()};
+      for (PlannedPerftUnit& u : expand_perft_root(root, i, pp->depth(), pp->split_depth()))
+        out.push_back(to_unit(std::move(u)));
+      pp->set_roots_planned(i + 1);
     }
     return out;
+  }
+
+  static std::pair<v1::UnitSpec, v1::store::UnitMeta> to_unit(PlannedPerftUnit&& u) {
+    v1::UnitSpec us;
+    us.mutable_perft()->set_fen(std::move(u.fen));
+    us.mutable_perft()->set_depth(u.depth);
+    // A unit that is a whole root brings its own divide.
+    us.mutable_perft()->set_divide(u.weights.empty());
+    v1::store::UnitMeta meta;
+    meta.mutable_perft()->set_root(u.root);
+    meta.mutable_perft()->set_estimated_nodes(u.estimated_nodes);
+    for (auto& [move, count] : u.weights) {
+      v1::store::MoveWeight* w = meta.mutable_perft()->add_weights();
+      w->set_move(move);
+      w->set_count(count);
+    }
+    return {std::move(us), std::move(meta)};
   }
 
   absl::StatusOr<v1::UnitResult> check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
@@ -129,7 +162,7 @@ class PerftKind : public JobKind {
     return n;
   }
 
-  NodeCount work(const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
+  NodeCount work(const v1::UnitSpec&, const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
     return NodeCount(multiplicity(meta.perft())) * from_proto(result.perft().nodes());
   }
 
@@ -145,11 +178,19 @@ class PerftKind : public JobKind {
 
   std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
     return absl::StrCat("depth ", plan.perft().depth(), ", ", plan.perft().roots_size(), " roots, ", units,
-                        " units, split depth ", plan.perft().split_depth());
+                        " units, split depth ", plan.perft().split_depth(),
+                        plan.perft().lazy() ? absl::StrCat(", planned lazily (", plan.perft().roots_planned(),
+                                                           " roots expanded so far)")
+                                            : "");
   }
 
   std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " nodes"); }
 
+ private:
+  uint64_t lazy_walk_;
+  int64_t window_;
+
+ public:
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
                                        bool /*omit_games*/) const override {
     const v1::store::PerftPlan& pp = plan.perft();
@@ -167,6 +208,9 @@ class PerftKind : public JobKind {
       }
     };
     std::vector<Acc> acc(pp.roots_size());
+    // Roots of a lazy plan not expanded yet have units to come.
+    if (pp.lazy())
+      for (int i = std::max(0, pp.roots_planned()); i < pp.roots_size(); ++i) acc[i].complete = false;
     for (const UnitView& u : units) {
       const v1::store::PerftUnitMeta& m = u.meta->perft();
       if (m.root() < 0 || m.root() >= pp.roots_size()) continue;
@@ -205,6 +249,8 @@ class PerftKind : public JobKind {
 
 }  // namespace
 
-std::unique_ptr<JobKind> make_perft_kind() { return std::make_unique<PerftKind>(); }
+std::unique_ptr<JobKind> make_perft_kind(uint64_t lazy_walk, int64_t window) {
+  return std::make_unique<PerftKind>(lazy_walk, window);
+}
 
 }  // namespace c960::cluster

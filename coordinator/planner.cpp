@@ -101,7 +101,31 @@ struct Walker {
 
 }  // namespace
 
-absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
+uint64_t estimate_perft(const std::string& fen, int depth) {
+  absl::StatusOr<Position> pos = Position::from_fen(fen);
+  if (!pos.ok() || depth <= 0) return 1;
+  if (depth <= 2) return uint64_t(perft(*pos, depth));
+  const double p1 = double(perft(*pos, 1)), p2 = double(perft(*pos, 2));
+  if (p1 == 0) return 1;
+  double est = p2;
+  for (int d = 2; d < depth; ++d) est *= p2 / p1;
+  return est > 1.8e19 ? UINT64_MAX : uint64_t(est);
+}
+
+std::vector<PlannedPerftUnit> expand_perft_root(const PerftRoot& root, int root_index, int depth, int split_depth) {
+  std::vector<PlannedPerftUnit> units;
+  Position pos = *Position::from_fen(root.fen);
+  if (split_depth == 0) {
+    units.push_back({root_index, root.fen, depth, {}});
+  } else {
+    Walker w{root_index, split_depth, depth, {}, &units, {}};
+    w.walk(pos, 0);
+  }
+  for (PlannedPerftUnit& u : units) u.estimated_nodes = estimate_perft(u.fen, u.depth);
+  return units;
+}
+
+absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec) {
   absl::StatusOr<std::vector<PerftRoot>> roots = resolve_perft_roots(spec);
   if (!roots.ok()) return roots.status();
   PerftPlan plan;
@@ -118,27 +142,42 @@ absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
   if (plan.depth - plan.split_depth > kMaxUnitDepth)
     return absl::InvalidArgumentError(absl::StrCat("split_depth: units would count ", plan.depth - plan.split_depth,
                                                    " plies, at most ", kMaxUnitDepth, "; raise split_depth"));
-  // Count the positions at each ply up to the split first: perft is cheap next to the walk
-  // that keeps every position, and this refuses an oversized plan before it costs anything.
-  for (int k = 1; k <= plan.split_depth; ++k) {
-    NodeCount walk = 0;
+  // One root's expansion is held in memory at once (and under the coordinator's lock when it
+  // plans lazily): bounded like a whole eager plan's walk.
+  for (const PerftRoot& r : plan.roots) {
+    Position pos = *Position::from_fen(r.fen);
+    if (uint64_t(perft(pos, plan.split_depth)) > kMaxRootWalk)
+      return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxRootWalk,
+                                                       " positions of one root at split ply ", plan.split_depth,
+                                                       "; lower split_depth"));
+  }
+  return plan;
+}
+
+uint64_t split_walk(const PerftPlan& plan, uint64_t limit) {
+  uint64_t walk = 0;
+  for (int k = 1; k <= plan.split_depth; ++k)
     for (const PerftRoot& r : plan.roots) {
       Position pos = *Position::from_fen(r.fen);
-      walk += perft(pos, k);
-      if (walk > kMaxPlanWalk)
-        return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanWalk,
-                                                         " positions at split ply ", k,
-                                                         "; lower split_depth or submit fewer positions"));
+      walk += uint64_t(perft(pos, k));
+      if (walk > limit) return walk;
     }
-  }
+  return walk;
+}
+
+absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
+  absl::StatusOr<PerftPlan> resolved = plan_perft_roots(spec);
+  if (!resolved.ok()) return resolved.status();
+  PerftPlan plan = std::move(*resolved);
+  // Count the positions at each ply up to the split first: perft is cheap next to the walk
+  // that keeps every position, and this refuses an oversized plan before it costs anything.
+  if (split_walk(plan, kMaxPlanWalk) > kMaxPlanWalk)
+    return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanWalk,
+                                                     " positions up to the split ply",
+                                                     "; lower split_depth or submit fewer positions"));
   for (size_t i = 0; i < plan.roots.size(); ++i) {
-    Position pos = *Position::from_fen(plan.roots[i].fen);
-    if (plan.split_depth == 0) {
-      plan.units.push_back({int(i), plan.roots[i].fen, plan.depth, {}});
-      continue;
-    }
-    Walker w{int(i), plan.split_depth, plan.depth, {}, &plan.units, {}};
-    w.walk(pos, 0);
+    std::vector<PlannedPerftUnit> units = expand_perft_root(plan.roots[i], int(i), plan.depth, plan.split_depth);
+    plan.units.insert(plan.units.end(), std::make_move_iterator(units.begin()), std::make_move_iterator(units.end()));
     if (plan.units.size() > kMaxPlanUnits)
       return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanUnits,
                                                        " units; lower split_depth or submit fewer positions"));

@@ -25,6 +25,7 @@ struct PlannedPerftUnit {
   // Move sequences from the root that reach fen, by first move (UCI). Empty when the unit is the
   // root itself (split depth 0).
   std::vector<std::pair<std::string, uint64_t>> weights;
+  uint64_t estimated_nodes = 0;  // leaf nodes below fen at depth, estimated (estimate_perft)
   uint64_t multiplicity() const;
 };
 
@@ -42,6 +43,18 @@ int auto_split_depth(int depth);
 // Validates the spec and plans it. INVALID_ARGUMENT for bad fields, RESOURCE_EXHAUSTED when the
 // plan would walk or keep too many positions.
 absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec);
+// A root's units at the split ply, transpositions within the root merged (the unit of lazy
+// planning: a job's roots are expanded one after another as workers need units).
+std::vector<PlannedPerftUnit> expand_perft_root(const PerftRoot& root, int root_index, int depth, int split_depth);
+// Leaf nodes of perft(depth) from fen, estimated from perft(1) and perft(2) (the branching factor
+// of the second ply carried on): cheap, within a factor of a few at depths 5..8.
+uint64_t estimate_perft(const std::string& fen, int depth);
+// Validates the spec and resolves its roots and split depth without expanding any root: the
+// plan of a job too big to plan up front (roots then come from expand_perft_root).
+absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec);
+// Positions at the split ply summed over the roots (the work of an eager plan), counted up to
+// `limit` and no further.
+uint64_t split_walk(const PerftPlan& plan, uint64_t limit);
 // The position key units are merged by: FEN without the clocks (the full position, not a hash).
 std::string position_key(const std::string& fen);
 

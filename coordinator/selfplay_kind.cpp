@@ -1,6 +1,10 @@
-// The self-play job kind: a unit is a few consecutive games of one start position; a result
-// carries its games, each replayed here for legality before it is stored. Results per position
-// are the games of its units in index order, so statistics built from them equal a local run's.
+// The self-play job kind: a unit is a few consecutive games of one position (one of the 960, a
+// DFRC pair or any FEN); a result
+// carries its games, each replayed here for legality before it is stored. Nothing of a game
+// stays in memory: a settled unit adds its games to its position's statistics in the store, in
+// the transaction that settles it, and stores the games the job keeps (compactly); copies are
+// compared by a digest. Results are read back from the store in pages: each position's
+// statistics (the same figures a local run's statistics give), then its games by index.
 #include <algorithm>
 #include <cctype>
 
@@ -8,7 +12,9 @@
 #include "cluster/config.h"
 #include "cluster/selfplay_proto.h"
 #include "coordinator/job_kind.h"
+#include "coordinator/selfplay_codec.h"
 #include "core/startpos.h"
+#include "selfplay/positions.h"
 
 namespace c960::cluster {
 namespace {
@@ -29,6 +35,12 @@ int position_count(const v1::store::SelfPlayPlan& plan) {
   return plan.other_positions_size() > 0 ? plan.other_positions_size() : plan.positions_size();
 }
 
+// Position k of a stored plan (the same reconstruction a unit's position gets: unit_position).
+absl::StatusOr<selfplay::StartPosition> plan_position(const v1::store::SelfPlayPlan& plan, int k) {
+  if (plan.other_positions_size() == 0) return selfplay::chess960_position(plan.positions(k));
+  return selfplay::fen_position(plan.other_positions(k).id(), plan.other_positions(k).fen());
+}
+
 class SelfPlayKind : public JobKind {
  public:
   std::string capability() const override { return "selfplay"; }
@@ -40,6 +52,13 @@ class SelfPlayKind : public JobKind {
     if (!s.ok()) return s.status();
     // A job names an engine the workers offer; it never makes them start a program of its choosing.
     if (absl::Status e = check_engine_name(p.engine()); !e.ok()) return e;
+    if (!v1::StoreGames_IsValid(p.store_games()))
+      return absl::InvalidArgumentError(absl::StrCat("store_games: ", int(p.store_games()), " is not a choice"));
+    if (p.store_games() == v1::STORE_GAMES_SAMPLE && (p.store_games_sample() < 1 || p.store_games_sample() > (1 << 30)))
+      return absl::InvalidArgumentError(
+          absl::StrCat("store_games_sample: ", p.store_games_sample(), " is not in 1..", 1 << 30));
+    if (p.store_games() != v1::STORE_GAMES_SAMPLE && p.store_games_sample() != 0)
+      return absl::InvalidArgumentError("store_games_sample: given without store_games SAMPLE");
     if (p.movetime_ms() > 0 && (spec.verify() == v1::VERIFY_MODE_ADAPTIVE || spec.verify() == v1::VERIFY_MODE_ALL))
       return absl::InvalidArgumentError(
           "verify: games under a time limit (movetime) are not reproducible, so workers cannot check each other's; "
@@ -116,9 +135,54 @@ class SelfPlayKind : public JobKind {
       absl::StatusOr<selfplay::GameRecord> checked = selfplay::check_game(*job, *position, index, *rec);
       if (!checked.ok())
         return absl::InvalidArgumentError(absl::StrCat("result.selfplay.", checked.status().message()));
+      checked->pgn.clear();  // made again on export, from the stored moves
       selfplay::game_to_proto(index, *checked, out.mutable_selfplay()->add_games());
     }
     return out;
+  }
+
+  std::string kept(const v1::UnitResult& canonical) const override {
+    v1::store::SelfPlaySettled k;
+    k.set_digest(result_digest(canonical));
+    k.set_games(canonical.selfplay().games_size());
+    return k.SerializeAsString();
+  }
+
+  absl::StatusOr<SettledForm> settle_form(const v1::UnitSpec& spec, const v1::store::UnitMeta& meta,
+                                          const v1::UnitResult& canonical) const override {
+    absl::StatusOr<SelfPlayCompact> c = compact_result(spec.selfplay(), meta.selfplay().position(), canonical);
+    if (!c.ok()) return c.status();
+    SettledForm out;
+    out.stored = c->settled.SerializeAsString();
+    out.held.mutable_selfplay();
+    out.selfplay = std::move(c->settlement);
+    return out;
+  }
+
+  absl::Status load_settled(const v1::UnitSpec&, const v1::store::UnitMeta&, const std::string& stored,
+                            std::string* kept, v1::UnitResult* held) const override {
+    v1::store::SelfPlaySettled s;
+    if (!s.ParseFromString(stored)) return absl::DataLossError("self-play result does not parse");
+    s.clear_summary();
+    *kept = s.SerializeAsString();
+    held->mutable_selfplay();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<SelfPlaySettlement>> unsettle_form(const v1::UnitSpec& spec,
+                                                                  const v1::store::UnitMeta& meta,
+                                                                  const std::string& stored) const override {
+    absl::StatusOr<SelfPlaySettlement> s = settlement_from_settled(spec.selfplay(), meta.selfplay().position(), stored);
+    if (!s.ok()) return s.status();
+    return std::optional<SelfPlaySettlement>(std::move(*s));
+  }
+
+  std::string describe_kept(const std::string& kept) const override {
+    v1::store::SelfPlaySettled k;
+    if (!k.ParseFromString(kept)) return "?";
+    std::string hex;
+    for (unsigned char c : k.digest().substr(0, 8)) absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));
+    return absl::StrCat(k.games(), " games, digest ", hex, "...");
   }
 
   std::string required_engine(const v1::JobSpec& spec) const override { return spec.selfplay().engine(); }
@@ -131,8 +195,9 @@ class SelfPlayKind : public JobKind {
     return spec.verify();
   }
 
-  NodeCount work(const v1::store::UnitMeta&, const v1::UnitResult& result) const override {
-    return NodeCount(result.selfplay().games_size());
+  // A settled unit holds every game of its spec (check_result refuses fewer).
+  NodeCount work(const v1::UnitSpec& spec, const v1::store::UnitMeta&, const v1::UnitResult&) const override {
+    return NodeCount(spec.selfplay().games());
   }
 
   void fill_progress(const v1::store::JobPlan& plan, NodeCount work_done, double work_per_second,
@@ -149,72 +214,80 @@ class SelfPlayKind : public JobKind {
 
   std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " games"); }
 
-  std::vector<StoredGame> games(const v1::UnitSpec& spec, const v1::UnitResult& result) const override {
-    std::vector<StoredGame> out;
-    // Keyed by start position, or for other positions by their place in the job (a job has
-    // positions of one sort only, so keys never meet).
-    const v1::SelfPlayUnitSpec& u = spec.selfplay();
-    const int32_t key = u.has_position() ? u.position_index() : u.start_position();
-    for (const v1::SelfPlayGame& g : result.selfplay().games()) out.push_back({key, g.game_index(), g.SerializeAsString()});
-    return out;
+  // Never called: results come from the store (stream_results).
+  std::vector<v1::ResultChunk> results(const v1::store::JobPlan&, const std::vector<UnitView>&, bool,
+                                       bool) const override {
+    return {};
   }
 
-  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool,
-                                       bool omit_games) const override {
+  bool results_from_store() const override { return true; }
+
+  // Per position: its statistics, then its stored games in pages of kResultGamesPerChunk, each
+  // page one chunk with the statistics repeated. Memory stays one page whatever the job's size.
+  absl::Status stream_results(Store* store, const std::string& job_id, const v1::JobSpec& spec,
+                              const v1::store::JobPlan& plan, bool omit_games, const ResultSink& sink) const override {
     const v1::store::SelfPlayPlan& pp = plan.selfplay();
+    absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec.selfplay());
+    if (!s.ok()) return absl::InternalError(absl::StrCat("job spec: ", s.status().message()));
+    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    if (!totals.ok()) return totals.status();
+    size_t next = 0;
     const int n = position_count(pp);
-    std::vector<v1::SelfPlayPositionResult> pos{size_t(n)};
     for (int k = 0; k < n; ++k) {
+      absl::StatusOr<selfplay::StartPosition> position = plan_position(pp, k);
+      if (!position.ok())
+        return absl::DataLossError(absl::StrCat("job ", job_id, ": position ", k + 1, ": ", position.status().message()));
+      v1::ResultChunk head;
+      v1::SelfPlayPositionResult* p = head.mutable_selfplay();
       if (pp.other_positions_size() > 0) {
-        pos[k].set_start_position(-1);
-        pos[k].set_fen(pp.other_positions(k).fen());
-        pos[k].set_position_id(pp.other_positions(k).id());
+        p->set_start_position(-1);
+        p->set_fen(pp.other_positions(k).fen());
+        p->set_position_id(pp.other_positions(k).id());
       } else {
-        pos[k].set_start_position(pp.positions(k));
-        pos[k].set_fen(startpos_fen(pp.positions(k)).value_or(""));
-        pos[k].set_position_id(absl::StrCat(pp.positions(k)));
+        p->set_start_position(pp.positions(k));
+        p->set_fen(startpos_fen(pp.positions(k)).value_or(""));
+        p->set_position_id(absl::StrCat(pp.positions(k)));
       }
-      pos[k].set_games_planned(pp.games_per_position());
-      pos[k].set_complete(true);
-    }
-    // Units are planned position by position in game order, so games arrive by index.
-    for (const UnitView& u : units) {
-      const int k = u.meta->selfplay().position();
-      if (k < 0 || k >= n) continue;
-      v1::SelfPlayPositionResult& p = pos[k];
-      if (!u.result) {
-        p.set_complete(false);
+      p->set_games_planned(pp.games_per_position());
+      while (next < totals->size() && (*totals)[next].sp < k) ++next;
+      if (next < totals->size() && (*totals)[next].sp == k) {
+        const PositionTotals& t = (*totals)[next];
+        p->set_games(t.games);
+        p->set_white_wins(t.white_wins);
+        p->set_draws(t.draws);
+        p->set_black_wins(t.black_wins);
+        p->set_total_plies(t.plies);
+        p->set_duplicates(t.duplicates);
+        p->set_games_stored(t.stored);
+        for (int64_t n : t.terminations) p->add_terminations(n);
+      }
+      while (p->terminations_size() < int(selfplay::Termination::kCount)) p->add_terminations(0);
+      // Every game of a position is counted once its unit settles, so the counts tell.
+      p->set_complete(p->games() == pp.games_per_position());
+      if (omit_games || p->games_stored() == 0) {
+        if (!sink(head)) return absl::OkStatus();
         continue;
       }
-      for (const v1::SelfPlayGame& g : u.result->selfplay().games()) {
-        p.set_games(p.games() + 1);
-        if (g.result() == "1-0")
-          p.set_white_wins(p.white_wins() + 1);
-        else if (g.result() == "0-1")
-          p.set_black_wins(p.black_wins() + 1);
-        else
-          p.set_draws(p.draws() + 1);
-        p.set_total_plies(p.total_plies() + g.moves_size());
-        if (!omit_games) *p.add_game_records() = g;
+      int64_t after = -1;
+      bool sent = false;
+      for (;;) {
+        absl::StatusOr<std::vector<StoredGame>> page = store->load_games(job_id, k, after, kResultGamesPerChunk);
+        if (!page.ok()) return page.status();
+        if (page->empty()) break;
+        v1::ResultChunk chunk = head;
+        for (const StoredGame& g : *page) {
+          absl::StatusOr<v1::SelfPlayGame> game = expand_game(*s, *position, g, g.white, g.black);
+          if (!game.ok()) return absl::DataLossError(absl::StrCat("job ", job_id, ": ", game.status().message()));
+          *chunk.mutable_selfplay()->add_game_records() = std::move(*game);
+        }
+        after = page->back().index;
+        sent = true;
+        if (!sink(chunk)) return absl::OkStatus();
+        if (int(page->size()) < kResultGamesPerChunk) break;
       }
+      if (!sent && !sink(head)) return absl::OkStatus();
     }
-    std::vector<v1::ResultChunk> out;
-    for (v1::SelfPlayPositionResult& p : pos) {
-      if (p.game_records_size() <= kResultGamesPerChunk) {
-        *out.emplace_back().mutable_selfplay() = std::move(p);
-        continue;
-      }
-      // Split so that no chunk nears the message size limit.
-      v1::SelfPlayPositionResult head = p;
-      head.clear_game_records();
-      for (int i = 0; i < p.game_records_size(); i += kResultGamesPerChunk) {
-        v1::SelfPlayPositionResult* c = out.emplace_back().mutable_selfplay();
-        *c = head;
-        for (int j = i; j < std::min(p.game_records_size(), i + kResultGamesPerChunk); ++j)
-          *c->add_game_records() = p.game_records(j);
-      }
-    }
-    return out;
+    return absl::OkStatus();
   }
 };
 

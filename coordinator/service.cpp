@@ -61,12 +61,15 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                                         grpc::ServerWriter<v1::ResultChunk>* writer) {
-  absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
-      c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games());
-  if (!chunks.ok()) return to_grpc(chunks.status());
-  for (const v1::ResultChunk& c : *chunks) {
-    if (ctx->IsCancelled() || !writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
-  }
+  // Chunks go out as the coordinator reads them (self-play: page by page from the store).
+  bool closed = false;
+  absl::Status s =
+      c_->results(caller_of(ctx), req->job_id(), req->divide(), req->omit_games(), [&](const v1::ResultChunk& c) {
+        closed = ctx->IsCancelled() || !writer->Write(c);
+        return !closed;
+      });
+  if (!s.ok()) return to_grpc(s);
+  if (closed) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
   return grpc::Status::OK;
 }
 
@@ -74,9 +77,38 @@ grpc::Status WorkerServiceImpl::Hello(grpc::ServerContext* ctx, const v1::HelloR
   return reply(c_->hello(caller_of(ctx), *req), resp);
 }
 
-grpc::Status WorkerServiceImpl::AcquireWork(grpc::ServerContext* ctx, const v1::AcquireWorkRequest* req,
-                                            v1::AcquireWorkResponse* resp) {
-  return reply(c_->acquire(caller_of(ctx), *req), resp);
+namespace {
+
+// One AcquireWork call: answered when the coordinator calls back (at once, or when its long poll
+// ends); a client that goes away ends the wait.
+class AcquireReactor final : public grpc::ServerUnaryReactor {
+ public:
+  AcquireReactor(Coordinator* c, v1::AcquireWorkResponse* resp) : c_(c), resp_(resp), ticket_(c->new_ticket()) {}
+  void start(const Caller& caller, const v1::AcquireWorkRequest& req) {
+    // May finish (and delete this) before it returns: nothing touches members after it.
+    c_->acquire_async(caller, req, ticket_, [this](absl::StatusOr<v1::AcquireWorkResponse> r) {
+      if (!r.ok()) return Finish(to_grpc(r.status()));
+      *resp_ = std::move(*r);
+      Finish(grpc::Status::OK);
+    });
+  }
+  void OnCancel() override { c_->cancel_acquire(ticket_); }
+  void OnDone() override { delete this; }
+
+ private:
+  Coordinator* c_;
+  v1::AcquireWorkResponse* resp_;
+  const uint64_t ticket_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireWork(grpc::CallbackServerContext* ctx,
+                                                         const v1::AcquireWorkRequest* req,
+                                                         v1::AcquireWorkResponse* resp) {
+  auto* reactor = new AcquireReactor(c_, resp);
+  reactor->start(caller_of(ctx), *req);
+  return reactor;
 }
 
 grpc::Status WorkerServiceImpl::RenewLeases(grpc::ServerContext* ctx, const v1::RenewLeasesRequest* req,
@@ -87,6 +119,11 @@ grpc::Status WorkerServiceImpl::RenewLeases(grpc::ServerContext* ctx, const v1::
 grpc::Status WorkerServiceImpl::CompleteUnit(grpc::ServerContext* ctx, const v1::CompleteUnitRequest* req,
                                              v1::CompleteUnitResponse* resp) {
   return reply(c_->complete(caller_of(ctx), *req), resp);
+}
+
+grpc::Status WorkerServiceImpl::CompleteUnits(grpc::ServerContext* ctx, const v1::CompleteUnitsRequest* req,
+                                              v1::CompleteUnitsResponse* resp) {
+  return reply(c_->complete_units(caller_of(ctx), *req), resp);
 }
 
 grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext* ctx, const v1::ReleaseUnitsRequest* req,

@@ -33,28 +33,32 @@ class JobServiceImpl final : public v1::JobService::Service {
                            v1::ListWorkersResponse* resp) override;
 
  private:
-  Caller caller_of(const grpc::ServerContext* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
+  Caller caller_of(const grpc::ServerContextBase* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
 
   Coordinator* c_;
   std::shared_ptr<const CallAuthenticator> auth_;
 };
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// AcquireWork is served by the callback API: a long-polling worker holds no server thread while
+// it waits (10,000 idle workers would otherwise hold 10,000 threads).
+class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_AcquireWork<v1::WorkerService::Service> {
  public:
   explicit WorkerServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
       : c_(c), auth_(std::move(auth)) {}
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
-  grpc::Status AcquireWork(grpc::ServerContext*, const v1::AcquireWorkRequest* req,
-                           v1::AcquireWorkResponse* resp) override;
+  grpc::ServerUnaryReactor* AcquireWork(grpc::CallbackServerContext* ctx, const v1::AcquireWorkRequest* req,
+                                        v1::AcquireWorkResponse* resp) override;
   grpc::Status RenewLeases(grpc::ServerContext*, const v1::RenewLeasesRequest* req,
                            v1::RenewLeasesResponse* resp) override;
   grpc::Status CompleteUnit(grpc::ServerContext*, const v1::CompleteUnitRequest* req,
                             v1::CompleteUnitResponse* resp) override;
+  grpc::Status CompleteUnits(grpc::ServerContext*, const v1::CompleteUnitsRequest* req,
+                             v1::CompleteUnitsResponse* resp) override;
   grpc::Status ReleaseUnits(grpc::ServerContext*, const v1::ReleaseUnitsRequest* req,
                             v1::ReleaseUnitsResponse* resp) override;
 
  private:
-  Caller caller_of(const grpc::ServerContext* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
+  Caller caller_of(const grpc::ServerContextBase* ctx) const { return cluster::caller_of(auth_.get(), *ctx); }
 
   Coordinator* c_;
   std::shared_ptr<const CallAuthenticator> auth_;

@@ -1,10 +1,15 @@
 #include "coordinator/store.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/selfplay_codec.h"
 
 namespace c960::cluster {
 namespace {
@@ -88,8 +93,48 @@ CREATE TABLE workers (
   last_seen_ms INTEGER NOT NULL, units_done INTEGER NOT NULL, agreeing INTEGER NOT NULL,
   trust INTEGER NOT NULL, trust_reason TEXT NOT NULL);
 )sql",
+    // 4: self-play that streams. Each position's statistics are kept up to date as units
+    // settle (sp_totals, with sp_hashes counting each distinct game for duplicates); games are
+    // kept compactly (sp_games: move codes, player names once per job in sp_names) and only as
+    // the job asks; a settled unit keeps a digest and its games' summaries, its copies the
+    // digest. convert_selfplay_v4() moves older results over, then the games table goes.
+    R"sql(
+CREATE TABLE sp_totals (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, games INTEGER NOT NULL, white_wins INTEGER NOT NULL,
+  draws INTEGER NOT NULL, black_wins INTEGER NOT NULL, plies INTEGER NOT NULL,
+  duplicates INTEGER NOT NULL, stored INTEGER NOT NULL, terminations BLOB NOT NULL,
+  PRIMARY KEY (job_id, sp)) WITHOUT ROWID;
+CREATE TABLE sp_hashes (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, hash INTEGER NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY (job_id, sp, hash)) WITHOUT ROWID;
+CREATE TABLE sp_names (
+  job_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (job_id, id),
+  UNIQUE (job_id, name));
+CREATE TABLE sp_games (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, game_index INTEGER NOT NULL, result INTEGER NOT NULL,
+  termination INTEGER NOT NULL, opening_plies INTEGER NOT NULL, white INTEGER NOT NULL,
+  black INTEGER NOT NULL, detail TEXT, moves BLOB NOT NULL,
+  PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
+
+// Why a write failed when SQLite kept no errno (it keeps the global errno only by chance: later
+// calls overwrite it): what can make writes fail, looked at directly. Empty: nothing found.
+std::string write_failure_cause(sqlite3* db) {
+  const char* path = sqlite3_db_filename(db, "main");
+  if (!path || !*path) return "";
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    for (const std::string& f : {std::string(path), absl::StrCat(path, "-wal"), absl::StrCat(path, "-journal")}) {
+      struct stat st {};
+      if (stat(f.c_str(), &st) == 0 && uint64_t(st.st_size) >= uint64_t(limit.rlim_cur))
+        return "the disk is full (the file reached the process's file size limit)";
+    }
+  struct statvfs fs {};
+  if (statvfs(path, &fs) == 0 && fs.f_bavail == 0) return "the disk is full";
+  return "";
+}
 
 // What went wrong, in words an operator can act on.
 std::string describe(sqlite3* db) {
@@ -106,6 +151,7 @@ std::string describe(sqlite3* db) {
       if (sys == EFBIG) return "the disk is full (the file reached the process's file size limit)";
       if (sys == ENOSPC) return "the disk is full";
       if (sys == EROFS || sys == EACCES || sys == EPERM) return "the file or its directory is read-only";
+      if (std::string cause = write_failure_cause(db); !cause.empty()) return cause;
       return absl::StrCat("I/O error", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
     default: return sqlite3_errmsg(db);
   }
@@ -131,7 +177,12 @@ Store::Transaction::~Transaction() {
 
 absl::Status Store::Transaction::commit() {
   if (!status_.ok()) return status_;
+  // Releasing the outermost savepoint is the commit: the one whose time is observed.
+  const bool outermost = s_->depth_ == 1;
+  const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = s_->exec(absl::StrCat("RELEASE ", name_).c_str()); !s.ok()) return s;  // rolled back later
+  if (outermost && s_->commit_observer_)
+    s_->commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   done_ = true;
   --s_->depth_;
   return absl::OkStatus();
@@ -166,7 +217,7 @@ int Store::schema_version() {
   return q.ok() && q.step() == SQLITE_ROW ? int(q.i64(0)) : -1;
 }
 
-absl::Status Store::migrate() {
+absl::Status Store::migrate(int up_to) {
   int version = 0;
   bool legacy = false;  // made before the schema had a version
   {
@@ -198,17 +249,19 @@ absl::Status Store::migrate() {
     if (absl::Status s = t.commit(); !s.ok()) return s;
     version = 1;
   }
-  for (; version < kSchemaVersion; ++version) {
+  for (; version < up_to; ++version) {
     Transaction t(this);
     if (!t.status().ok()) return t.status();
     if (absl::Status s = exec(kMigrations[version]); !s.ok()) return s;
+    if (version + 1 == 4)
+      if (absl::Status s = convert_selfplay_v4(); !s.ok()) return s;
     if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -228,12 +281,28 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path) {
                           "BEGIN EXCLUSIVE", "COMMIT"})
     if (absl::Status s = store->exec(sql); !s.ok())
       return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
-  if (absl::Status s = store->migrate(); !s.ok())
+  if (absl::Status s = store->migrate(up_to); !s.ok())
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   return store;
 }
 
 Store::~Store() { sqlite3_close(db_); }
+
+void Store::set_commit_observer(std::function<void(double seconds)> observer) {
+  std::lock_guard lock(mu_);
+  commit_observer_ = std::move(observer);
+}
+
+Store::FileSizes Store::file_sizes() {
+  std::lock_guard lock(mu_);
+  FileSizes out;
+  const char* name = sqlite3_db_filename(db_, "main");
+  if (!name || !*name) return out;  // in memory
+  struct stat st {};
+  if (stat(name, &st) == 0) out.db = int64_t(st.st_size);
+  if (stat(absl::StrCat(name, "-wal").c_str(), &st) == 0) out.wal = int64_t(st.st_size);
+  return out;
+}
 
 absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   std::lock_guard lock(mu_);
@@ -418,12 +487,29 @@ absl::Status Store::finish_job_plan(const std::string& job_id, int64_t unit_coun
   return absl::OkStatus();
 }
 
+absl::Status Store::extend_job_plan(const std::string& job_id, const std::string& plan,
+                                    const std::vector<StoredUnit>& units, int64_t unit_count) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  if (absl::Status s = insert_units(job_id, units, 0, units.size()); !s.ok()) return s;
+  Stmt q(db_, "UPDATE jobs SET plan = ?, unit_count = ? WHERE id = ?");
+  if (!q.ok()) return error("extend plan");
+  q.bind(1, plan);
+  q.bind(2, unit_count);
+  q.bind_text(3, job_id);
+  if (!q.run() || sqlite3_changes(db_) != 1) return error("extend plan");
+  return t.commit();
+}
+
 absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   for (const char* sql :
-       {"DELETE FROM games WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
+       {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
+        "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
+        "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
     Stmt q(db_, sql);
     if (!q.ok()) return error("delete job");
     q.bind_text(1, job_id);
@@ -502,7 +588,7 @@ absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int
 
 absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
                                 std::optional<int32_t> job_state, int64_t finished_ms,
-                                const std::vector<StoredGame>& games) {
+                                const SelfPlaySettlement* selfplay) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
@@ -518,20 +604,8 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
     if (sqlite3_changes(db_) != 1)
       return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", unit, " is settled already"));
   }
-  if (!games.empty()) {
-    // Plain INSERT: a game already stored fails the whole transaction (primary key).
-    Stmt g(db_, "INSERT INTO games (job_id, sp, game_index, unit, record) VALUES (?, ?, ?, ?, ?)");
-    if (!g.ok()) return error("store games");
-    for (const StoredGame& sg : games) {
-      g.reset();
-      g.bind_text(1, job_id);
-      g.bind(2, int64_t(sg.sp));
-      g.bind(3, sg.index);
-      g.bind(4, unit);
-      g.bind(5, sg.record);
-      if (!g.run()) return error("store games");
-    }
-  }
+  if (selfplay)
+    if (absl::Status s = apply_settlement(job_id, *selfplay, 1); !s.ok()) return s;
   if (job_state) {
     Stmt j(db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
     if (!j.ok()) return error("finish job");
@@ -541,6 +615,140 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
     if (!j.run()) return error("finish job");
   }
   return t.commit();
+}
+
+absl::StatusOr<int64_t> Store::name_id(const std::string& job_id, const std::string& name) {
+  Stmt q(db_, "SELECT id FROM sp_names WHERE job_id = ? AND name = ?");
+  if (!q.ok()) return error("player names");
+  q.bind_text(1, job_id);
+  q.bind_text(2, name);
+  if (q.step() == SQLITE_ROW) return q.i64(0);
+  Stmt i(db_,
+         "INSERT INTO sp_names (job_id, id, name) VALUES (?, (SELECT COALESCE(MAX(id), -1) + 1 FROM sp_names WHERE "
+         "job_id = ?), ?) RETURNING id");
+  if (!i.ok()) return error("player names");
+  i.bind_text(1, job_id);
+  i.bind_text(2, job_id);
+  i.bind_text(3, name);
+  if (i.step() != SQLITE_ROW) return error("player names");
+  return i.i64(0);
+}
+
+absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySettlement& sp, int sign) {
+  PositionTotals t;
+  t.sp = sp.sp;
+  {
+    Stmt q(db_,
+           "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
+           "WHERE job_id = ? AND sp = ?");
+    if (!q.ok()) return error("position totals");
+    q.bind_text(1, job_id);
+    q.bind(2, int64_t(sp.sp));
+    if (q.step() == SQLITE_ROW) {
+      t.games = q.i64(0);
+      t.white_wins = q.i64(1);
+      t.draws = q.i64(2);
+      t.black_wins = q.i64(3);
+      t.plies = q.i64(4);
+      t.duplicates = q.i64(5);
+      t.stored = q.i64(6);
+      const std::string b = q.blob(7);
+      for (size_t k = 0; k + 8 <= b.size(); k += 8) {
+        uint64_t v = 0;
+        std::memcpy(&v, b.data() + k, 8);
+        t.terminations.push_back(int64_t(v));
+      }
+    }
+  }
+  // Each distinct game of a position is counted in sp_hashes; a game is a duplicate when its
+  // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
+  Stmt h(db_,
+         "INSERT INTO sp_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO UPDATE "
+         "SET n = n + 1 RETURNING n");
+  Stmt hd(db_, "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
+  Stmt hz(db_, "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
+  if (!h.ok() || !hd.ok() || !hz.ok()) return error("game hashes");
+  for (const GameSummary& g : sp.games) {
+    t.games += sign;
+    (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
+    t.plies += sign * int64_t(g.plies);
+    if (t.terminations.size() <= g.termination) t.terminations.resize(size_t(g.termination) + 1);
+    t.terminations[g.termination] += sign;
+    Stmt& q = sign > 0 ? h : hd;
+    q.reset();
+    q.bind_text(1, job_id);
+    q.bind(2, int64_t(sp.sp));
+    q.bind(3, int64_t(g.hash));
+    if (q.step() != SQLITE_ROW) return error("game hashes");
+    const int64_t n = q.i64(0);
+    q.reset();
+    if (sign > 0 && n > 1) ++t.duplicates;
+    if (sign < 0 && n >= 1) --t.duplicates;
+    if (sign < 0 && n <= 0) {
+      hz.reset();
+      hz.bind_text(1, job_id);
+      hz.bind(2, int64_t(sp.sp));
+      hz.bind(3, int64_t(g.hash));
+      if (!hz.run()) return error("game hashes");
+    }
+  }
+  if (sign > 0 && !sp.stored.empty()) {
+    // Plain INSERT: a game already stored fails the whole transaction (primary key).
+    Stmt g(db_,
+           "INSERT INTO sp_games (job_id, sp, game_index, result, termination, opening_plies, white, black, detail, "
+           "moves) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!g.ok()) return error("store games");
+    for (const StoredGame& sg : sp.stored) {
+      absl::StatusOr<int64_t> white = name_id(job_id, sg.white);
+      if (!white.ok()) return white.status();
+      absl::StatusOr<int64_t> black = name_id(job_id, sg.black);
+      if (!black.ok()) return black.status();
+      g.reset();
+      g.bind_text(1, job_id);
+      g.bind(2, int64_t(sp.sp));
+      g.bind(3, sg.index);
+      g.bind(4, int64_t(sg.result));
+      g.bind(5, int64_t(sg.termination));
+      g.bind(6, int64_t(sg.opening_plies));
+      g.bind(7, *white);
+      g.bind(8, *black);
+      if (sg.detail)
+        g.bind_text(9, *sg.detail);
+      else
+        g.bind_null(9);
+      g.bind(10, sg.moves);
+      if (!g.run()) return error("store games");
+    }
+    t.stored += int64_t(sp.stored.size());
+  } else if (sign < 0 && !sp.games.empty()) {
+    // A unit's games are one range of its position.
+    Stmt d(db_, "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
+    if (!d.ok()) return error("delete games");
+    d.bind_text(1, job_id);
+    d.bind(2, int64_t(sp.sp));
+    d.bind(3, sp.first_game);
+    d.bind(4, sp.first_game + int64_t(sp.games.size()));
+    if (!d.run()) return error("delete games");
+    t.stored -= sqlite3_changes(db_);
+  }
+  std::string terms(t.terminations.size() * 8, '\0');
+  for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
+  Stmt u(db_,
+         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, "
+         "stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!u.ok()) return error("position totals");
+  u.bind_text(1, job_id);
+  u.bind(2, int64_t(sp.sp));
+  u.bind(3, t.games);
+  u.bind(4, t.white_wins);
+  u.bind(5, t.draws);
+  u.bind(6, t.black_wins);
+  u.bind(7, t.plies);
+  u.bind(8, t.duplicates);
+  u.bind(9, t.stored);
+  u.bind(10, terms);
+  if (!u.run()) return error("position totals");
+  return absl::OkStatus();
 }
 
 absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t votes) {
@@ -554,20 +762,30 @@ absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t v
   return absl::OkStatus();
 }
 
-absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted) {
+absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted,
+                                  const SelfPlaySettlement* selfplay) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  for (const char* sql : {"UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?",
-                          "DELETE FROM games WHERE ? >= 0 AND job_id = ? AND unit = ?"}) {
-    Stmt q(db_, sql);
-    if (!q.ok()) return error("unsettle unit");
-    q.bind(1, int64_t(wanted));
-    q.bind_text(2, job_id);
-    q.bind(3, unit);
-    if (!q.run()) return error("unsettle unit");
-  }
+  Stmt q(db_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
+  if (!q.ok()) return error("unsettle unit");
+  q.bind(1, int64_t(wanted));
+  q.bind_text(2, job_id);
+  q.bind(3, unit);
+  if (!q.run()) return error("unsettle unit");
+  if (selfplay)
+    if (absl::Status s = apply_settlement(job_id, *selfplay, -1); !s.ok()) return s;
   return t.commit();
+}
+
+absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string& job_id, int64_t unit) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "SELECT result FROM units WHERE job_id = ? AND idx = ?");
+  if (!q.ok()) return error("unit result");
+  q.bind_text(1, job_id);
+  q.bind(2, unit);
+  if (q.step() != SQLITE_ROW || q.is_null(0)) return std::optional<std::string>();
+  return std::optional<std::string>(q.blob(0));
 }
 
 absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t wanted) {
@@ -592,16 +810,149 @@ absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_,
+         "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
+         "WHERE job_id = ? ORDER BY sp");
+  if (!q.ok()) return error("position totals");
+  q.bind_text(1, job_id);
+  std::vector<PositionTotals> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    PositionTotals& t = out.emplace_back();
+    t.sp = int32_t(q.i64(0));
+    t.games = q.i64(1);
+    t.white_wins = q.i64(2);
+    t.draws = q.i64(3);
+    t.black_wins = q.i64(4);
+    t.plies = q.i64(5);
+    t.duplicates = q.i64(6);
+    t.stored = q.i64(7);
+    const std::string b = q.blob(8);
+    for (size_t k = 0; k + 8 <= b.size(); k += 8) {
+      int64_t v = 0;
+      std::memcpy(&v, b.data() + k, 8);
+      t.terminations.push_back(v);
+    }
+  }
+  if (rc != SQLITE_DONE) return error("position totals");
+  return out;
+}
+
+namespace {
+
+constexpr const char* kGameColumns =
+    "SELECT g.sp, g.game_index, g.result, g.termination, g.opening_plies, w.name, b.name, g.detail, g.moves FROM "
+    "sp_games g JOIN sp_names w ON w.job_id = g.job_id AND w.id = g.white JOIN sp_names b ON b.job_id = g.job_id "
+    "AND b.id = g.black ";
+
+StoredGame game_row(Stmt& q) {
+  StoredGame g;
+  g.sp = int32_t(q.i64(0));
+  g.index = q.i64(1);
+  g.result = int32_t(q.i64(2));
+  g.termination = int32_t(q.i64(3));
+  g.opening_plies = int32_t(q.i64(4));
+  g.white = q.blob(5);
+  g.black = q.blob(6);
+  if (!q.is_null(7)) g.detail = q.blob(7);
+  g.moves = q.blob(8);
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id, int32_t sp, int64_t after,
+                                                          int limit) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, absl::StrCat(kGameColumns,
+                           "WHERE g.job_id = ? AND g.sp = ? AND g.game_index > ? ORDER BY g.game_index LIMIT ?")
+                  .c_str());
+  if (!q.ok()) return error("load games");
+  q.bind_text(1, job_id);
+  q.bind(2, int64_t(sp));
+  q.bind(3, after);
+  q.bind(4, int64_t(limit));
+  std::vector<StoredGame> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back(game_row(q));
+  if (rc != SQLITE_DONE) return error("load games");
+  return out;
+}
+
 absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  Stmt q(db_, "SELECT sp, game_index, record FROM games WHERE job_id = ? ORDER BY sp, game_index");
+  Stmt q(db_, absl::StrCat(kGameColumns, "WHERE g.job_id = ? ORDER BY g.sp, g.game_index").c_str());
   if (!q.ok()) return error("load games");
   q.bind_text(1, job_id);
   std::vector<StoredGame> out;
   int rc;
-  while ((rc = q.step()) == SQLITE_ROW) out.push_back({int32_t(q.i64(0)), q.i64(1), q.blob(2)});
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back(game_row(q));
   if (rc != SQLITE_DONE) return error("load games");
   return out;
+}
+
+absl::Status Store::convert_selfplay_v4() {
+  std::vector<std::string> jobs;
+  {
+    Stmt q(db_, "SELECT id, spec FROM jobs");
+    if (!q.ok()) return error("convert");
+    while (q.step() == SQLITE_ROW) {
+      v1::JobSpec spec;
+      if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
+    }
+  }
+  const auto clear_pgn = [](v1::UnitResult* r) {
+    for (v1::SelfPlayGame& g : *r->mutable_selfplay()->mutable_games()) g.clear_pgn();
+  };
+  for (const std::string& id : jobs) {
+    Stmt u(db_, "SELECT idx, spec, meta, result FROM units WHERE job_id = ? AND result IS NOT NULL ORDER BY idx");
+    Stmt set(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ?");
+    if (!u.ok() || !set.ok()) return error("convert");
+    u.bind_text(1, id);
+    int rc;
+    while ((rc = u.step()) == SQLITE_ROW) {
+      v1::UnitSpec spec;
+      v1::store::UnitMeta meta;
+      v1::UnitResult result;
+      if (!spec.ParseFromString(u.blob(1)) || !meta.ParseFromString(u.blob(2)) || !result.ParseFromString(u.blob(3)))
+        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), " does not parse"));
+      clear_pgn(&result);
+      absl::StatusOr<SelfPlayCompact> c = compact_result(spec.selfplay(), meta.selfplay().position(), result);
+      if (!c.ok())
+        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", c.status().message()));
+      if (absl::Status s = apply_settlement(id, c->settlement, 1); !s.ok()) return s;
+      set.reset();
+      set.bind(1, c->settled.SerializeAsString());
+      set.bind_text(2, id);
+      set.bind(3, u.i64(0));
+      if (!set.run()) return error("convert");
+    }
+    if (rc != SQLITE_DONE) return error("convert");
+    // Copies keep the digest only, as they do from now on.
+    Stmt c(db_, "SELECT idx, copy, result FROM copies WHERE job_id = ? AND result IS NOT NULL");
+    Stmt cset(db_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
+    if (!c.ok() || !cset.ok()) return error("convert");
+    c.bind_text(1, id);
+    while ((rc = c.step()) == SQLITE_ROW) {
+      v1::UnitResult result;
+      if (!result.ParseFromString(c.blob(2)))
+        return absl::DataLossError(absl::StrCat("store: a copy of ", id, " does not parse"));
+      clear_pgn(&result);
+      v1::store::SelfPlaySettled kept;
+      kept.set_digest(result_digest(result));
+      kept.set_games(result.selfplay().games_size());
+      cset.reset();
+      cset.bind(1, kept.SerializeAsString());
+      cset.bind_text(2, id);
+      cset.bind(3, c.i64(0));
+      cset.bind(4, c.i64(1));
+      if (!cset.run()) return error("convert");
+    }
+    if (rc != SQLITE_DONE) return error("convert");
+  }
+  return exec("DROP TABLE IF EXISTS games");
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {

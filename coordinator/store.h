@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,12 +71,42 @@ struct StoredJob {
   std::vector<StoredUnit> units;
 };
 
-// A self-play game, unique per (job, start position, game index): the table's primary key makes
-// a second copy of a game a failed transaction, never a second count.
+// What one self-play game added to its position's statistics.
+struct GameSummary {
+  uint8_t result = 0;       // selfplay::GameResult
+  uint8_t termination = 0;  // selfplay::Termination
+  uint16_t plies = 0;
+  uint64_t hash = 0;  // selfplay::game_hash, for duplicates
+};
+
+// A stored self-play game, unique per (job, position, game index): the table's primary key
+// makes a second copy of a game a failed transaction, never a second count. Compact: core's
+// 16-bit move codes and the header fields a PGN needs (the PGN is made on export).
 struct StoredGame {
-  int32_t sp = 0;
+  int32_t sp = 0;  // the position's index in the job's plan
   int64_t index = 0;
-  std::string record;  // serialized v1.SelfPlayGame
+  int32_t result = 0;       // selfplay::GameResult
+  int32_t termination = 0;  // selfplay::Termination
+  int32_t opening_plies = 0;
+  std::string white, black;           // player names (kept once per job)
+  std::optional<std::string> detail;  // only for endings a replay cannot tell (engine failures)
+  std::string moves;                  // 2 bytes a ply (selfplay_codec.h)
+};
+
+// What a settled self-play unit adds to the store, and what taking it back subtracts: its
+// games' summaries (games first_game.. of position sp) and the games the job stores.
+struct SelfPlaySettlement {
+  int32_t sp = 0;
+  int64_t first_game = 0;
+  std::vector<GameSummary> games;
+  std::vector<StoredGame> stored;
+};
+
+// A self-play position's statistics over its settled games.
+struct PositionTotals {
+  int32_t sp = 0;
+  int64_t games = 0, white_wins = 0, draws = 0, black_wins = 0, plies = 0, duplicates = 0, stored = 0;
+  std::vector<int64_t> terminations;  // by selfplay::Termination
 };
 
 // A worker as it is known across its sessions and the coordinator's restarts.
@@ -97,10 +128,11 @@ struct StoredWorker {
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
-  static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path);
+  // up_to: the version to migrate to (tests of migrations make older stores with it).
+  static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path, int up_to = kSchemaVersion);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -117,6 +149,10 @@ class Store {
   absl::Status begin_job(const StoredJob& job);
   absl::Status add_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
   absl::Status finish_job_plan(const std::string& job_id, int64_t unit_count);
+  // Lazy planning: more units of a planned job and its plan with the cursor moved past them,
+  // in one transaction (a restart finds both or neither).
+  absl::Status extend_job_plan(const std::string& job_id, const std::string& plan, const std::vector<StoredUnit>& units,
+                               int64_t unit_count);
   // A job and everything it owns (a submit cut off before its plan was stored).
   absl::Status delete_job(const std::string& job_id);
 
@@ -136,20 +172,27 @@ class Store {
   absl::Status record_leases(const std::string& job_id, const std::vector<Lease>& leases);
   // A copy's result.
   absl::Status put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result);
-  // Settles a unit with a result sent by `votes` copies: the unit's result, its games (if any)
-  // and, if the job is now finished, the job's state.
+  // Settles a unit with a result sent by `votes` copies: the unit's result, a self-play unit's
+  // statistics and games, and, if the job is now finished, the job's state.
   absl::Status settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
                            std::optional<int32_t> job_state, int64_t finished_ms,
-                           const std::vector<StoredGame>& games = {});
+                           const SelfPlaySettlement* selfplay = nullptr);
   // More copies agree with a settled result.
   absl::Status set_votes(const std::string& job_id, int64_t unit, int32_t votes);
-  // Takes a settled result back (its only vote came from a worker quarantined since): the unit
-  // and its games as before it was settled, and `wanted` more results.
-  absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted);
+  // Takes a settled result back (its only vote came from a worker quarantined since): the unit,
+  // its position's statistics and its games as before it was settled, and `wanted` more results.
+  absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted,
+                             const SelfPlaySettlement* selfplay = nullptr);
+  // A unit's settled result as stored, if it has one.
+  absl::StatusOr<std::optional<std::string>> unit_result(const std::string& job_id, int64_t unit);
   absl::Status set_wanted(const std::string& job_id, int64_t unit, int32_t wanted);
   absl::Status discard_copy(const std::string& job_id, int64_t unit, int32_t copy);
 
-  // The games stored for a job, by start position then index (tests, audits).
+  // A self-play job's statistics per position (positions without a settled game have no row).
+  absl::StatusOr<std::vector<PositionTotals>> load_position_totals(const std::string& job_id);
+  // A page of a position's stored games: those with an index above `after`, at most `limit`.
+  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id, int32_t sp, int64_t after, int limit);
+  // Every game stored for a job, by position then index (tests, audits).
   absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
 
@@ -158,19 +201,34 @@ class Store {
   class Transaction;
   std::unique_ptr<Transaction> transaction();
 
+  // Monitoring. The observer is called with the seconds each commit of an outermost transaction
+  // took (set it before the store is shared between threads). Sizes: the database file and its
+  // write-ahead log on disk (0 for an in-memory store).
+  void set_commit_observer(std::function<void(double seconds)> observer);
+  struct FileSizes {
+    int64_t db = 0, wal = 0;
+  };
+  FileSizes file_sizes();
+
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
-  absl::Status migrate();
+  absl::Status migrate(int up_to);
   absl::Status exec(const char* sql);
   absl::Status error(const char* what) const;
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
+  // Adds (sign 1) or subtracts (sign -1) a self-play unit's statistics and games.
+  absl::Status apply_settlement(const std::string& job_id, const SelfPlaySettlement& s, int sign);
+  absl::StatusOr<int64_t> name_id(const std::string& job_id, const std::string& name);
+  // Schema 4: self-play results of older stores into statistics, digests and compact games.
+  absl::Status convert_selfplay_v4();
   std::recursive_mutex mu_;
   sqlite3* db_;
   int depth_ = 0;  // open transactions (savepoints nest)
+  std::function<void(double)> commit_observer_;
 };
 
 class Store::Transaction {

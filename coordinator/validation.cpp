@@ -30,7 +30,7 @@ absl::Status check_text(const std::string& s, const char* field, size_t max_len,
 
 absl::Status parse_unit_id(const std::string& unit_id, const char* field, std::string* job_id, int64_t* index) {
   const size_t slash = unit_id.rfind('/');
-  if (unit_id.size() > size_t(2 * kMaxIdLength) || slash == std::string::npos ||
+  if (unit_id.size() > 2 * size_t(kMaxIdLength) || slash == std::string::npos ||
       !absl::SimpleAtoi(absl::string_view(unit_id).substr(slash + 1), index) || *index < 0)
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": '", unit_id.substr(0, 2 * kMaxIdLength), "' is not a unit id (<job id>/<index>)"));

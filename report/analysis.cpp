@@ -23,6 +23,7 @@ double score_of(const selfplay::ResultCounts& c) {
 
 std::vector<std::vector<int64_t>> wdl_table(const std::vector<selfplay::ResultCounts>& counts) {
   std::vector<std::vector<int64_t>> t;
+  t.reserve(counts.size());
   for (const selfplay::ResultCounts& c : counts) t.push_back({c.white_wins, c.draws, c.black_wins});
   return t;
 }

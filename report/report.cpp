@@ -19,20 +19,7 @@ constexpr size_t kExtremes = 10;
 // would be too large to open; the CSV has them all.
 constexpr size_t kMaxTableRows = 20000;
 
-std::string html(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string html(absl::string_view s) { return html_escape(s); }
 
 // A JSON string that is also safe inside <script>: no "</script>", no "<!--".
 std::string json_string(absl::string_view s) {
@@ -612,6 +599,22 @@ absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const R
   absl::StatusOr<PerftTable> t = parse_perft_csv(csv_text);
   if (!t.ok()) return t.status();
   return report_from_data(*t, options);
+}
+
+std::string html_escape(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace c960::report

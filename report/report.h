@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "report/tables.h"
 #include "selfplay/spec.h"
 
@@ -33,5 +34,9 @@ absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const R
 
 absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const ReportOptions& options);
 absl::StatusOr<std::string> report_from_data(const PerftTable& table, const ReportOptions& options);
+
+// Text made safe for HTML text and attribute values (& < > " ' as entities); the report and the
+// coordinator's dashboard pages both use it.
+std::string html_escape(absl::string_view s);
 
 }  // namespace c960::report

@@ -245,7 +245,7 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
     row.key = resolve_key(id, r.fields[(*cols)[1]]);
     int64_t v[4];
     for (int k = 0; k < 4; ++k) {
-      absl::StatusOr<int64_t> x = read_int(r, (*cols)[size_t(k + 2)], names[size_t(k + 2)], int64_t(1) << 50);
+      absl::StatusOr<int64_t> x = read_int(r, (*cols)[size_t(k) + 2], names[size_t(k) + 2], int64_t(1) << 50);
       if (!x.ok()) return x.status();
       v[k] = *x;
     }
@@ -282,10 +282,10 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
     }
     const int64_t want[3] = {sum.white_wins, sum.draws, sum.black_wins};
     for (int k = 0; k < 3; ++k) {
-      absl::StatusOr<int64_t> x = read_int(*all_row, (*cols)[size_t(k + 3)], names[size_t(k + 3)], int64_t(1) << 62);
+      absl::StatusOr<int64_t> x = read_int(*all_row, (*cols)[size_t(k) + 3], names[size_t(k) + 3], int64_t(1) << 62);
       if (!x.ok()) return x.status();
       if (*x != want[k])
-        return cell_error(*all_row, (*cols)[size_t(k + 3)], names[size_t(k + 3)],
+        return cell_error(*all_row, (*cols)[size_t(k) + 3], names[size_t(k) + 3],
                           absl::StrCat("the 'all' row says ", *x, " but the positions add up to ", want[k]));
     }
   }

@@ -67,6 +67,7 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
   };
   std::vector<std::thread> pool;
   const int n = int(std::min<size_t>(size_t(threads), todo.size()));
+  pool.reserve(size_t(n));
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (!error.ok()) return error;

@@ -184,6 +184,15 @@ const PositionStats* SelfPlayStats::find(absl::string_view id) const {
   return it == index_.end() ? nullptr : &positions_[it->second];
 }
 
+void SelfPlayStats::set_position(PositionStats p) {
+  auto [it, fresh] = index_.emplace(p.id, positions_.size());
+  if (fresh) {
+    positions_.push_back(std::move(p));
+  } else {
+    positions_[it->second] = std::move(p);
+  }
+}
+
 PositionStats SelfPlayStats::total() const {
   PositionStats t;
   for (const PositionStats& p : positions_) {
@@ -205,6 +214,7 @@ std::vector<std::string> SelfPlayStats::ranking() const {
     return x.lo > y.lo;
   });
   std::vector<std::string> out;
+  out.reserve(v.size());
   for (const PositionStats* p : v) out.push_back(p->id);
   return out;
 }

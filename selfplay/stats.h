@@ -76,6 +76,9 @@ class SelfPlayStats {
   // numbers) ascending, then the others in the order they were first added.
   std::vector<const PositionStats*> rows() const;
   const PositionStats* find(absl::string_view id) const;
+  // A position's figures counted elsewhere (the coordinator keeps them as games settle): replaces
+  // what add() gathered for p.id (p carries its id, sp and fen).
+  void set_position(PositionStats p);
   PositionStats total() const;
   // Position ids, best for White first (by score, then by the interval's lower bound, then in
   // table order).

@@ -1,6 +1,7 @@
 #include "worker/connection.h"
 
 #include <chrono>
+#include <mutex>
 
 #include "c960/v1/cluster.grpc.pb.h"
 
@@ -9,7 +10,7 @@ namespace {
 
 class GrpcConnection final : public CoordinatorConnection {
  public:
-  explicit GrpcConnection(std::shared_ptr<grpc::Channel> channel) : stub_(v1::WorkerService::NewStub(channel)) {}
+  explicit GrpcConnection(const std::shared_ptr<grpc::Channel>& channel) : stub_(v1::WorkerService::NewStub(channel)) {}
 
   grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t deadline_ms) override {
     grpc::ClientContext ctx;
@@ -19,7 +20,20 @@ class GrpcConnection final : public CoordinatorConnection {
   grpc::Status acquire(const v1::AcquireWorkRequest& req, v1::AcquireWorkResponse* resp, int64_t deadline_ms) override {
     grpc::ClientContext ctx;
     set_deadline(ctx, deadline_ms);
-    return stub_->AcquireWork(&ctx, req, resp);
+    {
+      std::lock_guard lock(mu_);
+      if (cancelled_) return grpc::Status(grpc::StatusCode::CANCELLED, "worker stopping");
+      waiting_ = &ctx;
+    }
+    grpc::Status s = stub_->AcquireWork(&ctx, req, resp);
+    std::lock_guard lock(mu_);
+    waiting_ = nullptr;
+    return s;
+  }
+  void cancel_waits() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    if (waiting_) waiting_->TryCancel();
   }
   grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t deadline_ms) override {
     grpc::ClientContext ctx;
@@ -31,6 +45,12 @@ class GrpcConnection final : public CoordinatorConnection {
     grpc::ClientContext ctx;
     set_deadline(ctx, deadline_ms);
     return stub_->CompleteUnit(&ctx, req, resp);
+  }
+  grpc::Status complete_units(const v1::CompleteUnitsRequest& req, v1::CompleteUnitsResponse* resp,
+                              int64_t deadline_ms) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, deadline_ms);
+    return stub_->CompleteUnits(&ctx, req, resp);
   }
   grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse* resp,
                        int64_t deadline_ms) override {
@@ -51,6 +71,9 @@ class GrpcConnection final : public CoordinatorConnection {
     ctx.set_wait_for_ready(true);
   }
   std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::mutex mu_;
+  grpc::ClientContext* waiting_ = nullptr;  // the acquire in flight
+  bool cancelled_ = false;
 };
 
 }  // namespace

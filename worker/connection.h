@@ -21,6 +21,15 @@ class CoordinatorConnection {
   virtual grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t deadline_ms) = 0;
   virtual grpc::Status complete(const v1::CompleteUnitRequest& req, v1::CompleteUnitResponse* resp,
                                 int64_t deadline_ms) = 0;
+  // Several completions in one call; UNIMPLEMENTED where the coordinator (or the connection)
+  // has no such call, and the worker then sends them one by one.
+  virtual grpc::Status complete_units(const v1::CompleteUnitsRequest& /*req*/, v1::CompleteUnitsResponse* /*resp*/,
+                                      int64_t /*deadline_ms*/) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "complete_units");
+  }
+  // Ends a waiting acquire (long poll) at once, and every later one, from any thread: the
+  // worker is stopping.
+  virtual void cancel_waits() {}
   virtual grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse* resp,
                                int64_t deadline_ms) = 0;
 };

@@ -36,6 +36,36 @@ void Worker::log(const std::string& msg) const {
   log_info(absl::StrCat(worker_id_.empty() ? "-" : worker_id_, ": ", msg));
 }
 
+namespace {
+
+// A refused call in words that name the problem, not its status code.
+std::string describe(const grpc::Status& s) {
+  std::string what;
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAUTHENTICATED:
+      what = "unauthenticated: the coordinator refused the token or certificate (check --token-file or C960_TOKEN)";
+      break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      what =
+          "permission denied: the coordinator does not let these credentials do this (a worker needs a token "
+          "of role worker)";
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      what = "incompatible: the coordinator cannot work with this worker";
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT: what = "invalid request: the coordinator calls a field wrong"; break;
+    case grpc::StatusCode::NOT_FOUND: what = "not found: the coordinator does not know what the call names"; break;
+    case grpc::StatusCode::INTERNAL: what = "coordinator error"; break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: what = "coordinator busy: over a limit"; break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED: what = "coordinator unreachable"; break;
+    default: what = absl::StrCat("unexpected status ", int(s.error_code())); break;
+  }
+  return s.error_message().empty() ? what : absl::StrCat(what, " (", s.error_message(), ")");
+}
+
+}  // namespace
+
 Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.ok()) {
     backoff_ms_ = 0;
@@ -51,9 +81,7 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::ABORTED:
       backoff();
-      log(absl::StrCat(what, ": ",
-                       s.error_code() == grpc::StatusCode::INTERNAL ? "coordinator error" : "coordinator unreachable",
-                       " (", s.error_message(), "); retrying in ", backoff_ms_, " ms"));
+      log(absl::StrCat(what, ": ", describe(s), "; retrying in ", backoff_ms_, " ms"));
       return Rpc::kRetry;
     default: break;
   }
@@ -69,12 +97,12 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
       s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     // Credentials or versions that do not fit: retrying cannot help, the operator must act.
-    log(absl::StrCat(what, " refused: ", s.error_message(), "; stopping"));
+    log(absl::StrCat(what, " refused: ", describe(s), "; stopping"));
     fatal_code_ = 2;
     request_stop();
     return Rpc::kFatal;
   }
-  log(absl::StrCat(what, " failed: code ", int(s.error_code()), ": ", s.error_message()));
+  log(absl::StrCat(what, " failed: ", describe(s)));
   return Rpc::kFailed;
 }
 
@@ -116,53 +144,104 @@ bool Worker::hello() {
   }
 }
 
+bool Worker::delivered(const v1::CompleteUnitRequest& req, const grpc::Status& s, v1::CompletionOutcome outcome) {
+  switch (classify(s, "complete")) {
+    case Rpc::kRetry: return false;            // keep the result; try again after the backoff
+    case Rpc::kUnknownWorker: return hello();  // kept; sent again with the new session
+    case Rpc::kFailed: log(absl::StrCat("dropping the result of ", req.unit_id())); break;
+    case Rpc::kFatal: {
+      // Stopping for good: nothing it holds will be accepted.
+      std::lock_guard lock(mu_);
+      results_.clear();
+      return false;
+    }
+    case Rpc::kOk:
+      if (outcome == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
+        next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back
+      if (outcome == v1::COMPLETION_OUTCOME_MISMATCH) log(absl::StrCat("RESULT MISMATCH reported for ", req.unit_id()));
+      break;
+  }
+  std::lock_guard lock(mu_);
+  // The front is this result: only this thread removes results.
+  if (!results_.empty() && results_.front().unit_id() == req.unit_id()) results_.pop_front();
+  return true;
+}
+
 void Worker::deliver() {
   for (;;) {
-    v1::CompleteUnitRequest req;
+    // Results that piled up go in one call (one store transaction on the coordinator).
+    v1::CompleteUnitsRequest batch;
     {
       std::lock_guard lock(mu_);
       if (results_.empty()) return;
-      req = results_.front();
+      const size_t n = batch_completions_ ? std::min(results_.size(), size_t(kMaxCompletionsPerCall)) : 1;
+      for (size_t k = 0; k < n; ++k) *batch.add_completions() = results_[k];
     }
+    if (batch_completions_) {
+      batch.set_worker_id(worker_id_);
+      v1::CompleteUnitsResponse resp;
+      grpc::Status s = coordinator_->complete_units(batch, &resp, kRpcDeadlineMs);
+      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+        batch_completions_ = false;  // an older coordinator: one by one
+        continue;
+      }
+      if (s.ok() && resp.statuses_size() != batch.completions_size())
+        s = grpc::Status(grpc::StatusCode::INTERNAL, "CompleteUnits: not one status per completion");
+      if (!s.ok()) {
+        // The call failed as a whole: every result stays for the next try.
+        switch (classify(s, "complete")) {
+          case Rpc::kRetry: return;
+          case Rpc::kUnknownWorker:
+            if (!hello()) return;
+            continue;
+          case Rpc::kFatal: {
+            std::lock_guard lock(mu_);
+            results_.clear();
+            return;
+          }
+          default: batch_completions_ = false; continue;  // refused: one by one, each answered on its own
+        }
+      }
+      for (int k = 0; k < resp.statuses_size(); ++k) {
+        const v1::CompletionStatus& st = resp.statuses(k);
+        const grpc::Status gs =
+            st.code() == 0 ? grpc::Status::OK
+                           : to_grpc(with_reason(absl::Status(absl::StatusCode(st.code()), st.message()), st.reason()));
+        if (!delivered(batch.completions(k), gs, st.outcome())) return;
+      }
+      continue;
+    }
+    v1::CompleteUnitRequest req = batch.completions(0);
     req.set_worker_id(worker_id_);
     v1::CompleteUnitResponse resp;
-    switch (classify(coordinator_->complete(req, &resp, kRpcDeadlineMs), "complete")) {
-      case Rpc::kRetry: return;  // keep the result; try again after the backoff
-      case Rpc::kUnknownWorker:
-        if (!hello()) return;
-        continue;
-      case Rpc::kFailed: log(absl::StrCat("dropping the result of ", req.unit_id())); break;
-      case Rpc::kFatal: {
-        // Stopping for good: nothing it holds will be accepted.
-        std::lock_guard lock(mu_);
-        results_.clear();
-        return;
-      }
-      case Rpc::kOk:
-        if (resp.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
-          next_acquire_ms_ = now_ms() + kFailurePauseMs;  // do not take the same unit straight back
-        if (resp.outcome() == v1::COMPLETION_OUTCOME_MISMATCH)
-          log(absl::StrCat("RESULT MISMATCH reported for ", req.unit_id()));
-        break;
-    }
-    std::lock_guard lock(mu_);
-    results_.pop_front();
+    if (!delivered(req, coordinator_->complete(req, &resp, kRpcDeadlineMs), resp.outcome())) return;
   }
 }
 
 void Worker::acquire() {
   int want;
+  bool idle;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     want = options_.threads * (1 + kPrefetchPerThread) - int(queue_.size() + running_.size());
+    idle = queue_.empty() && running_.empty() && results_.empty();
   }
-  if (want <= 0 || now_ms() < next_acquire_ms_) return;
+  if (want <= 0 || now_ms() < next_acquire_ms_ || (!idle && now_ms() < busy_poll_at_ms_)) return;
   v1::AcquireWorkRequest req;
   req.set_worker_id(worker_id_);
   req.set_max_units(std::min(want, kMaxAcquire));
+  // Idle: wait at the coordinator for work (long poll) instead of asking again and again. A
+  // busy worker must not wait there: its results and renewals go through this same thread.
+  int64_t deadline_ms = kRpcDeadlineMs;
+  if (idle) {
+    req.set_wait_seconds(kWorkerAcquireWaitSeconds);
+    deadline_ms += int64_t(kWorkerAcquireWaitSeconds) * 1000;
+  }
   v1::AcquireWorkResponse resp;
-  Rpc r = classify(coordinator_->acquire(req, &resp, kRpcDeadlineMs), "acquire");
+  const grpc::Status s = coordinator_->acquire(req, &resp, deadline_ms);
+  if (stop_requested_ && s.error_code() == grpc::StatusCode::CANCELLED) return;  // cancel_waits
+  Rpc r = classify(s, "acquire");
   if (r == Rpc::kUnknownWorker) {
     hello();
     return;
@@ -170,7 +249,10 @@ void Worker::acquire() {
   if (r == Rpc::kFailed) next_acquire_ms_ = now_ms() + kBackoffMaxMs;  // refused: do not hammer
   if (r != Rpc::kOk) return;
   if (resp.leases_size() == 0) {
-    next_acquire_ms_ = now_ms() + 200;  // nothing to do: poll gently
+    // After a long poll the coordinator had nothing for a while: ask again soon (an older
+    // coordinator answers at once: gently). A busy worker asks again later or once a unit ends.
+    next_acquire_ms_ = now_ms() + 200;
+    if (!idle) busy_poll_at_ms_ = now_ms() + kBusyAcquirePollMs;
     return;
   }
   {
@@ -316,6 +398,7 @@ int Worker::run() {
         std::_Exit(fatal_code_);
       }
       control_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return results_added_ != results_seen; });
+      if (results_added_ != results_seen) busy_poll_at_ms_ = 0;  // a thread is free: it may get work
       results_seen = results_added_;
     }
   }

@@ -39,7 +39,11 @@ class Worker {
   // Runs until request_stop(); returns the process exit code (0 after a clean stop).
   int run();
   // Async-signal-safe enough: sets a flag the control loop polls.
-  void request_stop() { stop_requested_ = true; }
+  // Not async-signal-safe (it ends a waiting acquire): call it from a thread, e.g. one in sigwait.
+  void request_stop() {
+    stop_requested_ = true;
+    coordinator_->cancel_waits();
+  }
 
  private:
   // What to do after a call: go on, retry after the backoff, give up on this request, register
@@ -48,6 +52,8 @@ class Worker {
   Rpc classify(const grpc::Status& s, const char* what);
   bool hello();
   void deliver();
+  // Handles the coordinator's answer to one completion; false: stop delivering for now.
+  bool delivered(const v1::CompleteUnitRequest& req, const grpc::Status& s, v1::CompletionOutcome outcome);
   void acquire();
   void renew();
   void release_queued();
@@ -80,6 +86,8 @@ class Worker {
   int64_t backoff_ms_ = 0;
   int64_t next_renew_ms_ = 0;
   int64_t next_acquire_ms_ = 0;
+  int64_t busy_poll_at_ms_ = 0;    // a busy worker that got nothing asks again then (or when a unit ends)
+  bool batch_completions_ = true;  // false once the coordinator said it has no CompleteUnits
 };
 
 }  // namespace c960::cluster

@@ -159,6 +159,7 @@ const std::map<std::string, std::set<Role>> kExpected = {
     {"AcquireWork", {Role::kWorker}},
     {"RenewLeases", {Role::kWorker}},
     {"CompleteUnit", {Role::kWorker}},
+    {"CompleteUnits", {Role::kWorker}},
     {"ReleaseUnits", {Role::kWorker}},
 };
 

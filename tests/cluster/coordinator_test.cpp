@@ -489,7 +489,7 @@ TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {
   EXPECT_EQ(to_string(from_proto(out[0].perft().nodes())), "110680464442257309660");
   ASSERT_EQ(out[0].perft().divide_size(), 2);
   EXPECT_EQ(from_proto(out[0].perft().divide(1).nodes()), NodeCount(big) * 3);
-  EXPECT_EQ(kind->work(metas[0], results[0]), NodeCount(big) * 3);
+  EXPECT_EQ(kind->work(spec, metas[0], results[0]), NodeCount(big) * 3);
   // Through the wire format and back.
   v1::UInt128 wire;
   ASSERT_TRUE(wire.ParseFromString(out[0].perft().nodes().SerializeAsString()));

@@ -157,6 +157,47 @@ TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
   expect_equal_to_local(job, "--sps 0,518 --games-per-position 3 --engine sf=" + sf + limits, 6);
 }
 
+// --store-games sample:N and none: `c960 results` gives the local run's statistics all the same
+// (the coordinator counts every game as it settles), and --pgn the games kept: the first N of
+// each position, or none.
+TEST_F(SelfPlayClusterTest, StoredGamesFollowTheJobsChoiceAndStatisticsCoverEveryGame) {
+  start_coordinator();
+  start_worker(2);
+  const std::string spec =
+      "--sps 0,518 --games-per-position 4 --engine builtin --depth 2 --random-plies 2 --seed 3 "
+      "--max-plies 80";
+  int rc = -1;
+  const std::string out =
+      run_command(absl::StrCat(kCliBin, " selfplay ", spec, " --quiet --out ", dir_, "/l.csv --pgn ", dir_, "/l.pgn"))
+          .output;
+  const std::string local_csv = read_file(dir_ + "/l.csv"), local_pgn = read_file(dir_ + "/l.pgn");
+  ASSERT_FALSE(local_csv.empty()) << out;
+  // The local games, position by position in job order, each by index.
+  std::vector<std::string> games;
+  for (size_t at = local_pgn.find("[Event "); at != std::string::npos;) {
+    const size_t next = local_pgn.find("[Event ", at + 1);
+    games.push_back(local_pgn.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    at = next;
+  }
+  ASSERT_EQ(games.size(), 8u);
+  for (const auto& [choice, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"sample:2", games[0] + games[1] + games[4] + games[5]}, {"none", ""}}) {
+    SCOPED_TRACE(choice);
+    const std::string job = submit(spec + " --verify off --store-games " + choice);
+    v1::Job j;
+    ASSERT_TRUE(wait_job(
+        job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, &j));
+    const std::string r = cli("results " + job + " --out " + dir_ + "/d.csv --pgn " + dir_ + "/d.pgn", &rc);
+    ASSERT_EQ(rc, 0) << r;
+    EXPECT_EQ(read_file(dir_ + "/d.csv"), local_csv);
+    EXPECT_EQ(read_file(dir_ + "/d.pgn"), kept);
+  }
+  cli("submit selfplay " + spec + " --store-games sample:0", &rc);
+  EXPECT_EQ(rc, 2);
+  cli("submit selfplay " + spec + " --store-games some", &rc);
+  EXPECT_EQ(rc, 2);
+}
+
 TEST_F(SelfPlayClusterTest, AnEngineThatDoesNotStartOnTwoWorkersFailsTheJobWithTheReason) {
   start_coordinator();
   // /bin/false exists but is no UCI engine: every worker offering it fails its units.

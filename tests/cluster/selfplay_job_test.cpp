@@ -108,6 +108,46 @@ class SelfPlayJobTest : public ::testing::Test {
     return r.ok() ? *r : v1::UnitResult();
   }
 
+  // Plays every unit of the running jobs here.
+  void play_all() {
+    for (;;) {
+      std::vector<v1::Lease> ls = acquire(8);
+      if (ls.empty()) return;
+      for (const v1::Lease& l : ls) ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    }
+  }
+
+  // What `c960 results` makes of a job: statistics from each position's counts, and the PGN of
+  // the games the job stored.
+  void cluster_figures(const std::string& job, selfplay::SelfPlayStats* stats, std::string* pgn, int64_t* games) {
+    auto chunks = coordinator_->results(Caller::local(), job, false);
+    ASSERT_TRUE(chunks.ok()) << chunks.status();
+    std::string last;
+    bool first = true;
+    for (const v1::ResultChunk& c : *chunks) {
+      const v1::SelfPlayPositionResult& r = c.selfplay();
+      EXPECT_TRUE(r.complete());
+      for (const v1::SelfPlayGame& g : r.game_records()) {
+        *pgn += g.pgn();
+        ++*games;
+      }
+      if (!first && r.position_id() == last) continue;
+      first = false;
+      last = r.position_id();
+      selfplay::PositionStats p;
+      p.id = r.position_id();
+      p.sp = r.start_position();
+      p.fen = selfplay::xfen_of(*selfplay::chess960_position(r.start_position()));
+      p.counts.white_wins = r.white_wins();
+      p.counts.draws = r.draws();
+      p.counts.black_wins = r.black_wins();
+      p.total_plies = r.total_plies();
+      p.duplicates = r.duplicates();
+      for (int t = 0; t < r.terminations_size(); ++t) p.terminations[size_t(t)] = r.terminations(t);
+      stats->set_position(p);
+    }
+  }
+
   std::string dir_;
   FakeClock clock_;
   std::string worker_;
@@ -220,7 +260,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_EQ(stored->size(), 6u);
   for (size_t i = 0; i < 6; ++i) {
-    EXPECT_EQ((*stored)[i].sp, i < 3 ? 0 : 518);
+    EXPECT_EQ((*stored)[i].sp, i < 3 ? 0 : 1);  // the position's index in the plan (0, 518)
     EXPECT_EQ((*stored)[i].index, int64_t(i % 3));
   }
 
@@ -322,6 +362,217 @@ TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
   EXPECT_EQ(submit(both).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Statistics (duplicates and terminations too) come from counts the store keeps as units
+// settle, whichever games the job stores; the stored games' PGN is the local run's.
+TEST_F(SelfPlayJobTest, StatisticsAndStoredGamesEqualALocalRunWhateverIsStored) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_games_per_position(5);
+  s.set_random_plies(0);  // the built-in engine at a fixed depth plays the same game again
+  auto spec = selfplay::spec_from_proto(s);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto local = selfplay::play_local(*spec, 1);
+  ASSERT_TRUE(local.ok()) << local.status();
+  selfplay::SelfPlayStats local_stats;
+  for (const selfplay::PlayedGame& g : *local) local_stats.add(spec->positions[g.position], g.record);
+  ASSERT_GT(local_stats.total().duplicates, 0);
+  for (const auto& [mode, sample] : std::vector<std::pair<v1::StoreGames, int>>{
+           {v1::STORE_GAMES_UNSPECIFIED, 0}, {v1::STORE_GAMES_SAMPLE, 2}, {v1::STORE_GAMES_NONE, 0}}) {
+    SCOPED_TRACE(v1::StoreGames_Name(mode));
+    s.set_store_games(mode);
+    s.set_store_games_sample(sample);
+    auto j = submit(s);
+    ASSERT_TRUE(j.ok()) << j.status();
+    play_all();
+    ASSERT_EQ(coordinator_->get_job(Caller::local(), j->id())->state(), v1::JOB_STATE_SUCCEEDED);
+    selfplay::SelfPlayStats stats;
+    std::string pgn, local_pgn;
+    int64_t games = 0;
+    cluster_figures(j->id(), &stats, &pgn, &games);
+    EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
+    EXPECT_EQ(stats.to_json(), local_stats.to_json());
+    // Local games come by position in job order, then by index.
+    const int kept = mode == v1::STORE_GAMES_NONE ? 0 : mode == v1::STORE_GAMES_SAMPLE ? sample : 5;
+    for (const selfplay::PlayedGame& g : *local)
+      if (g.index < kept) local_pgn += g.record.pgn;
+    EXPECT_EQ(games, 2 * kept);
+    EXPECT_EQ(pgn, local_pgn);
+    auto stored = store_->load_games(j->id());
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(int64_t(stored->size()), 2 * kept);
+  }
+  // The choice is checked.
+  s.set_store_games(v1::STORE_GAMES_SAMPLE);
+  s.set_store_games_sample(0);
+  EXPECT_TRUE(absl::StrContains(submit(s).status().message(), "store_games_sample"));
+  s.set_store_games(v1::STORE_GAMES_NONE);
+  s.set_store_games_sample(3);
+  EXPECT_TRUE(absl::StrContains(submit(s).status().message(), "store_games_sample"));
+  s.set_store_games(v1::StoreGames(42));
+  s.set_store_games_sample(0);
+  EXPECT_TRUE(absl::StrContains(submit(s).status().message(), "store_games"));
+}
+
+// A coordinator restarted in the middle of a job keeps every settled game's counts and games,
+// and the finished job's figures equal a local run's.
+TEST_F(SelfPlayJobTest, ARestartMidJobLosesNothing) {
+  v1::SelfPlayJobSpec s = small_spec();
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  std::vector<v1::Lease> ls = acquire(2);
+  ASSERT_EQ(ls.size(), 2u);
+  for (const v1::Lease& l : ls) ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  open();
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), j->id())->progress().games_done(), 3);
+  // A copy sent again after the restart is compared with the kept digest: a duplicate.
+  EXPECT_EQ(complete(ls[0], compute(ls[0])).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  play_all();
+  open();
+  const selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(s);
+  auto local = selfplay::play_local(local_spec, 1);
+  ASSERT_TRUE(local.ok());
+  selfplay::SelfPlayStats local_stats, stats;
+  std::string local_pgn, pgn;
+  for (const selfplay::PlayedGame& g : *local) {
+    local_stats.add(local_spec.positions[g.position], g.record);
+    local_pgn += g.record.pgn;
+  }
+  int64_t games = 0;
+  cluster_figures(j->id(), &stats, &pgn, &games);
+  EXPECT_EQ(games, 6);
+  EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
+  EXPECT_EQ(pgn, local_pgn);
+}
+
+// Taking a settled unit back (its only vote came from a worker quarantined since) takes its
+// games out of the counts, duplicates included, and out of the stored games.
+TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  StoredJob j;
+  j.id = "job-1";
+  j.seq = 1;
+  for (int i = 0; i < 2; ++i) {
+    StoredUnit u;
+    u.index = i;
+    j.units.push_back(u);
+  }
+  ASSERT_TRUE((*store)->insert_job(j).ok());
+  const auto settlement = [](int64_t first, uint64_t hash) {
+    SelfPlaySettlement s;
+    s.sp = 0;
+    s.first_game = first;
+    for (int k = 0; k < 2; ++k) {
+      s.games.push_back({0, 0, 10, hash});
+      StoredGame g;
+      g.sp = 0;
+      g.index = first + k;
+      g.white = g.black = "c960";
+      g.moves = std::string(20, 'x');
+      s.stored.push_back(g);
+    }
+    return s;
+  };
+  const SelfPlaySettlement a = settlement(0, 7), b = settlement(2, 7);
+  ASSERT_TRUE((*store)->settle_unit("job-1", 0, "r0", 1, std::nullopt, 0, &a).ok());
+  ASSERT_TRUE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  auto totals = (*store)->load_position_totals("job-1");
+  ASSERT_TRUE(totals.ok() && totals->size() == 1u);
+  EXPECT_EQ((*totals)[0].games, 4);
+  EXPECT_EQ((*totals)[0].white_wins, 4);
+  EXPECT_EQ((*totals)[0].plies, 40);
+  EXPECT_EQ((*totals)[0].duplicates, 3);
+  EXPECT_EQ((*totals)[0].stored, 4);
+  EXPECT_EQ((*totals)[0].terminations.at(0), 4);
+  // A second settlement of the same games fails whole.
+  EXPECT_FALSE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  SelfPlaySettlement undo = b;
+  undo.stored.clear();
+  ASSERT_TRUE((*store)->unsettle_unit("job-1", 1, 2, &undo).ok());
+  totals = (*store)->load_position_totals("job-1");
+  EXPECT_EQ((*totals)[0].games, 2);
+  EXPECT_EQ((*totals)[0].duplicates, 1);
+  EXPECT_EQ((*totals)[0].stored, 2);
+  EXPECT_EQ((*store)->load_games("job-1")->size(), 2u);
+  EXPECT_FALSE((*store)->unit_result("job-1", 1)->has_value());
+  // Settled again, as another worker computes it, it counts as before.
+  ASSERT_TRUE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  EXPECT_EQ((*(*store)->load_position_totals("job-1"))[0].duplicates, 3);
+}
+
+// A store of schema 3 kept every game whole, in its unit's result, its copies' and the games
+// table; opened now, it is converted (counts, digests, compact games) and the job goes on to
+// the local run's figures, a copy sent again still recognised.
+TEST_F(SelfPlayJobTest, SchemaThreeStoresAreConverted) {
+  coordinator_.reset();
+  store_.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir_ + "/c.db" + suffix);
+  const std::unique_ptr<JobKind> kind = make_selfplay_kind();
+  v1::JobSpec js;
+  js.set_verify(v1::VERIFY_MODE_OFF);
+  *js.mutable_selfplay() = small_spec();
+  auto plan = kind->plan(js);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->units.size(), 4u);
+  std::vector<v1::Lease> leases;
+  {
+    auto old = Store::open(dir_ + "/c.db", 3);
+    ASSERT_TRUE(old.ok()) << old.status();
+    EXPECT_EQ((*old)->schema_version(), 3);
+    StoredJob sj;
+    sj.id = "job-1";
+    sj.seq = 1;
+    sj.spec = js.SerializeAsString();
+    sj.plan = plan->plan.SerializeAsString();
+    sj.state = v1::JOB_STATE_RUNNING;
+    for (size_t i = 0; i < plan->units.size(); ++i) {
+      StoredUnit u;
+      u.index = int64_t(i);
+      u.spec = plan->units[i].first.SerializeAsString();
+      u.meta = plan->units[i].second.SerializeAsString();
+      sj.units.push_back(u);
+    }
+    ASSERT_TRUE((*old)->insert_job(sj).ok());
+    // Three units settled the old way (with the PGN the coordinator made then), one not.
+    for (int64_t i = 0; i < 3; ++i) {
+      v1::Lease l;
+      l.set_unit_id(absl::StrCat("job-1/", i));
+      l.set_attempt(1);
+      *l.mutable_spec() = plan->units[size_t(i)].first;
+      leases.push_back(l);
+      auto canonical = kind->check_result(l.spec(), compute(l));
+      ASSERT_TRUE(canonical.ok()) << canonical.status();
+      for (v1::SelfPlayGame& g : *canonical->mutable_selfplay()->mutable_games()) g.set_pgn("[Event \"old\"]");
+      const std::string whole = canonical->SerializeAsString();
+      ASSERT_TRUE((*old)->record_leases("job-1", {{i, 1, 1, StoredCopy{i, 0, "w", 1, 0, {}, false}}}).ok());
+      ASSERT_TRUE((*old)->put_copy_result("job-1", i, 0, whole).ok());
+      ASSERT_TRUE((*old)->settle_unit("job-1", i, whole, 1, std::nullopt, 0).ok());
+    }
+    ASSERT_TRUE((*old)->exec_for_test("INSERT INTO games VALUES ('job-1', 518, 0, 0, x'00')").ok());
+  }
+  open();
+  EXPECT_EQ(store_->schema_version(), Store::kSchemaVersion);
+  auto job = coordinator_->get_job(Caller::local(), "job-1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->progress().games_done(), 5);
+  EXPECT_EQ(store_->load_games("job-1")->size(), 5u);
+  EXPECT_EQ(complete(leases[1], compute(leases[1])).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  play_all();
+  const selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(small_spec());
+  auto local = selfplay::play_local(local_spec, 1);
+  ASSERT_TRUE(local.ok());
+  selfplay::SelfPlayStats local_stats, stats;
+  std::string local_pgn, pgn;
+  for (const selfplay::PlayedGame& g : *local) {
+    local_stats.add(local_spec.positions[g.position], g.record);
+    local_pgn += g.record.pgn;
+  }
+  int64_t games = 0;
+  cluster_figures("job-1", &stats, &pgn, &games);
+  EXPECT_EQ(games, 6);
+  EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
+  EXPECT_EQ(pgn, local_pgn);
+}
+
 TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   ASSERT_TRUE(submit(small_spec()).ok());
   std::vector<v1::Lease> ls = acquire(1);
@@ -372,7 +623,8 @@ TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   lying_pgn.mutable_selfplay()->mutable_games(0)->set_pgn("[Event \"forged\"]\n1. e4 e5 1-0\n");
   absl::StatusOr<v1::UnitResult> canonical = kind->check_result(ls[0].spec(), lying_pgn);
   ASSERT_TRUE(canonical.ok()) << canonical.status();
-  EXPECT_EQ(canonical->selfplay().games(0).pgn(), good.selfplay().games(0).pgn());
+  EXPECT_EQ(canonical->selfplay().games(0).pgn(), "");  // made again on export, from the stored moves
+  EXPECT_EQ(canonical->selfplay().games(0).moves_size(), good.selfplay().games(0).moves_size());
   // Through the coordinator: a forgery is refused and quarantines its sender; nothing is stored.
   EXPECT_EQ(complete(ls[0], forged[4].second).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(complete(ls[0], good).status().code(), absl::StatusCode::kPermissionDenied);

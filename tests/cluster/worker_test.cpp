@@ -41,7 +41,10 @@ class FlakyConnection final : public CoordinatorConnection {
   }
   grpc::Status acquire(const v1::AcquireWorkRequest& req, v1::AcquireWorkResponse* resp, int64_t) override {
     if (take(forgotten)) return unknown_worker();
-    return reply(c_->acquire(Caller::local(), req), resp);
+    // The in-process long poll cannot be cancelled: kept short, so that a stopping worker ends soon.
+    v1::AcquireWorkRequest r = req;
+    r.set_wait_seconds(std::min(r.wait_seconds(), 1));
+    return reply(c_->acquire(Caller::local(), r), resp);
   }
   grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t) override {
     return reply(c_->renew(Caller::local(), req), resp);

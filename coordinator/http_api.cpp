@@ -1,0 +1,556 @@
+#include "coordinator/http_api.h"
+
+#include <cmath>
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cluster/log.h"
+#include "cluster/tls.h"
+#include "cluster/u128.h"
+#include "coordinator/dashboard_assets.h"
+#include "coordinator/validation.h"
+#include "core/perft.h"
+#include "core/version.h"
+#include "report/assets.h"
+#include "report/report.h"
+#include "selfplay/stats.h"
+
+namespace c960::cluster {
+namespace {
+
+using Handler = HttpApi::Handler;
+
+// Pages run only the coordinator's own scripts and styles; nothing is framed or fetched from
+// elsewhere. Scripts set styles through the CSSOM (element.style), which 'self' allows.
+constexpr char kPagePolicy[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+// The login page has no script and one inline style sheet.
+constexpr char kLoginPolicy[] =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'";
+
+HttpResponse text(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse json(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+bool is_api(Handler h) {
+  return h == Handler::kApiJobs || h == Handler::kApiJob || h == Handler::kApiResults || h == Handler::kApiWorkers;
+}
+bool is_page(Handler h) { return h == Handler::kDashboard || h == Handler::kJobPage; }
+
+int http_status(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
+    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kResourceExhausted: return 429;
+    case absl::StatusCode::kUnavailable: return 503;
+    default: return 500;
+  }
+}
+
+HttpResponse api_error(const absl::Status& s) {
+  return json(http_status(s.code()), absl::StrCat("{\"error\":{\"code\":", http_status(s.code()),
+                                                  ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
+                                                  ",\"message\":", json_quote(s.message()), "}}\n"));
+}
+
+std::string proto_json(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, o).ok()) return "{}";
+  return out + "\n";
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  return absl::StrFormat("%.6g", x);
+}
+
+// A local path to go to after logging in: "/..." but not "//host" (no open redirect).
+std::string safe_next(const std::string& next) {
+  if (next.empty() || next[0] != '/' || absl::StartsWith(next, "//") || absl::StrContains(next, "\\")) return "/";
+  for (char c : next)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "/";
+  return next;
+}
+
+std::string login_cookie(const std::string& value, int64_t max_age, bool secure) {
+  return absl::StrCat(kLoginCookie, "=", value, "; Path=/; Max-Age=", max_age, "; HttpOnly;", secure ? " Secure;" : "",
+                      " SameSite=Strict");
+}
+
+// The login form; `message` says why it is shown again.
+HttpResponse login_page(int status, const std::string& next, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/html; charset=utf-8";
+  r.headers.emplace_back("Content-Security-Policy", kLoginPolicy);
+  r.body = absl::StrCat(
+      "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+      "content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">"
+      "<title>c960 coordinator: log in</title><style>"
+      "body{font:15px/1.5 system-ui,sans-serif;background:#f4f5f7;color:#1d2330;display:flex;justify-content:center;"
+      "padding-top:12vh;margin:0}form{background:#fff;border:1px solid #d5d9e0;border-radius:8px;padding:24px 28px;"
+      "width:380px;box-shadow:0 2px 10px rgba(0,0,0,.06)}h1{font-size:19px;margin:0 0 14px}label{display:block;"
+      "margin:10px 0 4px;color:#444}input[type=password]{width:100%;box-sizing:border-box;padding:7px 9px;"
+      "font:13px ui-monospace,monospace;border:1px solid #b9c0cc;border-radius:4px}button{margin-top:14px;"
+      "padding:7px 18px;border:0;border-radius:4px;background:#2b59c3;color:#fff;font-size:14px;cursor:pointer}"
+      ".error{color:#b2182b;margin:0 0 8px}.hint{color:#666;font-size:13px;margin-top:14px}</style></head><body>"
+      "<form method=\"post\" action=\"/login\"><h1>c960 coordinator</h1>",
+      message.empty() ? "" : absl::StrCat("<p class=\"error\" role=\"alert\">", report::html_escape(message), "</p>"),
+      "<label for=\"token\">Token (role read or admin)</label>"
+      "<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"current-password\" autofocus required>"
+      "<input type=\"hidden\" name=\"next\" value=\"",
+      report::html_escape(safe_next(next)),
+      "\"><button type=\"submit\">Log in</button>"
+      "<p class=\"hint\">A token from <code>c960 token new --role read --name NAME</code>, listed in the "
+      "coordinator's <code>--tokens</code> file. It is kept in an HttpOnly cookie for this site only.</p>"
+      "</form></body></html>\n");
+  return r;
+}
+
+const std::string_view* asset(const std::string& name, const char** type) {
+  struct Asset {
+    const char* name;
+    const std::string_view* data;
+    const char* type;
+  };
+  static const Asset kAssets[] = {
+      {"dashboard.js", &dashboard_assets::kDashboardJs, "text/javascript; charset=utf-8"},
+      {"dashboard.css", &dashboard_assets::kDashboardCss, "text/css; charset=utf-8"},
+      {"heatmap.js", &report::assets::kHeatmapJs, "text/javascript; charset=utf-8"},
+      {"heatmap.css", &report::assets::kHeatmapCss, "text/css; charset=utf-8"},
+  };
+  for (const Asset& a : kAssets)
+    if (name == a.name) {
+      *type = a.type;
+      return a.data;
+    }
+  return nullptr;
+}
+
+// The pages' shell: the scripts build the content from the JSON API.
+std::string shell(const std::string& title, const std::string& page, const std::string& job, const Caller& caller,
+                  bool logout) {
+  const std::string who =
+      caller.authenticated ? absl::StrCat(caller.identity, " (", role_name(caller.role), ")") : std::string();
+  return absl::StrCat(
+      "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+      "content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">"
+      "<title>",
+      report::html_escape(title),
+      "</title><link rel=\"stylesheet\" href=\"/assets/heatmap.css\"><link rel=\"stylesheet\" "
+      "href=\"/assets/dashboard.css\"></head>"
+      "<body data-page=\"",
+      page, "\" data-job=\"", report::html_escape(job),
+      "\"><header class=\"top\"><a class=\"brand\" href=\"/\">c960</a>", "<span class=\"version\">coordinator ",
+      report::html_escape(std::string(c960::version())), "</span><nav>",
+      "<a href=\"/\">jobs and workers</a><a href=\"/metrics\">metrics</a>",
+      who.empty() ? "" : absl::StrCat("<span class=\"who\">", report::html_escape(who), "</span>"),
+      logout ? "<form method=\"post\" action=\"/logout\"><button type=\"submit\">log out</button></form>" : "",
+      "</nav></header><main id=\"main\"><p class=\"loading\">loading…</p></main>"
+      "<script src=\"/assets/heatmap.js\"></script><script src=\"/assets/dashboard.js\"></script></body></html>\n");
+}
+
+int64_t param_int(const HttpRequest& req, const std::string& name, int64_t fallback, absl::Status* error) {
+  auto it = req.query.find(name);
+  if (it == req.query.end() || it->second.empty()) return fallback;
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(it->second, &v)) {
+    *error = absl::InvalidArgumentError(absl::StrCat(name, ": '", it->second.substr(0, 32), "' is not a number"));
+    return fallback;
+  }
+  return v;
+}
+
+bool param_flag(const HttpRequest& req, const std::string& name) {
+  auto it = req.query.find(name);
+  return it != req.query.end() && (it->second == "1" || it->second == "true" || it->second.empty());
+}
+
+}  // namespace
+
+std::string HttpResponse::header(const std::string& name) const {
+  for (const auto& [k, v] : headers)
+    if (absl::EqualsIgnoreCase(k, name)) return v;
+  return "";
+}
+
+HttpApi::HttpApi(Coordinator* coordinator, Store* store, Metrics* metrics, HttpOptions options)
+    : coordinator_(coordinator), store_(store), metrics_(metrics), options_(std::move(options)) {}
+
+const char* HttpApi::handler_name(Handler h) {
+  switch (h) {
+    case Handler::kHealthz: return "healthz";
+    case Handler::kReadyz: return "readyz";
+    case Handler::kLogin: return "login";
+    case Handler::kLogout: return "logout";
+    case Handler::kDashboard: return "dashboard";
+    case Handler::kJobPage: return "job_page";
+    case Handler::kAsset: return "asset";
+    case Handler::kMetrics: return "metrics";
+    case Handler::kApiJobs: return "api_jobs";
+    case Handler::kApiJob: return "api_job";
+    case Handler::kApiResults: return "api_results";
+    case Handler::kApiWorkers: return "api_workers";
+    case Handler::kNotFound: return "not_found";
+  }
+  return "not_found";
+}
+
+HttpApi::Route HttpApi::route(const std::string& path) {
+  static const std::pair<const char*, Handler> kFixed[] = {
+      {"/healthz", Handler::kHealthz},     {"/readyz", Handler::kReadyz},
+      {"/login", Handler::kLogin},         {"/logout", Handler::kLogout},
+      {"/", Handler::kDashboard},          {"/metrics", Handler::kMetrics},
+      {"/api/v1/jobs", Handler::kApiJobs}, {"/api/v1/workers", Handler::kApiWorkers},
+  };
+  for (const auto& [p, h] : kFixed)
+    if (path == p) return {h, ""};
+  absl::string_view rest = path;
+  if (absl::ConsumePrefix(&rest, "/jobs/") && !rest.empty() && !absl::StrContains(rest, '/'))
+    return {Handler::kJobPage, std::string(rest)};
+  if (absl::ConsumePrefix(&rest, "/assets/") && !rest.empty() && !absl::StrContains(rest, '/'))
+    return {Handler::kAsset, std::string(rest)};
+  if (absl::ConsumePrefix(&rest, "/api/v1/jobs/") && !rest.empty()) {
+    if (absl::ConsumeSuffix(&rest, "/results") && !rest.empty() && !absl::StrContains(rest, '/'))
+      return {Handler::kApiResults, std::string(rest)};
+    if (!absl::StrContains(rest, '/')) return {Handler::kApiJob, std::string(rest)};
+  }
+  return {Handler::kNotFound, ""};
+}
+
+HttpResponse HttpApi::handle(const HttpRequest& req) const {
+  const Route r = route(req.path);
+  HttpResponse resp = dispatch(req, r);
+  resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  resp.headers.emplace_back("Referrer-Policy", "no-referrer");
+  resp.headers.emplace_back("X-Frame-Options", "DENY");
+  resp.headers.emplace_back("Cache-Control",
+                            r.handler == Handler::kAsset && resp.status == 200 ? "no-cache" : "no-store");
+  if (metrics_) metrics_->count_http(handler_name(r.handler), resp.status);
+  return resp;
+}
+
+absl::StatusOr<Caller> HttpApi::identify(const HttpRequest& req) const {
+  // One credential per request, as on the gRPC side.
+  if (req.authorization.size() > 1) return absl::UnauthenticatedError("more than one Authorization header");
+  const auto by_token = [&](absl::string_view token, absl::string_view what) -> absl::StatusOr<Caller> {
+    if (!options_.tokens)
+      return absl::UnauthenticatedError(
+          "this coordinator takes no tokens (no --tokens): authenticate with a client certificate");
+    if (std::optional<Caller> c = options_.tokens->find(token)) return *c;
+    return absl::UnauthenticatedError(
+        absl::StrCat("unknown token in the ", what, " (revoked, or not in the coordinator's --tokens file)"));
+  };
+  if (req.authorization.size() == 1) {
+    absl::string_view h = req.authorization[0];
+    if (h.size() < 7 || !absl::EqualsIgnoreCase(h.substr(0, 7), "bearer "))
+      return absl::UnauthenticatedError("the Authorization header is not 'Bearer TOKEN'");
+    return by_token(absl::StripAsciiWhitespace(h.substr(7)), "Authorization header");
+  }
+  if (std::optional<std::string> token = cookie_value(req.cookie, kLoginCookie); token && !token->empty())
+    return by_token(*token, "login cookie: log in again");
+  if (options_.client_certificates && req.client_certificate_pem)
+    return caller_from_certificate(*req.client_certificate_pem);
+  return absl::UnauthenticatedError(
+      options_.tokens ? "no token: log in at /login, or send 'Authorization: Bearer TOKEN'" : "no client certificate");
+}
+
+std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Route& route, Caller* caller) const {
+  if (!authenticates()) {
+    *caller = Caller::local();
+    return std::nullopt;
+  }
+  absl::StatusOr<Caller> who = identify(req);
+  if (who.ok() && (who->role == Role::kRead || who->role == Role::kAdmin)) {
+    *caller = *who;
+    return std::nullopt;
+  }
+  const int status = who.ok() ? 403 : 401;
+  const std::string why = who.ok() ? absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
+                                                  ": the dashboard, the metrics and the API need role read or admin")
+                                   : std::string(who.status().message());
+  HttpResponse r;
+  if (is_page(route.handler) && options_.tokens) {
+    r = login_page(status, req.path, status == 401 && !cookie_value(req.cookie, kLoginCookie) ? "" : why);
+  } else if (is_api(route.handler)) {
+    r = api_error(status == 401 ? absl::UnauthenticatedError(why) : absl::PermissionDeniedError(why));
+  } else {
+    r = text(status, why + "\n");
+  }
+  if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"c960\"");
+  // A cookie that no longer names anyone (a revoked token) is dropped.
+  if (status == 401 && cookie_value(req.cookie, kLoginCookie) && req.authorization.empty())
+    r.headers.emplace_back("Set-Cookie", login_cookie("", 0, options_.tls));
+  return r;
+}
+
+HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route) const {
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  switch (route.handler) {
+    case Handler::kHealthz:
+      if (!get) break;
+      return text(200, "ok\n");
+    case Handler::kReadyz:
+      if (!get) break;
+      return ready_ ? text(200, "ready\n") : text(503, "not ready\n");
+    case Handler::kLogin:
+      if (get) {
+        if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
+        auto next = req.query.find("next");
+        return login_page(200, next == req.query.end() ? "/" : next->second, "");
+      }
+      if (req.method == "POST") return login(req);
+      break;
+    case Handler::kLogout:
+      if (req.method == "POST") return logout();
+      break;
+    default: {
+      // Everything else: the one check, then the handler.
+      Caller caller;
+      if (std::optional<HttpResponse> refused = authorize(req, route, &caller)) return *refused;
+      if (!get) break;
+      switch (route.handler) {
+        case Handler::kDashboard:
+        case Handler::kJobPage: return page(route, caller);
+        case Handler::kAsset: {
+          const char* type = nullptr;
+          const std::string_view* data = asset(route.arg, &type);
+          if (!data) return text(404, "no such asset\n");
+          HttpResponse r;
+          r.content_type = type;
+          r.body = std::string(*data);
+          return r;
+        }
+        case Handler::kMetrics: return metrics();
+        case Handler::kApiJobs: return api_jobs(req, caller);
+        case Handler::kApiJob: return api_job(route.arg, caller);
+        case Handler::kApiResults: return api_results(req, route.arg, caller);
+        case Handler::kApiWorkers: return api_workers(req, caller);
+        default:
+          return is_api(route.handler) ? api_error(absl::NotFoundError("no such path")) : text(404, "not found\n");
+      }
+    }
+  }
+  HttpResponse r = text(405, absl::StrCat("method ", req.method.substr(0, 16), " not allowed here\n"));
+  r.headers.emplace_back("Allow", route.handler == Handler::kLogin    ? "GET, HEAD, POST"
+                                  : route.handler == Handler::kLogout ? "POST"
+                                                                      : "GET, HEAD");
+  return r;
+}
+
+HttpResponse HttpApi::login(const HttpRequest& req) const {
+  if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
+  if (!absl::StartsWith(absl::AsciiStrToLower(req.content_type), "application/x-www-form-urlencoded"))
+    return text(400, "log in with the form at /login (application/x-www-form-urlencoded)\n");
+  const std::multimap<std::string, std::string> form = parse_form(req.body);
+  auto field = [&](const char* name) {
+    auto it = form.find(name);
+    return it == form.end() ? std::string() : it->second;
+  };
+  const std::string token(absl::StripAsciiWhitespace(field("token"))), next = safe_next(field("next"));
+  if (token.empty()) return login_page(401, next, "give a token");
+  std::optional<Caller> who = valid_token_text(token) ? options_.tokens->find(token) : std::nullopt;
+  if (!who) {
+    log_event(LogLevel::kWarning, "http_login_refused", "HTTP login with an unknown token", {{"reason", "unknown"}});
+    return login_page(401, next, "unknown token (revoked, or not in the coordinator's --tokens file)");
+  }
+  if (who->role != Role::kRead && who->role != Role::kAdmin)
+    return login_page(403, next,
+                      absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
+                                   ": the dashboard needs role read or admin"));
+  log_event(LogLevel::kInfo, "http_login", absl::StrCat("HTTP login by ", who->identity),
+            {{"caller", who->identity}, {"role", std::string(role_name(who->role))}});
+  HttpResponse r = text(303, "logged in\n");
+  r.headers.emplace_back("Location", next);
+  r.headers.emplace_back("Set-Cookie", login_cookie(token, kLoginCookieSeconds, options_.tls));
+  return r;
+}
+
+HttpResponse HttpApi::logout() const {
+  HttpResponse r = text(303, "logged out\n");
+  r.headers.emplace_back("Location", options_.tokens ? "/login" : "/");
+  r.headers.emplace_back("Set-Cookie", login_cookie("", 0, options_.tls));
+  return r;
+}
+
+HttpResponse HttpApi::page(const Route& route, const Caller& caller) const {
+  std::string title = "c960 coordinator", page_name = "dashboard";
+  if (route.handler == Handler::kJobPage) {
+    absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, route.arg);
+    if (!job.ok()) {
+      HttpResponse r = text(http_status(job.status().code()), absl::StrCat(job.status().message(), "\n"));
+      return r;
+    }
+    title = absl::StrCat(job->id(), " · c960 coordinator");
+    page_name = "job";
+  }
+  HttpResponse r;
+  r.content_type = "text/html; charset=utf-8";
+  r.headers.emplace_back("Content-Security-Policy", kPagePolicy);
+  r.body = shell(title, page_name, route.arg, caller, options_.tokens != nullptr);
+  return r;
+}
+
+HttpResponse HttpApi::metrics() const {
+  if (!metrics_) return text(404, "no metrics\n");
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics_->render(coordinator_->metrics(), store_ ? store_->file_sizes() : Store::FileSizes{});
+  return r;
+}
+
+HttpResponse HttpApi::api_jobs(const HttpRequest& req, const Caller& caller) const {
+  absl::Status error;
+  v1::ListJobsRequest lr;
+  const int64_t size = param_int(req, "page_size", 0, &error);
+  if (!error.ok()) return api_error(error);
+  if (size < 0 || size > kMaxPageSize)
+    return api_error(absl::InvalidArgumentError(absl::StrCat("page_size: ", size, " is not in 0..", kMaxPageSize)));
+  lr.set_page_size(int32_t(size));
+  if (auto it = req.query.find("page_token"); it != req.query.end()) lr.set_page_token(it->second);
+  absl::StatusOr<v1::ListJobsResponse> resp = coordinator_->list_jobs(caller, lr);
+  if (!resp.ok()) return api_error(resp.status());
+  return json(200, proto_json(*resp));
+}
+
+HttpResponse HttpApi::api_job(const std::string& id, const Caller& caller) const {
+  absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, id);
+  if (!job.ok()) return api_error(job.status());
+  return json(200, proto_json(*job));
+}
+
+HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id, const Caller& caller) const {
+  // Self-play games are never sent here (omit_games): counts per position are what pages and
+  // scripts need; `c960 results --pgn` has the games.
+  absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
+      coordinator_->results(caller, id, param_flag(req, "divide"), true);
+  if (!chunks.ok()) return api_error(chunks.status());
+  return json(200, results_json(id, *chunks));
+}
+
+HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) const {
+  v1::ListWorkersRequest lr;
+  lr.set_include_lost(param_flag(req, "include_lost"));
+  absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller, lr);
+  if (!resp.ok()) return api_error(resp.status());
+  return json(200, proto_json(*resp));
+}
+
+std::string results_json(const std::string& job_id, const std::vector<v1::ResultChunk>& chunks) {
+  const bool selfplay = !chunks.empty() && chunks[0].has_selfplay();
+  std::string out = absl::StrCat("{\"job\":", json_quote(job_id), ",\"kind\":\"", selfplay ? "selfplay" : "perft",
+                                 "\",\"positions\":[");
+  bool complete = true, first = true;
+  selfplay::ResultCounts total;
+  std::string last_id;
+  bool any_selfplay = false;
+  for (const v1::ResultChunk& c : chunks) {
+    if (c.has_perft()) {
+      const v1::PerftRootResult& r = c.perft();
+      complete &= r.complete();
+      absl::StrAppend(&out, first ? "" : ",", "\n{\"index\":", r.index(), ",\"start_position\":", r.start_position(),
+                      ",\"fen\":", json_quote(r.fen()), ",\"depth\":", r.depth(),
+                      ",\"complete\":", r.complete() ? "true" : "false", ",\"nodes\":\"",
+                      to_string(from_proto(r.nodes())), "\"");
+      if (r.divide_size() > 0) {
+        out += ",\"divide\":[";
+        for (int k = 0; k < r.divide_size(); ++k)
+          absl::StrAppend(&out, k ? "," : "", "{\"move\":", json_quote(r.divide(k).move()), ",\"nodes\":\"",
+                          to_string(from_proto(r.divide(k).nodes())), "\"}");
+        out += "]";
+      }
+      out += "}";
+      first = false;
+    } else if (c.has_selfplay()) {
+      const v1::SelfPlayPositionResult& p = c.selfplay();
+      // A further chunk of the same position (chunks come position by position).
+      if (any_selfplay && p.position_id() == last_id) continue;
+      any_selfplay = true;
+      last_id = p.position_id();
+      complete &= p.complete();
+      selfplay::ResultCounts counts{p.white_wins(), p.draws(), p.black_wins()};
+      total.white_wins += counts.white_wins;
+      total.draws += counts.draws;
+      total.black_wins += counts.black_wins;
+      const selfplay::Interval s = counts.score();
+      absl::StrAppend(&out, first ? "" : ",", "\n{\"id\":", json_quote(p.position_id()),
+                      ",\"start_position\":", p.start_position(), ",\"fen\":", json_quote(p.fen()), ",\"games_planned\":", p.games_planned(),
+                      ",\"complete\":", p.complete() ? "true" : "false", ",\"games\":", p.games(),
+                      ",\"white_wins\":", p.white_wins(), ",\"draws\":", p.draws(), ",\"black_wins\":", p.black_wins(),
+                      ",\"total_plies\":", p.total_plies(), ",\"score\":", json_number(s.value),
+                      ",\"score_lo\":", json_number(s.lo), ",\"score_hi\":", json_number(s.hi), "}");
+      first = false;
+    }
+  }
+  absl::StrAppend(&out, "\n],\"complete\":", complete ? "true" : "false");
+  if (selfplay) {
+    const selfplay::Interval s = total.score();
+    absl::StrAppend(&out, ",\"total\":{\"games\":", total.games(), ",\"white_wins\":", total.white_wins,
+                    ",\"draws\":", total.draws, ",\"black_wins\":", total.black_wins,
+                    ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
+                    ",\"score_hi\":", json_number(s.hi), "}");
+  }
+  return out + "}\n";
+}
+
+std::multimap<std::string, std::string> parse_form(const std::string& body) {
+  const auto decode = [](absl::string_view s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '+') {
+        out += ' ';
+      } else if (s[i] == '%' && i + 2 < s.size() && absl::ascii_isxdigit(s[i + 1]) && absl::ascii_isxdigit(s[i + 2])) {
+        const auto hex = [](char c) { return absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10; };
+        out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  };
+  std::multimap<std::string, std::string> out;
+  for (absl::string_view pair : absl::StrSplit(body, '&', absl::SkipEmpty())) {
+    const size_t eq = pair.find('=');
+    out.emplace(decode(pair.substr(0, eq)), eq == absl::string_view::npos ? "" : decode(pair.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::optional<std::string> cookie_value(const std::string& header, const std::string& name) {
+  for (absl::string_view part : absl::StrSplit(header, ';')) {
+    part = absl::StripAsciiWhitespace(part);
+    const size_t eq = part.find('=');
+    if (eq != absl::string_view::npos && part.substr(0, eq) == name) return std::string(part.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,252 @@
+#include "coordinator/metrics.h"
+
+#include <chrono>
+#include <google/protobuf/descriptor.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "c960/v1/cluster.pb.h"
+#include "core/version.h"
+
+namespace c960::cluster {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Services the coordinator serves that have no descriptor in the generated pool.
+constexpr const char* kOtherMethods[] = {
+    "/grpc.health.v1.Health/Check",
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+};
+
+// The kinds and states every scrape reports, zeros included, so that a query for a series
+// finds it before the first job of its kind.
+constexpr const char* kKinds[] = {"perft", "selfplay"};
+constexpr v1::JobState kStates[] = {v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED,
+                                    v1::JOB_STATE_CANCELLED};
+constexpr v1::TrustState kTrust[] = {v1::TRUST_STATE_NEW, v1::TRUST_STATE_TRUSTED, v1::TRUST_STATE_QUARANTINED};
+constexpr v1::CompletionOutcome kOutcomes[] = {
+    v1::COMPLETION_OUTCOME_ACCEPTED,  v1::COMPLETION_OUTCOME_PENDING_VERIFICATION,
+    v1::COMPLETION_OUTCOME_DUPLICATE, v1::COMPLETION_OUTCOME_MISMATCH,
+    v1::COMPLETION_OUTCOME_DISCARDED, v1::COMPLETION_OUTCOME_FAILURE_RECORDED};
+
+// "JOB_STATE_RUNNING" -> "running": the enum name without its prefix, lower case.
+std::string enum_label(const std::string& name, absl::string_view prefix) {
+  return absl::AsciiStrToLower(absl::string_view(name).substr(prefix.size()));
+}
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+void add(MetricFamily* f, double value, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f->type == MetricType::Counter)
+    m.counter.value = value;
+  else
+    m.gauge.value = value;
+  f->metric.push_back(std::move(m));
+}
+
+template <typename Map, typename Key>
+typename Map::mapped_type count_of(const Map& map, const Key& key) {
+  auto it = map.find(key);
+  return it == map.end() ? typename Map::mapped_type{} : it->second;
+}
+
+class RpcTimer final : public grpc::experimental::Interceptor {
+ public:
+  RpcTimer(Metrics* metrics, std::string method)
+      : metrics_(metrics), method_(std::move(method)), start_(std::chrono::steady_clock::now()) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS))
+      metrics_->observe_rpc(method_, int(methods->GetSendStatus().error_code()),
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    methods->Proceed();
+  }
+
+ private:
+  Metrics* metrics_;
+  std::string method_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class RpcTimerFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit RpcTimerFactory(Metrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+    return new RpcTimer(metrics_, info->method() ? info->method() : "");
+  }
+
+ private:
+  Metrics* metrics_;
+};
+
+}  // namespace
+
+Metrics::Metrics()
+    : start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()),
+      registry_(std::make_shared<prometheus::Registry>()) {
+  const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
+  for (const char* service : {"c960.v1.JobService", "c960.v1.WorkerService"})
+    if (const google::protobuf::ServiceDescriptor* s = pool->FindServiceByName(service))
+      for (int i = 0; i < s->method_count(); ++i)
+        methods_.insert(absl::StrCat("/", service, "/", s->method(i)->name()));
+  for (const char* m : kOtherMethods) methods_.insert(m);
+
+  rpc_ = &prometheus::BuildHistogram()
+              .Name("c960_rpc_duration_seconds")
+              .Help("gRPC calls served, by method and status code: time from the call's start to its status")
+              .Register(*registry_);
+  commit_ =
+      &prometheus::BuildHistogram()
+           .Name("c960_store_commit_duration_seconds")
+           .Help("commits of the SQLite store (an outermost transaction's release)")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries(std::begin(kCommitBuckets), std::end(kCommitBuckets)));
+  http_ = &prometheus::BuildCounter()
+               .Name("c960_http_requests_total")
+               .Help("HTTP requests answered, by handler and status code")
+               .Register(*registry_);
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::observe_rpc(absl::string_view method, int code, double seconds) {
+  const std::string m = methods_.count(method) ? std::string(method) : "other";
+  prometheus::Histogram* h = nullptr;
+  {
+    // Family::Add builds a histogram before it looks for an existing one: look here first.
+    std::lock_guard lock(mu_);
+    prometheus::Histogram*& slot = rpc_series_[{m, code}];
+    if (!slot) {
+      std::string c = absl::StatusCodeToString(absl::StatusCode(code));
+      if (c.empty()) c = "UNKNOWN";
+      slot = &rpc_->Add({{"method", m}, {"code", c}},
+                        prometheus::Histogram::BucketBoundaries(std::begin(kRpcBuckets), std::end(kRpcBuckets)));
+    }
+    h = slot;
+  }
+  h->Observe(seconds);
+}
+
+void Metrics::observe_commit(double seconds) { commit_->Observe(seconds); }
+
+void Metrics::count_http(absl::string_view handler, int status) {
+  prometheus::Counter* c = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    prometheus::Counter*& slot = http_series_[{std::string(handler), status}];
+    if (!slot) slot = &http_->Add({{"handler", std::string(handler)}, {"code", absl::StrCat(status)}});
+    c = slot;
+  }
+  c->Increment();
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> Metrics::interceptor_factory() {
+  return std::make_unique<RpcTimerFactory>(this);
+}
+
+std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes& store_sizes) const {
+  std::vector<MetricFamily> out;
+
+  MetricFamily info = family("c960_build_info", "the coordinator's version (value 1)", MetricType::Gauge);
+  add(&info, 1, {{"version", std::string(c960::version())}});
+  out.push_back(std::move(info));
+  MetricFamily start = family("c960_start_time_seconds", "when the coordinator started, Unix time", MetricType::Gauge);
+  add(&start, start_time_);
+  out.push_back(std::move(start));
+
+  MetricFamily jobs = family("c960_jobs", "jobs by kind and state", MetricType::Gauge);
+  for (const char* kind : kKinds)
+    for (v1::JobState state : kStates)
+      add(&jobs, double(count_of(s.jobs, std::make_pair(std::string(kind), state))),
+          {{"kind", kind}, {"state", enum_label(v1::JobState_Name(state), "JOB_STATE_")}});
+  out.push_back(std::move(jobs));
+
+  MetricFamily units = family("c960_units",
+                              "units of running jobs by state: pending (waiting for a lease), leased (being computed), "
+                              "verifying (a result waits for another worker's), done (settled)",
+                              MetricType::Gauge);
+  add(&units, double(s.units_pending), {{"state", "pending"}});
+  add(&units, double(s.units_leased), {{"state", "leased"}});
+  add(&units, double(s.units_verifying), {{"state", "verifying"}});
+  add(&units, double(s.units_done), {{"state", "done"}});
+  out.push_back(std::move(units));
+  MetricFamily disagreeing = family("c960_units_disagreeing",
+                                    "verifying units of running jobs whose workers sent different results (another "
+                                    "worker decides)",
+                                    MetricType::Gauge);
+  add(&disagreeing, double(s.units_disagreeing));
+  out.push_back(std::move(disagreeing));
+
+  MetricFamily workers =
+      family("c960_workers", "workers known to the coordinator by trust state and whether alive", MetricType::Gauge);
+  for (v1::TrustState t : kTrust)
+    for (bool alive : {true, false})
+      add(&workers, double(count_of(s.workers, std::make_pair(t, alive))),
+          {{"trust", enum_label(v1::TrustState_Name(t), "TRUST_STATE_")}, {"alive", alive ? "true" : "false"}});
+  out.push_back(std::move(workers));
+
+  MetricFamily watches = family("c960_watch_streams", "open WatchJob streams", MetricType::Gauge);
+  add(&watches, double(s.watches));
+  out.push_back(std::move(watches));
+
+  const CoordinatorCounters& c = s.counters;
+  MetricFamily completions =
+      family("c960_unit_completions_total", "CompleteUnit calls answered, by outcome", MetricType::Counter);
+  for (v1::CompletionOutcome o : kOutcomes)
+    add(&completions, double(count_of(c.completions, o)),
+        {{"outcome", enum_label(v1::CompletionOutcome_Name(o), "COMPLETION_OUTCOME_")}});
+  out.push_back(std::move(completions));
+
+  const auto counter = [&](const char* name, const char* help, double value) {
+    MetricFamily f = family(name, help, MetricType::Counter);
+    add(&f, value);
+    out.push_back(std::move(f));
+  };
+  counter("c960_jobs_submitted_total", "jobs submitted and planned", double(c.jobs_submitted));
+  counter("c960_lease_expiries_total", "leases that expired without renewal", double(c.lease_expiries));
+  counter("c960_unit_requeues_total",
+          "leases ended without a result, their unit queued again (expired, released, a worker's new session, "
+          "quarantine)",
+          double(c.requeues));
+  counter("c960_unit_failures_total", "units a worker reported it cannot compute", double(c.unit_failures));
+  counter("c960_unit_disagreements_total", "results that disagreed with another worker's for the same unit",
+          double(c.disagreements));
+  counter("c960_result_mismatches_total", "results that differ from a unit's settled result (recorded on the job)",
+          double(c.mismatches));
+  counter("c960_worker_quarantines_total", "workers quarantined", double(c.quarantines));
+  counter("c960_units_replicated_total", "units settled on the agreeing results of two or more workers",
+          double(c.replicated));
+  counter("c960_perft_nodes_total", "leaf nodes of settled perft units (with multiplicities)",
+          count_of(c.work, std::string("perft")));
+  counter("c960_selfplay_games_total", "self-play games of settled units", count_of(c.work, std::string("selfplay")));
+
+  MetricFamily size =
+      family("c960_store_size_bytes", "the SQLite store on disk: the database file and its WAL", MetricType::Gauge);
+  add(&size, double(store_sizes.db), {{"file", "db"}});
+  add(&size, double(store_sizes.wal), {{"file", "wal"}});
+  out.push_back(std::move(size));
+
+  for (MetricFamily& f : registry_->Collect()) out.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(out);
+}
+
+}  // namespace c960::cluster

@@ -1,0 +1,132 @@
+// The coordinator's live dashboard in headless Chromium: no console errors and no request beyond
+// the coordinator, the jobs and workers tables, a self-play job's page following the job as units
+// complete (without reloading), its 960-cell heatmap with a tooltip whose numbers match the
+// results `c960 results` gives (gRPC, not the page's JSON API), and a perft job's per-position
+// counts and first-move divide. Run by tests/browser/dashboard.sh, which starts the cluster and sets:
+//   C960_DASHBOARD_URL            the coordinator's HTTP side
+//   C960_CLI, C960_COORDINATOR    the c960 binary and the coordinator's gRPC address
+//   C960_PERFT_JOB, C960_SELFPLAY_JOB   a perft job (depth 3, all 960) and a running self-play job
+//   C960_ARTIFACTS                where screenshots of failures go
+//   C960_SCREENSHOTS              optional: where screenshots of the passing pages go (docs)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { withPage, noProblems, heatmapTooltip } from './harness.mjs';
+
+const base = process.env.C960_DASHBOARD_URL;
+const artifactsDir = process.env.C960_ARTIFACTS || 'browser-artifacts';
+const screenshots = process.env.C960_SCREENSHOTS || '';
+const cli = process.env.C960_CLI, coordinator = process.env.C960_COORDINATOR;
+const perftJob = process.env.C960_PERFT_JOB, selfplayJob = process.env.C960_SELFPLAY_JOB;
+
+// Rows of `c960 results JOB --format csv [--divide]`, by the header's names.
+function results(job, ...extra) {
+  const text = execFileSync(cli, ['results', job, '--coordinator', coordinator, '--format', 'csv', ...extra],
+                            { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const [header, ...lines] = text.trim().split('\n');
+  const names = header.split(',');
+  // FENs have no commas; every other field is a number or a word.
+  return lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i], v])));
+}
+
+function jobState(job) {
+  const text = execFileSync(cli, ['status', job, '--coordinator', coordinator], { encoding: 'utf8' });
+  return text;
+}
+
+async function shoot(page, name) {
+  if (!screenshots) return;
+  fs.mkdirSync(screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: false });
+}
+
+const unitsDone = (page) => page.evaluate(() => Number(document.body.dataset.unitsDone || -1));
+
+test('dashboard: jobs with progress bars, workers, no errors', async () => {
+  await withPage(`${base}/`, { name: 'dashboard', artifactsDir }, async (page, problems) => {
+    await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
+    for (const job of [perftJob, selfplayJob]) {
+      const row = page.locator(`table.jobs tr[data-job="${job}"]`);
+      assert.equal(await row.count(), 1, `a row for ${job}`);
+      assert.equal(await row.locator('.progress, [role="progressbar"]').count() >= 1, true, `a progress bar for ${job}`);
+    }
+    await page.waitForSelector('table.workers tr[data-worker="browser-test-worker"]', { timeout: 15000 });
+    const summary = await page.locator('#summary').innerText();
+    assert.match(summary, /1 worker alive/);
+    // The table follows the running job without a reload.
+    const first = Number(await page.locator(`tr[data-job="${selfplayJob}"]`).getAttribute('data-units-done'));
+    await page.waitForFunction(
+      ({ job, n }) => Number(document.querySelector(`tr[data-job="${job}"]`)?.dataset.unitsDone) > n,
+      { job: selfplayJob, n: first }, { timeout: 30000 });
+    await shoot(page, 'dashboard');
+    noProblems(problems);
+  });
+});
+
+test('self-play job page: follows the job live, 960 heatmap cells, tooltips with the right numbers', async () => {
+  await withPage(`${base}/jobs/${selfplayJob}`, { name: 'job-selfplay', artifactsDir }, async (page, problems) => {
+    await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
+    assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
+    // The page updates while the job runs: more units done, the same document (no reload).
+    const before = await unitsDone(page);
+    const state = await page.evaluate(() => document.body.dataset.state);
+    assert.equal(state, 'running', `the self-play job should still run when its page opens (${jobState(selfplayJob)})`);
+    await page.evaluate(() => { window.__sameDocument = true; });
+    await page.waitForFunction((n) => Number(document.body.dataset.unitsDone) > n, before, { timeout: 30000 });
+    assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded instead of updating');
+    // Then to the end; the last poll shows the finished results.
+    await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 240000 });
+    // Tooltips and the total against `c960 results` (over gRPC): the classical position, a decisive one.
+    const all = results(selfplayJob);
+    const rows = all.filter((r) => r.sp !== 'all');
+    assert.equal(rows.length, 960);
+    const games = Number(all.find((r) => r.sp === 'all').games).toLocaleString('en');
+    await page.waitForFunction((g) => (document.getElementById('total')?.textContent || '').includes(`over ${g} games`),
+                               games, { timeout: 15000 });
+    assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
+    const decisive = rows.find((r) => r.white_wins !== '0' || r.black_wins !== '0') || rows[1];
+    for (const r of [rows.find((x) => x.sp === '518'), decisive]) {
+      const tip = await heatmapTooltip(page, r.sp, '#heatmap');
+      const backrank = r.fen.split(' ')[0].split('/')[7];
+      assert.ok(tip.includes(`${r.sp} ${backrank.toUpperCase()}`), `tooltip "${tip}" names ${r.sp} ${backrank}`);
+      assert.ok(tip.includes(`games ${r.games} (W ${r.white_wins}, D ${r.draws}, L ${r.black_wins})`),
+                `tooltip "${tip}" has the counts of ${JSON.stringify(r)}`);
+      // The page rounds to 3 decimals, the CSV to 4: equal within the rounding.
+      const m = tip.match(/score (\d\.\d{3}), 95% interval (\d\.\d{3})-(\d\.\d{3})/);
+      assert.ok(m, `tooltip "${tip}" has a score and an interval`);
+      for (const [shown, csv] of [[m[1], r.score], [m[2], r.score_lo], [m[3], r.score_hi]])
+        assert.ok(Math.abs(Number(shown) - Number(csv)) <= 0.00051, `tooltip "${tip}": ${shown} vs ${csv} of ${r.sp}`);
+    }
+    await page.hover('#heatmap .hm-cell[data-sp="518"]');
+    await shoot(page, 'dashboard-selfplay');
+    noProblems(problems);
+  });
+});
+
+test('perft job page: counts per position and the first-move divide', async () => {
+  await withPage(`${base}/jobs/${perftJob}`, { name: 'job-perft', artifactsDir }, async (page, problems) => {
+    await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelectorAll('table.positions tbody tr').length === 960, null,
+                               { timeout: 15000 });
+    const table = results(perftJob);
+    const bySp = new Map(table.map((r) => [r.sp, r.nodes]));
+    // The rows' counts against c960 results.
+    const shown = await page.$$eval('table.positions tbody tr', (trs) =>
+      trs.map((tr) => [tr.cells[1].textContent, tr.cells[4].textContent.replace(/,/g, '')]));
+    for (const [sp, nodes] of shown) assert.equal(nodes, bySp.get(sp), `position ${sp}`);
+    // The divide shown (position 518 first) sums to its count and matches c960 results --divide.
+    const divide = results(perftJob, '--divide').filter((r) => r.sp === '518');
+    const moves = await page.$$eval('table.divide tbody tr', (trs) =>
+      trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent.replace(/,/g, '')]));
+    assert.equal(moves.length, divide.length);
+    assert.deepEqual(new Map(moves), new Map(divide.map((r) => [r.move, r.nodes])));
+    assert.equal(moves.reduce((s, [, n]) => s + BigInt(n), 0n), BigInt(bySp.get('518')));
+    assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
+    const tip = await heatmapTooltip(page, 0, '#heatmap');
+    assert.ok(tip.includes(`${Number(bySp.get('0')).toLocaleString('en')} nodes`), `tooltip "${tip}"`);
+    await shoot(page, 'dashboard-perft');
+    noProblems(problems);
+  });
+});
