@@ -26,6 +26,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/proc_stats.h"
@@ -40,6 +41,8 @@ ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
 ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
 ABSL_FLAG(bool, tls, false, "TLS on every connection (a throwaway self-signed certificate)");
 ABSL_FLAG(bool, tokens, false, "a bearer token on every call (needs --tls)");
+ABSL_FLAG(std::string, verify, "adaptive",
+          "the jobs' verification: off, adaptive (new workers' results wait for a second copy) or all");
 
 namespace v1 = c960::v1;
 using Clock = std::chrono::steady_clock;
@@ -117,6 +120,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--tokens needs --tls\n");
     return 2;
   }
+  v1::VerifyMode verify = v1::VERIFY_MODE_UNSPECIFIED;
+  if (!v1::VerifyMode_Parse(absl::StrCat("VERIFY_MODE_", absl::AsciiStrToUpper(absl::GetFlag(FLAGS_verify))), &verify) ||
+      verify == v1::VERIFY_MODE_UNSPECIFIED) {
+    std::fprintf(stderr, "--verify: '%s' is not off, adaptive or all\n", absl::GetFlag(FLAGS_verify).c_str());
+    return 2;
+  }
   std::vector<std::string> daemon = {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0",
                                      "--port-file=" + dir + "/port", "--db=" + dir + "/c.db", "--lease-seconds=120"};
   Security sec;
@@ -148,6 +157,7 @@ int main(int argc, char** argv) {
         v1::SubmitJobRequest req;
         req.mutable_spec()->mutable_perft()->set_depth(2);
         req.mutable_spec()->mutable_perft()->set_split_depth(1);
+        req.mutable_spec()->set_verify(verify);
         v1::Job job;
         grpc::Status s = jobs->SubmitJob(ctx().get(), req, &job);
         if (!s.ok()) std::fprintf(stderr, "submit: %s\n", s.error_message().c_str());
@@ -158,7 +168,9 @@ int main(int argc, char** argv) {
   });
 
   std::atomic<bool> measuring{false};
-  std::atomic<int64_t> completed{0}, empty_acquires{0}, errors{0};
+  // Results the coordinator took (accepted, or stored until a second worker agrees), other
+  // outcomes (duplicates, mismatches: a copy that lost a race), and failed calls.
+  std::atomic<int64_t> completed{0}, pending{0}, other_outcomes{0}, empty_acquires{0}, errors{0};
   std::mutex mu;
   std::vector<double> acquire_ms, complete_ms;
   std::vector<std::thread> threads;
@@ -207,13 +219,17 @@ int main(int argc, char** argv) {
         t0 = Clock::now();
         s = stub->CompleteUnit(ctx().get(), creq, &cresp);
         t1 = Clock::now();
-        if (!s.ok() || cresp.outcome() != v1::COMPLETION_OUTCOME_ACCEPTED) {
+        if (!s.ok()) {
           ++errors;
           continue;
         }
+        const bool taken = cresp.outcome() == v1::COMPLETION_OUTCOME_ACCEPTED ||
+                           cresp.outcome() == v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
         if (measuring) {
           comp.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-          ++completed;
+          if (taken) ++completed;
+          if (cresp.outcome() == v1::COMPLETION_OUTCOME_PENDING_VERIFICATION) ++pending;
+          if (!taken) ++other_outcomes;
         }
       }
       std::lock_guard lock(mu);
@@ -240,8 +256,11 @@ int main(int argc, char** argv) {
               sec.ca_pem.empty()        ? "plaintext"
               : sec.admin_token.empty() ? "TLS"
                                         : "TLS + tokens");
-  std::printf("  units completed   %lld  (%.0f units/s; %lld empty acquires, %lld errors)\n",
-              static_cast<long long>(done), double(done) / wall, static_cast<long long>(empty_acquires.load()),
+  std::printf("  results taken     %lld  (%.0f/s; %lld of them waiting for a second worker's copy, verify %s)\n",
+              static_cast<long long>(done), double(done) / wall, static_cast<long long>(pending.load()),
+              absl::GetFlag(FLAGS_verify).c_str());
+  std::printf("  other outcomes    %lld  (duplicates, mismatches); %lld empty acquires, %lld failed calls\n",
+              static_cast<long long>(other_outcomes.load()), static_cast<long long>(empty_acquires.load()),
               static_cast<long long>(errors.load()));
   std::printf("  AcquireWork ms    p50 %.2f  p99 %.2f  max %.2f\n", percentile(acquire_ms, 0.5),
               percentile(acquire_ms, 0.99), percentile(acquire_ms, 1.0));
