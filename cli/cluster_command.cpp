@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/auth.h"
 
@@ -24,7 +25,58 @@ constexpr std::pair<absl::string_view, absl::string_view> kCommandMethods[] = {
     {"cancel", "/c960.v1.JobService/CancelJob"}, {"workers", "/c960.v1.JobService/ListWorkers"},
 };
 
+// The coordinator names the request field it refuses ("split_depth: 5 is not in 0..3"); the
+// user typed an option. Longest field names first where one is a prefix of another.
+constexpr std::pair<absl::string_view, absl::string_view> kFieldOptions[] = {
+    {"store_games_sample", "--store-games sample:N"},
+    {"store_games", "--store-games"},
+    {"split_depth", "--split-depth"},
+    {"start_positions", "--sps"},
+    {"fens", "--fen"},
+    {"positions", "--fen/--epd"},
+    {"dfrc_pairs", "--dfrc"},
+    {"games_per_position", "--games-per-position"},
+    {"games_per_unit", "--games-per-unit"},
+    {"engine_timeout_ms", "--engine-timeout"},
+    {"engine", "--engine"},
+    {"options", "--option"},
+    {"nodes", "--nodes"},
+    {"depth", "--depth"},
+    {"movetime_ms", "--movetime"},
+    {"random_plies", "--random-plies"},
+    {"seed", "--seed"},
+    {"node_jitter_percent", "--node-jitter"},
+    {"sample_margin_cp", "--sample-margin"},
+    {"max_plies", "--max-plies"},
+    {"draw_moves", "--draw-moves"},
+    {"draw_score_cp", "--draw-score"},
+    {"draw_min_ply", "--draw-min-ply"},
+    {"resign_moves", "--resign-moves"},
+    {"resign_score_cp", "--resign-score"},
+    {"hash_mb", "--hash"},
+    {"verify", "--verify"},
+    {"request_id", "--request-id"},
+    {"job_id", "JOB"},
+};
+
 }  // namespace
+
+std::string in_cli_words(absl::string_view command, absl::string_view message) {
+  for (const auto& [field, option] : kFieldOptions) {
+    if (!absl::StartsWith(message, field) || message.size() <= field.size() || message[field.size()] != ':') continue;
+    std::string out = absl::StrCat(option, message.substr(field.size()));
+    // Cluster perft jobs stop at kMaxPerftDepth (a unit's count and the plan's size stay bounded);
+    // the local command goes deeper.
+    if (command == "submit" && field == "depth" && absl::StrContains(message, "is not in 1.."))
+      absl::StrAppend(&out, " for a cluster perft job (c960 perft computes deeper ones on one machine)");
+    // "... units is more than N; raise games_per_unit": the advice too.
+    for (const auto& [f, o] : kFieldOptions)
+      if (const size_t at = out.find(absl::StrCat("raise ", f)); at != std::string::npos)
+        out.replace(at + 6, f.size(), std::string(o));
+    return out;
+  }
+  return std::string(message);
+}
 
 OptionSpec coordinator_option() {
   return {"coordinator", Arity::kOne, "HOST:PORT",
@@ -90,7 +142,19 @@ int rpc_fail(const Io& io, absl::string_view command, const Client& client, cons
       problem = absl::StrCat("the coordinator refused: ", status.message(), method.empty() ? "" : " (", needs,
                              method.empty() ? "" : ")");
       break;
-    default: problem = absl::StrCat(status.message(), " (status ", int(status.code()), ")");
+    // The exit code tells a refused request (2) from a failed one (1); the message says why.
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      problem = in_cli_words(command, status.message());
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      problem = absl::StrCat(in_cli_words(command, status.message()), " (a limit of the coordinator)");
+      break;
+    default:
+      problem = absl::StrCat(status.message(), " (", absl::StatusCodeToString(status.code()), " at the coordinator)");
   }
   return fail(io, command, problem, exit_code_for(status.code()));
 }

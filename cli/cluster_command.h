@@ -34,5 +34,8 @@ absl::string_view method_of_command(absl::string_view command);
 // Fails with what went wrong in a call to the coordinator, and the exit code exit_code_for()
 // gives its status. A refused token or role says which role the command needs.
 int rpc_fail(const Io& io, absl::string_view command, const Client& client, const absl::Status& status);
+// A coordinator's message about a request field ("split_depth: 5 is not in 0..3") in the words of
+// the command line ("--split-depth: 5 is not in 0..3"); other messages as they are.
+std::string in_cli_words(absl::string_view command, absl::string_view message);
 
 }  // namespace c960::cli

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
 #include "cli/client.h"
+#include "cli/cluster_command.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -536,4 +537,23 @@ TEST(CliRun, HelpCommandPrintsThatCommandsHelp) {
 }
 
 }  // namespace
+}  // namespace c960::cli
+
+namespace c960::cli {
+// The coordinator names request fields; the user sees the options they typed.
+TEST(CliWords, CoordinatorFieldsBecomeOptions) {
+  EXPECT_EQ(in_cli_words("submit", "split_depth: 5 is not in 0..3"), "--split-depth: 5 is not in 0..3");
+  EXPECT_EQ(in_cli_words("submit", "start_positions: '0-1000' is not a range"), "--sps: '0-1000' is not a range");
+  EXPECT_EQ(in_cli_words("submit", "store_games_sample: given without store_games SAMPLE"),
+            "--store-games sample:N: given without store_games SAMPLE");
+  EXPECT_EQ(in_cli_words("submit", "games_per_position: 192000000 units is more than 2000000; raise games_per_unit"),
+            "--games-per-position: 192000000 units is more than 2000000; raise --games-per-unit");
+  const std::string depth = in_cli_words("submit", "depth: 20 is not in 1..16");
+  EXPECT_EQ(depth.rfind("--depth: 20 is not in 1..16 for a cluster perft job", 0), 0u) << depth;
+  EXPECT_EQ(in_cli_words("results", "job_id: no job 'x'"), "JOB: no job 'x'");
+  // Not a field: unchanged (also a field name that is only a prefix of a word).
+  EXPECT_EQ(in_cli_words("submit", "the coordinator is shutting down"), "the coordinator is shutting down");
+  EXPECT_EQ(in_cli_words("submit", "depthless: x"), "depthless: x");
+}
+
 }  // namespace c960::cli
