@@ -25,8 +25,7 @@ using selfplay::MetadataValue;
 constexpr char kName[] = "results";
 
 const CommandSpec kSpec = {
-    kName,
-    "c960 results JOB [--format text|csv|json] [--partial] [--divide] [--out FILE] [--pgn FILE]",
+    kName, "c960 results JOB [--format text|csv|json] [--partial] [--divide] [--out FILE] [--pgn FILE]",
     "Writes a job's results. On a terminal: a table to read (text). Perft: the roots by start "
     "position with their back rank, depth and node count, and the total; self-play: the 'all' row "
     "(the whole job), then the positions by score, best for White first, each with its rank, id, "
@@ -43,12 +42,12 @@ const CommandSpec kSpec = {
     "still to compute (running, cancelled or failed) exits 1 saying which, unless --partial: then "
     "every position is written, the incomplete ones with their counts so far and marked (CSV: a "
     "last column 'complete', JSON: \"complete\": false, text: 'incomplete'), and it exits 0.",
-    with_cluster_options({{"format", Arity::kOne, "text|csv|json",
-                           "output format (default: text on a terminal, else csv)"},
-                          {"partial", Arity::kFlag, "", "also the results of a job that did not finish"},
-                          {"divide", Arity::kFlag, "", "perft: counts below each first move"},
-                          {"out", Arity::kOne, "FILE", "write here instead of stdout"},
-                          {"pgn", Arity::kOne, "FILE", "self-play: write every stored game here as PGN"}}),
+    with_cluster_options(
+        {{"format", Arity::kOne, "text|csv|json", "output format (default: text on a terminal, else csv)"},
+         {"partial", Arity::kFlag, "", "also the results of a job that did not finish"},
+         {"divide", Arity::kFlag, "", "perft: counts below each first move"},
+         {"out", Arity::kOne, "FILE", "write here instead of stdout"},
+         {"pgn", Arity::kOne, "FILE", "self-play: write every stored game here as PGN"}}),
     1};
 
 // Why the results are not whole and what to do about it; exit 1.
@@ -60,11 +59,11 @@ int incomplete_fail(const Io& io, const v1::Job& job, size_t incomplete, size_t 
       return fail(io, kName, absl::StrCat("job ", id, " was cancelled (", counts, "); --partial writes what was done"),
                   kExitCheckFailed);
     case v1::JOB_STATE_FAILED:
-      return fail(io, kName,
-                  absl::StrCat("job ", id, " failed: ",
-                               job.failure_detail().empty() ? "no reason given" : job.failure_detail(), " (", counts,
-                               "); --partial writes what was done"),
-                  kExitCheckFailed);
+      return fail(
+          io, kName,
+          absl::StrCat("job ", id, " failed: ", job.failure_detail().empty() ? "no reason given" : job.failure_detail(),
+                       " (", counts, "); --partial writes what was done"),
+          kExitCheckFailed);
     case v1::JOB_STATE_RUNNING:
       return fail(io, kName,
                   absl::StrCat("job ", id, " is still running (", counts, "): follow it with 'c960 watch ", id,
@@ -225,9 +224,8 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
   if (p.positional().size() != 1) return fail(io, kName, "give the job id");
-  const absl::StatusOr<OutputFormat> format =
-      output_format(p.has("format") ? std::optional<std::string>(p.get("format")) : std::nullopt,
-                    !p.has("out") && io.out_is_tty);
+  const absl::StatusOr<OutputFormat> format = output_format(
+      p.has("format") ? std::optional<std::string>(p.get("format")) : std::nullopt, !p.has("out") && io.out_is_tty);
   if (!format.ok()) return fail(io, kName, format.status());
   absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
   if (!connection.ok()) return fail(io, kName, connection.status());

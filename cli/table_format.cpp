@@ -92,8 +92,9 @@ std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
   for (size_t i = 0; i < rows.size(); ++i) {
     const PerftRow& r = rows[i];
     // Counts are written as exact integers, even beyond 2^53.
-    absl::StrAppend(&out, "  {\"sp\": ", r.sp >= 0 ? absl::StrCat(r.sp) : "null", ", \"fen\": ",
-                    cluster::json_quote(r.fen), ", \"depth\": ", r.depth, ", \"nodes\": ", to_string(r.nodes));
+    absl::StrAppend(&out, "  {\"sp\": ", r.sp >= 0 ? absl::StrCat(r.sp) : "null",
+                    ", \"fen\": ", cluster::json_quote(r.fen), ", \"depth\": ", r.depth,
+                    ", \"nodes\": ", to_string(r.nodes));
     if (divide) {
       out += ", \"divide\": {";
       for (size_t k = 0; k < r.divide.size(); ++k)
@@ -185,10 +186,10 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
 
   size_t incomplete = 0;
   for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
-  std::vector<TextColumn> columns = {{"rank", true},        {"id", false},       {"position", false},
-                                     {"games", true},       {"white", true},     {"draws", true},
-                                     {"black", true},       {"score [95%]", false}, {"elo [95%]", false},
-                                     {"draw rate", true},   {"plies", true},     {"dups", true}};
+  std::vector<TextColumn> columns = {{"rank", true},      {"id", false},          {"position", false},
+                                     {"games", true},     {"white", true},        {"draws", true},
+                                     {"black", true},     {"score [95%]", false}, {"elo [95%]", false},
+                                     {"draw rate", true}, {"plies", true},        {"dups", true}};
   if (incomplete) columns.push_back({"", false});
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < all.size(); ++i) {

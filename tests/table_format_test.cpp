@@ -3,7 +3,6 @@
 #include "cli/table_format.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
@@ -96,8 +95,8 @@ TEST(PerftTextTable, DivideRowsFollowTheirRoot) {
 TEST(PerftCsv, TheFormatScriptsReadWithAnOptionalCompleteColumn) {
   const std::string fen = *startpos_fen(518);
   const std::vector<PerftRow> rows = {row(518, 4, 197281), row(3, 4, 1000, false)};
-  EXPECT_EQ(perft_csv(rows, false), absl::StrCat("sp,fen,depth,nodes\n518,", fen, ",4,197281\n3,",
-                                                 *startpos_fen(3), ",4,1000\n"));
+  EXPECT_EQ(perft_csv(rows, false),
+            absl::StrCat("sp,fen,depth,nodes\n518,", fen, ",4,197281\n3,", *startpos_fen(3), ",4,1000\n"));
   EXPECT_EQ(perft_csv(rows, false, true), absl::StrCat("sp,fen,depth,nodes,complete\n518,", fen, ",4,197281,true\n3,",
                                                        *startpos_fen(3), ",4,1000,false\n"));
   PerftRow d = row(-1, 1, 26);

@@ -105,7 +105,8 @@ TEST_F(ResultsCliTest, PerftJobRunningThenCancelledGivesWhatWasDoneWithPartial) 
 
   start_worker(port_, {"--threads=1", "--hash=16"});
   v1::Job j;
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& x) { return x.progress().units_done() >= 3; }, &j));
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& x) { return x.progress().units_done() >= 3; }, &j));
   const v1::Job cancelled = cancel(job);
   ASSERT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
   const int64_t done = cancelled.progress().units_done();
@@ -113,7 +114,8 @@ TEST_F(ResultsCliTest, PerftJobRunningThenCancelledGivesWhatWasDoneWithPartial) 
 
   r = cli({"results", job});
   EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat("job ", job, " was cancelled (", done, " of 40 positions complete)")))
+  EXPECT_TRUE(
+      absl::StrContains(r.err, absl::StrCat("job ", job, " was cancelled (", done, " of 40 positions complete)")))
       << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "--partial")) << r.err;
 
@@ -163,7 +165,8 @@ TEST_F(ResultsCliTest, FinishedPerftJobIsATableOnATerminalAndCsvElsewhere) {
   start_worker(port_, {"--threads=1", "--hash=16"});
   const std::string job = submit({"submit", "perft", "--depth", "3", "--sps", "518,0-9", "--verify", "off"});
   v1::Job j;
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, &j));
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, &j));
   ASSERT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED);
 
   // Not a terminal: the CSV as before, in root order.
@@ -198,8 +201,8 @@ TEST_F(ResultsCliTest, FinishedPerftJobIsATableOnATerminalAndCsvElsewhere) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(absl::StrContains(r.out, "\"state\": \"SUCCEEDED\"")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "\"finished\": \"20")) << r.out;
-  EXPECT_TRUE(absl::StrContains(r.out, absl::StrCat("{\"sp\": 518, \"fen\": \"", *startpos_fen(518),
-                                                    "\", \"depth\": 3, \"nodes\": 8902}")))
+  EXPECT_TRUE(absl::StrContains(
+      r.out, absl::StrCat("{\"sp\": 518, \"fen\": \"", *startpos_fen(518), "\", \"depth\": 3, \"nodes\": 8902}")))
       << r.out;
   EXPECT_FALSE(absl::StrContains(r.out, "complete")) << r.out;
   r = cli({"results", job, "--format", "xml"});
@@ -209,9 +212,10 @@ TEST_F(ResultsCliTest, FinishedPerftJobIsATableOnATerminalAndCsvElsewhere) {
 
 TEST_F(ResultsCliTest, SelfPlayJobCancelledGivesItsPartialStatistics) {
   start_coordinator();
-  const std::string job = submit({"submit", "selfplay", "--sps", "0-7", "--games-per-position", "4", "--engine",
-                                  "builtin", "--nodes", "3000", "--random-plies", "2", "--seed", "7", "--max-plies",
-                                  "160", "--games-per-unit", "1", "--verify", "off"});
+  const std::string job = submit({"submit",   "selfplay", "--sps",       "0-7",  "--games-per-position", "4",
+                                  "--engine", "builtin",  "--nodes",     "3000", "--random-plies",       "2",
+                                  "--seed",   "7",        "--max-plies", "160",  "--games-per-unit",     "1",
+                                  "--verify", "off"});
   ASSERT_TRUE(absl::StartsWith(job, "job-")) << job;
   CliResult r = cli({"results", job});
   EXPECT_EQ(r.code, 1);
@@ -219,7 +223,8 @@ TEST_F(ResultsCliTest, SelfPlayJobCancelledGivesItsPartialStatistics) {
 
   start_worker(port_, {"--threads=1", "--hash=0"});
   v1::Job j;
-  ASSERT_TRUE(wait_job(job, [](const v1::Job& x) { return x.progress().units_done() >= 5; }, &j));
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& x) { return x.progress().units_done() >= 5; }, &j));
   const v1::Job cancelled = cancel(job);
   ASSERT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
   const int64_t games = cancelled.progress().games_done();
@@ -255,9 +260,9 @@ TEST_F(ResultsCliTest, SelfPlayJobCancelledGivesItsPartialStatistics) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const std::string& s :
        {absl::StrCat("{\"metadata\": {\"version\": \"", std::string(c960::version()), "\", \"job\": \"", job, "\""),
-        std::string("\"state\": \"CANCELLED\""), std::string("\"engine\": \"builtin\""),
-        std::string("\"nodes\": 3000"), std::string("\"seed\": 7"), std::string("\"date\": \""),
-        std::string("\"complete\": false"), absl::StrCat("\"total\": {\"complete\": false, \"games\": ", games)})
+        std::string("\"state\": \"CANCELLED\""), std::string("\"engine\": \"builtin\""), std::string("\"nodes\": 3000"),
+        std::string("\"seed\": 7"), std::string("\"date\": \""), std::string("\"complete\": false"),
+        absl::StrCat("\"total\": {\"complete\": false, \"games\": ", games)})
     EXPECT_TRUE(absl::StrContains(r.out, s)) << s << "\n" << r.out;
 
   // On a terminal: the table, 'all' first.
