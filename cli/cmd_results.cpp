@@ -1,38 +1,81 @@
-// c960 results JOB: a finished job's results. Perft as CSV like 'c960 perft --table' or JSON;
-// self-play as the statistics 'c960 selfplay' prints, built from the stored games the same way.
+// c960 results JOB: a job's results. Perft as CSV like 'c960 perft --table' or JSON; self-play as
+// the statistics 'c960 selfplay' prints, built from the stored games the same way; on a terminal
+// a table to read (cli/table_format.h). A cancelled, failed or running job's results with
+// --partial, incomplete positions marked.
+#include <ctime>
+
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/cluster_command.h"
 #include "cli/commands.h"
+#include "cli/job_format.h"
+#include "cli/table_format.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "core/perft.h"
+#include "core/version.h"
 #include "selfplay/stats.h"
 
 namespace c960::cli {
 namespace {
 
+using selfplay::MetadataValue;
+
 constexpr char kName[] = "results";
 
 const CommandSpec kSpec = {
-    kName, "c960 results JOB [--format csv|json] [--divide] [--out FILE] [--pgn FILE]",
-    "Writes a finished job's results. Perft: CSV has the header 'sp,fen,depth,nodes' like "
-    "'c960 perft --table' (with --divide: 'sp,fen,depth,move,nodes', one row per first move); "
-    "JSON is an array of objects. Self-play: the statistics of 'c960 selfplay' (CSV header "
-    "'sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,"
-    "draw_rate,mean_plies,...', a last row 'all'), and with --pgn every game. Exits 1 while the "
-    "job is unfinished.",
-    with_cluster_options({{"format", Arity::kOne, "csv|json", "output format (default csv)"},
-                          {"divide", Arity::kFlag, "", "perft: counts below each first move"},
-                          {"out", Arity::kOne, "FILE", "write here instead of stdout"},
-                          {"pgn", Arity::kOne, "FILE", "self-play: write every game here as PGN"}}),
+    kName, "c960 results JOB [--format text|csv|json] [--partial] [--divide] [--out FILE] [--pgn FILE]",
+    "Writes a job's results. On a terminal: a table to read (text). Perft: the roots by start "
+    "position with their back rank, depth and node count, and the total; self-play: the 'all' row "
+    "(the whole job), then the positions by score, best for White first, each with its rank, id, "
+    "back rank, games, White's wins, draws and losses, score and Elo with their 95% intervals, "
+    "draw rate, mean plies and duplicate games. Otherwise (a pipe, --out) CSV, or what --format "
+    "says. Perft CSV has the header 'sp,fen,depth,nodes' like 'c960 perft --table' (with --divide: "
+    "'sp,fen,depth,move,nodes', one row per first move), rows in root order; perft JSON is "
+    "{\"metadata\": {...}, \"positions\": [...]}. Self-play CSV and JSON are those of "
+    "'c960 selfplay' (CSV header 'sp,fen,games,white_wins,draws,black_wins,score,score_lo,"
+    "score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,rank,' then a column per "
+    "termination, a last row 'all'), and with --pgn every stored game. JSON carries the job's "
+    "metadata: c960 version, job id, state, created time, verify mode, and the spec (perft: depth, "
+    "split depth; self-play: engine, options, limits, seed, date, ...). A job with positions "
+    "still to compute (running, cancelled or failed) exits 1 saying which, unless --partial: then "
+    "every position is written, the incomplete ones with their counts so far and marked (CSV: a "
+    "last column 'complete', JSON: \"complete\": false, text: 'incomplete'), and it exits 0.",
+    with_cluster_options(
+        {{"format", Arity::kOne, "text|csv|json", "output format (default: text on a terminal, else csv)"},
+         {"partial", Arity::kFlag, "", "also the results of a job that did not finish"},
+         {"divide", Arity::kFlag, "", "perft: counts below each first move"},
+         {"out", Arity::kOne, "FILE", "write here instead of stdout"},
+         {"pgn", Arity::kOne, "FILE", "self-play: write every stored game here as PGN"}}),
     1};
 
-int incomplete_fail(const Io& io, size_t incomplete, size_t positions, const std::string& job) {
-  return fail(io, kName,
-              absl::StrCat(incomplete, " of ", positions, " positions are not complete yet (c960 watch ", job, ")"),
-              kExitCheckFailed);
+// Why the results are not whole and what to do about it; exit 1.
+int incomplete_fail(const Io& io, const v1::Job& job, size_t incomplete, size_t positions) {
+  const std::string counts = absl::StrCat(positions - incomplete, " of ", positions, " positions complete");
+  const std::string& id = job.id();
+  switch (job.state()) {
+    case v1::JOB_STATE_CANCELLED:
+      return fail(io, kName, absl::StrCat("job ", id, " was cancelled (", counts, "); --partial writes what was done"),
+                  kExitCheckFailed);
+    case v1::JOB_STATE_FAILED:
+      return fail(
+          io, kName,
+          absl::StrCat("job ", id, " failed: ", job.failure_detail().empty() ? "no reason given" : job.failure_detail(),
+                       " (", counts, "); --partial writes what was done"),
+          kExitCheckFailed);
+    case v1::JOB_STATE_RUNNING:
+      return fail(io, kName,
+                  absl::StrCat("job ", id, " is still running (", counts, "): follow it with 'c960 watch ", id,
+                               "', or --partial writes what is done so far"),
+                  kExitCheckFailed);
+    default:
+      // It finished between reading the results and reading the job.
+      return fail(io, kName,
+                  absl::StrCat("job ", id, " is ", state_name(job.state()), " but its results were read before (",
+                               counts, "): run c960 results again"),
+                  kExitCheckFailed);
+  }
 }
 
 // The table goes to --out, else to stdout.
@@ -46,6 +89,35 @@ int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
   return kExitOk;
 }
 
+// "2026-11-30T16:38:29Z".
+std::string utc_time(int64_t unix_ms) {
+  const std::time_t t = std::time_t(unix_ms / 1000);
+  std::tm tm{};
+  char text[32] = "";
+  if (gmtime_r(&t, &tm) == nullptr || std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "";
+  return text;
+}
+
+const char* verify_name(v1::VerifyMode mode) {
+  switch (mode) {
+    case v1::VERIFY_MODE_OFF: return "off";
+    case v1::VERIFY_MODE_ALL: return "all";
+    default: return "adaptive";
+  }
+}
+
+// What every job's JSON starts with: the client's version and the job as the coordinator has it.
+std::vector<MetadataValue> job_metadata(const v1::Job& job) {
+  std::vector<MetadataValue> m = {{"version", std::string(c960::version())},
+                                  {"job", job.id()},
+                                  {"state", state_name(job.state())},
+                                  {"created", utc_time(job.created_unix_ms())}};
+  if (job.finished_unix_ms() > 0) m.push_back({"finished", utc_time(job.finished_unix_ms())});
+  if (job.state() == v1::JOB_STATE_FAILED) m.push_back({"failure_detail", job.failure_detail()});
+  m.push_back({"verify", verify_name(job.spec().verify())});
+  return m;
+}
+
 // The position a result row is about: a start position by number, else its id and FEN (a
 // coordinator before position ids: the number).
 selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
@@ -57,7 +129,8 @@ selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
 // Statistics from each position's figures, which the coordinator counts over every game as
 // 'c960 selfplay' does, so the two agree; with --pgn the games then stream into the file, so
 // neither side holds them all.
-int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const std::vector<v1::ResultChunk>& heads) {
+int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Client& client, const v1::Job& job,
+                     const std::vector<v1::ResultChunk>& heads) {
   size_t incomplete = 0, positions = 0;
   std::string last_id;
   selfplay::SelfPlayStats stats;
@@ -68,7 +141,6 @@ int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const st
     last_id = position.id;
     ++positions;
     incomplete += !r.complete();
-    if (r.games() == 0) continue;
     selfplay::PositionStats ps;
     ps.counts.white_wins = r.white_wins();
     ps.counts.draws = r.draws();
@@ -80,14 +152,16 @@ int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const st
     ps.id = position.id;
     ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
     ps.fen = selfplay::xfen_of(position);
+    ps.complete = r.complete();
     stats.set_position(std::move(ps));
   }
-  if (incomplete > 0) return incomplete_fail(io, incomplete, positions, p.positional()[0]);
+  const bool partial = p.has("partial");
+  if (incomplete > 0 && !partial) return incomplete_fail(io, job, incomplete, positions);
   if (p.has("pgn")) {
     OutputFile out("--pgn", p.get("pgn"));
     if (absl::Status s = out.open(); !s.ok()) return fail(io, kName, s);
     std::string bad;
-    absl::Status s = client.results(p.positional()[0], false, false, [&](const v1::ResultChunk& c) {
+    absl::Status s = client.results(job.id(), false, false, [&](const v1::ResultChunk& c) {
       for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
         if (absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g); !rec.ok()) {
           bad = std::string(rec.status().message());
@@ -101,44 +175,47 @@ int selfplay_results(const ParsedArgs& p, const Io& io, Client& client, const st
     if (!s.ok()) return rpc_fail(io, kName, client, s);
     if (absl::Status c = out.commit(); !c.ok()) return fail(io, kName, c);
   }
-  return emit(p, io, p.get("format", "csv") == "csv" ? stats.to_csv() : stats.to_json());
+  switch (format) {
+    case OutputFormat::kText: return emit(p, io, selfplay_text_table(stats));
+    case OutputFormat::kCsv: return emit(p, io, stats.to_csv(partial));
+    case OutputFormat::kJson: break;
+  }
+  std::vector<MetadataValue> metadata = job_metadata(job);
+  if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay()); spec.ok()) {
+    const std::vector<MetadataValue> values = selfplay::metadata_values(*spec);
+    metadata.insert(metadata.end(), values.begin(), values.end());
+  } else {
+    metadata.push_back({"spec_error", std::string(spec.status().message())});
+  }
+  return emit(p, io, stats.to_json(metadata, partial));
 }
 
-std::string perft_csv(const std::vector<v1::PerftRootResult>& rows, bool divide) {
-  const auto sp = [](const v1::PerftRootResult& r) {
-    return r.start_position() >= 0 ? absl::StrCat(r.start_position()) : std::string();
-  };
-  std::string out = divide ? "sp,fen,depth,move,nodes\n" : "sp,fen,depth,nodes\n";
-  for (const v1::PerftRootResult& r : rows) {
-    if (!divide) {
-      absl::StrAppend(&out, sp(r), ",", r.fen(), ",", r.depth(), ",", to_string(cluster::from_proto(r.nodes())), "\n");
-      continue;
-    }
-    for (const v1::MoveCount& m : r.divide())
-      absl::StrAppend(&out, sp(r), ",", r.fen(), ",", r.depth(), ",", m.move(), ",",
-                      to_string(cluster::from_proto(m.nodes())), "\n");
+int perft_results(const ParsedArgs& p, const Io& io, OutputFormat format, const v1::Job& job,
+                  const std::vector<v1::ResultChunk>& chunks) {
+  const bool divide = p.has("divide"), partial = p.has("partial");
+  std::vector<PerftRow> rows;
+  size_t incomplete = 0;
+  for (const v1::ResultChunk& c : chunks) {
+    if (!c.has_perft()) continue;
+    const v1::PerftRootResult& r = c.perft();
+    PerftRow row{r.start_position(), r.fen(), r.depth(), cluster::from_proto(r.nodes()), r.complete(), {}};
+    for (const v1::MoveCount& m : r.divide()) row.divide.emplace_back(m.move(), cluster::from_proto(m.nodes()));
+    incomplete += !r.complete();
+    rows.push_back(std::move(row));
   }
-  return out;
-}
-
-std::string perft_json(const std::vector<v1::PerftRootResult>& rows, bool divide) {
-  std::string out = "[\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const v1::PerftRootResult& r = rows[i];
-    // Counts are written as exact integers, even beyond 2^53.
-    absl::StrAppend(&out, "  {\"sp\": ", r.start_position() >= 0 ? absl::StrCat(r.start_position()) : "null",
-                    ", \"fen\": \"", r.fen(), "\", \"depth\": ", r.depth(),
-                    ", \"nodes\": ", to_string(cluster::from_proto(r.nodes())));
-    if (divide) {
-      out += ", \"divide\": {";
-      for (int k = 0; k < r.divide_size(); ++k)
-        absl::StrAppend(&out, k ? ", " : "", "\"", r.divide(k).move(),
-                        "\": ", to_string(cluster::from_proto(r.divide(k).nodes())));
-      out += "}";
-    }
-    absl::StrAppend(&out, "}", i + 1 < rows.size() ? "," : "", "\n");
+  if (incomplete > 0 && !partial) return incomplete_fail(io, job, incomplete, rows.size());
+  switch (format) {
+    case OutputFormat::kText: return emit(p, io, perft_text_table(rows, divide));
+    case OutputFormat::kCsv: return emit(p, io, perft_csv(rows, divide, partial));
+    case OutputFormat::kJson: break;
   }
-  return out + "]\n";
+  std::vector<MetadataValue> metadata = job_metadata(job);
+  const v1::PerftJobSpec& spec = job.spec().perft();
+  metadata.push_back({"depth", absl::StrCat(spec.depth()), true});
+  metadata.push_back({"split_depth", absl::StrCat(job.split_depth()), true});
+  metadata.push_back({"positions", absl::StrCat(rows.size()), true});
+  if (!spec.start_positions().empty()) metadata.push_back({"start_positions", spec.start_positions()});
+  return emit(p, io, perft_json(rows, divide, metadata, partial));
 }
 
 }  // namespace
@@ -147,25 +224,23 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
   if (p.positional().size() != 1) return fail(io, kName, "give the job id");
-  const std::string format = p.get("format", "csv");
-  if (format != "csv" && format != "json") return fail(io, kName, "--format: use csv or json");
-  const bool divide = p.has("divide");
+  const absl::StatusOr<OutputFormat> format = output_format(
+      p.has("format") ? std::optional<std::string>(p.get("format")) : std::nullopt, !p.has("out") && io.out_is_tty);
+  if (!format.ok()) return fail(io, kName, format.status());
   absl::StatusOr<cluster::ChannelOptions> connection = connection_options(p);
   if (!connection.ok()) return fail(io, kName, connection.status());
   Client client(*connection);
   // Self-play: counts only here (one chunk a position); the games follow for --pgn.
   std::vector<v1::ResultChunk> chunks;
-  if (absl::Status s = client.results(p.positional()[0], divide, true, &chunks); !s.ok())
+  if (absl::Status s = client.results(p.positional()[0], p.has("divide"), true, &chunks); !s.ok())
     return rpc_fail(io, kName, client, s);
-  if (!chunks.empty() && chunks[0].has_selfplay()) return selfplay_results(p, io, client, chunks);
+  // The job after its results: a state no older than they are (a job that was running may have
+  // finished since; one that had ended has the results it ended with).
+  v1::Job job;
+  if (absl::Status s = client.get_job(p.positional()[0], &job); !s.ok()) return rpc_fail(io, kName, client, s);
+  if (job.spec().has_selfplay()) return selfplay_results(p, io, *format, client, job, chunks);
   if (p.has("pgn")) return fail(io, kName, "--pgn: only self-play jobs have games");
-  std::vector<v1::PerftRootResult> rows;
-  for (const v1::ResultChunk& c : chunks)
-    if (c.has_perft()) rows.push_back(c.perft());
-  size_t incomplete = 0;
-  for (const v1::PerftRootResult& r : rows) incomplete += !r.complete();
-  if (incomplete > 0) return incomplete_fail(io, incomplete, rows.size(), p.positional()[0]);
-  return emit(p, io, format == "csv" ? perft_csv(rows, divide) : perft_json(rows, divide));
+  return perft_results(p, io, *format, job, chunks);
 }
 
 }  // namespace c960::cli

@@ -202,6 +202,7 @@ PositionStats SelfPlayStats::total() const {
     t.total_plies += p.total_plies;
     t.duplicates += p.duplicates;
     for (size_t i = 0; i < t.terminations.size(); ++i) t.terminations[i] += p.terminations[i];
+    t.complete = t.complete && p.complete;
   }
   return t;
 }
@@ -209,6 +210,8 @@ PositionStats SelfPlayStats::total() const {
 std::vector<std::string> SelfPlayStats::ranking() const {
   std::vector<const PositionStats*> v = rows();
   std::stable_sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
+    // No games: no score (NaN, which compares false with everything), so last.
+    if (a->counts.games() == 0 || b->counts.games() == 0) return a->counts.games() > 0 && b->counts.games() == 0;
     const Interval x = a->counts.score(), y = b->counts.score();
     if (x.value != y.value) return x.value > y.value;
     return x.lo > y.lo;
@@ -219,12 +222,12 @@ std::vector<std::string> SelfPlayStats::ranking() const {
   return out;
 }
 
-std::string SelfPlayStats::to_csv() const {
+std::string SelfPlayStats::to_csv(bool complete_column) const {
   std::string out =
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
       "duplicates,rank";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
-  out += "\n";
+  out += complete_column ? ",complete\n" : "\n";
   std::map<std::string, int, std::less<>> rank;
   const std::vector<std::string> order = ranking();
   for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
@@ -236,6 +239,7 @@ std::string SelfPlayStats::to_csv() const {
                     csv_number(e.hi, 1), ",", csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1),
                     ",", p.duplicates, ",", r);
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
+    if (complete_column) out += p.complete ? ",true" : ",false";
     out += "\n";
   };
   for (const PositionStats* p : rows()) row(csv_field(p->id), p->fen, *p, absl::StrCat(rank[p->id]));
@@ -243,13 +247,15 @@ std::string SelfPlayStats::to_csv() const {
   return out;
 }
 
-std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata) const {
+std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, bool complete_field) const {
   std::map<std::string, int, std::less<>> rank;
   const std::vector<std::string> order = ranking();
   for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
-  const auto object = [](const PositionStats& p, const std::string& head) {
+  const auto object = [complete_field](const PositionStats& p, const std::string& head) {
     const Interval s = p.counts.score(), e = p.counts.elo();
-    std::string o = absl::StrCat("{", head, "\"games\": ", p.counts.games(), ", \"white_wins\": ", p.counts.white_wins,
+    const char* complete = !complete_field ? "" : p.complete ? "\"complete\": true, " : "\"complete\": false, ";
+    std::string o = absl::StrCat("{", head, complete, "\"games\": ", p.counts.games(),
+                                 ", \"white_wins\": ", p.counts.white_wins,
                                  ", \"draws\": ", p.counts.draws, ", \"black_wins\": ", p.counts.black_wins,
                                  ", \"score\": ", json_number(s.value, 4), ", \"score_lo\": ", json_number(s.lo, 4),
                                  ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),

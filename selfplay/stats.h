@@ -59,6 +59,9 @@ struct PositionStats {
   int64_t duplicates = 0;  // games whose move sequence an earlier game of this position already had
   std::array<int64_t, size_t(Termination::kCount)> terminations{};
   std::set<uint64_t> game_hashes;
+  // Every planned game counted; false for a cluster job's position with games outstanding (a
+  // cancelled, failed or running job's partial results).
+  bool complete = true;
 
   void add(const GameRecord& game);
   double mean_plies() const;
@@ -79,19 +82,22 @@ class SelfPlayStats {
   // A position's figures counted elsewhere (the coordinator keeps them as games settle): replaces
   // what add() gathered for p.id (p carries its id, sp and fen).
   void set_position(PositionStats p);
+  // The whole job: complete when every position is.
   PositionStats total() const;
   // Position ids, best for White first (by score, then by the interval's lower bound, then in
-  // table order).
+  // table order); positions without games last, in table order.
   std::vector<std::string> ranking() const;
 
   // The CSV table: header "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,
   // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,rank" then one column per termination,
   // one row per position (column sp: its id, quoted as RFC 4180 says where needed) and a last
-  // row with sp "all" for the whole job.
-  std::string to_csv() const;
+  // row with sp "all" for the whole job. complete_column adds a last column "complete"
+  // (true/false; the 'all' row: whether every position is).
+  std::string to_csv(bool complete_column = false) const;
   // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids]}; metadata first
-  // when given (see metadata_values).
-  std::string to_json(const std::vector<MetadataValue>& metadata = {}) const;
+  // when given (see metadata_values). complete_field adds "complete": true|false after each
+  // position's rank and first in the total.
+  std::string to_json(const std::vector<MetadataValue>& metadata = {}, bool complete_field = false) const;
 
  private:
   std::vector<PositionStats> positions_;  // in the order first added

@@ -378,7 +378,7 @@ TEST(CliRun, UsageErrorsNeedNoCoordinator) {
   EXPECT_EQ(run_captured({"submit", "perft", "--depth", "3", "--engine", "builtin"}, &out, &err), kExitUsage);
   EXPECT_EQ(err, "c960 submit: --engine: not an option of perft\n");
   EXPECT_EQ(run_captured({"results", "job-1", "--format", "xml"}, &out, &err), kExitUsage);
-  EXPECT_EQ(err, "c960 results: --format: use csv or json\n");
+  EXPECT_EQ(err, "c960 results: --format: 'xml' is not text, csv or json\n");
 }
 
 TEST(CliRun, OutputFilesGoThroughTheWriter) {

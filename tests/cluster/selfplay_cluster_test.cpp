@@ -210,6 +210,16 @@ TEST_F(SelfPlayClusterTest, AnEngineThatDoesNotStartOnTwoWorkersFailsTheJobWithT
   EXPECT_TRUE(absl::StrContains(out, "FAILED")) << out;
   EXPECT_TRUE(absl::StrContains(out, "broken")) << out;
   EXPECT_TRUE(workers_[0]->running());  // reported, not crashed
+  // `c960 results` says the job failed and why; --partial writes its (empty) positions.
+  const std::string failed = cli("results " + job, &rc);
+  EXPECT_EQ(rc, 1) << failed;
+  EXPECT_TRUE(absl::StrContains(failed, absl::StrCat("job ", job, " failed: "))) << failed;
+  EXPECT_TRUE(absl::StrContains(failed, "broken")) << failed;
+  EXPECT_TRUE(absl::StrContains(failed, "(0 of 1 positions complete); --partial")) << failed;
+  const std::string partial = cli("results " + job + " --partial", &rc);
+  EXPECT_EQ(rc, 0) << partial;
+  EXPECT_TRUE(absl::StrContains(partial, ",complete\n3,")) << partial;
+  EXPECT_TRUE(absl::EndsWith(partial, ",false\n")) << partial;
   // A path is not an engine name: refused before it reaches a worker.
   cli("submit selfplay --sps 3 --games-per-position 2 --engine /usr/games/stockfish --nodes 100", &rc);
   EXPECT_EQ(rc, 2);

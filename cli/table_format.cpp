@@ -1,0 +1,220 @@
+#include "cli/table_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cluster/log.h"
+#include "selfplay/positions.h"
+
+namespace c960::cli {
+
+absl::StatusOr<OutputFormat> output_format(const std::optional<std::string>& flag, bool to_terminal) {
+  if (!flag) return to_terminal ? OutputFormat::kText : OutputFormat::kCsv;
+  if (*flag == "text") return OutputFormat::kText;
+  if (*flag == "csv") return OutputFormat::kCsv;
+  if (*flag == "json") return OutputFormat::kJson;
+  return absl::InvalidArgumentError(absl::StrCat("--format: '", *flag, "' is not text, csv or json"));
+}
+
+std::string with_thousands(NodeCount n) {
+  const std::string digits = to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string render_columns(const std::vector<TextColumn>& columns, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].header.size();
+  for (const std::vector<std::string>& row : rows)
+    for (size_t c = 0; c < row.size() && c < columns.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  const auto line = [&](const auto& cell) {
+    std::string l;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const std::string& text = cell(c);
+      const std::string pad(width[c] - text.size(), ' ');
+      absl::StrAppend(&l, c ? "  " : "", columns[c].right ? pad : "", text, columns[c].right ? "" : pad);
+    }
+    l.erase(l.find_last_not_of(' ') + 1);
+    out += l + "\n";
+  };
+  line([&](size_t c) -> const std::string& { return columns[c].header; });
+  static const std::string kBlank;
+  for (const std::vector<std::string>& row : rows)
+    line([&](size_t c) -> const std::string& { return c < row.size() ? row[c] : kBlank; });
+  return out;
+}
+
+namespace {
+
+std::string sp_text(int sp) { return sp >= 0 ? absl::StrCat(sp) : std::string(); }
+
+// "3 of 200 positions are incomplete (counts so far)", or nothing.
+std::string incomplete_note(size_t incomplete, size_t rows, absl::string_view what) {
+  if (incomplete == 0) return "";
+  return absl::StrCat(incomplete, " of ", rows, " positions are incomplete (", what, " so far)\n");
+}
+
+}  // namespace
+
+std::string perft_csv(const std::vector<PerftRow>& rows, bool divide, bool complete_column) {
+  const char* tail = complete_column ? ",complete\n" : "\n";
+  std::string out = absl::StrCat(divide ? "sp,fen,depth,move,nodes" : "sp,fen,depth,nodes", tail);
+  for (const PerftRow& r : rows) {
+    const char* end = !complete_column ? "\n" : r.complete ? ",true\n" : ",false\n";
+    if (!divide) {
+      absl::StrAppend(&out, sp_text(r.sp), ",", r.fen, ",", r.depth, ",", to_string(r.nodes), end);
+      continue;
+    }
+    for (const auto& [move, nodes] : r.divide)
+      absl::StrAppend(&out, sp_text(r.sp), ",", r.fen, ",", r.depth, ",", move, ",", to_string(nodes), end);
+  }
+  return out;
+}
+
+std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
+                       const std::vector<selfplay::MetadataValue>& metadata, bool complete_field) {
+  std::string out = "{";
+  if (!metadata.empty()) {
+    out += "\"metadata\": {";
+    for (size_t i = 0; i < metadata.size(); ++i)
+      absl::StrAppend(&out, i ? ", " : "", cluster::json_quote(metadata[i].key), ": ",
+                      metadata[i].number ? metadata[i].value : cluster::json_quote(metadata[i].value));
+    out += "},\n";
+  }
+  out += "\"positions\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PerftRow& r = rows[i];
+    // Counts are written as exact integers, even beyond 2^53.
+    absl::StrAppend(&out, "  {\"sp\": ", r.sp >= 0 ? absl::StrCat(r.sp) : "null",
+                    ", \"fen\": ", cluster::json_quote(r.fen), ", \"depth\": ", r.depth,
+                    ", \"nodes\": ", to_string(r.nodes));
+    if (divide) {
+      out += ", \"divide\": {";
+      for (size_t k = 0; k < r.divide.size(); ++k)
+        absl::StrAppend(&out, k ? ", " : "", cluster::json_quote(r.divide[k].first), ": ",
+                        to_string(r.divide[k].second));
+      out += "}";
+    }
+    if (complete_field) out += r.complete ? ", \"complete\": true" : ", \"complete\": false";
+    absl::StrAppend(&out, "}", i + 1 < rows.size() ? "," : "", "\n");
+  }
+  return out + "]}\n";
+}
+
+std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide) {
+  std::vector<const PerftRow*> order;
+  for (const PerftRow& r : rows) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const PerftRow* a, const PerftRow* b) {
+    if (a->sp < 0 || b->sp < 0) return a->sp >= 0 && b->sp < 0;
+    return a->sp < b->sp;
+  });
+  size_t incomplete = 0;
+  NodeCount total = 0;
+  for (const PerftRow& r : rows) {
+    incomplete += !r.complete;
+    total += r.nodes;
+  }
+  std::vector<TextColumn> columns = {{"sp", true}, {"position", false}, {"depth", true}};
+  if (divide) columns.push_back({"move", false});
+  columns.push_back({"nodes", true});
+  if (incomplete) columns.push_back({"", false});
+  std::vector<std::vector<std::string>> cells;
+  for (const PerftRow* r : order) {
+    const std::string mark = r->complete ? "" : "incomplete";
+    std::vector<std::string> head = {sp_text(r->sp), selfplay::position_label(r->fen), absl::StrCat(r->depth)};
+    if (!divide) {
+      head.insert(head.end(), {with_thousands(r->nodes), mark});
+      cells.push_back(std::move(head));
+      continue;
+    }
+    head.insert(head.end(), {"", with_thousands(r->nodes), mark});
+    cells.push_back(std::move(head));
+    for (const auto& [move, nodes] : r->divide) cells.push_back({"", "", "", move, with_thousands(nodes)});
+  }
+  std::vector<std::string> last = {"", "total", ""};
+  if (divide) last.push_back("");
+  last.push_back(with_thousands(total));
+  cells.push_back(std::move(last));
+  return render_columns(columns, cells) + incomplete_note(incomplete, rows.size(), "counts");
+}
+
+namespace {
+
+std::string fixed(double x, int decimals) { return absl::StrFormat("%.*f", decimals, x + 0.0); }  // no "-0.0"
+
+// Elo: whole points with a sign, "+inf"/"-inf" at a score of 1 or 0.
+std::string elo_text(double e) {
+  if (std::isinf(e)) return e > 0 ? "+inf" : "-inf";
+  const double r = std::round(e) + 0.0;
+  return absl::StrFormat("%+.0f", r);
+}
+
+std::string pad_left(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
+  std::vector<const selfplay::PositionStats*> order;
+  for (const std::string& id : stats.ranking()) order.push_back(stats.find(id));
+  const selfplay::PositionStats total = stats.total();
+  std::vector<const selfplay::PositionStats*> all = {&total};
+  all.insert(all.end(), order.begin(), order.end());
+
+  // Elo and its bounds, each padded to its widest, so that the brackets line up.
+  struct EloParts {
+    std::string value, lo, hi;
+  };
+  std::vector<EloParts> elo(all.size());
+  size_t wv = 0, wl = 0, wh = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i]->counts.games() == 0) continue;
+    const selfplay::Interval e = all[i]->counts.elo();
+    elo[i] = {elo_text(e.value), elo_text(e.lo), elo_text(e.hi)};
+    wv = std::max(wv, elo[i].value.size());
+    wl = std::max(wl, elo[i].lo.size());
+    wh = std::max(wh, elo[i].hi.size());
+  }
+
+  size_t incomplete = 0;
+  for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
+  std::vector<TextColumn> columns = {{"rank", true},      {"id", false},          {"position", false},
+                                     {"games", true},     {"white", true},        {"draws", true},
+                                     {"black", true},     {"score [95%]", false}, {"elo [95%]", false},
+                                     {"draw rate", true}, {"plies", true},        {"dups", true}};
+  if (incomplete) columns.push_back({"", false});
+  std::vector<std::vector<std::string>> cells;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const selfplay::PositionStats& p = *all[i];
+    const bool games = p.counts.games() > 0;
+    const selfplay::Interval s = p.counts.score();
+    cells.push_back({
+        i == 0 ? "" : absl::StrCat(i),
+        i == 0 ? "all" : p.id,
+        i == 0 ? "" : selfplay::position_label(p.fen),
+        absl::StrCat(p.counts.games()),
+        absl::StrCat(p.counts.white_wins),
+        absl::StrCat(p.counts.draws),
+        absl::StrCat(p.counts.black_wins),
+        games ? absl::StrCat(fixed(s.value, 3), " [", fixed(s.lo, 3), ", ", fixed(s.hi, 3), "]") : "-",
+        games ? absl::StrCat(pad_left(elo[i].value, wv), " [", pad_left(elo[i].lo, wl), ", ", pad_left(elo[i].hi, wh),
+                             "]")
+              : "-",
+        games ? absl::StrCat(fixed(100 * p.counts.draw_rate(), 1), "%") : "-",
+        games ? fixed(p.mean_plies(), 1) : "-",
+        absl::StrCat(p.duplicates),
+        i == 0 || p.complete ? "" : "incomplete",
+    });
+  }
+  return render_columns(columns, cells) + incomplete_note(incomplete, order.size(), "games");
+}
+
+}  // namespace c960::cli

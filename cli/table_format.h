@@ -1,0 +1,68 @@
+// Result tables: for people (aligned text, sorted, thousands separators) and for programs (CSV and
+// JSON, unchanged so that scripts keep working). Pure functions, rows in and text out, shared by
+// `c960 results` and meant for `c960 selfplay` and `c960 perft --table`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/perft.h"
+#include "selfplay/spec.h"
+#include "selfplay/stats.h"
+
+namespace c960::cli {
+
+enum class OutputFormat { kText, kCsv, kJson };
+
+// --format's value when given ("text", "csv" or "json"; anything else is INVALID_ARGUMENT naming
+// --format), else text for a terminal and CSV for anything else (a pipe or a file: what scripts
+// read, as before the text table existed).
+absl::StatusOr<OutputFormat> output_format(const std::optional<std::string>& flag, bool to_terminal);
+
+// "1,234,567".
+std::string with_thousands(NodeCount n);
+
+// Columns of text, each aligned to its widest cell (header included), two spaces apart, no
+// trailing spaces; a row shorter than the header leaves the rest blank.
+struct TextColumn {
+  std::string header;
+  bool right = false;  // numbers: right-aligned
+};
+std::string render_columns(const std::vector<TextColumn>& columns, const std::vector<std::vector<std::string>>& rows);
+
+// One root of a perft table.
+struct PerftRow {
+  int sp = -1;  // the Chess960 start position, else -1 (a root given as FEN)
+  std::string fen;
+  int depth = 0;
+  NodeCount nodes = 0;  // so far, where not complete
+  bool complete = true;
+  std::vector<std::pair<std::string, NodeCount>> divide;  // first move (UCI) and the count below it
+};
+
+// CSV: "sp,fen,depth,nodes" (with divide: "sp,fen,depth,move,nodes", a row per first move), rows
+// in the given order; complete_column adds a last column "complete" (true/false).
+std::string perft_csv(const std::vector<PerftRow>& rows, bool divide, bool complete_column = false);
+// JSON: {"metadata": {...}, "positions": [{"sp": N|null, "fen": ..., "depth": D, "nodes": N,
+// ["divide": {move: nodes, ...},] ["complete": bool]}, ...]}; counts as exact integers, even
+// beyond 2^53. No "metadata" key when there is none.
+std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
+                       const std::vector<selfplay::MetadataValue>& metadata, bool complete_field = false);
+// Text: a header, the roots by start position (roots given as FEN after them, in the given order),
+// each with its back rank (selfplay::position_label), node counts right-aligned with thousands
+// separators, and a last row "total"; with divide, a row per first move under its root. Roots not
+// complete are marked "incomplete" (their counts so far) and counted in a line below.
+std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
+
+// Text: a header, the 'all' row (the whole job), then the positions best for White first (by
+// score, then the interval's lower bound: SelfPlayStats::ranking; positions without games last),
+// each with its rank, id and back rank; games and results right-aligned, score and Elo with their
+// 95% intervals aligned ("0.512 [0.489, 0.535]", "+8 [-7, +24]"), draw rate, mean plies and
+// duplicates. Terminations are in the CSV and JSON only. Positions not complete
+// (PositionStats::complete) are marked "incomplete" and counted in a line below.
+std::string selfplay_text_table(const selfplay::SelfPlayStats& stats);
+
+}  // namespace c960::cli

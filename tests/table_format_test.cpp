@@ -1,0 +1,212 @@
+// The result tables of cli/table_format.h (text for people, CSV and JSON for programs) and the
+// additions to SelfPlayStats they use: incomplete positions and positions without games.
+#include "cli/table_format.h"
+
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/startpos.h"
+#include "selfplay/stats.h"
+
+namespace c960::cli {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) { return absl::StrSplit(text, '\n', absl::SkipEmpty()); }
+
+TEST(OutputFormat, TextOnATerminalCsvElsewhereUnlessGiven) {
+  EXPECT_EQ(*output_format(std::nullopt, true), OutputFormat::kText);
+  EXPECT_EQ(*output_format(std::nullopt, false), OutputFormat::kCsv);
+  EXPECT_EQ(*output_format(std::string("csv"), true), OutputFormat::kCsv);
+  EXPECT_EQ(*output_format(std::string("json"), true), OutputFormat::kJson);
+  EXPECT_EQ(*output_format(std::string("text"), false), OutputFormat::kText);
+  const absl::StatusOr<OutputFormat> bad = output_format(std::string("xml"), true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "--format")) << bad.status();
+}
+
+TEST(WithThousands, GroupsOfThreeUpTo128Bits) {
+  EXPECT_EQ(with_thousands(0), "0");
+  EXPECT_EQ(with_thousands(999), "999");
+  EXPECT_EQ(with_thousands(1000), "1,000");
+  EXPECT_EQ(with_thousands(197281), "197,281");
+  EXPECT_EQ(with_thousands(NodeCount(1) << 64), "18,446,744,073,709,551,616");
+}
+
+TEST(RenderColumns, AlignsEachColumnToItsWidestCellWithoutTrailingSpaces) {
+  const std::string t = render_columns({{"id", false}, {"nodes", true}, {"note", false}},
+                                       {{"518", "197,281", ""}, {"all", "5"}, {"7", "12", "x"}});
+  EXPECT_EQ(t,
+            "id     nodes  note\n"
+            "518  197,281\n"
+            "all        5\n"
+            "7         12  x\n");
+}
+
+PerftRow row(int sp, int depth, NodeCount nodes, bool complete = true) {
+  return {sp, sp >= 0 ? *startpos_fen(sp) : "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", depth, nodes, complete, {}};
+}
+
+TEST(PerftTextTable, SortedByStartPositionWithBackRankThousandsAndATotal) {
+  const std::vector<PerftRow> rows = {row(518, 4, 197281), row(-1, 4, 7795662), row(0, 4, 101240)};
+  const std::vector<std::string> lines = lines_of(perft_text_table(rows, false));
+  ASSERT_EQ(lines.size(), 5u) << perft_text_table(rows, false);
+  EXPECT_TRUE(absl::StartsWith(lines[0], " sp  position")) << lines[0];
+  EXPECT_TRUE(absl::EndsWith(lines[0], "nodes")) << lines[0];
+  EXPECT_TRUE(absl::StartsWith(lines[1], "  0  BBQNNRKR")) << lines[1];
+  EXPECT_TRUE(absl::EndsWith(lines[1], " 101,240")) << lines[1];
+  EXPECT_TRUE(absl::StartsWith(lines[2], "518  RNBQKBNR")) << lines[2];
+  EXPECT_TRUE(absl::EndsWith(lines[2], " 197,281")) << lines[2];
+  // A root given as FEN: after the start positions, shown by its placement.
+  EXPECT_TRUE(absl::StrContains(lines[3], "r3k2r/8/8/8/8/8/8/R3K2R")) << lines[3];
+  EXPECT_TRUE(absl::EndsWith(lines[3], "7,795,662")) << lines[3];
+  EXPECT_TRUE(absl::StrContains(lines[4], "total")) << lines[4];
+  EXPECT_TRUE(absl::EndsWith(lines[4], "8,094,183")) << lines[4];
+  // Right-aligned: every line ends in the same column.
+  for (const std::string& l : lines) EXPECT_EQ(l.size(), lines[0].size()) << l;
+}
+
+TEST(PerftTextTable, IncompleteRootsAreMarkedAndCounted) {
+  const std::string t = perft_text_table({row(1, 6, 5000, false), row(2, 6, 119060324)}, false);
+  const std::vector<std::string> lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 5u) << t;
+  EXPECT_TRUE(absl::EndsWith(lines[1], "5,000  incomplete")) << t;
+  EXPECT_TRUE(absl::EndsWith(lines[2], "119,060,324")) << t;
+  EXPECT_EQ(lines[4], "1 of 2 positions are incomplete (counts so far)");
+}
+
+TEST(PerftTextTable, DivideRowsFollowTheirRoot) {
+  PerftRow r = row(518, 2, 400);
+  r.divide = {{"e2e4", 20}, {"d2d4", 20}};
+  const std::vector<std::string> lines = lines_of(perft_text_table({r}, true));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_TRUE(absl::StrContains(lines[0], "move")) << lines[0];
+  EXPECT_TRUE(absl::StartsWith(lines[1], "518  RNBQKBNR")) << lines[1];
+  EXPECT_TRUE(absl::StrContains(lines[2], "e2e4")) << lines[2];
+  EXPECT_TRUE(absl::EndsWith(lines[2], " 20")) << lines[2];
+  EXPECT_TRUE(absl::StrContains(lines[3], "d2d4")) << lines[3];
+}
+
+TEST(PerftCsv, TheFormatScriptsReadWithAnOptionalCompleteColumn) {
+  const std::string fen = *startpos_fen(518);
+  const std::vector<PerftRow> rows = {row(518, 4, 197281), row(3, 4, 1000, false)};
+  EXPECT_EQ(perft_csv(rows, false),
+            absl::StrCat("sp,fen,depth,nodes\n518,", fen, ",4,197281\n3,", *startpos_fen(3), ",4,1000\n"));
+  EXPECT_EQ(perft_csv(rows, false, true), absl::StrCat("sp,fen,depth,nodes,complete\n518,", fen, ",4,197281,true\n3,",
+                                                       *startpos_fen(3), ",4,1000,false\n"));
+  PerftRow d = row(-1, 1, 26);
+  d.divide = {{"a1b1", 1}};
+  EXPECT_EQ(perft_csv({d}, true), absl::StrCat("sp,fen,depth,move,nodes\n,", d.fen, ",1,a1b1,1\n"));
+}
+
+TEST(PerftJson, MetadataThenPositionsWithExactCounts) {
+  PerftRow big = row(0, 9, (NodeCount(1) << 64) + 1, false);
+  big.divide = {{"a2a3", 7}};
+  const std::string j = perft_json({big}, true, {{"job", "job-1"}, {"depth", "9", true}}, true);
+  EXPECT_EQ(j, absl::StrCat("{\"metadata\": {\"job\": \"job-1\", \"depth\": 9},\n\"positions\": [\n  {\"sp\": 0, "
+                            "\"fen\": \"",
+                            big.fen,
+                            "\", \"depth\": 9, \"nodes\": 18446744073709551617, \"divide\": {\"a2a3\": 7}, "
+                            "\"complete\": false}\n]}\n"));
+  EXPECT_EQ(perft_json({row(-1, 1, 26)}, false, {}),
+            "{\"positions\": [\n  {\"sp\": null, \"fen\": \"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1\", \"depth\": 1, "
+            "\"nodes\": 26}\n]}\n");
+}
+
+selfplay::PositionStats position(int sp, int64_t w, int64_t d, int64_t l, bool complete = true) {
+  selfplay::PositionStats p;
+  p.id = absl::StrCat(sp);
+  p.sp = sp;
+  p.fen = *startpos_fen(sp);
+  p.counts = {w, d, l};
+  p.total_plies = 80 * (w + d + l);
+  p.complete = complete;
+  return p;
+}
+
+TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(0, 2, 4, 4));    // 0.400
+  stats.set_position(position(518, 9, 1, 0));  // 0.950
+  stats.set_position(position(959, 5, 0, 5));  // 0.500
+  const std::string t = selfplay_text_table(stats);
+  const std::vector<std::string> lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 5u) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[0], "rank  id   position  games")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[1], "      all               30")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[2], "   1  518  RNBQKBNR     10")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[3], "   2  959  RKRNNQBB")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "   3  0    BBQNNRKR")) << t;
+  // The score and its interval as the statistics give them, three decimals.
+  const selfplay::Interval s = stats.find("518")->counts.score();
+  EXPECT_TRUE(absl::StrContains(lines[2], absl::StrFormat("0.950 [%.3f, %.3f]", s.lo, s.hi))) << t;
+  // Intervals and Elo brackets line up from row to row.
+  for (char c : {'[', ']'}) {
+    std::vector<size_t> at;
+    for (size_t i = 1; i < lines.size(); ++i) {
+      std::vector<size_t> here;
+      for (size_t k = lines[i].find(c); k != std::string::npos; k = lines[i].find(c, k + 1)) here.push_back(k);
+      ASSERT_EQ(here.size(), 2u) << lines[i];
+      if (at.empty()) at = here;
+      EXPECT_EQ(here, at) << t;
+    }
+  }
+  EXPECT_FALSE(absl::StrContains(t, "incomplete")) << t;
+}
+
+TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(4, 0, 0, 0, false));
+  stats.set_position(position(5, 1, 1, 0, false));
+  stats.set_position(position(6, 0, 2, 0));
+  const std::string t = selfplay_text_table(stats);
+  const std::vector<std::string> lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 6u) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[2], "   1  5 ")) << t;
+  EXPECT_TRUE(absl::EndsWith(lines[2], "incomplete")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[3], "   2  6 ")) << t;
+  EXPECT_FALSE(absl::StrContains(lines[3], "incomplete")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "   3  4 ")) << t;
+  EXPECT_TRUE(absl::StrContains(lines[4], " -  ")) << t;  // no games: no score
+  EXPECT_TRUE(absl::EndsWith(lines[4], "incomplete")) << t;
+  EXPECT_EQ(lines[5], "2 of 3 positions are incomplete (games so far)");
+}
+
+TEST(SelfPlayStatsPartial, CompleteColumnAndFieldOnlyWhenAsked) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(7, 1, 0, 1));
+  stats.set_position(position(8, 0, 0, 0, false));
+  EXPECT_FALSE(stats.total().complete);
+  const std::string plain = stats.to_csv();
+  EXPECT_FALSE(absl::StrContains(plain, "complete")) << plain;
+  const std::vector<std::string> csv = lines_of(stats.to_csv(true));
+  ASSERT_EQ(csv.size(), 4u);
+  EXPECT_TRUE(absl::EndsWith(csv[0], ",complete")) << csv[0];
+  EXPECT_TRUE(absl::StartsWith(csv[1], "7,") && absl::EndsWith(csv[1], ",true")) << csv[1];
+  EXPECT_TRUE(absl::StartsWith(csv[2], "8,") && absl::EndsWith(csv[2], ",false")) << csv[2];
+  EXPECT_TRUE(absl::StartsWith(csv[3], "all,") && absl::EndsWith(csv[3], ",false")) << csv[3];
+  // Without the column each row is the same but for it.
+  const std::vector<std::string> before = lines_of(plain);
+  for (size_t i = 1; i < csv.size(); ++i) EXPECT_EQ(csv[i].substr(0, csv[i].rfind(',')), before[i]);
+  EXPECT_FALSE(absl::StrContains(stats.to_json(), "complete"));
+  const std::string json = stats.to_json({}, true);
+  EXPECT_TRUE(absl::StrContains(json, "\"rank\": 2, \"complete\": false, \"games\": 0")) << json;
+  EXPECT_TRUE(absl::StrContains(json, "\"total\": {\"complete\": false, \"games\": 2")) << json;
+}
+
+TEST(SelfPlayStatsPartial, PositionsWithoutGamesRankLast) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(1, 0, 0, 0, false));
+  stats.set_position(position(2, 0, 0, 3));
+  stats.set_position(position(3, 0, 0, 0, false));
+  stats.set_position(position(4, 3, 0, 0));
+  EXPECT_EQ(stats.ranking(), (std::vector<std::string>{"4", "2", "1", "3"}));
+}
+
+}  // namespace
+}  // namespace c960::cli
