@@ -23,11 +23,15 @@ namespace {
 bool is_final(const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }
 
 // A field of a watch line: its forms, longest first; the last may be "" (the field can go).
-// Lower `rank` is more important: shortened and dropped last.
+// Higher ranks go first: `shorten` is the rank of taking a shorter non-empty form, `drop` of
+// leaving the field out.
 struct Field {
   std::vector<std::string> forms;
-  int rank = 0;
+  double drop = 0;
+  double shorten = 0;
   size_t form = 0;
+  Field(std::vector<std::string> f, double d) : forms(std::move(f)), drop(d), shorten(d) {}
+  Field(std::vector<std::string> f, double d, double s) : forms(std::move(f)), drop(d), shorten(s) {}
   const std::string& text() const { return forms[form]; }
 };
 
@@ -49,51 +53,60 @@ std::string cut(std::string s, size_t limit) {
   return s;
 }
 
-// Joins `fields` within `limit` characters (0: no limit): first the least important fields
-// take their shortest non-empty form, then, least important first, they go.
+// Joins `fields` within `limit` characters (0: no limit), shortening and dropping fields in
+// the order of their ranks, highest first.
 std::string fit_fields(std::vector<Field> fields, size_t limit) {
   if (limit == 0) return join_fields(fields);
-  std::vector<size_t> order(fields.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fields[a].rank > fields[b].rank; });
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i : order) {
-      Field& f = fields[i];
-      while (join_fields(fields).size() > limit && f.form + 1 < f.forms.size() &&
-             (pass == 1 || !f.forms[f.form + 1].empty()))
-        ++f.form;
+  struct Step {
+    double rank;
+    size_t field;
+    bool drop;
+  };
+  std::vector<Step> steps;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].forms.size() > 1 && !fields[i].forms[1].empty()) steps.push_back({fields[i].shorten, i, false});
+    if (fields[i].forms.back().empty()) steps.push_back({fields[i].drop, i, true});
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.rank > b.rank; });
+  for (const Step& st : steps) {
+    if (join_fields(fields).size() <= limit) break;
+    Field& f = fields[st.field];
+    if (st.drop) {
+      f.form = f.forms.size() - 1;
+    } else {
+      const size_t shortest = f.forms.size() - (f.forms.back().empty() ? 2 : 1);
+      while (join_fields(fields).size() > limit && f.form < shortest) ++f.form;
     }
   }
   return cut(join_fields(fields), limit);
 }
 
-// Node counts: "24,123,456,789,012 nodes", shortened to "24.1T nodes".
-Field count_field(const std::string& digits, absl::string_view what, int rank) {
+// Counts: "24,123,456,789,012 nodes", shortened to "24.1T nodes" once the less important
+// fields (elapsed, workers) are gone.
+Field count_field(const std::string& digits, absl::string_view what, double rank) {
   double v = 0;
   (void)absl::SimpleAtod(digits, &v);
-  return {{absl::StrCat(group_thousands(digits), " ", what), absl::StrCat(si_number(v), " ", what)}, rank};
+  return {{absl::StrCat(group_thousands(digits), " ", what), absl::StrCat(si_number(v), " ", what)}, rank, 2.5};
 }
 
-double eta_of(const v1::Job& j, const WatchView& v) { return v.eta_seconds > -2 ? v.eta_seconds : j.progress().eta_seconds(); }
+double eta_of(const v1::Job& j, const WatchView& v) {
+  return v.eta_seconds > -2 ? v.eta_seconds : j.progress().eta_seconds();
+}
 
 // The fields of the second watch line, in display order.
 std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t now) {
   const v1::Progress& p = j.progress();
   std::vector<Field> f;
-  const Field units{{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0};
   if (j.spec().has_selfplay()) {
     f.push_back({{absl::StrCat(group_thousands(absl::StrCat(p.games_done())), "/",
                                group_thousands(absl::StrCat(p.games_total())), " games"),
                   absl::StrCat(si_number(double(p.games_done())), "/", si_number(double(p.games_total())), " games")},
-                 0});
-    Field u = units;
-    u.rank = 3;
-    u.forms.push_back("");
-    f.push_back(u);
+                 0, 2.5});
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units"), ""}, 3});
     const double rate = v.rate >= 0 ? v.rate : p.games_per_second();
     if (!is_final(j)) f.push_back({{absl::StrFormat("%.1f games/min", rate * 60), ""}, 1});
   } else {
-    f.push_back(units);
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
     Field n = count_field(to_string(cluster::from_proto(p.nodes_done())), "nodes", 2);
     n.forms.push_back("");
     f.push_back(n);

@@ -116,14 +116,15 @@ TEST(WatchFormat, TheBlockFitsTheTerminal) {
       }
     }
   }
-  // At 80 columns: the rate, ETA as h:mm:ss, node counts shortened rather than dropped.
+  // At 80 columns: units, nodes with separators, rate, ETA as h:mm:ss; workers and elapsed go
+  // first. At 60 the node count is shortened rather than dropped.
   const std::vector<std::string> perft80 = watch_lines(perft_job(), view, kT0 + 60'000, 80);
   EXPECT_EQ(perft80[0].substr(0, 44), "job-000123  perft d7  RUNNING   42.3%  [####");
-  EXPECT_TRUE(absl::StrContains(perft80[1], "40600/96000 units")) << perft80[1];
-  EXPECT_TRUE(absl::StrContains(perft80[1], "24.1E nodes")) << perft80[1];
-  EXPECT_TRUE(absl::StrContains(perft80[1], "1.23G nodes/s")) << perft80[1];
-  EXPECT_TRUE(absl::StrContains(perft80[1], "ETA 3:25:07")) << perft80[1];
+  EXPECT_EQ(perft80[1], "40600/96000 units  24,123,456,789,012,345,000 nodes  1.23G nodes/s  ETA 3:25:07");
   EXPECT_EQ(perft80[2], view.connection);
+  EXPECT_EQ(watch_lines(perft_job(), view, kT0 + 60'000, 60)[1], "40600/96000 units  24.1E nodes  1.23G nodes/s  ETA 3:25:07");
+  EXPECT_EQ(watch_lines(sp, view, kT0 + 60'000, 80)[1],
+            "17,284/38,400 games  7404.0 games/min  ETA 0:33:20  16/16 workers");
   // Wide enough: every field, the full node count with separators.
   const std::string wide = watch_lines(perft_job(), WatchView(), kT0 + 60'000, 200)[1];
   EXPECT_EQ(wide,
