@@ -210,9 +210,8 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     set_deadline(ctx, ever_got ? kWatchStreamDeadlineMs : cluster::kRpcDeadlineMs);
     std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub_->WatchJob(&ctx, req);
     v1::Job job;
-    bool got = false;
     while (reader->Read(&job)) {
-      got = ever_got = true;
+      ever_got = true;
       backoff = policy_.initial_backoff_ms;
       on_update(job);
       if (is_final(job.state())) {
@@ -223,7 +222,9 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     }
     const grpc::Status s = reader->Finish();
     if (s.ok()) return absl::InternalError("the coordinator ended the watch before the job ended");
-    if (!should_reconnect(s.error_code(), got)) return to_absl(s);
+    // Once any stream had updates, CANCELLED is the coordinator going away (also when a new
+    // stream meets it still shutting down), not a refusal.
+    if (!should_reconnect(s.error_code(), ever_got)) return to_absl(s);
     if (!ever_got && attempt >= policy_.max_retries) {
       // Never answered: said as unreachable (rpc_fail's "cannot reach the coordinator").
       return absl::UnavailableError(absl::StrCat("no answer to a watch after ", attempt + 1,

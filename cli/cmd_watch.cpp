@@ -39,7 +39,8 @@ const CommandSpec kSpec = {
     "job shows how long it took. For a self-play job also the best and worst positions so far by "
     "White's score (#NUMBER BACKRANK SCORE (n=GAMES)). On a terminal a small block redrawn in "
     "place, fitted to its width; otherwise a plain line every few seconds. Rides out coordinator "
-    "restarts, saying so; fails at once if the coordinator cannot be reached at the start. Exits 0 "
+    "restarts, saying so; fails, as status does, if the coordinator cannot be reached at the start (an "
+    "address that accepts connections but never sends the job: after about half a minute). Exits 0 "
     "when the job succeeds, 1 when it fails or is cancelled or the coordinator cannot be reached, 2 "
     "for an unknown job.",
     with_cluster_options({}), 1};
