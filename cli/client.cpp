@@ -198,19 +198,20 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
 }
 
 absl::Status Client::watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update,
-                           v1::Job* final_job) {
+                           v1::Job* final_job, const std::function<void(const absl::Status&)>& on_retry) {
   if (absl::Status s = connect(); !s.ok()) return s;
   v1::WatchJobRequest req;
   req.set_job_id(id);
   int64_t backoff = policy_.initial_backoff_ms;
-  for (;;) {
+  bool ever_got = false;
+  for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
-    set_deadline(ctx, kWatchStreamDeadlineMs);
+    // The coordinator sends the job's state at once: until it has, a unary call's deadline.
+    set_deadline(ctx, ever_got ? kWatchStreamDeadlineMs : cluster::kRpcDeadlineMs);
     std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub_->WatchJob(&ctx, req);
     v1::Job job;
-    bool got = false;
     while (reader->Read(&job)) {
-      got = true;
+      ever_got = true;
       backoff = policy_.initial_backoff_ms;
       on_update(job);
       if (is_final(job.state())) {
@@ -221,7 +222,16 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     }
     const grpc::Status s = reader->Finish();
     if (s.ok()) return absl::InternalError("the coordinator ended the watch before the job ended");
-    if (!should_reconnect(s.error_code(), got)) return to_absl(s);
+    // Once any stream had updates, CANCELLED is the coordinator going away (also when a new
+    // stream meets it still shutting down), not a refusal.
+    if (!should_reconnect(s.error_code(), ever_got)) return to_absl(s);
+    if (!ever_got && attempt >= policy_.max_retries) {
+      // Never answered: said as unreachable (rpc_fail's "cannot reach the coordinator").
+      return absl::UnavailableError(absl::StrCat("no answer to a watch after ", attempt + 1,
+                                                 " attempts; last: ", s.error_message()));
+    }
+    // A stream that lived to its deadline is renewed without a word; anything else is an outage.
+    if (on_retry && (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !ever_got)) on_retry(to_absl(s));
     sleep_ms(backoff);
     backoff = next_backoff_ms(backoff, policy_);
   }

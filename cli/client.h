@@ -76,8 +76,11 @@ class Client {
   // Follows the job until it reaches a final state, calling `on_update` with every state the
   // coordinator sends, the final one last, and reconnecting (should_reconnect) for as long as
   // it takes, e.g. through coordinator restarts. OK once a final state arrived; *final_job
-  // holds it.
-  absl::Status watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update, v1::Job* final_job);
+  // holds it. `on_retry`, when given, hears why the stream broke before each wait to reconnect.
+  // A watch that never received a state gives up after policy.max_retries reconnects with the
+  // last status, so that an address where no coordinator answers is said, not waited on.
+  absl::Status watch(const std::string& id, const std::function<void(const v1::Job&)>& on_update, v1::Job* final_job,
+                     const std::function<void(const absl::Status&)>& on_retry = nullptr);
 
  private:
   absl::Status call(const std::function<grpc::Status()>& call, bool idempotent);

@@ -11,6 +11,7 @@
 #include "cli/cluster_command.h"
 #include "cli/commands.h"
 #include "cli/selfplay_args.h"
+#include "cli/watch.h"
 #include "cluster/config.h"
 #include "cluster/selfplay_proto.h"
 
@@ -37,13 +38,15 @@ const CommandSpec kSpec = {
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
     "                  [--store-games all|none|sample:N]\n"
-    "       (both: [--verify off|adaptive|all])",
+    "       (both: [--verify off|adaptive|all] [--watch] [--quiet])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
     "--fen; for selfplay also --epd or --dfrc) the job covers all 960 start positions. Give several FENs as quoted "
     "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
     "the games; the engine is a NAME the workers offer (c960-worker --engine NAME=PATH; builtin "
     "always), never a path. Results are checked by the coordinator and, as --verify says, by "
-    "other workers. Submitting again with the same --request-id returns the same job.",
+    "other workers. Submitting again with the same --request-id returns the same job. With --quiet "
+    "only the job id is printed (JOB=$(c960 submit ... --quiet)); with --watch the job is then "
+    "followed as 'c960 watch' does, with its exit codes.",
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
@@ -58,6 +61,8 @@ const CommandSpec kSpec = {
                    "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
                    "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
       o.push_back({"request-id", Arity::kOne, "ID", "idempotency key (default: a random one, so retries are safe)"});
+      o.push_back({"watch", Arity::kFlag, "", "then follow the job as 'c960 watch JOB' does, with its exit codes"});
+      o.push_back({"quiet", Arity::kFlag, "", "print only the job id"});
       return with_cluster_options(std::move(o));
     }(),
     1};
@@ -104,7 +109,8 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
     const bool perft_option =
-        o.name == "request-id" || o.name == "verify" || is_cluster_option(o.name) ||
+        o.name == "request-id" || o.name == "verify" || o.name == "watch" || o.name == "quiet" ||
+        is_cluster_option(o.name) ||
         std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));
@@ -172,13 +178,16 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.submit(req, &job); !s.ok()) return rpc_fail(io, kName, client, s);
-  if (job.spec().has_selfplay()) {
+  if (p.has("quiet")) {
+    io.out << job.id() << "\n";
+  } else if (job.spec().has_selfplay()) {
     io.out << "submitted selfplay: " << job.progress().games_total() << " games in " << job.progress().units_total()
            << " units; job " << job.id() << "\n";
   } else {
     io.out << "submitted perft depth " << job.spec().perft().depth() << ": " << job.progress().units_total()
            << " units at split depth " << job.split_depth() << "; job " << job.id() << "\n";
   }
+  if (p.has("watch")) return follow_job(client, job.id(), io, kName);
   return kExitOk;
 }
 

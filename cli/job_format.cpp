@@ -1,15 +1,169 @@
 #include "cli/job_format.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cluster/log.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "core/perft.h"
+#include "core/startpos.h"
 #include "selfplay/stats.h"
 
 namespace c960::cli {
+namespace {
+
+bool is_final(const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }
+
+// A field of a watch line: its forms, longest first; the last may be "" (the field can go).
+// Higher ranks go first: `shorten` is the rank of taking a shorter non-empty form, `drop` of
+// leaving the field out.
+struct Field {
+  std::vector<std::string> forms;
+  double drop = 0;
+  double shorten = 0;
+  size_t form = 0;
+  Field(std::vector<std::string> f, double d) : forms(std::move(f)), drop(d), shorten(d) {}
+  Field(std::vector<std::string> f, double d, double s) : forms(std::move(f)), drop(d), shorten(s) {}
+  const std::string& text() const { return forms[form]; }
+};
+
+constexpr char kSep[] = "  ";
+
+std::string join_fields(const std::vector<Field>& fields) {
+  std::string out;
+  for (const Field& f : fields) {
+    if (f.text().empty()) continue;
+    if (!out.empty()) out += kSep;
+    out += f.text();
+  }
+  return out;
+}
+
+// At most `limit` characters; the line is cut only when even the fewest fields do not fit.
+std::string cut(std::string s, size_t limit) {
+  if (s.size() > limit) s.resize(limit);
+  return s;
+}
+
+// Joins `fields` within `limit` characters (0: no limit), shortening and dropping fields in
+// the order of their ranks, highest first.
+std::string fit_fields(std::vector<Field> fields, size_t limit) {
+  if (limit == 0) return join_fields(fields);
+  struct Step {
+    double rank;
+    size_t field;
+    bool drop;
+  };
+  std::vector<Step> steps;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].forms.size() > 1 && !fields[i].forms[1].empty()) steps.push_back({fields[i].shorten, i, false});
+    if (fields[i].forms.back().empty()) steps.push_back({fields[i].drop, i, true});
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.rank > b.rank; });
+  for (const Step& st : steps) {
+    if (join_fields(fields).size() <= limit) break;
+    Field& f = fields[st.field];
+    if (st.drop) {
+      f.form = f.forms.size() - 1;
+    } else {
+      const size_t shortest = f.forms.size() - (f.forms.back().empty() ? 2 : 1);
+      while (join_fields(fields).size() > limit && f.form < shortest) ++f.form;
+    }
+  }
+  return cut(join_fields(fields), limit);
+}
+
+// Counts: "24,123,456,789,012 nodes", shortened to "24.1T nodes" once the less important
+// fields (elapsed, workers) are gone.
+Field count_field(const std::string& digits, absl::string_view what, double rank) {
+  double v = 0;
+  (void)absl::SimpleAtod(digits, &v);
+  return {{absl::StrCat(group_thousands(digits), " ", what), absl::StrCat(si_number(v), " ", what)}, rank, 2.5};
+}
+
+double eta_of(const v1::Job& j, const WatchView& v) {
+  return v.eta_seconds > -2 ? v.eta_seconds : j.progress().eta_seconds();
+}
+
+// The fields of the second watch line, in display order.
+std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t now) {
+  const v1::Progress& p = j.progress();
+  std::vector<Field> f;
+  if (j.spec().has_selfplay()) {
+    f.push_back({{absl::StrCat(group_thousands(absl::StrCat(p.games_done())), "/",
+                               group_thousands(absl::StrCat(p.games_total())), " games"),
+                  absl::StrCat(si_number(double(p.games_done())), "/", si_number(double(p.games_total())), " games")},
+                 0, 2.5});
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units"), ""}, 3});
+    const double rate = v.rate >= 0 ? v.rate : p.games_per_second();
+    if (!is_final(j)) f.push_back({{absl::StrFormat("%.1f games/min", rate * 60), ""}, 1});
+  } else {
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
+    Field n = count_field(to_string(cluster::from_proto(p.nodes_done())), "nodes", 2);
+    n.forms.push_back("");
+    f.push_back(n);
+    if (!is_final(j)) f.push_back({{absl::StrCat(si_number(p.nodes_per_second()), " nodes/s"), ""}, 1});
+  }
+  if (is_final(j)) {
+    f.push_back({{absl::StrCat("took ", format_duration(job_elapsed_seconds(j, now)))}, 0});
+  } else {
+    f.push_back({{absl::StrCat("ETA ", format_duration(eta_of(j, v)))}, 0});
+    f.push_back({{absl::StrCat("elapsed ", format_duration(job_elapsed_seconds(j, now))), ""}, 4});
+    f.push_back({{absl::StrCat(p.workers(), "/", p.workers_alive(), " workers"), ""}, 3});
+  }
+  if (p.units_verifying() > 0) f.push_back({{absl::StrCat(p.units_verifying(), " verifying"), ""}, 5});
+  if (j.result_mismatches() > 0) f.push_back({{absl::StrCat(j.result_mismatches(), " MISMATCHES")}, 0});
+  return f;
+}
+
+std::vector<Field> header_fields(const v1::Job& j) {
+  return {{{j.id()}, 0},
+          {{job_kind(j), ""}, 2},
+          {{state_name(j.state())}, 0},
+          {{absl::StrFormat("%5.1f%%", 100 * job_fraction(j))}, 0}};
+}
+
+// "[#####.....]" filling what is left of a line of `limit` after `used` characters; "" when
+// fewer than 5 would show.
+std::string bar(double frac, size_t used, size_t limit) {
+  constexpr size_t kMaxBar = 30;
+  const size_t room = limit > used + 4 ? limit - used - 4 : 0;  // separator and brackets
+  const size_t width = std::min(room, kMaxBar);
+  if (width < 5) return "";
+  const size_t filled = std::min(width, size_t(frac * double(width)));
+  return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '.'), "]");
+}
+
+// The notice line: the connection when it is down, else why the job does not progress.
+std::string notice(const v1::Job& j, const WatchView& v) {
+  if (!v.connection.empty()) return v.connection;
+  return j.notice();
+}
+
+// "best:  #518 ..., #12 ..." with as many entries as fit in `limit` (0: all); one at least.
+std::string leaders_list(absl::string_view label, const std::vector<LeaderEntry>& entries, size_t limit) {
+  std::string out(label);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string next = absl::StrCat(out, i ? ", " : " ", leader_text(entries[i]));
+    if (limit && i > 0 && next.size() > limit) break;
+    out = next;
+  }
+  return limit ? cut(out, limit) : out;
+}
+
+std::string json_number(double v, const char* format = "%.3f") {
+  return std::isfinite(v) ? absl::StrFormat(format, v) : "null";
+}
+
+}  // namespace
 
 const char* state_name(v1::JobState s) {
   switch (s) {
@@ -21,25 +175,171 @@ const char* state_name(v1::JobState s) {
   }
 }
 
-std::string progress_line(const v1::Job& j) {
-  const v1::Progress& p = j.progress();
-  const std::string eta = p.eta_seconds() < 0 ? "?" : absl::StrFormat("%.0fs", p.eta_seconds());
-  if (j.spec().has_selfplay()) {
-    const double frac = p.games_total() > 0 ? double(p.games_done()) / double(p.games_total()) : 1.0;
-    return absl::StrFormat("%s %5.1f%% %d/%d games, %.1f games/min, %d/%d units, ETA %s, %d/%d workers, %s", j.id(),
-                           100 * frac, p.games_done(), p.games_total(), p.games_per_second() * 60, p.units_done(),
-                           p.units_total(), eta, p.workers(), p.workers_alive(), state_name(j.state()));
+std::string group_thousands(absl::string_view digits) {
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit)) return std::string(digits);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
-  const double frac = p.units_total() > 0 ? double(p.units_done()) / double(p.units_total()) : 1.0;
-  constexpr int kWidth = 30;
-  const int filled = int(frac * kWidth);
-  const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-  return absl::StrFormat("%s [%s] %5.1f%% %d/%d units, %s nodes, %.1f Mnps, ETA %s, %d/%d workers, %s", j.id(), bar,
-                         100 * frac, p.units_done(), p.units_total(), to_string(cluster::from_proto(p.nodes_done())),
-                         p.nodes_per_second() / 1e6, eta, p.workers(), p.workers_alive(), state_name(j.state()));
+  return out;
 }
 
-std::string job_description(const v1::Job& j) {
+std::string si_number(double v) {
+  if (!std::isfinite(v)) return "?";
+  static constexpr const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
+  size_t k = 0;
+  const double sign = v < 0 ? -1 : 1;
+  v = std::fabs(v);
+  // Rounded first, so that 999.96 shows as "1.00k", never "1000".
+  while (k + 1 < std::size(kPrefix) && std::stod(absl::StrFormat("%.3g", v)) >= 1000) {
+    v /= 1000;
+    ++k;
+  }
+  if (k == 0) return absl::StrFormat("%.3g", sign * v);
+  return absl::StrCat(absl::StrFormat(v < 10 ? "%.2f" : v < 100 ? "%.1f" : "%.0f", sign * v), kPrefix[k]);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = int64_t(seconds + 0.5);
+  if (s >= 86'400) return absl::StrFormat("%dd %02dh", s / 86'400, s % 86'400 / 3600);
+  return absl::StrFormat("%d:%02d:%02d", s / 3600, s % 3600 / 60, s % 60);
+}
+
+std::string iso8601_utc(int64_t unix_ms) {
+  if (unix_ms == 0) return "";
+  const std::time_t t = std::time_t(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                         tm.tm_hour, tm.tm_min, tm.tm_sec, int(unix_ms % 1000));
+}
+
+std::string job_kind(const v1::Job& j) {
+  if (j.spec().has_selfplay()) return "selfplay";
+  if (j.spec().has_perft()) return absl::StrCat("perft d", j.spec().perft().depth());
+  return "?";
+}
+
+double job_fraction(const v1::Job& j) {
+  const v1::Progress& p = j.progress();
+  if (j.spec().has_selfplay())
+    return p.games_total() > 0 ? std::clamp(double(p.games_done()) / double(p.games_total()), 0.0, 1.0) : 1.0;
+  return p.units_total() > 0 ? std::clamp(double(p.units_done()) / double(p.units_total()), 0.0, 1.0) : 1.0;
+}
+
+double job_elapsed_seconds(const v1::Job& j, int64_t now_unix_ms) {
+  if (j.created_unix_ms() <= 0) return -1;
+  const int64_t end = j.finished_unix_ms() > 0 ? j.finished_unix_ms() : now_unix_ms;
+  return std::max<int64_t>(0, end - j.created_unix_ms()) / 1000.0;
+}
+
+int terminal_width(int ioctl_columns, const char* columns_env) {
+  int w = ioctl_columns;
+  if (w <= 0 && columns_env && !absl::SimpleAtoi(columns_env, &w)) w = 0;
+  if (w <= 0) w = kDefaultTerminalWidth;
+  return std::max(w, kMinTerminalWidth);
+}
+
+void RateWindow::add(int64_t t_ms, double count) {
+  if (!samples_.empty() && samples_.back().second == count) return;
+  samples_.emplace_back(t_ms, count);
+  // Keep one change at or before the window's start, so that the rate spans the whole window.
+  while (samples_.size() > 2 && samples_[1].first <= t_ms - window_ms_) samples_.pop_front();
+}
+
+double RateWindow::rate() const {
+  if (samples_.size() < 2) return -1;
+  const auto& [t0, c0] = samples_.front();
+  const auto& [t1, c1] = samples_.back();
+  return t1 > t0 ? (c1 - c0) * 1000.0 / double(t1 - t0) : -1;
+}
+
+double RateWindow::eta_seconds(double remaining, int64_t now_ms) const {
+  const double r = rate();
+  if (remaining <= 0) return 0;
+  if (r <= 0) return -1;
+  return std::max(0.0, remaining / r - double(now_ms - samples_.back().first) / 1000.0);
+}
+
+Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks) {
+  struct Row {
+    LeaderEntry e;
+    double lo;
+  };
+  std::vector<Row> rows;
+  for (const v1::ResultChunk& ch : chunks) {
+    if (!ch.has_selfplay() || ch.selfplay().games() == 0) continue;
+    const v1::SelfPlayPositionResult& p = ch.selfplay();
+    const selfplay::ResultCounts c{p.white_wins(), p.draws(), p.black_wins()};
+    const selfplay::Interval s = c.score();
+    rows.push_back({{p.start_position(), s.value, c.games()}, s.lo});
+  }
+  // The order of SelfPlayStats::ranking: score, then the interval's lower bound.
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.e.score != b.e.score) return a.e.score > b.e.score;
+    if (a.lo != b.lo) return a.lo > b.lo;
+    return a.e.start_position < b.e.start_position;
+  });
+  Leaders l;
+  const size_t nb = std::min<size_t>(kLeadersShown, (rows.size() + 1) / 2);
+  const size_t nw = std::min<size_t>(kLeadersShown, rows.size() - nb);
+  for (size_t i = 0; i < nb; ++i) l.best.push_back(rows[i].e);
+  for (size_t i = 0; i < nw; ++i) l.worst.push_back(rows[rows.size() - 1 - i].e);
+  return l;
+}
+
+std::string leader_text(const LeaderEntry& e) {
+  absl::StatusOr<std::string> rank = backrank_of(e.start_position);
+  return absl::StrFormat("#%d %s %.2f (n=%d)", e.start_position, rank.ok() ? *rank : "?", e.score, e.games);
+}
+
+std::string leaders_line(const Leaders& l) {
+  if (!l.any()) return "no games yet";
+  std::string out = leaders_list("best:", l.best, 0);
+  if (!l.worst.empty()) absl::StrAppend(&out, "; ", leaders_list("worst:", l.worst, 0));
+  return out;
+}
+
+std::vector<std::string> watch_lines(const v1::Job& j, const WatchView& v, int64_t now, int width) {
+  // One column short of the width: a line that fills it would wrap on some terminals.
+  const size_t limit = size_t(std::max(width, kMinTerminalWidth) - 1);
+  std::string head = fit_fields(header_fields(j), limit);
+  const std::string b = bar(job_fraction(j), head.size(), limit);
+  if (!b.empty()) absl::StrAppend(&head, kSep, b);
+  std::vector<std::string> lines = {head, fit_fields(detail_fields(j, v, now), limit)};
+  if (j.spec().has_selfplay()) {
+    if (!v.leaders.any()) {
+      lines.push_back("best:  no games yet");
+      lines.push_back("worst:");
+    } else {
+      lines.push_back(leaders_list("best: ", v.leaders.best, limit));
+      lines.push_back(v.leaders.worst.empty() ? "worst:" : leaders_list("worst:", v.leaders.worst, limit));
+    }
+  }
+  lines.push_back(cut(notice(j, v), limit));
+  return lines;
+}
+
+std::string watch_plain_line(const v1::Job& j, const WatchView& v, int64_t now) {
+  std::string line = absl::StrCat(fit_fields(header_fields(j), 0), kSep, fit_fields(detail_fields(j, v, now), 0));
+  if (const std::string n = notice(j, v); !n.empty()) absl::StrAppend(&line, kSep, n);
+  return line;
+}
+
+std::string redraw_block(int previous_lines, const std::vector<std::string>& lines) {
+  std::string out = "\r";
+  if (previous_lines > 1) absl::StrAppend(&out, "\x1b[", previous_lines - 1, "A");
+  for (size_t i = 0; i < lines.size(); ++i) absl::StrAppend(&out, i ? "\n" : "", lines[i], "\x1b[K");
+  return out;
+}
+
+std::string progress_line(const v1::Job& j, int64_t now) {
+  return absl::StrCat(fit_fields(header_fields(j), 0), kSep, fit_fields(detail_fields(j, WatchView(), now), 0));
+}
+
+std::string job_description(const v1::Job& j, int64_t now) {
   std::string out = absl::StrCat("job ", j.id(), " ", state_name(j.state()), "\n");
   if (j.spec().has_perft()) {
     const v1::PerftJobSpec& s = j.spec().perft();
@@ -57,7 +357,16 @@ std::string job_description(const v1::Job& j) {
                     spec.ok() ? selfplay::describe(*spec) : std::string(spec.status().message()), "\n");
   }
   if (!j.request_id().empty()) absl::StrAppend(&out, "  request id ", j.request_id(), "\n");
-  absl::StrAppend(&out, "  ", progress_line(j), "\n");
+  if (j.created_unix_ms() > 0) {
+    absl::StrAppend(&out, "  submitted ", iso8601_utc(j.created_unix_ms()), " (",
+                    format_duration((now - j.created_unix_ms()) / 1000.0), " ago)");
+    if (j.finished_unix_ms() > 0)
+      absl::StrAppend(&out, ", finished ", iso8601_utc(j.finished_unix_ms()), " (took ",
+                      format_duration(job_elapsed_seconds(j, now)), ")");
+    out += "\n";
+  }
+  absl::StrAppend(&out, "  ", progress_line(j, now), "\n");
+  if (!j.notice().empty()) absl::StrAppend(&out, "  notice: ", j.notice(), "\n");
   if (j.result_mismatches() > 0)
     absl::StrAppend(&out, "  RESULT MISMATCHES: ", j.result_mismatches(), "; first: ", j.mismatch_detail(), "\n");
   if (j.unit_failures() > 0)
@@ -65,33 +374,67 @@ std::string job_description(const v1::Job& j) {
   return out;
 }
 
-std::string leaders_line(const std::vector<v1::ResultChunk>& chunks) {
-  struct Row {
-    int sp;
-    selfplay::ResultCounts c;
-    selfplay::Interval s;
+std::string status_table(const std::vector<v1::Job>& jobs, int64_t now) {
+  struct Column {
+    const char* header;
+    bool right;  // numbers are aligned right
   };
-  std::vector<Row> rows;
-  for (const v1::ResultChunk& ch : chunks) {
-    if (!ch.has_selfplay() || ch.selfplay().games() == 0) continue;
-    const v1::SelfPlayPositionResult& p = ch.selfplay();
-    Row r{p.start_position(), {p.white_wins(), p.draws(), p.black_wins()}, {}};
-    r.s = r.c.score();
-    rows.push_back(r);
+  static constexpr Column kColumns[] = {{"ID", false},   {"KIND", false}, {"STATE", false},   {"DONE", true},
+                                        {"UNITS", true}, {"AGE", true},   {"DURATION", true}};
+  constexpr size_t kN = std::size(kColumns);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({});
+  for (const Column& c : kColumns) rows.back().push_back(c.header);
+  for (const v1::Job& j : jobs) {
+    rows.push_back({j.id(), job_kind(j), state_name(j.state()), absl::StrFormat("%.1f%%", 100 * job_fraction(j)),
+                    absl::StrCat(j.progress().units_done(), "/", j.progress().units_total()),
+                    j.created_unix_ms() > 0 ? format_duration((now - j.created_unix_ms()) / 1000.0) : "?",
+                    is_final(j) ? format_duration(job_elapsed_seconds(j, now)) : "-"});
   }
-  if (rows.empty()) return "no games yet";
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.s.value != b.s.value) return a.s.value > b.s.value;
-    if (a.s.lo != b.s.lo) return a.s.lo > b.s.lo;
-    return a.sp < b.sp;
-  });
-  const size_t n = std::min<size_t>(3, rows.size());
-  auto show = [](const Row& r) { return absl::StrFormat("%d %.3f (%d)", r.sp, r.s.value, r.c.games()); };
-  std::string out = "leading ";
-  for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + show(rows[i]);
-  out += "; trailing ";
-  for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + show(rows[rows.size() - 1 - i]);
+  size_t width[kN] = {};
+  for (const auto& r : rows)
+    for (size_t c = 0; c < kN; ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < kN; ++c) {
+      const std::string pad(width[c] - r[c].size(), ' ');
+      absl::StrAppend(&line, c ? kSep : "", kColumns[c].right ? pad : "", r[c], kColumns[c].right ? "" : pad);
+    }
+    out += std::string(absl::StripTrailingAsciiWhitespace(line)) + "\n";
+  }
   return out;
+}
+
+std::string job_json(const v1::Job& j, int64_t now) {
+  const v1::Progress& p = j.progress();
+  const bool perft = j.spec().has_perft();
+  const double eta = is_final(j) || p.eta_seconds() < 0 ? NAN : p.eta_seconds();
+  const std::string finished = iso8601_utc(j.finished_unix_ms());
+  const double duration = job_elapsed_seconds(j, now);
+  return absl::StrCat(
+      "{\"id\": ", cluster::json_quote(j.id()), ", \"kind\": \"", perft ? "perft" : "selfplay",
+      "\", \"depth\": ", perft ? absl::StrCat(j.spec().perft().depth()) : "null",
+      ", \"state\": \"", state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), "%.6f"),
+      ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(),
+      ", \"nodes_done\": \"", to_string(cluster::from_proto(p.nodes_done())), "\", \"nodes_per_second\": ",
+      json_number(p.nodes_per_second(), "%.1f"), ", \"games_done\": ", p.games_done(),
+      ", \"games_total\": ", p.games_total(), ", \"games_per_second\": ", json_number(p.games_per_second(), "%.4f"),
+      ", \"eta_seconds\": ", json_number(eta, "%.1f"), ", \"workers\": ", p.workers(),
+      ", \"created\": ", j.created_unix_ms() ? cluster::json_quote(iso8601_utc(j.created_unix_ms())) : "null",
+      ", \"finished\": ", finished.empty() ? "null" : cluster::json_quote(finished),
+      ", \"age_seconds\": ", json_number(j.created_unix_ms() ? (now - j.created_unix_ms()) / 1000.0 : NAN),
+      ", \"duration_seconds\": ", json_number(is_final(j) && duration >= 0 ? duration : NAN),
+      ", \"request_id\": ", cluster::json_quote(j.request_id()), ", \"owner\": ", cluster::json_quote(j.owner()),
+      ", \"result_mismatches\": ", j.result_mismatches(), ", \"unit_failures\": ", j.unit_failures(),
+      ", \"notice\": ", cluster::json_quote(j.notice()), "}");
+}
+
+std::string jobs_json(const std::vector<v1::Job>& jobs, int64_t now) {
+  if (jobs.empty()) return "[]\n";
+  std::string out = "[\n";
+  for (size_t i = 0; i < jobs.size(); ++i) absl::StrAppend(&out, "  ", job_json(jobs[i], now), i + 1 < jobs.size() ? ",\n" : "\n");
+  return out + "]\n";
 }
 
 }  // namespace c960::cli

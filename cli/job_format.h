@@ -1,22 +1,113 @@
-// How the cluster commands show jobs: state names, the one-line progress, the description of
-// `c960 status JOB`, and the leading and trailing positions of a self-play job.
+// How the cluster commands show jobs: state names, numbers and times as people read them, the
+// lines of `c960 watch` (fitted to a terminal's width), the table and JSON of `c960 status`, the
+// description of `c960 status JOB`, and the best and worst positions of a self-play job.
+// Pure functions of the job and a clock value, so that every output is testable without a
+// coordinator.
 #pragma once
 
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
 
 namespace c960::cli {
 
 const char* state_name(v1::JobState state);
-// "ID [####....] 40.0% 4/10 units, N nodes, R Mnps, ETA Ts, W/A workers, STATE" (perft) or
-// "ID 40.0% G/T games, R games/min, U/V units, ETA Ts, W/A workers, STATE" (self-play).
-std::string progress_line(const v1::Job& job);
-// The job's spec, request id, progress and any mismatches or unit failures, a line each.
-std::string job_description(const v1::Job& job);
-// "leading 518 0.750 (8), ...; trailing ..." over the positions with games so far, in the order
-// of SelfPlayStats::ranking (score, then the interval's lower bound).
-std::string leaders_line(const std::vector<v1::ResultChunk>& chunks);
+
+// "1234567" -> "1,234,567" (decimal digits only; anything else is returned as it is).
+std::string group_thousands(absl::string_view digits);
+// Three significant digits and an SI prefix: 950 -> "950", 24123456789012 -> "24.1T".
+std::string si_number(double value);
+// Seconds as h:mm:ss ("0:00:05", "27:03:04" is never shown: from one day on "3d 04h"); "?"
+// when negative or not finite.
+std::string format_duration(double seconds);
+// "2026-11-30T16:22:12.345Z"; "" for 0 (not set).
+std::string iso8601_utc(int64_t unix_ms);
+// "perft d5" or "selfplay".
+std::string job_kind(const v1::Job& job);
+// Units (perft) or games (self-play) done, 0..1.
+double job_fraction(const v1::Job& job);
+// How long the job ran: until it finished, or until `now_unix_ms` while it runs.
+double job_elapsed_seconds(const v1::Job& job, int64_t now_unix_ms);
+
+// The columns of the terminal: `ioctl_columns` (TIOCGWINSZ) when positive, else $COLUMNS when it
+// is a number, else 80; at least kMinTerminalWidth.
+inline constexpr int kDefaultTerminalWidth = 80;
+inline constexpr int kMinTerminalWidth = 20;
+int terminal_width(int ioctl_columns, const char* columns_env);
+
+// The rate of a counter (games done) over a window of recent changes, and an ETA from it that
+// counts down between changes instead of climbing, as a rate measured up to `now` would while a
+// unit is being played.
+class RateWindow {
+ public:
+  explicit RateWindow(int64_t window_ms) : window_ms_(window_ms) {}
+  // The counter's value seen at `t_ms`; only changes are kept.
+  void add(int64_t t_ms, double count);
+  // Per second, between the oldest kept change and the newest; -1 until there are two.
+  double rate() const;
+  // Seconds until `remaining` more at rate(), counted from the newest change to `now_ms`; -1
+  // when unknown.
+  double eta_seconds(double remaining, int64_t now_ms) const;
+
+ private:
+  int64_t window_ms_;
+  std::deque<std::pair<int64_t, double>> samples_;
+};
+
+// The positions of a self-play job with games so far, best score for White first; `best` and
+// `worst` never share a position (with fewer than six, fewer are shown).
+struct LeaderEntry {
+  int start_position = 0;
+  double score = 0;  // White's
+  int64_t games = 0;
+};
+struct Leaders {
+  std::vector<LeaderEntry> best, worst;
+  bool any() const { return !best.empty(); }
+};
+inline constexpr int kLeadersShown = 3;  // at most, in each list
+Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks);
+// "#518 RNBQKBNR 0.61 (n=40)"
+std::string leader_text(const LeaderEntry& e);
+// "best: #518 ... (n=40), #12 ...; worst: ..." (no width limit), or "no games yet".
+std::string leaders_line(const Leaders& leaders);
+
+// What `c960 watch` knows besides the job.
+struct WatchView {
+  double eta_seconds = -2;  // its own estimate (RateWindow); -2: the job's, -1: unknown
+  double rate = -1;         // its own games per second; -1: the job's
+  Leaders leaders;          // self-play
+  std::string connection;   // "reconnecting to HOST:PORT... (since 12 s)"; "" while connected
+};
+// The block `c960 watch` redraws on a terminal `width` columns wide: always the same number of
+// lines for a job kind (perft 3, self-play 5), each shorter than `width`, fields dropped or
+// shortened in order of importance (state, progress, ETA and units go last).
+std::vector<std::string> watch_lines(const v1::Job& job, const WatchView& view, int64_t now_unix_ms, int width);
+// The same as one plain line without width limit (output that is not a terminal), leaders
+// excluded.
+std::string watch_plain_line(const v1::Job& job, const WatchView& view, int64_t now_unix_ms);
+// The ANSI text that replaces a block of `previous_lines` lines drawn before (0: the first
+// drawing) with `lines`, leaving the cursor at the end of the last.
+std::string redraw_block(int previous_lines, const std::vector<std::string>& lines);
+
+// "ID [####....] 40.0% 4/10 units, ..." as watch_plain_line: the progress line of job_description.
+std::string progress_line(const v1::Job& job, int64_t now_unix_ms);
+// The job's spec, request id, times, progress and any mismatches or unit failures, a line each.
+// The first line is "job ID STATE"; a line holds "DONE/TOTAL units".
+std::string job_description(const v1::Job& job, int64_t now_unix_ms);
+
+// `c960 status`: a header and a row per job in aligned columns (ID, KIND, STATE, DONE, UNITS,
+// AGE since submit, DURATION of a finished job).
+std::string status_table(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
+// One job as a JSON object with stable keys: numbers as numbers, node counts as strings (they
+// may pass 2^53), times as ISO-8601 UTC, null where a key does not apply.
+std::string job_json(const v1::Job& job, int64_t now_unix_ms);
+// An array of job_json objects, one a line.
+std::string jobs_json(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
 
 }  // namespace c960::cli

@@ -98,7 +98,7 @@ class SelfPlayClusterTest : public c960::test::ClusterFixture {
     int rc = -1;
     std::string out = cli("watch " + job, &rc);
     ASSERT_EQ(rc, 0) << out;
-    EXPECT_TRUE(absl::StrContains(out, "leading")) << out;
+    EXPECT_TRUE(absl::StrContains(out, "best: #")) << out;
     const std::string csv = cli("results " + job + " --out " + dir_ + "/d.csv --pgn " + dir_ + "/d.pgn", &rc);
     ASSERT_EQ(rc, 0) << csv;
     out =

@@ -161,15 +161,22 @@ def main():
                         continue
                     senv["JOB"] = job
                 words = shlex.split(line)
-                if words and words[0] == "export":
-                    # Evaluated by bash so that $(cat FILE) works, then kept for the session.
-                    r = subprocess.run(["bash", "-c", f"{line} && env -0"], cwd=session, env=senv,
-                                       capture_output=True, text=True)
+                assignment = re.match(r"([A-Z_][A-Z0-9_]*)=", line)
+                if words and (words[0] == "export" or assignment):
+                    # Evaluated by bash so that $(...) works, then kept for the session (JOB=$(c960
+                    # submit ... --quiet) names the job the next lines use).
+                    exported = line if words[0] == "export" else f"export {line}"
+                    r = subprocess.run(["bash", "-c", f"{exported} && env -0"], cwd=session, env=senv,
+                                       capture_output=True, text=True, timeout=180)
+                    ran += 1
                     if r.returncode != 0:
-                        failures.append(f"{where}: {cmd}\n{r.stderr}")
+                        failures.append(f"{where}: exit {r.returncode}: {line}\n{r.stderr[-2000:]}")
+                        print(f"FAIL {where}: {line[:100]}")
                         continue
                     senv = dict(kv.split("=", 1) for kv in r.stdout.split("\0") if "=" in kv)
-                    ran += 1
+                    if assignment and assignment.group(1) == "JOB":
+                        job = senv.get("JOB") or None
+                    print(f"ok   {where}: {line[:100]}")
                     continue
                 if words and words[0] in ("c960-coordinator", "c960-worker"):
                     extra = []

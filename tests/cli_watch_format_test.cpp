@@ -1,0 +1,268 @@
+// What `c960 watch` and `c960 status` print, from jobs built here: the watch block fits the
+// terminal and keeps its most important fields, numbers and times read well, the self-play ETA
+// does not climb between units, best and worst positions never overlap, and the status table
+// and JSON have their header, columns and keys.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "cli/job_format.h"
+#include "cluster/u128.h"
+#include "gtest/gtest.h"
+
+namespace c960::cli {
+namespace {
+
+constexpr int64_t kT0 = 1'790'000'000'000;  // 2026-09-21T...Z, a job's submit time
+
+// A perft job at depth 7 of all 960 positions, 406 of 960 units done, with large counts.
+v1::Job perft_job() {
+  v1::Job j;
+  j.set_id("job-000123");
+  j.mutable_spec()->mutable_perft()->set_depth(7);
+  j.set_state(v1::JOB_STATE_RUNNING);
+  j.set_created_unix_ms(kT0);
+  v1::Progress* p = j.mutable_progress();
+  p->set_units_total(96000);
+  p->set_units_done(40600);
+  *p->mutable_nodes_done() = cluster::to_proto(NodeCount(24'123'456'789'012'345ull) * 1000);  // > 2^64
+  p->set_nodes_per_second(1.234e9);
+  p->set_eta_seconds(3 * 3600 + 25 * 60 + 7);
+  p->set_workers(12);
+  p->set_workers_alive(16);
+  p->set_units_verifying(345);
+  return j;
+}
+
+v1::Job selfplay_job() {
+  v1::Job j;
+  j.set_id("job-000124");
+  j.mutable_spec()->mutable_selfplay()->set_games_per_position(40);
+  j.set_state(v1::JOB_STATE_RUNNING);
+  j.set_created_unix_ms(kT0);
+  v1::Progress* p = j.mutable_progress();
+  p->set_units_total(9600);
+  p->set_units_done(4321);
+  p->set_games_total(38400);
+  p->set_games_done(17284);
+  p->set_games_per_second(123.4);
+  p->set_eta_seconds(2000);
+  p->set_workers(16);
+  p->set_workers_alive(16);
+  return j;
+}
+
+v1::ResultChunk position(int sp, int64_t w, int64_t d, int64_t b) {
+  v1::ResultChunk c;
+  v1::SelfPlayPositionResult* r = c.mutable_selfplay();
+  r->set_start_position(sp);
+  r->set_white_wins(w);
+  r->set_draws(d);
+  r->set_black_wins(b);
+  r->set_games(w + d + b);
+  return c;
+}
+
+TEST(WatchFormat, NumbersAndTimes) {
+  EXPECT_EQ(group_thousands("0"), "0");
+  EXPECT_EQ(group_thousands("999"), "999");
+  EXPECT_EQ(group_thousands("1000"), "1,000");
+  EXPECT_EQ(group_thousands("24123456789012"), "24,123,456,789,012");
+  EXPECT_EQ(si_number(0), "0");
+  EXPECT_EQ(si_number(950), "950");
+  EXPECT_EQ(si_number(999.96), "1.00k");
+  EXPECT_EQ(si_number(24123456789012.0), "24.1T");
+  EXPECT_EQ(si_number(1.234e9), "1.23G");
+  EXPECT_EQ(si_number(123.4e6), "123M");
+  EXPECT_EQ(format_duration(5), "0:00:05");
+  EXPECT_EQ(format_duration(3 * 3600 + 25 * 60 + 7), "3:25:07");
+  EXPECT_EQ(format_duration(86'399), "23:59:59");
+  EXPECT_EQ(format_duration(3 * 86'400 + 4 * 3600 + 59), "3d 04h");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(iso8601_utc(0), "");
+  EXPECT_EQ(iso8601_utc(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(job_kind(perft_job()), "perft d7");
+  EXPECT_EQ(job_kind(selfplay_job()), "selfplay");
+}
+
+TEST(WatchFormat, TerminalWidth) {
+  EXPECT_EQ(terminal_width(132, "60"), 132);
+  EXPECT_EQ(terminal_width(0, "60"), 60);
+  EXPECT_EQ(terminal_width(0, "wide"), 80);
+  EXPECT_EQ(terminal_width(0, nullptr), 80);
+  EXPECT_EQ(terminal_width(5, nullptr), kMinTerminalWidth);
+}
+
+// Every line of the block is shorter than the terminal, for every width down to the minimum,
+// and the fields that matter most are always there.
+TEST(WatchFormat, TheBlockFitsTheTerminal) {
+  v1::Job sp = selfplay_job();
+  std::vector<v1::ResultChunk> chunks;
+  for (int s = 500; s < 520; ++s) chunks.push_back(position(s, s % 7, 10, 3));
+  WatchView view;
+  view.leaders = leaders_of(chunks);
+  view.connection = "reconnecting to coordinator.example.org:7960... (since 12 s)";
+  for (int width = kMinTerminalWidth; width <= 200; ++width) {
+    for (const v1::Job& j : {perft_job(), sp}) {
+      const std::vector<std::string> lines = watch_lines(j, view, kT0 + 60'000, width);
+      ASSERT_EQ(lines.size(), j.spec().has_selfplay() ? 5u : 3u);
+      for (const std::string& l : lines) EXPECT_LT(l.size(), size_t(width)) << width << ": " << l;
+      if (width >= 60) {
+        EXPECT_TRUE(absl::StrContains(lines[0], "RUNNING")) << lines[0];
+        EXPECT_TRUE(absl::StrContains(lines[0], "%")) << lines[0];
+        EXPECT_TRUE(absl::StrContains(lines[1], "ETA ")) << lines[1];
+        EXPECT_TRUE(absl::StrContains(lines[1], j.spec().has_selfplay() ? "games" : "units")) << lines[1];
+      }
+    }
+  }
+  // At 80 columns: units, nodes with separators, rate, ETA as h:mm:ss; workers and elapsed go
+  // first. At 60 the node count is shortened rather than dropped.
+  const std::vector<std::string> perft80 = watch_lines(perft_job(), view, kT0 + 60'000, 80);
+  EXPECT_EQ(perft80[0].substr(0, 44), "job-000123  perft d7  RUNNING   42.3%  [####");
+  EXPECT_EQ(perft80[1], "40600/96000 units  24,123,456,789,012,345,000 nodes  1.23G nodes/s  ETA 3:25:07");
+  EXPECT_EQ(perft80[2], view.connection);
+  EXPECT_EQ(watch_lines(perft_job(), view, kT0 + 60'000, 60)[1], "40600/96000 units  24.1E nodes  1.23G nodes/s  ETA 3:25:07");
+  EXPECT_EQ(watch_lines(sp, view, kT0 + 60'000, 80)[1],
+            "17,284/38,400 games  7404.0 games/min  ETA 0:33:20  16/16 workers");
+  // Wide enough: every field, the full node count with separators.
+  const std::string wide = watch_lines(perft_job(), WatchView(), kT0 + 60'000, 200)[1];
+  EXPECT_EQ(wide,
+            "40600/96000 units  24,123,456,789,012,345,000 nodes  1.23G nodes/s  ETA 3:25:07  elapsed 0:01:00  "
+            "12/16 workers  345 verifying");
+}
+
+TEST(WatchFormat, AFinishedJobShowsItsDurationAndNoEta) {
+  v1::Job j = perft_job();
+  j.set_state(v1::JOB_STATE_SUCCEEDED);
+  j.set_finished_unix_ms(kT0 + (2 * 3600 + 5) * 1000);
+  for (const std::string& line :
+       {watch_lines(j, WatchView(), kT0 + 10 * 86'400'000LL, 80)[1], watch_plain_line(j, WatchView(), kT0 + 1)}) {
+    EXPECT_FALSE(absl::StrContains(line, "ETA")) << line;
+    EXPECT_TRUE(absl::StrContains(line, "took 2:00:05")) << line;
+  }
+}
+
+// Units end in bursts: the ETA counts down between them and does not jump up when one ends.
+TEST(WatchFormat, SelfPlayEtaCountsDownBetweenUnits) {
+  RateWindow w(120'000);
+  EXPECT_EQ(w.rate(), -1);
+  const double total = 1000;
+  double games = 0;
+  int64_t t = 0;
+  w.add(t, games);
+  double last_eta = w.eta_seconds(total, t);
+  EXPECT_EQ(last_eta, -1);  // no rate yet
+  // A unit of 10 games every 10 s (1 game/s), with some jitter in the unit times.
+  for (int unit = 1; unit <= 30; ++unit) {
+    const int64_t next = unit * 10'000 + (unit % 3 == 0 ? 2'000 : unit % 3 == 1 ? -1'500 : 0);
+    for (int64_t now = t + 1'000; now < next; now += 1'000) {
+      const double eta = w.eta_seconds(total - games, now);
+      EXPECT_LE(eta, last_eta) << "unit " << unit << " at " << now;
+      last_eta = eta;
+    }
+    t = next;
+    games += 10;
+    w.add(t, games);
+    last_eta = w.eta_seconds(total - games, t);
+    // Once a few units are in, each new estimate stays near the true remaining time.
+    if (unit > 3) {
+      EXPECT_NEAR(last_eta, total - games, 0.1 * (total - games)) << "unit " << unit;
+    }
+  }
+  EXPECT_NEAR(w.rate(), 1.0, 0.1);
+  // Unchanged counts are not changes: the rate is not diluted while a unit is being played.
+  const double r = w.rate();
+  w.add(t + 5'000, games);
+  EXPECT_EQ(w.rate(), r);
+}
+
+TEST(WatchFormat, BestAndWorstNeverShareAPosition) {
+  // The user's case: two positions, equal scores, once shown in both lists.
+  std::vector<v1::ResultChunk> chunks = {position(0, 1, 2, 1), position(2, 1, 2, 1)};
+  Leaders l = leaders_of(chunks);
+  ASSERT_EQ(l.best.size(), 1u);
+  ASSERT_EQ(l.worst.size(), 1u);
+  EXPECT_NE(l.best[0].start_position, l.worst[0].start_position);
+  EXPECT_EQ(leaders_line(l), "best: #0 BBQNNRKR 0.50 (n=4); worst: #2 BQNNRBKR 0.50 (n=4)");
+  for (size_t n = 0; n <= 8; ++n) {
+    std::vector<v1::ResultChunk> some;
+    for (size_t i = 0; i < n; ++i) some.push_back(position(int(10 * i), int64_t(i), 3, 2));
+    l = leaders_of(some);
+    EXPECT_EQ(l.best.size() + l.worst.size(), std::min<size_t>(n, 2 * kLeadersShown)) << n;
+    for (const LeaderEntry& b : l.best)
+      for (const LeaderEntry& w : l.worst) EXPECT_NE(b.start_position, w.start_position) << n;
+    if (n >= 2) {
+      EXPECT_GE(l.best.front().score, l.worst.front().score);
+    }
+  }
+  EXPECT_EQ(leaders_line(leaders_of({})), "no games yet");
+  EXPECT_EQ(leader_text({518, 0.6125, 40}), "#518 RNBQKBNR 0.61 (n=40)");
+}
+
+TEST(WatchFormat, RedrawGoesBackToTheTopOfTheBlock) {
+  EXPECT_EQ(redraw_block(0, {"a", "b", "c"}), "\ra\x1b[K\nb\x1b[K\nc\x1b[K");
+  EXPECT_EQ(redraw_block(3, {"a", "b", "c"}), "\r\x1b[2Aa\x1b[K\nb\x1b[K\nc\x1b[K");
+  // Plain lines have no control characters at all.
+  WatchView v;
+  v.connection = "reconnecting to h:1... (since 3 s)";
+  for (const std::string& line :
+       {watch_plain_line(perft_job(), v, kT0), watch_plain_line(selfplay_job(), WatchView(), kT0)})
+    for (char c : line) EXPECT_GE(c, ' ') << line;
+}
+
+TEST(StatusFormat, TableHasAHeaderAndAlignedColumns) {
+  v1::Job done = selfplay_job();
+  done.set_id("job-7");
+  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  done.mutable_progress()->set_units_done(9600);
+  done.mutable_progress()->set_games_done(38400);
+  done.set_finished_unix_ms(kT0 + 5 * 60'000 + 12'000);
+  const std::string table = status_table({perft_job(), done}, kT0 + 3 * 86'400'000LL + 7'000);
+  const std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << table;
+  EXPECT_EQ(lines[0], "ID          KIND      STATE        DONE        UNITS     AGE  DURATION") << table;
+  EXPECT_EQ(lines[1], "job-000123  perft d7  RUNNING     42.3%  40600/96000  3d 00h         -") << table;
+  EXPECT_EQ(lines[2], "job-7       selfplay  SUCCEEDED  100.0%    9600/9600  3d 00h   0:05:12") << table;
+}
+
+TEST(StatusFormat, JsonHasStableKeysAndTypes) {
+  const std::string running = job_json(perft_job(), kT0 + 1'500);
+  EXPECT_TRUE(absl::StartsWith(running, "{\"id\": \"job-000123\", \"kind\": \"perft\", \"depth\": 7, "
+                                        "\"state\": \"RUNNING\", \"fraction_done\": 0.422917, "
+                                        "\"units_done\": 40600, \"units_total\": 96000, "
+                                        "\"nodes_done\": \"24123456789012345000\""))
+      << running;
+  EXPECT_TRUE(absl::StrContains(running, "\"eta_seconds\": 12307.0")) << running;
+  EXPECT_TRUE(absl::StrContains(running, "\"created\": \"2026-09-21T14:13:20.000Z\", \"finished\": null")) << running;
+  EXPECT_TRUE(absl::StrContains(running, "\"age_seconds\": 1.500, \"duration_seconds\": null")) << running;
+  v1::Job sp = selfplay_job();
+  sp.set_state(v1::JOB_STATE_CANCELLED);
+  sp.set_finished_unix_ms(kT0 + 2'000);
+  sp.set_notice("say \"no\"\n");
+  const std::string cancelled = job_json(sp, kT0 + 3'000);
+  EXPECT_TRUE(absl::StrContains(cancelled, "\"kind\": \"selfplay\", \"depth\": null")) << cancelled;
+  EXPECT_TRUE(absl::StrContains(cancelled, "\"eta_seconds\": null")) << cancelled;
+  EXPECT_TRUE(absl::StrContains(cancelled, "\"duration_seconds\": 2.000")) << cancelled;
+  EXPECT_TRUE(absl::StrContains(cancelled, "\"notice\": \"say \\\"no\\\"\\n\"")) << cancelled;
+  // The same keys, in the same order, whatever the job.
+  auto keys = [](const std::string& json) {
+    std::vector<std::string> k;
+    for (absl::string_view part : absl::StrSplit(json, ", \"")) k.push_back(std::string(part.substr(0, part.find('"'))));
+    return k;
+  };
+  EXPECT_EQ(keys(running), keys(cancelled));
+  EXPECT_EQ(jobs_json({}, kT0), "[]\n");
+  EXPECT_EQ(jobs_json({perft_job(), sp}, kT0 + 3'000),
+            "[\n  " + job_json(perft_job(), kT0 + 3'000) + ",\n  " + cancelled + "\n]\n");
+}
+
+TEST(StatusFormat, DescriptionKeepsWhatScriptsParse) {
+  const std::string d = job_description(perft_job(), kT0 + 61'000);
+  EXPECT_TRUE(absl::StartsWith(d, "job job-000123 RUNNING\n")) << d;
+  EXPECT_TRUE(absl::StrContains(d, " 40600/96000 units")) << d;
+  EXPECT_TRUE(absl::StrContains(d, "submitted 2026-09-21T14:13:20.000Z (0:01:01 ago)")) << d;
+}
+
+}  // namespace
+}  // namespace c960::cli
