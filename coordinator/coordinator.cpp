@@ -196,10 +196,19 @@ absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, con
 std::string Coordinator::notice(const Job& j) const {
   if (j.state != v1::JOB_STATE_RUNNING) return "";
   const std::string engine = j.kind->required_engine(j.spec);
+  bool alive = false, capable = false;
+  for (const auto& [id, s] : sessions_) {
+    alive |= !s.lost;
+    capable |= !s.lost && s.capabilities.count(j.kind->capability());
+  }
+  if (!alive) return "waiting: no worker is connected";
+  if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
   if (!engine.empty()) {
     bool offered = false;
     for (const auto& [id, s] : sessions_) offered |= !s.lost && s.engines.count(engine);
-    if (!offered) return absl::StrCat("waiting: no connected worker offers engine '", engine, "'");
+    if (!offered)
+      return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
+                          "=PATH)");
   }
   if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty())) {
     int able = 0;
@@ -243,20 +252,8 @@ v1::Job Coordinator::snapshot(const Job& j) const {
       if (c.leased()) holders.insert(c.worker);
   p->set_workers(int32_t(holders.size()));
   int alive = 0;
-  // Live workers (by identity) that compute this kind of unit, and those of them that can run
-  // this job (its engine too).
-  std::set<std::string> capable, able;
-  const std::string engine = j.kind->required_engine(j.spec);
-  for (const auto& [id, s] : sessions_) {
-    if (s.lost) continue;
-    ++alive;
-    if (!s.capabilities.count(j.kind->capability())) continue;
-    capable.insert(s.key);
-    if (engine.empty() || s.engines.count(engine)) able.insert(s.key);
-  }
+  for (const auto& [id, s] : sessions_) alive += !s.lost;
   p->set_workers_alive(alive);
-  if (j.state == v1::JOB_STATE_RUNNING)
-    p->set_stalled(stalled_reason(j, alive, int(capable.size()), int(able.size())));
   double rate = 0, unit_rate = 0;
   if (j.state == v1::JOB_STATE_RUNNING) {
     if (j.samples.size() >= 2) {
@@ -275,22 +272,6 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   const int64_t left = int64_t(j.units.size()) - j.done;
   p->set_eta_seconds(j.state != v1::JOB_STATE_RUNNING ? 0 : unit_rate > 0 ? double(left) / unit_rate : -1);
   return out;
-}
-
-std::string Coordinator::stalled_reason(const Job& j, int alive, int capable, int able) const {
-  if (alive == 0) return "no worker is connected";
-  if (capable == 0) return absl::StrCat("no connected worker computes ", j.kind->capability(), " units");
-  if (able == 0) {
-    const std::string engine = j.kind->required_engine(j.spec);
-    return absl::StrCat("no connected worker offers engine '", engine, "' (c960-worker --engine ", engine, "=PATH)");
-  }
-  // A result waits for a copy from another worker; with one worker able, none will come.
-  if (able == 1 && !j.verifying.empty())
-    return absl::StrCat(j.verifying.size(), j.verifying.size() == 1 ? " unit waits" : " units wait",
-                        " for a second worker to confirm its result (verify ",
-                        absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)),
-                        "), and only one worker can run this job: start another, or submit with --verify off");
-  return "";
 }
 
 void Coordinator::add_sample(Job* j) {

@@ -252,9 +252,6 @@ class Coordinator {
   absl::StatusOr<Session*> session_for(const Caller& caller, const std::string& id);
   void touch(Session* s);
   void add_sample(Job* j);
-  // Progress.stalled: why a running job cannot move on, or empty. alive: live workers; capable:
-  // how many of them (by identity) compute the job's kind of unit; able: run the job (its engine).
-  std::string stalled_reason(const Job& j, int alive, int capable, int able) const;
   v1::Job snapshot(const Job& j) const;
   std::string notice(const Job& j) const;
   void changed();

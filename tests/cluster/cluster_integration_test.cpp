@@ -474,7 +474,7 @@ TEST_F(ClusterTest, InvalidRequestsGetTheirStatusCodes) {
   EXPECT_EQ(cli("submit perft --depth 0", &out, &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "depth")) << err;
   EXPECT_EQ(cli("submit perft --depth 3 --sps 0-2000", &out, &err), 2);
-  EXPECT_TRUE(absl::StrContains(err, "start_positions")) << err;
+  EXPECT_TRUE(absl::StrContains(err, "--sps")) << err;
   EXPECT_EQ(cli("status job-404", &out, &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "job-404")) << err;
   EXPECT_EQ(cli("results job-404", &out, &err), 2);

@@ -72,7 +72,7 @@ def placeholders(line, port):
     # docs/cluster.md's hand-made certificate names these; here they are the loopback.
     line = line.replace("coord.example.org", "localhost").replace("203.0.113.7", "127.0.0.1")
     line = line.replace("127.0.0.1:7961", "127.0.0.1:0")
-    return re.sub(r"\bJOB\b", "$JOB", line)
+    return re.sub(r"\bJOB\b(?!=)", "$JOB", line)  # JOB=$(...) sets it
 
 
 def commands(path):
