@@ -11,6 +11,9 @@
 //    back and computed again;
 //  - only a worker that holds or held a copy of a unit may complete, renew or fail it; a
 //    worker's identity is its caller's (credentials), never a request field;
+//  - a group of settled units (a lazy perft plan's root) is folded into its totals once, in
+//    memory and in the store together; anything sent later for a folded unit changes nothing,
+//    and a folded group whose results stand on a worker quarantined since is computed again;
 //  - a completion is reported ACCEPTED only after the store committed it (with its self-play
 //    games, whose table key (job, sp, game index) refuses a second copy of any game);
 //  - lease expiry is set by this server's clock, never by a worker;
@@ -59,6 +62,9 @@ struct CoordinatorOptions {
   uint64_t lazy_plan_walk = kMaxPlanWalk;
   int64_t lazy_window_units = kLazyWindowUnits;
   int64_t lazy_low_water_units = kLazyLowWaterUnits;
+  // Folds groups of settled units (JobKind::fold_group); false keeps every unit, as before
+  // folding (the baseline of bench/lazy_fold.cpp).
+  bool fold = true;
 };
 
 // Counters of events since this process started (monitoring: coordinator/metrics.h).

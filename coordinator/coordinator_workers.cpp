@@ -945,6 +945,7 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
 }
 
 void Coordinator::track_groups(Job* j, int64_t first, int64_t end) {
+  if (!options_.fold) return;
   std::set<int64_t> touched;
   for (int64_t i = first; i < end; ++i) {
     if (!j->units.live(i)) continue;
