@@ -217,5 +217,31 @@ TEST(StoreTest, FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow) {
   EXPECT_TRUE((*(*store)->load_jobs()).empty());
 }
 
+TEST(StoreTest, AVersion4StoreGainsTheFoldedTable) {
+  const std::string path = ::testing::TempDir() + "/store_test_v4.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  {
+    auto store = Store::open(path, 4);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->schema_version(), 4);
+    StoredJob j;
+    j.id = "job-1";
+    j.seq = 1;
+    j.units.push_back(unit(0));
+    ASSERT_TRUE((*store)->insert_job(j).ok());
+    ASSERT_TRUE((*store)->settle_unit("job-1", 0, "r", 1, std::nullopt, 0).ok());
+    EXPECT_FALSE((*store)->fold_units("job-1", {0, 0, 1, "totals"}).ok());  // no such table yet
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->schema_version(), 5);
+  ASSERT_TRUE((*store)->fold_units("job-1", {0, 0, 1, "totals"}).ok());
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE((*jobs)[0].units.empty());
+  ASSERT_EQ((*jobs)[0].folds.size(), 1u);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+}
+
 }  // namespace
 }  // namespace c960::cluster
