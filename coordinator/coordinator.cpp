@@ -86,23 +86,45 @@ absl::Status Coordinator::load() {
     j->mismatch_detail = s.mismatch_detail;
     j->failure_detail = s.failure_detail;
     std::string damage;
-    if (s.unit_count < 0 || s.units.size() != size_t(s.unit_count))
-      damage = absl::StrCat("the store holds ", s.units.size(), " of its ", s.unit_count, " units");
-    j->units.resize(damage.empty() ? s.units.size() : 0);
-    for (size_t k = 0; k < s.units.size() && damage.empty(); ++k) {
-      StoredUnit& su = s.units[k];
-      if (su.index != int64_t(k)) {
-        damage = absl::StrCat("unit ", k, " is missing from the store");
+    // Unit rows and folded groups tile the indexes 0 .. unit_count - 1, each index once.
+    int64_t held = int64_t(s.units.size());
+    for (const StoredFold& f : s.folds) held += std::max<int64_t>(0, f.end - f.first);
+    if (s.unit_count < 0 || held != s.unit_count)
+      damage = absl::StrCat("the store holds ", held, " of its ", s.unit_count, " units");
+    size_t k = 0, next_fold = 0;
+    for (int64_t index = 0; damage.empty() && index < s.unit_count;) {
+      if (next_fold < s.folds.size() && s.folds[next_fold].first == index) {
+        const StoredFold& f = s.folds[next_fold++];
+        Folded fd{f.first, f.end, {}};
+        if (f.end <= f.first || !fd.record.ParseFromString(f.record)) {
+          damage = absl::StrCat("folded units ", f.first, "..", f.end - 1, " do not parse");
+          break;
+        }
+        j->units.append_folded(f.end - f.first);
+        if (fd.record.retired()) {
+          j->retired += f.end - f.first;
+        } else {
+          j->done += f.end - f.first;
+          j->work_done += (NodeCount(fd.record.work_hi()) << 64) | fd.record.work_lo();
+          j->folded[f.group] = std::move(fd);
+        }
+        index = f.end;
+        continue;
+      }
+      if (k >= s.units.size() || s.units[k].index != index) {
+        damage = absl::StrCat("unit ", index, " is missing from the store");
         break;
       }
-      Unit& u = j->units[k];
+      StoredUnit& su = s.units[k++];
+      j->units.resize(size_t(index) + 1);
+      Unit& u = j->units[index];
       if (!u.spec.ParseFromString(su.spec) || !u.meta.ParseFromString(su.meta))
         return absl::DataLossError(absl::StrCat("store: unit ", s.id, "/", su.index, " does not parse"));
       u.attempt = su.attempt;
       u.wanted = su.wanted;
       for (StoredCopy& sc : su.copies) {
         if (sc.copy != int32_t(u.copies.size())) {
-          damage = absl::StrCat("unit ", k, " has a gap in its copies");
+          damage = absl::StrCat("unit ", index, " has a gap in its copies");
           break;
         }
         Copy c;
@@ -122,11 +144,20 @@ absl::Status Coordinator::load() {
         u.votes = su.votes;
         ++j->done;
       } else if (u.results() > 0) {
-        j->verifying.insert(int64_t(k));
+        j->verifying.insert(index);
       }
+      ++index;
     }
-    if (damage.empty() && j->state == v1::JOB_STATE_SUCCEEDED && j->done != int64_t(j->units.size()))
-      damage = absl::StrCat("it SUCCEEDED but ", int64_t(j->units.size()) - j->done, " units have no result");
+    if (damage.empty() && (k != s.units.size() || next_fold != s.folds.size()))
+      damage = absl::StrCat("unit rows or folded groups overlap among its ", s.unit_count, " units");
+    if (damage.empty() && j->state == v1::JOB_STATE_SUCCEEDED && j->done != j->total())
+      damage = absl::StrCat("it SUCCEEDED but ", j->total() - j->done, " units have no result");
+    if (!damage.empty()) {
+      j->units.clear();
+      j->folded.clear();
+    } else {
+      track_groups(j.get(), j->units.first(), int64_t(j->units.size()));
+    }
     next_job_seq_ = std::max(next_job_seq_, j->seq + 1);
     if (!j->request_id.empty()) by_request_id_[j->request_id] = j.get();
     by_seq_.push_back(j.get());
@@ -134,14 +165,20 @@ absl::Status Coordinator::load() {
     jobs_[j->id] = std::move(j);
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
-    } else if (raw->state == v1::JOB_STATE_RUNNING) {
-      for (size_t i = 0; i < raw->units.size(); ++i) enqueue(raw, int64_t(i));
-      log_event(LogLevel::kInfo, "job_resumed",
-                absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->units.size(), " units done"),
-                {{"job", raw->id},
-                 {"kind", raw->kind->capability()},
-                 {"units_done", raw->done},
-                 {"units", int64_t(raw->units.size())}});
+    } else {
+      // Groups settled but not folded yet (a fold that failed, a store from before folding).
+      fold_ready(raw);
+      if (raw->state == v1::JOB_STATE_RUNNING) {
+        for (int64_t i = raw->units.first(); i < int64_t(raw->units.size()); ++i)
+          if (raw->units.live(i)) enqueue(raw, i);
+        log_event(LogLevel::kInfo, "job_resumed",
+                  absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->total(), " units done"),
+                  {{"job", raw->id},
+                   {"kind", raw->kind->capability()},
+                   {"units_done", raw->done},
+                   {"units", raw->total()},
+                   {"units_in_memory", int64_t(raw->units.size()) - raw->units.first()}});
+      }
     }
   }
   changed();
@@ -152,6 +189,9 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   // Serving it would report wrong or empty results as if they were right: fail it, loudly.
   j->damaged = true;
   j->units.clear();
+  j->groups.clear();
+  j->folded.clear();
+  j->ready.clear();
   j->fresh.clear();
   j->replicas.clear();
   j->active.clear();
@@ -241,7 +281,7 @@ v1::Job Coordinator::snapshot(const Job& j) const {
   out.set_notice(notice(j));
   j.kind->fill_job(j.plan, &out);
   v1::Progress* p = out.mutable_progress();
-  p->set_units_total(int64_t(j.units.size()));
+  p->set_units_total(j.total());
   p->set_units_done(j.done);
   p->set_units_leased(int64_t(j.active.size()));
   p->set_units_verifying(int64_t(j.verifying.size()));
@@ -269,7 +309,7 @@ v1::Job Coordinator::snapshot(const Job& j) const {
     rate = double(j.work_done) / (double(j.finished_ms - j.created_ms) / 1000.0);
   }
   j.kind->fill_progress(j.plan, j.work_done, rate, p);
-  const int64_t left = int64_t(j.units.size()) - j.done;
+  const int64_t left = j.total() - j.done;
   p->set_eta_seconds(j.state != v1::JOB_STATE_RUNNING ? 0 : unit_rate > 0 ? double(left) / unit_rate : -1);
   return out;
 }
@@ -287,7 +327,7 @@ absl::Status Coordinator::check_caps(const Caller& caller, int64_t new_units) co
   for (const Job* j : by_seq_)
     if (j->state == v1::JOB_STATE_RUNNING && j->owner == caller.identity) {
       ++active;
-      units += int64_t(j->units.size()) - j->done;
+      units += j->total() - j->done;
     }
   const std::string who = caller.identity.empty() ? "anonymous callers" : absl::StrCat("'", caller.identity, "'");
   if (active >= options_.max_active_jobs)
@@ -341,6 +381,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
     j->units[i].queued = true;
     j->fresh.push_back(int64_t(i));
   }
+  track_groups(j.get(), 0, int64_t(j->units.size()));
   if (s.units.size() <= kUnitsPerStoreBatch) {
     if (absl::Status st = store_->insert_job(s); !st.ok()) return st;
     return j;
@@ -409,10 +450,10 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"request_id", raw->request_id}});
   log_event(LogLevel::kInfo, "job_planned",
             absl::StrCat("job ", raw->id, " planned in ", clock_->now_ms() - submitted_ms,
-                         " ms: ", kind->describe_plan(raw->plan, raw->units.size())),
+                         " ms: ", kind->describe_plan(raw->plan, size_t(raw->total()))),
             {{"job", raw->id},
              {"kind", kind->capability()},
-             {"units", int64_t(raw->units.size())},
+             {"units", raw->total()},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
   if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
@@ -496,9 +537,15 @@ absl::Status Coordinator::results(const Caller& caller, const std::string& job_i
     if (j.damaged) return absl::DataLossError(absl::StrCat("job ", j.id, ": ", j.failure_detail));
     if (!j.kind->results_from_store()) {
       std::vector<UnitView> views;
-      views.reserve(j.units.size());
-      for (const Unit& u : j.units) views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
-      for (const v1::ResultChunk& c : j.kind->results(j.plan, views, divide, omit_games))
+      views.reserve(j.units.size() - size_t(j.units.first()));
+      for (int64_t i = j.units.first(); i < int64_t(j.units.size()); ++i)
+        if (j.units.live(i)) {
+          const Unit& u = j.units[i];
+          views.push_back({&u.spec, &u.meta, u.result ? &*u.result : nullptr});
+        }
+      std::map<int64_t, std::string> folded;
+      for (const auto& [g, f] : j.folded) folded[g] = f.record.totals();
+      for (const v1::ResultChunk& c : j.kind->folded_results(j.plan, views, folded, divide, omit_games))
         if (!sink(c)) break;
       return absl::OkStatus();
     }
@@ -609,7 +656,7 @@ CoordinatorMetrics Coordinator::metrics() const {
     m.units_done += j->done;
     m.units_verifying += verifying;
     m.units_leased += leased;
-    m.units_pending += int64_t(j->units.size()) - j->done - verifying - leased;
+    m.units_pending += j->total() - j->done - verifying - leased;
     for (int64_t i : j->verifying) {
       std::set<std::string_view> results;
       for (const Copy& c : j->units[i].copies)

@@ -11,6 +11,9 @@
 //    back and computed again;
 //  - only a worker that holds or held a copy of a unit may complete, renew or fail it; a
 //    worker's identity is its caller's (credentials), never a request field;
+//  - a group of settled units (a lazy perft plan's root) is folded into its totals once, in
+//    memory and in the store together; anything sent later for a folded unit changes nothing,
+//    and a folded group whose results stand on a worker quarantined since is computed again;
 //  - a completion is reported ACCEPTED only after the store committed it (with its self-play
 //    games, whose table key (job, sp, game index) refuses a second copy of any game);
 //  - lease expiry is set by this server's clock, never by a worker;
@@ -59,6 +62,9 @@ struct CoordinatorOptions {
   uint64_t lazy_plan_walk = kMaxPlanWalk;
   int64_t lazy_window_units = kLazyWindowUnits;
   int64_t lazy_low_water_units = kLazyLowWaterUnits;
+  // Folds groups of settled units (JobKind::fold_group); false keeps every unit, as before
+  // folding (the baseline of bench/lazy_fold.cpp).
+  bool fold = true;
 };
 
 // Counters of events since this process started (monitoring: coordinator/metrics.h).
@@ -188,12 +194,46 @@ class Coordinator {
     std::string settled;                   // its kept form
     int32_t votes = 0;                     // copies that sent it
     bool queued = false;                   // in the job's fresh or replicas queue
+    bool folded = false;                   // its group was folded: no state left (Units)
 
     int leases() const;
     int results() const;  // valid results sent (not discarded)
     // Wants another copy leased: unsettled, and its leases and results do not reach `wanted`.
     bool needs_copy() const;
     Copy* copy_of(const std::string& worker);
+  };
+  // A job's units by index: every index the plan gave out so far (size) less the folded ones,
+  // whose state is gone (their group's totals stand for them). Indexes never move or repeat;
+  // folded units at the front take no memory, those behind a group still in flight one
+  // empty Unit each until it folds too.
+  class Units {
+   public:
+    size_t size() const { return size_t(base_) + live_.size(); }
+    int64_t first() const { return base_; }  // units below it are all folded
+    bool live(int64_t i) const { return i >= base_ && i < int64_t(size()) && !live_[size_t(i - base_)].folded; }
+    Unit& operator[](int64_t i) { return live_[size_t(i - base_)]; }
+    const Unit& operator[](int64_t i) const { return live_[size_t(i - base_)]; }
+    void resize(size_t n) { live_.resize(n - size_t(base_)); }  // grows only
+    void append_folded(int64_t n);
+    void clear() {
+      base_ = 0;
+      live_.clear();
+    }
+    // Units first .. end - 1 lose their state and stay folded.
+    void fold(int64_t first, int64_t end);
+
+   private:
+    int64_t base_ = 0;
+    std::deque<Unit> live_;
+  };
+  // Folding: a group's units (JobKind::fold_group) in flight, and a folded group's totals.
+  struct Group {
+    int64_t first = 0, end = 0;  // its units' indexes
+    int64_t unsettled = 0;
+  };
+  struct Folded {
+    int64_t first = 0, end = 0;
+    v1::store::FoldedGroup record;
   };
   struct Sample {
     int64_t ms;
@@ -220,7 +260,10 @@ class Coordinator {
     std::set<std::string> failing_workers;
     std::string failure_detail;
     const JobKind* kind = nullptr;
-    std::vector<Unit> units;
+    Units units;
+    std::map<int64_t, Group> groups;    // groups with units in memory, by group
+    std::map<int64_t, Folded> folded;   // by group
+    std::vector<int64_t> ready;         // groups whose units are all settled, to fold
     // Units that want a copy: never leased yet (fresh), or wanting one more (replicas). Entries
     // may be stale: a popped unit is used only if it still needs a copy.
     std::deque<int64_t> fresh, replicas;
@@ -228,7 +271,9 @@ class Coordinator {
     std::set<int64_t> verifying;  // unsettled units with a result that waits for another
     bool damaged = false;         // its stored units disagree with its record: FAILED, no results
     bool refilling = false;       // lazy plan: the waiter thread expands its next roots
-    int64_t done = 0;             // settled units
+    int64_t done = 0;             // settled units, folded ones included
+    int64_t retired = 0;          // indexes of groups folded, then planned again under new ones
+    int64_t total() const { return int64_t(units.size()) - retired; }
     NodeCount work_done = 0;      // in the kind's unit of work (JobKind::work)
     std::deque<Sample> samples;   // recent progress, for rates
   };
@@ -272,6 +317,15 @@ class Coordinator {
   absl::Status add_planned(Job* j, v1::store::JobPlan plan,
                            std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units);
   void finish_job(Job* j, int64_t now);
+  // Folding: groups of units i .. end - 1 (new units, or loaded ones) are tracked; a settled or
+  // unsettled unit moves its group's count; fold_ready folds the groups all settled, each in
+  // one store transaction (a failed one stays in memory and is tried again on load).
+  void track_groups(Job* j, int64_t first, int64_t end);
+  void group_settled(Job* j, int64_t i, int delta);
+  void fold_ready(Job* j);
+  // A folded group whose results stand on a quarantined worker's lone vote is planned again
+  // (new indexes; its totals taken back).
+  absl::Status reopen(Job* j, int64_t group);
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
   // A waiting acquire (long poll).

@@ -1,6 +1,7 @@
 // The coordinator's calls for workers: sessions, leases, completions and their verification,
 // failures, and the sweep that returns expired leases and marks silent workers lost.
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -60,7 +61,28 @@ Coordinator::Copy* Coordinator::Unit::copy_of(const std::string& worker) {
   return nullptr;
 }
 
+void Coordinator::Units::append_folded(int64_t n) {
+  if (live_.empty()) {
+    base_ += n;
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) live_.emplace_back().folded = true;
+}
+
+void Coordinator::Units::fold(int64_t first, int64_t end) {
+  for (int64_t i = std::max(first, base_); i < end; ++i) {
+    Unit& u = live_[size_t(i - base_)];
+    u = Unit();
+    u.folded = true;
+  }
+  while (!live_.empty() && live_.front().folded) {
+    live_.pop_front();
+    ++base_;
+  }
+}
+
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
+  if (!j->units.live(i)) return;
   Unit& u = j->units[i];
   if (u.queued || !u.needs_copy() || j->state != v1::JOB_STATE_RUNNING) return;
   std::deque<int64_t>& q = u.copies.empty() ? j->fresh : j->replicas;
@@ -234,6 +256,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
          ++looked) {
       const int64_t i = j->replicas.front();
       j->replicas.pop_front();
+      if (!j->units.live(i)) continue;  // folded since it was queued
       Unit& u = j->units[i];
       u.queued = false;
       if (!u.needs_copy()) continue;  // stale entry
@@ -250,6 +273,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     while (resp->leases_size() + int(rows.size()) < max_units && !j->fresh.empty()) {
       const int64_t i = j->fresh.front();
       j->fresh.pop_front();
+      if (!j->units.live(i)) continue;
       j->units[i].queued = false;
       if (j->units[i].needs_copy()) lease(j, i, s, now, &rows);
     }
@@ -313,13 +337,14 @@ absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
   j->plan = std::move(plan);
   j->units.resize(size_t(first) + units.size());
   for (size_t k = 0; k < units.size(); ++k) {
-    Unit& u = j->units[size_t(first) + k];
+    Unit& u = j->units[first + int64_t(k)];
     u.spec = std::move(units[k].first);
     u.meta = std::move(units[k].second);
     enqueue(j, first + int64_t(k));
   }
+  track_groups(j, first, first + int64_t(units.size()));
   // Roots without units (no moves down to the split ply) may end the job here.
-  if (j->done == int64_t(j->units.size()) && j->kind->fully_planned(j->plan)) {
+  if (j->done == j->total() && j->kind->fully_planned(j->plan)) {
     const int64_t now = clock_->now_ms();
     if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_SUCCEEDED, now, j->mismatches, j->mismatch_detail);
         !s.ok())
@@ -491,6 +516,10 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
     r->set_status(v1::LEASE_STATUS_LOST);
     Job* j = find_job(job_id);
     if (!j || size_t(index) >= j->units.size()) continue;
+    if (!j->units.live(index)) {  // folded: settled, nothing left to compute
+      r->set_status(v1::LEASE_STATUS_COMPLETED);
+      continue;
+    }
     Unit& u = j->units[index];
     Copy* c = u.copy_of(s.key);
     if (!c) continue;  // never this worker's
@@ -528,7 +557,7 @@ absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRe
     int64_t index = 0;
     parse_unit_id(id, "unit_ids", &job_id, &index).IgnoreError();
     Job* j = find_job(job_id);
-    if (!j || size_t(index) >= j->units.size() || j->state != v1::JOB_STATE_RUNNING) continue;
+    if (!j || !j->units.live(index) || j->state != v1::JOB_STATE_RUNNING) continue;
     Copy* c = j->units[index].copy_of(s.key);
     if (c && c->session == s.id) end_lease(j, index, *c, true);
   }
@@ -672,6 +701,16 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
         p.answer = absl::NotFoundError(absl::StrCat("unit_id: job ", p.job_id, " has no unit ", p.index));
         continue;
       }
+      if (!j->units.live(p.index)) {
+        // Folded: settled with its group, whose totals are final. A late result or failure
+        // report (a slow worker, a spot check still out) changes nothing; who held it and what
+        // it sent are no longer kept, so it is acknowledged as a settled unit's copy would be.
+        v1::CompleteUnitResponse resp;
+        resp.set_outcome(p.req->failure().empty() ? v1::COMPLETION_OUTCOME_DUPLICATE
+                                                  : v1::COMPLETION_OUTCOME_DISCARDED);
+        p.answer = resp;
+        continue;
+      }
       Copy* c = j->units[p.index].copy_of(worker);
       if (!c) {
         p.answer = with_reason(
@@ -744,6 +783,10 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   const std::string& worker = p.worker;
   Job* j = find_job(p.job_id);
   const int64_t index = p.index;
+  if (!j->units.live(index)) {  // folded while its result was checked: as for a folded unit
+    resp->set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
+    return absl::OkStatus();
+  }
   Unit& u = j->units[index];
   const size_t ci = size_t(u.copy_of(worker) - u.copies.data());
   if (!p.canonical.ok()) {
@@ -785,6 +828,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
   resp->set_outcome(on_result(j, index, ci, &*p.form));
+  fold_ready(j);  // the unit's group may be all settled now (u and c are gone then)
   if (absl::Status s = txn->commit(); !s.ok()) {
     log_error(s.message());
     return s;
@@ -878,7 +922,7 @@ std::string Coordinator::canonical_text(const Job& j, const Copy& c) {
 
 absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form) {
   Unit& u = j->units[i];
-  const bool finishes = j->done + 1 == int64_t(j->units.size()) && j->kind->fully_planned(j->plan);
+  const bool finishes = j->done + 1 == j->total() && j->kind->fully_planned(j->plan);
   const int64_t now = clock_->now_ms();
   if (absl::Status s = store_->settle_unit(j->id, i, form->stored, votes,
                                            finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
@@ -894,8 +938,131 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
   u.votes = votes;
   ++j->done;
   j->verifying.erase(i);
+  group_settled(j, i, -1);
   // Leases still out on it (spot checks) may finish: their results are compared, not counted.
   if (finishes) finish_job(j, now);
+  return absl::OkStatus();
+}
+
+void Coordinator::track_groups(Job* j, int64_t first, int64_t end) {
+  if (!options_.fold) return;
+  std::set<int64_t> touched;
+  for (int64_t i = first; i < end; ++i) {
+    if (!j->units.live(i)) continue;
+    const Unit& u = j->units[i];
+    const int64_t g = j->kind->fold_group(j->plan, u.meta);
+    if (g < 0) continue;
+    auto [it, added] = j->groups.try_emplace(g, Group{i, i + 1, 0});
+    it->second.first = std::min(it->second.first, i);
+    it->second.end = std::max(it->second.end, i + 1);
+    if (!u.result) ++it->second.unsettled;
+    touched.insert(g);
+  }
+  for (int64_t g : touched)
+    if (j->groups.at(g).unsettled == 0) j->ready.push_back(g);
+}
+
+void Coordinator::group_settled(Job* j, int64_t i, int delta) {
+  if (j->groups.empty()) return;
+  auto it = j->groups.find(j->kind->fold_group(j->plan, j->units[i].meta));
+  if (it == j->groups.end()) return;
+  it->second.unsettled += delta;
+  if (it->second.unsettled == 0) j->ready.push_back(it->first);
+}
+
+void Coordinator::fold_ready(Job* j) {
+  std::vector<int64_t> ready;
+  ready.swap(j->ready);
+  for (int64_t g : ready) {
+    auto it = j->groups.find(g);
+    if (it == j->groups.end() || it->second.unsettled != 0) continue;  // folded already, or taken back
+    const Group gr = it->second;
+    std::vector<UnitView> views;
+    std::set<std::string> sole;
+    NodeCount work = 0;
+    std::string wrong;
+    for (int64_t i = gr.first; i < gr.end && wrong.empty(); ++i) {
+      if (!j->units.live(i)) {
+        wrong = absl::StrCat("unit ", i, " is folded already");
+        break;
+      }
+      const Unit& u = j->units[i];
+      if (!u.result || j->kind->fold_group(j->plan, u.meta) != g) {
+        wrong = absl::StrCat("unit ", i, " is unsettled or of another group");
+        break;
+      }
+      views.push_back({&u.spec, &u.meta, &*u.result});
+      work += j->kind->work(u.spec, u.meta, *u.result);
+      // A result that stands on one worker's word is taken back if that worker is quarantined:
+      // the group keeps who they are.
+      if (u.votes < 2)
+        for (const Copy& c : u.copies)
+          if (c.result && !c.discarded && *c.result == u.settled) sole.insert(c.worker);
+    }
+    if (!wrong.empty()) {
+      log_error(absl::StrCat("job ", j->id, ": group ", g, " not folded: ", wrong));
+      continue;
+    }
+    Folded f{gr.first, gr.end, {}};
+    f.record.set_work_hi(uint64_t(work >> 64));
+    f.record.set_work_lo(uint64_t(work));
+    f.record.set_totals(j->kind->fold(j->plan, g, views));
+    for (const std::string& w : sole) f.record.add_sole_voters(w);
+    if (absl::Status s = store_->fold_units(j->id, StoredFold{g, gr.first, gr.end, f.record.SerializeAsString()});
+        !s.ok()) {
+      // Its units stay as they are; the next start tries again.
+      log_error(absl::StrCat("job ", j->id, ": folding group ", g, ": ", s.message()));
+      continue;
+    }
+    for (int64_t i = gr.first; i < gr.end; ++i) {
+      // Leases still out on it (spot checks) end here: their results are no longer compared.
+      j->active.erase(i);
+      j->verifying.erase(i);
+    }
+    j->units.fold(gr.first, gr.end);
+    j->folded[g] = std::move(f);
+    j->groups.erase(it);
+  }
+}
+
+absl::Status Coordinator::reopen(Job* j, int64_t group) {
+  auto it = j->folded.find(group);
+  if (it == j->folded.end()) return absl::OkStatus();
+  std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units = j->kind->replan_group(j->plan, group);
+  if (units.empty()) return absl::InternalError(absl::StrCat("group ", group, " has no units to plan again"));
+  const Folded& f = it->second;
+  v1::store::FoldedGroup retired = f.record;
+  retired.set_retired(true);
+  retired.clear_totals();
+  retired.clear_sole_voters();
+  const int64_t first = int64_t(j->units.size());
+  std::vector<StoredUnit> rows(units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    rows[k].index = first + int64_t(k);
+    rows[k].spec = units[k].first.SerializeAsString();
+    rows[k].meta = units[k].second.SerializeAsString();
+  }
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    if (absl::Status s = store_->retire_fold(j->id, group, retired.SerializeAsString()); !s.ok()) return s;
+    if (absl::Status s =
+            store_->extend_job_plan(j->id, j->plan.SerializeAsString(), rows, first + int64_t(units.size()));
+        !s.ok())
+      return s;
+    if (absl::Status s = txn->commit(); !s.ok()) return s;
+  }
+  j->done -= f.end - f.first;
+  j->retired += f.end - f.first;
+  j->work_done -= (NodeCount(f.record.work_hi()) << 64) | f.record.work_lo();
+  j->folded.erase(it);
+  j->units.resize(size_t(first) + units.size());
+  for (size_t k = 0; k < units.size(); ++k) {
+    Unit& u = j->units[first + int64_t(k)];
+    u.spec = std::move(units[k].first);
+    u.meta = std::move(units[k].second);
+    enqueue(j, first + int64_t(k), true);
+  }
+  track_groups(j, first, first + int64_t(units.size()));
   return absl::OkStatus();
 }
 
@@ -906,11 +1073,11 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   j->replicas.clear();
   log_event(
       LogLevel::kInfo, "job_succeeded",
-      absl::StrCat("job ", j->id, " succeeded: ", j->units.size(), " units, ", j->kind->describe_work(j->work_done),
+      absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
                    ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
       {{"job", j->id},
        {"kind", j->kind->capability()},
-       {"units", int64_t(j->units.size())},
+       {"units", j->total()},
        {"work", to_string(j->work_done)},
        {"seconds", double(now - j->created_ms) / 1000.0},
        {"disagreements", j->disagreements},
@@ -927,6 +1094,7 @@ absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
   if (absl::Status s = store_->unsettle_unit(j->id, i, wanted, *form ? &**form : nullptr); !s.ok()) return s;
   j->work_done -= j->kind->work(u.spec, u.meta, *u.result);
   --j->done;
+  group_settled(j, i, 1);
   u.result.reset();
   u.settled.clear();
   u.votes = 0;
@@ -975,7 +1143,25 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   int64_t revoked = 0;
   for (Job* j : by_seq_) {
     if (j->state != v1::JOB_STATE_RUNNING) continue;
-    for (size_t i = 0; i < j->units.size(); ++i) {
+    // Folded groups with a unit settled on its word alone: planned again, computed again.
+    std::vector<int64_t> reopened;
+    for (const auto& [g, f] : j->folded)
+      for (const std::string& v : f.record.sole_voters())
+        if (v == worker) {
+          reopened.push_back(g);
+          break;
+        }
+    for (int64_t g : reopened) {
+      if (absl::Status s = reopen(j, g); !s.ok()) {
+        log_error(absl::StrCat("job ", j->id, ": planning folded group ", g, " again: ", s.message()));
+        fail_job(j, absl::StrCat("results of quarantined worker ", worker, " could not be taken back"));
+        break;
+      }
+      ++revoked;
+    }
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i) {
+      if (!j->units.live(i)) continue;
       Unit& u = j->units[i];
       Copy* c = u.copy_of(worker);
       if (!c) continue;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,28 @@ class JobKind {
   // divide: perft only; omit_games: self-play only (counts without game records).
   virtual std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
                                                bool divide, bool omit_games) const = 0;
+  // Folding (bounded memory and store for long jobs): the group a unit belongs to (-1: it never
+  // folds). Once every unit of a group is settled the coordinator keeps only the group's totals
+  // (fold) and drops its units. A group's units are consecutive, as the plan made them.
+  virtual int64_t fold_group(const v1::store::JobPlan& /*plan*/, const v1::store::UnitMeta& /*meta*/) const {
+    return -1;
+  }
+  // The totals of a group's settled units, serialized; results merges them (folded_results).
+  virtual std::string fold(const v1::store::JobPlan& /*plan*/, int64_t /*group*/,
+                           const std::vector<UnitView>& /*units*/) const {
+    return "";
+  }
+  // A folded group planned again (its totals were taken back): its units as expand makes them.
+  virtual std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> replan_group(const v1::store::JobPlan& /*plan*/,
+                                                                                 int64_t /*group*/) const {
+    return {};
+  }
+  // results() over the units in memory and the folded groups' totals (by group).
+  virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
+                                                      const std::map<int64_t, std::string>& /*folded*/, bool divide,
+                                                      bool omit_games) const {
+    return results(plan, units, divide, omit_games);
+  }
   // Kinds whose results are read from the store rather than from the units in memory
   // (self-play) stream them from there in pages, without the coordinator's lock.
   virtual bool results_from_store() const { return false; }

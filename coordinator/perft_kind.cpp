@@ -192,58 +192,107 @@ class PerftKind : public JobKind {
 
  public:
   std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
-                                       bool /*omit_games*/) const override {
+                                       bool omit_games) const override {
+    return folded_results(plan, units, {}, divide, omit_games);
+  }
+
+  // A lazy plan folds by root: a root's units are made together (expand), in one range.
+  int64_t fold_group(const v1::store::JobPlan& plan, const v1::store::UnitMeta& meta) const override {
+    return plan.perft().lazy() ? meta.perft().root() : -1;
+  }
+
+  // A folded root's totals: its v1.PerftRootResult with its divide, complete.
+  std::string fold(const v1::store::JobPlan& plan, int64_t group, const std::vector<UnitView>& units) const override {
     const v1::store::PerftPlan& pp = plan.perft();
-    struct Acc {
-      NodeCount nodes = 0;
-      bool complete = true;
-      std::vector<std::pair<std::string, NodeCount>> divide;  // in first-seen (generation) order
-      void add_move(const std::string& move, NodeCount n) {
-        for (auto& [m, c] : divide)
-          if (m == move) {
-            c += n;
-            return;
-          }
-        divide.emplace_back(move, n);
-      }
-    };
-    std::vector<Acc> acc(pp.roots_size());
+    std::vector<Acc> acc(size_t(pp.roots_size()));
+    for (const UnitView& u : units) add(pp, u, true, &acc);
+    v1::PerftRootResult r = root_result(pp, int(group), acc[size_t(group)], true);
+    r.set_complete(true);
+    return r.SerializeAsString();
+  }
+
+  std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> replan_group(const v1::store::JobPlan& plan,
+                                                                         int64_t group) const override {
+    const v1::store::PerftPlan& pp = plan.perft();
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> out;
+    if (group < 0 || group >= pp.roots_size()) return out;
+    PerftRoot root{pp.roots(int(group)).start_position(), pp.roots(int(group)).fen()};
+    for (PlannedPerftUnit& u : expand_perft_root(root, int(group), pp.depth(), pp.split_depth()))
+      out.push_back(to_unit(std::move(u)));
+    return out;
+  }
+
+  std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
+                                              const std::map<int64_t, std::string>& folded, bool divide,
+                                              bool /*omit_games*/) const override {
+    const v1::store::PerftPlan& pp = plan.perft();
+    std::vector<Acc> acc(size_t(pp.roots_size()));
     // Roots of a lazy plan not expanded yet have units to come.
     if (pp.lazy())
-      for (int i = std::max(0, pp.roots_planned()); i < pp.roots_size(); ++i) acc[i].complete = false;
-    for (const UnitView& u : units) {
-      const v1::store::PerftUnitMeta& m = u.meta->perft();
-      if (m.root() < 0 || m.root() >= pp.roots_size()) continue;
-      Acc& a = acc[m.root()];
-      if (!u.result) {
-        a.complete = false;
+      for (int i = std::max(0, pp.roots_planned()); i < pp.roots_size(); ++i) acc[size_t(i)].complete = false;
+    for (const UnitView& u : units) add(pp, u, divide, &acc);
+    std::vector<v1::ResultChunk> out(size_t(pp.roots_size()));
+    for (int i = 0; i < pp.roots_size(); ++i) {
+      v1::PerftRootResult* r = out[size_t(i)].mutable_perft();
+      auto f = folded.find(i);
+      // A folded root has no units left in memory: its totals are all there is.
+      if (f != folded.end() && r->ParseFromString(f->second)) {
+        if (!divide) r->clear_divide();
         continue;
       }
-      const NodeCount n = from_proto(u.result->perft().nodes());
-      a.nodes += NodeCount(multiplicity(m)) * n;
-      if (!divide) continue;
-      if (m.weights_size() == 0) {
-        for (const v1::MoveCount& mc : u.result->perft().divide()) a.add_move(mc.move(), from_proto(mc.nodes()));
-      } else {
-        for (const v1::store::MoveWeight& w : m.weights()) a.add_move(w.move(), NodeCount(w.count()) * n);
-      }
+      *r = root_result(pp, i, acc[size_t(i)], divide);
     }
-    std::vector<v1::ResultChunk> out(pp.roots_size());
-    for (int i = 0; i < pp.roots_size(); ++i) {
-      v1::PerftRootResult* r = out[i].mutable_perft();
-      r->set_index(i);
-      r->set_start_position(pp.roots(i).start_position());
-      r->set_fen(pp.roots(i).fen());
-      r->set_depth(pp.depth());
-      r->set_complete(acc[i].complete);
-      to_proto(acc[i].nodes, r->mutable_nodes());
-      for (const auto& [move, n] : acc[i].divide) {
-        v1::MoveCount* mc = r->add_divide();
+    return out;
+  }
+
+ private:
+  struct Acc {
+    NodeCount nodes = 0;
+    bool complete = true;
+    std::vector<std::pair<std::string, NodeCount>> divide;  // in first-seen (generation) order
+    void add_move(const std::string& move, NodeCount n) {
+      for (auto& [m, c] : divide)
+        if (m == move) {
+          c += n;
+          return;
+        }
+      divide.emplace_back(move, n);
+    }
+  };
+
+  static void add(const v1::store::PerftPlan& pp, const UnitView& u, bool divide, std::vector<Acc>* acc) {
+    const v1::store::PerftUnitMeta& m = u.meta->perft();
+    if (m.root() < 0 || m.root() >= pp.roots_size()) return;
+    Acc& a = (*acc)[size_t(m.root())];
+    if (!u.result) {
+      a.complete = false;
+      return;
+    }
+    const NodeCount n = from_proto(u.result->perft().nodes());
+    a.nodes += NodeCount(multiplicity(m)) * n;
+    if (!divide) return;
+    if (m.weights_size() == 0) {
+      for (const v1::MoveCount& mc : u.result->perft().divide()) a.add_move(mc.move(), from_proto(mc.nodes()));
+    } else {
+      for (const v1::store::MoveWeight& w : m.weights()) a.add_move(w.move(), NodeCount(w.count()) * n);
+    }
+  }
+
+  static v1::PerftRootResult root_result(const v1::store::PerftPlan& pp, int i, const Acc& a, bool divide) {
+    v1::PerftRootResult r;
+    r.set_index(i);
+    r.set_start_position(pp.roots(i).start_position());
+    r.set_fen(pp.roots(i).fen());
+    r.set_depth(pp.depth());
+    r.set_complete(a.complete);
+    to_proto(a.nodes, r.mutable_nodes());
+    if (divide)
+      for (const auto& [move, n] : a.divide) {
+        v1::MoveCount* mc = r.add_divide();
         mc->set_move(move);
         to_proto(n, mc->mutable_nodes());
       }
-    }
-    return out;
+    return r;
   }
 };
 

@@ -116,6 +116,14 @@ CREATE TABLE sp_games (
   black INTEGER NOT NULL, detail TEXT, moves BLOB NOT NULL,
   PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
 )sql",
+    // 5: folding. A lazily planned perft job's root whose units are all settled keeps one row
+    // here (a serialized v1.store.FoldedGroup over units first_unit .. end_unit - 1) and its
+    // unit and copy rows are deleted, so the store holds the units in flight, not every unit.
+    R"sql(
+CREATE TABLE folded (
+  job_id TEXT NOT NULL, grp INTEGER NOT NULL, first_unit INTEGER NOT NULL, end_unit INTEGER NOT NULL,
+  record BLOB NOT NULL, PRIMARY KEY (job_id, grp)) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -336,7 +344,8 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   Stmt u(db_, "SELECT idx, spec, meta, attempt, result, wanted, votes FROM units WHERE job_id = ? ORDER BY idx");
   Stmt c(db_,
          "SELECT idx, copy, worker, attempt, seed, result, discarded FROM copies WHERE job_id = ? ORDER BY idx, copy");
-  if (!u.ok() || !c.ok()) return error("load units");
+  Stmt f(db_, "SELECT grp, first_unit, end_unit, record FROM folded WHERE job_id = ? ORDER BY first_unit");
+  if (!u.ok() || !c.ok() || !f.ok()) return error("load units");
   for (StoredJob& j : jobs) {
     u.reset();
     u.bind_text(1, j.id);
@@ -371,6 +380,11 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       if (k < j.units.size() && j.units[k].index == cp.unit) j.units[k].copies.push_back(std::move(cp));
     }
     if (rc != SQLITE_DONE) return error("load copies");
+    f.reset();
+    f.bind_text(1, j.id);
+    while ((rc = f.step()) == SQLITE_ROW)
+      j.folds.push_back(StoredFold{f.i64(0), f.i64(1), f.i64(2), f.blob(3)});
+    if (rc != SQLITE_DONE) return error("load folded");
   }
   return jobs;
 }
@@ -502,6 +516,64 @@ absl::Status Store::extend_job_plan(const std::string& job_id, const std::string
   return t.commit();
 }
 
+absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold) {
+  std::lock_guard lock(mu_);
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  {
+    // Only settled units fold: a unit without a result, or a missing one, is a bug, never a loss.
+    Stmt q(db_, "SELECT COUNT(*), COUNT(result) FROM units WHERE job_id = ? AND idx >= ? AND idx < ?");
+    if (!q.ok()) return error("fold units");
+    q.bind_text(1, job_id);
+    q.bind(2, fold.first);
+    q.bind(3, fold.end);
+    if (q.step() != SQLITE_ROW) return error("fold units");
+    if (q.i64(0) != fold.end - fold.first || q.i64(1) != q.i64(0))
+      return absl::InternalError(absl::StrCat("store: units ", job_id, "/", fold.first, "..", fold.end - 1, ": ",
+                                              q.i64(0), " rows, ", q.i64(1), " settled; not folded"));
+  }
+  Stmt ins(db_, "INSERT INTO folded (job_id, grp, first_unit, end_unit, record) VALUES (?, ?, ?, ?, ?)");
+  if (!ins.ok()) return error("fold units");
+  ins.bind_text(1, job_id);
+  ins.bind(2, fold.group);
+  ins.bind(3, fold.first);
+  ins.bind(4, fold.end);
+  ins.bind(5, fold.record);
+  if (!ins.run()) return error("fold units");
+  for (const char* sql : {"DELETE FROM copies WHERE job_id = ? AND idx >= ? AND idx < ?",
+                          "DELETE FROM units WHERE job_id = ? AND idx >= ? AND idx < ?"}) {
+    Stmt q(db_, sql);
+    if (!q.ok()) return error("fold units");
+    q.bind_text(1, job_id);
+    q.bind(2, fold.first);
+    q.bind(3, fold.end);
+    if (!q.run()) return error("fold units");
+  }
+  return t.commit();
+}
+
+absl::Status Store::retire_fold(const std::string& job_id, int64_t group, const std::string& record) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "UPDATE folded SET grp = -1 - first_unit, record = ? WHERE job_id = ? AND grp = ?");
+  if (!q.ok()) return error("retire folded group");
+  q.bind(1, record);
+  q.bind_text(2, job_id);
+  q.bind(3, group);
+  if (!q.run()) return error("retire folded group");
+  if (sqlite3_changes(db_) != 1)
+    return absl::InternalError(absl::StrCat("store: job ", job_id, " has no folded group ", group));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Store::unit_rows(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  Stmt q(db_, "SELECT COUNT(*) FROM units WHERE job_id = ?");
+  if (!q.ok()) return error("unit rows");
+  q.bind_text(1, job_id);
+  if (q.step() != SQLITE_ROW) return error("unit rows");
+  return q.i64(0);
+}
+
 absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
@@ -509,7 +581,8 @@ absl::Status Store::delete_job(const std::string& job_id) {
   for (const char* sql :
        {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
         "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
-        "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
+        "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM folded WHERE job_id = ?",
+        "DELETE FROM jobs WHERE id = ?"}) {
     Stmt q(db_, sql);
     if (!q.ok()) return error("delete job");
     q.bind_text(1, job_id);

@@ -51,6 +51,14 @@ struct StoredUnit {
   std::vector<StoredCopy> copies;
 };
 
+// Units first .. end - 1 folded into one row once all were settled (migration 5).
+struct StoredFold {
+  int64_t group = 0;   // the kind's group (perft: the root's index)
+  int64_t first = 0;   // its units' indexes
+  int64_t end = 0;
+  std::string record;  // serialized v1.store.FoldedGroup
+};
+
 struct StoredJob {
   std::string id;
   int64_t seq = 0;
@@ -64,11 +72,13 @@ struct StoredJob {
   int64_t mismatches = 0;
   std::string mismatch_detail;
   std::string failure_detail;  // why the job FAILED
-  // Units the plan made; every one of them has a row once the job is planned. A job whose
-  // units are still being written (planned false) was cut off by a crash mid-submit.
+  // Units the plan made; every one of them has a row once the job is planned, or lies in a
+  // folded group (folds), never both. A job whose units are still being written (planned
+  // false) was cut off by a crash mid-submit.
   int64_t unit_count = 0;
   bool planned = true;
   std::vector<StoredUnit> units;
+  std::vector<StoredFold> folds;  // by first unit
 };
 
 // What one self-play game added to its position's statistics.
@@ -128,7 +138,7 @@ struct StoredWorker {
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it).
@@ -153,6 +163,15 @@ class Store {
   // in one transaction (a restart finds both or neither).
   absl::Status extend_job_plan(const std::string& job_id, const std::string& plan, const std::vector<StoredUnit>& units,
                                int64_t unit_count);
+  // Folding: units fold.first .. fold.end - 1, all settled, become the one row `fold`; their
+  // unit and copy rows go, in one transaction. INTERNAL (nothing changed) when one of them is
+  // missing or unsettled.
+  absl::Status fold_units(const std::string& job_id, const StoredFold& fold);
+  // A folded group whose units are planned again under new indexes: its row stays (its
+  // indexes are accounted for), as `record` (retired), under group -1 - its first unit.
+  absl::Status retire_fold(const std::string& job_id, int64_t group, const std::string& record);
+  // Unit rows a job has now (tests and benchmarks: folding keeps it bounded).
+  absl::StatusOr<int64_t> unit_rows(const std::string& job_id);
   // A job and everything it owns (a submit cut off before its plan was stored).
   absl::Status delete_job(const std::string& job_id);
 

@@ -1,7 +1,10 @@
 // Lazily planned perft jobs: roots expanded into units as workers need them. Their totals equal
 // the eager plan's and the published table, and a coordinator restart in the middle of one
 // loses nothing and counts nothing twice.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <filesystem>
 #include <gtest/gtest.h>
 
@@ -28,22 +31,39 @@ CoordinatorOptions tiny_window() {
 
 class LazyPlanTest : public ::testing::Test {
  protected:
-  void open(const std::string& path, CoordinatorOptions options) {
+  void open(const std::string& path, CoordinatorOptions options, const std::string& worker = "w") {
     coordinator_.reset();
     store_.reset();
     auto s = Store::open(path);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
-    ASSERT_TRUE(coordinator_->load().ok());
+    const absl::Status loaded = coordinator_->load();
+    ASSERT_TRUE(loaded.ok()) << loaded;
+    worker_ = hello(worker);
+  }
+
+  std::string hello(const std::string& name) {
     v1::HelloRequest req;
-    req.set_name("w");
+    req.set_name(name);
     req.set_threads(1);
     req.add_capabilities("perft");
     req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(Caller::local(), req);
-    ASSERT_TRUE(r.ok()) << r.status();
-    worker_ = r->worker_id();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->worker_id() : "";
+  }
+
+  v1::Job job(const std::string& id) {
+    auto j = coordinator_->get_job(Caller::local(), id);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
+  }
+
+  int64_t unit_rows(const std::string& job) {
+    auto n = store_->unit_rows(job);
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.ok() ? *n : -1;
   }
 
   v1::Job submit(int depth, const std::string& sps, int split) {
@@ -64,25 +84,31 @@ class LazyPlanTest : public ::testing::Test {
 
   // Leases and completes up to `limit` units of a running job; returns how many were completed.
   // Acquires wait for units (the next roots are expanded by the coordinator's own thread).
-  int64_t work(const std::string& job, int64_t limit, std::vector<v1::CompleteUnitRequest>* sent = nullptr) {
+  // wait_seconds 0: returns as soon as nothing is there for this worker.
+  int64_t work(const std::string& job, int64_t limit, std::vector<v1::CompleteUnitRequest>* sent = nullptr,
+               std::string worker = "", int wait_seconds = 5) {
+    if (worker.empty()) worker = worker_;
     int64_t n = 0;
     while (n < limit && running(job)) {
       v1::AcquireWorkRequest areq;
-      areq.set_worker_id(worker_);
+      areq.set_worker_id(worker);
       areq.set_max_units(int(std::min<int64_t>(limit - n, 7)));
-      areq.set_wait_seconds(5);
+      areq.set_wait_seconds(wait_seconds);
       auto leases = coordinator_->acquire(Caller::local(), areq);
       EXPECT_TRUE(leases.ok()) << leases.status();
       if (!leases.ok() || leases->leases_size() == 0) break;
       for (const v1::Lease& l : leases->leases()) {
         v1::CompleteUnitRequest c;
-        c.set_worker_id(worker_);
+        c.set_worker_id(worker);
         c.set_unit_id(l.unit_id());
         c.set_attempt(l.attempt());
         *c.mutable_result() = *compute_unit(l.spec(), nullptr);
         auto r = coordinator_->complete(Caller::local(), c);
         EXPECT_TRUE(r.ok()) << r.status();
-        EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+        // A unit that wants a second result waits for it (units taken back from a quarantined worker).
+        if (!(pending_ok_ && r->outcome() == v1::COMPLETION_OUTCOME_PENDING_VERIFICATION)) {
+          EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+        }
         if (sent) sent->push_back(c);
         ++n;
       }
@@ -97,10 +123,40 @@ class LazyPlanTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  bool pending_ok_ = false;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   std::string worker_;
 };
+
+// Units of each root of perft(depth) of `sps` split at `split`, as the lazy plan expands them.
+std::vector<int64_t> units_per_root(int depth, const std::string& sps, int split) {
+  v1::PerftJobSpec spec;
+  spec.set_depth(depth);
+  spec.set_start_positions(sps);
+  spec.set_split_depth(split);
+  auto roots = plan_perft_roots(spec);
+  EXPECT_TRUE(roots.ok()) << roots.status();
+  std::vector<int64_t> out;
+  if (!roots.ok()) return out;
+  for (size_t i = 0; i < roots->roots.size(); ++i)
+    out.push_back(int64_t(expand_perft_root(roots->roots[i], int(i), depth, split).size()));
+  return out;
+}
+
+void expect_table(const std::vector<v1::ResultChunk>& results, int depth, size_t roots) {
+  ASSERT_EQ(results.size(), roots);
+  for (const v1::ResultChunk& c : results) {
+    const v1::PerftRootResult& r = c.perft();
+    EXPECT_TRUE(r.complete()) << r.start_position();
+    EXPECT_EQ(from_proto(r.nodes()), NodeCount(test::reference().at(r.start_position())[depth])) << r.start_position();
+    NodeCount sum = 0;
+    for (const v1::MoveCount& m : r.divide()) sum += from_proto(m.nodes());
+    if (r.divide_size() > 0) {
+      EXPECT_EQ(sum, from_proto(r.nodes())) << r.start_position();
+    }
+  }
+}
 
 TEST(LazyPlanner, RootExpansionsMakeTheEagerPlan) {
   v1::PerftJobSpec spec;
@@ -177,12 +233,16 @@ TEST_F(LazyPlanTest, RestartInTheMiddleLosesNothingAndCountsNothingTwice) {
   auto before = coordinator_->get_job(Caller::local(), job.id());
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->progress().units_done(), 700);
+  const int64_t rows = unit_rows(job.id());
+  EXPECT_LT(rows, before->progress().units_total());  // a root was folded
 
   open(path, tiny_window());  // a restart
   auto after = coordinator_->get_job(Caller::local(), job.id());
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->progress().units_done(), 700);
   EXPECT_EQ(after->progress().units_total(), before->progress().units_total());
+  EXPECT_EQ(from_proto(after->progress().nodes_done()), from_proto(before->progress().nodes_done()));
+  EXPECT_EQ(unit_rows(job.id()), rows);
   // Results sent before the restart, sent again: counted once.
   open(path, tiny_window());
   for (v1::CompleteUnitRequest c : {sent.front(), sent.back()}) {
@@ -197,10 +257,157 @@ TEST_F(LazyPlanTest, RestartInTheMiddleLosesNothingAndCountsNothingTwice) {
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_GT(done->progress().units_total(), before->progress().units_total());  // roots were left to expand
-  for (const v1::ResultChunk& c : results(job.id())) {
-    EXPECT_TRUE(c.perft().complete());
-    EXPECT_EQ(from_proto(c.perft().nodes()), NodeCount(test::reference().at(c.perft().start_position())[4]));
+  expect_table(results(job.id(), true), 4, 4);
+  EXPECT_EQ(unit_rows(job.id()), 0);
+  coordinator_.reset();
+  store_.reset();
+  std::filesystem::remove(path);
+}
+
+TEST_F(LazyPlanTest, FinishedRootsAreFoldedSoTheStoreHoldsOnlyTheWindow) {
+  open(":memory:", tiny_window());
+  const std::vector<int64_t> per_root = units_per_root(4, "0-9", 2);
+  std::vector<int64_t> sorted = per_root;
+  std::sort(sorted.rbegin(), sorted.rend());
+  // One root per window: the root being finished and the next one, at most.
+  const int64_t bound = sorted[0] + sorted[1];
+  int64_t planned = 0;
+  for (int64_t n : per_root) planned += n;
+  ASSERT_GT(planned, 3 * bound);  // so that a store keeping every unit would pass the bound
+  const v1::Job j = submit(4, "0-9", 2);
+  int64_t most = 0;
+  while (running(j.id())) {
+    ASSERT_GT(work(j.id(), 40), 0);
+    most = std::max(most, unit_rows(j.id()));
+    ASSERT_LE(unit_rows(j.id()), bound);
+    const v1::Job now = job(j.id());
+    EXPECT_LE(now.progress().units_done(), now.progress().units_total());
   }
+  EXPECT_GT(most, 0);
+  const v1::Job done = job(j.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.progress().units_total(), planned);
+  EXPECT_EQ(done.progress().units_done(), planned);
+  EXPECT_EQ(unit_rows(j.id()), 0);  // every root folded
+  NodeCount total = 0;
+  for (int sp = 0; sp <= 9; ++sp) total += NodeCount(test::reference().at(sp)[4]);
+  EXPECT_EQ(from_proto(done.progress().nodes_done()), total);
+  expect_table(results(j.id(), true), 4, 10);
+  expect_table(results(j.id(), false), 4, 10);
+}
+
+TEST_F(LazyPlanTest, ALateCompletionOfAFoldedUnitChangesNothing) {
+  open(":memory:", tiny_window());
+  const std::vector<int64_t> per_root = units_per_root(4, "0-3", 2);
+  const v1::Job j = submit(4, "0-3", 2);
+  std::vector<v1::CompleteUnitRequest> sent;
+  ASSERT_EQ(work(j.id(), per_root[0], &sent), per_root[0]);  // exactly the first root
+  EXPECT_EQ(unit_rows(j.id()), job(j.id()).progress().units_total() - per_root[0]);  // it folded
+  const v1::Job before = job(j.id());
+  const std::string other = hello("other");
+  for (const std::string& worker : {worker_, other}) {
+    // A wrong count for a folded unit, from its worker and from one that never held it: taken
+    // as a settled unit's copy, never counted.
+    v1::CompleteUnitRequest late = sent.front();
+    late.set_worker_id(worker);
+    to_proto(from_proto(late.result().perft().nodes()) + 1, late.mutable_result()->mutable_perft()->mutable_nodes());
+    auto r = coordinator_->complete(Caller::local(), late);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_DUPLICATE);
+    v1::CompleteUnitRequest failed = sent.back();
+    failed.set_worker_id(worker);
+    failed.clear_result();
+    failed.set_failure("out of memory");
+    r = coordinator_->complete(Caller::local(), failed);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_DISCARDED);
+    v1::CompleteUnitsRequest batch;
+    batch.set_worker_id(worker);
+    *batch.add_completions() = late;
+    auto rs = coordinator_->complete_units(Caller::local(), batch);
+    ASSERT_TRUE(rs.ok()) << rs.status();
+    EXPECT_EQ(rs->statuses(0).outcome(), v1::COMPLETION_OUTCOME_DUPLICATE);
+    v1::RenewLeasesRequest renew;
+    renew.set_worker_id(worker);
+    renew.add_unit_ids(sent.front().unit_id());
+    auto rn = coordinator_->renew(Caller::local(), renew);
+    ASSERT_TRUE(rn.ok()) << rn.status();
+    EXPECT_EQ(rn->renewals(0).status(), v1::LEASE_STATUS_COMPLETED);
+    v1::ReleaseUnitsRequest release;
+    release.set_worker_id(worker);
+    release.add_unit_ids(sent.front().unit_id());
+    EXPECT_TRUE(coordinator_->release(Caller::local(), release).ok());
+  }
+  // A unit the plan never gave out is still unknown.
+  v1::CompleteUnitRequest unknown = sent.front();
+  unknown.set_unit_id(absl::StrCat(j.id(), "/", before.progress().units_total() + 1000));
+  EXPECT_EQ(coordinator_->complete(Caller::local(), unknown).status().code(), absl::StatusCode::kNotFound);
+  const v1::Job after = job(j.id());
+  EXPECT_EQ(after.progress().units_done(), before.progress().units_done());
+  EXPECT_EQ(from_proto(after.progress().nodes_done()), from_proto(before.progress().nodes_done()));
+  EXPECT_EQ(after.result_mismatches(), 0);
+  work(j.id(), 1'000'000);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  expect_table(results(j.id(), true), 4, 4);
+}
+
+TEST_F(LazyPlanTest, AFoldedRootOnAQuarantinedWorkersWordIsComputedAgain) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/lazy-q-", ::testing::UnitTest::GetInstance()->random_seed(), ".db");
+  std::filesystem::remove(path);
+  open(path, tiny_window());
+  const std::vector<int64_t> per_root = units_per_root(4, "0-2", 2);
+  const v1::Job j = submit(4, "0-2", 2);
+  // Verify off: every result stands on its worker's word alone.
+  ASSERT_EQ(work(j.id(), per_root[0] + 10), per_root[0] + 10);
+  const v1::Job before = job(j.id());
+  EXPECT_EQ(before.progress().units_done(), per_root[0] + 10);
+  EXPECT_LT(unit_rows(j.id()), before.progress().units_total());  // the first root folded
+  // The worker sends an impossible count: quarantined, and everything it settled is taken back,
+  // the folded root too.
+  v1::AcquireWorkRequest areq;
+  areq.set_worker_id(worker_);
+  areq.set_max_units(1);
+  auto lease = coordinator_->acquire(Caller::local(), areq);
+  ASSERT_TRUE(lease.ok() && lease->leases_size() == 1);
+  v1::CompleteUnitRequest lie;
+  lie.set_worker_id(worker_);
+  lie.set_unit_id(lease->leases(0).unit_id());
+  lie.set_attempt(lease->leases(0).attempt());
+  *lie.mutable_result() = *compute_unit(lease->leases(0).spec(), nullptr);
+  to_proto(from_proto(lie.result().perft().nodes()) + 1, lie.mutable_result()->mutable_perft()->mutable_nodes());
+  EXPECT_EQ(coordinator_->complete(Caller::local(), lie).status().code(), absl::StatusCode::kInvalidArgument);
+  const v1::Job taken_back = job(j.id());
+  EXPECT_EQ(taken_back.progress().units_done(), 0);
+  EXPECT_EQ(from_proto(taken_back.progress().nodes_done()), NodeCount(0));
+  EXPECT_EQ(taken_back.progress().units_total(), before.progress().units_total());
+  // Two other workers compute it all (the units taken back want two results), with a restart
+  // in the middle.
+  pending_ok_ = true;
+  auto both = [&](int64_t limit) {
+    const std::string a = hello("honest-a"), b = hello("honest-b");
+    int64_t n = 0;
+    for (int idle = 0; n < limit && running(j.id()) && idle < 500;) {
+      const int64_t k = work(j.id(), limit - n, nullptr, a, 0) + work(j.id(), limit - n, nullptr, b, 0);
+      n += k;
+      idle = k ? 0 : idle + 1;
+      if (!k) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next root is expanded
+    }
+  };
+  both(per_root[0] + 5);
+  open(path, tiny_window(), "honest-a");  // "w" is quarantined: its Hello is refused
+  both(1'000'000);
+  const v1::Job done = job(j.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.progress().units_done(), done.progress().units_total());
+  int64_t planned = 0;
+  for (int64_t n : per_root) planned += n;
+  EXPECT_EQ(done.progress().units_total(), planned);
+  expect_table(results(j.id(), true), 4, 3);
+  open(path, tiny_window(), "honest-a");  // and as loaded from the store
+  EXPECT_EQ(job(j.id()).progress().units_total(), planned);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  expect_table(results(j.id(), true), 4, 3);
   coordinator_.reset();
   store_.reset();
   std::filesystem::remove(path);

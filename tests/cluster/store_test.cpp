@@ -172,5 +172,76 @@ TEST(StoreTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
   EXPECT_TRUE((*(*store)->load_jobs()).empty());
 }
 
+TEST(StoreTest, FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  StoredJob j;
+  j.id = "job-1";
+  j.seq = 1;
+  j.spec = "spec";
+  j.plan = "plan";
+  for (int i = 0; i < 5; ++i) j.units.push_back(unit(i));
+  ASSERT_TRUE((*store)->insert_job(j).ok());
+  for (int64_t i : {1, 2}) {
+    ASSERT_TRUE((*store)->record_leases("job-1", {{i, 1, 1, {i, 0, "w/a", 1, 0, {}, false}}}).ok());
+    ASSERT_TRUE((*store)->put_copy_result("job-1", i, 0, "r").ok());
+  }
+  ASSERT_TRUE((*store)->settle_unit("job-1", 1, "r", 1, std::nullopt, 0).ok());
+  // Unit 2 is not settled: units 1..2 do not fold, and nothing changes.
+  const absl::Status refused = (*store)->fold_units("job-1", {7, 1, 3, "totals"});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInternal) << refused;
+  EXPECT_EQ(*(*store)->unit_rows("job-1"), 5);
+  ASSERT_TRUE((*store)->settle_unit("job-1", 2, "r", 1, std::nullopt, 0).ok());
+  ASSERT_TRUE((*store)->fold_units("job-1", {7, 1, 3, "totals"}).ok());
+  EXPECT_EQ(*(*store)->unit_rows("job-1"), 3);
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ((*jobs)[0].units.size(), 3u);
+  EXPECT_EQ((*jobs)[0].units[1].index, 3);
+  for (const StoredUnit& u : (*jobs)[0].units) EXPECT_TRUE(u.copies.empty());  // the copies went too
+  ASSERT_EQ((*jobs)[0].folds.size(), 1u);
+  EXPECT_EQ((*jobs)[0].folds[0].group, 7);
+  EXPECT_EQ((*jobs)[0].folds[0].first, 1);
+  EXPECT_EQ((*jobs)[0].folds[0].end, 3);
+  EXPECT_EQ((*jobs)[0].folds[0].record, "totals");
+  EXPECT_EQ((*jobs)[0].unit_count, 5);
+  // A group folds once; a retired one keeps its indexes under another group number.
+  EXPECT_FALSE((*store)->fold_units("job-1", {7, 1, 3, "totals"}).ok());
+  ASSERT_TRUE((*store)->retire_fold("job-1", 7, "retired").ok());
+  EXPECT_EQ((*store)->retire_fold("job-1", 7, "retired").code(), absl::StatusCode::kInternal);
+  jobs = (*store)->load_jobs();
+  ASSERT_EQ((*jobs)[0].folds.size(), 1u);
+  EXPECT_EQ((*jobs)[0].folds[0].group, -2);
+  EXPECT_EQ((*jobs)[0].folds[0].record, "retired");
+  ASSERT_TRUE((*store)->delete_job("job-1").ok());
+  EXPECT_TRUE((*(*store)->load_jobs()).empty());
+}
+
+TEST(StoreTest, AVersion4StoreGainsTheFoldedTable) {
+  const std::string path = ::testing::TempDir() + "/store_test_v4.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  {
+    auto store = Store::open(path, 4);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->schema_version(), 4);
+    StoredJob j;
+    j.id = "job-1";
+    j.seq = 1;
+    j.units.push_back(unit(0));
+    ASSERT_TRUE((*store)->insert_job(j).ok());
+    ASSERT_TRUE((*store)->settle_unit("job-1", 0, "r", 1, std::nullopt, 0).ok());
+    EXPECT_FALSE((*store)->fold_units("job-1", {0, 0, 1, "totals"}).ok());  // no such table yet
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->schema_version(), 5);
+  ASSERT_TRUE((*store)->fold_units("job-1", {0, 0, 1, "totals"}).ok());
+  auto jobs = (*store)->load_jobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE((*jobs)[0].units.empty());
+  ASSERT_EQ((*jobs)[0].folds.size(), 1u);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+}
+
 }  // namespace
 }  // namespace c960::cluster
