@@ -210,7 +210,7 @@ TEST(CliPerftTable, RowsGoToStdoutAsTheyAreCounted) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].rfind(absl::StrCat(i - 1, ","), 0), 0u) << rows[i];
 }
 
-const std::vector<std::string> kSelfPlay = {"selfplay", "--sps", "0-9", "--games-per-position", "3", "--engine",
+const std::vector<std::string> kSelfPlay = {"selfplay", "--sps", "0-5", "--games-per-position", "3", "--engine",
                                             "builtin",  "--nodes", "300", "--max-plies", "60", "--random-plies",
                                             "2",        "--quiet"};
 
@@ -224,7 +224,7 @@ TEST(CliSelfPlay, InterruptKeepsGamesAndResumeFinishesTheSameFiles) {
   test::ScratchDir dir;
   const std::string pgn = dir.file("full.pgn"), out = dir.file("full.csv");
   ASSERT_EQ(run_io(selfplay_args({"--pgn", pgn, "--out", out, "--threads", "2"})).code, 0);
-  EXPECT_EQ(count(slurp(pgn), "[Event "), 30u);
+  EXPECT_EQ(count(slurp(pgn), "[Event "), 18u);
   EXPECT_FALSE(exists(resume_path(out)));
 
   for (const std::string format : {"csv", "json"}) {
