@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <utility>
 
 namespace c960::cli {
 namespace {
@@ -29,8 +30,12 @@ InterruptScope::InterruptScope() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND;  // a second signal takes the default action: the process dies
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
+  // A signal ignored on entry (nohup, a background job of a script) stays ignored, as the
+  // shell meant it to.
+  for (auto [signo, old] : {std::pair{SIGINT, &g_old_int}, std::pair{SIGTERM, &g_old_term}}) {
+    sigaction(signo, nullptr, old);
+    if (old->sa_handler != SIG_IGN) sigaction(signo, &sa, nullptr);
+  }
 }
 
 InterruptScope::~InterruptScope() {

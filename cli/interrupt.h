@@ -1,7 +1,8 @@
 // SIGINT and SIGTERM while a long local command runs (a perft table, self-play): the first one
 // asks the command to stop starting work, write what is done and leave with 128 + the signal; a
 // second one kills the process at once (the handler resets itself), since the work in progress
-// may take long to finish.
+// may take long to finish. A signal ignored when the scope starts (nohup, a background job of a
+// script) stays ignored.
 #pragma once
 
 namespace c960::cli {
