@@ -1,14 +1,25 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/resume.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "core/startpos.h"
@@ -23,13 +34,18 @@ const CommandSpec kSpec = {
     kName,
     "c960 perft --depth D (--fen FEN | --sp N) [--moves M ...] [--divide]\n"
     "       c960 perft --epd FILE [--max-depth D]\n"
-    "       c960 perft --table --depth D [--sps 0-959] [--out FILE] [--shredder]",
+    "       c960 perft --table --depth D [--sps 0-959] [--out FILE [--resume]] [--shredder]",
     "Counts the leaf nodes of the legal move tree. With --divide, prints one 'move: count' line "
     "per legal move (UCI, castling as king takes rook) before the total; the last line is always "
     "'Nodes searched: N'. --epd checks every position of a suite ('FEN ;D1 n ;D2 n ...' lines or "
     "'id / epd / perft d n' blocks) and exits 1 on any mismatch. --table writes CSV "
-    "'sp,fen,depth,nodes' for a set of start positions. Counts never depend on --threads, --hash or "
-    "--zobrist-seed.",
+    "'sp,fen,depth,nodes' for a set of start positions, a row as soon as it is counted, in the "
+    "order of --sps. Ctrl-C (SIGINT) or SIGTERM stops a table cleanly: the positions in progress "
+    "finish, their rows are written, and the exit code is 130 (143 for SIGTERM); a second Ctrl-C "
+    "quits at once. With --out, the same command with --resume then continues the table, and the "
+    "file ends as an uninterrupted run would have written it. Progress (positions or subtrees "
+    "done, nodes, speed, time left) is drawn on stderr only when it is a terminal. Counts never "
+    "depend on --threads, --hash or --zobrist-seed.",
     {
         {"depth", Arity::kOne, "D", "depth in plies (1..30; 0 prints 1)"},
         {"fen", Arity::kMany, "FEN", "the position (FEN, X-FEN or Shredder-FEN; quoted or as words)"},
@@ -41,10 +57,14 @@ const CommandSpec kSpec = {
         {"table", Arity::kFlag, "", "perft of many start positions, as CSV"},
         {"sps", Arity::kOne, "LIST", "with --table: numbers and ranges, e.g. 0-9,518,601 (default 0-959)"},
         {"out", Arity::kOne, "FILE", "with --table: write the CSV here instead of stdout"},
+        {"resume", Arity::kFlag, "",
+         absl::StrCat("with --out: continue an interrupted table (FILE", kResumeSuffix,
+                      " holds its options; exit 2 if they differ)")},
         {"shredder", Arity::kFlag, "", "write FENs with Shredder-FEN castling (HAha)"},
         {"threads", Arity::kOne, "N", "threads (default 1; 0: one per CPU); one position is split below the root"},
         {"hash", Arity::kOne, "MB", "transposition table size shared by all threads (default 0: off)"},
         {"zobrist-seed", Arity::kOne, "S", "seed of the Zobrist key set (counts never depend on it)"},
+        {"quiet", Arity::kFlag, "", "no progress and no timing line on stderr"},
     }};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -121,53 +141,223 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
+// "0-9,518,601": the numbers as ranges (the --sps a table was made with, in its state file).
+std::string ranges_string(const std::vector<int>& numbers) {
+  std::string out;
+  for (size_t i = 0; i < numbers.size();) {
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    absl::StrAppend(&out, out.empty() ? "" : ",", numbers[i]);
+    if (j > i) absl::StrAppend(&out, "-", numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+absl::Status write_fd(int fd, absl::string_view text, const std::string& path) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", path, "': ", strerror(errno)));
+    done += size_t(n);
+  }
+  return absl::OkStatus();
+}
+
+constexpr int kDeepTable = 6;  // from this depth on, a table's batches hold one position per thread
+constexpr char kTableHeader[] = "sp,fen,depth,nodes\n";
+constexpr char kTableKind[] = "perft-table";
+
+// The rows of an interrupted table at `path` that are the first rows of this one: their number
+// and nodes, and the file's length up to them (a torn last row is cut off). Rows must be exactly
+// those this run would write, but for the counts, which are not recomputed.
+struct TablePrefix {
+  size_t rows = 0;
+  NodeCount nodes = 0;
+  size_t bytes = 0;
+};
+absl::StatusOr<TablePrefix> read_table_prefix(const std::string& path, const std::vector<std::string>& row_starts) {
+  absl::StatusOr<std::string> text = read_file(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--out: ", text.status().message()));
+  TablePrefix prefix;
+  if (!absl::StartsWith(*text, kTableHeader))
+    return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, " does not start with the header ",
+                                                   absl::StripSuffix(kTableHeader, "\n")));
+  prefix.bytes = sizeof kTableHeader - 1;
+  while (prefix.rows < row_starts.size()) {
+    const size_t eol = text->find('\n', prefix.bytes);
+    if (eol == std::string::npos) break;  // torn: written again
+    const absl::string_view row = absl::string_view(*text).substr(prefix.bytes, eol - prefix.bytes);
+    const absl::string_view count = absl::StripPrefix(row, row_starts[prefix.rows]);
+    if (count.size() == row.size() || count.empty() || count.size() > 39 ||
+        count.find_first_not_of("0123456789") != absl::string_view::npos)
+      return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, ": row ", prefix.rows + 1, " is not '",
+                                                     row_starts[prefix.rows], "N'"));
+    NodeCount n = 0;
+    for (char c : count) n = n * 10 + NodeCount(c - '0');
+    prefix.nodes += n;
+    ++prefix.rows;
+    prefix.bytes = eol + 1;
+  }
+  if (prefix.rows == row_starts.size() && prefix.bytes != text->size())
+    return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, " has more rows than the table"));
+  return prefix;
+}
+
 int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<std::vector<int>> sps = parse_sp_ranges(p.get("sps", "0-959"));
   if (!sps.ok()) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--sps: ", sps.status().message())));
   const bool shredder = p.has("shredder");
+  const bool quiet = p.has("quiet");
+  const bool to_file = p.has("out");
   const std::string out_path = p.get("out");
-  if (p.has("out"))
+  if (p.has("resume") && !to_file)
+    return fail(io, kName, absl::InvalidArgumentError("--resume needs --out (the table to continue)"));
+  if (to_file)
     if (absl::Status s = check_output("--out", out_path); !s.ok()) return fail(io, kName, s);
 
   std::vector<Position> roots;
-  for (int sp : *sps) roots.push_back(*Position::from_fen(*startpos_fen(sp)));
+  std::vector<std::string> row_starts;  // "sp,fen,depth,"
+  for (int sp : *sps) {
+    roots.push_back(*Position::from_fen(*startpos_fen(sp)));
+    row_starts.push_back(
+        absl::StrCat(sp, ",", roots.back().fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), ",", depth, ","));
+  }
+  const std::vector<ResumeOption> options = {
+      {"depth", absl::StrCat(depth)}, {"sps", ranges_string(*sps)}, {"shredder", shredder ? "yes" : "no"}};
 
-  const bool tty = io.err_is_tty;
+  // Where the table starts: row 0, or after the rows of the interrupted run.
+  TablePrefix prefix;
+  const std::string state_path = resume_path(out_path);
+  bool resuming = false;
+  if (p.has("resume")) {
+    absl::StatusOr<std::optional<ResumeState>> state = read_resume(state_path, kTableKind);
+    if (!state.ok()) return fail(io, kName, state.status());
+    if (*state) {
+      if (absl::Status s = check_same_options((*state)->options, options); !s.ok()) return fail(io, kName, s);
+      absl::StatusOr<TablePrefix> read = read_table_prefix(out_path, row_starts);
+      if (!read.ok()) return fail(io, kName, read.status());
+      prefix = *read;
+      resuming = true;
+    } else if (::access(out_path.c_str(), F_OK) == 0) {
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--resume: there is no ", state_path, ", so ", out_path,
+                                                          " is complete or was not written by c960 perft --table")));
+    }
+  }
+
+  int fd = -1;
+  std::unique_ptr<ResumeLog> log;
+  if (to_file) {
+    fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resuming ? 0 : O_TRUNC), 0666);
+    if (fd < 0 || (resuming && ::ftruncate(fd, off_t(prefix.bytes)) != 0) || ::lseek(fd, 0, SEEK_END) < 0) {
+      const int e = errno;
+      if (fd >= 0) ::close(fd);
+      return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
+    }
+    absl::StatusOr<std::unique_ptr<ResumeLog>> created = ResumeLog::create(state_path, kTableKind, options);
+    absl::Status s = created.ok() ? absl::OkStatus() : created.status();
+    if (s.ok() && !resuming) s = write_fd(fd, kTableHeader, out_path);
+    if (!s.ok()) {
+      ::close(fd);
+      return fail(io, kName, s);
+    }
+    log = *std::move(created);
+  }
+
+  // What the progress line shows; the batch's part comes from perft_parallel's callback.
+  struct Done {
+    std::mutex mu;
+    size_t rows = 0;  // this run's
+    NodeCount nodes = 0;
+    size_t batch_rows = 0, batch_tasks = 0, batch_total = 0;
+    NodeCount batch_nodes = 0;
+  } done;
+  const size_t total = roots.size();
   const auto t0 = std::chrono::steady_clock::now();
-  int last_step = -1;
-  PerftOptions options = runner.options;
-  options.progress = [&](size_t done, size_t total, NodeCount nodes) {
+  ProgressLine line(io, !quiet, [&] {
+    std::lock_guard lock(done.mu);
     const double secs = seconds_since(t0);
-    const double eta = done ? secs * double(total - done) / double(done) : 0;
-    const std::string line = absl::StrFormat(
-        "perft table depth %d, %d positions: %5.1f%% of tasks, %s nodes, %.1f s (%s), ETA %.0f s", depth, roots.size(),
-        100.0 * double(done) / double(total), to_string(nodes), secs, rate(nodes, secs), eta);
-    const int step = int(20 * done / total);  // without a terminal: a line per 5%
-    if (tty)
-      io.err << "\r" << line << "   " << std::flush;
-    else if (step != last_step)
-      io.err << line << "\n";
-    last_step = step;
-  };
-  const std::vector<PerftResult> results = perft_parallel(roots, depth, options, runner.hash.get());
-  if (tty) io.err << "\n";
+    const NodeCount nodes = done.nodes + done.batch_nodes;
+    const double part =
+        double(done.rows) + (done.batch_total ? double(done.batch_rows) * double(done.batch_tasks) / double(done.batch_total) : 0);
+    return absl::StrFormat("perft %d: %d/%d positions, %s nodes, %s, ETA %s", depth, prefix.rows + done.rows, total,
+                           with_separators(to_string(nodes)), rate(nodes, secs),
+                           hms(eta_seconds(part, double(total - prefix.rows), secs)));
+  });
+  if (!to_file) line.write_out(kTableHeader);
 
-  std::string csv = "sp,fen,depth,nodes\n";
-  NodeCount sum = 0;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    absl::StrAppend(&csv, (*sps)[i], ",", roots[i].fen(shredder ? FenDialect::kShredder : FenDialect::kXFen), ",",
-                    depth, ",", to_string(results[i].nodes), "\n");
-    sum += results[i].nodes;
+  InterruptScope interrupts;
+  // Batches of positions, each keeping every thread busy (perft_parallel splits below the root,
+  // largest subtrees first); a batch's rows are written when it ends, in order. A shallow position
+  // takes milliseconds: four per thread keep perft_parallel's split at one ply, which costs less
+  // than a split two plies deep. A deep one is split two plies deep anyway: one per thread, so
+  // that rows come, and an interrupt is answered, as soon as possible.
+  const size_t threads = size_t(std::max(1, runner.options.threads));
+  const size_t batch = depth >= kDeepTable ? threads : 4 * threads;
+  PerftOptions options_ = runner.options;
+  options_.progress = [&](size_t tasks_done, size_t tasks_total, NodeCount nodes) {
+    std::lock_guard lock(done.mu);
+    done.batch_tasks = tasks_done;
+    done.batch_total = tasks_total;
+    done.batch_nodes = nodes;
+  };
+  size_t next = prefix.rows;
+  while (next < total && !interrupt_signal()) {
+    const size_t end = std::min(total, next + batch);
+    {
+      std::lock_guard lock(done.mu);
+      done.batch_rows = end - next;
+    }
+    const std::vector<Position> part(roots.begin() + long(next), roots.begin() + long(end));
+    const std::vector<PerftResult> results = perft_parallel(part, depth, options_, runner.hash.get());
+    std::string rows;
+    NodeCount sum = 0;
+    for (size_t i = 0; i < part.size(); ++i) {
+      absl::StrAppend(&rows, row_starts[next + i], to_string(results[i].nodes), "\n");
+      sum += results[i].nodes;
+    }
+    if (to_file) {
+      if (absl::Status s = write_fd(fd, rows, out_path); !s.ok()) {
+        line.stop();
+        ::close(fd);
+        return fail(io, kName, s);
+      }
+    } else {
+      line.write_out(rows);
+    }
+    std::lock_guard lock(done.mu);
+    done.rows += part.size();
+    done.nodes += sum;
+    done.batch_rows = done.batch_tasks = done.batch_total = 0;
+    done.batch_nodes = 0;
+    next = end;
   }
+  line.stop();
   const double secs = seconds_since(t0);
-  if (p.has("out")) {
-    if (absl::Status s = write_output("--out", out_path, csv); !s.ok()) return fail(io, kName, s);
-    io.out << "wrote " << out_path << "\n";
-  } else {
-    io.out << csv;
+  if (to_file) {
+    const bool synced = ::fsync(fd) == 0;
+    const int e = errno;
+    ::close(fd);
+    if (!synced)
+      return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
   }
-  io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, roots.size(),
-                            to_string(sum), secs, rate(sum, secs));
+  const int signo = interrupt_signal();
+  if (next < total) {
+    io.err << absl::StrFormat("c960 perft: interrupted after %d of %d positions%s\n", next, total,
+                              to_file ? absl::StrCat("; rows so far are in ", out_path,
+                                                     ", and the same command with --resume continues")
+                                      : "");
+    return kExitSignalBase + signo;
+  }
+  if (to_file) {
+    if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
+    io.out << "wrote " << out_path << "\n";
+  }
+  if (!quiet)
+    io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)%s\n", depth, total,
+                              to_string(prefix.nodes + done.nodes), secs, rate(done.nodes, secs),
+                              resuming ? absl::StrFormat(" (%d positions done before)", prefix.rows) : "");
   return kExitOk;
 }
 
@@ -196,7 +386,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   }
 
   if (p->has("epd")) {
-    for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out"})
+    for (const char* o : {"depth", "fen", "sp", "moves", "divide", "table", "sps", "out", "resume"})
       if (p->has(o))
         return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --epd")));
     return run_suite(*p, runner, io);
@@ -212,7 +402,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
         return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --table")));
     return run_table(*p, int(*depth), runner, io);
   }
-  for (const char* o : {"sps", "out"})
+  for (const char* o : {"sps", "out", "resume"})
     if (p->has(o)) return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--", o, " only goes with --table")));
 
   if (p->has("fen") == p->has("sp"))
@@ -242,8 +432,31 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   }
   Position root = pos;
 
+  // Progress per finished subtree (perft_parallel splits below the root); the walk itself is not
+  // touched, so progress costs it nothing.
+  struct Done {
+    std::mutex mu;
+    size_t tasks = 0, total = 0;
+    NodeCount nodes = 0;
+  } done;
   const auto t0 = std::chrono::steady_clock::now();
-  const PerftResult result = runner.run(root, int(*depth));
+  PerftOptions options = runner.options;
+  options.progress = [&](size_t tasks, size_t total, NodeCount nodes) {
+    std::lock_guard lock(done.mu);
+    done.tasks = tasks;
+    done.total = total;
+    done.nodes = nodes;
+  };
+  ProgressLine line(io, !p->has("quiet"), [&] {
+    std::lock_guard lock(done.mu);
+    const double secs = seconds_since(t0);
+    if (done.tasks == 0) return absl::StrFormat("perft %d: counting, %s elapsed", *depth, hms(secs));
+    return absl::StrFormat("perft %d: %d/%d subtrees, %s nodes, %s, ETA %s", *depth, done.tasks, done.total,
+                           with_separators(to_string(done.nodes)), rate(done.nodes, secs),
+                           hms(eta_seconds(double(done.tasks), double(done.total), secs)));
+  });
+  const PerftResult result = perft_parallel({root}, int(*depth), options, runner.hash.get()).front();
+  line.stop();
   const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
     for (const DivideEntry& e : result.divide) io.out << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
@@ -251,7 +464,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   }
   const double secs = seconds_since(t0);
   io.out << "Nodes searched: " << to_string(nodes) << std::endl;
-  io.err << absl::StrFormat("time %.3f s, %s\n", secs, rate(nodes, secs));
+  if (!p->has("quiet")) io.err << absl::StrFormat("time %.3f s, %s\n", secs, rate(nodes, secs));
   return kExitOk;
 }
 

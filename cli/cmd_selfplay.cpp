@@ -1,11 +1,24 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/resume.h"
 #include "cli/selfplay_args.h"
+#include "cli/selfplay_resume.h"
 #include "core/startpos.h"
 #include "core/version.h"
 #include "selfplay/local_runner.h"
@@ -20,10 +33,10 @@ constexpr char kName[] = "selfplay";
 
 const CommandSpec kSpec = {
     kName,
-    "c960 selfplay [--sps RANGE | --fen FEN... | --epd FILE | --dfrc RANGE|all] [--random N]\n"
+    "c960 selfplay [--sps RANGE | --sp N | --fen FEN... | --epd FILE | --dfrc RANGE|all] [--random N]\n"
     "                     --games-per-position N --engine builtin|PATH [--option NAME=VALUE ...]\n"
     "                     (--nodes N | --depth D | --movetime MS) [--random-plies K] [--seed S]\n"
-    "                     [--threads T] [--format csv|json] [--out FILE] [--pgn FILE]",
+    "                     [--threads T] [--format csv|json] [--out FILE] [--pgn FILE] [--resume] [--quiet]",
     "Plays games of an engine against itself on local threads, from Chess960 start positions (all "
     "960 by default), given FENs, an opening book, or Double Fischer Random pairs, and prints "
     "White's results per position (rows keyed by the position's id and FEN): wins, draws, losses, "
@@ -35,18 +48,32 @@ const CommandSpec kSpec = {
     "JSON output carries the run's metadata (engine, options, limits, seed, version, date). Games "
     "are reproducible: game i of a position depends only on the options, the position and the "
     "seed (except with --movetime). Engines that crash, hang or play illegal moves lose that game "
-    "and are restarted.",
+    "and are restarted. --pgn gets each game as soon as it and all games before it (by position, "
+    "then game number) are done; --out is rewritten (whole, through a rename) every few seconds "
+    "and at the end. Ctrl-C (SIGINT) or SIGTERM stops cleanly: no new game starts, the games in "
+    "progress finish, the statistics of the games played are written, and the exit code is 130 "
+    "(143 for SIGTERM); a second Ctrl-C quits at once. With --out or --pgn, the same command with "
+    "--resume then plays only the games not yet played (FILE.c960-resume, next to --out or else "
+    "--pgn, keeps them and the options; exit 2 if the options differ), and the files end as an "
+    "uninterrupted run would have written them. Progress is drawn on stderr only when it is a "
+    "terminal.",
     [] {
       std::vector<OptionSpec> o = selfplay_spec_options();
+      o.insert(o.begin() + 1, {"sp", Arity::kOne, "N", "one start position, 0..959 (as --sps N)"});
       o.insert(o.end(), {
                             {"threads", Arity::kOne, "T", "games played at once (default 1; 0: one per CPU)"},
                             {"format", Arity::kOne, "csv|json", "output format (default csv)"},
                             {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
                             {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
-                            {"quiet", Arity::kFlag, "", "no progress on stderr"},
+                            {"resume", Arity::kFlag, "",
+                             "with --out or --pgn: continue an interrupted run with the same options"},
+                            {"quiet", Arity::kFlag, "", "no progress and no summary on stderr"},
                         });
       return o;
     }()};
+
+// How often at most --out is rewritten while games finish.
+constexpr std::chrono::seconds kTableRewritePeriod{5};
 
 }  // namespace
 
@@ -65,44 +92,156 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   for (const char* option : {"out", "pgn"})
     if (p->has(option))
       if (absl::Status s = check_output(absl::StrCat("--", option), p->get(option)); !s.ok()) return fail(io, kName, s);
+  const bool has_out = p->has("out"), has_pgn = p->has("pgn");
+  const std::string out_path = p->get("out"), pgn_path = p->get("pgn");
+  if (p->has("resume") && !has_out && !has_pgn)
+    return fail(io, kName, absl::InvalidArgumentError("--resume needs --out or --pgn (the run to continue)"));
+
+  // The games of the interrupted run, when resuming; its date, so that PGN Date tags agree.
+  const size_t per_position = size_t(spec->games_per_position);
+  const size_t total = spec->positions.size() * per_position;
+  const std::vector<ResumeOption> options = selfplay_resume_options(*spec, format, out_path, pgn_path);
+  const std::string state_path = resume_path(has_out ? out_path : pgn_path);
+  std::vector<selfplay::PlayedGame> resumed;
+  if (p->has("resume")) {
+    absl::StatusOr<std::optional<ResumeState>> state = read_resume(state_path, kSelfPlayResumeKind);
+    if (!state.ok()) return fail(io, kName, state.status());
+    if (*state) {
+      if (absl::Status s = check_same_options((*state)->options, options); !s.ok()) return fail(io, kName, s);
+      for (const std::vector<std::string>& r : (*state)->records) {
+        if (r.size() == 2 && r[0] == "date") {
+          spec->date = r[1];
+          continue;
+        }
+        absl::StatusOr<selfplay::PlayedGame> g = game_from_record(*spec, r);
+        if (!g.ok())
+          return fail(io, kName,
+                      absl::InvalidArgumentError(absl::StrCat("--resume: ", state_path, ": ", g.status().message())));
+        resumed.push_back(*std::move(g));
+      }
+    } else if (::access(out_path.c_str(), F_OK) == 0 || ::access(pgn_path.c_str(), F_OK) == 0) {
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--resume: there is no ", state_path,
+                                                          ", so the outputs are complete or were not written by c960 "
+                                                          "selfplay")));
+    }
+  }
   if (absl::Status s = selfplay::check_engine(*spec); !s.ok()) return fail(io, kName, s);
 
-  const bool quiet = p->has("quiet");
-  const size_t total = spec->positions.size() * size_t(spec->games_per_position);
-  size_t done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto progress = [&](const selfplay::PlayedGame& g) {
-    ++done;
-    if (!quiet && (done % 10 == 0 || done == total))
-      io.err << absl::StrFormat("\rc960 selfplay: %zu/%zu games (last: position %s game %d, %s)", done, total,
-                                spec->positions[g.position].id,
-                                g.index + 1, selfplay::termination_name(g.record.termination))
-             << std::flush;
-  };
-  absl::StatusOr<std::vector<selfplay::PlayedGame>> games = selfplay::play_local(*spec, int(*threads), progress);
-  if (!games.ok()) return fail(io, kName, games.status());
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  selfplay::SelfPlayStats stats;
-  std::string pgn;
-  for (const selfplay::PlayedGame& g : *games) {
-    stats.add(spec->positions[g.position], g.record);
-    if (p->has("pgn")) pgn += g.record.pgn;
+  // Every finished game by its place (position, then index); the PGN holds the longest run of
+  // them from the first.
+  std::vector<std::optional<selfplay::GameRecord>> finished(total);
+  for (selfplay::PlayedGame& g : resumed) finished[g.position * per_position + size_t(g.index)] = g.record;
+  size_t pgn_written = 0;
+  while (pgn_written < total && finished[pgn_written]) ++pgn_written;
+  std::unique_ptr<ResumeLog> log;
+  int pgn_fd = -1;
+  if (has_out || has_pgn) {
+    std::vector<std::vector<std::string>> records = {date_record(*spec)};
+    for (const selfplay::PlayedGame& g : resumed) records.push_back(game_record(g));
+    absl::StatusOr<std::unique_ptr<ResumeLog>> created =
+        ResumeLog::create(state_path, kSelfPlayResumeKind, options, records);
+    if (!created.ok()) return fail(io, kName, created.status());
+    log = *std::move(created);
+  }
+  if (has_pgn) {
+    std::string text;
+    for (size_t k = 0; k < pgn_written; ++k) text += finished[k]->pgn;
+    if (absl::Status s = write_output("--pgn", pgn_path, text); !s.ok()) return fail(io, kName, s);
+    pgn_fd = ::open(pgn_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (pgn_fd < 0)
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno))));
   }
   std::vector<selfplay::MetadataValue> metadata = selfplay::metadata_values(*spec);
   metadata.insert(metadata.begin(), {"version", std::string(c960::version())});
-  const std::string table = format == "csv" ? stats.to_csv() : stats.to_json(metadata);
-  if (p->has("pgn"))
-    if (absl::Status s = write_output("--pgn", p->get("pgn"), pgn); !s.ok()) return fail(io, kName, s);
-  if (p->has("out")) {
-    if (absl::Status s = write_output("--out", p->get("out"), table); !s.ok()) return fail(io, kName, s);
-  } else {
-    io.out << table;
+  // The statistics of the games finished so far, in game order.
+  const auto table = [&] {
+    selfplay::SelfPlayStats stats;
+    for (size_t k = 0; k < total; ++k)
+      if (finished[k]) stats.add(spec->positions[k / per_position], *finished[k]);
+    return std::make_pair(format == "csv" ? stats.to_csv() : stats.to_json(metadata), stats.total().duplicates);
+  };
+
+  const bool quiet = p->has("quiet");
+  std::mutex mu;  // what the progress line reads
+  size_t played = 0;
+  const size_t before = resumed.size();
+  absl::Status write_error;  // on_game's, read by the stop check through write_failed
+  std::atomic<bool> write_failed{false};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last_table = t0;
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  ProgressLine line(io, !quiet, [&] {
+    std::lock_guard lock(mu);
+    const double secs = seconds();
+    return absl::StrFormat("selfplay: %d/%d games, %.1f games/min, ETA %s", before + played, total,
+                           secs > 0 ? double(played) * 60 / secs : 0.0,
+                           hms(eta_seconds(double(played), double(total - before), secs)));
+  });
+  // Called by play_local one game at a time.
+  const auto on_game = [&](const selfplay::PlayedGame& g) {
+    const size_t k = g.position * per_position + size_t(g.index);
+    {
+      std::lock_guard lock(mu);
+      finished[k] = g.record;
+      ++played;
+    }
+    if (!write_error.ok()) return;
+    if (log) write_error = log->append(game_record(g));
+    for (; write_error.ok() && pgn_fd >= 0 && pgn_written < total && finished[pgn_written]; ++pgn_written) {
+      const std::string& text = finished[pgn_written]->pgn;
+      for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(pgn_fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          write_error = absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno)));
+          break;
+        }
+        done += size_t(n);
+      }
+    }
+    if (write_error.ok() && has_out && std::chrono::steady_clock::now() - last_table >= kTableRewritePeriod) {
+      write_error = write_output("--out", out_path, table().first);
+      last_table = std::chrono::steady_clock::now();
+    }
+    if (!write_error.ok()) write_failed = true;
+  };
+  absl::StatusOr<std::vector<selfplay::PlayedGame>> games;
+  {
+    InterruptScope interrupts;
+    games = selfplay::play_local(*spec, int(*threads), on_game, resumed,
+                                 [&] { return interrupt_signal() != 0 || write_failed; });
   }
+  line.stop();
+  if (pgn_fd >= 0) {
+    if (::fsync(pgn_fd) != 0 && write_error.ok())
+      write_error = absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno)));
+    ::close(pgn_fd);
+  }
+  if (!games.ok()) return fail(io, kName, games.status());
+  if (!write_error.ok()) return fail(io, kName, write_error);
+  const double secs = seconds();
+
+  const auto [text, duplicates] = table();
+  if (has_out) {
+    if (absl::Status s = write_output("--out", out_path, text); !s.ok()) return fail(io, kName, s);
+  } else {
+    io.out << text << std::flush;
+  }
+  const int signo = interrupt_signal();
+  if (games->size() < total) {
+    io.err << absl::StrFormat("c960 selfplay: interrupted after %d of %d games%s\n", games->size(), total,
+                              log ? absl::StrCat("; the same command with --resume plays the rest") : "");
+    return kExitSignalBase + (signo ? signo : SIGINT);
+  }
+  if (log)
+    if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
   if (!quiet)
-    io.err << absl::StrFormat(
-        "\nc960 selfplay: %zu games in %.1f s (%.1f games/min, %lld threads), %lld duplicate games\n", games->size(),
-        secs, secs > 0 ? double(games->size()) * 60 / secs : 0.0, *threads, (long long)stats.total().duplicates);
+    io.err << absl::StrFormat("c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games%s\n",
+                              total, secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads,
+                              (long long)duplicates,
+                              before ? absl::StrFormat(" (%d played before)", before) : "");
   return kExitOk;
 }
 

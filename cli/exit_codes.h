@@ -5,6 +5,8 @@
 //   2  bad usage or bad input: an unknown option, a value out of range, an unreadable input,
 //      an output file that cannot be written, a request the coordinator refused as invalid,
 //      unknown or over a cap, or a missing, unknown or insufficient token
+//   128 + N  a local run (perft --table, selfplay) stopped by signal N (SIGINT 130, SIGTERM 143)
+//      after writing what it had done, as a shell reports a process the signal killed
 #pragma once
 
 #include "absl/status/status.h"
@@ -14,6 +16,7 @@ namespace c960::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitSignalBase = 128;
 
 // The exit code of a call to the coordinator that ended with `code` (absl and gRPC share the
 // numbering): what the coordinator refuses because of the request or the credentials is the

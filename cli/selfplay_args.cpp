@@ -179,6 +179,9 @@ absl::StatusOr<std::vector<selfplay::StartPosition>> positions_from_args(const P
   using selfplay::StartPosition;
   const int sources = int(p.has("sps")) + int(p.has("fen")) + int(p.has("epd")) + int(p.has("dfrc"));
   if (sources > 1) return absl::InvalidArgumentError("give one of --sps, --fen, --epd, --dfrc");
+  // --sp: `c960 selfplay`'s one start position, as in `c960 perft --sp` (submit has no --sp).
+  if (p.has("sp") && sources > 0)
+    return absl::InvalidArgumentError("--sp does not go with --sps, --fen, --epd or --dfrc");
   std::vector<StartPosition> out;
   if (p.has("fen") || p.has("epd")) {
     if (p.has("random")) return absl::InvalidArgumentError("--random goes with --sps or --dfrc, not --fen or --epd");
@@ -200,6 +203,11 @@ absl::StatusOr<std::vector<selfplay::StartPosition>> positions_from_args(const P
   }
   const bool dfrc = p.has("dfrc");
   std::string ranges = dfrc ? p.get("dfrc") : p.get("sps", selfplay::kDefaultPositions);
+  if (p.has("sp")) {
+    absl::StatusOr<long long> sp = p.get_int("sp", 0, 0, kStartPositions - 1);
+    if (!sp.ok()) return sp.status();
+    ranges = absl::StrCat(*sp);
+  }
   if (dfrc && ranges == "all") ranges = absl::StrCat("0-", kDfrcPairs - 1);
   absl::StatusOr<std::vector<int>> numbers = dfrc ? parse_number_ranges(ranges, kDfrcPairs, "DFRC pairs")
                                                   : parse_number_ranges(ranges, kStartPositions, "start positions");

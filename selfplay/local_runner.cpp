@@ -1,5 +1,6 @@
 #include "selfplay/local_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -21,7 +22,7 @@ absl::Status check_engine(const SelfPlaySpec& spec) {
 
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
                                                    const std::function<void(const PlayedGame&)>& on_game,
-                                                   std::vector<PlayedGame> done) {
+                                                   std::vector<PlayedGame> done, const std::function<bool()>& stop) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   if (threads < 1 || threads > 1024)
     return absl::InvalidArgumentError(absl::StrCat("threads: ", threads, " is not in 1..1024"));
@@ -52,6 +53,10 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
       return;
     }
     for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
+      if (stop && stop()) {
+        next = todo.size();
+        return;
+      }
       const size_t k = todo[t];
       absl::StatusOr<GameRecord> g =
           play_selfplay_game(spec, spec.positions[games[k].position], games[k].index, *players);
@@ -62,6 +67,7 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
         return;
       }
       games[k].record = *std::move(g);
+      played[k] = true;
       if (on_game) on_game(games[k]);
     }
   };
@@ -71,6 +77,12 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (!error.ok()) return error;
+  if (std::find(played.begin(), played.end(), false) != played.end()) {
+    std::vector<PlayedGame> finished;
+    for (size_t k = 0; k < games.size(); ++k)
+      if (played[k]) finished.push_back(std::move(games[k]));
+    return finished;
+  }
   return games;
 }
 

@@ -23,9 +23,12 @@ absl::Status check_engine(const SelfPlaySpec& spec);
 // Games ordered by position (as listed in the spec), then by index. `on_game` (optional) is
 // called as each game finishes, from the worker threads, one call at a time. Games in `done`
 // (e.g. those of an interrupted run, already checked) are not played again: they take their
-// places in the result.
+// places in the result. `stop` (optional) is asked before each game is started; once it says
+// true no game starts, the games in progress finish, and the result holds only the games
+// played (and those in `done`), in the same order.
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
                                                    const std::function<void(const PlayedGame&)>& on_game = {},
-                                                   std::vector<PlayedGame> done = {});
+                                                   std::vector<PlayedGame> done = {},
+                                                   const std::function<bool()>& stop = {});
 
 }  // namespace c960::selfplay

@@ -1,8 +1,12 @@
 // The c960 binary end to end: output formats, exit codes (0 ok, 1 check failed, 2 bad input)
 // and error messages that name the problem.
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "gtest/gtest.h"
@@ -162,8 +166,81 @@ TEST(Cli, PerftTableCsv) {
   std::remove(out.c_str());
 }
 
+// Waits (up to a minute) until `path` holds `needle` at least `n` times.
+bool wait_for(const std::string& path, const std::string& needle, size_t n) {
+  for (int i = 0; i < 30000; ++i) {
+    const std::string text = test::slurp(path);
+    size_t found = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++found;
+    if (found >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+TEST(Cli, PerftTableCtrlCKeepsRowsAndResumeFinishesTheTable) {
+  test::ScratchDir dir;
+  const std::string out = dir.file("t.csv");
+  const std::vector<std::string> args = {kC960, "perft", "--table", "--depth", "4", "--sps", "0-959", "--out", out};
+  {
+    test::Process p(args, dir.file("log"));
+    ASSERT_TRUE(wait_for(out, "\n", 3)) << test::slurp(dir.file("log"));
+    p.signal(SIGINT);
+    EXPECT_EQ(p.wait(std::chrono::seconds(60)), 130) << test::slurp(dir.file("log"));
+  }
+  EXPECT_NE(test::slurp(dir.file("log")).find("interrupted after "), std::string::npos) << test::slurp(dir.file("log"));
+  const size_t kept = lines(test::slurp(out)).size();
+  EXPECT_GE(kept, 3u);
+  EXPECT_LT(kept, 961u);
+  std::vector<std::string> resume = args;
+  resume.erase(resume.begin());
+  resume.insert(resume.end(), {"--resume", "--threads", "2"});
+  const test::RunResult r = c960(resume);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(absl::StrCat("(", kept - 1, " positions done before)")), std::string::npos) << r.err;
+  // The file an uninterrupted run writes: every row in order, with the reference counts.
+  const std::vector<std::string> l = lines(test::slurp(out));
+  ASSERT_EQ(l.size(), 961u);
+  EXPECT_EQ(l[0], "sp,fen,depth,nodes");
+  const std::vector<test::StartposRow> ref = test::startpos_table();
+  for (int sp = 0; sp < 960; ++sp)
+    ASSERT_EQ(l[sp + 1], absl::StrCat(sp, ",", test::pos_of(ref[sp].fen).fen(), ",4,", ref[sp].perft[4]));
+  EXPECT_EQ(test::slurp(out + ".c960-resume"), "");
+}
+
+TEST(Cli, SelfPlaySigtermKeepsGamesAndResumeFinishesTheFiles) {
+  test::ScratchDir dir;
+  const std::vector<std::string> args = {"selfplay", "--sps", "0-19", "--games-per-position", "3", "--engine",
+                                         "builtin", "--nodes", "300", "--max-plies", "80", "--random-plies", "2"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const test::RunResult full = c960(with({"--pgn", dir.file("full.pgn"), "--out", dir.file("full.csv")}));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const std::string pgn = dir.file("part.pgn"), csv = dir.file("part.csv");
+  std::vector<std::string> argv = with({"--pgn", pgn, "--out", csv});
+  argv.insert(argv.begin(), kC960);
+  {
+    test::Process p(argv, dir.file("log"));
+    ASSERT_TRUE(wait_for(pgn, "[Event ", 2)) << test::slurp(dir.file("log"));
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(std::chrono::seconds(60)), 143) << test::slurp(dir.file("log"));
+  }
+  const std::string kept = test::slurp(pgn);
+  ASSERT_LT(kept.size(), test::slurp(dir.file("full.pgn")).size());
+  EXPECT_EQ(test::slurp(dir.file("full.pgn")).substr(0, kept.size()), kept);
+  EXPECT_NE(test::slurp(csv).find("\nall,"), std::string::npos) << "the statistics of the games played";
+  expect_usage_error(with({"--pgn", pgn, "--out", csv, "--resume", "--seed", "7"}), "--seed differs");
+  const test::RunResult r = c960(with({"--pgn", pgn, "--out", csv, "--resume", "--threads", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::slurp(pgn), test::slurp(dir.file("full.pgn")));
+  EXPECT_EQ(test::slurp(csv), test::slurp(dir.file("full.csv")));
+}
+
 TEST(Cli, HelpForEveryCommand) {
-  for (const char* cmd : {"startpos", "perft"}) {
+  for (const char* cmd : {"startpos", "perft", "selfplay"}) {
     const test::RunResult r = c960({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("usage: c960 " + std::string(cmd)), std::string::npos);

@@ -1,0 +1,373 @@
+// The local long-running commands in-process (`c960 perft --table`, `c960 selfplay`): progress
+// only on a terminal, rows and games written as they finish, a clean stop on interrupt, and
+// --resume continuing to the files an uninterrupted run writes. No child processes: the
+// interrupt is requested in-process (cli/interrupt.h), as the signal handler does;
+// tests/cli_test.cpp sends real signals to the binary.
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/resume.h"
+#include "cli/selfplay_resume.h"
+#include "gtest/gtest.h"
+#include "selfplay/local_runner.h"
+#include "tests/test_util.h"
+
+namespace c960::cli {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run_io(const std::vector<std::string>& args, bool tty = false) {
+  std::ostringstream out, err;
+  const Io io{out, err, tty, tty};
+  Result r;
+  r.code = run(args, io);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// The pieces a terminal shows one after another: what each '\r' starts.
+std::vector<std::string> redraws(const std::string& err) {
+  std::vector<std::string> out;
+  const std::vector<std::string> parts = absl::StrSplit(err, '\r');
+  // The last piece follows the clearing of the line: the command's own output.
+  for (size_t i = 1; i + 1 < parts.size(); ++i) out.push_back(parts[i].substr(0, parts[i].find('\n')));
+  return out;
+}
+
+// Runs args in-process and requests an interrupt once `ready` says the run is under way.
+Result run_interrupted(const std::vector<std::string>& args, const std::function<bool()>& ready, int signo) {
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished && !ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!finished) request_interrupt(signo);
+  });
+  Result r = run_io(args);
+  finished = true;
+  watcher.join();
+  return r;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(CliProgress, Formats) {
+  EXPECT_EQ(with_separators("0"), "0");
+  EXPECT_EQ(with_separators("999"), "999");
+  EXPECT_EQ(with_separators("1000"), "1,000");
+  EXPECT_EQ(with_separators("123456789012"), "123,456,789,012");
+  EXPECT_EQ(hms(0), "0:00:00");
+  EXPECT_EQ(hms(3725.4), "1:02:05");
+  EXPECT_EQ(hms(-1), "-:--:--");
+  EXPECT_EQ(hms(1e12), "-:--:--");
+  EXPECT_DOUBLE_EQ(eta_seconds(1, 4, 10), 30);
+  EXPECT_LT(eta_seconds(0, 4, 10), 0);
+}
+
+TEST(CliProgress, OnlyOnATerminalAndFitting80Columns) {
+  // Not a terminal: the one summary line, nothing redrawn (there were 21 lines for a table).
+  Result r = run_io({"perft", "--table", "--depth", "3", "--sps", "0-99"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  EXPECT_EQ(count(r.out, "\n"), 101u);
+
+  r = run_io({"perft", "--table", "--depth", "3", "--sps", "0-99"}, true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> shown = redraws(r.err);
+  ASSERT_FALSE(shown.empty()) << r.err;
+  bool counted = false;
+  for (const std::string& s : shown) {
+    EXPECT_LE(s.size(), kProgressWidth) << s;
+    counted |= s.find("100/100 positions, ") != std::string::npos && s.find("nodes") != std::string::npos &&
+               s.find("Mnps") != std::string::npos && s.find("ETA ") != std::string::npos;
+  }
+  EXPECT_TRUE(counted) << r.err;
+
+  // One deep position: progress by subtrees of the root.
+  r = run_io({"perft", "--depth", "4", "--sp", "518"}, true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  shown = redraws(r.err);
+  counted = false;
+  for (const std::string& s : shown) counted |= s.find("400/400 subtrees, 197,281 nodes") != std::string::npos;
+  EXPECT_TRUE(counted) << r.err;
+
+  // --quiet: nothing on stderr.
+  r = run_io({"perft", "--depth", "4", "--sp", "518", "--quiet"}, true);
+  EXPECT_EQ(r.err, "");
+  r = run_io({"perft", "--table", "--depth", "2", "--sps", "0-3", "--quiet"}, true);
+  EXPECT_EQ(r.err, "");
+
+  // Self-play: nothing redrawn without a terminal either.
+  r = run_io({"selfplay", "--sps", "0-11", "--games-per-position", "1", "--engine", "builtin", "--depth", "1",
+              "--max-plies", "6"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  r = run_io({"selfplay", "--sps", "0-11", "--games-per-position", "1", "--engine", "builtin", "--depth", "1",
+              "--max-plies", "6"},
+             true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  counted = false;
+  for (const std::string& s : redraws(r.err)) {
+    EXPECT_LE(s.size(), kProgressWidth) << s;
+    counted |= s.find("12/12 games") != std::string::npos;
+  }
+  EXPECT_TRUE(counted) << r.err;
+}
+
+TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
+  test::ScratchDir dir;
+  const std::string full = dir.file("full.csv"), part = dir.file("part.csv");
+  const std::vector<std::string> args = {"perft", "--table", "--depth", "4", "--sps", "0-199", "--quiet"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  ASSERT_EQ(run_io(with({"--out", full})).code, 0);
+  EXPECT_FALSE(exists(resume_path(full))) << "a finished table leaves no state";
+
+  // Interrupted once a few rows are out: those rows stay, the state file tells what they are.
+  const Result stopped =
+      run_interrupted(with({"--out", part}), [&] { return count(slurp(part), "\n") >= 3; }, SIGINT);
+  ASSERT_EQ(stopped.code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("--resume continues"), std::string::npos) << stopped.err;
+  const std::string kept = slurp(part);
+  ASSERT_LT(kept.size(), slurp(full).size());
+  EXPECT_EQ(slurp(full).substr(0, kept.size()), kept);
+  EXPECT_TRUE(exists(resume_path(part)));
+
+  // A torn last row (a process killed mid-write) is written again.
+  std::ofstream(part, std::ios::app) << "12,bqnb";
+  // Other options: refused, naming the option; the files stay as they are.
+  Result r = run_io(with({"--out", part, "--resume", "--shredder"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--shredder differs"), std::string::npos) << r.err;
+  r = run_io({"perft", "--table", "--depth", "4", "--sps", "0-198", "--out", part, "--resume"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sps differs: the interrupted run had '0-199', this one '0-198'"), std::string::npos)
+      << r.err;
+
+  r = run_io(with({"--out", part, "--resume"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(part), slurp(full));
+  EXPECT_FALSE(exists(resume_path(part)));
+
+  // Resuming what is complete, or what c960 did not write, is refused; a new file just starts.
+  r = run_io(with({"--out", part, "--resume"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is complete or was not written by"), std::string::npos) << r.err;
+  ASSERT_EQ(run_io(with({"--out", dir.file("new.csv"), "--resume"})).code, 0);
+  EXPECT_EQ(slurp(dir.file("new.csv")), slurp(full));
+  r = run_io(with({"--resume"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--resume needs --out"), std::string::npos) << r.err;
+}
+
+TEST(CliPerftTable, RowsGoToStdoutAsTheyAreCounted) {
+  // Interrupted with SIGTERM: the rows counted are on stdout, exit 128 + 15.
+  std::ostringstream out, err;
+  const Io io{out, err, false, false};
+  std::atomic<bool> finished{false};
+  Result r;
+  std::thread watcher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!finished) request_interrupt(SIGTERM);
+  });
+  r.code = run({"perft", "--table", "--depth", "5", "--sps", "0-959", "--quiet"}, io);
+  finished = true;
+  watcher.join();
+  ASSERT_EQ(r.code, 143) << err.str();
+  const std::vector<std::string> rows = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_LT(rows.size(), 961u);
+  EXPECT_EQ(rows[0], "sp,fen,depth,nodes");
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].rfind(absl::StrCat(i - 1, ","), 0), 0u) << rows[i];
+}
+
+const std::vector<std::string> kSelfPlay = {"selfplay", "--sps", "0-5", "--games-per-position", "3", "--engine",
+                                            "builtin",  "--nodes", "300", "--max-plies", "60", "--random-plies",
+                                            "2",        "--quiet"};
+
+std::vector<std::string> selfplay_args(std::vector<std::string> more) {
+  std::vector<std::string> a = kSelfPlay;
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+TEST(CliSelfPlay, InterruptKeepsGamesAndResumeFinishesTheSameFiles) {
+  test::ScratchDir dir;
+  const std::string pgn = dir.file("full.pgn"), out = dir.file("full.csv");
+  ASSERT_EQ(run_io(selfplay_args({"--pgn", pgn, "--out", out, "--threads", "2"})).code, 0);
+  EXPECT_EQ(count(slurp(pgn), "[Event "), 18u);
+  EXPECT_FALSE(exists(resume_path(out)));
+
+  for (const std::string format : {"csv", "json"}) {
+    const std::string full_out = dir.file("full." + format);
+    ASSERT_EQ(run_io(selfplay_args({"--pgn", pgn, "--out", full_out, "--format", format})).code, 0);
+    const std::string ppgn = dir.file("part-" + format + ".pgn"), pout = dir.file("part." + format);
+    const std::vector<std::string> part = {"--pgn", ppgn, "--out", pout, "--format", format, "--threads", "2"};
+    const Result stopped =
+        run_interrupted(selfplay_args(part), [&] { return count(slurp(ppgn), "[Event ") >= 2; }, SIGINT);
+    ASSERT_EQ(stopped.code, 130) << stopped.err << format << " pgn games " << count(slurp(ppgn), "[Event ");
+    EXPECT_NE(stopped.err.find("--resume plays the rest"), std::string::npos) << stopped.err;
+    // The games written are the first ones of the full run, in order; the table counts the
+    // games played.
+    const std::string kept = slurp(ppgn);
+    ASSERT_LT(kept.size(), slurp(pgn).size());
+    EXPECT_EQ(slurp(pgn).substr(0, kept.size()), kept);
+    EXPECT_NE(slurp(pout), "");
+    EXPECT_NE(slurp(pout), slurp(full_out));
+
+    std::vector<std::string> other = part;
+    other.insert(other.end(), {"--resume", "--seed", "2"});
+    Result r = run_io(selfplay_args(other));
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--seed differs: the interrupted run had '1', this one '2'"), std::string::npos) << r.err;
+
+    std::vector<std::string> again = part;
+    again.push_back("--resume");
+    r = run_io(selfplay_args(again));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(slurp(ppgn), slurp(pgn));
+    EXPECT_EQ(slurp(pout), slurp(full_out));
+    EXPECT_FALSE(exists(resume_path(pout)));
+  }
+}
+
+TEST(CliSelfPlay, ResumeRefusesWhatItCannotContinue) {
+  test::ScratchDir dir;
+  Result r = run_io(selfplay_args({"--resume"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--resume needs --out or --pgn"), std::string::npos) << r.err;
+  // A state file whose game is not what the options give.
+  const std::string pgn = dir.file("g.pgn");
+  std::ofstream(pgn) << "";
+  std::vector<std::string> args = selfplay_args({"--pgn", pgn, "--resume"});
+  {
+    std::ofstream state(resume_path(pgn));
+    state << "c960-resume\tselfplay\n";
+  }
+  r = run_io(args);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--positions differs"), std::string::npos) << r.err;
+  std::ofstream(resume_path(pgn)) << "c960-resume\tperft-table\n";
+  r = run_io(args);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not the state of an interrupted 'selfplay' run"), std::string::npos) << r.err;
+}
+
+TEST(CliSelfPlay, SpIsOneStartPosition) {
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "2", "--engine", "builtin",
+                                         "--depth",  "1", "--max-plies", "8", "--quiet"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Result sp = run_io(with({"--sp", "518"})), sps = run_io(with({"--sps", "518"}));
+  ASSERT_EQ(sp.code, 0) << sp.err;
+  EXPECT_EQ(sp.out, sps.out);
+  EXPECT_EQ(sp.out.find("\n518,"), sp.out.find('\n')) << sp.out;
+  Result r = run_io(with({"--sp", "960"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sp: 960 is out of range"), std::string::npos) << r.err;
+  r = run_io(with({"--sp", "1", "--sps", "2"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sp does not go with"), std::string::npos) << r.err;
+  r = run_io(with({"--sp", "1", "--fen", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sp does not go with"), std::string::npos) << r.err;
+  EXPECT_NE(run_io({"selfplay", "--help"}).out.find("--sp N"), std::string::npos);
+}
+
+TEST(CliResumeFile, TornLastLineIsDroppedAndOptionsAreCompared) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("x.c960-resume");
+  absl::StatusOr<std::unique_ptr<ResumeLog>> log =
+      ResumeLog::create(path, "demo", {{"depth", "5"}, {"name", "a\tb\nc"}}, {{"first"}});
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->append({"second", "with\nnewline"}).ok());
+  std::ofstream(path, std::ios::app) << "record\tthi";  // killed mid-write
+  absl::StatusOr<std::optional<ResumeState>> state = read_resume(path, "demo");
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE(state->has_value());
+  EXPECT_EQ((*state)->options.size(), 2u);
+  EXPECT_EQ((*state)->options[1].value, "a\tb\nc");
+  ASSERT_EQ((*state)->records.size(), 2u);
+  EXPECT_EQ((*state)->records[1], (std::vector<std::string>{"second", "with\nnewline"}));
+  EXPECT_FALSE(read_resume(path, "other").ok());
+  EXPECT_FALSE(read_resume(dir.file("none"), "demo")->has_value());
+
+  EXPECT_TRUE(check_same_options((*state)->options, {{"depth", "5"}, {"name", "a\tb\nc"}}).ok());
+  EXPECT_EQ(check_same_options((*state)->options, {{"depth", "6"}, {"name", "a\tb\nc"}}).message(),
+            "--resume: --depth differs: the interrupted run had '5', this one '6' (give the same options, or leave "
+            "out --resume to start over)");
+  EXPECT_NE(check_same_options((*state)->options, {{"depth", "5"}}).message().find("--name differs"),
+            std::string::npos);
+  ASSERT_TRUE((*log)->remove().ok());
+  EXPECT_FALSE(exists(path));
+}
+
+TEST(LocalRunner, StopsBetweenGamesAndContinuesFromWhatWasDone) {
+  selfplay::SelfPlaySpec spec;
+  spec.positions = selfplay::chess960_positions({0, 1, 2});
+  spec.games_per_position = 3;
+  spec.limits.depth = 1;
+  spec.max_plies = 10;
+  spec.random_plies = 2;
+  const std::vector<selfplay::PlayedGame> all = *selfplay::play_local(spec, 1);
+  ASSERT_EQ(all.size(), 9u);
+  int n = 0;
+  absl::StatusOr<std::vector<selfplay::PlayedGame>> first =
+      selfplay::play_local(spec, 1, [&](const selfplay::PlayedGame&) { ++n; }, {}, [&] { return n >= 4; });
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 4u);
+  std::vector<selfplay::PlayedGame> rest = *selfplay::play_local(spec, 2, {}, *first);
+  ASSERT_EQ(rest.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(rest[i].position, all[i].position);
+    EXPECT_EQ(rest[i].index, all[i].index);
+    EXPECT_EQ(rest[i].record.pgn, all[i].record.pgn);
+  }
+  // The records of the state file read back to the same games.
+  spec.date = "2026.01.02";
+  const std::vector<selfplay::PlayedGame> dated = *selfplay::play_local(spec, 1);
+  for (const selfplay::PlayedGame& g : dated) {
+    absl::StatusOr<selfplay::PlayedGame> back = game_from_record(spec, game_record(g));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->record.pgn, g.record.pgn);
+    EXPECT_EQ(back->record.moves, g.record.moves);
+  }
+  std::vector<std::string> bad = game_record(dated[0]);
+  bad[3] = std::to_string((std::stoi(bad[3]) + 1) % 3);  // a result the final position does not show
+  EXPECT_FALSE(game_from_record(spec, bad).ok()) << absl::StrJoin(bad, "|");
+}
+
+}  // namespace
+}  // namespace c960::cli
