@@ -240,6 +240,13 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
       prefix = *read;
       resuming = true;
     } else if (::access(out_path.c_str(), F_OK) == 0) {
+      // A finished run leaves no state file: a table with exactly this run's rows is done, so
+      // resuming it does nothing (scripts may always pass --resume).
+      if (absl::StatusOr<TablePrefix> done = read_table_prefix(out_path, row_starts);
+          done.ok() && done->rows == row_starts.size()) {
+        if (!quiet) io.err << "c960 perft: " << out_path << " already holds the whole table; nothing to resume\n";
+        return kExitOk;
+      }
       return fail(io, kName,
                   absl::InvalidArgumentError(absl::StrCat("--resume: there is no ", state_path, ", so ", out_path,
                                                           " is complete or was not written by c960 perft --table")));

@@ -19,6 +19,7 @@
 #include "cli/resume.h"
 #include "cli/selfplay_args.h"
 #include "cli/selfplay_resume.h"
+#include "cli/table_format.h"
 #include "core/startpos.h"
 #include "core/version.h"
 #include "selfplay/local_runner.h"
@@ -36,7 +37,7 @@ const CommandSpec kSpec = {
     "c960 selfplay [--sps RANGE | --sp N | --fen FEN... | --epd FILE | --dfrc RANGE|all] [--random N]\n"
     "                     --games-per-position N --engine builtin|PATH [--option NAME=VALUE ...]\n"
     "                     (--nodes N | --depth D | --movetime MS) [--random-plies K] [--seed S]\n"
-    "                     [--threads T] [--format csv|json] [--out FILE] [--pgn FILE] [--resume] [--quiet]",
+    "                     [--threads T] [--format text|csv|json] [--out FILE] [--pgn FILE] [--resume] [--quiet]",
     "Plays games of an engine against itself on local threads, from Chess960 start positions (all "
     "960 by default), given FENs, an opening book, or Double Fischer Random pairs, and prints "
     "White's results per position (rows keyed by the position's id and FEN): wins, draws, losses, "
@@ -62,7 +63,8 @@ const CommandSpec kSpec = {
       o.insert(o.begin() + 1, {"sp", Arity::kOne, "N", "one start position, 0..959 (as --sps N)"});
       o.insert(o.end(), {
                             {"threads", Arity::kOne, "T", "games played at once (default 1; 0: one per CPU)"},
-                            {"format", Arity::kOne, "csv|json", "output format (default csv)"},
+                            {"format", Arity::kOne, "text|csv|json",
+                             "output format (default: a table on a terminal, else csv; json carries the run's metadata)"},
                             {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
                             {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
                             {"resume", Arity::kFlag, "",
@@ -85,9 +87,10 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   if (!spec.ok()) return fail(io, kName, spec.status());
   absl::StatusOr<long long> threads = threads_option(*p);
   if (!threads.ok()) return fail(io, kName, threads.status());
-  const std::string format = p->get("format", "csv");
-  if (format != "csv" && format != "json")
-    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--format: '", format, "' is not csv or json")));
+  absl::StatusOr<OutputFormat> chosen = output_format(
+      p->has("format") ? std::optional<std::string>(p->get("format")) : std::nullopt, !p->has("out") && io.out_is_tty);
+  if (!chosen.ok()) return fail(io, kName, chosen.status());
+  const std::string format = *chosen == OutputFormat::kText ? "text" : *chosen == OutputFormat::kCsv ? "csv" : "json";
   // Check the outputs first: a typo in a path should not cost a long run.
   for (const char* option : {"out", "pgn"})
     if (p->has(option))
@@ -160,7 +163,10 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
     selfplay::SelfPlayStats stats;
     for (size_t k = 0; k < total; ++k)
       if (finished[k]) stats.add(spec->positions[k / per_position], *finished[k]);
-    return std::make_pair(format == "csv" ? stats.to_csv() : stats.to_json(metadata), stats.total().duplicates);
+    return std::make_pair(format == "text"  ? selfplay_text_table(stats)
+                          : format == "csv" ? stats.to_csv()
+                                            : stats.to_json(metadata),
+                          stats.total().duplicates);
   };
 
   const bool quiet = p->has("quiet");

@@ -25,6 +25,7 @@ const std::vector<OptionSpec> kPerftOptions = {
      absl::StrCat("perft: depth in plies; selfplay: depth limit per move (1..", selfplay::kMaxDepthLimit, ")")},
     {"sps", Arity::kOne, "LIST",
      absl::StrCat("start position numbers and ranges, e.g. 0-9,518 (default ", selfplay::kDefaultPositions, ")")},
+    {"sp", Arity::kOne, "N", "one start position, 0..959 (as --sps N)"},
     {"fen", Arity::kMany, "FEN",
      "perft: root positions; selfplay: play from these positions (FEN, X-FEN or Shredder-FEN; ids 1, 2, ...)"},
     {"split-depth", Arity::kOne, "K", "perft: split each root at ply K into units (default: automatic)"},
@@ -32,8 +33,8 @@ const std::vector<OptionSpec> kPerftOptions = {
 
 const CommandSpec kSpec = {
     kName,
-    "c960 submit perft --depth D [--sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
-    "       c960 submit selfplay [--sps RANGE | --fen FEN ... | --epd FILE | --dfrc RANGE] [--random N]\n"
+    "c960 submit perft --depth D [--sp N | --sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
+    "       c960 submit selfplay [--sp N | --sps RANGE | --fen FEN ... | --epd FILE | --dfrc RANGE] [--random N]\n"
     "                  --games-per-position N --engine builtin|NAME\n"
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
@@ -50,7 +51,7 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
-        if (sp.name != "sps" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
+        if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
@@ -118,10 +119,16 @@ absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   if (!p.has("depth")) return absl::InvalidArgumentError("--depth is required");
   absl::StatusOr<long long> depth = p.get_int("depth", 0, 0, 1000);
   if (!depth.ok()) return depth.status();
-  if (p.has("sps") && p.has("fen")) return absl::InvalidArgumentError("give --sps or --fen, not both");
+  if (int(p.has("sps")) + int(p.has("sp")) + int(p.has("fen")) > 1)
+    return absl::InvalidArgumentError("give one of --sp, --sps and --fen");
   v1::PerftJobSpec* spec = req->mutable_spec()->mutable_perft();
   spec->set_depth(int(*depth));
   if (p.has("sps")) spec->set_start_positions(p.get("sps"));
+  if (p.has("sp")) {
+    absl::StatusOr<long long> sp = p.get_int("sp", 0, 0, 959);
+    if (!sp.ok()) return sp.status();
+    spec->set_start_positions(absl::StrCat(*sp));
+  }
   if (p.has("fen")) {
     // Quoted FENs arrive whole; unquoted words make up a single FEN.
     bool quoted = false;

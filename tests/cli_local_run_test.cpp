@@ -178,8 +178,14 @@ TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
   EXPECT_EQ(slurp(part), slurp(full));
   EXPECT_FALSE(exists(resume_path(part)));
 
-  // Resuming what is complete, or what c960 did not write, is refused; a new file just starts.
+  // Resuming a complete table does nothing; what c960 did not write is refused; a new file just
+  // starts.
   r = run_io(with({"--out", part, "--resume"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(part), slurp(full));
+  const std::string other = dir.file("other.csv");
+  std::ofstream(other) << "sp,fen,depth,nodes\n0,x,4,1\n";
+  r = run_io(with({"--out", other, "--resume"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is complete or was not written by"), std::string::npos) << r.err;
   ASSERT_EQ(run_io(with({"--out", dir.file("new.csv"), "--resume"})).code, 0);
@@ -367,6 +373,36 @@ TEST(LocalRunner, StopsBetweenGamesAndContinuesFromWhatWasDone) {
   std::vector<std::string> bad = game_record(dated[0]);
   bad[3] = std::to_string((std::stoi(bad[3]) + 1) % 3);  // a result the final position does not show
   EXPECT_FALSE(game_from_record(spec, bad).ok()) << absl::StrJoin(bad, "|");
+}
+
+}  // namespace
+}  // namespace c960::cli
+
+namespace c960::cli {
+namespace {
+
+// On a terminal selfplay prints the readable table (the 'all' row first); piped, CSV as before;
+// --format chooses either way.
+TEST(CliSelfPlay, ATableOnATerminalCsvWhenPiped) {
+  const std::vector<std::string> args = {"selfplay", "--sps", "0-1", "--games-per-position", "2", "--engine",
+                                         "builtin",  "--depth", "1", "--quiet"};
+  const Result tty = run_io(args, true), piped = run_io(args, false);
+  ASSERT_EQ(tty.code, 0) << tty.err;
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.out.rfind("sp,fen,games,", 0), 0u) << piped.out;
+  EXPECT_EQ(tty.out.find("sp,fen"), std::string::npos) << tty.out;
+  const size_t all = tty.out.find("all"), first = tty.out.find("BBQNNRKR");
+  ASSERT_NE(all, std::string::npos) << tty.out;
+  ASSERT_NE(first, std::string::npos) << tty.out;
+  EXPECT_LT(all, first) << tty.out;
+  std::vector<std::string> csv = args;
+  csv.insert(csv.end(), {"--format", "csv"});
+  EXPECT_EQ(run_io(csv, true).out, piped.out);
+  std::vector<std::string> bad = args;
+  bad.insert(bad.end(), {"--format", "xml"});
+  const Result r = run_io(bad, true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -475,6 +475,17 @@ TEST_F(ClusterTest, InvalidRequestsGetTheirStatusCodes) {
   EXPECT_TRUE(absl::StrContains(err, "depth")) << err;
   EXPECT_EQ(cli("submit perft --depth 3 --sps 0-2000", &out, &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "--sps")) << err;
+  EXPECT_EQ(cli("submit perft --depth 2 --sp 518 --sps 1", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "give one of --sp, --sps and --fen")) << err;
+  EXPECT_EQ(cli("submit perft --depth 2 --sp 960", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "--sp")) << err;
+  EXPECT_EQ(cli("submit selfplay --sp 960 --games-per-position 1 --engine builtin --depth 1", &out, &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "--sp")) << err;
+  // --sp N is --sps N, for submit as for perft and selfplay.
+  ASSERT_EQ(cli("submit perft --depth 2 --sp 601 --quiet", &out, &err), 0) << err;
+  ASSERT_EQ(cli("results " + std::string(absl::StripAsciiWhitespace(out)) + " --partial --format csv", &out, &err), 0)
+      << err;
+  EXPECT_TRUE(absl::StrContains(out, "\n601,")) << out;
   EXPECT_EQ(cli("status job-404", &out, &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "job-404")) << err;
   EXPECT_EQ(cli("results job-404", &out, &err), 2);
