@@ -25,8 +25,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/proc_stats.h"
@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   v1::VerifyMode verify = v1::VERIFY_MODE_UNSPECIFIED;
-  if (!v1::VerifyMode_Parse(absl::StrCat("VERIFY_MODE_", absl::AsciiStrToUpper(absl::GetFlag(FLAGS_verify))), &verify) ||
+  if (!v1::VerifyMode_Parse(absl::StrCat("VERIFY_MODE_", absl::AsciiStrToUpper(absl::GetFlag(FLAGS_verify))),
+                            &verify) ||
       verify == v1::VERIFY_MODE_UNSPECIFIED) {
     std::fprintf(stderr, "--verify: '%s' is not off, adaptive or all\n", absl::GetFlag(FLAGS_verify).c_str());
     return 2;

@@ -110,8 +110,8 @@ int run() {
     });
   std::printf("fold %s: depth %d of %s split %d, window %lld, low water %lld; RSS before submit %.1f MB\n",
               options.fold ? "on" : "off", absl::GetFlag(FLAGS_depth), absl::GetFlag(FLAGS_positions).c_str(),
-              absl::GetFlag(FLAGS_split), (long long)options.lazy_window_units,
-              (long long)options.lazy_low_water_units, double(rss0) / 1e6);
+              absl::GetFlag(FLAGS_split), (long long)options.lazy_window_units, (long long)options.lazy_low_water_units,
+              double(rss0) / 1e6);
   std::printf("%8s %10s %10s %10s %10s %10s\n", "seconds", "done", "total", "unit_rows", "store_MB", "rss_MB");
   auto sample = [&](const v1::Job& j) {
     const Store::FileSizes sizes = (*store)->file_sizes();

@@ -227,8 +227,8 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     if (!should_reconnect(s.error_code(), ever_got)) return to_absl(s);
     if (!ever_got && attempt >= policy_.max_retries) {
       // Never answered: said as unreachable (rpc_fail's "cannot reach the coordinator").
-      return absl::UnavailableError(absl::StrCat("no answer to a watch after ", attempt + 1,
-                                                 " attempts; last: ", s.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("no answer to a watch after ", attempt + 1, " attempts; last: ", s.error_message()));
     }
     // A stream that lived to its deadline is renewed without a word; anything else is an outage.
     if (on_retry && (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !ever_got)) on_retry(to_absl(s));

@@ -147,9 +147,7 @@ int rpc_fail(const Io& io, absl::string_view command, const Client& client, cons
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kAlreadyExists:
     case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-      problem = in_cli_words(command, status.message());
-      break;
+    case absl::StatusCode::kOutOfRange: problem = in_cli_words(command, status.message()); break;
     case absl::StatusCode::kResourceExhausted:
       problem = absl::StrCat(in_cli_words(command, status.message()), " (a limit of the coordinator)");
       break;

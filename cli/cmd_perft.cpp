@@ -181,8 +181,8 @@ absl::StatusOr<TablePrefix> read_table_prefix(const std::string& path, const std
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--out: ", text.status().message()));
   TablePrefix prefix;
   if (!absl::StartsWith(*text, kTableHeader))
-    return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, " does not start with the header ",
-                                                   absl::StripSuffix(kTableHeader, "\n")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--resume: ", path, " does not start with the header ", absl::StripSuffix(kTableHeader, "\n")));
   prefix.bytes = sizeof kTableHeader - 1;
   while (prefix.rows < row_starts.size()) {
     const size_t eol = text->find('\n', prefix.bytes);
@@ -191,8 +191,8 @@ absl::StatusOr<TablePrefix> read_table_prefix(const std::string& path, const std
     const absl::string_view count = absl::StripPrefix(row, row_starts[prefix.rows]);
     if (count.size() == row.size() || count.empty() || count.size() > 39 ||
         count.find_first_not_of("0123456789") != absl::string_view::npos)
-      return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, ": row ", prefix.rows + 1, " is not '",
-                                                     row_starts[prefix.rows], "N'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume: ", path, ": row ", prefix.rows + 1, " is not '", row_starts[prefix.rows], "N'"));
     NodeCount n = 0;
     for (char c : count) n = n * 10 + NodeCount(c - '0');
     prefix.nodes += n;
@@ -260,7 +260,8 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
     if (fd < 0 || (resuming && ::ftruncate(fd, off_t(prefix.bytes)) != 0) || ::lseek(fd, 0, SEEK_END) < 0) {
       const int e = errno;
       if (fd >= 0) ::close(fd);
-      return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
     }
     absl::StatusOr<std::unique_ptr<ResumeLog>> created = ResumeLog::create(state_path, kTableKind, options);
     absl::Status s = created.ok() ? absl::OkStatus() : created.status();
@@ -287,7 +288,8 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
     const double secs = seconds_since(t0);
     const NodeCount nodes = done.nodes + done.batch_nodes;
     const double part =
-        double(done.rows) + (done.batch_total ? double(done.batch_rows) * double(done.batch_tasks) / double(done.batch_total) : 0);
+        double(done.rows) +
+        (done.batch_total ? double(done.batch_rows) * double(done.batch_tasks) / double(done.batch_total) : 0);
     return absl::StrFormat("perft %d: %d/%d positions, %s nodes, %s, ETA %s", depth, prefix.rows + done.rows, total,
                            with_separators(to_string(nodes)), rate(nodes, secs),
                            hms(eta_seconds(part, double(total - prefix.rows), secs)));
@@ -347,14 +349,15 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
     const int e = errno;
     ::close(fd);
     if (!synced)
-      return fail(io, kName, absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--out: cannot write '", out_path, "': ", strerror(e))));
   }
   const int signo = interrupt_signal();
   if (next < total) {
-    io.err << absl::StrFormat("c960 perft: interrupted after %d of %d positions%s\n", next, total,
-                              to_file ? absl::StrCat("; rows so far are in ", out_path,
-                                                     ", and the same command with --resume continues")
-                                      : "");
+    io.err << absl::StrFormat(
+        "c960 perft: interrupted after %d of %d positions%s\n", next, total,
+        to_file ? absl::StrCat("; rows so far are in ", out_path, ", and the same command with --resume continues")
+                : "");
     return kExitSignalBase + signo;
   }
   if (to_file) {

@@ -61,16 +61,17 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = selfplay_spec_options();
       o.insert(o.begin() + 1, {"sp", Arity::kOne, "N", "one start position, 0..959 (as --sps N)"});
-      o.insert(o.end(), {
-                            {"threads", Arity::kOne, "T", "games played at once (default 1; 0: one per CPU)"},
-                            {"format", Arity::kOne, "text|csv|json",
-                             "output format (default: a table on a terminal, else csv; json carries the run's metadata)"},
-                            {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
-                            {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
-                            {"resume", Arity::kFlag, "",
-                             "with --out or --pgn: continue an interrupted run with the same options"},
-                            {"quiet", Arity::kFlag, "", "no progress and no summary on stderr"},
-                        });
+      o.insert(
+          o.end(),
+          {
+              {"threads", Arity::kOne, "T", "games played at once (default 1; 0: one per CPU)"},
+              {"format", Arity::kOne, "text|csv|json",
+               "output format (default: a table on a terminal, else csv; json carries the run's metadata)"},
+              {"out", Arity::kOne, "FILE", "write the statistics here instead of stdout"},
+              {"pgn", Arity::kOne, "FILE", "write every game here as PGN"},
+              {"resume", Arity::kFlag, "", "with --out or --pgn: continue an interrupted run with the same options"},
+              {"quiet", Arity::kFlag, "", "no progress and no summary on stderr"},
+          });
       return o;
     }()};
 
@@ -201,7 +202,8 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
         const ssize_t n = ::write(pgn_fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-          write_error = absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno)));
+          write_error =
+              absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno)));
           break;
         }
         done += size_t(n);
@@ -245,8 +247,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
     if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
   if (!quiet)
     io.err << absl::StrFormat("c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games%s\n",
-                              total, secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads,
-                              (long long)duplicates,
+                              total, secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
                               before ? absl::StrFormat(" (%d played before)", before) : "");
   return kExitOk;
 }

@@ -157,8 +157,7 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   if (p.positional().empty()) return fail(io, kName, "give the job kind: c960 submit perft|selfplay ...");
   if (p.positional()[0] != "perft" && p.positional()[0] != "selfplay")
     return fail(io, kName, absl::StrCat("'", p.positional()[0], "' is not a job kind (perft or selfplay)"));
-  if (p.positional().size() > 1)
-    return fail(io, kName, absl::StrCat("unexpected argument '", p.positional()[1], "'"));
+  if (p.positional().size() > 1) return fail(io, kName, absl::StrCat("unexpected argument '", p.positional()[1], "'"));
   v1::SubmitJobRequest req;
   const absl::Status built = p.positional()[0] == "selfplay" ? selfplay_request(p, &req) : perft_request(p, &req);
   if (!built.ok()) return fail(io, kName, built);

@@ -1,12 +1,12 @@
 // c960 watch JOB: the job's progress until it ends; exit 0 when it succeeds, 1 when it fails or
 // is cancelled.
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <sys/ioctl.h>
 #include <thread>
 
 #include "absl/strings/str_cat.h"

@@ -101,7 +101,8 @@ std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t n
     f.push_back({{absl::StrCat(group_thousands(absl::StrCat(p.games_done())), "/",
                                group_thousands(absl::StrCat(p.games_total())), " games"),
                   absl::StrCat(si_number(double(p.games_done())), "/", si_number(double(p.games_total())), " games")},
-                 0, 2.5});
+                 0,
+                 2.5});
     f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units"), ""}, 3});
     const double rate = v.rate >= 0 ? v.rate : p.games_per_second();
     if (!is_final(j)) f.push_back({{absl::StrFormat("%.1f games/min", rate * 60), ""}, 1});
@@ -379,7 +380,7 @@ std::string status_table(const std::vector<v1::Job>& jobs, int64_t now) {
     const char* header;
     bool right;  // numbers are aligned right
   };
-  static constexpr Column kColumns[] = {{"ID", false},   {"KIND", false}, {"STATE", false},   {"DONE", true},
+  static constexpr Column kColumns[] = {{"ID", false},   {"KIND", false}, {"STATE", false},  {"DONE", true},
                                         {"UNITS", true}, {"AGE", true},   {"DURATION", true}};
   constexpr size_t kN = std::size(kColumns);
   std::vector<std::vector<std::string>> rows;
@@ -414,11 +415,11 @@ std::string job_json(const v1::Job& j, int64_t now) {
   const double duration = job_elapsed_seconds(j, now);
   return absl::StrCat(
       "{\"id\": ", cluster::json_quote(j.id()), ", \"kind\": \"", perft ? "perft" : "selfplay",
-      "\", \"depth\": ", perft ? absl::StrCat(j.spec().perft().depth()) : "null",
-      ", \"state\": \"", state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), "%.6f"),
-      ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(),
-      ", \"nodes_done\": \"", to_string(cluster::from_proto(p.nodes_done())), "\", \"nodes_per_second\": ",
-      json_number(p.nodes_per_second(), "%.1f"), ", \"games_done\": ", p.games_done(),
+      "\", \"depth\": ", perft ? absl::StrCat(j.spec().perft().depth()) : "null", ", \"state\": \"",
+      state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), "%.6f"),
+      ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(), ", \"nodes_done\": \"",
+      to_string(cluster::from_proto(p.nodes_done())),
+      "\", \"nodes_per_second\": ", json_number(p.nodes_per_second(), "%.1f"), ", \"games_done\": ", p.games_done(),
       ", \"games_total\": ", p.games_total(), ", \"games_per_second\": ", json_number(p.games_per_second(), "%.4f"),
       ", \"eta_seconds\": ", json_number(eta, "%.1f"), ", \"workers\": ", p.workers(),
       ", \"created\": ", j.created_unix_ms() ? cluster::json_quote(iso8601_utc(j.created_unix_ms())) : "null",
@@ -433,7 +434,8 @@ std::string job_json(const v1::Job& j, int64_t now) {
 std::string jobs_json(const std::vector<v1::Job>& jobs, int64_t now) {
   if (jobs.empty()) return "[]\n";
   std::string out = "[\n";
-  for (size_t i = 0; i < jobs.size(); ++i) absl::StrAppend(&out, "  ", job_json(jobs[i], now), i + 1 < jobs.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < jobs.size(); ++i)
+    absl::StrAppend(&out, "  ", job_json(jobs[i], now), i + 1 < jobs.size() ? ",\n" : "\n");
   return out + "]\n";
 }
 

@@ -30,8 +30,7 @@ absl::Status write_all(int fd, absl::string_view text, const std::string& path) 
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return absl::InvalidArgumentError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+    if (n < 0) return absl::InvalidArgumentError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
     done += size_t(n);
   }
   return absl::OkStatus();
@@ -89,9 +88,9 @@ absl::Status check_same_options(const std::vector<ResumeOption>& was, const std:
     for (const ResumeOption& o : *list) {
       const std::string *a = find(was, o.name), *b = find(now, o.name);
       if (!a || !b || *a != *b)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--resume: --", o.name, " differs: the interrupted run had ", shown(a), ", this one ", shown(b),
-            " (give the same options, or leave out --resume to start over)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--resume: --", o.name, " differs: the interrupted run had ", shown(a), ", this one ",
+                         shown(b), " (give the same options, or leave out --resume to start over)"));
     }
   return absl::OkStatus();
 }

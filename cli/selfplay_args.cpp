@@ -189,7 +189,8 @@ absl::StatusOr<std::vector<selfplay::StartPosition>> positions_from_args(const P
       absl::StatusOr<std::string> text = read_text("epd", p.get("epd"));
       if (!text.ok()) return text.status();
       absl::StatusOr<std::vector<StartPosition>> book = selfplay::parse_opening_book(*text);
-      if (!book.ok()) return absl::InvalidArgumentError(absl::StrCat("--epd ", p.get("epd"), ": ", book.status().message()));
+      if (!book.ok())
+        return absl::InvalidArgumentError(absl::StrCat("--epd ", p.get("epd"), ": ", book.status().message()));
       return *std::move(book);
     }
     const std::vector<std::string>& fens = p.all("fen");

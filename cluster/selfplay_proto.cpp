@@ -111,8 +111,9 @@ v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
     }
     return out;
   };
-  const bool ascending = std::is_sorted(s.positions.begin(), s.positions.end(),
-                                        [](const StartPosition& a, const StartPosition& b) { return a.number < b.number; });
+  const bool ascending =
+      std::is_sorted(s.positions.begin(), s.positions.end(),
+                     [](const StartPosition& a, const StartPosition& b) { return a.number < b.number; });
   if (ascending && all_of_kind(PositionKind::kChess960)) {
     p.set_start_positions(ranges());
   } else if (ascending && all_of_kind(PositionKind::kDfrc)) {

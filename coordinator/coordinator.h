@@ -261,9 +261,9 @@ class Coordinator {
     std::string failure_detail;
     const JobKind* kind = nullptr;
     Units units;
-    std::map<int64_t, Group> groups;    // groups with units in memory, by group
-    std::map<int64_t, Folded> folded;   // by group
-    std::vector<int64_t> ready;         // groups whose units are all settled, to fold
+    std::map<int64_t, Group> groups;   // groups with units in memory, by group
+    std::map<int64_t, Folded> folded;  // by group
+    std::vector<int64_t> ready;        // groups whose units are all settled, to fold
     // Units that want a copy: never leased yet (fresh), or wanting one more (replicas). Entries
     // may be stale: a popped unit is used only if it still needs a copy.
     std::deque<int64_t> fresh, replicas;
@@ -274,8 +274,8 @@ class Coordinator {
     int64_t done = 0;             // settled units, folded ones included
     int64_t retired = 0;          // indexes of groups folded, then planned again under new ones
     int64_t total() const { return int64_t(units.size()) - retired; }
-    NodeCount work_done = 0;      // in the kind's unit of work (JobKind::work)
-    std::deque<Sample> samples;   // recent progress, for rates
+    NodeCount work_done = 0;     // in the kind's unit of work (JobKind::work)
+    std::deque<Sample> samples;  // recent progress, for rates
   };
   // A worker process's registration; a worker's new Hello ends its previous session.
   struct Session {

@@ -1071,17 +1071,16 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   j->finished_ms = now;
   j->fresh.clear();
   j->replicas.clear();
-  log_event(
-      LogLevel::kInfo, "job_succeeded",
-      absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
-                   ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
-      {{"job", j->id},
-       {"kind", j->kind->capability()},
-       {"units", j->total()},
-       {"work", to_string(j->work_done)},
-       {"seconds", double(now - j->created_ms) / 1000.0},
-       {"disagreements", j->disagreements},
-       {"mismatches", j->mismatches}});
+  log_event(LogLevel::kInfo, "job_succeeded",
+            absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
+                         ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
+            {{"job", j->id},
+             {"kind", j->kind->capability()},
+             {"units", j->total()},
+             {"work", to_string(j->work_done)},
+             {"seconds", double(now - j->created_ms) / 1000.0},
+             {"disagreements", j->disagreements},
+             {"mismatches", j->mismatches}});
 }
 
 absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {

@@ -501,11 +501,12 @@ std::string results_json(const std::string& job_id, const std::vector<v1::Result
       total.black_wins += counts.black_wins;
       const selfplay::Interval s = counts.score();
       absl::StrAppend(&out, first ? "" : ",", "\n{\"id\":", json_quote(p.position_id()),
-                      ",\"start_position\":", p.start_position(), ",\"fen\":", json_quote(p.fen()), ",\"games_planned\":", p.games_planned(),
-                      ",\"complete\":", p.complete() ? "true" : "false", ",\"games\":", p.games(),
-                      ",\"white_wins\":", p.white_wins(), ",\"draws\":", p.draws(), ",\"black_wins\":", p.black_wins(),
-                      ",\"total_plies\":", p.total_plies(), ",\"score\":", json_number(s.value),
-                      ",\"score_lo\":", json_number(s.lo), ",\"score_hi\":", json_number(s.hi), "}");
+                      ",\"start_position\":", p.start_position(), ",\"fen\":", json_quote(p.fen()),
+                      ",\"games_planned\":", p.games_planned(), ",\"complete\":", p.complete() ? "true" : "false",
+                      ",\"games\":", p.games(), ",\"white_wins\":", p.white_wins(), ",\"draws\":", p.draws(),
+                      ",\"black_wins\":", p.black_wins(), ",\"total_plies\":", p.total_plies(),
+                      ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
+                      ",\"score_hi\":", json_number(s.hi), "}");
       first = false;
     }
   }

@@ -138,7 +138,8 @@ class JobKind {
     return {};
   }
   // results() over the units in memory and the folded groups' totals (by group).
-  virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
+  virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan,
+                                                      const std::vector<UnitView>& units,
                                                       const std::map<int64_t, std::string>& /*folded*/, bool divide,
                                                       bool omit_games) const {
     return results(plan, units, divide, omit_games);

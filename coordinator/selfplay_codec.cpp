@@ -126,8 +126,9 @@ absl::StatusOr<SelfPlaySettlement> settlement_from_settled(const v1::SelfPlayUni
   return out;
 }
 
-absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec, const selfplay::StartPosition& position,
-                                             const StoredGame& g, const std::string& white, const std::string& black) {
+absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec,
+                                             const selfplay::StartPosition& position, const StoredGame& g,
+                                             const std::string& white, const std::string& black) {
   const auto damaged = [&](auto... why) {
     return absl::InternalError(absl::StrCat("stored game ", position.id, ".", g.index + 1, ": ", why...));
   };

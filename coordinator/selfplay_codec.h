@@ -47,7 +47,8 @@ absl::StatusOr<SelfPlaySettlement> settlement_from_settled(const v1::SelfPlayUni
 
 // A stored game as the protocol sends it, with its PGN made here; INTERNAL when its moves do
 // not replay (a damaged store).
-absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec, const selfplay::StartPosition& position,
-                                             const StoredGame& g, const std::string& white, const std::string& black);
+absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec,
+                                             const selfplay::StartPosition& position, const StoredGame& g,
+                                             const std::string& white, const std::string& black);
 
 }  // namespace c960::cluster

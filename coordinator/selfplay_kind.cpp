@@ -236,7 +236,8 @@ class SelfPlayKind : public JobKind {
     for (int k = 0; k < n; ++k) {
       absl::StatusOr<selfplay::StartPosition> position = plan_position(pp, k);
       if (!position.ok())
-        return absl::DataLossError(absl::StrCat("job ", job_id, ": position ", k + 1, ": ", position.status().message()));
+        return absl::DataLossError(
+            absl::StrCat("job ", job_id, ": position ", k + 1, ": ", position.status().message()));
       v1::ResultChunk head;
       v1::SelfPlayPositionResult* p = head.mutable_selfplay();
       if (pp.other_positions_size() > 0) {

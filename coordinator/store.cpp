@@ -382,8 +382,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
     if (rc != SQLITE_DONE) return error("load copies");
     f.reset();
     f.bind_text(1, j.id);
-    while ((rc = f.step()) == SQLITE_ROW)
-      j.folds.push_back(StoredFold{f.i64(0), f.i64(1), f.i64(2), f.blob(3)});
+    while ((rc = f.step()) == SQLITE_ROW) j.folds.push_back(StoredFold{f.i64(0), f.i64(1), f.i64(2), f.blob(3)});
     if (rc != SQLITE_DONE) return error("load folded");
   }
   return jobs;
@@ -578,11 +577,10 @@ absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  for (const char* sql :
-       {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
-        "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
-        "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?", "DELETE FROM folded WHERE job_id = ?",
-        "DELETE FROM jobs WHERE id = ?"}) {
+  for (const char* sql : {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
+                          "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
+                          "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
+                          "DELETE FROM folded WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
     Stmt q(db_, sql);
     if (!q.ok()) return error("delete job");
     q.bind_text(1, job_id);

@@ -53,8 +53,8 @@ struct StoredUnit {
 
 // Units first .. end - 1 folded into one row once all were settled (migration 5).
 struct StoredFold {
-  int64_t group = 0;   // the kind's group (perft: the root's index)
-  int64_t first = 0;   // its units' indexes
+  int64_t group = 0;  // the kind's group (perft: the root's index)
+  int64_t first = 0;  // its units' indexes
   int64_t end = 0;
   std::string record;  // serialized v1.store.FoldedGroup
 };

@@ -138,7 +138,8 @@ absl::StatusOr<std::vector<int>> parse_number_ranges(absl::string_view spec, int
     return !s.empty() && ec == std::errc() && p == s.data() + s.size() && out >= 0 && out < limit;
   };
   std::set<int> out;
-  if (absl::StripAsciiWhitespace(spec).empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": the list is empty"));
+  if (absl::StripAsciiWhitespace(spec).empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": the list is empty"));
   for (absl::string_view part : absl::StrSplit(spec, ',')) {
     int lo = 0, hi = 0;
     const size_t dash = part.find('-');
@@ -150,8 +151,7 @@ absl::StatusOr<std::vector<int>> parse_number_ranges(absl::string_view spec, int
           absl::StrCat(what, ": '", part, "' is not a number or range within 0..", limit - 1));
     if (lo > hi) return absl::InvalidArgumentError(absl::StrCat(what, ": range '", part, "' runs backwards"));
     // Checked before the range is expanded, so that a huge range costs nothing.
-    if (size_t(hi - lo) >= max_count)
-      return absl::InvalidArgumentError(absl::StrCat(what, ": more than ", max_count));
+    if (size_t(hi - lo) >= max_count) return absl::InvalidArgumentError(absl::StrCat(what, ": more than ", max_count));
     for (int i = lo; i <= hi; ++i) out.insert(i);
     if (out.size() > max_count) return absl::InvalidArgumentError(absl::StrCat(what, ": more than ", max_count));
   }

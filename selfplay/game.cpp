@@ -188,15 +188,16 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
     const std::string start = game.start_fen;
     PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
     if (answer.failed()) {
-      ending = Ending{win_for(~us), answer.failure, absl::StrCat(us == WHITE ? game.white : game.black, ": ", answer.detail)};
+      ending = Ending{win_for(~us), answer.failure,
+                      absl::StrCat(us == WHITE ? game.white : game.black, ": ", answer.detail)};
       break;
     }
     MoveList legal;
     generate_legal(pos, legal);
     if (!legal.contains(answer.move)) {
       ending = Ending{win_for(~us), Termination::kIllegalMove,
-                      absl::StrCat(us == WHITE ? game.white : game.black, " played ", to_uci(answer.move), ", not legal in ",
-                                   pos.fen(FenDialect::kShredder))};
+                      absl::StrCat(us == WHITE ? game.white : game.black, " played ", to_uci(answer.move),
+                                   ", not legal in ", pos.fen(FenDialect::kShredder))};
       break;
     }
     play(answer.move, answer.score_cp);

@@ -47,7 +47,8 @@ absl::StatusOr<std::unordered_map<std::string, std::string>> epd_opcodes(absl::s
       std::string operand;
       if (rest[i] == '"') {
         const size_t close = rest.find('"', i + 1);
-        if (close == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("opcode ", op, ": a quoted operand is not closed"));
+        if (close == absl::string_view::npos)
+          return absl::InvalidArgumentError(absl::StrCat("opcode ", op, ": a quoted operand is not closed"));
         operand = std::string(rest.substr(i + 1, close - i - 1));
         i = close + 1;
       } else {

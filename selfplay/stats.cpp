@@ -254,15 +254,14 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
   const auto object = [complete_field](const PositionStats& p, const std::string& head) {
     const Interval s = p.counts.score(), e = p.counts.elo();
     const char* complete = !complete_field ? "" : p.complete ? "\"complete\": true, " : "\"complete\": false, ";
-    std::string o = absl::StrCat("{", head, complete, "\"games\": ", p.counts.games(),
-                                 ", \"white_wins\": ", p.counts.white_wins,
-                                 ", \"draws\": ", p.counts.draws, ", \"black_wins\": ", p.counts.black_wins,
-                                 ", \"score\": ", json_number(s.value, 4), ", \"score_lo\": ", json_number(s.lo, 4),
-                                 ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
-                                 ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
-                                 ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4),
-                                 ", \"mean_plies\": ", json_number(p.mean_plies(), 1),
-                                 ", \"duplicates\": ", p.duplicates, ", \"terminations\": {");
+    std::string o = absl::StrCat(
+        "{", head, complete, "\"games\": ", p.counts.games(), ", \"white_wins\": ", p.counts.white_wins,
+        ", \"draws\": ", p.counts.draws, ", \"black_wins\": ", p.counts.black_wins,
+        ", \"score\": ", json_number(s.value, 4), ", \"score_lo\": ", json_number(s.lo, 4),
+        ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
+        ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
+        ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4), ", \"mean_plies\": ", json_number(p.mean_plies(), 1),
+        ", \"duplicates\": ", p.duplicates, ", \"terminations\": {");
     for (size_t t = 0; t < p.terminations.size(); ++t)
       absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
     return o + "}}";

@@ -418,8 +418,8 @@ std::vector<std::string> first_column(const std::string& csv) {
 }
 
 TEST(CliSelfPlayPositions, FenEpdAndDfrcRowsAreKeyedById) {
-  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin",
-                                         "--depth",  "1",                    "--max-plies", "8", "--quiet"};
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin", "--depth",
+                                         "1",        "--max-plies",          "8", "--quiet"};
   const auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());
@@ -460,7 +460,8 @@ TEST(CliSelfPlayPositions, FenEpdAndDfrcRowsAreKeyedById) {
 }
 
 TEST(CliSelfPlayPositions, BadPositionsAreUsageErrorsNamingTheOption) {
-  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin", "--depth", "1"};
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "1", "--engine", "builtin", "--depth",
+                                         "1"};
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--sps", "0", "--fen", "8/8/8/8/8/8/8/8 w - - 0 1"}, "give one of --sps, --fen, --epd, --dfrc"},
       {{"--fen", "8/8/8/8/8/8/8/8 w - - 0 1"}, "--fen 1: "},

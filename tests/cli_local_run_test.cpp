@@ -153,8 +153,8 @@ TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
   EXPECT_FALSE(exists(resume_path(full))) << "a finished table leaves no state";
 
   // Interrupted once a few rows are out: those rows stay, the state file tells what they are.
-  const Result stopped =
-      run_interrupted(with({"--out", part}), [&] { return count(slurp(part), "\n") >= 3; }, SIGINT);
+  const Result stopped = run_interrupted(
+      with({"--out", part}), [&] { return count(slurp(part), "\n") >= 3; }, SIGINT);
   ASSERT_EQ(stopped.code, 130) << stopped.err;
   EXPECT_NE(stopped.err.find("--resume continues"), std::string::npos) << stopped.err;
   const std::string kept = slurp(part);
@@ -170,8 +170,7 @@ TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
   EXPECT_NE(r.err.find("--shredder differs"), std::string::npos) << r.err;
   r = run_io({"perft", "--table", "--depth", "4", "--sps", "0-198", "--out", part, "--resume"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--sps differs: the interrupted run had '0-199', this one '0-198'"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("--sps differs: the interrupted run had '0-199', this one '0-198'"), std::string::npos) << r.err;
 
   r = run_io(with({"--out", part, "--resume"}));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -216,9 +215,9 @@ TEST(CliPerftTable, RowsGoToStdoutAsTheyAreCounted) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].rfind(absl::StrCat(i - 1, ","), 0), 0u) << rows[i];
 }
 
-const std::vector<std::string> kSelfPlay = {"selfplay", "--sps", "0-5", "--games-per-position", "3", "--engine",
-                                            "builtin",  "--nodes", "300", "--max-plies", "60", "--random-plies",
-                                            "2",        "--quiet"};
+const std::vector<std::string> kSelfPlay = {
+    "selfplay", "--sps",       "0-5", "--games-per-position", "3", "--engine", "builtin", "--nodes",
+    "300",      "--max-plies", "60",  "--random-plies",       "2", "--quiet"};
 
 std::vector<std::string> selfplay_args(std::vector<std::string> more) {
   std::vector<std::string> a = kSelfPlay;
@@ -238,8 +237,8 @@ TEST(CliSelfPlay, InterruptKeepsGamesAndResumeFinishesTheSameFiles) {
     ASSERT_EQ(run_io(selfplay_args({"--pgn", pgn, "--out", full_out, "--format", format})).code, 0);
     const std::string ppgn = dir.file("part-" + format + ".pgn"), pout = dir.file("part." + format);
     const std::vector<std::string> part = {"--pgn", ppgn, "--out", pout, "--format", format, "--threads", "2"};
-    const Result stopped =
-        run_interrupted(selfplay_args(part), [&] { return count(slurp(ppgn), "[Event ") >= 2; }, SIGINT);
+    const Result stopped = run_interrupted(
+        selfplay_args(part), [&] { return count(slurp(ppgn), "[Event ") >= 2; }, SIGINT);
     ASSERT_EQ(stopped.code, 130) << stopped.err << format << " pgn games " << count(slurp(ppgn), "[Event ");
     EXPECT_NE(stopped.err.find("--resume plays the rest"), std::string::npos) << stopped.err;
     // The games written are the first ones of the full run, in order; the table counts the
@@ -289,8 +288,8 @@ TEST(CliSelfPlay, ResumeRefusesWhatItCannotContinue) {
 }
 
 TEST(CliSelfPlay, SpIsOneStartPosition) {
-  const std::vector<std::string> base = {"selfplay", "--games-per-position", "2", "--engine", "builtin",
-                                         "--depth",  "1", "--max-plies", "8", "--quiet"};
+  const std::vector<std::string> base = {"selfplay", "--games-per-position", "2", "--engine", "builtin", "--depth",
+                                         "1",        "--max-plies",          "8", "--quiet"};
   const auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());
@@ -350,8 +349,8 @@ TEST(LocalRunner, StopsBetweenGamesAndContinuesFromWhatWasDone) {
   const std::vector<selfplay::PlayedGame> all = *selfplay::play_local(spec, 1);
   ASSERT_EQ(all.size(), 9u);
   int n = 0;
-  absl::StatusOr<std::vector<selfplay::PlayedGame>> first =
-      selfplay::play_local(spec, 1, [&](const selfplay::PlayedGame&) { ++n; }, {}, [&] { return n >= 4; });
+  absl::StatusOr<std::vector<selfplay::PlayedGame>> first = selfplay::play_local(
+      spec, 1, [&](const selfplay::PlayedGame&) { ++n; }, {}, [&] { return n >= 4; });
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 4u);
   std::vector<selfplay::PlayedGame> rest = *selfplay::play_local(spec, 2, {}, *first);
@@ -384,8 +383,8 @@ namespace {
 // On a terminal selfplay prints the readable table (the 'all' row first); piped, CSV as before;
 // --format chooses either way.
 TEST(CliSelfPlay, ATableOnATerminalCsvWhenPiped) {
-  const std::vector<std::string> args = {"selfplay", "--sps", "0-1", "--games-per-position", "2", "--engine",
-                                         "builtin",  "--depth", "1", "--quiet"};
+  const std::vector<std::string> args = {
+      "selfplay", "--sps", "0-1", "--games-per-position", "2", "--engine", "builtin", "--depth", "1", "--quiet"};
   const Result tty = run_io(args, true), piped = run_io(args, false);
   ASSERT_EQ(tty.code, 0) << tty.err;
   ASSERT_EQ(piped.code, 0) << piped.err;

@@ -210,8 +210,9 @@ TEST(Cli, PerftTableCtrlCKeepsRowsAndResumeFinishesTheTable) {
 
 TEST(Cli, SelfPlaySigtermKeepsGamesAndResumeFinishesTheFiles) {
   test::ScratchDir dir;
-  const std::vector<std::string> args = {"selfplay", "--sps", "0-19", "--games-per-position", "3", "--engine",
-                                         "builtin", "--nodes", "300", "--max-plies", "80", "--random-plies", "2"};
+  const std::vector<std::string> args = {"selfplay", "--sps",   "0-19", "--games-per-position", "3",  "--engine",
+                                         "builtin",  "--nodes", "300",  "--max-plies",          "80", "--random-plies",
+                                         "2"};
   const auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = args;
     a.insert(a.end(), more.begin(), more.end());

@@ -122,7 +122,8 @@ TEST(WatchFormat, TheBlockFitsTheTerminal) {
   EXPECT_EQ(perft80[0].substr(0, 44), "job-000123  perft d7  RUNNING   42.3%  [####");
   EXPECT_EQ(perft80[1], "40600/96000 units  24,123,456,789,012,345,000 nodes  1.23G nodes/s  ETA 3:25:07");
   EXPECT_EQ(perft80[2], view.connection);
-  EXPECT_EQ(watch_lines(perft_job(), view, kT0 + 60'000, 60)[1], "40600/96000 units  24.1E nodes  1.23G nodes/s  ETA 3:25:07");
+  EXPECT_EQ(watch_lines(perft_job(), view, kT0 + 60'000, 60)[1],
+            "40600/96000 units  24.1E nodes  1.23G nodes/s  ETA 3:25:07");
   EXPECT_EQ(watch_lines(sp, view, kT0 + 60'000, 80)[1],
             "17,284/38,400 games  7404.0 games/min  ETA 0:33:20  16/16 workers");
   // Wide enough: every field, the full node count with separators.
@@ -228,10 +229,11 @@ TEST(StatusFormat, TableHasAHeaderAndAlignedColumns) {
 
 TEST(StatusFormat, JsonHasStableKeysAndTypes) {
   const std::string running = job_json(perft_job(), kT0 + 1'500);
-  EXPECT_TRUE(absl::StartsWith(running, "{\"id\": \"job-000123\", \"kind\": \"perft\", \"depth\": 7, "
-                                        "\"state\": \"RUNNING\", \"fraction_done\": 0.422917, "
-                                        "\"units_done\": 40600, \"units_total\": 96000, "
-                                        "\"nodes_done\": \"24123456789012345000\""))
+  EXPECT_TRUE(absl::StartsWith(running,
+                               "{\"id\": \"job-000123\", \"kind\": \"perft\", \"depth\": 7, "
+                               "\"state\": \"RUNNING\", \"fraction_done\": 0.422917, "
+                               "\"units_done\": 40600, \"units_total\": 96000, "
+                               "\"nodes_done\": \"24123456789012345000\""))
       << running;
   EXPECT_TRUE(absl::StrContains(running, "\"eta_seconds\": 12307.0")) << running;
   EXPECT_TRUE(absl::StrContains(running, "\"created\": \"2026-09-21T14:13:20.000Z\", \"finished\": null")) << running;
@@ -248,7 +250,8 @@ TEST(StatusFormat, JsonHasStableKeysAndTypes) {
   // The same keys, in the same order, whatever the job.
   auto keys = [](const std::string& json) {
     std::vector<std::string> k;
-    for (absl::string_view part : absl::StrSplit(json, ", \"")) k.push_back(std::string(part.substr(0, part.find('"'))));
+    for (absl::string_view part : absl::StrSplit(json, ", \""))
+      k.push_back(std::string(part.substr(0, part.find('"'))));
     return k;
   };
   EXPECT_EQ(keys(running), keys(cancelled));

@@ -32,7 +32,10 @@ TEST(SelfPlaySpec, ValidationNamesTheField) {
     return std::string(s.validate().message());
   };
   EXPECT_EQ(error([](SelfPlaySpec&) {}), "");
-  EXPECT_NE(error([](SelfPlaySpec& s) { s.positions = {StartPosition{PositionKind::kChess960, "960", "x", 960, -1}}; }).find("positions"), std::string::npos);
+  EXPECT_NE(error([](SelfPlaySpec& s) {
+              s.positions = {StartPosition{PositionKind::kChess960, "960", "x", 960, -1}};
+            }).find("positions"),
+            std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.games_per_position = 0; }).find("games_per_position"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.limits.depth = 3; }).find("exactly one"), std::string::npos);
   EXPECT_NE(error([](SelfPlaySpec& s) { s.limits = {}; }).find("exactly one"), std::string::npos);

@@ -132,8 +132,14 @@ TEST_F(CliWatchTest, SubmitQuietPrintsTheIdAndSubmitWatchFollowsTheJob) {
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << "no terminal, no ANSI";
   EXPECT_EQ(out.find('\r'), std::string::npos) << "no terminal, no carriage returns";
   // A refused submit exits as submit does, and watches nothing.
-  ASSERT_EQ(cli({"submit", "perft", "--depth", "3", "--sps", "0", "--verify", "off", "--watch", "--request-id", "twice"}, &out, &err), 0);
-  EXPECT_EQ(cli({"submit", "perft", "--depth", "4", "--sps", "0", "--verify", "off", "--watch", "--request-id", "twice"}, &out, &err), 2);
+  ASSERT_EQ(
+      cli({"submit", "perft", "--depth", "3", "--sps", "0", "--verify", "off", "--watch", "--request-id", "twice"},
+          &out, &err),
+      0);
+  EXPECT_EQ(
+      cli({"submit", "perft", "--depth", "4", "--sps", "0", "--verify", "off", "--watch", "--request-id", "twice"},
+          &out, &err),
+      2);
 }
 
 TEST_F(CliWatchTest, TheWatchBlockFitsAnEightyColumnTerminal) {
@@ -150,9 +156,8 @@ TEST_F(CliWatchTest, TheWatchBlockFitsAnEightyColumnTerminal) {
   EXPECT_TRUE(absl::StartsWith(term.rows[1], "4/4 units  ")) << term.rows[1];
   EXPECT_TRUE(absl::StrContains(term.rows[1], " nodes  took 0:00:")) << term.rows[1];
 
-  const std::string sp = submit_quiet(
-      {"selfplay", "--sps", "0-5", "--games-per-position", "4", "--engine", "builtin", "--nodes", "200", "--verify",
-       "off", "--games-per-unit", "2"});
+  const std::string sp = submit_quiet({"selfplay", "--sps", "0-5", "--games-per-position", "4", "--engine", "builtin",
+                                       "--nodes", "200", "--verify", "off", "--games-per-unit", "2"});
   Terminal term2(80);
   ASSERT_EQ(watch_on_terminal(sp, 80, &term2, &err), 0) << err;
   EXPECT_FALSE(term2.overflowed) << "a line reached column 80: " << term2.bad_line;
@@ -177,8 +182,7 @@ TEST_F(CliWatchTest, TheWatchSaysWhileTheCoordinatorIsAway) {
         << read_file(log);
     ASSERT_TRUE(coordinator_->wait(20s)) << "the coordinator did not stop";
     ASSERT_EQ(start_coordinator(port), port);
-    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), 30s))
-        << read_file(log);
+    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), 30s)) << read_file(log);
     ASSERT_FALSE(watch.wait(0ms).has_value()) << "the watch ended: " << read_file(log);
   }
   std::string out, err;

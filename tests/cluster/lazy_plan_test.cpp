@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/u128.h"
@@ -301,7 +301,7 @@ TEST_F(LazyPlanTest, ALateCompletionOfAFoldedUnitChangesNothing) {
   const std::vector<int64_t> per_root = units_per_root(4, "0-3", 2);
   const v1::Job j = submit(4, "0-3", 2);
   std::vector<v1::CompleteUnitRequest> sent;
-  ASSERT_EQ(work(j.id(), per_root[0], &sent), per_root[0]);  // exactly the first root
+  ASSERT_EQ(work(j.id(), per_root[0], &sent), per_root[0]);                          // exactly the first root
   EXPECT_EQ(unit_rows(j.id()), job(j.id()).progress().units_total() - per_root[0]);  // it folded
   const v1::Job before = job(j.id());
   const std::string other = hello("other");
