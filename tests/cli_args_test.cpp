@@ -374,7 +374,7 @@ TEST(CliRun, UsageErrorsNeedNoCoordinator) {
   EXPECT_EQ(run_captured({"watch"}, &out, &err), kExitUsage);
   EXPECT_EQ(err, "c960 watch: give the job id\n");
   EXPECT_EQ(run_captured({"submit", "perft", "--depth", "3", "--sps", "1", "--fen", "x"}, &out, &err), kExitUsage);
-  EXPECT_EQ(err, "c960 submit: give --sps or --fen, not both\n");
+  EXPECT_EQ(err, "c960 submit: give one of --sp, --sps and --fen\n");
   EXPECT_EQ(run_captured({"submit", "perft", "--depth", "3", "--engine", "builtin"}, &out, &err), kExitUsage);
   EXPECT_EQ(err, "c960 submit: --engine: not an option of perft\n");
   EXPECT_EQ(run_captured({"results", "job-1", "--format", "xml"}, &out, &err), kExitUsage);
