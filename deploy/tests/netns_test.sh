@@ -84,7 +84,7 @@ cleanup() {
   done
   local ns
   for ns in "${all_ns[@]}"; do
-    if ip netns list | grep -qw -- "$ns"; then
+    if grep -qw -- "$ns" <<<"$(ip netns list)"; then
       # Anything still running in it (nothing should), then the namespace with its veth ends and
       # the bridge.
       ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null

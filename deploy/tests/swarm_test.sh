@@ -122,8 +122,11 @@ wait_healthy() {
 }
 coordinator=$(wait_healthy)
 log "coordinator container ${coordinator:0:12}: healthy (c960-healthcheck over TLS)"
-docker service logs "${stack}_coordinator" 2>&1 | grep -q 'serving on port 7960 (TLS, 4 tokens)' ||
-  fail "the coordinator does not serve TLS with 4 tokens: $(docker service logs "${stack}_coordinator" 2>&1 | tail -3)"
+# Read whole first: under pipefail, grep -q leaving at its first match can fail the pipeline
+# (docker, still writing, gets SIGPIPE).
+coordinator_log=$(docker service logs "${stack}_coordinator" 2>&1)
+grep -q 'serving on port 7960 (TLS, 4 tokens)' <<<"$coordinator_log" ||
+  fail "the coordinator does not serve TLS with 4 tokens: $(tail -3 <<<"$coordinator_log")"
 # The client service: the c960 tool with the CA (C960_TLS_CA) and the token of its secret.
 c960() {
   local c
