@@ -7,6 +7,8 @@
 //   c960-bench-lazy-fold --depth 6 --positions 0-19 --split 3 --fold=true
 //
 // The drivers hold one batch each, so the RSS it prints is the coordinator's (plus a constant).
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/proc_stats.h"
 #include "cluster/u128.h"
 #include "coordinator/coordinator.h"
 #include "worker/compute.h"
@@ -37,17 +40,7 @@ ABSL_FLAG(double, sample_seconds, 2, "sample interval");
 namespace c960::cluster {
 namespace {
 
-int64_t rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(line).substr(6, line.size() - 6 - 3)), &kb);
-      return kb * 1024;
-    }
-  return 0;
-}
+int64_t rss_bytes() { return bench::rss_bytes(getpid()); }
 
 int run() {
   const std::string path = absl::GetFlag(FLAGS_store);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -43,6 +44,13 @@ inline std::string status_field(pid_t pid, const std::string& key) {
   for (std::string line; std::getline(in, line);)
     if (line.rfind(key + ":", 0) == 0) return std::string(absl::StripAsciiWhitespace(line.substr(key.size() + 1)));
   return "?";
+}
+
+// A process's resident set in bytes (VmRSS), 0 when unknown.
+inline int64_t rss_bytes(pid_t pid) {
+  int64_t kb = 0;
+  const std::string v = status_field(pid, "VmRSS");  // "63024 kB"
+  return absl::SimpleAtoi(v.substr(0, v.find(' ')), &kb) ? kb * 1024 : 0;
 }
 
 // The port a daemon started with --port-file=PATH wrote there, waiting up to 10 s; 0 if none.

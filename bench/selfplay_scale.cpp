@@ -23,6 +23,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/proc_stats.h"
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
 #include "core/movegen.h"
@@ -41,17 +42,7 @@ ABSL_FLAG(bool, pgn, true, "also time results with every stored game as PGN");
 namespace c960::cluster {
 namespace {
 
-int64_t rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(line).substr(6, line.size() - 6 - 3)), &kb);
-      return kb * 1024;
-    }
-  return 0;
-}
+int64_t rss_bytes() { return bench::rss_bytes(getpid()); }
 
 int64_t file_bytes(const std::string& path) {
   int64_t total = 0;
