@@ -322,15 +322,26 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
   changed();
 }
 
-absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
-                                      std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units) {
-  const int64_t first = int64_t(j->units.size());
+namespace {
+
+// Planned units as the store keeps them, indexed from `first`.
+std::vector<StoredUnit> stored_units(int64_t first,
+                                     const std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>& units) {
   std::vector<StoredUnit> rows(units.size());
   for (size_t k = 0; k < units.size(); ++k) {
     rows[k].index = first + int64_t(k);
     rows[k].spec = units[k].first.SerializeAsString();
     rows[k].meta = units[k].second.SerializeAsString();
   }
+  return rows;
+}
+
+}  // namespace
+
+absl::Status Coordinator::add_planned(Job* j, v1::store::JobPlan plan,
+                                      std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units) {
+  const int64_t first = int64_t(j->units.size());
+  const std::vector<StoredUnit> rows = stored_units(first, units);
   if (absl::Status s = store_->extend_job_plan(j->id, plan.SerializeAsString(), rows, first + int64_t(units.size()));
       !s.ok())
     return s;
@@ -1036,12 +1047,7 @@ absl::Status Coordinator::reopen(Job* j, int64_t group) {
   retired.clear_totals();
   retired.clear_sole_voters();
   const int64_t first = int64_t(j->units.size());
-  std::vector<StoredUnit> rows(units.size());
-  for (size_t k = 0; k < units.size(); ++k) {
-    rows[k].index = first + int64_t(k);
-    rows[k].spec = units[k].first.SerializeAsString();
-    rows[k].meta = units[k].second.SerializeAsString();
-  }
+  const std::vector<StoredUnit> rows = stored_units(first, units);
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     if (absl::Status s = store_->retire_fold(j->id, group, retired.SerializeAsString()); !s.ok()) return s;
