@@ -304,8 +304,8 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   // that rows come, and an interrupt is answered, as soon as possible.
   const size_t threads = size_t(std::max(1, runner.options.threads));
   const size_t batch = depth >= kDeepTable ? threads : 4 * threads;
-  PerftOptions options_ = runner.options;
-  options_.progress = [&](size_t tasks_done, size_t tasks_total, NodeCount nodes) {
+  PerftOptions batch_options = runner.options;
+  batch_options.progress = [&](size_t tasks_done, size_t tasks_total, NodeCount nodes) {
     std::lock_guard lock(done.mu);
     done.batch_tasks = tasks_done;
     done.batch_total = tasks_total;
@@ -319,7 +319,7 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
       done.batch_rows = end - next;
     }
     const std::vector<Position> part(roots.begin() + long(next), roots.begin() + long(end));
-    const std::vector<PerftResult> results = perft_parallel(part, depth, options_, runner.hash.get());
+    const std::vector<PerftResult> results = perft_parallel(part, depth, batch_options, runner.hash.get());
     std::string rows;
     NodeCount sum = 0;
     for (size_t i = 0; i < part.size(); ++i) {
