@@ -236,30 +236,28 @@ absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, con
 std::string Coordinator::notice(const Job& j) const {
   if (j.state != v1::JOB_STATE_RUNNING) return "";
   const std::string engine = j.kind->required_engine(j.spec);
-  bool alive = false, capable = false;
+  // One pass over the sessions: is anyone there, computing this kind, offering the engine, and
+  // how many (not quarantined) could run the job.
+  bool alive = false, capable = false, offered = engine.empty();
+  int able = 0;
   for (const auto& [id, s] : sessions_) {
-    alive |= !s.lost;
-    capable |= !s.lost && s.capabilities.count(j.kind->capability());
+    if (s.lost) continue;
+    alive = true;
+    const bool computes = s.capabilities.count(j.kind->capability()) > 0;
+    const bool has_engine = engine.empty() || s.engines.count(engine) > 0;
+    capable |= computes;
+    offered |= has_engine;
+    able += computes && has_engine && workers_.at(s.key).rec.trust != v1::TRUST_STATE_QUARANTINED;
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
-  if (!engine.empty()) {
-    bool offered = false;
-    for (const auto& [id, s] : sessions_) offered |= !s.lost && s.engines.count(engine);
-    if (!offered)
-      return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
-                          "=PATH)");
-  }
-  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty())) {
-    int able = 0;
-    for (const auto& [id, s] : sessions_)
-      able += !s.lost && s.capabilities.count(j.kind->capability()) && (engine.empty() || s.engines.count(engine)) &&
-              workers_.at(s.key).rec.trust != v1::TRUST_STATE_QUARANTINED;
-    if (able < 2)
-      return absl::StrCat("waiting: results are checked by a second worker (verify ",
-                          absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able,
-                          " worker can compute this job; start another, or submit with --verify off");
-  }
+  if (!offered)
+    return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
+                        "=PATH)");
+  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able < 2)
+    return absl::StrCat("waiting: results are checked by a second worker (verify ",
+                        absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able,
+                        " worker can compute this job; start another, or submit with --verify off");
   if (j.unit_failures > 0 && int(j.failing_workers.size()) < kMinFailingWorkers)
     return absl::StrCat("a worker could not compute a unit (", j.failure_detail, "); waiting for another worker");
   return "";
