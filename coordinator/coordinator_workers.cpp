@@ -120,6 +120,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
   }
   c->session = s.id;
   c->expire_ms = now + options_.lease_ms;
+  leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
   c->attempt = ++u.attempt;
   j->active.insert(i);
   rows->push_back({i, u.attempt, u.wanted,
@@ -543,6 +544,7 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
     // coordinator restart): it is still being computed here, so it stays here.
     c->session = s.id;
     c->expire_ms = now + options_.lease_ms;
+    leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
     j->active.insert(index);
     r->set_status(v1::LEASE_STATUS_ACTIVE);
     r->set_expire_unix_ms(c->expire_ms);
@@ -580,12 +582,20 @@ void Coordinator::sweep() {
   std::lock_guard lock(mu_);
   const int64_t now = clock_->now_ms();
   bool any = false;
-  for (Job* j : by_seq_) {
-    if (j->state != v1::JOB_STATE_RUNNING) continue;
-    for (auto it = j->active.begin(); it != j->active.end();) {
-      const int64_t i = *it++;
-      for (Copy& c : j->units[i].copies)
-        if (c.leased() && c.expire_ms <= now) {
+  // Every lease given or renewed since the last walk lowers leases_due_ms_ to its expiry, and
+  // the walk sets it to the earliest expiry it leaves: nothing can expire before it.
+  if (now >= leases_due_ms_) {
+    leases_due_ms_ = std::numeric_limits<int64_t>::max();
+    for (Job* j : by_seq_) {
+      if (j->state != v1::JOB_STATE_RUNNING) continue;
+      for (auto it = j->active.begin(); it != j->active.end();) {
+        const int64_t i = *it++;
+        for (Copy& c : j->units[i].copies) {
+          if (!c.leased()) continue;
+          if (c.expire_ms > now) {
+            leases_due_ms_ = std::min(leases_due_ms_, c.expire_ms);
+            continue;
+          }
           log_event(LogLevel::kInfo, "lease_expired",
                     absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
                                  ") expired; back in the queue"),
@@ -594,6 +604,7 @@ void Coordinator::sweep() {
           end_lease(j, i, c, true);
           any = true;
         }
+      }
     }
   }
   for (auto& [id, s] : sessions_) {
@@ -774,11 +785,12 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
       else
         p.answer = s;
     }
+    // The worker's record (its counts and trust) in the same commit as the results it moved.
+    save_worker(workers_.at(worker));
     if (absl::Status s = txn->commit(); !s.ok()) {
       log_error(s.message());
       return s;
     }
-    save_worker(workers_.at(worker));
     changed();
   }
   for (Pending& p : ps) out.push_back(std::move(*p.answer));

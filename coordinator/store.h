@@ -146,6 +146,7 @@ class Store {
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
+  struct Statements;  // prepared statements kept for reuse (store.cpp)
 
   int schema_version();
 
@@ -233,7 +234,7 @@ class Store {
   absl::Status exec_for_test(const std::string& sql);
 
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
+  explicit Store(sqlite3* db);
   absl::Status migrate(int up_to);
   absl::Status exec(const char* sql);
   absl::Status error(const char* what) const;
@@ -246,6 +247,7 @@ class Store {
   absl::Status convert_selfplay_v4();
   std::recursive_mutex mu_;
   sqlite3* db_;
+  std::unique_ptr<Statements> statements_;
   int depth_ = 0;  // open transactions (savepoints nest)
   std::function<void(double)> commit_observer_;
 };
