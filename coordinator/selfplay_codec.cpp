@@ -153,8 +153,9 @@ absl::StatusOr<std::vector<Move>> decode_moves(const Position& start, const std:
         for (size_t k = chunk_bytes; k-- > 0;) value = value << 8 | b[at + k];
         at += chunk_bytes;
       }
-      const int rank = int(value % n);
-      value /= n;
+      const Chunk rest = value / n;  // one 128-bit division, not two
+      const int rank = int(value - rest * n);
+      value = rest;
       radix *= n;
       m = move_of_rank(legal, rank);
     }
