@@ -1095,7 +1095,7 @@ absl::Status Store::recode_selfplay_v6() {
         if (r.sp != start_sp) {
           position_id.clear();
           absl::StatusOr<selfplay::StartPosition> p =
-              plan_position(j.plan.selfplay(), r.sp > INT32_MAX ? -1 : int(r.sp));
+              plan_position(j.plan.selfplay(), r.sp < 0 || r.sp > INT32_MAX ? -1 : int(r.sp));
           if (!p.ok()) return damaged(p.status().message());
           position_id = p->id;
           absl::StatusOr<Position> pos = Position::from_fen(p->fen);

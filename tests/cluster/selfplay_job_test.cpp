@@ -698,6 +698,27 @@ TEST_F(SelfPlayJobTest, ASchemaFiveGameThatDoesNotReplayFailsTheOpen) {
   EXPECT_EQ((*old)->load_games("job-1")->size(), 6u);
 }
 
+// A stored game whose bytes do not decode (a damaged store) fails the results that would send
+// it, naming the game; the other positions' games were sent before it.
+TEST_F(SelfPlayJobTest, AStoredGameThatDoesNotDecodeFailsResultsNamingIt) {
+  auto j = submit(small_spec());
+  ASSERT_TRUE(j.ok()) << j.status();
+  play_all();
+  ASSERT_TRUE(coordinator_->results(Caller::local(), j->id(), false).ok());
+  // Game 2 (index 1) of position 518, the plan's second: one ply, and no byte for it.
+  ASSERT_TRUE(store_->exec_for_test(absl::StrCat("UPDATE sp_games SET moves = x'01' WHERE job_id = '", j->id(),
+                                                 "' AND sp = 1 AND game_index = 1"))
+                  .ok());
+  int sent = 0;
+  const absl::Status s = coordinator_->results(Caller::local(), j->id(), false, false, [&](const v1::ResultChunk& c) {
+    sent += c.selfplay().game_records_size();
+    return true;
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "stored game 518.2: ply 1: the bytes end before the moves")) << s;
+  EXPECT_EQ(sent, 3);
+}
+
 TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   ASSERT_TRUE(submit(small_spec()).ok());
   std::vector<v1::Lease> ls = acquire(1);
