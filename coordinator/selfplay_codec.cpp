@@ -39,8 +39,9 @@ bool rules_ending(selfplay::Termination t) {
 // The coding is canonical: decode_moves accepts exactly what encode_moves writes (a chunk's
 // value below its radices' product, nothing left over, the last chunk and the count minimal).
 // Ranks go by raw code, not by place in generate_legal's list: that list's order is a
-// deterministic function of the position today (fixed bitboard scans), but a faster generator may
-// change it, and stored games must outlive such a change. Legal moves have distinct raw codes.
+// deterministic function of the position today (pieces and targets in fixed lsb-first bitboard
+// scans, the same sets whatever the slider method), but a faster generator may change it, and
+// stored games must outlive such a change. Legal moves have distinct raw codes.
 namespace {
 
 using Chunk = unsigned __int128;
