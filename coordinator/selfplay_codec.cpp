@@ -1,9 +1,11 @@
 #include "coordinator/selfplay_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <openssl/sha.h>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/config.h"
 #include "cluster/selfplay_proto.h"
 #include "core/movegen.h"
 #include "core/startpos.h"
@@ -23,7 +25,152 @@ bool rules_ending(selfplay::Termination t) {
 
 }  // namespace
 
-std::string encode_moves(const std::vector<Move>& moves) {
+// The move coding of schema 6. A stored game is
+//   - its ply count, LEB128 (7 bits a byte, low first, no superfluous bytes);
+//   - then its ranks in chunks. Ply i has n_i legal moves; its digit d_i is the move's rank
+//     among them ordered by Move::raw(). A chunk holds the digits of consecutive plies 1, 2, ...
+//     as V = d_1 + n_1 * (d_2 + n_2 * (d_3 + ...)): the first ply least significant, because a
+//     decoder learns n_i only once it has played ply i - 1, so it takes digits off the low end
+//     (d = V mod n, V /= n). A ply starts a new chunk when the product of its chunk's radices
+//     would pass 2^128 - 1. A chunk followed by another is written as 16 bytes, since a decoder
+//     needs its bytes before it knows its radices; the last one in the fewest bytes that hold
+//     (product of its radices - 1). All little-endian. A ply with a single legal move is no
+//     digit: it costs nothing.
+// The coding is canonical: decode_moves accepts exactly what encode_moves writes (a chunk's
+// value below its radices' product, nothing left over, the last chunk and the count minimal).
+// Ranks go by raw code, not by place in generate_legal's list: that list's order is a
+// deterministic function of the position today (pieces and targets in fixed lsb-first bitboard
+// scans, the same sets whatever the slider method), but a faster generator may change it, and
+// stored games must outlive such a change. Legal moves have distinct raw codes.
+namespace {
+
+using Chunk = unsigned __int128;
+constexpr Chunk kChunkMax = ~Chunk(0);
+constexpr size_t kChunkBytes = sizeof(Chunk);
+constexpr int kMaxCountBytes = 3;  // LEB128 of a ply count up to 2^21 - 1
+static_assert(kMaxGamePlies < 1 << (7 * kMaxCountBytes));
+
+int bytes_for(Chunk v) {
+  int n = 0;
+  for (; v != 0; v >>= 8) ++n;
+  return n;
+}
+
+void put_chunk(Chunk v, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i, v >>= 8) out->push_back(char(uint8_t(v)));
+}
+
+// The rank of m among the legal moves by raw code; -1 when m is not among them.
+int rank_of(const MoveList& legal, Move m) {
+  int below = 0;
+  bool found = false;
+  for (Move x : legal) {
+    below += x.raw() < m.raw();
+    found |= x == m;
+  }
+  return found ? below : -1;
+}
+
+// The legal move of rank r (< legal.size()).
+Move move_of_rank(const MoveList& legal, int r) {
+  uint16_t raw[MAX_MOVES];
+  for (int i = 0; i < legal.size(); ++i) raw[i] = legal.moves[i].raw();
+  std::nth_element(raw, raw + r, raw + legal.size());
+  return Move(raw[r]);
+}
+
+absl::Status bad_moves(auto... why) { return absl::InternalError(absl::StrCat(why...)); }
+
+}  // namespace
+
+absl::StatusOr<std::string> encode_moves(const Position& start, const std::vector<Move>& moves) {
+  if (moves.size() > size_t(kMaxGamePlies)) return bad_moves(moves.size(), " plies, more than ", kMaxGamePlies);
+  std::string out;
+  size_t count = moves.size();
+  do {
+    const uint8_t low = count & 0x7F;
+    count >>= 7;
+    out.push_back(char(low | (count ? 0x80 : 0)));
+  } while (count);
+  Position pos = start;
+  StateInfo states[2];         // do_move reads the current state only, and no move is taken back
+  Chunk value = 0, radix = 1;  // the chunk's value and the product of its radices
+  for (size_t i = 0; i < moves.size(); ++i) {
+    MoveList legal;
+    generate_legal(pos, legal);
+    const int rank = rank_of(legal, moves[i]);
+    if (rank < 0) return bad_moves("ply ", i + 1, " is not legal");
+    if (legal.size() > 1) {
+      const Chunk n = Chunk(legal.size());
+      if (radix > kChunkMax / n) {
+        put_chunk(value, kChunkBytes, &out);
+        value = 0, radix = 1;
+      }
+      value += Chunk(rank) * radix;  // < radix * n: no overflow
+      radix *= n;
+    }
+    pos.do_move(moves[i], states[i % 2]);
+  }
+  put_chunk(value, bytes_for(radix - 1), &out);
+  return out;
+}
+
+absl::StatusOr<std::vector<Move>> decode_moves(const Position& start, const std::string& bytes, int max_plies) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t at = 0;
+  uint32_t plies = 0;
+  for (int k = 0;; ++k) {
+    if (k == kMaxCountBytes || at == bytes.size()) return bad_moves("the ply count is cut off or too long");
+    const unsigned char c = b[at++];
+    plies |= uint32_t(c & 0x7F) << (7 * k);
+    if (!(c & 0x80)) {
+      if (c == 0 && k > 0) return bad_moves("the ply count has a superfluous byte");
+      break;
+    }
+  }
+  max_plies = std::clamp(max_plies, 0, kMaxGamePlies);
+  if (plies > uint32_t(max_plies)) return bad_moves(plies, " plies, more than the limit of ", max_plies);
+  std::vector<Move> moves;
+  moves.reserve(plies);
+  StateInfo states[2];
+  Position pos = start;
+  Chunk value = 0, radix = 1;
+  size_t chunk_bytes = 0;  // the current chunk's bytes; 0: none read yet
+  for (uint32_t i = 0; i < plies; ++i) {
+    MoveList legal;
+    generate_legal(pos, legal);
+    if (legal.size() == 0) return bad_moves("ply ", i + 1, ": the game is over (no legal move)");
+    Move m = legal.moves[0];
+    if (legal.size() > 1) {
+      const Chunk n = Chunk(legal.size());
+      if (chunk_bytes == 0 || radix > kChunkMax / n) {
+        // The chunk before is full: all of its value must be its digits, and it must be a full one.
+        if (chunk_bytes != 0 && (value != 0 || chunk_bytes != kChunkBytes))
+          return bad_moves("ply ", i + 1, ": the moves before do not account for their bytes");
+        const size_t left = bytes.size() - at;
+        if (left == 0) return bad_moves("ply ", i + 1, ": the bytes end before the moves");
+        chunk_bytes = std::min(left, kChunkBytes);
+        value = 0, radix = 1;
+        for (size_t k = chunk_bytes; k-- > 0;) value = value << 8 | b[at + k];
+        at += chunk_bytes;
+      }
+      const Chunk rest = value / n;  // one 128-bit division, not two
+      const int rank = int(value - rest * n);
+      value = rest;
+      radix *= n;
+      m = move_of_rank(legal, rank);
+    }
+    moves.push_back(m);
+    pos.do_move(m, states[i % 2]);
+  }
+  if (at != bytes.size()) return bad_moves(bytes.size() - at, " bytes left over after ", plies, " plies");
+  if (value != 0) return bad_moves("the bytes hold more than the moves' ranks");
+  if (chunk_bytes != 0 && int(chunk_bytes) != bytes_for(radix - 1))
+    return bad_moves("the last chunk has ", chunk_bytes, " bytes where its moves take ", bytes_for(radix - 1));
+  return moves;
+}
+
+std::string encode_move_codes(const std::vector<Move>& moves) {
   std::string out(moves.size() * 2, '\0');
   for (size_t i = 0; i < moves.size(); ++i) {
     out[2 * i] = char(moves[i].raw() & 0xFF);
@@ -32,7 +179,8 @@ std::string encode_moves(const std::vector<Move>& moves) {
   return out;
 }
 
-std::vector<Move> decode_moves(const std::string& bytes) {
+absl::StatusOr<std::vector<Move>> decode_move_codes(const std::string& bytes) {
+  if (bytes.size() % 2 != 0) return bad_moves("move codes: an odd number of bytes");
   std::vector<Move> out(bytes.size() / 2);
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = Move(uint16_t(uint8_t(bytes[2 * i]) | (uint16_t(uint8_t(bytes[2 * i + 1])) << 8)));
@@ -81,7 +229,7 @@ bool stores_game(const v1::SelfPlayJobSpec& spec, int64_t game_index) {
 }
 
 absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec, int32_t sp,
-                                               const v1::UnitResult& canonical) {
+                                               const v1::UnitResult& canonical, MoveCoding coding) {
   SelfPlayCompact out;
   out.settlement.sp = sp;
   out.settlement.first_game = spec.first_game();
@@ -104,7 +252,15 @@ absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec,
     sg.white = rec->white;
     sg.black = rec->black;
     if (!rules_ending(rec->termination)) sg.detail = rec->detail;
-    sg.moves = encode_moves(rec->moves);
+    if (coding == MoveCoding::kMoveCodes) {
+      sg.moves = encode_move_codes(rec->moves);
+    } else {
+      absl::StatusOr<Position> start = Position::from_fen(rec->start_fen);
+      if (!start.ok()) return start.status();
+      absl::StatusOr<std::string> moves = encode_moves(*start, rec->moves);
+      if (!moves.ok()) return moves.status();
+      sg.moves = std::move(*moves);
+    }
     out.settlement.stored.push_back(std::move(sg));
   }
   out.settled.set_digest(result_digest(canonical));
@@ -126,6 +282,13 @@ absl::StatusOr<SelfPlaySettlement> settlement_from_settled(const v1::SelfPlayUni
   return out;
 }
 
+absl::StatusOr<selfplay::StartPosition> plan_position(const v1::store::SelfPlayPlan& plan, int k) {
+  const int n = plan.other_positions_size() > 0 ? plan.other_positions_size() : plan.positions_size();
+  if (k < 0 || k >= n) return absl::InternalError(absl::StrCat("the plan has no position ", k));
+  if (plan.other_positions_size() == 0) return selfplay::chess960_position(plan.positions(k));
+  return selfplay::fen_position(plan.other_positions(k).id(), plan.other_positions(k).fen());
+}
+
 absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec,
                                              const selfplay::StartPosition& position, const StoredGame& g,
                                              const std::string& white, const std::string& black) {
@@ -142,18 +305,21 @@ absl::StatusOr<v1::SelfPlayGame> expand_game(const selfplay::SelfPlaySpec& spec,
   rec.black = black;
   rec.result = selfplay::GameResult(g.result);
   rec.termination = selfplay::Termination(g.termination);
-  rec.moves = decode_moves(g.moves);
-  rec.opening_plies = g.opening_plies;
-  rec.scores.assign(rec.moves.size(), std::nullopt);
-  // Replayed for the detail of a rules ending (and to refuse a damaged row).
   absl::StatusOr<Position> start = Position::from_fen(rec.start_fen);
   if (!start.ok()) return damaged(start.status().message());
+  absl::StatusOr<std::vector<Move>> moves =
+      decode_moves(*start, g.moves, spec.max_plies > 0 ? spec.max_plies : kMaxGamePlies);
+  if (!moves.ok()) return damaged(moves.status().message());
+  rec.moves = std::move(*moves);
+  if (g.opening_plies < 0 || size_t(g.opening_plies) > rec.moves.size()) return damaged("opening plies out of range");
+  rec.opening_plies = g.opening_plies;
+  rec.scores.assign(rec.moves.size(), std::nullopt);
+  // Replayed for the detail of a rules ending (and to refuse a damaged row: decoded moves are
+  // legal, but none may follow the end of the game).
   selfplay::Referee referee(*start, spec.max_plies);
   std::optional<selfplay::Ending> ending = referee.start_ending();
   for (size_t i = 0; i < rec.moves.size(); ++i) {
-    MoveList legal;
-    generate_legal(referee.position(), legal);
-    if (ending || !legal.contains(rec.moves[i])) return damaged("ply ", i + 1, " does not replay");
+    if (ending) return damaged("ply ", i + 1, " follows the end of the game");
     ending = referee.play(rec.moves[i]);
   }
   if (g.detail)

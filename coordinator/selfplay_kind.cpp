@@ -35,12 +35,6 @@ int position_count(const v1::store::SelfPlayPlan& plan) {
   return plan.other_positions_size() > 0 ? plan.other_positions_size() : plan.positions_size();
 }
 
-// Position k of a stored plan (the same reconstruction a unit's position gets: unit_position).
-absl::StatusOr<selfplay::StartPosition> plan_position(const v1::store::SelfPlayPlan& plan, int k) {
-  if (plan.other_positions_size() == 0) return selfplay::chess960_position(plan.positions(k));
-  return selfplay::fen_position(plan.other_positions(k).id(), plan.other_positions(k).fen());
-}
-
 class SelfPlayKind : public JobKind {
  public:
   std::string capability() const override { return "selfplay"; }
@@ -150,7 +144,8 @@ class SelfPlayKind : public JobKind {
 
   absl::StatusOr<SettledForm> settle_form(const v1::UnitSpec& spec, const v1::store::UnitMeta& meta,
                                           const v1::UnitResult& canonical) const override {
-    absl::StatusOr<SelfPlayCompact> c = compact_result(spec.selfplay(), meta.selfplay().position(), canonical);
+    absl::StatusOr<SelfPlayCompact> c =
+        compact_result(spec.selfplay(), meta.selfplay().position(), canonical, MoveCoding::kLegalRanks);
     if (!c.ok()) return c.status();
     SettledForm out;
     out.stored = c->settled.SerializeAsString();

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <unordered_map>
 #include <sqlite3.h>
@@ -10,6 +11,7 @@
 #include <sys/statvfs.h>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/config.h"
 #include "coordinator/selfplay_codec.h"
 
 namespace c960::cluster {
@@ -163,6 +165,11 @@ CREATE TABLE folded (
   job_id TEXT NOT NULL, grp INTEGER NOT NULL, first_unit INTEGER NOT NULL, end_unit INTEGER NOT NULL,
   record BLOB NOT NULL, PRIMARY KEY (job_id, grp)) WITHOUT ROWID;
 )sql",
+    // 6: stored games' moves as their ranks among the legal moves, about 5 bits a ply (was core's
+    // 16-bit move codes; selfplay_codec.h). No table changes: recode_selfplay_v6() rewrites
+    // sp_games.moves, replaying each game from its job's position, and fails the migration on a
+    // game that does not replay.
+    "",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -302,6 +309,8 @@ absl::Status Store::migrate(int up_to) {
     if (absl::Status s = exec(kMigrations[version]); !s.ok()) return s;
     if (version + 1 == 4)
       if (absl::Status s = convert_selfplay_v4(); !s.ok()) return s;
+    if (version + 1 == 6)
+      if (absl::Status s = recode_selfplay_v6(); !s.ok()) return s;
     if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
   }
@@ -1034,7 +1043,9 @@ absl::Status Store::convert_selfplay_v4() {
       if (!spec.ParseFromString(u.blob(1)) || !meta.ParseFromString(u.blob(2)) || !result.ParseFromString(u.blob(3)))
         return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), " does not parse"));
       clear_pgn(&result);
-      absl::StatusOr<SelfPlayCompact> c = compact_result(spec.selfplay(), meta.selfplay().position(), result);
+      // Rows as schema 4 has them: migration 6 recodes them.
+      absl::StatusOr<SelfPlayCompact> c =
+          compact_result(spec.selfplay(), meta.selfplay().position(), result, MoveCoding::kMoveCodes);
       if (!c.ok())
         return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", c.status().message()));
       if (absl::Status s = apply_settlement(id, c->settlement, 1); !s.ok()) return s;
@@ -1068,6 +1079,93 @@ absl::Status Store::convert_selfplay_v4() {
     if (rc != SQLITE_DONE) return error("convert");
   }
   return exec("DROP TABLE IF EXISTS games");
+}
+
+absl::Status Store::recode_selfplay_v6() {
+  struct Job {
+    std::string id;
+    v1::JobSpec spec;
+    v1::store::JobPlan plan;
+  };
+  std::vector<Job> jobs;
+  {
+    Stmt q(db_, "SELECT id, spec, plan FROM jobs");
+    if (!q.ok()) return error("recode games");
+    int rc;
+    while ((rc = q.step()) == SQLITE_ROW) {
+      Job j;
+      j.id = q.blob(0);
+      if (!j.spec.ParseFromString(q.blob(1)) || !j.spec.has_selfplay()) continue;
+      if (!j.plan.ParseFromString(q.blob(2)))
+        return absl::DataLossError(absl::StrCat("store: the plan of job ", j.id, " does not parse"));
+      jobs.push_back(std::move(j));
+    }
+    if (rc != SQLITE_DONE) return error("recode games");
+  }
+  // In pages, so that neither a big job's games are all in memory nor a statement reads the rows
+  // it rewrites.
+  constexpr int kPage = 1024;
+  Stmt page(db_,
+            "SELECT sp, game_index, moves FROM sp_games WHERE job_id = ? AND (sp > ? OR (sp = ? AND game_index > ?)) "
+            "ORDER BY sp, game_index LIMIT ?");
+  Stmt set(db_, "UPDATE sp_games SET moves = ? WHERE job_id = ? AND sp = ? AND game_index = ?");
+  if (!page.ok() || !set.ok()) return error("recode games");
+  struct Row {
+    int64_t sp, index;
+    std::string moves;
+  };
+  for (const Job& j : jobs) {
+    const int max_plies = j.spec.selfplay().max_plies() > 0 ? j.spec.selfplay().max_plies() : kMaxGamePlies;
+    int64_t last_sp = -1, last_index = -1, start_sp = -1;
+    std::string position_id;
+    Position start;
+    for (;;) {
+      std::vector<Row> rows;
+      page.reset();
+      page.bind_text(1, j.id);
+      page.bind(2, last_sp);
+      page.bind(3, last_sp);
+      page.bind(4, last_index);
+      page.bind(5, int64_t(kPage));
+      int rc;
+      while ((rc = page.step()) == SQLITE_ROW) rows.push_back({page.i64(0), page.i64(1), page.blob(2)});
+      if (rc != SQLITE_DONE) return error("recode games");
+      for (const Row& r : rows) {
+        const auto damaged = [&](absl::string_view why) {
+          return absl::DataLossError(absl::StrCat("store: job ", j.id, ", position ", r.sp, " of its plan",
+                                                  position_id.empty() ? "" : absl::StrCat(" (", position_id, ")"),
+                                                  ", game index ", r.index, ": ", why));
+        };
+        if (r.sp != start_sp) {
+          position_id.clear();
+          absl::StatusOr<selfplay::StartPosition> p =
+              plan_position(j.plan.selfplay(), r.sp < 0 || r.sp > INT32_MAX ? -1 : int(r.sp));
+          if (!p.ok()) return damaged(p.status().message());
+          position_id = p->id;
+          absl::StatusOr<Position> pos = Position::from_fen(p->fen);
+          if (!pos.ok()) return damaged(pos.status().message());
+          start = *pos;
+          start_sp = r.sp;
+        }
+        absl::StatusOr<std::vector<Move>> moves = decode_move_codes(r.moves);
+        if (!moves.ok()) return damaged(moves.status().message());
+        if (moves->size() > size_t(max_plies))
+          return damaged(absl::StrCat(moves->size(), " plies, more than the job's limit of ", max_plies));
+        absl::StatusOr<std::string> coded = encode_moves(start, *moves);
+        if (!coded.ok()) return damaged(coded.status().message());
+        set.reset();
+        set.bind(1, *coded);
+        set.bind_text(2, j.id);
+        set.bind(3, r.sp);
+        set.bind(4, r.index);
+        if (!set.run()) return error("recode games");
+      }
+      if (int(rows.size()) < kPage) break;
+      last_sp = rows.back().sp;
+      last_index = rows.back().index;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {

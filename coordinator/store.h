@@ -90,8 +90,8 @@ struct GameSummary {
 };
 
 // A stored self-play game, unique per (job, position, game index): the table's primary key
-// makes a second copy of a game a failed transaction, never a second count. Compact: core's
-// 16-bit move codes and the header fields a PGN needs (the PGN is made on export).
+// makes a second copy of a game a failed transaction, never a second count. Compact: its moves'
+// ranks among the legal moves and the header fields a PGN needs (the PGN is made on export).
 struct StoredGame {
   int32_t sp = 0;  // the position's index in the job's plan
   int64_t index = 0;
@@ -100,7 +100,7 @@ struct StoredGame {
   int32_t opening_plies = 0;
   std::string white, black;           // player names (kept once per job)
   std::optional<std::string> detail;  // only for endings a replay cannot tell (engine failures)
-  std::string moves;                  // 2 bytes a ply (selfplay_codec.h)
+  std::string moves;                  // about 5 bits a ply (selfplay_codec.h encode_moves)
 };
 
 // What a settled self-play unit adds to the store, and what taking it back subtracts: its
@@ -138,7 +138,7 @@ struct StoredWorker {
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it).
@@ -245,6 +245,8 @@ class Store {
   absl::StatusOr<int64_t> name_id(const std::string& job_id, const std::string& name);
   // Schema 4: self-play results of older stores into statistics, digests and compact games.
   absl::Status convert_selfplay_v4();
+  // Schema 6: stored games' move codes into the legal-rank coding.
+  absl::Status recode_selfplay_v6();
   std::recursive_mutex mu_;
   sqlite3* db_;
   std::unique_ptr<Statements> statements_;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/selfplay_codec.h"
 #include "selfplay/local_runner.h"
 #include "selfplay/stats.h"
 #include "worker/compute.h"
@@ -571,6 +573,150 @@ TEST_F(SelfPlayJobTest, SchemaThreeStoresAreConverted) {
   EXPECT_EQ(games, 6);
   EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
   EXPECT_EQ(pgn, local_pgn);
+}
+
+// Writes a job into a store of schema 5 as that schema's coordinator did: every unit settled,
+// each stored game as 16-bit move codes.
+void write_schema_five_job(Store* store, const std::string& id, const v1::SelfPlayJobSpec& s,
+                           const std::function<v1::UnitResult(const v1::Lease&)>& compute) {
+  const std::unique_ptr<JobKind> kind = make_selfplay_kind();
+  v1::JobSpec js;
+  js.set_verify(v1::VERIFY_MODE_OFF);
+  *js.mutable_selfplay() = s;
+  auto plan = kind->plan(js);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  StoredJob sj;
+  sj.id = id;
+  sj.seq = id == "job-1" ? 1 : 2;
+  sj.spec = js.SerializeAsString();
+  sj.plan = plan->plan.SerializeAsString();
+  sj.state = v1::JOB_STATE_RUNNING;
+  for (size_t i = 0; i < plan->units.size(); ++i) {
+    StoredUnit u;
+    u.index = int64_t(i);
+    u.spec = plan->units[i].first.SerializeAsString();
+    u.meta = plan->units[i].second.SerializeAsString();
+    sj.units.push_back(u);
+  }
+  ASSERT_TRUE(store->insert_job(sj).ok());
+  for (size_t i = 0; i < plan->units.size(); ++i) {
+    v1::Lease l;
+    l.set_unit_id(absl::StrCat(id, "/", i));
+    l.set_attempt(1);
+    *l.mutable_spec() = plan->units[i].first;
+    auto canonical = kind->check_result(l.spec(), compute(l));
+    ASSERT_TRUE(canonical.ok()) << canonical.status();
+    auto c = compact_result(l.spec().selfplay(), plan->units[i].second.selfplay().position(), *canonical,
+                            MoveCoding::kMoveCodes);
+    ASSERT_TRUE(c.ok()) << c.status();
+    const bool last = i + 1 == plan->units.size();
+    ASSERT_TRUE(store
+                    ->settle_unit(id, int64_t(i), c->settled.SerializeAsString(), 1,
+                                  last ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, 1,
+                                  &c->settlement)
+                    .ok());
+  }
+}
+
+// A store of schema 5 kept stored games as 16-bit move codes; opened now, each is recoded
+// (replayed from its job's position) and a job of the 960 and one of FENs give the PGN of a
+// local run as before, from rows a fraction of the size.
+TEST_F(SelfPlayJobTest, SchemaFiveStoresHaveTheirGamesRecoded) {
+  coordinator_.reset();
+  store_.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir_ + "/c.db" + suffix);
+  v1::SelfPlayJobSpec fens = small_spec();
+  fens.clear_start_positions();
+  v1::SelfPlayPosition* a = fens.add_positions();
+  a->set_id("e4");
+  a->set_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1");
+  v1::SelfPlayPosition* b = fens.add_positions();
+  b->set_id("7");
+  b->set_fen("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAhf - 0 1");
+  const std::vector<std::pair<std::string, v1::SelfPlayJobSpec>> jobs = {{"job-1", small_spec()}, {"job-2", fens}};
+  int64_t old_bytes = 0;
+  {
+    auto old = Store::open(dir_ + "/c.db", 5);
+    ASSERT_TRUE(old.ok()) << old.status();
+    for (const auto& [id, s] : jobs) {
+      write_schema_five_job(old->get(), id, s, [this](const v1::Lease& l) { return compute(l); });
+      auto games = (*old)->load_games(id);
+      ASSERT_TRUE(games.ok() && games->size() == 6u);
+      for (const StoredGame& g : *games) old_bytes += int64_t(g.moves.size());
+    }
+  }
+  open();
+  EXPECT_EQ(store_->schema_version(), 6);
+  int64_t new_bytes = 0;
+  for (const auto& [id, s] : jobs) {
+    SCOPED_TRACE(id);
+    auto spec = selfplay::spec_from_proto(s);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto local = selfplay::play_local(*spec, 1);
+    ASSERT_TRUE(local.ok()) << local.status();
+    std::string local_pgn, pgn;
+    for (const selfplay::PlayedGame& g : *local) local_pgn += g.record.pgn;
+    auto chunks = coordinator_->results(Caller::local(), id, false);
+    ASSERT_TRUE(chunks.ok()) << chunks.status();
+    int games = 0;
+    for (const v1::ResultChunk& c : *chunks)
+      for (const v1::SelfPlayGame& g : c.selfplay().game_records()) pgn += g.pgn(), ++games;
+    EXPECT_EQ(games, 6);
+    EXPECT_EQ(pgn, local_pgn);
+    auto stored = store_->load_games(id);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    for (const StoredGame& g : *stored) new_bytes += int64_t(g.moves.size());
+  }
+  EXPECT_LT(new_bytes * 2, old_bytes);
+}
+
+// A stored game of a schema-5 store that does not replay fails the migration, naming the game,
+// and leaves the store as it was.
+TEST_F(SelfPlayJobTest, ASchemaFiveGameThatDoesNotReplayFailsTheOpen) {
+  coordinator_.reset();
+  store_.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir_ + "/c.db" + suffix);
+  const std::string path = dir_ + "/c.db";
+  {
+    auto old = Store::open(path, 5);
+    ASSERT_TRUE(old.ok()) << old.status();
+    write_schema_five_job(old->get(), "job-1", small_spec(), [this](const v1::Lease& l) { return compute(l); });
+    // Game index 2 of the plan's second position (518; the plan sorts them): its fourth ply becomes a1a1.
+    ASSERT_TRUE((*old)
+                    ->exec_for_test("UPDATE sp_games SET moves = substr(moves, 1, 6) || x'0000' || substr(moves, 9) "
+                                    "WHERE job_id = 'job-1' AND sp = 1 AND game_index = 2")
+                    .ok());
+  }
+  auto s = Store::open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  for (const char* part : {"job job-1", "position 1 of its plan (518)", "game index 2", "ply 4 is not legal"})
+    EXPECT_TRUE(absl::StrContains(s.status().message(), part)) << part << " in " << s.status();
+  auto old = Store::open(path, 5);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ((*old)->schema_version(), 5);
+  EXPECT_EQ((*old)->load_games("job-1")->size(), 6u);
+}
+
+// A stored game whose bytes do not decode (a damaged store) fails the results that would send
+// it, naming the game; the other positions' games were sent before it.
+TEST_F(SelfPlayJobTest, AStoredGameThatDoesNotDecodeFailsResultsNamingIt) {
+  auto j = submit(small_spec());
+  ASSERT_TRUE(j.ok()) << j.status();
+  play_all();
+  ASSERT_TRUE(coordinator_->results(Caller::local(), j->id(), false).ok());
+  // Game 2 (index 1) of position 518, the plan's second: one ply, and no byte for it.
+  ASSERT_TRUE(store_->exec_for_test(absl::StrCat("UPDATE sp_games SET moves = x'01' WHERE job_id = '", j->id(),
+                                                 "' AND sp = 1 AND game_index = 1"))
+                  .ok());
+  int sent = 0;
+  const absl::Status s = coordinator_->results(Caller::local(), j->id(), false, false, [&](const v1::ResultChunk& c) {
+    sent += c.selfplay().game_records_size();
+    return true;
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "stored game 518.2: ply 1: the bytes end before the moves")) << s;
+  EXPECT_EQ(sent, 3);
 }
 
 TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {

@@ -234,7 +234,7 @@ TEST(StoreTest, AVersion4StoreGainsTheFoldedTable) {
   }
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ((*store)->schema_version(), 5);
+  EXPECT_EQ((*store)->schema_version(), Store::kSchemaVersion);
   ASSERT_TRUE((*store)->fold_units("job-1", {0, 0, 1, "totals"}).ok());
   auto jobs = (*store)->load_jobs();
   ASSERT_TRUE(jobs.ok());
