@@ -23,6 +23,13 @@ inline constexpr char kDefaultDb[] = "c960-coordinator.db";
 inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
+// The coordinator's SQLite store: pages it keeps in memory (a fleet's units and copies stay
+// hot instead of being read back from the OS for each commit), and the write-ahead log's size
+// at which it is copied into the file. Each such checkpoint syncs twice while every RPC waits
+// for the store; units and copies rows are rewritten by many commits, so a larger log copies
+// each page once for many commits and syncs less often.
+inline constexpr int kStoreCacheMiB = 64;
+inline constexpr int kStoreCheckpointPages = 4096;  // 16 MiB of 4 KiB pages
 
 // The coordinator's HTTP side (--http-listen, off by default): dashboard, /metrics, JSON API.
 // Requests are served by this many threads (a browser keeps one or two connections open); a

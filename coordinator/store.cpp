@@ -333,9 +333,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
   sqlite3_busy_timeout(db, 500);
   std::lock_guard lock(store->mu_);
-  for (const char* sql : {"PRAGMA locking_mode=EXCLUSIVE", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
-                          "BEGIN EXCLUSIVE", "COMMIT"})
-    if (absl::Status s = store->exec(sql); !s.ok())
+  for (const std::string& sql :
+       {std::string("PRAGMA locking_mode=EXCLUSIVE"), std::string("PRAGMA journal_mode=WAL"),
+        std::string("PRAGMA synchronous=NORMAL"), absl::StrCat("PRAGMA cache_size=-", kStoreCacheMiB * 1024),
+        absl::StrCat("PRAGMA wal_autocheckpoint=", kStoreCheckpointPages), std::string("BEGIN EXCLUSIVE"),
+        std::string("COMMIT")})
+    if (absl::Status s = store->exec(sql.c_str()); !s.ok())
       return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   if (absl::Status s = store->migrate(up_to); !s.ok())
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
