@@ -772,8 +772,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
   }
   std::vector<absl::StatusOr<v1::CompleteUnitResponse>> out;
   out.reserve(ps.size());
+  // Taken once more, also to count the outcomes: under load every taking of the lock is a wait
+  // among the handler threads.
+  std::lock_guard lock(mu_);
   if (any) {
-    std::lock_guard lock(mu_);
     // Every result of the call in one transaction (one commit, not one per unit).
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     for (Pending& p : ps) {
@@ -793,11 +795,9 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     }
     changed();
   }
-  for (Pending& p : ps) out.push_back(std::move(*p.answer));
-  {
-    std::lock_guard lock(mu_);
-    for (const absl::StatusOr<v1::CompleteUnitResponse>& a : out)
-      if (a.ok()) ++counters_.completions[a->outcome()];
+  for (Pending& p : ps) {
+    if (p.answer->ok()) ++counters_.completions[(*p.answer)->outcome()];
+    out.push_back(std::move(*p.answer));
   }
   return out;
 }
