@@ -4,20 +4,18 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <unordered_map>
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "coordinator/selfplay_codec.h"
 
 namespace c960::cluster {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // Prepared statements of the paths every lease and completion takes, kept for reuse: preparing
 // one (parsing and planning the SQL) costs as much as running it, under the coordinator's lock.
@@ -849,7 +847,8 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     t.stored += int64_t(sp.stored.size());
   } else if (sign < 0 && !sp.games.empty()) {
     // A unit's games are one range of its position.
-    Stmt d(*statements_, db_, "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
+    Stmt d(*statements_, db_,
+           "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
     if (!d.ok()) return error("delete games");
     d.bind_text(1, job_id);
     d.bind(2, int64_t(sp.sp));

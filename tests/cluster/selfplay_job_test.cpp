@@ -706,8 +706,9 @@ TEST_F(SelfPlayJobTest, AStoredGameThatDoesNotDecodeFailsResultsNamingIt) {
   play_all();
   ASSERT_TRUE(coordinator_->results(Caller::local(), j->id(), false).ok());
   // Game 2 (index 1) of position 518, the plan's second: one ply, and no byte for it.
-  ASSERT_TRUE(store_->exec_for_test(absl::StrCat("UPDATE sp_games SET moves = x'01' WHERE job_id = '", j->id(),
-                                                 "' AND sp = 1 AND game_index = 1"))
+  ASSERT_TRUE(store_
+                  ->exec_for_test(absl::StrCat("UPDATE sp_games SET moves = x'01' WHERE job_id = '", j->id(),
+                                               "' AND sp = 1 AND game_index = 1"))
                   .ok());
   int sent = 0;
   const absl::Status s = coordinator_->results(Caller::local(), j->id(), false, false, [&](const v1::ResultChunk& c) {
