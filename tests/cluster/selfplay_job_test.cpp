@@ -504,6 +504,24 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
 // A store of schema 3 kept every game whole, in its unit's result, its copies' and the games
 // table; opened now, it is converted (counts, digests, compact games) and the job goes on to
 // the local run's figures, a copy sent again still recognised.
+// A job as the store keeps it, every unit of its plan unsettled.
+StoredJob stored_job(const std::string& id, int64_t seq, const v1::JobSpec& js, const KindPlan& plan) {
+  StoredJob sj;
+  sj.id = id;
+  sj.seq = seq;
+  sj.spec = js.SerializeAsString();
+  sj.plan = plan.plan.SerializeAsString();
+  sj.state = v1::JOB_STATE_RUNNING;
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    StoredUnit u;
+    u.index = int64_t(i);
+    u.spec = plan.units[i].first.SerializeAsString();
+    u.meta = plan.units[i].second.SerializeAsString();
+    sj.units.push_back(u);
+  }
+  return sj;
+}
+
 TEST_F(SelfPlayJobTest, SchemaThreeStoresAreConverted) {
   coordinator_.reset();
   store_.reset();
@@ -520,20 +538,7 @@ TEST_F(SelfPlayJobTest, SchemaThreeStoresAreConverted) {
     auto old = Store::open(dir_ + "/c.db", 3);
     ASSERT_TRUE(old.ok()) << old.status();
     EXPECT_EQ((*old)->schema_version(), 3);
-    StoredJob sj;
-    sj.id = "job-1";
-    sj.seq = 1;
-    sj.spec = js.SerializeAsString();
-    sj.plan = plan->plan.SerializeAsString();
-    sj.state = v1::JOB_STATE_RUNNING;
-    for (size_t i = 0; i < plan->units.size(); ++i) {
-      StoredUnit u;
-      u.index = int64_t(i);
-      u.spec = plan->units[i].first.SerializeAsString();
-      u.meta = plan->units[i].second.SerializeAsString();
-      sj.units.push_back(u);
-    }
-    ASSERT_TRUE((*old)->insert_job(sj).ok());
+    ASSERT_TRUE((*old)->insert_job(stored_job("job-1", 1, js, *plan)).ok());
     // Three units settled the old way (with the PGN the coordinator made then), one not.
     for (int64_t i = 0; i < 3; ++i) {
       v1::Lease l;
@@ -585,20 +590,7 @@ void write_schema_five_job(Store* store, const std::string& id, const v1::SelfPl
   *js.mutable_selfplay() = s;
   auto plan = kind->plan(js);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  StoredJob sj;
-  sj.id = id;
-  sj.seq = id == "job-1" ? 1 : 2;
-  sj.spec = js.SerializeAsString();
-  sj.plan = plan->plan.SerializeAsString();
-  sj.state = v1::JOB_STATE_RUNNING;
-  for (size_t i = 0; i < plan->units.size(); ++i) {
-    StoredUnit u;
-    u.index = int64_t(i);
-    u.spec = plan->units[i].first.SerializeAsString();
-    u.meta = plan->units[i].second.SerializeAsString();
-    sj.units.push_back(u);
-  }
-  ASSERT_TRUE(store->insert_job(sj).ok());
+  ASSERT_TRUE(store->insert_job(stored_job(id, id == "job-1" ? 1 : 2, js, *plan)).ok());
   for (size_t i = 0; i < plan->units.size(); ++i) {
     v1::Lease l;
     l.set_unit_id(absl::StrCat(id, "/", i));
