@@ -306,10 +306,8 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   }
 }
 
-// Jobs of positions beyond the 960 (FENs, DFRC pairs): units carry their position, results are
-// keyed by its id, and games and statistics equal a local run's.
-TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
-  v1::SelfPlayJobSpec fens = small_spec();
+// The spec from two positions beyond the 960 instead: a FEN after 1.e4 and a DFRC pair.
+v1::SelfPlayJobSpec with_fen_positions(v1::SelfPlayJobSpec fens) {
   fens.clear_start_positions();
   v1::SelfPlayPosition* a = fens.add_positions();
   a->set_id("e4");
@@ -317,6 +315,13 @@ TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
   v1::SelfPlayPosition* b = fens.add_positions();
   b->set_id("7");
   b->set_fen("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAhf - 0 1");
+  return fens;
+}
+
+// Jobs of positions beyond the 960 (FENs, DFRC pairs): units carry their position, results are
+// keyed by its id, and games and statistics equal a local run's.
+TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
+  const v1::SelfPlayJobSpec fens = with_fen_positions(small_spec());
   v1::SelfPlayJobSpec dfrc = small_spec();
   dfrc.clear_start_positions();
   dfrc.set_dfrc_pairs("497280,1000");
@@ -617,14 +622,7 @@ TEST_F(SelfPlayJobTest, SchemaFiveStoresHaveTheirGamesRecoded) {
   coordinator_.reset();
   store_.reset();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir_ + "/c.db" + suffix);
-  v1::SelfPlayJobSpec fens = small_spec();
-  fens.clear_start_positions();
-  v1::SelfPlayPosition* a = fens.add_positions();
-  a->set_id("e4");
-  a->set_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1");
-  v1::SelfPlayPosition* b = fens.add_positions();
-  b->set_id("7");
-  b->set_fen("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAhf - 0 1");
+  const v1::SelfPlayJobSpec fens = with_fen_positions(small_spec());
   const std::vector<std::pair<std::string, v1::SelfPlayJobSpec>> jobs = {{"job-1", small_spec()}, {"job-2", fens}};
   int64_t old_bytes = 0;
   {
