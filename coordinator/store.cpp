@@ -15,11 +15,11 @@
 #include "coordinator/selfplay_codec.h"
 
 namespace c960::cluster {
-namespace {}  // namespace
 
 // Prepared statements of the paths every lease and completion takes, kept for reuse: preparing
 // one (parsing and planning the SQL) costs as much as running it, under the coordinator's lock.
 struct Store::Statements {
+  sqlite3* db;
   struct Entry {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;  // a statement already stepping (a nested use) is not handed out twice
@@ -37,13 +37,13 @@ namespace {
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  Stmt(Store::Statements& cache, sqlite3* db, const char* sql) {
+  Stmt(Store::Statements& cache, const char* sql) {
     Store::Statements::Entry& e = cache.entries[sql];
     if (e.in_use) {
-      rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr);
+      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
       return;
     }
-    if (!e.stmt) rc_ = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
+    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
     if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
     e.in_use = true;
     entry_ = &e;
@@ -343,7 +343,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   return store;
 }
 
-Store::Store(sqlite3* db) : db_(db), statements_(std::make_unique<Statements>()) {}
+Store::Store(sqlite3* db) : db_(db), statements_(std::make_unique<Statements>(Statements{db, {}})) {}
 
 Store::~Store() {
   statements_.reset();  // finalized before the connection closes
@@ -675,8 +675,8 @@ absl::Status Store::record_leases(const std::string& job_id, const std::vector<L
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  Stmt u(*statements_, db_, "UPDATE units SET attempt = ?, wanted = ? WHERE job_id = ? AND idx = ?");
-  Stmt c(*statements_, db_,
+  Stmt u(*statements_, "UPDATE units SET attempt = ?, wanted = ? WHERE job_id = ? AND idx = ?");
+  Stmt c(*statements_,
          "INSERT INTO copies (job_id, idx, copy, worker, attempt, seed) VALUES (?, ?, ?, ?, ?, ?) "
          "ON CONFLICT (job_id, idx, copy) DO UPDATE SET attempt = excluded.attempt");
   if (!u.ok() || !c.ok()) return error("record leases");
@@ -701,7 +701,7 @@ absl::Status Store::record_leases(const std::string& job_id, const std::vector<L
 
 absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
+  Stmt q(*statements_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
   if (!q.ok()) return error("copy result");
   q.bind(1, result);
   q.bind_text(2, job_id);
@@ -718,7 +718,7 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   {
-    Stmt q(*statements_, db_, "UPDATE units SET result = ?, votes = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
+    Stmt q(*statements_, "UPDATE units SET result = ?, votes = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
     if (!q.ok()) return error("settle unit");
     q.bind(1, result);
     q.bind(2, int64_t(votes));
@@ -732,7 +732,7 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
   if (selfplay)
     if (absl::Status s = apply_settlement(job_id, *selfplay, 1); !s.ok()) return s;
   if (job_state) {
-    Stmt j(*statements_, db_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
+    Stmt j(*statements_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
     if (!j.ok()) return error("finish job");
     j.bind(1, int64_t(*job_state));
     j.bind(2, finished_ms);
@@ -743,12 +743,12 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
 }
 
 absl::StatusOr<int64_t> Store::name_id(const std::string& job_id, const std::string& name) {
-  Stmt q(*statements_, db_, "SELECT id FROM sp_names WHERE job_id = ? AND name = ?");
+  Stmt q(*statements_, "SELECT id FROM sp_names WHERE job_id = ? AND name = ?");
   if (!q.ok()) return error("player names");
   q.bind_text(1, job_id);
   q.bind_text(2, name);
   if (q.step() == SQLITE_ROW) return q.i64(0);
-  Stmt i(*statements_, db_,
+  Stmt i(*statements_,
          "INSERT INTO sp_names (job_id, id, name) VALUES (?, (SELECT COALESCE(MAX(id), -1) + 1 FROM sp_names WHERE "
          "job_id = ?), ?) RETURNING id");
   if (!i.ok()) return error("player names");
@@ -763,7 +763,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   PositionTotals t;
   t.sp = sp.sp;
   {
-    Stmt q(*statements_, db_,
+    Stmt q(*statements_,
            "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
            "WHERE job_id = ? AND sp = ?");
     if (!q.ok()) return error("position totals");
@@ -787,11 +787,11 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   }
   // Each distinct game of a position is counted in sp_hashes; a game is a duplicate when its
   // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
-  Stmt h(*statements_, db_,
+  Stmt h(*statements_,
          "INSERT INTO sp_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO UPDATE "
          "SET n = n + 1 RETURNING n");
-  Stmt hd(*statements_, db_, "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
-  Stmt hz(*statements_, db_, "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
+  Stmt hd(*statements_, "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
+  Stmt hz(*statements_, "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
   if (!h.ok() || !hd.ok() || !hz.ok()) return error("game hashes");
   for (const GameSummary& g : sp.games) {
     t.games += sign;
@@ -819,7 +819,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   }
   if (sign > 0 && !sp.stored.empty()) {
     // Plain INSERT: a game already stored fails the whole transaction (primary key).
-    Stmt g(*statements_, db_,
+    Stmt g(*statements_,
            "INSERT INTO sp_games (job_id, sp, game_index, result, termination, opening_plies, white, black, detail, "
            "moves) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!g.ok()) return error("store games");
@@ -847,8 +847,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     t.stored += int64_t(sp.stored.size());
   } else if (sign < 0 && !sp.games.empty()) {
     // A unit's games are one range of its position.
-    Stmt d(*statements_, db_,
-           "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
+    Stmt d(*statements_, "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
     if (!d.ok()) return error("delete games");
     d.bind_text(1, job_id);
     d.bind(2, int64_t(sp.sp));
@@ -859,7 +858,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   }
   std::string terms(t.terminations.size() * 8, '\0');
   for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
-  Stmt u(*statements_, db_,
+  Stmt u(*statements_,
          "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, "
          "stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!u.ok()) return error("position totals");
@@ -879,7 +878,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
 
 absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t votes) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_, "UPDATE units SET votes = ? WHERE job_id = ? AND idx = ?");
+  Stmt q(*statements_, "UPDATE units SET votes = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("set votes");
   q.bind(1, int64_t(votes));
   q.bind_text(2, job_id);
@@ -893,7 +892,7 @@ absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  Stmt q(*statements_, db_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
+  Stmt q(*statements_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("unsettle unit");
   q.bind(1, int64_t(wanted));
   q.bind_text(2, job_id);
@@ -906,7 +905,7 @@ absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32
 
 absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string& job_id, int64_t unit) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_, "SELECT result FROM units WHERE job_id = ? AND idx = ?");
+  Stmt q(*statements_, "SELECT result FROM units WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("unit result");
   q.bind_text(1, job_id);
   q.bind(2, unit);
@@ -916,7 +915,7 @@ absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string&
 
 absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t wanted) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_, "UPDATE units SET wanted = ? WHERE job_id = ? AND idx = ?");
+  Stmt q(*statements_, "UPDATE units SET wanted = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("set wanted");
   q.bind(1, int64_t(wanted));
   q.bind_text(2, job_id);
@@ -927,7 +926,7 @@ absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t 
 
 absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_t copy) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_, "UPDATE copies SET discarded = 1 WHERE job_id = ? AND idx = ? AND copy = ?");
+  Stmt q(*statements_, "UPDATE copies SET discarded = 1 WHERE job_id = ? AND idx = ? AND copy = ?");
   if (!q.ok()) return error("discard copy");
   q.bind_text(1, job_id);
   q.bind(2, unit);
@@ -938,7 +937,7 @@ absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_
 
 absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_,
+  Stmt q(*statements_,
          "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
          "WHERE job_id = ? ORDER BY sp");
   if (!q.ok()) return error("position totals");
@@ -1172,7 +1171,7 @@ absl::Status Store::recode_selfplay_v6() {
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, db_,
+  Stmt q(*statements_,
          "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, "
          "agreeing, trust, trust_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
          "identity = excluded.identity, host = excluded.host, version = excluded.version, threads = excluded.threads, "
