@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -18,7 +19,7 @@
 namespace c960::cluster {
 namespace {
 
-constexpr Role kAllRoles[] = {Role::kAdmin, Role::kSubmit, Role::kRead, Role::kWorker};
+constexpr Role kAllRoles[] = {Role::kAdmin, Role::kSubmit, Role::kRead, Role::kWorker, Role::kEnroll};
 constexpr absl::string_view kHashPrefix = "sha256:";
 constexpr size_t kMaxTokenLength = 4096;
 
@@ -54,6 +55,8 @@ constexpr MethodRule kMethodRules[] = {
     {"/c960.v1.JobService/WatchJob", {false, bit(Role::kSubmit) | bit(Role::kRead)}},
     {"/c960.v1.JobService/GetResults", {false, bit(Role::kSubmit) | bit(Role::kRead)}},
     {"/c960.v1.JobService/ListWorkers", {false, bit(Role::kRead)}},
+    // A join token does one thing: trade itself for a worker's own credential.
+    {"/c960.v1.WorkerService/Enroll", {false, bit(Role::kEnroll)}},
     {"/c960.v1.WorkerService/", {false, bit(Role::kWorker)}},
     // Probes (load balancers, Kubernetes) carry no credentials.
     {"/grpc.health.v1.Health/", kOpen},
@@ -70,6 +73,7 @@ absl::string_view role_name(Role role) {
     case Role::kSubmit: return "submit";
     case Role::kRead: return "read";
     case Role::kWorker: return "worker";
+    case Role::kEnroll: return "enroll";
   }
   return "?";
 }
@@ -122,11 +126,19 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
     if (const size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
     std::vector<absl::string_view> fields = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (fields.empty()) continue;
-    if (fields.size() != 3)
-      return error(
-          absl::StrCat("expected 'ROLE NAME HASH', found ", fields.size(), " field", fields.size() == 1 ? "" : "s"));
+    const bool enroll = fields[0] == role_name(Role::kEnroll);
+    if (fields.size() != (enroll ? 4 : 3))
+      return error(absl::StrCat("expected '", enroll ? "enroll NAME HASH uses=N" : "ROLE NAME HASH", "', found ",
+                                fields.size(), " field", fields.size() == 1 ? "" : "s"));
     const std::optional<Role> role = parse_role(fields[0]);
-    if (!role) return error(absl::StrCat("unknown role '", fields[0], "' (admin, submit, read or worker)"));
+    if (!role) return error(absl::StrCat("unknown role '", fields[0], "' (admin, submit, read, worker or enroll)"));
+    int32_t uses = 0;
+    if (enroll) {
+      absl::string_view u = fields[3];
+      if (!absl::ConsumePrefix(&u, "uses=") || !absl::SimpleAtoi(u, &uses) || uses < 1 || uses > kMaxEnrollUses)
+        return error(absl::StrCat("bad '", fields[3], "': expected uses=N, N in 1..", kMaxEnrollUses,
+                                  " (the worker credentials the join token may be traded for)"));
+    }
     if (!valid_caller_name(fields[1]))
       return error(
           absl::StrCat("bad name '", fields[1], "': 1..", kMaxCallerNameLength, " characters of A-Z a-z 0-9 . _ -"));
@@ -138,7 +150,7 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
       return error(absl::StrCat("duplicate name '", name, "' (also on line ", it->second, ")"));
     if (auto [it, fresh] = digest_line.emplace(*digest, line_no); !fresh)
       return error(absl::StrCat("duplicate hash (also on line ", it->second, "): one token, two names"));
-    set.by_digest_[*digest] = TokenEntry{*role, name};
+    set.by_digest_[*digest] = TokenEntry{*role, name, uses};
   }
   return set;
 }
@@ -162,7 +174,7 @@ namespace {
 std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, absl::string_view token) {
   const TokenEntry* e = set ? set->find(token) : nullptr;
   if (!e) return std::nullopt;
-  return Caller{e->name, e->role, true};
+  return Caller{e->name, e->role, true, e->uses};
 }
 
 }  // namespace
@@ -173,7 +185,23 @@ std::optional<Caller> TokenTable::find(absl::string_view token) const {
     std::lock_guard lock(mu_);
     set = set_;
   }
-  return caller_in(set, token);  // hashed outside the lock
+  if (std::optional<Caller> c = caller_in(set, token)) return c;  // hashed outside the lock
+  return issued(token);
+}
+
+std::optional<Caller> TokenTable::issued(absl::string_view token) const {
+  const std::string digest = sha256(token);
+  std::lock_guard lock(mu_);
+  auto it = issued_.find(digest);
+  if (it == issued_.end()) return std::nullopt;
+  return Caller{it->second, Role::kWorker, true};
+}
+
+void TokenTable::add_issued(absl::string_view hash, const std::string& name) {
+  const std::optional<std::string> digest = parse_hash(hash);
+  if (!digest) return;
+  std::lock_guard lock(mu_);
+  issued_[*digest] = name;
 }
 
 std::optional<Caller> TokenTable::find_recent(absl::string_view token) const {
@@ -184,6 +212,7 @@ std::optional<Caller> TokenTable::find_recent(absl::string_view token) const {
     previous = previous_;
   }
   if (std::optional<Caller> c = caller_in(set, token)) return c;
+  if (std::optional<Caller> c = issued(token)) return c;
   return caller_in(previous, token);
 }
 

@@ -24,6 +24,7 @@ enum class Role {
   kSubmit,  // submit jobs; read and cancel its own
   kRead,    // read every job and the workers
   kWorker,  // the worker service only
+  kEnroll,  // a join token: Enroll only, traded once per worker for a worker credential of its own
 };
 
 struct Caller {
@@ -32,6 +33,8 @@ struct Caller {
   // False when the coordinator has neither tokens nor client certificates (loopback, or
   // --insecure): every caller is then an anonymous admin.
   bool authenticated = false;
+  // An enroll token's bound: how many worker credentials it may be traded for in all.
+  int32_t uses = 0;
 
   static Caller local() { return {}; }
 };
@@ -60,10 +63,14 @@ bool valid_token_text(absl::string_view token);
 // The tokens file (coordinator --tokens): one token per line, `ROLE NAME HASH`, where HASH is
 // token_hash() of the token (the file never holds a token itself). `#` starts a comment; blank
 // lines are ignored. Names and hashes are unique.
+// A join token (role enroll) carries a fourth field, `uses=N`: the worker credentials it may be
+// traded for (Enroll), 1..kMaxEnrollUses.
 struct TokenEntry {
   Role role = Role::kRead;
   std::string name;
+  int32_t uses = 0;
 };
+inline constexpr int32_t kMaxEnrollUses = 100000;
 class TokenSet {
  public:
   // Parses the text of a tokens file; every error names `file`, the line and the problem.
@@ -90,10 +97,15 @@ class TokenTable {
   std::optional<Caller> find_recent(absl::string_view token) const;
   void replace(TokenSet set);
   size_t size() const;
+  // A worker credential issued by Enroll (kept in the coordinator's store, added at start and
+  // when issued): `hash` as token_hash() gives it. Kept across replace().
+  void add_issued(absl::string_view hash, const std::string& name);
 
  private:
+  std::optional<Caller> issued(absl::string_view token) const;
   mutable std::mutex mu_;
   std::shared_ptr<const TokenSet> set_, previous_;
+  std::unordered_map<std::string, std::string> issued_;  // raw SHA-256 -> name (role worker)
 };
 
 // ---------------------------------------------------------------------------------------------

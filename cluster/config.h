@@ -93,6 +93,11 @@ inline constexpr int kMaxCopies = 5;
 // AcquireWork looks at most this many queued units of a job that the caller already computed
 // (they wait for another worker), so that a lone worker is not slowed by them.
 inline constexpr int kMaxReplicaScan = 64;
+// Leases one credential (all the workers behind one token or certificate) may hold at once, so
+// that one caller leasing everything cannot starve the others; and how long a lost worker
+// session is kept before it is forgotten (its worker's record stays, so its trust does too).
+inline constexpr int64_t kDefaultMaxLeasesPerCredential = 2048;
+inline constexpr int64_t kDefaultForgetLostSeconds = 3600;
 
 // The protocol revision: workers say which they speak in Hello, and a coordinator accepts the
 // ones from kMinProtocolVersion on. 2: sessions, engines by name, verification.

@@ -1,5 +1,6 @@
 #include "cluster/log.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -13,6 +14,7 @@ namespace {
 std::mutex g_mu;
 std::string g_program = "c960";
 LogFormat g_format = LogFormat::kText;
+std::atomic<bool> g_silenced{false};
 
 std::string timestamp() {
   const auto now = std::chrono::system_clock::now();
@@ -130,7 +132,10 @@ std::string format_log_line(LogFormat format, absl::string_view time, LogLevel l
   return line + "}";
 }
 
+void set_log_silenced(bool silenced) { g_silenced = silenced; }
+
 void log_event(LogLevel level, absl::string_view event, absl::string_view message, const LogFields& fields) {
+  if (g_silenced) return;
   const std::string ts = timestamp();
   // One write per line under a lock, so lines from threads never interleave.
   std::lock_guard lock(g_mu);

@@ -28,6 +28,8 @@ std::optional<LogFormat> parse_log_format(absl::string_view name);
 void set_log_program(absl::string_view name);
 void set_log_format(LogFormat format);
 LogFormat current_log_format();
+// No lines at all while set (the coordinator's simulation: millions of events a run).
+void set_log_silenced(bool silenced);
 
 // One structured field of an event: a string, or a number (written without quotes in JSON).
 struct LogField {

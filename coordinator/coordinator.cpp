@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,7 +28,7 @@ Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions op
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
   kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
   kinds_.push_back(make_selfplay_kind());
-  waiter_thread_ = std::thread([this] { waiter_loop(); });
+  if (options_.waiter_thread) waiter_thread_ = std::thread([this] { waiter_loop(); });
 }
 
 Coordinator::~Coordinator() {
@@ -37,7 +38,7 @@ Coordinator::~Coordinator() {
     shutting_down_ = true;
   }
   waiter_cv_.notify_all();
-  waiter_thread_.join();
+  if (waiter_thread_.joinable()) waiter_thread_.join();
 }
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
@@ -52,13 +53,63 @@ void Coordinator::changed() {
 }
 
 absl::Status Coordinator::load() {
+  std::lock_guard lock(mu_);
+  return load_locked(true);
+}
+
+absl::Status Coordinator::restore_after(const absl::Status& failed) {
+  log_error(absl::StrCat("a commit failed (", failed.message(),
+                         "): nothing of that call was kept; the coordinator's state is read back from its store"));
+  if (absl::Status s = load_locked(false); !s.ok()) {
+    // Memory and store can no longer be told to agree: stop serving rather than count wrong.
+    log_event(LogLevel::kError, "store_unreadable",
+              absl::StrCat("reading the store back after a failed commit: ", s.message(), "; exiting"), {});
+    std::abort();
+  }
+  return absl::UnavailableError(absl::StrCat(failed.message(), "; nothing of this call was kept: retry it"));
+}
+
+absl::Status Coordinator::load_locked(bool startup) {
   absl::StatusOr<std::vector<StoredJob>> jobs = store_->load_jobs();
   if (!jobs.ok()) return jobs.status();
   absl::StatusOr<std::vector<StoredWorker>> workers = store_->load_workers();
   if (!workers.ok()) return workers.status();
-  std::lock_guard lock(mu_);
-  for (StoredWorker& w : *workers) workers_[w.key].rec = std::move(w);
+  absl::StatusOr<std::vector<StoredCredential>> credentials = store_->load_credentials();
+  if (!credentials.ok()) return credentials.status();
+  enrolled_.clear();
+  for (const StoredCredential& c : *credentials) {
+    ++enrolled_[c.join_name];
+    if (tokens_) tokens_->add_issued(c.hash, c.name);
+  }
+  std::map<std::string, WorkerState> before;
+  before.swap(workers_);
+  jobs_.clear();
+  by_seq_.clear();
+  by_request_id_.clear();
+  quarantined_voters_.clear();
+  leases_held_.clear();
+  for (StoredWorker& w : *workers) {
+    WorkerState& ws = workers_[w.key];
+    ws.rec = std::move(w);
+    if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
+  }
+  for (const auto& [key, w] : workers_)
+    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) quarantined_voters_.insert(voter_of(key));
+  // Sessions of workers the store does not know (their Hello was not kept) end.
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (workers_.count(it->second.key)) {
+      ++it;
+      continue;
+    }
+    session_of_.erase(it->second.key);
+    it = sessions_.erase(it);
+  }
   for (StoredJob& s : *jobs) {
+    if (!s.planned && !startup) {
+      // Being stored by a submit right now (restore after a failed commit): it joins when done.
+      next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
+      continue;
+    }
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.
@@ -188,6 +239,7 @@ absl::Status Coordinator::load() {
 void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   // Serving it would report wrong or empty results as if they were right: fail it, loudly.
   j->damaged = true;
+  drop_leases(j);
   j->units.clear();
   j->groups.clear();
   j->folded.clear();
@@ -211,9 +263,7 @@ void Coordinator::fail_job(Job* j, const std::string& why) {
   }
   j->fresh.clear();
   j->replicas.clear();
-  for (int64_t i : j->active)
-    for (Copy& c : j->units[i].copies) c.session.clear();
-  j->active.clear();
+  drop_leases(j);
   if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, j->finished_ms, j->failure_detail); !s.ok())
     log_error(s.message());
   changed();
@@ -435,6 +485,9 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   absl::StatusOr<std::unique_ptr<Job>> stored = store_new_job(caller, req, kind, std::move(*plan));
   if (!stored.ok()) return stored.status();
   std::lock_guard lock(mu_);
+  // A failed commit of another call read the store back while this job was stored: it is in
+  // memory already.
+  if (Job* loaded = find_job((*stored)->id)) return snapshot(*loaded);
   Job* raw = stored->get();
   add_sample(raw);
   const std::string owner = raw->owner.empty() ? "anonymous" : raw->owner;
@@ -511,9 +564,7 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     j->finished_ms = now;
     j->fresh.clear();
     j->replicas.clear();
-    for (int64_t i : j->active)
-      for (Copy& c : j->units[i].copies) c.session.clear();
-    j->active.clear();
+    drop_leases(j);
     const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
     log_event(LogLevel::kInfo, "job_cancelled", absl::StrCat("job ", j->id, " cancelled by ", by),
               {{"job", j->id}, {"kind", j->kind->capability()}, {"by", by}});
@@ -527,8 +578,9 @@ absl::Status Coordinator::results(const Caller& caller, const std::string& job_i
   v1::JobSpec spec;
   v1::store::JobPlan plan;
   const JobKind* kind = nullptr;
+  std::vector<v1::ResultChunk> chunks;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     absl::StatusOr<Job*> found = job_for(caller, job_id);
     if (!found.ok()) return found.status();
     const Job& j = **found;
@@ -543,7 +595,13 @@ absl::Status Coordinator::results(const Caller& caller, const std::string& job_i
         }
       std::map<int64_t, std::string> folded;
       for (const auto& [g, f] : j.folded) folded[g] = f.record.totals();
-      for (const v1::ResultChunk& c : j.kind->folded_results(j.plan, views, folded, divide, omit_games))
+      // Made under the lock (a row per root: small), sent without it: a reader that stops
+      // reading holds up no one.
+      chunks = j.kind->folded_results(j.plan, views, folded, divide, omit_games);
+    }
+    if (!j.kind->results_from_store()) {
+      lock.unlock();
+      for (const v1::ResultChunk& c : chunks)
         if (!sink(c)) break;
       return absl::OkStatus();
     }
@@ -605,8 +663,10 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
   const int64_t now = clock_->now_ms();
   v1::ListWorkersResponse out;
   for (const auto& [key, w] : workers_) {
-    auto sit = session_of_.find(key);
-    const bool alive = sit != session_of_.end() && !sessions_.at(sit->second).lost;
+    const Session* session = nullptr;
+    if (auto sit = session_of_.find(key); sit != session_of_.end())
+      if (auto it = sessions_.find(sit->second); it != sessions_.end()) session = &it->second;
+    const bool alive = session && !session->lost;
     if (!alive && !req.include_lost()) continue;
     v1::WorkerInfo* info = out.add_workers();
     info->set_name(key);
@@ -620,7 +680,7 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
       const double secs = double(now - w.samples.front().first) / 1000.0;
       if (secs > 0) info->set_units_per_second(double(w.samples.back().second - w.samples.front().second) / secs);
     }
-    info->set_last_seen_unix_ms(alive ? sessions_.at(sit->second).last_seen_ms : w.rec.last_seen_ms);
+    info->set_last_seen_unix_ms(alive ? session->last_seen_ms : w.rec.last_seen_ms);
     info->set_alive(alive);
     info->set_trust(v1::TrustState(w.rec.trust));
     info->set_trust_reason(w.rec.trust_reason);
@@ -663,13 +723,74 @@ CoordinatorMetrics Coordinator::metrics() const {
     }
   }
   for (const auto& [key, w] : workers_) {
-    auto sit = session_of_.find(key);
-    const bool alive = sit != session_of_.end() && !sessions_.at(sit->second).lost;
+    bool alive = false;
+    if (auto sit = session_of_.find(key); sit != session_of_.end())
+      if (auto it = sessions_.find(sit->second); it != sessions_.end()) alive = !it->second.lost;
     ++m.workers[{v1::TrustState(w.rec.trust), alive}];
   }
   m.watches = watches_total_;
   m.counters = counters_;
   return m;
+}
+
+absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, const v1::EnrollRequest& req) {
+  if (absl::Status s = check_text(req.name(), "name", kMaxNameLength, false); !s.ok()) return s;
+  if (caller.role != Role::kEnroll || caller.identity.empty())
+    return absl::PermissionDeniedError("enroll: only a join token (role enroll) is traded for a worker credential");
+  absl::StatusOr<std::string> token = new_token();
+  if (!token.ok()) return token.status();
+  std::lock_guard lock(mu_);
+  int32_t& issued = enrolled_[caller.identity];
+  if (issued >= caller.uses)
+    return absl::ResourceExhaustedError(absl::StrCat("enroll: join token '", caller.identity, "' was traded for ",
+                                                     issued, " worker credentials, all its uses=", caller.uses,
+                                                     " (make a new one: c960 token new --role enroll --uses N)"));
+  // ':' is in no tokens file name: an issued credential never shares a name (a voter) with one.
+  StoredCredential c{absl::StrCat(caller.identity, ":", issued + 1), token_hash(*token), caller.identity, req.name(),
+                     clock_->now_ms()};
+  if (absl::Status s = store_->add_credential(c); !s.ok())
+    return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
+  ++issued;
+  if (tokens_) tokens_->add_issued(c.hash, c.name);
+  log_event(LogLevel::kInfo, "worker_enrolled",
+            absl::StrCat("worker '", req.name(), "' enrolled with join token '", caller.identity, "' as ", c.name, " (",
+                         issued, " of ", caller.uses, " uses)"),
+            {{"identity", c.name}, {"join", caller.identity}, {"name", req.name()}, {"uses", caller.uses}});
+  v1::EnrollResponse resp;
+  resp.set_token(*token);
+  resp.set_identity(c.name);
+  return resp;
+}
+
+std::string Coordinator::durable_state() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const Job* j : by_seq_) {
+    absl::StrAppend(&out, "job ", j->id, " state ", int(j->state), " done ", j->done, "/", j->total(), " work ",
+                    to_string(j->work_done), " mismatches ", j->mismatches, " damaged ", j->damaged, " plan ",
+                    j->plan.ByteSizeLong(), "\n");
+    for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i) {
+      if (!j->units.live(i)) continue;
+      const Unit& u = j->units[i];
+      absl::StrAppend(&out, " unit ", i, " attempt ", u.attempt, " wanted ", u.wanted, " votes ", u.votes, " settled ",
+                      u.result ? absl::CEscape(u.settled) : "-", "\n");
+      for (const Copy& c : u.copies)
+        absl::StrAppend(&out, "  copy ", c.worker, " attempt ", c.attempt, " seed ", c.zobrist_seed, " result ",
+                        c.result ? absl::CEscape(*c.result) : "-", " discarded ", c.discarded, "\n");
+    }
+    for (const auto& [g, f] : j->folded)
+      absl::StrAppend(&out, " folded ", g, " ", f.first, "..", f.end, " ", absl::CEscape(f.record.SerializeAsString()),
+                      "\n");
+  }
+  for (const auto& [key, w] : workers_)
+    absl::StrAppend(&out, "worker ", key, " trust ", w.rec.trust, " (", w.rec.trust_reason, ") agreeing ",
+                    w.rec.agreeing, " done ", w.rec.units_done, "\n");
+  return out;
+}
+
+size_t Coordinator::sessions() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
 }
 
 }  // namespace c960::cluster

@@ -66,6 +66,13 @@ struct CoordinatorOptions {
   // Folds groups of settled units (JobKind::fold_group); false keeps every unit, as before
   // folding (the baseline of bench/lazy_fold.cpp).
   bool fold = true;
+  // Leases one credential may hold at once, over all its workers (hoarding).
+  int64_t max_leases_per_credential = kDefaultMaxLeasesPerCredential;
+  // A lost session is forgotten this long after it was last seen (its worker's record stays).
+  int64_t forget_lost_ms = kDefaultForgetLostSeconds * 1000;
+  // The thread that answers long polls and expands lazy plans; off only for a coordinator that
+  // nobody long-polls (the simulation's, and its read-back copies: thread starts cost there).
+  bool waiter_thread = true;
 };
 
 // Counters of events since this process started (monitoring: coordinator/metrics.h).
@@ -136,6 +143,12 @@ class Coordinator {
   // RESOURCE_EXHAUSTED naming the cap when the caller, or everyone, has too many open.
   absl::StatusOr<std::unique_ptr<WatchSlot>> open_watch(const Caller& caller);
 
+  // Enrollment: a join token (role enroll) traded for a worker credential of its own, at most
+  // `caller.uses` times in all. The credential is stored (its hash) before it is given out, and
+  // the token table (set_token_table, before load) accepts it from then on.
+  absl::StatusOr<v1::EnrollResponse> enroll(const Caller& caller, const v1::EnrollRequest& req);
+  void set_token_table(TokenTable* tokens) { tokens_ = tokens; }
+
   // Workers. Every call but hello names the session hello returned.
   absl::StatusOr<v1::HelloResponse> hello(const Caller& caller, const v1::HelloRequest& req);
   // Leases units; with req.wait_seconds, waits for them (blocking the calling thread: tests and
@@ -172,6 +185,14 @@ class Coordinator {
   CoordinatorMetrics metrics() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
+
+  // The durable part of the state in memory, in one canonical text: jobs, units, their copies
+  // and results, folded groups, workers and their trust. A coordinator loaded from the store
+  // gives the same text as the one that wrote it: accepted means durable (the simulation test
+  // checks it after every step).
+  std::string durable_state() const;
+  // Sessions held now (tests: lost ones are forgotten).
+  size_t sessions() const;
 
  private:
   // One copy of a unit: a worker was given it, and may have sent a result for it.
@@ -281,7 +302,8 @@ class Coordinator {
   // A worker process's registration; a worker's new Hello ends its previous session.
   struct Session {
     std::string id;
-    std::string key;  // the worker's key
+    std::string key;    // the worker's key
+    std::string voter;  // its credential (the identity, or the key when nobody is authenticated)
     std::set<std::string> capabilities, engines;
     int64_t last_seen_ms = 0;
     bool lost = false;
@@ -292,6 +314,19 @@ class Coordinator {
   };
 
   const JobKind* kind_for(v1::JobSpec::KindCase c) const;
+  // Jobs and workers as the store holds them, replacing those in memory (sessions, waiters
+  // and watches stay). At start, and after a failed commit: whatever the failed transition had
+  // changed in memory is gone with it.
+  absl::Status load_locked(bool startup);
+  // A commit failed: memory is put back to what the store holds; the caller's answer.
+  absl::Status restore_after(const absl::Status& failed);
+  // The credential behind a worker key, and whether it is quarantined.
+  std::string voter_of(const std::string& key) const;
+  bool barred(const std::string& key) const { return quarantined_voters_.count(voter_of(key)) > 0; }
+  // A copy's lease, counted per credential (max_leases_per_credential).
+  void take_lease(Copy& c, const Session& s);
+  void drop_lease(Copy& c);
+  void drop_leases(Job* j);
   Job* find_job(const std::string& id);
   // The job if the caller may see it (the submit role: its own only), NOT_FOUND otherwise.
   absl::StatusOr<Job*> job_for(const Caller& caller, const std::string& id);
@@ -359,6 +394,8 @@ class Coordinator {
   absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form);
   absl::Status unsettle(Job* j, int64_t i, int32_t wanted);
   void credit(const std::string& worker);
+  // Every worker of the credential is quarantined, with all that follows for each.
+  void quarantine_voter(const std::string& voter, const std::string& why);
   void quarantine(const std::string& worker, const std::string& why);
   void record_mismatch(Job* j, const std::string& detail);
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
@@ -368,6 +405,8 @@ class Coordinator {
 
   Store* store_;
   const Clock* clock_;
+  TokenTable* tokens_ = nullptr;             // where issued credentials are accepted (none: tests)
+  std::map<std::string, int32_t> enrolled_;  // credentials issued, by join token
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<JobKind>> kinds_;
 
@@ -382,6 +421,8 @@ class Coordinator {
   std::map<std::string, WorkerState> workers_;     // by key
   std::map<std::string, Session> sessions_;        // by session id
   std::map<std::string, std::string> session_of_;  // worker key -> its current session
+  std::set<std::string> quarantined_voters_;       // credentials with a quarantined worker
+  std::map<std::string, int64_t> leases_held_;     // leases out, by credential
   std::map<std::string, int> watches_;             // open watch streams by caller identity
   int watches_total_ = 0;
   // Long poll: waiting acquires by ticket (in arrival order), the one of each session, and the

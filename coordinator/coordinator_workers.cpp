@@ -10,6 +10,7 @@
 #include "cluster/log.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/validation.h"
+#include "coordinator/verification.h"
 #include "core/version.h"
 
 namespace c960::cluster {
@@ -105,6 +106,32 @@ int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
   return std::uniform_real_distribution<double>(0, 1)(rng_) < options_.spot_check_rate ? 2 : 1;
 }
 
+std::string Coordinator::voter_of(const std::string& key) const {
+  auto it = workers_.find(key);
+  if (it == workers_.end() || it->second.rec.identity.empty()) return key;
+  return it->second.rec.identity;
+}
+
+void Coordinator::take_lease(Copy& c, const Session& s) {
+  if (c.session.empty()) ++leases_held_[s.voter];
+  c.session = s.id;
+}
+
+void Coordinator::drop_lease(Copy& c) {
+  if (c.session.empty()) return;
+  const std::string voter = voter_of(c.worker);
+  if (auto it = leases_held_.find(voter); it != leases_held_.end() && --it->second <= 0) leases_held_.erase(it);
+  c.session.clear();
+  c.expire_ms = 0;
+}
+
+void Coordinator::drop_leases(Job* j) {
+  for (int64_t i : j->active)
+    if (j->units.live(i))
+      for (Copy& c : j->units[i].copies) drop_lease(c);
+  j->active.clear();
+}
+
 void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<Store::Lease>* rows) {
   Unit& u = j->units[i];
   if (u.wanted == 0) u.wanted = wanted_for(*j, workers_.at(s.key));
@@ -118,7 +145,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
     u.copies.push_back(std::move(fresh));
     c = &u.copies.back();
   }
-  c->session = s.id;
+  take_lease(*c, s);
   c->expire_ms = now + options_.lease_ms;
   leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
   c->attempt = ++u.attempt;
@@ -130,8 +157,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
 
 void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
   if (front) ++counters_.requeues;  // given back without a result: expired, released, superseded
-  c.session.clear();
-  c.expire_ms = 0;
+  drop_lease(c);
   Unit& u = j->units[i];
   if (u.leases() == 0) j->active.erase(i);
   enqueue(j, i, front);
@@ -161,9 +187,37 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   const std::string host = req.name().empty() ? "worker" : req.name();
   const std::string key = caller.identity.empty() ? host : absl::StrCat(caller.identity, "/", host);
 
+  const std::string voter = caller.identity.empty() ? key : caller.identity;
+
   std::lock_guard lock(mu_);
-  WorkerState& w = workers_[key];
-  if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return quarantined(key, w.rec.trust_reason);
+  // A credential is quarantined whole: none of its names may join again.
+  if (quarantined_voters_.count(voter)) {
+    auto it = workers_.find(key);
+    return quarantined(key, it != workers_.end() && it->second.rec.trust == v1::TRUST_STATE_QUARANTINED
+                                ? it->second.rec.trust_reason
+                                : absl::StrCat("its credential '", voter, "' is quarantined"));
+  }
+  // Decide, commit, then apply: the record as it will be, stored before anything in memory
+  // changes (a failed write leaves the old session and the old record as they were).
+  auto known = workers_.find(key);
+  StoredWorker rec = known != workers_.end() ? known->second.rec : StoredWorker{};
+  const int64_t now = clock_->now_ms();
+  if (rec.key.empty()) {
+    rec.key = key;
+    rec.trust = v1::TRUST_STATE_NEW;
+    rec.trust_reason = "no results confirmed yet";
+  }
+  std::set<std::string> engines = {req.engines().begin(), req.engines().end()};
+  engines.insert("builtin");
+  rec.identity = caller.identity;
+  rec.host = host;
+  rec.version = req.version();
+  rec.threads = req.threads();
+  rec.capabilities = absl::StrJoin(req.capabilities(), ",");
+  rec.engines = absl::StrJoin(engines, ",");
+  rec.last_seen_ms = now;
+  if (absl::Status st = store_->upsert_worker(rec); !st.ok())
+    return absl::UnavailableError(absl::StrCat(st.message(), "; the worker was not registered: retry"));
   // A new session supersedes the worker's previous one: its leases go back to the queue.
   if (auto old = session_of_.find(key); old != session_of_.end()) {
     for (Job* j : by_seq_)
@@ -174,26 +228,15 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
       }
     sessions_.erase(old->second);
   }
+  WorkerState& w = workers_[key];
+  w.rec = std::move(rec);
   Session s;
   s.id = new_session_id();
   s.key = key;
+  s.voter = voter;
   s.capabilities = {req.capabilities().begin(), req.capabilities().end()};
-  s.engines = {req.engines().begin(), req.engines().end()};
-  s.engines.insert("builtin");
-  s.last_seen_ms = clock_->now_ms();
-  if (w.rec.key.empty()) {
-    w.rec.key = key;
-    w.rec.trust = v1::TRUST_STATE_NEW;
-    w.rec.trust_reason = "no results confirmed yet";
-  }
-  w.rec.identity = caller.identity;
-  w.rec.host = host;
-  w.rec.version = req.version();
-  w.rec.threads = req.threads();
-  w.rec.capabilities = absl::StrJoin(req.capabilities(), ",");
-  w.rec.engines = absl::StrJoin(s.engines, ",");
-  w.rec.last_seen_ms = s.last_seen_ms;
-  if (absl::Status st = store_->upsert_worker(w.rec); !st.ok()) return st;
+  s.engines = std::move(engines);
+  s.last_seen_ms = now;
   log_event(LogLevel::kInfo, "worker_joined",
             absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
                          w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
@@ -217,7 +260,9 @@ absl::StatusOr<Coordinator::Session*> Coordinator::session_for(const Caller& cal
   if (absl::Status s = check_text(id, "worker_id", kMaxIdLength, true); !s.ok()) return s;
   auto it = sessions_.find(id);
   // A session of another identity is as unknown as a made-up one.
-  if (it == sessions_.end() || workers_.at(it->second.key).rec.identity != caller.identity) return unknown_worker(id);
+  if (it == sessions_.end()) return unknown_worker(id);
+  auto w = workers_.find(it->second.key);
+  if (w == workers_.end() || w->second.rec.identity != caller.identity) return unknown_worker(id);
   return &it->second;
 }
 
@@ -238,6 +283,39 @@ void Coordinator::save_worker(const WorkerState& w) {
 
 absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
+  // One credential holds at most max_leases_per_credential leases, over all its workers.
+  const int64_t held = leases_held_.count(s.voter) ? leases_held_.at(s.voter) : 0;
+  max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, options_.max_leases_per_credential - held)));
+  if (max_units <= 0) return absl::OkStatus();
+  const bool trusted = workers_.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
+  // Trusted credentials with a live session (found once, when a contested unit needs one).
+  std::optional<std::set<std::string>> trusted_live;
+  // Whether unit u may have a copy computed by this session's worker: no other worker of its
+  // credential holds a copy (one vote per credential); the worker's own earlier copy only if it
+  // has no result, was not given up and is not leased already; and a contested unit (its
+  // copies disagree) goes to a trusted credential not involved yet when one is connected: the
+  // coordinator, not the fastest caller, chooses who decides.
+  auto may_compute = [&](const Unit& u) {
+    std::set<std::string> involved, results;
+    for (const Copy& c : u.copies) {
+      const std::string v = voter_of(c.worker);
+      if (v == s.voter && (c.worker != s.key || c.result || c.discarded || c.leased())) return false;
+      involved.insert(v);
+      if (c.result && !c.discarded) results.insert(*c.result);
+    }
+    if (results.size() < 2 || trusted) return true;
+    if (!trusted_live) {
+      trusted_live.emplace();
+      for (const auto& [id, other] : sessions_)
+        if (!other.lost && workers_.at(other.key).rec.trust == v1::TRUST_STATE_TRUSTED &&
+            !quarantined_voters_.count(other.voter))
+          trusted_live->insert(other.voter);
+    }
+    for (const std::string& v : *trusted_live)
+      if (!involved.count(v)) return false;  // one of them decides
+    return true;
+  };
+  std::unique_ptr<Store::Transaction> txn;  // every job's leases in one commit
   for (Job* j : by_seq_) {
     if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
@@ -249,8 +327,8 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     if (j->fresh.empty() && j->replicas.empty()) continue;
     if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
     std::vector<Store::Lease> rows;
-    // First the units that wait for another worker's result, as long as this worker did not
-    // compute them itself (those stay queued for others; a few looks at most), then fresh ones.
+    // First the units that wait for another credential's result, as long as this one may
+    // compute them (the others stay queued for others; a few looks at most), then fresh ones.
     std::vector<int64_t> skipped;
     for (int looked = 0;
          resp->leases_size() + int(rows.size()) < max_units && !j->replicas.empty() && looked < kMaxReplicaScan;
@@ -261,7 +339,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       Unit& u = j->units[i];
       u.queued = false;
       if (!u.needs_copy()) continue;  // stale entry
-      if (const Copy* c = u.copy_of(s.key); c && (c->result || c->discarded || c->leased())) {
+      if (!may_compute(u)) {
         skipped.push_back(i);
         continue;
       }
@@ -288,8 +366,21 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       l->set_expire_unix_ms(u.copies[size_t(r.copy.copy)].expire_ms);
     }
     // Copies are what lets a worker complete a unit after a restart: stored before they go out.
-    if (absl::Status st = store_->record_leases(j->id, rows); !st.ok()) return st;
+    if (!rows.empty()) {
+      if (!txn) txn = store_->transaction();
+      if (absl::Status st = store_->record_leases(j->id, rows); !st.ok()) {
+        txn.reset();
+        resp->clear_leases();
+        return restore_after(st);
+      }
+    }
   }
+  if (txn)
+    if (absl::Status st = txn->commit(); !st.ok()) {
+      txn.reset();
+      resp->clear_leases();
+      return restore_after(st);
+    }
   if (resp->leases_size() > 0) changed();
   return absl::OkStatus();
 }
@@ -400,7 +491,6 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
     } else {
       Session& s = **found;
       touch(&s);
-      const WorkerState& w = workers_.at(s.key);
       // A newer call of the session ends the older one's wait: its caller gave up on it.
       if (auto old = waiting_session_.find(s.id); old != waiting_session_.end()) {
         auto it = waiters_.find(old->second);
@@ -408,8 +498,8 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
         waiters_.erase(it);
         waiting_session_.erase(old);
       }
-      if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) {
-        now_answer = quarantined(s.key, w.rec.trust_reason);
+      if (barred(s.key)) {
+        now_answer = quarantined(s.key, workers_.at(s.key).rec.trust_reason);
       } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
@@ -461,8 +551,8 @@ void Coordinator::serve_waiters(std::vector<Answer>* out) {
       if (sit == sessions_.end()) {
         answer = unknown_worker(w.session);  // replaced by a new Hello
         answered = true;
-      } else if (const WorkerState& ws = workers_.at(sit->second.key); ws.rec.trust == v1::TRUST_STATE_QUARANTINED) {
-        answer = quarantined(ws.rec.key, ws.rec.trust_reason);
+      } else if (barred(sit->second.key)) {
+        answer = quarantined(sit->second.key, workers_.at(sit->second.key).rec.trust_reason);
         answered = true;
       } else if (absl::Status st = lease_units(sit->second, w.max_units, &*answer); !st.ok()) {
         answer = st;
@@ -516,7 +606,7 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
   if (!found.ok()) return found.status();
   Session& s = **found;
   touch(&s);
-  const bool barred = workers_.at(s.key).rec.trust == v1::TRUST_STATE_QUARANTINED;
+  const bool barred = this->barred(s.key);
   const int64_t now = clock_->now_ms();
   v1::RenewLeasesResponse resp;
   for (const std::string& id : req.unit_ids()) {
@@ -542,7 +632,7 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
     if (j->state != v1::JOB_STATE_RUNNING || c->discarded || barred) continue;
     // Its own copy, whether its lease is still out or went back to the queue (an expiry, a
     // coordinator restart): it is still being computed here, so it stays here.
-    c->session = s.id;
+    take_lease(*c, s);
     c->expire_ms = now + options_.lease_ms;
     leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
     j->active.insert(index);
@@ -606,6 +696,18 @@ void Coordinator::sweep() {
         }
       }
     }
+  }
+  // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
+  // as the same worker: its record stays).
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    const Session& s = it->second;
+    if (!s.lost || s.last_seen_ms + options_.forget_lost_ms > now || waiting_session_.count(s.id)) {
+      ++it;
+      continue;
+    }
+    if (auto o = session_of_.find(s.key); o != session_of_.end() && o->second == s.id) session_of_.erase(o);
+    it = sessions_.erase(it);
+    any = true;
   }
   for (auto& [id, s] : sessions_) {
     if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
@@ -709,8 +811,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     if (!found.ok()) return found.status();
     touch(*found);
     worker = (*found)->key;
-    const WorkerState& w = workers_.at(worker);
-    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return quarantined(worker, w.rec.trust_reason);
+    if (barred(worker)) return quarantined(worker, workers_.at(worker).rec.trust_reason);
     for (Pending& p : ps) {
       p.worker = worker;
       if (p.answer) continue;
@@ -789,9 +890,11 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     }
     // The worker's record (its counts and trust) in the same commit as the results it moved.
     save_worker(workers_.at(worker));
+    // Every answer stands only if all of it is stored: otherwise none is given, memory goes
+    // back to what the store holds, and the worker sends the batch again (UNAVAILABLE).
     if (absl::Status s = txn->commit(); !s.ok()) {
-      log_error(s.message());
-      return s;
+      txn.reset();
+      return restore_after(s);
     }
     changed();
   }
@@ -804,18 +907,24 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
 
 absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* resp) {
   const std::string& worker = p.worker;
+  // A copy of a credential quarantined meanwhile (by an earlier completion of this very call,
+  // or another call) counts for nothing.
+  if (barred(worker)) return quarantined(worker, workers_.at(worker).rec.trust_reason);
   Job* j = find_job(p.job_id);
   const int64_t index = p.index;
+  if (!j) return absl::UnavailableError(absl::StrCat("unit_id: job ", p.job_id, " is being read back; retry"));
   if (!j->units.live(index)) {  // folded while its result was checked: as for a folded unit
     resp->set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
     return absl::OkStatus();
   }
   Unit& u = j->units[index];
+  if (!u.copy_of(worker))  // read back from the store meanwhile, without this lease
+    return absl::UnavailableError(absl::StrCat("unit_id: ", p.req->unit_id(), " is being read back; retry"));
   const size_t ci = size_t(u.copy_of(worker) - u.copies.data());
   if (!p.canonical.ok()) {
     // An honest worker never sends a result that cannot be right.
-    quarantine(worker,
-               absl::StrCat("sent an impossible result for ", p.req->unit_id(), ": ", p.canonical.status().message()));
+    quarantine_voter(voter_of(worker), absl::StrCat("sent an impossible result for ", p.req->unit_id(), ": ",
+                                                    p.canonical.status().message()));
     return p.canonical.status();
   }
   Copy& c = u.copies[ci];
@@ -831,7 +940,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
       return absl::OkStatus();
     }
     record_mismatch(j, absl::StrCat("unit ", p.req->unit_id(), ": worker ", worker, " sent two different results"));
-    quarantine(worker, absl::StrCat("sent two different results for ", p.req->unit_id()));
+    quarantine_voter(voter_of(worker), absl::StrCat("sent two different results for ", p.req->unit_id()));
     resp->set_outcome(v1::COMPLETION_OUTCOME_MISMATCH);
     return absl::OkStatus();
   }
@@ -862,78 +971,98 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
 
 v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
-  const std::string& mine = *u.copies[ci].result;
-  const std::string& worker = u.copies[ci].worker;
-  if (u.result) {
-    if (mine == u.settled) {
-      // A further agreeing copy (a spot check, a late lease): it confirms the result.
-      if (++u.votes == 2)
-        for (const Copy& c : u.copies)
-          if (c.result && !c.discarded && *c.result == u.settled) credit(c.worker);
-      if (u.votes > 2) credit(worker);
-      if (absl::Status s = store_->set_votes(j->id, i, u.votes); !s.ok()) log_error(s.message());
+  // The decision is the pure function's (coordinator/verification.h); what follows applies it.
+  UnitVotes votes;
+  for (const Copy& c : u.copies) {
+    votes.copies.push_back({voter_of(c.worker), c.result, c.discarded});
+    if (quarantined_voters_.count(votes.copies.back().voter)) votes.quarantined.insert(votes.copies.back().voter);
+  }
+  if (u.result) votes.settled = u.settled;
+  votes.wanted = u.wanted;
+  const Decision d = decide(votes, ci, kMaxCopies);
+  const std::string worker = u.copies[ci].worker;
+  // The worker key of a voter's copy of this unit (credit goes to the worker that computed it).
+  auto key_of = [&](const std::string& voter) {
+    for (const Copy& c : u.copies)
+      if (voter_of(c.worker) == voter && c.result) return c.worker;
+    return voter;
+  };
+  auto quarantine_all = [&](const std::string& how) {
+    for (const std::string& v : d.quarantine) {
+      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": credential ", v, " ", how));
+      quarantine_voter(v, absl::StrCat(how, " on ", j->id, "/", i));
+    }
+  };
+  auto disagree = [&] {
+    ++j->disagreements;
+    ++counters_.disagreements;
+    log_event(LogLevel::kWarning, "unit_disagreement",
+              absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another credential to decide"),
+              {{"job", j->id}, {"unit", i}});
+  };
+  switch (d.verdict) {
+    case Verdict::kDiscard:
+      if (!d.quarantine.empty()) {
+        quarantine_all("sent two different results");
+        return v1::COMPLETION_OUTCOME_MISMATCH;
+      }
+      return v1::COMPLETION_OUTCOME_DISCARDED;
+    case Verdict::kDuplicate:
+      return u.result && u.settled == *u.copies[ci].result ? v1::COMPLETION_OUTCOME_DUPLICATE
+                                                           : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+    case Verdict::kConfirm: {
+      // A further credential agrees (a spot check, a late lease): it confirms the result.
+      std::vector<std::string> credited;
+      for (const std::string& v : d.credit) credited.push_back(key_of(v));
+      if (absl::Status s = store_->set_votes(j->id, i, d.votes); !s.ok()) log_error(s.message());
+      u.votes = d.votes;
+      for (const std::string& k : credited) credit(k);
       return v1::COMPLETION_OUTCOME_DUPLICATE;
     }
-    const std::string detail =
-        absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
-                     " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)");
-    record_mismatch(j, detail);
-    if (u.votes >= 2) {
-      quarantine(worker, absl::StrCat("outvoted on ", j->id, "/", i));
+    case Verdict::kMismatch: {
+      const std::string detail =
+          absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
+                       " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)");
+      record_mismatch(j, detail);
+      for (const std::string& v : d.quarantine) quarantine_voter(v, absl::StrCat("outvoted on ", j->id, "/", i));
       return v1::COMPLETION_OUTCOME_MISMATCH;
     }
-    // One vote against one: take the settled result back and ask another worker to decide.
-    if (absl::Status s = unsettle(j, i, std::max(u.wanted, int32_t(u.results()) + 1)); !s.ok()) log_error(s.message());
-    ++j->disagreements;
-    ++counters_.disagreements;
-    j->verifying.insert(i);
-    enqueue(j, i, true);
-    return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
-  }
-  // Unsettled: count the votes of the valid results (one per worker: each copy is another one's).
-  std::map<std::string, std::vector<size_t>> tally;
-  for (size_t k = 0; k < u.copies.size(); ++k)
-    if (u.copies[k].result && !u.copies[k].discarded) tally[*u.copies[k].result].push_back(k);
-  const auto best = std::max_element(tally.begin(), tally.end(),
-                                     [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
-  const int32_t need = u.wanted >= 2 ? 2 : 1;
-  // A result wins by this copy's vote, so the winner is this copy's result (kept forms may be
-  // digests: only this copy's canonical result is at hand to settle with).
-  if (int32_t(best->second.size()) >= need && (need >= 2 || tally.size() == 1) && best->first == mine) {
-    const std::string winner = best->first;
-    const int32_t votes = int32_t(best->second.size());
-    if (absl::Status s = settle(j, i, winner, votes, form); !s.ok()) {
-      log_error(s.message());
+    case Verdict::kReopen: {
+      record_mismatch(
+          j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
+                          " but the settled result is ", j->kind->describe_kept(u.settled), " (1 credential)"));
+      // One credential against one: take the settled result back; the coordinator has one more
+      // credential decide.
+      if (absl::Status s = unsettle(j, i, d.wanted); !s.ok()) log_error(s.message());
+      disagree();
+      j->verifying.insert(i);
+      enqueue(j, i, true);
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     }
-    if (votes >= 2) {
-      for (size_t k : best->second) credit(u.copies[k].worker);
-      for (const auto& [result, copies] : tally)
-        if (result != winner)
-          for (size_t k : copies) {
-            record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": worker ", u.copies[k].worker, " outvoted by ",
-                                            votes, " workers"));
-            quarantine(u.copies[k].worker, absl::StrCat("outvoted on ", j->id, "/", i));
-          }
+    case Verdict::kSettle: {
+      std::vector<std::string> credited;
+      for (const std::string& v : d.credit) credited.push_back(key_of(v));
+      if (absl::Status s = settle(j, i, d.result, d.votes, form); !s.ok()) {
+        log_error(s.message());  // the call's commit fails with it
+        return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+      }
+      for (const std::string& k : credited) credit(k);
+      quarantine_all(absl::StrCat("outvoted by ", d.votes, " credentials"));
+      return v1::COMPLETION_OUTCOME_ACCEPTED;
     }
-    return v1::COMPLETION_OUTCOME_ACCEPTED;
+    case Verdict::kFail:
+      fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", kMaxCopies, " credentials sent different results, ",
+                               "and no two agree"));
+      return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+    case Verdict::kPending: break;
   }
   j->verifying.insert(i);
-  if (tally.size() > 1) {
-    // Disagreement without a majority: one more worker decides.
-    ++j->disagreements;
-    ++counters_.disagreements;
-    const int32_t results = u.results();
-    if (results >= kMaxCopies) {
-      fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", results, " workers sent ", tally.size(),
-                               " different results, and no two agree"));
-      return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+  if (d.disagreement) {
+    disagree();
+    if (d.wanted != u.wanted) {
+      if (absl::Status s = store_->set_wanted(j->id, i, d.wanted); !s.ok()) log_error(s.message());
+      u.wanted = d.wanted;
     }
-    u.wanted = std::max(u.wanted, results + 1);
-    if (absl::Status s = store_->set_wanted(j->id, i, u.wanted); !s.ok()) log_error(s.message());
-    log_event(LogLevel::kWarning, "unit_disagreement",
-              absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another to decide"),
-              {{"job", j->id}, {"unit", i}});
   }
   enqueue(j, i, true);
   return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
@@ -1039,6 +1168,7 @@ void Coordinator::fold_ready(Job* j) {
     }
     for (int64_t i = gr.first; i < gr.end; ++i) {
       // Leases still out on it (spot checks) end here: their results are no longer compared.
+      for (Copy& c : j->units[i].copies) drop_lease(c);
       j->active.erase(i);
       j->verifying.erase(i);
     }
@@ -1146,6 +1276,14 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
     log_error(s.message());
 }
 
+void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
+  quarantined_voters_.insert(voter);
+  std::vector<std::string> keys;
+  for (const auto& [key, w] : workers_)
+    if (voter_of(key) == voter) keys.push_back(key);
+  for (const std::string& key : keys) quarantine(key, why);
+}
+
 void Coordinator::quarantine(const std::string& worker, const std::string& why) {
   WorkerState& w = workers_.at(worker);
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
@@ -1205,12 +1343,21 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
                                                                      Job* j, int64_t index, Copy& c) {
   v1::CompleteUnitResponse resp;
   Unit& u = j->units[index];
+  // Only a unit that runs an engine can fail on a worker (a missing or crashing engine):
+  // anything else a worker cannot compute is its own fault, and must not fail others' jobs.
+  if (j->kind->required_engine(j->spec).empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat("failure: ", j->kind->capability(), " units run no engine and cannot fail; send the result"));
   if (u.result || c.result || c.discarded || j->state != v1::JOB_STATE_RUNNING) {
     resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
     return resp;
   }
+  // Decide, commit, then apply: the copy given up is stored first.
+  if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())
+    return absl::UnavailableError(absl::StrCat(s.message(), "; the failure was not recorded: retry"));
   ++j->unit_failures;
-  j->failing_workers.insert(c.worker);
+  // Counted per credential: one credential's workers, whatever their names, are one reporter.
+  j->failing_workers.insert(voter_of(c.worker));
   j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
   log_event(LogLevel::kWarning, "unit_failure",
             absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
@@ -1219,8 +1366,6 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   ++counters_.unit_failures;
   // Back to the queue, for another worker: this one cannot compute it.
   c.discarded = true;
-  if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())
-    log_error(s.message());
   if (c.leased()) end_lease(j, index, c, false);
   enqueue(j, index);
   // One worker alone (broken, or lying) cannot fail a job.

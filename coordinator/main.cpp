@@ -40,6 +40,8 @@ ABSL_FLAG(int64_t, max_planned_units, c960::cluster::kDefaultMaxPlannedUnits,
 ABSL_FLAG(int32_t, max_watches_per_caller, c960::cluster::kDefaultMaxWatchesPerCaller,
           "open c960 watch streams per caller (1..100000)");
 ABSL_FLAG(int32_t, max_watches, c960::cluster::kDefaultMaxWatches, "open c960 watch streams in all (1..100000)");
+ABSL_FLAG(int64_t, max_leases_per_credential, c960::cluster::kDefaultMaxLeasesPerCredential,
+          "leases one worker credential may hold at once, over all its workers (1..1000000)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -89,6 +91,7 @@ const c960::cluster::DaemonCommand kCommand = {
      {"max_planned_units", "N"},
      {"max_watches_per_caller", "N"},
      {"max_watches", "N"},
+     {"max_leases_per_credential", "N"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
@@ -206,6 +209,9 @@ int main(int argc, char** argv) {
   coordinator_options.max_watches = absl::GetFlag(FLAGS_max_watches);
   if (coordinator_options.max_watches < 1 || coordinator_options.max_watches > 100'000)
     return die("--max-watches: not in 1..100000");
+  coordinator_options.max_leases_per_credential = absl::GetFlag(FLAGS_max_leases_per_credential);
+  if (coordinator_options.max_leases_per_credential < 1 || coordinator_options.max_leases_per_credential > 1'000'000)
+    return die("--max-leases-per-credential: not in 1..1000000");
 
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
   if (!options.ok()) return die(std::string(options.status().message()));
@@ -232,6 +238,8 @@ int main(int argc, char** argv) {
   }
   c960::cluster::SystemClock clock;
   c960::cluster::Coordinator coordinator(store->get(), &clock, coordinator_options);
+  // Worker credentials issued by Enroll are accepted beside the tokens file's.
+  if (options->tokens) coordinator.set_token_table(options->tokens.get());
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
   // Both before the builder exists: they hook into every server built afterwards.

@@ -77,6 +77,11 @@ grpc::Status WorkerServiceImpl::Hello(grpc::ServerContext* ctx, const v1::HelloR
   return reply(c_->hello(caller_of(ctx), *req), resp);
 }
 
+grpc::Status WorkerServiceImpl::Enroll(grpc::ServerContext* ctx, const v1::EnrollRequest* req,
+                                       v1::EnrollResponse* resp) {
+  return reply(c_->enroll(caller_of(ctx), *req), resp);
+}
+
 namespace {
 
 // One AcquireWork call: answered when the coordinator calls back (at once, or when its long poll

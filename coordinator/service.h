@@ -46,6 +46,7 @@ class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_Acq
   explicit WorkerServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
       : c_(c), auth_(std::move(auth)) {}
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
+  grpc::Status Enroll(grpc::ServerContext*, const v1::EnrollRequest* req, v1::EnrollResponse* resp) override;
   grpc::ServerUnaryReactor* AcquireWork(grpc::CallbackServerContext* ctx, const v1::AcquireWorkRequest* req,
                                         v1::AcquireWorkResponse* resp) override;
   grpc::Status RenewLeases(grpc::ServerContext*, const v1::RenewLeasesRequest* req,

@@ -168,6 +168,13 @@ CREATE TABLE folded (
     // sp_games.moves, replaying each game from its job's position, and fails the migration on a
     // game that does not replay.
     "",
+    // 7: worker credentials issued by Enroll (a join token traded for one per worker): the
+    // token's hash only, the join token that paid for it, and the worker's name at the time.
+    R"sql(
+CREATE TABLE credentials (
+  name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, join_name TEXT NOT NULL, worker TEXT NOT NULL,
+  created_ms INTEGER NOT NULL) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -216,7 +223,10 @@ std::string describe(sqlite3* db) {
 Store::Transaction::Transaction(Store* s) : s_(s), lock_(s->mu_) {
   name_ = absl::StrCat("t", s_->depth_);
   status_ = s_->exec(absl::StrCat("SAVEPOINT ", name_).c_str());
-  if (status_.ok()) ++s_->depth_;
+  if (status_.ok())
+    ++s_->depth_;
+  else if (s_->depth_ > 0)
+    s_->poisoned_ = true;
 }
 
 Store::Transaction::~Transaction() {
@@ -225,12 +235,18 @@ Store::Transaction::~Transaction() {
   s_->exec(absl::StrCat("ROLLBACK TO ", name_).c_str()).IgnoreError();
   s_->exec(absl::StrCat("RELEASE ", name_).c_str()).IgnoreError();
   --s_->depth_;
+  // A part of an enclosing transaction was lost: the enclosing one must not commit the rest.
+  s_->poisoned_ = s_->depth_ > 0;
 }
 
 absl::Status Store::Transaction::commit() {
   if (!status_.ok()) return status_;
   // Releasing the outermost savepoint is the commit: the one whose time is observed.
   const bool outermost = s_->depth_ == 1;
+  if (outermost && s_->poisoned_)
+    return absl::InternalError("store: a write inside this transaction failed; nothing of it was kept");
+  if (s_->fault_)
+    if (absl::Status s = s_->fault_(outermost ? "commit" : "write"); !s.ok()) return s;  // rolled back later
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = s_->exec(absl::StrCat("RELEASE ", name_).c_str()); !s.ok()) return s;  // rolled back later
   if (outermost && s_->commit_observer_)
@@ -240,9 +256,23 @@ absl::Status Store::Transaction::commit() {
   return absl::OkStatus();
 }
 
+void Store::set_fault_injector(FaultInjector f) {
+  std::lock_guard lock(mu_);
+  fault_ = std::move(f);
+}
+
 std::unique_ptr<Store::Transaction> Store::transaction() { return std::unique_ptr<Transaction>(new Transaction(this)); }
 
+absl::Status Store::check_write() {
+  if (!fault_) return absl::OkStatus();
+  absl::Status s = fault_(depth_ == 0 ? "commit" : "write");
+  if (!s.ok() && depth_ > 0) poisoned_ = true;
+  return s;
+}
+
 absl::Status Store::error(const char* what) const {
+  // A failed statement inside a transaction: the enclosing transaction must not commit.
+  if (depth_ > 0) poisoned_ = true;
   return absl::InternalError(absl::StrCat("store: ", what, ": ", describe(db_)));
 }
 
@@ -470,6 +500,31 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   return workers;
 }
 
+absl::StatusOr<std::vector<StoredCredential>> Store::load_credentials() {
+  std::lock_guard lock(mu_);
+  std::vector<StoredCredential> out;
+  Stmt q(db_, "SELECT name, hash, join_name, worker, created_ms FROM credentials ORDER BY created_ms, name");
+  if (!q.ok()) return error("load credentials");
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back({q.blob(0), q.blob(1), q.blob(2), q.blob(3), q.i64(4)});
+  if (rc != SQLITE_DONE) return error("load credentials");
+  return out;
+}
+
+absl::Status Store::add_credential(const StoredCredential& c) {
+  std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
+  Stmt q(db_, "INSERT INTO credentials (name, hash, join_name, worker, created_ms) VALUES (?, ?, ?, ?, ?)");
+  if (!q.ok()) return error("add credential");
+  q.bind_text(1, c.name);
+  q.bind_text(2, c.hash);
+  q.bind_text(3, c.join_name);
+  q.bind_text(4, c.worker);
+  q.bind(5, c.created_ms);
+  if (!q.run()) return error("add credential");
+  return absl::OkStatus();
+}
+
 absl::Status Store::insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
                                  size_t end) {
   Stmt u(db_,
@@ -546,6 +601,7 @@ absl::Status Store::add_units(const std::string& job_id, const std::vector<Store
 
 absl::Status Store::finish_job_plan(const std::string& job_id, int64_t unit_count) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(db_, "UPDATE jobs SET planned = 1, unit_count = ? WHERE id = ?");
   if (!q.ok()) return error("finish plan");
   q.bind(1, unit_count);
@@ -607,6 +663,7 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
 
 absl::Status Store::retire_fold(const std::string& job_id, int64_t group, const std::string& record) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(db_, "UPDATE folded SET grp = -1 - first_unit, record = ? WHERE job_id = ? AND grp = ?");
   if (!q.ok()) return error("retire folded group");
   q.bind(1, record);
@@ -646,6 +703,7 @@ absl::Status Store::delete_job(const std::string& job_id) {
 absl::Status Store::update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
                                const std::string& mismatch_detail) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, mismatches = ?, mismatch_detail = ? WHERE id = ?");
   if (!q.ok()) return error("update job");
   q.bind(1, int64_t(state));
@@ -660,6 +718,7 @@ absl::Status Store::update_job(const std::string& id, int32_t state, int64_t fin
 absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finished_ms,
                              const std::string& failure_detail) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
   if (!q.ok()) return error("fail job");
   q.bind(1, int64_t(state));
@@ -701,6 +760,7 @@ absl::Status Store::record_leases(const std::string& job_id, const std::vector<L
 
 absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
   if (!q.ok()) return error("copy result");
   q.bind(1, result);
@@ -878,6 +938,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
 
 absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t votes) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_, "UPDATE units SET votes = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("set votes");
   q.bind(1, int64_t(votes));
@@ -915,6 +976,7 @@ absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string&
 
 absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t wanted) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_, "UPDATE units SET wanted = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("set wanted");
   q.bind(1, int64_t(wanted));
@@ -926,6 +988,7 @@ absl::Status Store::set_wanted(const std::string& job_id, int64_t unit, int32_t 
 
 absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_t copy) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_, "UPDATE copies SET discarded = 1 WHERE job_id = ? AND idx = ? AND copy = ?");
   if (!q.ok()) return error("discard copy");
   q.bind_text(1, job_id);
@@ -1171,6 +1234,7 @@ absl::Status Store::recode_selfplay_v6() {
 
 absl::Status Store::upsert_worker(const StoredWorker& w) {
   std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_,
          "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, "
          "agreeing, trust, trust_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "

@@ -135,10 +135,20 @@ struct StoredWorker {
   std::string trust_reason;
 };
 
+// A worker credential issued by Enroll: its name (the worker's identity), the hash of its token
+// (token_hash(); the token itself is never stored), the join token it was traded for.
+struct StoredCredential {
+  std::string name;
+  std::string hash;
+  std::string join_name;
+  std::string worker;  // the name the worker gave when it enrolled
+  int64_t created_ms = 0;
+};
+
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it).
@@ -215,6 +225,8 @@ class Store {
   // Every game stored for a job, by position then index (tests, audits).
   absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
+  absl::StatusOr<std::vector<StoredCredential>> load_credentials();
+  absl::Status add_credential(const StoredCredential& c);
 
   // Groups the calls made while it lives into one transaction, committed by commit() and rolled
   // back otherwise. Holds the store's mutex meanwhile.
@@ -233,11 +245,21 @@ class Store {
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 
+  // The seam through which tests fail writes (as SQLite's own I/O-error tests fail the Nth
+  // I/O): called before every transaction, outermost or nested, is committed, with "commit"
+  // (the outermost: the real commit, or a one-statement write outside any) or "write" (a
+  // nested one, or a statement inside a transaction); an error fails that commit
+  // as a full disk would, and nothing it wrote is kept. Set before the store is shared.
+  using FaultInjector = std::function<absl::Status(const char* what)>;
+  void set_fault_injector(FaultInjector f);
+
  private:
   explicit Store(sqlite3* db);
   absl::Status migrate(int up_to);
   absl::Status exec(const char* sql);
   absl::Status error(const char* what) const;
+  // The fault injector's word on a write outside Transaction (one statement).
+  absl::Status check_write();
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
   // Adds (sign 1) or subtracts (sign -1) a self-play unit's statistics and games.
@@ -251,6 +273,10 @@ class Store {
   sqlite3* db_;
   std::unique_ptr<Statements> statements_;
   int depth_ = 0;  // open transactions (savepoints nest)
+  // A nested transaction failed or was rolled back inside the outermost one: the outermost
+  // cannot commit (a call's writes are kept all together or not at all).
+  mutable bool poisoned_ = false;
+  FaultInjector fault_;
   std::function<void(double)> commit_observer_;
 };
 

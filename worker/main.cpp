@@ -1,6 +1,7 @@
 // c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "cluster/flags.h"
 #include "cluster/log.h"
 #include "core/version.h"
+#include "worker/enroll.h"
 #include "worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
@@ -28,7 +30,9 @@ ABSL_FLAG(int32_t, threads, 1, "compute threads (1..4096; 0: one per CPU)");
 ABSL_FLAG(int32_t, hash, c960::cluster::kDefaultWorkerHashMb, "perft hash in MB shared by the threads (0: none)");
 ABSL_FLAG(int64_t, grace_seconds, c960::cluster::kDefaultGraceSeconds,
           "on SIGTERM, finish held units for this long before releasing them");
-ABSL_FLAG(std::string, name, "", "name shown by the coordinator (default: host name and pid)");
+ABSL_FLAG(std::string, name, "",
+          "name shown by the coordinator (default: the host name with a credential, so that a restarted worker is "
+          "the same worker; host name and pid without one)");
 ABSL_FLAG(std::vector<std::string>, engine, {},
           "offer the UCI engine at PATH to self-play jobs under NAME (repeatable; builtin is always offered)");
 ABSL_FLAG(std::string, tls_ca, "", "connect with TLS, trusting the coordinator's certificate if this PEM CA signed it");
@@ -36,17 +40,24 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for a coordinator 
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, token_file, "",
           "file holding this worker's token (role worker); else the token itself from $C960_TOKEN");
+ABSL_FLAG(std::string, enroll_token_file, "",
+          "file holding a join token (role enroll), traded once for this worker's own credential (--credential-file)");
+ABSL_FLAG(std::string, credential_file, "",
+          "where this worker keeps the credential it enrolled for (with --enroll-token-file); read at every start");
 
 namespace {
 
 const c960::cluster::DaemonCommand kCommand = {
     "c960-worker",
     "c960-worker [--coordinator HOST:PORT] [--threads N] [--hash MB] [--grace-seconds S] [--name NAME]\n"
-    "                   [--engine NAME=PATH]... [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--token-file FILE]",
+    "                   [--engine NAME=PATH]... [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
+    "                   [--token-file FILE | --enroll-token-file FILE --credential-file FILE]",
     "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or\n"
     "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
     "delivers their results and exits. Self-play jobs name their engine; a worker plays only builtin and\n"
-    "the engines it offers with --engine. A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).",
+    "the engines it offers with --engine. A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).\n"
+    "Each worker needs a credential of its own (each is one voter when results are verified): a token of\n"
+    "its own, or a join token that it trades once for one (--enroll-token-file), kept in --credential-file.",
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
      {"threads", "N"},
@@ -57,7 +68,9 @@ const c960::cluster::DaemonCommand kCommand = {
      {"tls_ca", "FILE", "C960_TLS_CA"},
      {"tls_cert", "FILE", "C960_TLS_CERT"},
      {"tls_key", "FILE", "C960_TLS_KEY"},
-     {"token_file", "FILE"}},
+     {"token_file", "FILE"},
+     {"enroll_token_file", "FILE"},
+     {"credential_file", "FILE"}},
 };
 
 int usage_error(const std::string& msg) {
@@ -111,8 +124,17 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::map<std::string, std::string>> engines = engines_from_flags();
   if (!engines.ok()) return usage_error(std::string(engines.status().message()));
+  const std::string enroll_file = absl::GetFlag(FLAGS_enroll_token_file),
+                    credential_file = absl::GetFlag(FLAGS_credential_file);
+  if (enroll_file.empty() != credential_file.empty())
+    return usage_error(enroll_file.empty()
+                           ? "--credential-file needs --enroll-token-file"
+                           : "--enroll-token-file needs --credential-file (where the credential is kept)");
+  if (!enroll_file.empty() && !absl::GetFlag(FLAGS_token_file).empty())
+    return usage_error("--enroll-token-file: not together with --token-file (a worker has one credential)");
   c960::cluster::ClientSecurityFlags security{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
-                                              absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_token_file), ""};
+                                              absl::GetFlag(FLAGS_tls_key),
+                                              enroll_file.empty() ? absl::GetFlag(FLAGS_token_file) : enroll_file, ""};
   if (const char* t = std::getenv("C960_TOKEN"); t && security.token_file.empty()) security.token = t;
   absl::StatusOr<c960::cluster::ChannelOptions> channel_options = c960::cluster::client_channel_options(
       c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator)), security);
@@ -134,7 +156,19 @@ int main(int argc, char** argv) {
   if (options.name.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    options.name = absl::StrCat(host, ":", getpid());
+    // With a credential of its own the worker is its credential and its host: the same worker
+    // after a restart. Without one, processes on one host are told apart by their pids.
+    options.name = channel_options->token.empty() ? absl::StrCat(host, ":", getpid()) : std::string(host);
+  }
+  if (!enroll_file.empty()) {
+    std::atomic<bool> never{false};  // SIGTERM still ends the process while it enrolls
+    absl::StatusOr<std::string> token =
+        c960::cluster::enrolled_token(*channel_options, options.name, credential_file, never);
+    if (!token.ok()) {
+      std::fprintf(stderr, "c960-worker: %s\n", std::string(token.status().message()).c_str());
+      return absl::IsInvalidArgument(token.status()) ? 2 : 1;
+    }
+    channel_options->token = *token;
   }
   options.engines = std::move(*engines);
   auto channel = c960::cluster::make_channel(*channel_options);

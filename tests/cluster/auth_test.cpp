@@ -286,7 +286,7 @@ TEST_F(AuthTest, FileSizeLimitFailsTheWriteNotTheCoordinator) {
   const std::string port_file = dir_ + "/port";
   coordinator_ = std::make_unique<Process>(
       std::vector<std::string>{"/bin/sh", "-c",
-                               absl::StrCat("ulimit -f 200 && exec ", kCoordinatorBin,
+                               absl::StrCat("ulimit -f 1000 && exec ", kCoordinatorBin,
                                             " --listen=127.0.0.1:0 --port-file=", port_file, " --db=", db_)},
       dir_ + "/coordinator1.log");
   int port = 0;

@@ -636,7 +636,7 @@ TEST_F(SelfPlayJobTest, SchemaFiveStoresHaveTheirGamesRecoded) {
     }
   }
   open();
-  EXPECT_EQ(store_->schema_version(), 6);
+  EXPECT_EQ(store_->schema_version(), Store::kSchemaVersion);
   int64_t new_bytes = 0;
   for (const auto& [id, s] : jobs) {
     SCOPED_TRACE(id);

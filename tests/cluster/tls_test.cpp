@@ -24,15 +24,22 @@ class TlsTest : public ClusterFixture {
     ASSERT_TRUE(make_pki(dir_, &pki_));
   }
 
-  std::string token_file(const std::string& role) {
-    if (!tokens_.count(role)) {
-      tokens_[role] = new_token(role, "the-" + role);
+  // A token of the role, named "the-ROLE" (or `name`: each worker has one of its own); a join
+  // token (role enroll) may be traded `uses` times.
+  std::string token_file(const std::string& role, const std::string& name = "", int uses = 2) {
+    const std::string key = name.empty() ? role : name;  // tokens_ by role, or by the name given
+    if (!tokens_.count(key)) {
+      tokens_[key] = new_token(role, name.empty() ? "the-" + role : name);
+      if (role == "enroll") {
+        std::string& line = tokens_[key].line;
+        line = absl::StrCat(line.substr(0, line.find(" uses=")), " uses=", uses, "\n");
+      }
       std::string text;
       for (const auto& [r, t] : tokens_) text += t.line;
       write_file(dir_ + "/tokens", text);
-      write_file(dir_ + "/" + role + ".token", tokens_[role].token + "\n");
+      write_file(dir_ + "/" + key + ".token", tokens_[key].token + "\n");
     }
-    return dir_ + "/" + role + ".token";
+    return dir_ + "/" + key + ".token";
   }
 
   std::vector<std::string> server_tls() const {
@@ -57,14 +64,16 @@ std::string job_id(const std::string& out) {
 }
 
 TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
-  const std::string submit = token_file("submit"), worker = token_file("worker");
+  const std::string submit = token_file("submit"), join = token_file("enroll", "fleet", 2), admin = token_file("admin");
   std::vector<std::string> flags = server_tls();
   flags.push_back("--tokens=" + dir_ + "/tokens");
   ASSERT_GT(start_coordinator(0, flags), 0);
-  // Two workers with one worker token (told apart by their names), so that each result is
-  // checked by the other (the default verification).
-  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm1"});
-  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm2"});
+  // Two workers trade one join token for a credential each, so that each result is checked by
+  // the other (the default verification counts one vote per credential).
+  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + join,
+                       "--credential-file=" + dir_ + "/vm1.cred", "--name=vm1"});
+  start_worker(port_, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + join,
+                       "--credential-file=" + dir_ + "/vm2.cred", "--name=vm2"});
 
   const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
   RunResult r = cli({"submit", "perft", "--depth", "3", "--sps", "0-1", ca, tok});
@@ -80,6 +89,18 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
   const RunResult local = run({kCli, "perft", "--table", "--depth", "3", "--sps", "0-1"});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   EXPECT_EQ(r.out, local.out);
+  // Each worker kept its own credential; the workers list names them.
+  const std::string cred1 = read_file(dir_ + "/vm1.cred"), cred2 = read_file(dir_ + "/vm2.cred");
+  EXPECT_TRUE(absl::StartsWith(cred1, "c960_")) << cred1;
+  EXPECT_NE(cred1, cred2);
+  r = cli({"workers", ca, "--token-file=" + admin});
+  EXPECT_TRUE(absl::StrContains(r.out, "fleet:1") && absl::StrContains(r.out, "fleet:2")) << r.out << r.err;
+  // The join token's two uses are spent: a third worker is refused, and says why.
+  const RunResult third = run({"/usr/bin/timeout", "30", kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port_),
+                               "--tls-ca=" + pki_.ca(), "--enroll-token-file=" + join,
+                               "--credential-file=" + dir_ + "/vm3.cred", "--name=vm3"});
+  EXPECT_EQ(third.exit_code, 1) << third.err;
+  EXPECT_TRUE(absl::StrContains(third.err, "uses=2")) << third.err;
   // The environment works like the flags.
   setenv("C960_TLS_CA", pki_.ca().c_str(), 1);
   setenv("C960_TOKEN", tokens_["submit"].token.c_str(), 1);
@@ -100,7 +121,7 @@ TEST_F(TlsTest, WorkersStartedBeforeTheCoordinatorJoinAndRejoinAfterARestart) {
   ASSERT_GT(port, 0);
   coordinator_.reset();
   start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm1"});
-  start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm2"});
+  start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + token_file("worker", "worker-2"), "--name=vm2"});
   std::this_thread::sleep_for(3s);  // long enough for the workers' retries to back off
   const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
   for (int round = 0; round < 2; ++round) {

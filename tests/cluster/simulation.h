@@ -1,0 +1,41 @@
+// A deterministic simulation of the coordinator (as FoundationDB and TigerBeetle test
+// themselves): one seeded driver runs the real Coordinator on a fake clock over the real SQLite
+// store (in memory, kept across coordinator restarts as a file would be) against simulated
+// workers: honest, slow, crashing and restarting, lying alone, two names of one credential
+// colluding, hoarding; completions in random batches, orders and sizes, resent; store writes
+// failing at random points; coordinator restarts from the store at random steps. After every
+// step it checks the invariants:
+//  - accepted means durable: a coordinator loaded from the store holds the same durable state
+//    as the one running (Coordinator::durable_state);
+//  - an honest worker is never quarantined; a job never FAILS (no five credentials disagree);
+//  - units done never exceed the units planned;
+// and at the end, after a drain with honest workers only and no faults: the job SUCCEEDED and
+// its counts equal the core's perft exactly, each unit counted once.
+//
+// Everything follows from the seed: a failing seed replays with
+//   build/release/bench/c960-bench-simulation --seed S --schedules 1 --verbose
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace c960::cluster::sim {
+
+struct Config {
+  int steps = 150;             // steps of the random phase (the drain follows)
+  double fault_rate = 0.05;    // chance that a store commit or write fails
+  double restart_rate = 0.02;  // chance per step that the coordinator restarts
+  bool verbose = false;        // print every step
+};
+
+struct Report {
+  uint64_t seed = 0;
+  std::string schedule;  // what the seed chose: verify mode, workers, job
+  int64_t steps = 0, faults = 0, restarts = 0, completions = 0, checks = 0;
+  std::vector<std::string> violations;  // empty when every invariant held
+};
+
+Report run(uint64_t seed, const Config& config = {});
+
+}  // namespace c960::cluster::sim

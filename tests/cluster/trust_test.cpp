@@ -1,0 +1,296 @@
+// Trust by construction, each test a way the coordinator was once fooled: one credential under
+// two names is one voter (for replicas, majorities, deciding copies and failure reports); a
+// quarantine inside a batch stops the batch; a failed commit accepts nothing and memory stays
+// what the store holds; a failed re-Hello leaves the old session working; one credential
+// cannot hoard the queue; a stalled results reader holds up no one; lost sessions go.
+#include <chrono>
+#include <future>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "cluster/errors.h"
+#include "tests/cluster/coordinator_fixture.h"
+
+namespace c960::cluster {
+namespace {
+
+const Caller kHonest1{"honest1", Role::kWorker, true};
+const Caller kHonest2{"honest2", Role::kWorker, true};
+const Caller kEvil{"evil", Role::kWorker, true};
+
+class TrustTest : public CoordinatorFixture {
+ protected:
+  // A store failure on the next `n`-th commit of an outermost transaction (1: the next one).
+  void fail_commit(int n) {
+    countdown_ = n;
+    store_->set_fault_injector([this](const char* what) {
+      if (std::string(what) == "commit" && countdown_ > 0 && --countdown_ == 0)
+        return absl::InternalError("store: the disk is full (injected)");
+      return absl::OkStatus();
+    });
+  }
+  // A coordinator freshly loaded from the same store holds the same durable state.
+  void expect_durable() {
+    Coordinator fresh(store_.get(), &clock_, options_);
+    ASSERT_TRUE(fresh.load().ok());
+    EXPECT_EQ(fresh.durable_state(), coordinator_->durable_state());
+  }
+  v1::CompleteUnitsRequest batch(const std::string& w, const std::vector<std::pair<v1::Lease, v1::UnitResult>>& rs) {
+    v1::CompleteUnitsRequest req;
+    req.set_worker_id(w);
+    for (const auto& [l, r] : rs) {
+      v1::CompleteUnitRequest* c = req.add_completions();
+      c->set_unit_id(l.unit_id());
+      c->set_attempt(l.attempt());
+      *c->mutable_result() = r;
+    }
+    return req;
+  }
+  int countdown_ = 0;
+};
+
+// Two names on one token got the two copies of a unit and agreed on a lie (issue 18: 862 of 960
+// rows wrong under --verify all). Now the second name never gets a replica of the first's units,
+// and the lie waits for another credential, which outvotes it with a third.
+TEST_F(TrustTest, TwoNamesOfOneCredentialAreOneVoter) {
+  const std::string x = hello("x", kEvil), y = hello("y", kEvil);
+  const std::string h1 = hello("h1", kHonest1), h2 = hello("h2", kHonest2);
+  // Units of 4 plies without a divide: only other workers can tell a count off by one.
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 5, "0", Caller::local(), 1);
+  const size_t n = size_t(job(j.id()).progress().units_total());
+  std::vector<v1::Lease> lx = acquire(x, 1000, kEvil);
+  ASSERT_EQ(lx.size(), n);
+  EXPECT_TRUE(acquire(y, 1000, kEvil).empty()) << "the credential's second name got replicas of its first name's units";
+  for (const v1::Lease& l : lx)
+    EXPECT_EQ(complete(x, l, result(l, 1), kEvil).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  EXPECT_TRUE(acquire(y, 1000, kEvil).empty());
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  // An honest credential disagrees: 1:1, and the deciding copy goes to the other honest one,
+  // never to the liar's second name.
+  std::vector<v1::Lease> l1 = acquire(h1, 1000, kHonest1);
+  ASSERT_EQ(l1.size(), n);
+  for (const v1::Lease& l : l1)
+    EXPECT_EQ(complete(h1, l, result(l), kHonest1).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  EXPECT_TRUE(acquire(y, 1000, kEvil).empty()) << "the liar's second name was given the deciding copy";
+  std::vector<v1::Lease> l2 = acquire(h2, 1000, kHonest2);
+  ASSERT_EQ(l2.size(), n);
+  for (const v1::Lease& l : l2)
+    EXPECT_EQ(complete(h2, l, result(l), kHonest2).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  expect_exact(j.id(), 5);
+  std::map<std::string, v1::WorkerInfo> ws = workers();
+  EXPECT_EQ(ws["evil/x"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(ws["evil/y"].trust(), v1::TRUST_STATE_QUARANTINED) << "a credential is quarantined whole";
+  EXPECT_NE(ws["honest1/h1"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_NE(ws["honest2/h2"].trust(), v1::TRUST_STATE_QUARANTINED);
+  // And none of its names may join again.
+  v1::HelloRequest req;
+  req.set_name("z");
+  req.set_threads(1);
+  req.add_capabilities("perft");
+  req.set_protocol_version(kProtocolVersion);
+  EXPECT_EQ(reason_of(coordinator_->hello(kEvil, req).status()), v1::ErrorInfo::REASON_QUARANTINED);
+  expect_durable();
+}
+
+// The pair that framed honest workers: an honest copy, then the pair's two names voting 2:1
+// against it. With one vote per credential the pair is one vote: 1:1, decided by a third
+// credential, and the honest worker is never quarantined.
+TEST_F(TrustTest, OneCredentialCannotQuarantineAnHonestWorker) {
+  const std::string h1 = hello("h1", kHonest1);
+  const std::string x = hello("x", kEvil), y = hello("y", kEvil);
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 5, "0", Caller::local(), 1);
+  const size_t n = size_t(job(j.id()).progress().units_total());
+  std::vector<v1::Lease> l1 = acquire(h1, 1000, kHonest1);
+  ASSERT_EQ(l1.size(), n);
+  for (const v1::Lease& l : l1)
+    EXPECT_EQ(complete(h1, l, result(l), kHonest1).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  std::vector<v1::Lease> lx = acquire(x, 1000, kEvil);
+  ASSERT_EQ(lx.size(), n);
+  for (const v1::Lease& l : lx)
+    EXPECT_EQ(complete(x, l, result(l, 7), kEvil).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  // The deciding copies: not for the liar's other name, even while it is the only one asking.
+  EXPECT_TRUE(acquire(y, 1000, kEvil).empty());
+  EXPECT_EQ(workers()["honest1/h1"].trust(), v1::TRUST_STATE_NEW);
+  const std::string h2 = hello("h2", kHonest2);
+  std::vector<v1::Lease> l2 = acquire(h2, 1000, kHonest2);
+  ASSERT_EQ(l2.size(), n);
+  for (const v1::Lease& l : l2)
+    EXPECT_EQ(complete(h2, l, result(l), kHonest2).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  expect_exact(j.id(), 5);
+  EXPECT_NE(workers()["honest1/h1"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(workers()["evil/x"].trust(), v1::TRUST_STATE_QUARANTINED);
+  expect_durable();
+}
+
+// Perft units run no engine: a failure report for one is refused, so no number of names can
+// FAIL a perft job with forged reports.
+TEST_F(TrustTest, PerftUnitsTakeNoFailureReports) {
+  const std::string x = hello("x", kEvil), y = hello("y", kEvil);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 3, "0-7");
+  for (int round = 0; round < 4; ++round)
+    for (const auto& [w, n] : {std::pair{x, "x"}, std::pair{y, "y"}}) {
+      std::vector<v1::Lease> l = acquire(w, 1, kEvil);
+      if (l.empty()) continue;
+      v1::CompleteUnitRequest fail;
+      fail.set_worker_id(w);
+      fail.set_unit_id(l[0].unit_id());
+      fail.set_attempt(l[0].attempt());
+      fail.set_failure(absl::StrCat("forged by ", n));
+      absl::StatusOr<v1::CompleteUnitResponse> r = coordinator_->complete(kEvil, fail);
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+      EXPECT_TRUE(absl::StrContains(r.status().message(), "failure:")) << r.status();
+    }
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(job(j.id()).unit_failures(), 0);
+}
+
+// One name leased 1,024 units a call and renewed them for ever: the job stalled while honest
+// workers idled. A credential now holds at most max_leases_per_credential leases.
+TEST_F(TrustTest, OneCredentialCannotHoardTheQueue) {
+  CoordinatorOptions o;
+  o.max_leases_per_credential = 3;
+  open(o);
+  const std::string x = hello("x", kEvil), y = hello("y", kEvil), h = hello("h", kHonest1);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 3, "0-9");
+  EXPECT_EQ(acquire(x, 1024, kEvil).size(), 3u);
+  EXPECT_TRUE(acquire(y, 1024, kEvil).empty()) << "the cap is the credential's, not each name's";
+  // The honest worker computes everything else, within the same cap.
+  const int64_t total = job(j.id()).progress().units_total();
+  ASSERT_GT(total, 3);
+  for (int round = 0; round < 1000; ++round) {
+    std::vector<v1::Lease> l = acquire(h, 1024, kHonest1);
+    if (l.empty()) break;
+    EXPECT_LE(l.size(), 3u);
+    for (const v1::Lease& le : l) EXPECT_TRUE(complete(h, le, result(le), kHonest1).ok());
+  }
+  EXPECT_EQ(job(j.id()).progress().units_done(), total - 3);
+}
+
+// A worker quarantined by its first completion in a CompleteUnits call settled the later ones
+// on its lone vote (an off-by-one count was ACCEPTED). Now the rest of the batch is refused.
+TEST_F(TrustTest, AQuarantineInsideABatchStopsTheBatch) {
+  const std::string x = hello("x", kEvil);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 2, "0-1");
+  std::vector<v1::Lease> l = acquire(x, 2, kEvil);
+  ASSERT_EQ(l.size(), 2u);
+  v1::UnitResult impossible = result(l[0]);
+  impossible.mutable_perft()->mutable_nodes()->set_hi(~0ULL);
+  impossible.mutable_perft()->mutable_nodes()->set_lo(~0ULL);
+  auto r = coordinator_->complete_units(kEvil, batch(x, {{l[0], impossible}, {l[1], result(l[1], 1)}}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->statuses_size(), 2);
+  EXPECT_EQ(r->statuses(0).code(), int(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(r->statuses(1).code(), int(absl::StatusCode::kPermissionDenied));
+  EXPECT_EQ(r->statuses(1).reason(), v1::ErrorInfo::REASON_QUARANTINED);
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0) << "the lie after the quarantine was counted";
+  expect_durable();
+}
+
+// The commit of a completion failed (disk full), memory counted the unit anyway, the worker's
+// retry was answered DUPLICATE and the result was never stored. Now the call fails UNAVAILABLE,
+// nothing of it stays, the retry is ACCEPTED, and a restart finds the job exact.
+TEST_F(TrustTest, AFailedCommitAcceptsNothing) {
+  const std::string a = hello("a");
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 3, "0-1");
+  std::vector<v1::Lease> l = acquire(a, 2);
+  ASSERT_EQ(l.size(), 2u);
+  const std::string before = coordinator_->durable_state();
+  fail_commit(1);
+  auto r = coordinator_->complete_units(Caller::local(), batch(a, {{l[0], result(l[0])}, {l[1], result(l[1])}}));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(coordinator_->durable_state(), before) << "memory kept what the store did not";
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  expect_durable();
+  r = coordinator_->complete_units(Caller::local(), batch(a, {{l[0], result(l[0])}, {l[1], result(l[1])}}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const v1::CompletionStatus& st : r->statuses()) EXPECT_EQ(st.outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  expect_exact(j.id(), 3);
+  expect_durable();
+  open();  // a restart
+  expect_exact(j.id(), 3);
+}
+
+// A failed lease commit gives out nothing: the units are leased again afterwards.
+TEST_F(TrustTest, AFailedLeaseCommitLeasesNothing) {
+  const std::string a = hello("a");
+  submit(v1::VERIFY_MODE_OFF, 3, "0-1");
+  fail_commit(1);
+  v1::AcquireWorkRequest req;
+  req.set_worker_id(a);
+  req.set_max_units(2);
+  EXPECT_EQ(coordinator_->acquire(Caller::local(), req).status().code(), absl::StatusCode::kUnavailable);
+  expect_durable();
+  EXPECT_EQ(acquire(a, 2).size(), 2u);
+}
+
+// A re-Hello whose write failed left a session without a worker: metrics() and list_workers()
+// threw map::at for as long as the disk stayed full. Now the old session goes on.
+TEST_F(TrustTest, AFailedReHelloLeavesTheOldSession) {
+  const std::string a = hello("a", kHonest1);
+  submit(v1::VERIFY_MODE_OFF, 3, "0-1");
+  fail_commit(1);
+  v1::HelloRequest req;
+  req.set_name("a");
+  req.set_threads(1);
+  req.add_capabilities("perft");
+  req.set_protocol_version(kProtocolVersion);
+  EXPECT_EQ(coordinator_->hello(kHonest1, req).status().code(), absl::StatusCode::kUnavailable);
+  req.set_name("b");  // a new worker whose first Hello fails is not half there either
+  fail_commit(1);
+  EXPECT_EQ(coordinator_->hello(kHonest1, req).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NO_THROW(coordinator_->metrics());
+  EXPECT_EQ(workers().size(), 1u);
+  EXPECT_EQ(acquire(a, 1, kHonest1).size(), 1u) << "the old session stopped working";
+  expect_durable();
+}
+
+// A perft GetResults wrote to its stream under the coordinator's lock: a client that stopped
+// reading blocked every call.
+TEST_F(TrustTest, AStalledResultsReaderHoldsUpNoOne) {
+  const std::string a = hello("a");
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 2, "0-3");
+  run({a});
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> reading;
+  auto reader = std::async(std::launch::async, [&] {
+    bool first = true;
+    return coordinator_->results(Caller::local(), j.id(), false, false, [&](const v1::ResultChunk&) {
+      if (first) {
+        first = false;
+        reading.set_value();
+        released.wait();  // a client that stopped reading
+      }
+      return true;
+    });
+  });
+  reading.get_future().wait();
+  auto other = std::async(std::launch::async, [&] { return coordinator_->get_job(Caller::local(), j.id()); });
+  const bool served = other.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  release.set_value();
+  EXPECT_TRUE(served) << "GetJob waited for a stalled results reader";
+  EXPECT_TRUE(reader.get().ok());
+  EXPECT_TRUE(other.get().ok());
+}
+
+// Sessions lost long ago are forgotten; the worker's record (and its trust) stays.
+TEST_F(TrustTest, LostSessionsAreForgotten) {
+  CoordinatorOptions o;
+  o.forget_lost_ms = 600'000;
+  open(o);
+  for (int k = 0; k < 20; ++k) hello(absl::StrCat("host:", 1000 + k));
+  EXPECT_EQ(coordinator_->sessions(), 20u);
+  clock_.advance_ms(options_.lease_ms + 1);
+  coordinator_->sweep();
+  EXPECT_EQ(coordinator_->sessions(), 20u) << "lost, not forgotten yet";
+  clock_.advance_ms(600'000);
+  coordinator_->sweep();
+  EXPECT_EQ(coordinator_->sessions(), 0u);
+  EXPECT_EQ(workers().size(), 20u);
+  const std::string again = hello("host:1000");
+  EXPECT_EQ(coordinator_->sessions(), 1u);
+  EXPECT_FALSE(again.empty());
+}
+
+}  // namespace
+}  // namespace c960::cluster

@@ -1,0 +1,91 @@
+#include "worker/enroll.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "cluster/auth.h"
+#include "cluster/config.h"
+#include "cluster/errors.h"
+#include "cluster/log.h"
+
+namespace c960::cluster {
+
+absl::StatusOr<std::string> read_credential(const std::string& credential_file) {
+  std::ifstream in(credential_file, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("--credential-file: ", credential_file, ": none yet"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--credential-file: ", credential_file, ": cannot read: ", std::strerror(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string token(absl::StripAsciiWhitespace(ss.str()));
+  if (!valid_token_text(token))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--credential-file: ", credential_file, ": does not hold a token (delete it to enroll again)"));
+  return token;
+}
+
+namespace {
+
+// Written to a temporary file first and renamed: a crash leaves the old state or the new one.
+absl::Status write_credential(const std::string& path, const std::string& token) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InvalidArgumentError(absl::StrCat("--credential-file: ", tmp, ": ", std::strerror(errno)));
+  const std::string text = token + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return absl::InvalidArgumentError(absl::StrCat("--credential-file: ", path, ": ", std::strerror(ok ? errno : err)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const std::string& name,
+                                           const std::string& credential_file, const std::atomic<bool>& stop) {
+  if (absl::StatusOr<std::string> t = read_credential(credential_file); t.ok() || !absl::IsNotFound(t.status()))
+    return t;
+  auto stub = v1::WorkerService::NewStub(make_channel(options));
+  v1::EnrollRequest req;
+  req.set_name(name);
+  for (int attempt = 1; !stop; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kRpcDeadlineMs));
+    v1::EnrollResponse resp;
+    const grpc::Status s = stub->Enroll(&ctx, req, &resp);
+    if (s.ok()) {
+      if (!valid_token_text(resp.token()))
+        return absl::InternalError("Enroll: the coordinator's answer holds no token");
+      if (absl::Status w = write_credential(credential_file, resp.token()); !w.ok()) return w;
+      log_info(absl::StrCat("enrolled as ", resp.identity(), "; credential kept in ", credential_file));
+      return resp.token();
+    }
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
+      return absl::Status(
+          absl::StatusCode(s.error_code()),
+          absl::StrCat("--enroll-token-file: the coordinator refused the join token: ", s.error_message()));
+    if (attempt == 1 || attempt % 10 == 0)
+      log_warning(absl::StrCat("enrolling: ", s.error_message(), "; still trying"));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  return absl::CancelledError("stopped before enrolling");
+}
+
+}  // namespace c960::cluster
