@@ -2,7 +2,18 @@
 // (tests/cluster/simulation.h) and prints how many, the store faults and coordinator restarts
 // they injected, and every violation with its seed. One seed replays with
 //   c960-bench-simulation --seed S --schedules 1 --verbose
+#include <map>
+#include <memory>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/log.h"
+#include "cluster/u128.h"
+#include "coordinator/coordinator.h"
+#include "core/perft.h"
+#include "core/position.h"
 #include "tests/cluster/simulation.h"
+#include "worker/compute.h"
 
 #include <chrono>
 #include <cstdio>
@@ -16,9 +27,121 @@ ABSL_FLAG(int, steps, 150, "random steps per schedule before the drain");
 ABSL_FLAG(double, fault_rate, 0.05, "chance that a store commit or write fails");
 ABSL_FLAG(double, restart_rate, 0.02, "chance per step that the coordinator restarts");
 ABSL_FLAG(bool, verbose, false, "print every step (for replaying one seed)");
+ABSL_FLAG(int, collusion_roots, 0,
+          "instead: perft(5) of start positions 0..N-1 under --verify all with 4 honest credentials and 2 that "
+          "collude (the same lie): how many rows they change");
+
+namespace {
+
+// Two colluding credentials among four honest ones, taking turns in a random order, each asking
+// for one unit at a time: a unit whose two copies both go to the colluders settles on their lie.
+int collusion(int roots, uint64_t seed) {
+  using namespace c960::cluster;
+  namespace v1 = c960::v1;
+  set_log_silenced(true);
+  FakeClock clock;
+  std::unique_ptr<Store> store = std::move(Store::open(":memory:").value());
+  CoordinatorOptions o;
+  o.seed = seed;
+  o.waiter_thread = false;
+  Coordinator c(store.get(), &clock, o);
+  if (!c.load().ok()) return 1;
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->set_verify(v1::VERIFY_MODE_ALL);
+  req.mutable_spec()->mutable_perft()->set_depth(5);
+  req.mutable_spec()->mutable_perft()->set_start_positions(absl::StrCat("0-", roots - 1));
+  req.mutable_spec()->mutable_perft()->set_split_depth(1);
+  const std::string job = c.submit(Caller::local(), req).value().id();
+  struct W {
+    Caller caller;
+    std::string session;
+    bool liar;
+  };
+  std::vector<W> ws;
+  for (int i = 0; i < 6; ++i) {
+    W w{Caller{i < 4 ? absl::StrCat("honest", i) : absl::StrCat("colluder", i - 4), Role::kWorker, true}, "", i >= 4};
+    v1::HelloRequest h;
+    h.set_name("w");
+    h.set_threads(1);
+    h.add_capabilities("perft");
+    h.set_protocol_version(kProtocolVersion);
+    w.session = c.hello(w.caller, h).value().worker_id();
+    ws.push_back(w);
+  }
+  std::mt19937_64 rng(seed);
+  std::map<std::string, v1::UnitResult> cache;
+  auto complete = [&](const W& w, const v1::Lease& l, bool lie) {
+    v1::UnitSpec key = l.spec();
+    key.mutable_perft()->set_zobrist_seed(0);
+    auto it = cache.find(key.SerializeAsString());
+    if (it == cache.end()) it = cache.emplace(key.SerializeAsString(), compute_unit(l.spec(), nullptr).value()).first;
+    v1::CompleteUnitRequest done;
+    done.set_worker_id(w.session);
+    done.set_unit_id(l.unit_id());
+    done.set_attempt(l.attempt());
+    *done.mutable_result() = it->second;
+    if (lie) done.mutable_result()->mutable_perft()->mutable_nodes()->set_lo(it->second.perft().nodes().lo() + 1);
+    c.complete(w.caller, done).IgnoreError();
+  };
+  // The colluders lie only where they hold both copies (they tell each other what they hold),
+  // and are honest everywhere else, so nobody ever sees them disagree: they hold a unit for a
+  // while to see whether the other gets its second copy.
+  std::map<std::string, int> held_by_colluders;                 // unit -> colluders holding it
+  std::vector<std::vector<std::pair<v1::Lease, int>>> pending(6);  // a colluder's (lease, turn)
+  int lies = 0;
+  for (int turn = 0, idle = 0; idle < 500; ++turn) {
+    const size_t k = std::uniform_int_distribution<size_t>(0, ws.size() - 1)(rng);
+    W& w = ws[k];
+    if (w.liar) {
+      std::vector<std::pair<v1::Lease, int>> keep;
+      for (auto& [l, since] : pending[k]) {
+        const bool both = held_by_colluders[l.unit_id()] == 2;
+        if (both || turn - since > 60) {
+          complete(w, l, both);
+          lies += both;
+        } else {
+          keep.emplace_back(l, since);
+        }
+      }
+      pending[k] = std::move(keep);
+    }
+    v1::AcquireWorkRequest a;
+    a.set_worker_id(w.session);
+    a.set_max_units(1);
+    absl::StatusOr<v1::AcquireWorkResponse> got = c.acquire(w.caller, a);
+    if (!got.ok() || got->leases_size() == 0) {
+      ++idle;
+      continue;
+    }
+    idle = 0;
+    const v1::Lease& l = got->leases(0);
+    if (w.liar) {
+      ++held_by_colluders[l.unit_id()];
+      pending[k].emplace_back(l, turn);
+    } else {
+      complete(w, l, false);
+    }
+  }
+  const v1::Job j = c.get_job(Caller::local(), job).value();
+  int wrong = 0, rows = 0;
+  const std::vector<v1::ResultChunk> chunks = c.results(Caller::local(), job, false).value();
+  for (const v1::ResultChunk& r : chunks) {
+    ++rows;
+    wrong += from_proto(r.perft().nodes()) != c960::perft(*c960::Position::from_fen(r.perft().fen()), 5);
+  }
+  std::printf("collusion: %s, %lld units; 4 honest and 2 colluding credentials under --verify all: %d of %d rows "
+              "wrong (%d units settled on the colluders' lie), %lld disagreements\n",
+              v1::JobState_Name(j.state()).c_str(), (long long)j.progress().units_total(), wrong, rows, lies / 2,
+              (long long)j.progress().disagreements());
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (const int roots = absl::GetFlag(FLAGS_collusion_roots); roots > 0)
+    return collusion(std::min(roots, 960), absl::GetFlag(FLAGS_seed));
   c960::cluster::sim::Config config;
   config.steps = absl::GetFlag(FLAGS_steps);
   config.fault_rate = absl::GetFlag(FLAGS_fault_rate);

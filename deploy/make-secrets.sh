@@ -6,10 +6,16 @@
 #                                 name and address that clients and probes dial (--hosts)
 #   tokens                        the coordinator's --tokens file: one line per token below
 #   admin.token submit.token      one token per role, for its holder (--token-file FILE); the
-#   read.token worker.token       tokens file holds only their hashes
+#   read.token                    tokens file holds only their hashes
+#   enroll.token                  the workers' join token: each worker trades it once for a
+#                                 credential of its own (c960-worker --enroll-token-file FILE
+#                                 --credential-file FILE), so that each is one voter when
+#                                 results are verified; --workers N bounds how many (default 16)
 # Keys and tokens are mode 600, certificates 644. DIR must not hold any of these files yet.
-#   deploy/make-secrets.sh DIR [--hosts coordinator,localhost,127.0.0.1] [--days 825] [--c960 PATH]
+#   deploy/make-secrets.sh DIR [--hosts coordinator,localhost,127.0.0.1] [--workers 16] [--days 825] [--c960 PATH]
 # --hosts: comma-separated DNS names and IP addresses (the first is the certificate's CN).
+# --workers: the worker credentials the join token may be traded for (replaced containers and
+# VMs enroll again: leave room for them).
 # --c960: the c960 tool for the tokens (default: c960 on PATH, else build/release/cli/c960).
 # Exit status: 0 made, 1 openssl or c960 failed, 2 bad usage.
 set -euo pipefail
@@ -24,9 +30,11 @@ die() {  # die STATUS MESSAGE
   exit "$1"
 }
 
-dir="" hosts="coordinator,localhost,127.0.0.1" days=825 c960=""
+dir="" hosts="coordinator,localhost,127.0.0.1" days=825 c960="" workers=16
 while (($#)); do
   case "$1" in
+    --workers) (($# >= 2)) || die 2 "--workers needs a value"; workers="$2"; shift 2 ;;
+    --workers=*) workers="${1#*=}"; shift ;;
     --hosts) (($# >= 2)) || die 2 "--hosts needs a value"; hosts="$2"; shift 2 ;;
     --hosts=*) hosts="${1#*=}"; shift ;;
     --days) (($# >= 2)) || die 2 "--days needs a value"; days="$2"; shift 2 ;;
@@ -40,6 +48,7 @@ while (($#)); do
 done
 [[ -n "$dir" ]] || usage
 [[ "$days" =~ ^[1-9][0-9]{0,4}$ ]] || die 2 "--days: '$days' is not a number of days (1..99999)"
+[[ "$workers" =~ ^[1-9][0-9]{0,4}$ ]] || die 2 "--workers: '$workers' is not a number of workers (1..99999)"
 
 # The subjectAltName: IP: for addresses, DNS: for names; anything else is refused here rather
 # than making a certificate no client accepts.
@@ -64,7 +73,7 @@ fi
 [[ -x "$c960" ]] || die 2 "--c960: '$c960' is not an executable c960 tool (build it, or give --c960 PATH)"
 command -v openssl >/dev/null || die 1 "openssl not found (Debian: apt install openssl)"
 
-roles=(admin submit read worker)
+roles=(admin submit read enroll)
 files=(ca.crt ca.key coordinator.crt coordinator.key tokens "${roles[@]/%/.token}")
 mkdir -p "$dir"
 for f in "${files[@]}"; do
@@ -93,11 +102,14 @@ run_openssl x509 -req -in "$work/coordinator.csr" -CA "$work/ca.crt" -CAkey "$wo
   -days "$days" -extfile "$work/coordinator.ext" -out "$work/coordinator.crt"
 run_openssl verify -CAfile "$work/ca.crt" "$work/coordinator.crt"
 
-# `c960 token new` prints the token, then the tokens file's line (ROLE NAME sha256:HASH). Each
-# token is named after its role.
+# `c960 token new` prints the token, then the tokens file's line (ROLE NAME sha256:HASH, and
+# uses=N for the join token). Each token is named after its role; the join token "workers", so
+# that the credentials it is traded for are named workers:1, workers:2, ...
 : >"$work/tokens"
 for role in "${roles[@]}"; do
-  out=$("$c960" token new --role "$role" --name "$role") || die 1 "c960 token new --role $role failed"
+  args=(--role "$role" --name "$role")
+  [[ "$role" != enroll ]] || args=(--role enroll --name workers --uses "$workers")
+  out=$("$c960" token new "${args[@]}") || die 1 "c960 token new --role $role failed"
   [[ $(wc -l <<<"$out") == 2 ]] || die 1 "c960 token new --role $role: unexpected output"
   head -n 1 <<<"$out" >"$work/$role.token"
   tail -n 1 <<<"$out" >>"$work/tokens"
@@ -105,5 +117,6 @@ done
 
 chmod 644 "$work/ca.crt" "$work/coordinator.crt"
 for f in "${files[@]}"; do mv "$work/$f" "$dir/$f"; done
-echo "made in $dir: a CA (ca.crt; ca.key stays with you), coordinator.crt/.key for $san, and tokens for" \
-  "${roles[*]} (tokens: the coordinator's --tokens file)"
+echo "made in $dir: a CA (ca.crt; ca.key stays with you), coordinator.crt/.key for $san, tokens for" \
+  "admin, submit and read, and enroll.token, which $workers workers may trade for a credential each" \
+  "(tokens: the coordinator's --tokens file)"

@@ -5,7 +5,7 @@
 # coordinator's --listen, container, Service, probes and the workers' --coordinator agree; the
 # workers' termination grace period is longer than their drain; one image for all containers;
 # TLS and tokens on (the coordinator's --tls-cert, --tls-key, --tokens; the workers' --tls-ca,
-# --token-file); every file a flag or probe reads lies in a mounted Secret, required (not
+# --enroll-token-file); every file a flag or probe reads lies in a mounted Secret, required (not
 # optional), readable by the pod's group, and created by docs/deploy.md with that file as a key;
 # the probes run c960-healthcheck over TLS against the coordinator's port (the kubelet's gRPC
 # probe cannot do TLS); non-root as the Dockerfile's user, read-only root file system, requests
@@ -139,8 +139,11 @@ for workload, binary in ((sts, "coordinator"), (dep, "worker")):
         check(pod["terminationGracePeriodSeconds"] >= drain + 10,
               f"worker: terminationGracePeriodSeconds {pod['terminationGracePeriodSeconds']} not above the drain {drain} s")
         check("$(C960_THREADS)" in arg(args, "--threads"), "worker: --threads should follow the CPU limit")
-        for a in ("--tls-ca", "--token-file"):
-            arg(args, a)  # exactly one each: TLS and its token on
+        for a in ("--tls-ca", "--enroll-token-file", "--credential-file"):
+            arg(args, a)  # exactly one each: TLS, the join token, and where its own credential is kept
+        check(arg(args, "--credential-file").rsplit("/", 1)[0] in
+              {path for n, path in mounts.items() if any(v["name"] == n and "emptyDir" in v for v in pod["volumes"])},
+              "worker: --credential-file must lie in an emptyDir (the read-only root holds nothing)")
         check(pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
               "the PodDisruptionBudget does not select the workers")
         ref = hpa["spec"]["scaleTargetRef"]

@@ -157,22 +157,24 @@ unit_command() {
   printf '%s\n' $line
 }
 
-# secure_env ENV_FILE ETC_DIR: switches TLS and tokens on as the environment file's comment says
-# (its commented C960_SECURITY_FLAGS line replaces the empty one), with /etc/c960 at ETC_DIR.
+# secure_env ENV_FILE ETC_DIR [STATE_DIR]: switches TLS and tokens on as the environment file's
+# comment says (its commented C960_SECURITY_FLAGS line replaces the empty one), with /etc/c960 at
+# ETC_DIR and /var/lib at STATE_DIR (where a worker keeps the credential it enrolled for).
 secure_env() {
   local line
   line=$(grep -E '^#C960_SECURITY_FLAGS=' "$1") || fail "$1: no commented C960_SECURITY_FLAGS line"
   line=${line#\#}
   line=${line//\/etc\/c960/$2}
+  [[ -z "${3:-}" ]] || line=${line//\/var\/lib/$3}
   grep -q '^C960_SECURITY_FLAGS=$' "$1" || fail "$1: no empty C960_SECURITY_FLAGS line to replace"
   sed -i "s|^C960_SECURITY_FLAGS=\$|$line|" "$1"
 }
 
 # install_secrets SECRETS_DIR ETC_DIR: the files of deploy/make-secrets.sh where the environment
 # files look for them under /etc/c960 (here ETC_DIR): tls/ca.crt, tls/coordinator.crt and .key,
-# tokens, worker.token.
+# tokens, enroll.token.
 install_secrets() {
   mkdir -p "$2/tls"
   cp "$1/ca.crt" "$1/coordinator.crt" "$1/coordinator.key" "$2/tls/"
-  cp "$1/tokens" "$1/worker.token" "$2/"
+  cp "$1/tokens" "$1/enroll.token" "$2/"
 }

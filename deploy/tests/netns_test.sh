@@ -140,7 +140,7 @@ start_vm() {  # start_vm NS NAME UNIT SED-EXPRESSION...: runs UNIT's command lin
   shift 3
   render_units "$vm" "$work/bin"
   install_secrets "$work/secrets" "$vm/etc"
-  secure_env "$vm/default/$unit" "$vm/etc"
+  secure_env "$vm/default/$unit" "$vm/etc" "$vm/state"
   local e
   for e in "$@"; do sed -i "$e" "$vm/default/$unit"; done
   mkdir -p "$vm/state/$unit"
@@ -175,13 +175,15 @@ c960() {
   in_ns "$ns_coord" env C960_COORDINATOR="$coord_ip:7960" C960_TLS_CA="$work/secrets/ca.crt" \
     C960_TOKEN="$(cat "$work/secrets/${token:-submit}.token")" "$build/cli/c960" "$@"
 }
-# A worker's token may not read jobs: the roles hold across machines.
+# The workers' join token may not read jobs: the roles hold across machines.
 rc=0
-token=worker c960 status >/dev/null 2>&1 || rc=$?
-((rc == 2)) || fail "c960 status with the worker's token: exit $rc, want 2 (PERMISSION_DENIED)"
+token=enroll c960 status >/dev/null 2>&1 || rc=$?
+((rc == 2)) || fail "c960 status with the join token: exit $rc, want 2 (PERMISSION_DENIED)"
+# Each worker traded the join token for a credential of its own: two voters.
 for i in 2 3; do
-  for _ in $(seq 100); do grep -q "worker worker/vm$i joined" "$work/coordinator.log" && break; sleep 0.1; done
-  grep -q "worker worker/vm$i joined" "$work/coordinator.log" || fail "vm$i did not join"
+  for _ in $(seq 100); do grep -Eq "worker workers:[0-9]+/vm$i joined" "$work/coordinator.log" && break; sleep 0.1; done
+  grep -Eq "worker workers:[0-9]+/vm$i joined" "$work/coordinator.log" || fail "vm$i did not join with a credential of its own"
+  [[ -s "$work/vm$i/state/c960-worker/credential" ]] || fail "vm$i kept no credential"
 done
 
 job=$(c960 submit perft --depth 5 --sps "$sps" --request-id "netns-test-$$" | tail -n 1 | awk '{print $NF}')

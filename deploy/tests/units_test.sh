@@ -83,7 +83,8 @@ log "as shipped, the coordinator refuses 0.0.0.0:7960 without TLS and tokens: $(
 "$ROOT/deploy/make-secrets.sh" "$work/secrets" --c960 "$build/cli/c960" >/dev/null
 install_secrets "$work/secrets" "$work/etc"
 secure_env "$work/default/c960-coordinator" "$work/etc"
-secure_env "$work/default/c960-worker" "$work/etc"
+secure_env "$work/default/c960-worker" "$work/etc" "$work/state"
+mkdir -p "$work/state/c960-worker"
 
 # The units' command lines, run: coordinator on an ephemeral loopback port, one worker.
 mkdir -p "$work/state/c960-coordinator"
@@ -112,7 +113,10 @@ done <"$work/d3.csv"
 [[ -s "$work/state/c960-coordinator/coordinator.db" ]] || fail "no database in the unit's state directory"
 grep -q 'serving on port [0-9]* (TLS, 4 tokens)' "$work/coordinator.log" ||
   fail "the coordinator does not serve TLS with the 4 tokens: $(head -3 "$work/coordinator.log")"
-grep -q 'worker worker/.* joined' "$work/coordinator.log" || fail "the worker did not join with its token (name worker)"
+grep -q "worker 'c960-.*' enrolled with join token 'workers' as workers:1" "$work/coordinator.log" ||
+  grep -q 'worker workers:1/.* joined' "$work/coordinator.log" || fail "the worker did not enroll with the join token"
+grep -q 'worker workers:1/.* joined' "$work/coordinator.log" || fail "the worker did not join with its own credential"
+[[ -s "$work/state/c960-worker/credential" ]] || fail "the worker kept no credential in its state directory"
 log "the units' command lines, TLS and tokens on, ran job $job: 10 positions, counts as published"
 # SIGTERM, as systemctl stop sends: both exit 0 within the units' TimeoutStopSec.
 for i in 1 0; do
