@@ -1031,6 +1031,9 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
       record_mismatch(
           j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
                           " but the settled result is ", j->kind->describe_kept(u.settled), " (1 credential)"));
+      // A finished job's results are final (the store says so): the disagreement stays on
+      // record (result_mismatches), and nothing is taken back.
+      if (j->state != v1::JOB_STATE_RUNNING) return v1::COMPLETION_OUTCOME_DISCARDED;
       // One credential against one: take the settled result back; the coordinator has one more
       // credential decide.
       if (absl::Status s = unsettle(j, i, d.wanted); !s.ok()) log_error(s.message());

@@ -22,7 +22,7 @@ namespace {
   return ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
 }
 
-constexpr Role kRoles[] = {Role::kAdmin, Role::kSubmit, Role::kRead, Role::kWorker};
+constexpr Role kRoles[] = {Role::kAdmin, Role::kSubmit, Role::kRead, Role::kWorker, Role::kEnroll};
 
 std::string line_for(Role r, const std::string& name, const std::string& token) {
   return absl::StrCat(role_name(r), " ", name, " ", token_hash(token), "\n");
@@ -117,6 +117,30 @@ TEST(TokensFile, EveryErrorNamesFileLineAndProblem) {
   EXPECT_TRUE(contains(parse_error(ok + "read other sha256:" + upper + "\n"), "duplicate hash"));
 }
 
+// A join token's line carries its bound; the callers it makes carry it too.
+TEST(TokensFile, AJoinTokenCarriesItsUses) {
+  absl::StatusOr<TokenSet> set = TokenSet::parse("enroll fleet " + token_hash("j") + " uses=20\n", "tokens.txt");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const TokenEntry* e = set->find("j");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->role, Role::kEnroll);
+  EXPECT_EQ(e->uses, 20);
+  EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + "\n"),
+                       "tokens.txt:1: expected 'enroll NAME HASH uses=N'"));
+  for (const char* bad : {"uses=0", "uses=-1", "uses=x", "use=3", "uses=100001"})
+    EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + " " + bad + "\n"), "expected uses=N"))
+        << bad;
+  // Issued credentials are found beside the file's, and survive a reload of it.
+  TokenTable table(std::move(*set));
+  table.add_issued(token_hash("issued"), "fleet:1");
+  ASSERT_TRUE(table.find("issued").has_value());
+  EXPECT_EQ(table.find("issued")->identity, "fleet:1");
+  EXPECT_EQ(table.find("issued")->role, Role::kWorker);
+  table.replace(*TokenSet::parse("", "tokens.txt"));
+  EXPECT_TRUE(table.find("issued").has_value());
+  EXPECT_FALSE(table.find("j").has_value());
+}
+
 TEST(TokensFile, LoadNamesAMissingFile) {
   absl::StatusOr<TokenSet> s = TokenSet::load("/nonexistent/tokens");
   ASSERT_FALSE(s.ok());
@@ -161,6 +185,7 @@ const std::map<std::string, std::set<Role>> kExpected = {
     {"CompleteUnit", {Role::kWorker}},
     {"CompleteUnits", {Role::kWorker}},
     {"ReleaseUnits", {Role::kWorker}},
+    {"Enroll", {Role::kEnroll}},
 };
 
 TEST(Permissions, EveryMethodOfBothServicesAsTheProtoSays) {
@@ -188,7 +213,8 @@ TEST(Permissions, HealthOpenReflectionAnyRoleUnknownAdminOnly) {
   EXPECT_TRUE(permission_for("/grpc.health.v1.Health/Check").open);
   EXPECT_TRUE(permission_for("/grpc.health.v1.Health/Watch").open);
   for (Role r : kRoles) {
-    EXPECT_TRUE(role_may_call(r, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"));
+    // A join token reaches Enroll and nothing else, not even the schema.
+    EXPECT_EQ(role_may_call(r, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"), r != Role::kEnroll);
     EXPECT_EQ(role_may_call(r, "/c960.v1.Other/Thing"), r == Role::kAdmin);
     EXPECT_EQ(role_may_call(r, "/c960.v1.JobService/SubmitJobX"), r == Role::kAdmin);
     EXPECT_EQ(role_may_call(r, ""), r == Role::kAdmin);

@@ -234,6 +234,7 @@ TEST_F(TlsTest, ClientCertificatesNameTheCallerAndItsRole) {
   ASSERT_TRUE(make_client(pki_, "alice", "/CN=alice/OU=submit"));
   ASSERT_TRUE(make_client(pki_, "bob", "/CN=bob"));  // no role
   ASSERT_TRUE(make_client(pki_, "w1", "/CN=w1/OU=worker"));
+  ASSERT_TRUE(make_client(pki_, "w2", "/CN=w2/OU=worker"));
   ASSERT_TRUE(make_client(pki_, "eve", "/CN=eve/OU=admin", "other-ca"));
   const std::string admin = token_file("admin");
   std::vector<std::string> flags = server_tls();
@@ -268,10 +269,10 @@ TEST_F(TlsTest, ClientCertificatesNameTheCallerAndItsRole) {
   // A token wins over the certificate.
   r = cli(with({"status", id, ca, "--token-file=" + admin}, as("w1")));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // A worker identified by its certificate alone computes the job (verified: by itself it
-  // would wait for a second one).
+  // Workers identified by their certificates alone compute the job (verified: each result is
+  // checked by the other certificate; two workers of one certificate would be one voter).
   start_worker(port_, with({ca, "--name=vm1"}, as("w1")));
-  start_worker(port_, with({ca, "--name=vm2"}, as("w1")));
+  start_worker(port_, with({ca, "--name=vm2"}, as("w2")));
   r = cli(with({"watch", id, ca}, as("alice")));
   EXPECT_EQ(r.exit_code, 0) << r.err << read_file(dir_ + "/worker0.log");
 }

@@ -273,6 +273,73 @@ TEST_F(TrustTest, AStalledResultsReaderHoldsUpNoOne) {
   EXPECT_TRUE(other.get().ok());
 }
 
+// Found by the simulation (seed 1001264): a late copy that contradicted a finished job's unit,
+// settled on one vote, took the result back; the job stayed SUCCEEDED with a unit unsettled,
+// and the next start found the store damaged and FAILED the job. A finished job's results are
+// final: the disagreement is recorded, nothing is taken back.
+TEST_F(TrustTest, ALateDisagreementLeavesAFinishedJobAsItIs) {
+  const std::string a = hello("a"), b = hello("b");
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 5, "0", Caller::local(), 1);
+  std::vector<v1::Lease> la = acquire(a, 1000);
+  ASSERT_FALSE(la.empty());
+  clock_.advance_ms(options_.lease_ms + 1);
+  coordinator_->sweep();  // a's leases expire: b gets the units too
+  std::vector<v1::Lease> lb = acquire(b, 1000);
+  ASSERT_EQ(lb.size(), la.size());
+  for (const v1::Lease& l : la) EXPECT_EQ(complete(a, l, result(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  ASSERT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(complete(b, lb[0], result(lb[0], 1)).value(), v1::COMPLETION_OUTCOME_DISCARDED);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job(j.id()).result_mismatches(), 1);
+  expect_exact(j.id(), 5);
+  expect_durable();
+  open();  // a restart finds it as it was
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  expect_exact(j.id(), 5);
+}
+
+// A join token is traded for at most `uses` credentials, each new and named JOIN:N, counted
+// across restarts; a failed store write issues nothing; other roles cannot enroll.
+TEST_F(TrustTest, EnrollmentIssuesOneCredentialPerWorkerWithinItsUses) {
+  TokenTable table(*TokenSet::parse("", "tokens"));
+  coordinator_->set_token_table(&table);
+  const Caller join{"fleet", Role::kEnroll, true, 2};
+  v1::EnrollRequest req;
+  req.set_name("vm1");
+  absl::StatusOr<v1::EnrollResponse> first = coordinator_->enroll(join, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->identity(), "fleet:1");
+  ASSERT_TRUE(table.find(first->token()).has_value());
+  EXPECT_EQ(table.find(first->token())->identity, "fleet:1");
+  EXPECT_EQ(table.find(first->token())->role, Role::kWorker);
+  fail_commit(1);
+  EXPECT_EQ(coordinator_->enroll(join, req).status().code(), absl::StatusCode::kUnavailable);
+  // A restart counts what was issued, and accepts the credentials it issued.
+  TokenTable after(*TokenSet::parse("", "tokens"));
+  options_.seed = 42;
+  coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options_);
+  coordinator_->set_token_table(&after);
+  ASSERT_TRUE(coordinator_->load().ok());
+  EXPECT_EQ(after.find(first->token())->identity, "fleet:1");
+  absl::StatusOr<v1::EnrollResponse> second = coordinator_->enroll(join, req);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->identity(), "fleet:2");
+  EXPECT_NE(second->token(), first->token());
+  absl::StatusOr<v1::EnrollResponse> third = coordinator_->enroll(join, req);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(third.status().message(), "uses=2")) << third.status();
+  EXPECT_EQ(coordinator_->enroll(kHonest1, req).status().code(), absl::StatusCode::kPermissionDenied);
+  // The two credentials are two voters: one's copies are replicated on the other's.
+  const Caller w1{"fleet:1", Role::kWorker, true}, w2{"fleet:2", Role::kWorker, true};
+  const std::string s1 = hello("vm1", w1), s2 = hello("vm2", w2);
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 3, "0");
+  std::vector<v1::Lease> l1 = acquire(s1, 100, w1), l2 = acquire(s2, 100, w2);
+  ASSERT_EQ(l1.size(), l2.size());
+  for (const v1::Lease& l : l1) complete(s1, l, result(l), w1).IgnoreError();
+  for (const v1::Lease& l : l2) EXPECT_EQ(complete(s2, l, result(l), w2).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  expect_exact(j.id(), 3);
+}
+
 // Sessions lost long ago are forgotten; the worker's record (and its trust) stays.
 TEST_F(TrustTest, LostSessionsAreForgotten) {
   CoordinatorOptions o;

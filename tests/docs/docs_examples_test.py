@@ -11,7 +11,8 @@ made, all listed below so that a reader can see what "as written" means here:
   - placeholders get values (PLACEHOLDERS: HOST, JOB, "FEN", /var/lib/...), JOB being the id the
     last `c960 submit` printed as its last word;
   - daemons (c960-coordinator, c960-worker) run in the background on an ephemeral loopback port,
-    two workers for each worker line (the docs say "two at least"), stopped at the end.
+    two workers for each worker line (the docs say "two at least"), each with its own
+    --credential-file (two machines), stopped at the end.
 Blocks or lines that cannot run here are listed in SKIPPED with the reason. A command that
 fails names its file and line. Exit status: 0 all ran, 1 one failed, 2 bad usage.
 """
@@ -190,6 +191,10 @@ def main():
                         if words[0] == "c960-worker":
                             # The docs' self-play example names an engine the workers offer.
                             w += ["--name", f"docs-{i}", "--engine", "sf=/usr/games/stockfish"]
+                            # Two machines, each with its own credential file.
+                            if "--credential-file" in w:
+                                k = w.index("--credential-file") + 1
+                                w[k] = f"{w[k]}.{i}"
                         log = open(os.path.join(session, f"{words[0]}-{len(daemons)}.log"), "w")
                         daemons.append(subprocess.Popen(w, cwd=session, env=senv, stdout=log, stderr=log,
                                                         stdin=subprocess.DEVNULL, start_new_session=True))
