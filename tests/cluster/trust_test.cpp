@@ -52,11 +52,14 @@ class TrustTest : public CoordinatorFixture {
 // Two names on one token got the two copies of a unit and agreed on a lie (issue 18: 862 of 960
 // rows wrong under --verify all). Now the second name never gets a replica of the first's units,
 // and the lie waits for another credential, which outvotes it with a third.
-TEST_F(TrustTest, TwoNamesOfOneCredentialAreOneVoter) {
+class TwoNamesTest : public TrustTest, public ::testing::WithParamInterface<v1::VerifyMode> {};
+
+TEST_P(TwoNamesTest, TwoNamesOfOneCredentialAreOneVoter) {
   const std::string x = hello("x", kEvil), y = hello("y", kEvil);
   const std::string h1 = hello("h1", kHonest1), h2 = hello("h2", kHonest2);
-  // Units of 4 plies without a divide: only other workers can tell a count off by one.
-  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 5, "0", Caller::local(), 1);
+  // Units of 4 plies without a divide: only other workers can tell a count off by one. Under
+  // adaptive the new workers' units are all computed twice, as under all.
+  const v1::Job j = submit(GetParam(), 5, "0", Caller::local(), 1);
   const size_t n = size_t(job(j.id()).progress().units_total());
   std::vector<v1::Lease> lx = acquire(x, 1000, kEvil);
   ASSERT_EQ(lx.size(), n);
@@ -91,6 +94,8 @@ TEST_F(TrustTest, TwoNamesOfOneCredentialAreOneVoter) {
   EXPECT_EQ(reason_of(coordinator_->hello(kEvil, req).status()), v1::ErrorInfo::REASON_QUARANTINED);
   expect_durable();
 }
+
+INSTANTIATE_TEST_SUITE_P(Verify, TwoNamesTest, ::testing::Values(v1::VERIFY_MODE_ALL, v1::VERIFY_MODE_ADAPTIVE));
 
 // The pair that framed honest workers: an honest copy, then the pair's two names voting 2:1
 // against it. With one vote per credential the pair is one vote: 1:1, decided by a third
