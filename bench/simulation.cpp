@@ -2,24 +2,23 @@
 // (tests/cluster/simulation.h) and prints how many, the store faults and coordinator restarts
 // they injected, and every violation with its seed. One seed replays with
 //   c960-bench-simulation --seed S --schedules 1 --verbose
+#include "tests/cluster/simulation.h"
+
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
 
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/log.h"
 #include "cluster/u128.h"
 #include "coordinator/coordinator.h"
 #include "core/perft.h"
 #include "core/position.h"
-#include "tests/cluster/simulation.h"
 #include "worker/compute.h"
-
-#include <chrono>
-#include <cstdio>
-
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 
 ABSL_FLAG(uint64_t, seed, 1, "the first schedule's seed");
 ABSL_FLAG(int, schedules, 10000, "schedules to run (seeds seed, seed + 1, ...)");
@@ -86,7 +85,7 @@ int collusion(int roots, uint64_t seed) {
   // The colluders lie only where they hold both copies (they tell each other what they hold),
   // and are honest everywhere else, so nobody ever sees them disagree: they hold a unit for a
   // while to see whether the other gets its second copy.
-  std::map<std::string, int> held_by_colluders;                 // unit -> colluders holding it
+  std::map<std::string, int> held_by_colluders;                    // unit -> colluders holding it
   std::vector<std::vector<std::pair<v1::Lease, int>>> pending(6);  // a colluder's (lease, turn)
   int lies = 0;
   for (int turn = 0, idle = 0; idle < 500; ++turn) {
@@ -129,10 +128,11 @@ int collusion(int roots, uint64_t seed) {
     ++rows;
     wrong += from_proto(r.perft().nodes()) != c960::perft(*c960::Position::from_fen(r.perft().fen()), 5);
   }
-  std::printf("collusion: %s, %lld units; 4 honest and 2 colluding credentials under --verify all: %d of %d rows "
-              "wrong (%d units settled on the colluders' lie), %lld disagreements\n",
-              v1::JobState_Name(j.state()).c_str(), (long long)j.progress().units_total(), wrong, rows, lies / 2,
-              (long long)j.progress().disagreements());
+  std::printf(
+      "collusion: %s, %lld units; 4 honest and 2 colluding credentials under --verify all: %d of %d rows "
+      "wrong (%d units settled on the colluders' lie), %lld disagreements\n",
+      v1::JobState_Name(j.state()).c_str(), (long long)j.progress().units_total(), wrong, rows, lies / 2,
+      (long long)j.progress().disagreements());
   return 0;
 }
 

@@ -289,7 +289,7 @@ std::string Coordinator::notice(const Job& j) const {
   // One pass over the sessions: is anyone there, computing this kind, offering the engine, and
   // how many (not quarantined) could run the job.
   bool alive = false, capable = false, offered = engine.empty();
-  int able = 0;
+  std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
   for (const auto& [id, s] : sessions_) {
     if (s.lost) continue;
     alive = true;
@@ -297,17 +297,18 @@ std::string Coordinator::notice(const Job& j) const {
     const bool has_engine = engine.empty() || s.engines.count(engine) > 0;
     capable |= computes;
     offered |= has_engine;
-    able += computes && has_engine && workers_.at(s.key).rec.trust != v1::TRUST_STATE_QUARANTINED;
+    if (computes && has_engine && !quarantined_voters_.count(s.voter)) able.insert(s.voter);
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
   if (!offered)
     return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
                         "=PATH)");
-  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able < 2)
-    return absl::StrCat("waiting: results are checked by a second worker (verify ",
-                        absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able,
-                        " worker can compute this job; start another, or submit with --verify off");
+  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able.size() < 2)
+    return absl::StrCat("waiting: results are checked by a second worker with a credential of its own (verify ",
+                        absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able.size(),
+                        " credential can compute this job; start a worker with another token (or one that enrolls), "
+                        "or submit with --verify off");
   if (j.unit_failures > 0 && int(j.failing_workers.size()) < kMinFailingWorkers)
     return absl::StrCat("a worker could not compute a unit (", j.failure_detail, "); waiting for another worker");
   return "";
@@ -785,6 +786,22 @@ std::string Coordinator::durable_state() const {
   for (const auto& [key, w] : workers_)
     absl::StrAppend(&out, "worker ", key, " trust ", w.rec.trust, " (", w.rec.trust_reason, ") agreeing ",
                     w.rec.agreeing, " done ", w.rec.units_done, "\n");
+  return out;
+}
+
+std::string Coordinator::check_lease_counts() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> counted;
+  for (const Job* j : by_seq_)
+    for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
+      if (j->units.live(i))
+        for (const Copy& c : j->units[i].copies)
+          if (c.leased()) ++counted[voter_of(c.worker)];
+  if (counted == leases_held_) return "";
+  std::string out = "leases out by credential:";
+  for (const auto& [v, n] : counted) absl::StrAppend(&out, " ", v, "=", n);
+  absl::StrAppend(&out, "; counted:");
+  for (const auto& [v, n] : leases_held_) absl::StrAppend(&out, " ", v, "=", n);
   return out;
 }
 

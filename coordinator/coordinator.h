@@ -193,6 +193,9 @@ class Coordinator {
   std::string durable_state() const;
   // Sessions held now (tests: lost ones are forgotten).
   size_t sessions() const;
+  // Empty when the per-credential lease counts equal the leases out (the simulation checks it),
+  // else what differs.
+  std::string check_lease_counts() const;
 
  private:
   // One copy of a unit: a worker was given it, and may have sent a result for it.

@@ -1222,6 +1222,9 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   j->finished_ms = now;
   j->fresh.clear();
   j->replicas.clear();
+  // Leases still out (spot checks) no longer count against their credentials' caps: the sweep
+  // does not walk finished jobs. Their results are still compared when they come.
+  drop_leases(j);
   log_event(LogLevel::kInfo, "job_succeeded",
             absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
                          ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),

@@ -128,8 +128,7 @@ TEST(TokensFile, AJoinTokenCarriesItsUses) {
   EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + "\n"),
                        "tokens.txt:1: expected 'enroll NAME HASH uses=N'"));
   for (const char* bad : {"uses=0", "uses=-1", "uses=x", "use=3", "uses=100001"})
-    EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + " " + bad + "\n"), "expected uses=N"))
-        << bad;
+    EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + " " + bad + "\n"), "expected uses=N")) << bad;
   // Issued credentials are found beside the file's, and survive a reload of it.
   TokenTable table(std::move(*set));
   table.add_issued(token_hash("issued"), "fleet:1");

@@ -360,6 +360,7 @@ class Simulation {
         violation(absl::StrCat("memory differs from the store:\n--- memory\n", memory, "--- store\n", stored));
       last_checked_ = memory;
     }
+    if (const std::string leases = coordinator_->check_lease_counts(); !leases.empty()) violation(leases);
     v1::ListWorkersRequest lw;
     lw.set_include_lost(true);
     absl::StatusOr<v1::ListWorkersResponse> ws = coordinator_->list_workers(Caller::local(), lw);

@@ -8,7 +8,8 @@
 //  - accepted means durable: a coordinator loaded from the store holds the same durable state
 //    as the one running (Coordinator::durable_state);
 //  - an honest worker is never quarantined; a job never FAILS (no five credentials disagree);
-//  - units done never exceed the units planned;
+//  - units done never exceed the units planned; the leases counted per credential (the
+//    hoarding cap) are the leases out;
 // and at the end, after a drain with honest workers only and no faults: the job SUCCEEDED and
 // its counts equal the core's perft exactly, each unit counted once.
 //

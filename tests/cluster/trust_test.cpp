@@ -345,6 +345,18 @@ TEST_F(TrustTest, EnrollmentIssuesOneCredentialPerWorkerWithinItsUses) {
   expect_exact(j.id(), 3);
 }
 
+// Two workers of one credential cannot verify each other, and the job says so.
+TEST_F(TrustTest, AJobWaitingForASecondCredentialSaysSo) {
+  const std::string x = hello("x", kHonest1), y = hello("y", kHonest1);
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 3, "0");
+  for (const v1::Lease& l : acquire(x, 100, kHonest1)) complete(x, l, result(l), kHonest1).IgnoreError();
+  EXPECT_TRUE(acquire(y, 100, kHonest1).empty());
+  const std::string notice = job(j.id()).notice();
+  EXPECT_TRUE(absl::StrContains(notice, "1 credential can compute this job")) << notice;
+  hello("z", kHonest2);
+  EXPECT_EQ(job(j.id()).notice(), "");
+}
+
 // Sessions lost long ago are forgotten; the worker's record (and its trust) stays.
 TEST_F(TrustTest, LostSessionsAreForgotten) {
   CoordinatorOptions o;
