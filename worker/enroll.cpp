@@ -68,6 +68,9 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
   for (int attempt = 1; !stop; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kRpcDeadlineMs));
+    // Wait for a connection until the deadline rather than fail at once while gRPC reconnects: the
+    // synchronous channel progresses a TLS handshake only while a call polls it (as connection.cpp).
+    ctx.set_wait_for_ready(true);
     v1::EnrollResponse resp;
     const grpc::Status s = stub->Enroll(&ctx, req, &resp);
     if (s.ok()) {
@@ -83,7 +86,9 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
           absl::StrCat("--enroll-token-file: the coordinator refused the join token: ", s.error_message()));
     if (attempt == 1 || attempt % 10 == 0)
       log_warning(absl::StrCat("enrolling: ", s.error_message(), "; still trying"));
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    // A call that waited out its deadline goes again at once (a pause would leave a handshake
+    // in progress unattended); a coordinator that answered UNAVAILABLE gets a moment.
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return absl::CancelledError("stopped before enrolling");
 }

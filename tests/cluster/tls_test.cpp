@@ -121,7 +121,9 @@ TEST_F(TlsTest, WorkersStartedBeforeTheCoordinatorJoinAndRejoinAfterARestart) {
   ASSERT_GT(port, 0);
   coordinator_.reset();
   start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + worker, "--name=vm1"});
-  start_worker(port, {"--tls-ca=" + pki_.ca(), "--token-file=" + token_file("worker", "worker-2"), "--name=vm2"});
+  // The second one enrolls, before its coordinator is there.
+  start_worker(port, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + token_file("enroll", "fleet", 2),
+                      "--credential-file=" + dir_ + "/vm2.cred", "--name=vm2"});
   std::this_thread::sleep_for(3s);  // long enough for the workers' retries to back off
   const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
   for (int round = 0; round < 2; ++round) {
