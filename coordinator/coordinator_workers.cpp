@@ -979,6 +979,8 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
   }
   if (u.result) votes.settled = u.settled;
   votes.wanted = u.wanted;
+  votes.newest_may_settle_alone =
+      j->verify != v1::VERIFY_MODE_ADAPTIVE || workers_.at(u.copies[ci].worker).rec.trust == v1::TRUST_STATE_TRUSTED;
   const Decision d = decide(votes, ci, kMaxCopies);
   const std::string worker = u.copies[ci].worker;
   // The worker key of a voter's copy of this unit (credit goes to the worker that computed it).
@@ -1060,12 +1062,10 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
     case Verdict::kPending: break;
   }
   j->verifying.insert(i);
-  if (d.disagreement) {
-    disagree();
-    if (d.wanted != u.wanted) {
-      if (absl::Status s = store_->set_wanted(j->id, i, d.wanted); !s.ok()) log_error(s.message());
-      u.wanted = d.wanted;
-    }
+  if (d.disagreement) disagree();
+  if (d.wanted != u.wanted) {  // one more voter decides, or an untrusted one's result needs another
+    if (absl::Status s = store_->set_wanted(j->id, i, d.wanted); !s.ok()) log_error(s.message());
+    u.wanted = d.wanted;
   }
   enqueue(j, i, true);
   return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;

@@ -96,7 +96,8 @@ Decision decide(const UnitVotes& u, size_t newest, int max_voters) {
     d.verdict = Verdict::kDuplicate;
     return d;
   }
-  const int32_t need = u.wanted >= 2 ? 2 : 1;
+  const int32_t need = u.wanted >= 2 || !u.newest_may_settle_alone ? 2 : 1;
+  d.wanted = std::max(u.wanted, need);
   const int32_t votes = now.votes_for(r);
   if (votes >= need && (need >= 2 || now.by_result.size() == 1)) {
     d.verdict = Verdict::kSettle;

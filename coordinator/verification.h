@@ -36,6 +36,10 @@ struct UnitVotes {
   std::optional<std::string> settled;  // the kept form the unit is settled with, if it is
   int32_t wanted = 1;                  // results wanted from different voters (1, or 2 when verified)
   std::set<std::string> quarantined;   // voters whose copies never count
+  // Whether the newest copy's voter may settle the unit alone when one result is wanted (under
+  // adaptive verification only a trusted credential may: a unit that first went to a trusted
+  // worker and then, its lease expired, to a new one wants two results from then on).
+  bool newest_may_settle_alone = true;
 };
 
 enum class Verdict {

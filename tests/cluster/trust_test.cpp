@@ -127,6 +127,38 @@ TEST_F(TrustTest, OneCredentialCannotQuarantineAnHonestWorker) {
   expect_durable();
 }
 
+// Found by the simulation (seeds 2006448, 2039389, ...): under adaptive, a unit first leased
+// to a trusted worker wanted one result; its lease expired, a new (lying) worker got it, and
+// its lone result settled the unit. Only a trusted credential's result settles alone.
+TEST_F(TrustTest, AnUntrustedWorkersLoneResultNeverSettles) {
+  CoordinatorOptions o;
+  o.trust_after = 1;
+  o.spot_check_rate = 0;
+  open(o);
+  const std::string t = hello("t", kHonest1), h = hello("h", kHonest2), x = hello("x", kEvil);
+  // t and h agree once: both trusted.
+  const v1::Job warm = submit(v1::VERIFY_MODE_ADAPTIVE, 5, "0", Caller::local(), 1);
+  for (const v1::Lease& l : acquire(t, 1000, kHonest1)) complete(t, l, result(l), kHonest1).IgnoreError();
+  for (const v1::Lease& l : acquire(h, 1000, kHonest2)) complete(h, l, result(l), kHonest2).IgnoreError();
+  ASSERT_EQ(job(warm.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(workers()["honest1/t"].trust(), v1::TRUST_STATE_TRUSTED);
+  const v1::Job j = submit(v1::VERIFY_MODE_ADAPTIVE, 5, "1", Caller::local(), 1);
+  std::vector<v1::Lease> lt = acquire(t, 1000, kHonest1);
+  ASSERT_FALSE(lt.empty());
+  clock_.advance_ms(options_.lease_ms + 1);
+  coordinator_->sweep();
+  std::vector<v1::Lease> lx = acquire(x, 1000, kEvil);
+  ASSERT_EQ(lx.size(), lt.size());
+  for (const v1::Lease& l : lx)
+    EXPECT_EQ(complete(x, l, result(l, 1), kEvil).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  for (const v1::Lease& l : lt) complete(t, l, result(l), kHonest1).IgnoreError();
+  for (const v1::Lease& l : acquire(h, 1000, kHonest2)) complete(h, l, result(l), kHonest2).IgnoreError();
+  expect_exact(j.id(), 5);
+  EXPECT_EQ(workers()["evil/x"].trust(), v1::TRUST_STATE_QUARANTINED);
+  expect_durable();
+}
+
 // Perft units run no engine: a failure report for one is refused, so no number of names can
 // FAIL a perft job with forged reports.
 TEST_F(TrustTest, PerftUnitsTakeNoFailureReports) {

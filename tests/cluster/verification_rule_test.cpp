@@ -94,6 +94,22 @@ TEST(VerificationRule, Table) {
   }
 }
 
+// Under adaptive verification only a trusted credential settles a unit alone: a new one's
+// result wants a second, whatever the unit wanted when it was first leased.
+TEST(VerificationRule, AnUntrustedVoterNeverSettlesAlone) {
+  UnitVotes u;
+  u.copies = copies("a:1");
+  u.wanted = 1;
+  u.newest_may_settle_alone = false;
+  Decision d = decide(u, 0, 5);
+  EXPECT_EQ(verdict_name(d.verdict), std::string("pending"));
+  EXPECT_EQ(d.wanted, 2);
+  u.copies = copies("a:1 b:1");
+  d = decide(u, 1, 5);
+  EXPECT_EQ(verdict_name(d.verdict), std::string("settle"));
+  EXPECT_EQ(d.votes, 2);
+}
+
 // Every unit of up to four copies over voters a, b, c (results 1, 2; some quarantined): a
 // settlement never rests on a quarantined voter, a quarantine always has two other voters
 // behind the winning result (or is of a voter that sent two results), and a lone voter's
