@@ -284,7 +284,8 @@ void Coordinator::save_worker(const WorkerState& w) {
 absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
   // One credential holds at most max_leases_per_credential leases, over all its workers.
-  const int64_t held = leases_held_.count(s.voter) ? leases_held_.at(s.voter) : 0;
+  const auto held_it = leases_held_.find(s.voter);
+  const int64_t held = held_it == leases_held_.end() ? 0 : held_it->second;
   max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, options_.max_leases_per_credential - held)));
   if (max_units <= 0) return absl::OkStatus();
   const bool trusted = workers_.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
@@ -918,9 +919,10 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
     return absl::OkStatus();
   }
   Unit& u = j->units[index];
-  if (!u.copy_of(worker))  // read back from the store meanwhile, without this lease
+  const Copy* mine = u.copy_of(worker);
+  if (!mine)  // read back from the store meanwhile, without this lease
     return absl::UnavailableError(absl::StrCat("unit_id: ", p.req->unit_id(), " is being read back; retry"));
-  const size_t ci = size_t(u.copy_of(worker) - u.copies.data());
+  const size_t ci = size_t(mine - u.copies.data());
   if (!p.canonical.ok()) {
     // An honest worker never sends a result that cannot be right.
     quarantine_voter(voter_of(worker), absl::StrCat("sent an impossible result for ", p.req->unit_id(), ": ",

@@ -75,7 +75,6 @@ struct SimWorker {
   std::vector<v1::Lease> held;
   std::vector<v1::CompleteUnitRequest> outbox;  // results sent, not answered yet
   bool honest() const { return kind == Kind::kHonest || kind == Kind::kCrasher || kind == Kind::kSlow; }
-  bool reckless_batch = false;  // the next batch: an impossible count first, then counts off by one
   std::string key() const { return absl::StrCat(caller.identity, "/", name); }
 };
 
@@ -241,7 +240,7 @@ class Simulation {
     std::shuffle(w.outbox.begin(), w.outbox.end(), rng_);
     v1::CompleteUnitsRequest req;
     req.set_worker_id(w.session);
-    const size_t batch = std::min<size_t>(w.outbox.size(), size_t(1 + pick(kMaxCompletionsPerCall < 16 ? 1 : 16)));
+    const size_t batch = std::min<size_t>(w.outbox.size(), size_t(1 + pick(std::min(16, kMaxCompletionsPerCall))));
     for (size_t k = 0; k < batch; ++k) *req.add_completions() = w.outbox[k];
     if (batch > 0 && chance(0.1)) *req.add_completions() = w.outbox[0];
     absl::StatusOr<v1::CompleteUnitsResponse> r = coordinator_->complete_units(w.caller, req);
