@@ -126,6 +126,20 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
     if (const size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
     std::vector<absl::string_view> fields = absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (fields.empty()) continue;
+    if (fields[0] == "revoke") {
+      // revoke JOIN:K (one credential issued by Enroll) or revoke JOIN (every one issued for
+      // the join token JOIN).
+      if (fields.size() != 2) return error(absl::StrCat("expected 'revoke NAME', found ", fields.size(), " fields"));
+      const std::vector<absl::string_view> parts = absl::StrSplit(fields[1], ':');
+      int64_t k = 0;
+      if (parts.size() > 2 || !valid_caller_name(parts[0]) ||
+          (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &k) || k < 1)))
+        return error(absl::StrCat("bad name '", fields[1],
+                                  "' to revoke: expected a join token's name, or NAME:K for the K-th worker "
+                                  "credential it was traded for (as c960 workers shows)"));
+      set.revoked_.insert(std::string(fields[1]));
+      continue;
+    }
     const bool enroll = fields[0] == role_name(Role::kEnroll);
     if (fields.size() != (enroll ? 4 : 3))
       return error(absl::StrCat("expected '", enroll ? "enroll NAME HASH uses=N" : "ROLE NAME HASH", "', found ",
@@ -164,6 +178,12 @@ absl::StatusOr<TokenSet> TokenSet::load(const std::string& path) {
   return parse(ss.str(), path);
 }
 
+bool TokenSet::revokes(absl::string_view issued_name) const {
+  if (revoked_.count(std::string(issued_name))) return true;
+  const size_t colon = issued_name.find(':');
+  return colon != absl::string_view::npos && revoked_.count(std::string(issued_name.substr(0, colon)));
+}
+
 const TokenEntry* TokenSet::find(absl::string_view token) const {
   auto it = by_digest_.find(sha256(token));
   return it == by_digest_.end() ? nullptr : &it->second;
@@ -193,7 +213,7 @@ std::optional<Caller> TokenTable::issued(absl::string_view token) const {
   const std::string digest = sha256(token);
   std::lock_guard lock(mu_);
   auto it = issued_.find(digest);
-  if (it == issued_.end()) return std::nullopt;
+  if (it == issued_.end() || set_->revokes(it->second)) return std::nullopt;
   return Caller{it->second, Role::kWorker, true};
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -65,6 +66,9 @@ bool valid_token_text(absl::string_view token);
 // lines are ignored. Names and hashes are unique.
 // A join token (role enroll) carries a fourth field, `uses=N`: the worker credentials it may be
 // traded for (Enroll), 1..kMaxEnrollUses.
+// `revoke NAME` lines revoke credentials that Enroll issued (they live in the coordinator's
+// store, not in the file): `revoke JOIN:K` the one named so, `revoke JOIN` every one issued for
+// the join token JOIN. From the next call on (SIGHUP), they authenticate nobody.
 struct TokenEntry {
   Role role = Role::kRead;
   std::string name;
@@ -80,9 +84,12 @@ class TokenSet {
   // The entry whose hash is the token's, or nullptr.
   const TokenEntry* find(absl::string_view token) const;
   size_t size() const { return by_digest_.size(); }
+  // Whether a `revoke` line names this issued credential ("JOIN:K") or its join token.
+  bool revokes(absl::string_view issued_name) const;
 
  private:
   std::unordered_map<std::string, TokenEntry> by_digest_;  // raw 32-byte SHA-256 -> entry
+  std::set<std::string> revoked_;
 };
 
 // The tokens the coordinator accepts now: read by every call, replaced whole on SIGHUP, so a call

@@ -140,6 +140,39 @@ TEST(TokensFile, AJoinTokenCarriesItsUses) {
   EXPECT_FALSE(table.find("j").has_value());
 }
 
+// A stolen worker VM's enrolled credential is revoked in the tokens file: one credential, or
+// every one of a join token, from the reload on; the others, and the file's tokens, stay.
+TEST(TokensFile, RevokeLinesEndIssuedCredentials) {
+  const std::string join = "enroll fleet " + token_hash("j") + " uses=20\n";
+  TokenTable table(*TokenSet::parse(join, "tokens.txt"));
+  table.add_issued(token_hash("w1"), "fleet:1");
+  table.add_issued(token_hash("w2"), "fleet:2");
+  table.add_issued(token_hash("o1"), "other:1");
+  ASSERT_TRUE(table.find("w2").has_value());
+  absl::StatusOr<TokenSet> one = TokenSet::parse(join + "revoke fleet:2  # stolen VM\n", "tokens.txt");
+  ASSERT_TRUE(one.ok()) << one.status();
+  table.replace(std::move(*one));
+  EXPECT_FALSE(table.find("w2").has_value());
+  EXPECT_FALSE(table.find_recent("w2").has_value());  // no grace for a revoked credential
+  EXPECT_TRUE(table.find("w1").has_value());
+  EXPECT_TRUE(table.find("j").has_value());
+  table.replace(*TokenSet::parse(join + "revoke fleet\n", "tokens.txt"));
+  EXPECT_FALSE(table.find("w1").has_value());
+  EXPECT_FALSE(table.find("w2").has_value());
+  EXPECT_TRUE(table.find("o1").has_value());  // another join token's
+  EXPECT_TRUE(table.find("j").has_value());   // the join token itself: remove its line for that
+  // Credentials added after the reload are revoked too (the coordinator adds them at start).
+  table.add_issued(token_hash("w3"), "fleet:3");
+  EXPECT_FALSE(table.find("w3").has_value());
+  // Taken back out of the file, the revocation ends.
+  table.replace(*TokenSet::parse(join, "tokens.txt"));
+  EXPECT_TRUE(table.find("w1").has_value());
+  for (const char* bad : {"revoke\n", "revoke a b\n", "revoke fleet:0\n", "revoke fleet:x\n", "revoke a:1:2\n",
+                          "revoke :1\n", "revoke bad/name\n"})
+    EXPECT_TRUE(contains(parse_error(join + bad), "tokens.txt:2:")) << bad;
+  EXPECT_TRUE(contains(parse_error(join + "revoke fleet:x\n"), "bad name 'fleet:x' to revoke"));
+}
+
 TEST(TokensFile, LoadNamesAMissingFile) {
   absl::StatusOr<TokenSet> s = TokenSet::load("/nonexistent/tokens");
   ASSERT_FALSE(s.ok());

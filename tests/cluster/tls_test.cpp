@@ -4,6 +4,9 @@
 // client certificates (mTLS) naming their holder and role.
 #include "cluster/tls.h"
 
+#include <csignal>
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -101,6 +104,20 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
                                "--credential-file=" + dir_ + "/vm3.cred", "--name=vm3"});
   EXPECT_EQ(third.exit_code, 1) << third.err;
   EXPECT_TRUE(absl::StrContains(third.err, "uses=2")) << third.err;
+  // vm2's credential is revoked in the tokens file: after SIGHUP it authenticates nobody, and
+  // vm1's still does (a worker credential may not list jobs: refused for its role, not unknown).
+  const std::string tokens_text = read_file(dir_ + "/tokens");
+  write_file(dir_ + "/tokens", tokens_text + "revoke fleet:2\n");
+  coordinator_->signal(SIGHUP);
+  bool revoked = false;
+  for (auto end = std::chrono::steady_clock::now() + 10s; !revoked && std::chrono::steady_clock::now() < end;) {
+    revoked = absl::StrContains(cli({"status", ca, "--token-file=" + dir_ + "/vm2.cred"}).err, "unknown token");
+    if (!revoked) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(revoked) << "vm2's credential still works after 'revoke fleet:2' and SIGHUP";
+  r = cli({"status", ca, "--token-file=" + dir_ + "/vm1.cred"});
+  EXPECT_FALSE(absl::StrContains(r.err, "unknown token")) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "worker")) << r.err;
   // The environment works like the flags.
   setenv("C960_TLS_CA", pki_.ca().c_str(), 1);
   setenv("C960_TOKEN", tokens_["submit"].token.c_str(), 1);
