@@ -97,6 +97,13 @@ inline constexpr int kMaxReplicaScan = 64;
 // that one caller leasing everything cannot starve the others; and how long a lost worker
 // session is kept before it is forgotten (its worker's record stays, so its trust does too).
 inline constexpr int64_t kDefaultMaxLeasesPerCredential = 2048;
+// How long one lease may be held, renewals included (JobKind::max_hold_ms): a perft unit its
+// estimated leaves at this rate (about a hundredth of one core's), at least an hour; a unit
+// without an estimate a week. A worker still on it then is told LOST and the unit goes to
+// another; its result is still taken if it comes.
+inline constexpr uint64_t kSlowestPerftLeavesPerSecond = 1'000'000;
+inline constexpr int64_t kMinLeaseHoldSeconds = 3600;
+inline constexpr int64_t kMaxLeaseHoldSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kDefaultForgetLostSeconds = 3600;
 
 // The protocol revision: workers say which they speak in Hello, and a coordinator accepts the

@@ -205,6 +205,8 @@ class Coordinator {
     uint64_t zobrist_seed = 0;
     std::string session;  // the session holding a lease on it now; empty when none
     int64_t expire_ms = 0;
+    int64_t held_since_ms = 0;          // when its lease was given (renewals keep it); 0: not known
+    bool overheld = false;              // held past JobKind::max_hold_ms: never leased to its worker again
     std::optional<std::string> result;  // the kept form of its result (JobKind::kept)
     bool discarded = false;             // its worker was quarantined, or it failed the unit
     bool leased() const { return !session.empty(); }

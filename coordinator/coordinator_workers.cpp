@@ -147,6 +147,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
   }
   take_lease(*c, s);
   c->expire_ms = now + options_.lease_ms;
+  c->held_since_ms = now;
   leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
   c->attempt = ++u.attempt;
   j->active.insert(i);
@@ -300,7 +301,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     std::set<std::string> involved, results;
     for (const Copy& c : u.copies) {
       const std::string v = voter_of(c.worker);
-      if (v == s.voter && (c.worker != s.key || c.result || c.discarded || c.leased())) return false;
+      if (v == s.voter && (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld)) return false;
       involved.insert(v);
       if (c.result && !c.discarded) results.insert(*c.result);
     }
@@ -631,6 +632,20 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
       continue;
     }
     if (j->state != v1::JOB_STATE_RUNNING || c->discarded || barred) continue;
+    // Held past what the unit's size explains: another worker gets it (hoarding). (After a
+    // restart the time counts from the first renewal.)
+    if (c->held_since_ms == 0) c->held_since_ms = now;
+    if (const int64_t limit = j->kind->max_hold_ms(u.spec, u.meta); c->overheld || now - c->held_since_ms > limit) {
+      c->overheld = true;
+      if (c->leased()) {
+        end_lease(j, index, *c, true);
+        log_event(LogLevel::kWarning, "lease_held_too_long",
+                  absl::StrCat("unit ", id, ": worker ", s.key, " held it ", (now - c->held_since_ms) / 1000,
+                               " s, past the ", limit / 1000, " s its size explains; it goes to another worker"),
+                  {{"unit", id}, {"worker", s.key}});
+      }
+      continue;
+    }
     // Its own copy, whether its lease is still out or went back to the queue (an expiry, a
     // coordinator restart): it is still being computed here, so it stays here.
     take_lease(*c, s);

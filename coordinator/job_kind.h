@@ -104,6 +104,12 @@ class JobKind {
     std::string s = r.ShortDebugString();
     return s.size() > 400 ? s.substr(0, 400) + "..." : s;
   }
+  // How long one lease of a unit may be held, renewals included, before it goes to another
+  // worker (hoarding): from the unit's size where the kind can estimate it (perft: its
+  // estimated leaves at the slowest rate an honest worker computes them), else a fixed bound.
+  virtual int64_t max_hold_ms(const v1::UnitSpec& /*spec*/, const v1::store::UnitMeta& /*meta*/) const {
+    return kMaxLeaseHoldSeconds * 1000;
+  }
   // The work a completed unit stands for in progress figures (perft: weighted leaf nodes;
   // self-play: games).
   virtual NodeCount work(const v1::UnitSpec& spec, const v1::store::UnitMeta& meta,

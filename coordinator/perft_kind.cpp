@@ -1,4 +1,5 @@
 // The perft job kind: planning by planner.h, aggregation total = sum of multiplicity x count.
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -160,6 +161,13 @@ class PerftKind : public JobKind {
     uint64_t n = 0;
     for (const v1::store::MoveWeight& w : m.weights()) n += w.count();
     return n;
+  }
+
+  int64_t max_hold_ms(const v1::UnitSpec&, const v1::store::UnitMeta& meta) const override {
+    const uint64_t seconds = meta.perft().estimated_nodes() / kSlowestPerftLeavesPerSecond;
+    return std::clamp<int64_t>(int64_t(std::min<uint64_t>(seconds, uint64_t(kMaxLeaseHoldSeconds))),
+                               kMinLeaseHoldSeconds, kMaxLeaseHoldSeconds) *
+           1000;
   }
 
   NodeCount work(const v1::UnitSpec&, const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {

@@ -203,6 +203,38 @@ TEST_F(TrustTest, OneCredentialCannotHoardTheQueue) {
   EXPECT_EQ(job(j.id()).progress().units_done(), total - 3);
 }
 
+// A credential within its lease cap renewed its leases for ever and the units never finished.
+// Now a lease is held at most what the unit's size explains (JobKind::max_hold_ms: for these
+// small perft units the one-hour floor); then the unit goes to another credential, never back.
+TEST_F(TrustTest, RenewalsAreBoundedByTheUnitsSize) {
+  const std::string x = hello("x", kEvil), h = hello("h", kHonest1);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 2, "0");
+  std::vector<v1::Lease> held = acquire(x, 1024, kEvil);
+  ASSERT_FALSE(held.empty());
+  // h computes everything else.
+  for (std::vector<v1::Lease> l = acquire(h, 1024, kHonest1); !l.empty(); l = acquire(h, 1024, kHonest1))
+    for (const v1::Lease& le : l) ASSERT_TRUE(complete(h, le, result(le), kHonest1).ok());
+  v1::RenewLeasesRequest renew;
+  renew.set_worker_id(x);
+  for (const v1::Lease& l : held) renew.add_unit_ids(l.unit_id());
+  const int64_t step_ms = kDefaultLeaseSeconds * 1000 / 2;
+  int64_t held_ms = 0;
+  for (; held_ms <= (kMinLeaseHoldSeconds + 60) * 1000; held_ms += step_ms) {
+    auto r = coordinator_->renew(kEvil, renew);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (r->renewals(0).status() != v1::LEASE_STATUS_ACTIVE) break;
+    clock_.advance_ms(step_ms);
+  }
+  EXPECT_GT(held_ms, (kMinLeaseHoldSeconds - 60) * 1000) << "cut off before the unit's bound";
+  EXPECT_LE(held_ms, (kMinLeaseHoldSeconds + 60) * 1000) << "renewed past the unit's bound";
+  EXPECT_TRUE(acquire(x, 1024, kEvil).empty()) << "the units it sat on went back to it";
+  std::vector<v1::Lease> again = acquire(h, 1024, kHonest1);
+  ASSERT_EQ(again.size(), held.size());
+  for (const v1::Lease& le : again) ASSERT_TRUE(complete(h, le, result(le), kHonest1).ok());
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  expect_durable();
+}
+
 // A worker quarantined by its first completion in a CompleteUnits call settled the later ones
 // on its lone vote (an off-by-one count was ACCEPTED). Now the rest of the batch is refused.
 TEST_F(TrustTest, AQuarantineInsideABatchStopsTheBatch) {
