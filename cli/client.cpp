@@ -138,13 +138,25 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
 absl::Status Client::list_workers(bool include_lost, v1::ListWorkersResponse* response) {
   v1::ListWorkersRequest req;
   req.set_include_lost(include_lost);
-  return call(
-      [&] {
-        grpc::ClientContext ctx;
-        set_deadline(ctx, cluster::kRpcDeadlineMs);
-        return stub_->ListWorkers(&ctx, req, response);
-      },
-      true);
+  req.set_page_size(cluster::kMaxPageSize);
+  response->Clear();
+  // Every page, in name order.
+  for (;;) {
+    v1::ListWorkersResponse page;
+    if (absl::Status s = call(
+            [&] {
+              page.Clear();
+              grpc::ClientContext ctx;
+              set_deadline(ctx, cluster::kRpcDeadlineMs);
+              return stub_->ListWorkers(&ctx, req, &page);
+            },
+            true);
+        !s.ok())
+      return s;
+    for (v1::WorkerInfo& w : *page.mutable_workers()) *response->add_workers() = std::move(w);
+    if (page.next_page_token().empty()) return absl::OkStatus();
+    req.set_page_token(page.next_page_token());
+  }
 }
 
 absl::Status Client::results(const std::string& id, bool divide, bool omit_games,

@@ -82,18 +82,23 @@ std::string verification(const v1::Job& job) {
 // coordinator does not record which worker played which unit, so these are the cluster's.
 std::string workers_line(const cluster::ChannelOptions& connection) {
   auto stub = v1::JobService::NewStub(cluster::make_channel(connection));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kRpcDeadlineMs));
   v1::ListWorkersRequest req;
   req.set_include_lost(true);
-  v1::ListWorkersResponse resp;
-  const grpc::Status s = stub->ListWorkers(&ctx, req, &resp);
-  if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED) return "not shown (listing workers needs role read)";
-  if (!s.ok()) return absl::StrCat("not shown (", s.error_message(), ")");
+  req.set_page_size(cluster::kMaxPageSize);
   std::vector<std::string> names;
-  for (const v1::WorkerInfo& w : resp.workers())
-    names.push_back(
-        absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
+  for (;;) {  // every page
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kRpcDeadlineMs));
+    v1::ListWorkersResponse resp;
+    const grpc::Status s = stub->ListWorkers(&ctx, req, &resp);
+    if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED) return "not shown (listing workers needs role read)";
+    if (!s.ok()) return absl::StrCat("not shown (", s.error_message(), ")");
+    for (const v1::WorkerInfo& w : resp.workers())
+      names.push_back(
+          absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
   if (names.empty()) return "none known";
   return absl::StrCat(names.size(), " known to the coordinator: ", absl::StrJoin(names, "; "));
 }

@@ -660,10 +660,22 @@ Coordinator::WatchSlot::~WatchSlot() {
 }
 
 absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&, const v1::ListWorkersRequest& req) {
+  if (req.page_size() < 0 || req.page_size() > kMaxPageSize)
+    return absl::InvalidArgumentError(absl::StrCat("page_size: ", req.page_size(), " is not in 0..", kMaxPageSize));
+  // The token is the name of the last worker sent: the page goes on after it.
+  if (absl::Status s = check_text(req.page_token(), "page_token", kMaxNameLength * 2 + 1, false); !s.ok()) return s;
+  const int page_size = req.page_size() == 0 ? kDefaultPageSize : req.page_size();
   std::lock_guard lock(mu_);
   const int64_t now = clock_->now_ms();
   v1::ListWorkersResponse out;
-  for (const auto& [key, w] : workers_) {
+  size_t bytes = 0;
+  for (auto wit = req.page_token().empty() ? workers_.begin() : workers_.upper_bound(req.page_token());
+       wit != workers_.end(); ++wit) {
+    const auto& [key, w] = *wit;
+    if (out.workers_size() >= page_size || (out.workers_size() > 0 && bytes > kMaxListBytes)) {
+      out.set_next_page_token(out.workers(out.workers_size() - 1).name());
+      break;
+    }
     const Session* session = nullptr;
     if (auto sit = session_of_.find(key); sit != session_of_.end())
       if (auto it = sessions_.find(sit->second); it != sessions_.end()) session = &it->second;
@@ -686,6 +698,7 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
     info->set_trust(v1::TrustState(w.rec.trust));
     info->set_trust_reason(w.rec.trust_reason);
     info->set_agreeing_results(w.rec.agreeing);
+    bytes += info->ByteSizeLong();
   }
   return out;
 }

@@ -458,6 +458,13 @@ HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id,
 HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) const {
   v1::ListWorkersRequest lr;
   lr.set_include_lost(param_flag(req, "include_lost"));
+  absl::Status error;
+  const int64_t size = param_int(req, "page_size", 0, &error);
+  if (!error.ok()) return api_error(error);
+  if (size < 0 || size > kMaxPageSize)
+    return api_error(absl::InvalidArgumentError(absl::StrCat("page_size: ", size, " is not in 0..", kMaxPageSize)));
+  lr.set_page_size(int32_t(size));
+  if (auto it = req.query.find("page_token"); it != req.query.end()) lr.set_page_token(it->second);
   absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller, lr);
   if (!resp.ok()) return api_error(resp.status());
   return json(200, proto_json(*resp));

@@ -171,7 +171,7 @@
     async function refresh() {
       try {
         const [jl, wl] = await Promise.all([getJson('/api/v1/jobs?page_size=50'),
-                                            getJson('/api/v1/workers?include_lost=1')]);
+                                            getJson('/api/v1/workers?include_lost=1&page_size=1000')]);
         renderJobs(jobsTable.tBodies[0], jl.jobs || []);
         renderWorkers(workersTable.tBodies[0], wl.workers || []);
         const running = (jl.jobs || []).filter((j) => j.state === 'JOB_STATE_RUNNING').length;
