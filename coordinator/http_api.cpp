@@ -193,6 +193,19 @@ bool param_flag(const HttpRequest& req, const std::string& name) {
   return it != req.query.end() && (it->second == "1" || it->second == "true" || it->second.empty());
 }
 
+// page_size and page_token of a listing, into its request (ListJobsRequest, ListWorkersRequest).
+template <typename ListRequest>
+absl::Status page_params(const HttpRequest& req, ListRequest* lr) {
+  absl::Status error;
+  const int64_t size = param_int(req, "page_size", 0, &error);
+  if (!error.ok()) return error;
+  if (size < 0 || size > kMaxPageSize)
+    return absl::InvalidArgumentError(absl::StrCat("page_size: ", size, " is not in 0..", kMaxPageSize));
+  lr->set_page_size(int32_t(size));
+  if (auto it = req.query.find("page_token"); it != req.query.end()) lr->set_page_token(it->second);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string HttpResponse::header(const std::string& name) const {
@@ -427,14 +440,8 @@ HttpResponse HttpApi::metrics() const {
 }
 
 HttpResponse HttpApi::api_jobs(const HttpRequest& req, const Caller& caller) const {
-  absl::Status error;
   v1::ListJobsRequest lr;
-  const int64_t size = param_int(req, "page_size", 0, &error);
-  if (!error.ok()) return api_error(error);
-  if (size < 0 || size > kMaxPageSize)
-    return api_error(absl::InvalidArgumentError(absl::StrCat("page_size: ", size, " is not in 0..", kMaxPageSize)));
-  lr.set_page_size(int32_t(size));
-  if (auto it = req.query.find("page_token"); it != req.query.end()) lr.set_page_token(it->second);
+  if (absl::Status error = page_params(req, &lr); !error.ok()) return api_error(error);
   absl::StatusOr<v1::ListJobsResponse> resp = coordinator_->list_jobs(caller, lr);
   if (!resp.ok()) return api_error(resp.status());
   return json(200, proto_json(*resp));
@@ -458,13 +465,7 @@ HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id,
 HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) const {
   v1::ListWorkersRequest lr;
   lr.set_include_lost(param_flag(req, "include_lost"));
-  absl::Status error;
-  const int64_t size = param_int(req, "page_size", 0, &error);
-  if (!error.ok()) return api_error(error);
-  if (size < 0 || size > kMaxPageSize)
-    return api_error(absl::InvalidArgumentError(absl::StrCat("page_size: ", size, " is not in 0..", kMaxPageSize)));
-  lr.set_page_size(int32_t(size));
-  if (auto it = req.query.find("page_token"); it != req.query.end()) lr.set_page_token(it->second);
+  if (absl::Status error = page_params(req, &lr); !error.ok()) return api_error(error);
   absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller, lr);
   if (!resp.ok()) return api_error(resp.status());
   return json(200, proto_json(*resp));
