@@ -80,30 +80,21 @@ std::string verification(const v1::Job& job) {
 
 // The workers the coordinator knows (names, versions, threads), or why they are not shown: the
 // coordinator does not record which worker played which unit, so these are the cluster's.
-std::string workers_line(const cluster::ChannelOptions& connection) {
-  auto stub = v1::JobService::NewStub(cluster::make_channel(connection));
-  v1::ListWorkersRequest req;
-  req.set_include_lost(true);
-  req.set_page_size(cluster::kMaxPageSize);
-  std::vector<std::string> names;
-  for (;;) {  // every page
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kRpcDeadlineMs));
-    v1::ListWorkersResponse resp;
-    const grpc::Status s = stub->ListWorkers(&ctx, req, &resp);
-    if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED) return "not shown (listing workers needs role read)";
-    if (!s.ok()) return absl::StrCat("not shown (", s.error_message(), ")");
-    for (const v1::WorkerInfo& w : resp.workers())
-      names.push_back(
-          absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
-    if (resp.next_page_token().empty()) break;
-    req.set_page_token(resp.next_page_token());
+std::string workers_line(Client& client) {
+  v1::ListWorkersResponse resp;
+  if (absl::Status s = client.list_workers(true, &resp); !s.ok()) {
+    if (s.code() == absl::StatusCode::kPermissionDenied) return "not shown (listing workers needs role read)";
+    return absl::StrCat("not shown (", s.message(), ")");
   }
+  std::vector<std::string> names;
+  for (const v1::WorkerInfo& w : resp.workers())
+    names.push_back(
+        absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
   if (names.empty()) return "none known";
   return absl::StrCat(names.size(), " known to the coordinator: ", absl::StrJoin(names, "; "));
 }
 
-report::Metadata job_metadata(const v1::Job& job, const cluster::ChannelOptions& connection) {
+report::Metadata job_metadata(const v1::Job& job, Client& client) {
   report::Metadata m;
   m.emplace_back("job", absl::StrCat(job.id(), " (", state_name(job.state()), ")"));
   if (job.spec().has_selfplay()) {
@@ -130,7 +121,7 @@ report::Metadata job_metadata(const v1::Job& job, const cluster::ChannelOptions&
   if (job.finished_unix_ms() > 0)
     m.emplace_back("finished", absl::StrFormat("%s, after %.1f s", utc(job.finished_unix_ms()),
                                                double(job.finished_unix_ms() - job.created_unix_ms()) / 1000.0));
-  m.emplace_back("workers", workers_line(connection));
+  m.emplace_back("workers", workers_line(client));
   m.emplace_back("version", absl::StrCat("report by c960 ", std::string(c960::version())));
   return m;
 }
@@ -167,7 +158,7 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
                 kExitCheckFailed);
   std::vector<v1::ResultChunk> chunks;
   if (absl::Status s = client.results(id, false, false, &chunks); !s.ok()) return rpc_fail(io, kName, client, s);
-  options.metadata = job_metadata(job, *connection);
+  options.metadata = job_metadata(job, client);
   if (options.title.empty())
     options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft", " report: ", id);
   absl::StatusOr<std::string> out;

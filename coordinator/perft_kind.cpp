@@ -164,10 +164,9 @@ class PerftKind : public JobKind {
   }
 
   int64_t max_hold_ms(const v1::UnitSpec&, const v1::store::UnitMeta& meta) const override {
-    const uint64_t seconds = meta.perft().estimated_nodes() / kSlowestPerftLeavesPerSecond;
-    return std::clamp<int64_t>(int64_t(std::min<uint64_t>(seconds, uint64_t(kMaxLeaseHoldSeconds))),
-                               kMinLeaseHoldSeconds, kMaxLeaseHoldSeconds) *
-           1000;
+    const uint64_t seconds = std::clamp<uint64_t>(meta.perft().estimated_nodes() / kSlowestPerftLeavesPerSecond,
+                                                  kMinLeaseHoldSeconds, kMaxLeaseHoldSeconds);
+    return int64_t(seconds) * 1000;
   }
 
   NodeCount work(const v1::UnitSpec&, const v1::store::UnitMeta& meta, const v1::UnitResult& result) const override {
