@@ -364,6 +364,9 @@ class Coordinator {
   void track_groups(Job* j, int64_t first, int64_t end);
   void group_settled(Job* j, int64_t i, int delta);
   void fold_ready(Job* j);
+  // The settled groups of final jobs that fold only then (JobKind::folds_while_running), a
+  // lease period after they finished: late copies of their units were compared until then.
+  void fold_finished(int64_t now);
   // A folded group whose results stand on a quarantined worker's lone vote is planned again
   // (new indexes; its totals taken back).
   absl::Status reopen(Job* j, int64_t group);

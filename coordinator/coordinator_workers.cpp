@@ -713,6 +713,7 @@ void Coordinator::sweep() {
       }
     }
   }
+  fold_finished(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
   for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -1130,6 +1131,7 @@ void Coordinator::track_groups(Job* j, int64_t first, int64_t end) {
     if (!u.result) ++it->second.unsettled;
     touched.insert(g);
   }
+  if (!j->kind->folds_while_running(j->plan)) return;  // sweep() folds them once the job is final
   for (int64_t g : touched)
     if (j->groups.at(g).unsettled == 0) j->ready.push_back(g);
 }
@@ -1139,7 +1141,16 @@ void Coordinator::group_settled(Job* j, int64_t i, int delta) {
   auto it = j->groups.find(j->kind->fold_group(j->plan, j->units[i].meta));
   if (it == j->groups.end()) return;
   it->second.unsettled += delta;
-  if (it->second.unsettled == 0) j->ready.push_back(it->first);
+  if (it->second.unsettled == 0 && j->kind->folds_while_running(j->plan)) j->ready.push_back(it->first);
+}
+
+void Coordinator::fold_finished(int64_t now) {
+  for (Job* j : by_seq_) {
+    if (j->groups.empty() || !is_final(j->state) || j->damaged || j->finished_ms + options_.lease_ms > now) continue;
+    for (const auto& [g, group] : j->groups)
+      if (group.unsettled == 0) j->ready.push_back(g);
+    fold_ready(j);  // a fold that fails stays as it is, and the next sweep tries again
+  }
 }
 
 void Coordinator::fold_ready(Job* j) {

@@ -133,6 +133,10 @@ class JobKind {
   virtual int64_t fold_group(const v1::store::JobPlan& /*plan*/, const v1::store::UnitMeta& /*meta*/) const {
     return -1;
   }
+  // When a settled group folds: at once (a long job's memory stays bounded while it runs), or
+  // only once the job is final and a lease period has passed (a short job's units stay while
+  // copies still out may come back, to be compared; then the finished job keeps its totals).
+  virtual bool folds_while_running(const v1::store::JobPlan& /*plan*/) const { return true; }
   // The totals of a group's settled units, serialized; results merges them (folded_results).
   virtual std::string fold(const v1::store::JobPlan& /*plan*/, int64_t /*group*/,
                            const std::vector<UnitView>& /*units*/) const {

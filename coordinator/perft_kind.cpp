@@ -203,10 +203,13 @@ class PerftKind : public JobKind {
     return folded_results(plan, units, {}, divide, omit_games);
   }
 
-  // A lazy plan folds by root: a root's units are made together (expand), in one range.
-  int64_t fold_group(const v1::store::JobPlan& plan, const v1::store::UnitMeta& meta) const override {
-    return plan.perft().lazy() ? meta.perft().root() : -1;
+  // Every plan folds by root: a root's units are made together (plan_perft and expand walk one
+  // root at a time), in one range. A lazy plan folds a root once it is settled; an eager one
+  // keeps its units until it is finished, then keeps its roots' totals only.
+  int64_t fold_group(const v1::store::JobPlan& /*plan*/, const v1::store::UnitMeta& meta) const override {
+    return meta.perft().root();
   }
+  bool folds_while_running(const v1::store::JobPlan& plan) const override { return plan.perft().lazy(); }
 
   // A folded root's totals: its v1.PerftRootResult with its divide, complete.
   std::string fold(const v1::store::JobPlan& plan, int64_t group, const std::vector<UnitView>& units) const override {

@@ -296,6 +296,57 @@ TEST_F(LazyPlanTest, FinishedRootsAreFoldedSoTheStoreHoldsOnlyTheWindow) {
   expect_table(results(j.id(), false), 4, 10);
 }
 
+// An eager plan keeps its units while it runs and for a lease period after (a late copy is
+// still compared: a worker contradicting itself is caught), then only its roots' totals: the
+// finished job takes no unit rows, and a restart reloads none.
+TEST_F(LazyPlanTest, AFinishedEagerJobKeepsOnlyItsRootsTotals) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/eager-", ::testing::UnitTest::GetInstance()->random_seed(), ".db");
+  std::filesystem::remove(path);
+  CoordinatorOptions eager;
+  eager.lease_ms = 30'000;
+  open(path, eager);
+  const v1::Job j = submit(5, "0-3", 1);
+  const int64_t units = j.progress().units_total();
+  std::vector<v1::CompleteUnitRequest> sent;
+  ASSERT_EQ(work(j.id(), units, &sent), units);
+  ASSERT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  const std::vector<v1::ResultChunk> before = results(j.id(), true);
+  expect_table(before, 5, 4);
+  coordinator_->sweep();
+  EXPECT_EQ(unit_rows(j.id()), units);  // within the lease period: every unit is there
+  // Its worker sending another count for a unit now is a recorded mismatch (perft 4: past the
+  // exact check).
+  v1::CompleteUnitRequest wrong = sent.front();
+  to_proto(from_proto(wrong.result().perft().nodes()) + 1, wrong.mutable_result()->mutable_perft()->mutable_nodes());
+  auto r = coordinator_->complete(Caller::local(), wrong);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome(), v1::COMPLETION_OUTCOME_MISMATCH);
+
+  clock_.advance_ms(eager.lease_ms + 1);
+  coordinator_->sweep();
+  EXPECT_EQ(unit_rows(j.id()), 0);  // folded: four roots' totals
+  const v1::Job folded = job(j.id());
+  EXPECT_EQ(folded.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(folded.progress().units_done(), units);
+  EXPECT_EQ(folded.progress().units_total(), units);
+  EXPECT_EQ(folded.result_mismatches(), 1);
+  for (bool divide : {true, false}) {
+    const std::vector<v1::ResultChunk> now = results(j.id(), divide);
+    ASSERT_EQ(now.size(), before.size());
+    for (size_t i = 0; i < now.size(); ++i) {
+      v1::PerftRootResult want = before[i].perft();
+      if (!divide) want.clear_divide();
+      EXPECT_EQ(now[i].perft().SerializeAsString(), want.SerializeAsString()) << i;
+    }
+  }
+  open(path, eager, "w2");  // a restart: nothing of its units comes back
+  EXPECT_EQ(job(j.id()).progress().units_done(), units);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  expect_table(results(j.id(), true), 5, 4);
+  std::filesystem::remove(path);
+}
+
 TEST_F(LazyPlanTest, ALateCompletionOfAFoldedUnitChangesNothing) {
   open(":memory:", tiny_window());
   const std::vector<int64_t> per_root = units_per_root(4, "0-3", 2);
