@@ -88,6 +88,8 @@ absl::Status Coordinator::load_locked(bool startup) {
   by_request_id_.clear();
   quarantined_voters_.clear();
   leases_held_.clear();
+  leases_out_ = 0;
+  deadlines_.clear();  // its entries point into the jobs replaced here
   for (StoredWorker& w : *workers) {
     WorkerState& ws = workers_[w.key];
     ws.rec = std::move(w);

@@ -45,6 +45,7 @@
 #include "cluster/config.h"
 #include "coordinator/clock.h"
 #include "coordinator/job_kind.h"
+#include "coordinator/lease_deadlines.h"
 #include "coordinator/store.h"
 
 namespace c960::cluster {
@@ -332,6 +333,10 @@ class Coordinator {
   void take_lease(Copy& c, const Session& s);
   void drop_lease(Copy& c);
   void drop_leases(Job* j);
+  // The copy's lease expires at c.expire_ms (given or renewed): on the deadline heap.
+  void note_deadline(Job* j, int64_t i, const Copy& c);
+  // A deadline entry is the current expiry of a lease still out.
+  bool deadline_live(const LeaseDeadlines<Job>::Entry& e) const;
   Job* find_job(const std::string& id);
   // The job if the caller may see it (the submit role: its own only), NOT_FOUND otherwise.
   absl::StatusOr<Job*> job_for(const Caller& caller, const std::string& id);
@@ -445,9 +450,10 @@ class Coordinator {
   std::thread waiter_thread_;
   std::mt19937_64 rng_;  // spot checks
   int64_t next_job_seq_ = 1;
-  // No lease expires before this: sweep() walks the leased units only from then on, so that a
-  // fleet's tens of thousands of leases are not walked twice a second under the lock.
-  int64_t leases_due_ms_ = std::numeric_limits<int64_t>::max();
+  // When the leases out expire (sweep() pops those due, never walks them all), and how many
+  // are out.
+  LeaseDeadlines<Job> deadlines_;
+  int64_t leases_out_ = 0;
   CoordinatorCounters counters_;
 };
 

@@ -113,14 +113,31 @@ std::string Coordinator::voter_of(const std::string& key) const {
 }
 
 void Coordinator::take_lease(Copy& c, const Session& s) {
-  if (c.session.empty()) ++leases_held_[s.voter];
+  if (c.session.empty()) {
+    ++leases_held_[s.voter];
+    ++leases_out_;
+  }
   c.session = s.id;
+}
+
+void Coordinator::note_deadline(Job* j, int64_t i, const Copy& c) {
+  const int32_t copy = int32_t(&c - j->units[i].copies.data());
+  deadlines_.push({c.expire_ms, j, i, copy}, leases_out_, [this](const auto& e) { return deadline_live(e); });
+}
+
+bool Coordinator::deadline_live(const LeaseDeadlines<Job>::Entry& e) const {
+  if (e.job->state != v1::JOB_STATE_RUNNING || !e.job->units.live(e.unit)) return false;
+  const Unit& u = e.job->units[e.unit];
+  if (size_t(e.copy) >= u.copies.size()) return false;
+  const Copy& c = u.copies[size_t(e.copy)];
+  return c.leased() && c.expire_ms == e.expire_ms;
 }
 
 void Coordinator::drop_lease(Copy& c) {
   if (c.session.empty()) return;
   const std::string voter = voter_of(c.worker);
   if (auto it = leases_held_.find(voter); it != leases_held_.end() && --it->second <= 0) leases_held_.erase(it);
+  --leases_out_;
   c.session.clear();
   c.expire_ms = 0;
 }
@@ -148,7 +165,7 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
   take_lease(*c, s);
   c->expire_ms = now + options_.lease_ms;
   c->held_since_ms = now;
-  leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
+  note_deadline(j, i, *c);
   c->attempt = ++u.attempt;
   j->active.insert(i);
   rows->push_back({i, u.attempt, u.wanted,
@@ -650,7 +667,7 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
     // coordinator restart): it is still being computed here, so it stays here.
     take_lease(*c, s);
     c->expire_ms = now + options_.lease_ms;
-    leases_due_ms_ = std::min(leases_due_ms_, c->expire_ms);
+    note_deadline(j, index, *c);
     j->active.insert(index);
     r->set_status(v1::LEASE_STATUS_ACTIVE);
     r->set_expire_unix_ms(c->expire_ms);
@@ -688,31 +705,21 @@ void Coordinator::sweep() {
   std::lock_guard lock(mu_);
   const int64_t now = clock_->now_ms();
   bool any = false;
-  // Every lease given or renewed since the last walk lowers leases_due_ms_ to its expiry, and
-  // the walk sets it to the earliest expiry it leaves: nothing can expire before it.
-  if (now >= leases_due_ms_) {
-    leases_due_ms_ = std::numeric_limits<int64_t>::max();
-    for (Job* j : by_seq_) {
-      if (j->state != v1::JOB_STATE_RUNNING) continue;
-      for (auto it = j->active.begin(); it != j->active.end();) {
-        const int64_t i = *it++;
-        for (Copy& c : j->units[i].copies) {
-          if (!c.leased()) continue;
-          if (c.expire_ms > now) {
-            leases_due_ms_ = std::min(leases_due_ms_, c.expire_ms);
-            continue;
-          }
-          log_event(LogLevel::kInfo, "lease_expired",
-                    absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
-                                 ") expired; back in the queue"),
-                    {{"job", j->id}, {"unit", i}, {"worker", c.worker}, {"attempt", c.attempt}});
-          ++counters_.lease_expiries;
-          end_lease(j, i, c, true);
-          any = true;
-        }
-      }
-    }
-  }
+  // The leases due, from the deadline heap: an entry whose lease was renewed, completed or
+  // given back since is stale and dropped.
+  deadlines_.pop_due(now, [&](const LeaseDeadlines<Job>::Entry& e) {
+    if (!deadline_live(e)) return;
+    Job* j = e.job;
+    const int64_t i = e.unit;
+    Copy& c = j->units[i].copies[size_t(e.copy)];
+    log_event(LogLevel::kInfo, "lease_expired",
+              absl::StrCat("lease of ", j->id, "/", i, " (worker ", c.worker, ", attempt ", c.attempt,
+                           ") expired; back in the queue"),
+              {{"job", j->id}, {"unit", i}, {"worker", c.worker}, {"attempt", c.attempt}});
+    ++counters_.lease_expiries;
+    end_lease(j, i, c, true);
+    any = true;
+  });
   fold_finished(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
