@@ -24,7 +24,9 @@ struct Store::Statements {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;  // a statement already stepping (a nested use) is not handed out twice
   };
-  std::unordered_map<std::string, Entry> entries;  // by SQL text; nodes do not move
+  // By the SQL's address: every statement kept is a string literal (Stmt takes only arrays), so
+  // a lookup hashes a pointer, not the text. Nodes do not move.
+  std::unordered_map<const char*, Entry> entries;
   ~Statements() {
     for (auto& [sql, e] : entries) sqlite3_finalize(e.stmt);
   }
@@ -37,7 +39,8 @@ namespace {
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  Stmt(Store::Statements& cache, const char* sql) {
+  template <size_t N>
+  Stmt(Store::Statements& cache, const char (&sql)[N]) {
     Store::Statements::Entry& e = cache.entries[sql];
     if (e.in_use) {
       rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
@@ -218,11 +221,13 @@ std::string describe(sqlite3* db) {
 
 }  // namespace
 
-// Transactions are savepoints, so that they nest: a method's own transaction inside one the
-// coordinator opened around several calls becomes part of it.
+// Transactions nest by counting: only the outermost is an SQLite transaction (BEGIN ..
+// COMMIT, prepared once). A nested one that fails or is rolled back poisons the outermost,
+// which then cannot commit: a call's writes are kept all together or not at all, so a nested
+// part needs no savepoint of its own (savepoints cost two parsed statements a call, under the
+// coordinator's lock).
 Store::Transaction::Transaction(Store* s) : s_(s), lock_(s->mu_) {
-  name_ = absl::StrCat("t", s_->depth_);
-  status_ = s_->exec(absl::StrCat("SAVEPOINT ", name_).c_str());
+  if (s_->depth_ == 0) status_ = s_->run("BEGIN");
   if (status_.ok())
     ++s_->depth_;
   else if (s_->depth_ > 0)
@@ -231,26 +236,29 @@ Store::Transaction::Transaction(Store* s) : s_(s), lock_(s->mu_) {
 
 Store::Transaction::~Transaction() {
   if (!status_.ok() || done_) return;
-  // Roll back unless committed; RELEASE then ends the (now empty) savepoint.
-  s_->exec(absl::StrCat("ROLLBACK TO ", name_).c_str()).IgnoreError();
-  s_->exec(absl::StrCat("RELEASE ", name_).c_str()).IgnoreError();
   --s_->depth_;
-  // A part of an enclosing transaction was lost: the enclosing one must not commit the rest.
-  s_->poisoned_ = s_->depth_ > 0;
+  if (s_->depth_ == 0) {
+    s_->run("ROLLBACK").IgnoreError();  // after a failed COMMIT SQLite may have rolled back already
+    s_->poisoned_ = false;
+  } else {
+    // A part of an enclosing transaction was lost: the enclosing one must not commit the rest.
+    s_->poisoned_ = true;
+  }
 }
 
 absl::Status Store::Transaction::commit() {
   if (!status_.ok()) return status_;
-  // Releasing the outermost savepoint is the commit: the one whose time is observed.
   const bool outermost = s_->depth_ == 1;
   if (outermost && s_->poisoned_)
     return absl::InternalError("store: a write inside this transaction failed; nothing of it was kept");
   if (s_->fault_)
     if (absl::Status s = s_->fault_(outermost ? "commit" : "write"); !s.ok()) return s;  // rolled back later
-  const auto start = std::chrono::steady_clock::now();
-  if (absl::Status s = s_->exec(absl::StrCat("RELEASE ", name_).c_str()); !s.ok()) return s;  // rolled back later
-  if (outermost && s_->commit_observer_)
-    s_->commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (outermost) {
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = s_->run("COMMIT"); !s.ok()) return s;  // rolled back later
+    if (s_->commit_observer_)
+      s_->commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   done_ = true;
   --s_->depth_;
   return absl::OkStatus();
@@ -284,6 +292,16 @@ absl::Status Store::exec(const char* sql) {
         absl::InternalError(absl::StrCat("store: ", why, msg && why != msg ? absl::StrCat(" (", msg, ")") : ""));
     sqlite3_free(msg);
     return s;
+  }
+  return absl::OkStatus();
+}
+
+template <size_t N>
+absl::Status Store::run(const char (&sql)[N]) {
+  Stmt q(*statements_, sql);
+  if (!q.ok() || q.step() != SQLITE_DONE) {
+    const std::string why = describe(db_);
+    return absl::InternalError(absl::StrCat("store: ", sql, ": ", why));
   }
   return absl::OkStatus();
 }

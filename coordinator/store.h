@@ -257,6 +257,9 @@ class Store {
   explicit Store(sqlite3* db);
   absl::Status migrate(int up_to);
   absl::Status exec(const char* sql);
+  // A statement of the store's own (a literal), prepared once and kept.
+  template <size_t N>
+  absl::Status run(const char (&sql)[N]);
   absl::Status error(const char* what) const;
   // The fault injector's word on a write outside Transaction (one statement).
   absl::Status check_write();
@@ -293,7 +296,6 @@ class Store::Transaction {
   explicit Transaction(Store* s);
   Store* s_;
   std::unique_lock<std::recursive_mutex> lock_;
-  std::string name_;
   absl::Status status_;
   bool done_ = false;
 };
