@@ -1104,11 +1104,16 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
   Unit& u = j->units[i];
   const bool finishes = j->done + 1 == j->total() && j->kind->fully_planned(j->plan);
   const int64_t now = clock_->now_ms();
-  if (absl::Status s = store_->settle_unit(j->id, i, form->stored, votes,
-                                           finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt,
-                                           now, form->selfplay ? &*form->selfplay : nullptr);
-      !s.ok())
-    return s;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    if (absl::Status s =
+            store_->settle_unit(j->id, i, form->stored, votes,
+                                finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, now);
+        !s.ok())
+      return s;
+    if (absl::Status s = j->kind->write_settled(store_, j->id, *form); !s.ok()) return s;
+    if (absl::Status s = txn->commit(); !s.ok()) return s;
+  }
   const NodeCount work = j->kind->work(u.spec, u.meta, form->held);
   j->work_done += work;
   counters_.work[j->kind->capability()] += double(work);
@@ -1277,9 +1282,12 @@ absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
   absl::StatusOr<std::optional<std::string>> stored = store_->unit_result(j->id, i);
   if (!stored.ok()) return stored.status();
   if (!*stored) return absl::InternalError(absl::StrCat("store: unit ", j->id, "/", i, " has no result to take back"));
-  absl::StatusOr<std::optional<SelfPlaySettlement>> form = j->kind->unsettle_form(u.spec, u.meta, **stored);
-  if (!form.ok()) return form.status();
-  if (absl::Status s = store_->unsettle_unit(j->id, i, wanted, *form ? &**form : nullptr); !s.ok()) return s;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    if (absl::Status s = store_->unsettle_unit(j->id, i, wanted); !s.ok()) return s;
+    if (absl::Status s = j->kind->write_unsettled(store_, j->id, u.spec, u.meta, **stored); !s.ok()) return s;
+    if (absl::Status s = txn->commit(); !s.ok()) return s;
+  }
   j->work_done -= j->kind->work(u.spec, u.meta, *u.result);
   --j->done;
   group_settled(j, i, 1);

@@ -91,11 +91,16 @@ class JobKind {
     *kept = stored;
     return absl::OkStatus();
   }
-  // What the store takes back with a settled unit (self-play: its statistics), from its row.
-  virtual absl::StatusOr<std::optional<SelfPlaySettlement>> unsettle_form(const v1::UnitSpec&,
-                                                                          const v1::store::UnitMeta&,
-                                                                          const std::string& /*stored*/) const {
-    return std::optional<SelfPlaySettlement>();
+  // The kind's own tables (self-play: statistics and games), written inside the transaction that
+  // settles a unit with `form`, or takes back the unit whose settled row was `stored`; the
+  // generic store knows units, copies and jobs only.
+  virtual absl::Status write_settled(Store* /*store*/, const std::string& /*job_id*/,
+                                     const SettledForm& /*form*/) const {
+    return absl::OkStatus();
+  }
+  virtual absl::Status write_unsettled(Store* /*store*/, const std::string& /*job_id*/, const v1::UnitSpec&,
+                                       const v1::store::UnitMeta&, const std::string& /*stored*/) const {
+    return absl::OkStatus();
   }
   // A kept form for logs.
   virtual std::string describe_kept(const std::string& kept) const {

@@ -164,12 +164,16 @@ class SelfPlayKind : public JobKind {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::optional<SelfPlaySettlement>> unsettle_form(const v1::UnitSpec& spec,
-                                                                  const v1::store::UnitMeta& meta,
-                                                                  const std::string& stored) const override {
+  absl::Status write_settled(Store* store, const std::string& job_id, const SettledForm& form) const override {
+    if (!form.selfplay) return absl::InternalError("self-play unit settled without its games");
+    return store->apply_settlement(job_id, *form.selfplay, 1);
+  }
+
+  absl::Status write_unsettled(Store* store, const std::string& job_id, const v1::UnitSpec& spec,
+                               const v1::store::UnitMeta& meta, const std::string& stored) const override {
     absl::StatusOr<SelfPlaySettlement> s = settlement_from_settled(spec.selfplay(), meta.selfplay().position(), stored);
     if (!s.ok()) return s.status();
-    return std::optional<SelfPlaySettlement>(std::move(*s));
+    return store->apply_settlement(job_id, *s, -1);
   }
 
   std::string describe_kept(const std::string& kept) const override {

@@ -12,174 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
-#include "coordinator/selfplay_codec.h"
+#include "coordinator/store_sql.h"
 
 namespace c960::cluster {
 
-// Prepared statements of the paths every lease and completion takes, kept for reuse: preparing
-// one (parsing and planning the SQL) costs as much as running it, under the coordinator's lock.
-struct Store::Statements {
-  sqlite3* db;
-  struct Entry {
-    sqlite3_stmt* stmt = nullptr;
-    bool in_use = false;  // a statement already stepping (a nested use) is not handed out twice
-  };
-  // By the SQL's address: every statement kept is a string literal (Stmt takes only arrays), so
-  // a lookup hashes a pointer, not the text. Nodes do not move.
-  std::unordered_map<const char*, Entry> entries;
-  ~Statements() {
-    for (auto& [sql, e] : entries) sqlite3_finalize(e.stmt);
-  }
-};
-
 namespace {
-
-// A statement for the length of a scope: prepared here and finalized on every path out of the
-// function, or (given the store's Statements) taken from and given back to them, reset.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  template <size_t N>
-  Stmt(Store::Statements& cache, const char (&sql)[N]) {
-    Store::Statements::Entry& e = cache.entries[sql];
-    if (e.in_use) {
-      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
-      return;
-    }
-    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
-    if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
-    e.in_use = true;
-    entry_ = &e;
-    s_ = e.stmt;
-  }
-  ~Stmt() {
-    if (!entry_) {
-      sqlite3_finalize(s_);
-      return;
-    }
-    reset();
-    entry_->in_use = false;
-  }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  void bind(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
-  void bind_text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-  void bind_null(int i) { sqlite3_bind_null(s_, i); }
-  int step() { return sqlite3_step(s_); }
-  // One statement that returns no rows.
-  bool run() { return step() == SQLITE_DONE; }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
-  bool is_null(int c) { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-  std::string blob(int c) {
-    const void* p = sqlite3_column_blob(s_, c);
-    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, c))) : std::string();
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-  int rc_ = SQLITE_OK;
-  Store::Statements::Entry* entry_ = nullptr;
-};
-
-// Ordered migrations: migrations[v - 1] takes a file from version v - 1 to v. Never edit one
-// that has shipped; add the next.
-constexpr const char* kMigrations[] = {
-    // 1: jobs, units with results, self-play games, workers.
-    R"sql(
-CREATE TABLE IF NOT EXISTS jobs (
-  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, request_id TEXT NOT NULL, spec BLOB NOT NULL,
-  plan BLOB NOT NULL, state INTEGER NOT NULL, created_ms INTEGER NOT NULL,
-  finished_ms INTEGER NOT NULL, mismatches INTEGER NOT NULL, mismatch_detail TEXT NOT NULL,
-  failure_detail TEXT NOT NULL DEFAULT '');
-CREATE TABLE IF NOT EXISTS units (
-  job_id TEXT NOT NULL, idx INTEGER NOT NULL, spec BLOB NOT NULL, meta BLOB NOT NULL,
-  attempt INTEGER NOT NULL, result BLOB, PRIMARY KEY (job_id, idx)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS games (
-  job_id TEXT NOT NULL, sp INTEGER NOT NULL, game_index INTEGER NOT NULL, unit INTEGER NOT NULL,
-  record BLOB NOT NULL, PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS workers (
-  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
-  threads INTEGER NOT NULL, capabilities TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
-  lost INTEGER NOT NULL);
-)sql",
-    // 2: a job's unit count, so that missing unit rows are noticed on load, and whether its
-    // units are all written (big plans are written in several transactions).
-    R"sql(
-ALTER TABLE jobs ADD COLUMN unit_count INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN planned INTEGER NOT NULL DEFAULT 1;
-UPDATE jobs SET unit_count = (SELECT COUNT(*) FROM units WHERE units.job_id = jobs.id);
-)sql",
-    // 3: verified results. Jobs have an owner; units keep how many results they want and how
-    // many copies agreed with the settled one; every copy a worker was given is kept with what
-    // it sent; workers are kept by their key (identity/name) with their trust, sessions not at
-    // all (a worker calls Hello again after a restart).
-    R"sql(
-ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
-ALTER TABLE units ADD COLUMN wanted INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE units ADD COLUMN votes INTEGER NOT NULL DEFAULT 0;
-UPDATE units SET votes = 1 WHERE result IS NOT NULL;
-CREATE TABLE copies (
-  job_id TEXT NOT NULL, idx INTEGER NOT NULL, copy INTEGER NOT NULL, worker TEXT NOT NULL,
-  attempt INTEGER NOT NULL, seed INTEGER NOT NULL, result BLOB, discarded INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (job_id, idx, copy)) WITHOUT ROWID;
-DROP TABLE workers;
-CREATE TABLE workers (
-  key TEXT PRIMARY KEY, identity TEXT NOT NULL, host TEXT NOT NULL, version TEXT NOT NULL,
-  threads INTEGER NOT NULL, capabilities TEXT NOT NULL, engines TEXT NOT NULL,
-  last_seen_ms INTEGER NOT NULL, units_done INTEGER NOT NULL, agreeing INTEGER NOT NULL,
-  trust INTEGER NOT NULL, trust_reason TEXT NOT NULL);
-)sql",
-    // 4: self-play that streams. Each position's statistics are kept up to date as units
-    // settle (sp_totals, with sp_hashes counting each distinct game for duplicates); games are
-    // kept compactly (sp_games: move codes, player names once per job in sp_names) and only as
-    // the job asks; a settled unit keeps a digest and its games' summaries, its copies the
-    // digest. convert_selfplay_v4() moves older results over, then the games table goes.
-    R"sql(
-CREATE TABLE sp_totals (
-  job_id TEXT NOT NULL, sp INTEGER NOT NULL, games INTEGER NOT NULL, white_wins INTEGER NOT NULL,
-  draws INTEGER NOT NULL, black_wins INTEGER NOT NULL, plies INTEGER NOT NULL,
-  duplicates INTEGER NOT NULL, stored INTEGER NOT NULL, terminations BLOB NOT NULL,
-  PRIMARY KEY (job_id, sp)) WITHOUT ROWID;
-CREATE TABLE sp_hashes (
-  job_id TEXT NOT NULL, sp INTEGER NOT NULL, hash INTEGER NOT NULL, n INTEGER NOT NULL,
-  PRIMARY KEY (job_id, sp, hash)) WITHOUT ROWID;
-CREATE TABLE sp_names (
-  job_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (job_id, id),
-  UNIQUE (job_id, name));
-CREATE TABLE sp_games (
-  job_id TEXT NOT NULL, sp INTEGER NOT NULL, game_index INTEGER NOT NULL, result INTEGER NOT NULL,
-  termination INTEGER NOT NULL, opening_plies INTEGER NOT NULL, white INTEGER NOT NULL,
-  black INTEGER NOT NULL, detail TEXT, moves BLOB NOT NULL,
-  PRIMARY KEY (job_id, sp, game_index)) WITHOUT ROWID;
-)sql",
-    // 5: folding. A lazily planned perft job's root whose units are all settled keeps one row
-    // here (a serialized v1.store.FoldedGroup over units first_unit .. end_unit - 1) and its
-    // unit and copy rows are deleted, so the store holds the units in flight, not every unit.
-    R"sql(
-CREATE TABLE folded (
-  job_id TEXT NOT NULL, grp INTEGER NOT NULL, first_unit INTEGER NOT NULL, end_unit INTEGER NOT NULL,
-  record BLOB NOT NULL, PRIMARY KEY (job_id, grp)) WITHOUT ROWID;
-)sql",
-    // 6: stored games' moves as their ranks among the legal moves, about 5 bits a ply (was core's
-    // 16-bit move codes; selfplay_codec.h). No table changes: recode_selfplay_v6() rewrites
-    // sp_games.moves, replaying each game from its job's position, and fails the migration on a
-    // game that does not replay.
-    "",
-    // 7: worker credentials issued by Enroll (a join token traded for one per worker): the
-    // token's hash only, the join token that paid for it, and the worker's name at the time.
-    R"sql(
-CREATE TABLE credentials (
-  name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, join_name TEXT NOT NULL, worker TEXT NOT NULL,
-  created_ms INTEGER NOT NULL) WITHOUT ROWID;
-)sql",
-};
-static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
 // Why a write failed when SQLite kept no errno (it keeps the global errno only by chance: later
 // calls overwrite it): what can make writes fail, looked at directly. Empty: nothing found.
@@ -198,7 +35,10 @@ std::string write_failure_cause(sqlite3* db) {
   return "";
 }
 
-// What went wrong, in words an operator can act on.
+}  // namespace
+
+namespace store_sql {
+
 std::string describe(sqlite3* db) {
   const int rc = sqlite3_extended_errcode(db);
   const int sys = sqlite3_system_errno(db);
@@ -219,7 +59,10 @@ std::string describe(sqlite3* db) {
   }
 }
 
-}  // namespace
+}  // namespace store_sql
+
+using store_sql::describe;
+using store_sql::Stmt;
 
 // Transactions nest by counting: only the outermost is an SQLite transaction (BEGIN ..
 // COMMIT, prepared once). A nested one that fails or is rolled back poisons the outermost,
@@ -309,58 +152,6 @@ absl::Status Store::run(const char (&sql)[N]) {
 absl::Status Store::exec_for_test(const std::string& sql) {
   std::lock_guard lock(mu_);
   return exec(sql.c_str());
-}
-
-int Store::schema_version() {
-  std::lock_guard lock(mu_);
-  Stmt q(db_, "PRAGMA user_version");
-  return q.ok() && q.step() == SQLITE_ROW ? int(q.i64(0)) : -1;
-}
-
-absl::Status Store::migrate(int up_to) {
-  int version = 0;
-  bool legacy = false;  // made before the schema had a version
-  {
-    Stmt q(db_, "PRAGMA user_version");
-    if (!q.ok() || q.step() != SQLITE_ROW) return error("schema version");
-    version = int(q.i64(0));
-    Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'");
-    legacy = version == 0 && t.ok() && t.step() == SQLITE_ROW;
-  }
-  if (version > kSchemaVersion)
-    return absl::FailedPreconditionError(absl::StrCat("schema version ", version, " is newer than this coordinator's (",
-                                                      kSchemaVersion, "): use a newer c960-coordinator"));
-  if (legacy) {
-    // The one store layout before versions: version 1 but for the FAILED reason, which stores
-    // from before self-play jobs lack (as they lack the games table, which version 1 adds if
-    // missing). Recognised once, here; later changes are migrations.
-    bool has_failure_detail = false;
-    {
-      Stmt q(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'failure_detail'");
-      has_failure_detail = q.ok() && q.step() == SQLITE_ROW;
-    }
-    Transaction t(this);
-    if (!t.status().ok()) return t.status();
-    if (!has_failure_detail)
-      if (absl::Status s = exec("ALTER TABLE jobs ADD COLUMN failure_detail TEXT NOT NULL DEFAULT ''"); !s.ok())
-        return s;
-    if (absl::Status s = exec(kMigrations[0]); !s.ok()) return s;
-    if (absl::Status s = exec("PRAGMA user_version = 1"); !s.ok()) return s;
-    if (absl::Status s = t.commit(); !s.ok()) return s;
-    version = 1;
-  }
-  for (; version < up_to; ++version) {
-    Transaction t(this);
-    if (!t.status().ok()) return t.status();
-    if (absl::Status s = exec(kMigrations[version]); !s.ok()) return s;
-    if (version + 1 == 4)
-      if (absl::Status s = convert_selfplay_v4(); !s.ok()) return s;
-    if (version + 1 == 6)
-      if (absl::Status s = recode_selfplay_v6(); !s.ok()) return s;
-    if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
-    if (absl::Status s = t.commit(); !s.ok()) return s;
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to) {
@@ -790,8 +581,7 @@ absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int
 }
 
 absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
-                                std::optional<int32_t> job_state, int64_t finished_ms,
-                                const SelfPlaySettlement* selfplay) {
+                                std::optional<int32_t> job_state, int64_t finished_ms) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
@@ -807,8 +597,6 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
     if (sqlite3_changes(db_) != 1)
       return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", unit, " is settled already"));
   }
-  if (selfplay)
-    if (absl::Status s = apply_settlement(job_id, *selfplay, 1); !s.ok()) return s;
   if (job_state) {
     Stmt j(*statements_, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?");
     if (!j.ok()) return error("finish job");
@@ -818,140 +606,6 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
     if (!j.run()) return error("finish job");
   }
   return t.commit();
-}
-
-absl::StatusOr<int64_t> Store::name_id(const std::string& job_id, const std::string& name) {
-  Stmt q(*statements_, "SELECT id FROM sp_names WHERE job_id = ? AND name = ?");
-  if (!q.ok()) return error("player names");
-  q.bind_text(1, job_id);
-  q.bind_text(2, name);
-  if (q.step() == SQLITE_ROW) return q.i64(0);
-  Stmt i(*statements_,
-         "INSERT INTO sp_names (job_id, id, name) VALUES (?, (SELECT COALESCE(MAX(id), -1) + 1 FROM sp_names WHERE "
-         "job_id = ?), ?) RETURNING id");
-  if (!i.ok()) return error("player names");
-  i.bind_text(1, job_id);
-  i.bind_text(2, job_id);
-  i.bind_text(3, name);
-  if (i.step() != SQLITE_ROW) return error("player names");
-  return i.i64(0);
-}
-
-absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySettlement& sp, int sign) {
-  PositionTotals t;
-  t.sp = sp.sp;
-  {
-    Stmt q(*statements_,
-           "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
-           "WHERE job_id = ? AND sp = ?");
-    if (!q.ok()) return error("position totals");
-    q.bind_text(1, job_id);
-    q.bind(2, int64_t(sp.sp));
-    if (q.step() == SQLITE_ROW) {
-      t.games = q.i64(0);
-      t.white_wins = q.i64(1);
-      t.draws = q.i64(2);
-      t.black_wins = q.i64(3);
-      t.plies = q.i64(4);
-      t.duplicates = q.i64(5);
-      t.stored = q.i64(6);
-      const std::string b = q.blob(7);
-      for (size_t k = 0; k + 8 <= b.size(); k += 8) {
-        uint64_t v = 0;
-        std::memcpy(&v, b.data() + k, 8);
-        t.terminations.push_back(int64_t(v));
-      }
-    }
-  }
-  // Each distinct game of a position is counted in sp_hashes; a game is a duplicate when its
-  // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
-  Stmt h(*statements_,
-         "INSERT INTO sp_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO UPDATE "
-         "SET n = n + 1 RETURNING n");
-  Stmt hd(*statements_, "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
-  Stmt hz(*statements_, "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
-  if (!h.ok() || !hd.ok() || !hz.ok()) return error("game hashes");
-  for (const GameSummary& g : sp.games) {
-    t.games += sign;
-    (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
-    t.plies += sign * int64_t(g.plies);
-    if (t.terminations.size() <= g.termination) t.terminations.resize(size_t(g.termination) + 1);
-    t.terminations[g.termination] += sign;
-    Stmt& q = sign > 0 ? h : hd;
-    q.reset();
-    q.bind_text(1, job_id);
-    q.bind(2, int64_t(sp.sp));
-    q.bind(3, int64_t(g.hash));
-    if (q.step() != SQLITE_ROW) return error("game hashes");
-    const int64_t n = q.i64(0);
-    q.reset();
-    if (sign > 0 && n > 1) ++t.duplicates;
-    if (sign < 0 && n >= 1) --t.duplicates;
-    if (sign < 0 && n <= 0) {
-      hz.reset();
-      hz.bind_text(1, job_id);
-      hz.bind(2, int64_t(sp.sp));
-      hz.bind(3, int64_t(g.hash));
-      if (!hz.run()) return error("game hashes");
-    }
-  }
-  if (sign > 0 && !sp.stored.empty()) {
-    // Plain INSERT: a game already stored fails the whole transaction (primary key).
-    Stmt g(*statements_,
-           "INSERT INTO sp_games (job_id, sp, game_index, result, termination, opening_plies, white, black, detail, "
-           "moves) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!g.ok()) return error("store games");
-    for (const StoredGame& sg : sp.stored) {
-      absl::StatusOr<int64_t> white = name_id(job_id, sg.white);
-      if (!white.ok()) return white.status();
-      absl::StatusOr<int64_t> black = name_id(job_id, sg.black);
-      if (!black.ok()) return black.status();
-      g.reset();
-      g.bind_text(1, job_id);
-      g.bind(2, int64_t(sp.sp));
-      g.bind(3, sg.index);
-      g.bind(4, int64_t(sg.result));
-      g.bind(5, int64_t(sg.termination));
-      g.bind(6, int64_t(sg.opening_plies));
-      g.bind(7, *white);
-      g.bind(8, *black);
-      if (sg.detail)
-        g.bind_text(9, *sg.detail);
-      else
-        g.bind_null(9);
-      g.bind(10, sg.moves);
-      if (!g.run()) return error("store games");
-    }
-    t.stored += int64_t(sp.stored.size());
-  } else if (sign < 0 && !sp.games.empty()) {
-    // A unit's games are one range of its position.
-    Stmt d(*statements_, "DELETE FROM sp_games WHERE job_id = ? AND sp = ? AND game_index >= ? AND game_index < ?");
-    if (!d.ok()) return error("delete games");
-    d.bind_text(1, job_id);
-    d.bind(2, int64_t(sp.sp));
-    d.bind(3, sp.first_game);
-    d.bind(4, sp.first_game + int64_t(sp.games.size()));
-    if (!d.run()) return error("delete games");
-    t.stored -= sqlite3_changes(db_);
-  }
-  std::string terms(t.terminations.size() * 8, '\0');
-  for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
-  Stmt u(*statements_,
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, "
-         "stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!u.ok()) return error("position totals");
-  u.bind_text(1, job_id);
-  u.bind(2, int64_t(sp.sp));
-  u.bind(3, t.games);
-  u.bind(4, t.white_wins);
-  u.bind(5, t.draws);
-  u.bind(6, t.black_wins);
-  u.bind(7, t.plies);
-  u.bind(8, t.duplicates);
-  u.bind(9, t.stored);
-  u.bind(10, terms);
-  if (!u.run()) return error("position totals");
-  return absl::OkStatus();
 }
 
 absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t votes) {
@@ -966,20 +620,16 @@ absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t v
   return absl::OkStatus();
 }
 
-absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted,
-                                  const SelfPlaySettlement* selfplay) {
+absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted) {
   std::lock_guard lock(mu_);
-  Transaction t(this);
-  if (!t.status().ok()) return t.status();
+  if (absl::Status s = check_write(); !s.ok()) return s;
   Stmt q(*statements_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("unsettle unit");
   q.bind(1, int64_t(wanted));
   q.bind_text(2, job_id);
   q.bind(3, unit);
   if (!q.run()) return error("unsettle unit");
-  if (selfplay)
-    if (absl::Status s = apply_settlement(job_id, *selfplay, -1); !s.ok()) return s;
-  return t.commit();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string& job_id, int64_t unit) {
@@ -1013,240 +663,6 @@ absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_
   q.bind(2, unit);
   q.bind(3, int64_t(copy));
   if (!q.run()) return error("discard copy");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const std::string& job_id) {
-  std::lock_guard lock(mu_);
-  Stmt q(*statements_,
-         "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
-         "WHERE job_id = ? ORDER BY sp");
-  if (!q.ok()) return error("position totals");
-  q.bind_text(1, job_id);
-  std::vector<PositionTotals> out;
-  int rc;
-  while ((rc = q.step()) == SQLITE_ROW) {
-    PositionTotals& t = out.emplace_back();
-    t.sp = int32_t(q.i64(0));
-    t.games = q.i64(1);
-    t.white_wins = q.i64(2);
-    t.draws = q.i64(3);
-    t.black_wins = q.i64(4);
-    t.plies = q.i64(5);
-    t.duplicates = q.i64(6);
-    t.stored = q.i64(7);
-    const std::string b = q.blob(8);
-    for (size_t k = 0; k + 8 <= b.size(); k += 8) {
-      int64_t v = 0;
-      std::memcpy(&v, b.data() + k, 8);
-      t.terminations.push_back(v);
-    }
-  }
-  if (rc != SQLITE_DONE) return error("position totals");
-  return out;
-}
-
-namespace {
-
-constexpr const char* kGameColumns =
-    "SELECT g.sp, g.game_index, g.result, g.termination, g.opening_plies, w.name, b.name, g.detail, g.moves FROM "
-    "sp_games g JOIN sp_names w ON w.job_id = g.job_id AND w.id = g.white JOIN sp_names b ON b.job_id = g.job_id "
-    "AND b.id = g.black ";
-
-StoredGame game_row(Stmt& q) {
-  StoredGame g;
-  g.sp = int32_t(q.i64(0));
-  g.index = q.i64(1);
-  g.result = int32_t(q.i64(2));
-  g.termination = int32_t(q.i64(3));
-  g.opening_plies = int32_t(q.i64(4));
-  g.white = q.blob(5);
-  g.black = q.blob(6);
-  if (!q.is_null(7)) g.detail = q.blob(7);
-  g.moves = q.blob(8);
-  return g;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id, int32_t sp, int64_t after,
-                                                          int limit) {
-  std::lock_guard lock(mu_);
-  Stmt q(db_, absl::StrCat(kGameColumns,
-                           "WHERE g.job_id = ? AND g.sp = ? AND g.game_index > ? ORDER BY g.game_index LIMIT ?")
-                  .c_str());
-  if (!q.ok()) return error("load games");
-  q.bind_text(1, job_id);
-  q.bind(2, int64_t(sp));
-  q.bind(3, after);
-  q.bind(4, int64_t(limit));
-  std::vector<StoredGame> out;
-  int rc;
-  while ((rc = q.step()) == SQLITE_ROW) out.push_back(game_row(q));
-  if (rc != SQLITE_DONE) return error("load games");
-  return out;
-}
-
-absl::StatusOr<std::vector<StoredGame>> Store::load_games(const std::string& job_id) {
-  std::lock_guard lock(mu_);
-  Stmt q(db_, absl::StrCat(kGameColumns, "WHERE g.job_id = ? ORDER BY g.sp, g.game_index").c_str());
-  if (!q.ok()) return error("load games");
-  q.bind_text(1, job_id);
-  std::vector<StoredGame> out;
-  int rc;
-  while ((rc = q.step()) == SQLITE_ROW) out.push_back(game_row(q));
-  if (rc != SQLITE_DONE) return error("load games");
-  return out;
-}
-
-absl::Status Store::convert_selfplay_v4() {
-  std::vector<std::string> jobs;
-  {
-    Stmt q(db_, "SELECT id, spec FROM jobs");
-    if (!q.ok()) return error("convert");
-    while (q.step() == SQLITE_ROW) {
-      v1::JobSpec spec;
-      if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
-    }
-  }
-  const auto clear_pgn = [](v1::UnitResult* r) {
-    for (v1::SelfPlayGame& g : *r->mutable_selfplay()->mutable_games()) g.clear_pgn();
-  };
-  for (const std::string& id : jobs) {
-    Stmt u(db_, "SELECT idx, spec, meta, result FROM units WHERE job_id = ? AND result IS NOT NULL ORDER BY idx");
-    Stmt set(db_, "UPDATE units SET result = ? WHERE job_id = ? AND idx = ?");
-    if (!u.ok() || !set.ok()) return error("convert");
-    u.bind_text(1, id);
-    int rc;
-    while ((rc = u.step()) == SQLITE_ROW) {
-      v1::UnitSpec spec;
-      v1::store::UnitMeta meta;
-      v1::UnitResult result;
-      if (!spec.ParseFromString(u.blob(1)) || !meta.ParseFromString(u.blob(2)) || !result.ParseFromString(u.blob(3)))
-        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), " does not parse"));
-      clear_pgn(&result);
-      // Rows as schema 4 has them: migration 6 recodes them.
-      absl::StatusOr<SelfPlayCompact> c =
-          compact_result(spec.selfplay(), meta.selfplay().position(), result, MoveCoding::kMoveCodes);
-      if (!c.ok())
-        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", c.status().message()));
-      if (absl::Status s = apply_settlement(id, c->settlement, 1); !s.ok()) return s;
-      set.reset();
-      set.bind(1, c->settled.SerializeAsString());
-      set.bind_text(2, id);
-      set.bind(3, u.i64(0));
-      if (!set.run()) return error("convert");
-    }
-    if (rc != SQLITE_DONE) return error("convert");
-    // Copies keep the digest only, as they do from now on.
-    Stmt c(db_, "SELECT idx, copy, result FROM copies WHERE job_id = ? AND result IS NOT NULL");
-    Stmt cset(db_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
-    if (!c.ok() || !cset.ok()) return error("convert");
-    c.bind_text(1, id);
-    while ((rc = c.step()) == SQLITE_ROW) {
-      v1::UnitResult result;
-      if (!result.ParseFromString(c.blob(2)))
-        return absl::DataLossError(absl::StrCat("store: a copy of ", id, " does not parse"));
-      clear_pgn(&result);
-      v1::store::SelfPlaySettled kept;
-      kept.set_digest(result_digest(result));
-      kept.set_games(result.selfplay().games_size());
-      cset.reset();
-      cset.bind(1, kept.SerializeAsString());
-      cset.bind_text(2, id);
-      cset.bind(3, c.i64(0));
-      cset.bind(4, c.i64(1));
-      if (!cset.run()) return error("convert");
-    }
-    if (rc != SQLITE_DONE) return error("convert");
-  }
-  return exec("DROP TABLE IF EXISTS games");
-}
-
-absl::Status Store::recode_selfplay_v6() {
-  struct Job {
-    std::string id;
-    v1::JobSpec spec;
-    v1::store::JobPlan plan;
-  };
-  std::vector<Job> jobs;
-  {
-    Stmt q(db_, "SELECT id, spec, plan FROM jobs");
-    if (!q.ok()) return error("recode games");
-    int rc;
-    while ((rc = q.step()) == SQLITE_ROW) {
-      Job j;
-      j.id = q.blob(0);
-      if (!j.spec.ParseFromString(q.blob(1)) || !j.spec.has_selfplay()) continue;
-      if (!j.plan.ParseFromString(q.blob(2)))
-        return absl::DataLossError(absl::StrCat("store: the plan of job ", j.id, " does not parse"));
-      jobs.push_back(std::move(j));
-    }
-    if (rc != SQLITE_DONE) return error("recode games");
-  }
-  // In pages, so that neither a big job's games are all in memory nor a statement reads the rows
-  // it rewrites.
-  constexpr int kPage = 1024;
-  Stmt page(db_,
-            "SELECT sp, game_index, moves FROM sp_games WHERE job_id = ? AND (sp > ? OR (sp = ? AND game_index > ?)) "
-            "ORDER BY sp, game_index LIMIT ?");
-  Stmt set(db_, "UPDATE sp_games SET moves = ? WHERE job_id = ? AND sp = ? AND game_index = ?");
-  if (!page.ok() || !set.ok()) return error("recode games");
-  struct Row {
-    int64_t sp, index;
-    std::string moves;
-  };
-  for (const Job& j : jobs) {
-    const int max_plies = j.spec.selfplay().max_plies() > 0 ? j.spec.selfplay().max_plies() : kMaxGamePlies;
-    int64_t last_sp = -1, last_index = -1, start_sp = -1;
-    std::string position_id;
-    Position start;
-    for (;;) {
-      std::vector<Row> rows;
-      page.reset();
-      page.bind_text(1, j.id);
-      page.bind(2, last_sp);
-      page.bind(3, last_sp);
-      page.bind(4, last_index);
-      page.bind(5, int64_t(kPage));
-      int rc;
-      while ((rc = page.step()) == SQLITE_ROW) rows.push_back({page.i64(0), page.i64(1), page.blob(2)});
-      if (rc != SQLITE_DONE) return error("recode games");
-      for (const Row& r : rows) {
-        const auto damaged = [&](absl::string_view why) {
-          return absl::DataLossError(absl::StrCat("store: job ", j.id, ", position ", r.sp, " of its plan",
-                                                  position_id.empty() ? "" : absl::StrCat(" (", position_id, ")"),
-                                                  ", game index ", r.index, ": ", why));
-        };
-        if (r.sp != start_sp) {
-          position_id.clear();
-          absl::StatusOr<selfplay::StartPosition> p =
-              plan_position(j.plan.selfplay(), r.sp < 0 || r.sp > INT32_MAX ? -1 : int(r.sp));
-          if (!p.ok()) return damaged(p.status().message());
-          position_id = p->id;
-          absl::StatusOr<Position> pos = Position::from_fen(p->fen);
-          if (!pos.ok()) return damaged(pos.status().message());
-          start = *pos;
-          start_sp = r.sp;
-        }
-        absl::StatusOr<std::vector<Move>> moves = decode_move_codes(r.moves);
-        if (!moves.ok()) return damaged(moves.status().message());
-        if (moves->size() > size_t(max_plies))
-          return damaged(absl::StrCat(moves->size(), " plies, more than the job's limit of ", max_plies));
-        absl::StatusOr<std::string> coded = encode_moves(start, *moves);
-        if (!coded.ok()) return damaged(coded.status().message());
-        set.reset();
-        set.bind(1, *coded);
-        set.bind_text(2, j.id);
-        set.bind(3, r.sp);
-        set.bind(4, r.index);
-        if (!set.run()) return error("recode games");
-      }
-      if (int(rows.size()) < kPage) break;
-      last_sp = rows.back().sp;
-      last_index = rows.back().index;
-    }
-  }
   return absl::OkStatus();
 }
 

@@ -202,22 +202,25 @@ class Store {
   absl::Status record_leases(const std::string& job_id, const std::vector<Lease>& leases);
   // A copy's result.
   absl::Status put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result);
-  // Settles a unit with a result sent by `votes` copies: the unit's result, a self-play unit's
-  // statistics and games, and, if the job is now finished, the job's state.
+  // Settles a unit with a result sent by `votes` copies and, if the job is now finished, the
+  // job's state. The kind's own tables (self-play statistics and games) are written by the kind
+  // (JobKind::write_settled) in the same transaction.
   absl::Status settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
-                           std::optional<int32_t> job_state, int64_t finished_ms,
-                           const SelfPlaySettlement* selfplay = nullptr);
+                           std::optional<int32_t> job_state, int64_t finished_ms);
   // More copies agree with a settled result.
   absl::Status set_votes(const std::string& job_id, int64_t unit, int32_t votes);
-  // Takes a settled result back (its only vote came from a worker quarantined since): the unit,
-  // its position's statistics and its games as before it was settled, and `wanted` more results.
-  absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted,
-                             const SelfPlaySettlement* selfplay = nullptr);
+  // Takes a settled result back (its only vote came from a worker quarantined since): the unit as
+  // before it was settled, wanting `wanted` more results (the kind takes back what it wrote:
+  // JobKind::write_unsettled, in the same transaction).
+  absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted);
   // A unit's settled result as stored, if it has one.
   absl::StatusOr<std::optional<std::string>> unit_result(const std::string& job_id, int64_t unit);
   absl::Status set_wanted(const std::string& job_id, int64_t unit, int32_t wanted);
   absl::Status discard_copy(const std::string& job_id, int64_t unit, int32_t copy);
 
+  // The self-play kind's tables (store_selfplay.cpp). Adds (sign 1) or subtracts (sign -1) a
+  // self-play unit's statistics and games; a game stored twice fails it (and its transaction).
+  absl::Status apply_settlement(const std::string& job_id, const SelfPlaySettlement& s, int sign);
   // A self-play job's statistics per position (positions without a settled game have no row).
   absl::StatusOr<std::vector<PositionTotals>> load_position_totals(const std::string& job_id);
   // A page of a position's stored games: those with an index above `after`, at most `limit`.
@@ -265,8 +268,6 @@ class Store {
   absl::Status check_write();
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
-  // Adds (sign 1) or subtracts (sign -1) a self-play unit's statistics and games.
-  absl::Status apply_settlement(const std::string& job_id, const SelfPlaySettlement& s, int sign);
   absl::StatusOr<int64_t> name_id(const std::string& job_id, const std::string& name);
   // Schema 4: self-play results of older stores into statistics, digests and compact games.
   absl::Status convert_selfplay_v4();

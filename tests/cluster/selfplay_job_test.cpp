@@ -20,6 +20,24 @@
 namespace c960::cluster {
 namespace {
 
+// Settles a unit with its self-play games as the coordinator does: the unit row and the
+// kind's tables in one transaction, kept whole or not at all.
+absl::Status settle_with_games(Store* store, const std::string& job, int64_t unit, const std::string& result,
+                               std::optional<int32_t> state, int64_t finished_ms, const SelfPlaySettlement& sp) {
+  std::unique_ptr<Store::Transaction> txn = store->transaction();
+  if (absl::Status s = store->settle_unit(job, unit, result, 1, state, finished_ms); !s.ok()) return s;
+  if (absl::Status s = store->apply_settlement(job, sp, 1); !s.ok()) return s;
+  return txn->commit();
+}
+
+absl::Status unsettle_with_games(Store* store, const std::string& job, int64_t unit, int32_t wanted,
+                                 const SelfPlaySettlement& sp) {
+  std::unique_ptr<Store::Transaction> txn = store->transaction();
+  if (absl::Status s = store->unsettle_unit(job, unit, wanted); !s.ok()) return s;
+  if (absl::Status s = store->apply_settlement(job, sp, -1); !s.ok()) return s;
+  return txn->commit();
+}
+
 class SelfPlayJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -480,8 +498,8 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
     return s;
   };
   const SelfPlaySettlement a = settlement(0, 7), b = settlement(2, 7);
-  ASSERT_TRUE((*store)->settle_unit("job-1", 0, "r0", 1, std::nullopt, 0, &a).ok());
-  ASSERT_TRUE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  ASSERT_TRUE(settle_with_games(store->get(), "job-1", 0, "r0", std::nullopt, 0, a).ok());
+  ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
   auto totals = (*store)->load_position_totals("job-1");
   ASSERT_TRUE(totals.ok() && totals->size() == 1u);
   EXPECT_EQ((*totals)[0].games, 4);
@@ -491,10 +509,10 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   EXPECT_EQ((*totals)[0].stored, 4);
   EXPECT_EQ((*totals)[0].terminations.at(0), 4);
   // A second settlement of the same games fails whole.
-  EXPECT_FALSE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  EXPECT_FALSE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
   SelfPlaySettlement undo = b;
   undo.stored.clear();
-  ASSERT_TRUE((*store)->unsettle_unit("job-1", 1, 2, &undo).ok());
+  ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 1, 2, undo).ok());
   totals = (*store)->load_position_totals("job-1");
   EXPECT_EQ((*totals)[0].games, 2);
   EXPECT_EQ((*totals)[0].duplicates, 1);
@@ -502,7 +520,7 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   EXPECT_EQ((*store)->load_games("job-1")->size(), 2u);
   EXPECT_FALSE((*store)->unit_result("job-1", 1)->has_value());
   // Settled again, as another worker computes it, it counts as before.
-  ASSERT_TRUE((*store)->settle_unit("job-1", 1, "r1", 1, std::nullopt, 0, &b).ok());
+  ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
   EXPECT_EQ((*(*store)->load_position_totals("job-1"))[0].duplicates, 3);
 }
 
@@ -607,10 +625,9 @@ void write_schema_five_job(Store* store, const std::string& id, const v1::SelfPl
                             MoveCoding::kMoveCodes);
     ASSERT_TRUE(c.ok()) << c.status();
     const bool last = i + 1 == plan->units.size();
-    ASSERT_TRUE(store
-                    ->settle_unit(id, int64_t(i), c->settled.SerializeAsString(), 1,
+    ASSERT_TRUE(settle_with_games(store, id, int64_t(i), c->settled.SerializeAsString(),
                                   last ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, 1,
-                                  &c->settlement)
+                                  c->settlement)
                     .ok());
   }
 }

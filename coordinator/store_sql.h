@@ -1,0 +1,89 @@
+// The store's SQL plumbing, shared by its files (store.cpp: generic tables; store_migrations.cpp:
+// the schema; store_selfplay.cpp: the self-play kind's tables) and nothing else.
+#pragma once
+
+#include <cstdint>
+#include <sqlite3.h>
+#include <string>
+#include <unordered_map>
+
+#include "coordinator/store.h"
+
+namespace c960::cluster {
+
+// Prepared statements of the paths every lease and completion takes, kept for reuse: preparing
+// one (parsing and planning the SQL) costs as much as running it, under the coordinator's lock.
+struct Store::Statements {
+  sqlite3* db;
+  struct Entry {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;  // a statement already stepping (a nested use) is not handed out twice
+  };
+  // By the SQL's address: every statement kept is a string literal (Stmt takes only arrays), so
+  // a lookup hashes a pointer, not the text. Nodes do not move.
+  std::unordered_map<const char*, Entry> entries;
+  ~Statements() {
+    for (auto& [sql, e] : entries) sqlite3_finalize(e.stmt);
+  }
+};
+
+namespace store_sql {
+
+// A statement for the length of a scope: prepared here and finalized on every path out of the
+// function, or (given the store's Statements) taken from and given back to them, reset.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  template <size_t N>
+  Stmt(Store::Statements& cache, const char (&sql)[N]) {
+    Store::Statements::Entry& e = cache.entries[sql];
+    if (e.in_use) {
+      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
+      return;
+    }
+    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
+    if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
+    e.in_use = true;
+    entry_ = &e;
+    s_ = e.stmt;
+  }
+  ~Stmt() {
+    if (!entry_) {
+      sqlite3_finalize(s_);
+      return;
+    }
+    reset();
+    entry_->in_use = false;
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  void bind(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind_text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind_null(int i) { sqlite3_bind_null(s_, i); }
+  int step() { return sqlite3_step(s_); }
+  // One statement that returns no rows.
+  bool run() { return step() == SQLITE_DONE; }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
+  bool is_null(int c) { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::string blob(int c) {
+    const void* p = sqlite3_column_blob(s_, c);
+    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, c))) : std::string();
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_ = SQLITE_OK;
+  Store::Statements::Entry* entry_ = nullptr;
+};
+
+// What went wrong, in words an operator can act on.
+std::string describe(sqlite3* db);
+
+}  // namespace store_sql
+}  // namespace c960::cluster
