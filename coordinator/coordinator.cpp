@@ -28,17 +28,17 @@ Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions op
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
   kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
   kinds_.push_back(make_selfplay_kind());
-  if (options_.waiter_thread) waiter_thread_ = std::thread([this] { waiter_loop(); });
+  if (options_.waiter_thread) polls_.thread = std::thread([this] { waiter_loop(); });
 }
 
 Coordinator::~Coordinator() {
   {
     std::lock_guard lock(mu_);
-    stop_waiters_ = true;
+    polls_.stop = true;
     shutting_down_ = true;
   }
-  waiter_cv_.notify_all();
-  if (waiter_thread_.joinable()) waiter_thread_.join();
+  polls_.cv.notify_all();
+  if (polls_.thread.joinable()) polls_.thread.join();
 }
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
@@ -76,40 +76,40 @@ absl::Status Coordinator::load_locked(bool startup) {
   if (!workers.ok()) return workers.status();
   absl::StatusOr<std::vector<StoredCredential>> credentials = store_->load_credentials();
   if (!credentials.ok()) return credentials.status();
-  enrolled_.clear();
+  registry_.enrolled.clear();
   for (const StoredCredential& c : *credentials) {
-    ++enrolled_[c.join_name];
+    ++registry_.enrolled[c.join_name];
     if (tokens_) tokens_->add_issued(c.hash, c.name);
   }
   std::map<std::string, WorkerState> before;
-  before.swap(workers_);
-  jobs_.clear();
-  by_seq_.clear();
-  by_request_id_.clear();
-  quarantined_voters_.clear();
-  leases_held_.clear();
-  leases_out_ = 0;
+  before.swap(registry_.workers);
+  table_.jobs.clear();
+  table_.by_seq.clear();
+  table_.by_request_id.clear();
+  registry_.quarantined_voters.clear();
+  registry_.leases_held.clear();
+  registry_.leases_out = 0;
   deadlines_.clear();  // its entries point into the jobs replaced here
   for (StoredWorker& w : *workers) {
-    WorkerState& ws = workers_[w.key];
+    WorkerState& ws = registry_.workers[w.key];
     ws.rec = std::move(w);
     if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
   }
-  for (const auto& [key, w] : workers_)
-    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) quarantined_voters_.insert(voter_of(key));
+  for (const auto& [key, w] : registry_.workers)
+    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) registry_.quarantined_voters.insert(voter_of(key));
   // Sessions of workers the store does not know (their Hello was not kept) end.
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    if (workers_.count(it->second.key)) {
+  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
+    if (registry_.workers.count(it->second.key)) {
       ++it;
       continue;
     }
-    session_of_.erase(it->second.key);
-    it = sessions_.erase(it);
+    registry_.session_of.erase(it->second.key);
+    it = registry_.sessions.erase(it);
   }
   for (StoredJob& s : *jobs) {
     if (!s.planned && !startup) {
       // Being stored by a submit right now (restore after a failed commit): it joins when done.
-      next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
+      table_.next_seq = std::max(table_.next_seq, s.seq + 1);
       continue;
     }
     if (!s.planned) {
@@ -119,7 +119,7 @@ absl::Status Coordinator::load_locked(bool startup) {
                 absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"),
                 {{"job", s.id}});
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
-      next_job_seq_ = std::max(next_job_seq_, s.seq + 1);
+      table_.next_seq = std::max(table_.next_seq, s.seq + 1);
       continue;
     }
     auto j = std::make_unique<Job>();
@@ -211,11 +211,11 @@ absl::Status Coordinator::load_locked(bool startup) {
     } else {
       track_groups(j.get(), j->units.first(), int64_t(j->units.size()));
     }
-    next_job_seq_ = std::max(next_job_seq_, j->seq + 1);
-    if (!j->request_id.empty()) by_request_id_[j->request_id] = j.get();
-    by_seq_.push_back(j.get());
+    table_.next_seq = std::max(table_.next_seq, j->seq + 1);
+    if (!j->request_id.empty()) table_.by_request_id[j->request_id] = j.get();
+    table_.by_seq.push_back(j.get());
     Job* raw = j.get();
-    jobs_[j->id] = std::move(j);
+    table_.jobs[j->id] = std::move(j);
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
     } else {
@@ -272,8 +272,8 @@ void Coordinator::fail_job(Job* j, const std::string& why) {
 }
 
 Coordinator::Job* Coordinator::find_job(const std::string& id) {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : it->second.get();
+  auto it = table_.jobs.find(id);
+  return it == table_.jobs.end() ? nullptr : it->second.get();
 }
 
 absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, const std::string& id) {
@@ -292,14 +292,14 @@ std::string Coordinator::notice(const Job& j) const {
   // how many (not quarantined) could run the job.
   bool alive = false, capable = false, offered = engine.empty();
   std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
-  for (const auto& [id, s] : sessions_) {
+  for (const auto& [id, s] : registry_.sessions) {
     if (s.lost) continue;
     alive = true;
     const bool computes = s.capabilities.count(j.kind->capability()) > 0;
     const bool has_engine = engine.empty() || s.engines.count(engine) > 0;
     capable |= computes;
     offered |= has_engine;
-    if (computes && has_engine && !quarantined_voters_.count(s.voter)) able.insert(s.voter);
+    if (computes && has_engine && !registry_.quarantined_voters.count(s.voter)) able.insert(s.voter);
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
@@ -343,7 +343,7 @@ v1::Job Coordinator::snapshot(const Job& j) const {
       if (c.leased()) holders.insert(c.worker);
   p->set_workers(int32_t(holders.size()));
   int alive = 0;
-  for (const auto& [id, s] : sessions_) alive += !s.lost;
+  for (const auto& [id, s] : registry_.sessions) alive += !s.lost;
   p->set_workers_alive(alive);
   double rate = 0, unit_rate = 0;
   if (j.state == v1::JOB_STATE_RUNNING) {
@@ -375,7 +375,7 @@ void Coordinator::add_sample(Job* j) {
 absl::Status Coordinator::check_caps(const Caller& caller, int64_t new_units) const {
   int active = 0;
   int64_t units = 0;
-  for (const Job* j : by_seq_)
+  for (const Job* j : table_.by_seq)
     if (j->state == v1::JOB_STATE_RUNNING && j->owner == caller.identity) {
       ++active;
       units += j->total() - j->done;
@@ -396,7 +396,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   auto j = std::make_unique<Job>();
   {
     std::lock_guard lock(mu_);
-    j->seq = next_job_seq_++;
+    j->seq = table_.next_seq++;
   }
   j->id = absl::StrCat("job-", j->seq);
   j->request_id = req.request_id();
@@ -460,8 +460,8 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
     if (req.request_id().empty()) return std::nullopt;
     std::lock_guard lock(mu_);
-    auto it = by_request_id_.find(req.request_id());
-    if (it == by_request_id_.end()) return std::nullopt;
+    auto it = table_.by_request_id.find(req.request_id());
+    if (it == table_.by_request_id.end()) return std::nullopt;
     if (it->second->owner != caller.identity)
       return absl::AlreadyExistsError("request_id: already used by another caller");
     if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
@@ -510,9 +510,9 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"units", raw->total()},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
-  if (!raw->request_id.empty()) by_request_id_[raw->request_id] = raw;
-  by_seq_.push_back(raw);
-  jobs_[raw->id] = std::move(*stored);
+  if (!raw->request_id.empty()) table_.by_request_id[raw->request_id] = raw;
+  table_.by_seq.push_back(raw);
+  table_.jobs[raw->id] = std::move(*stored);
   if (!raw->fresh.empty()) work_arrived();
   changed();
   return snapshot(*raw);
@@ -537,7 +537,7 @@ absl::StatusOr<v1::ListJobsResponse> Coordinator::list_jobs(const Caller& caller
   v1::ListJobsResponse out;
   size_t bytes = 0;
   int64_t last_seq = 0;
-  for (auto it = by_seq_.rbegin(); it != by_seq_.rend(); ++it) {
+  for (auto it = table_.by_seq.rbegin(); it != table_.by_seq.rend(); ++it) {
     const Job& j = **it;
     if (j.seq >= before || (caller.role == Role::kSubmit && j.owner != caller.identity)) continue;
     v1::Job snap = snapshot(j);
@@ -671,16 +671,17 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
   const int64_t now = clock_->now_ms();
   v1::ListWorkersResponse out;
   size_t bytes = 0;
-  for (auto wit = req.page_token().empty() ? workers_.begin() : workers_.upper_bound(req.page_token());
-       wit != workers_.end(); ++wit) {
+  for (auto wit = req.page_token().empty() ? registry_.workers.begin()
+                                           : registry_.workers.upper_bound(req.page_token());
+       wit != registry_.workers.end(); ++wit) {
     const auto& [key, w] = *wit;
     if (out.workers_size() >= page_size || (out.workers_size() > 0 && bytes > kMaxListBytes)) {
       out.set_next_page_token(out.workers(out.workers_size() - 1).name());
       break;
     }
     const Session* session = nullptr;
-    if (auto sit = session_of_.find(key); sit != session_of_.end())
-      if (auto it = sessions_.find(sit->second); it != sessions_.end()) session = &it->second;
+    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
+      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) session = &it->second;
     const bool alive = session && !session->lost;
     if (!alive && !req.include_lost()) continue;
     v1::WorkerInfo* info = out.add_workers();
@@ -709,7 +710,7 @@ void Coordinator::shutdown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
-  waiter_cv_.notify_all();
+  polls_.cv.notify_all();
 }
 
 bool Coordinator::shutting_down() const {
@@ -720,7 +721,7 @@ bool Coordinator::shutting_down() const {
 CoordinatorMetrics Coordinator::metrics() const {
   std::lock_guard lock(mu_);
   CoordinatorMetrics m;
-  for (const Job* j : by_seq_) {
+  for (const Job* j : table_.by_seq) {
     ++m.jobs[{j->kind->capability(), j->state}];
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // A verifying unit may also be leased (to the worker that checks it): count it once.
@@ -738,10 +739,10 @@ CoordinatorMetrics Coordinator::metrics() const {
       m.units_disagreeing += results.size() > 1;
     }
   }
-  for (const auto& [key, w] : workers_) {
+  for (const auto& [key, w] : registry_.workers) {
     bool alive = false;
-    if (auto sit = session_of_.find(key); sit != session_of_.end())
-      if (auto it = sessions_.find(sit->second); it != sessions_.end()) alive = !it->second.lost;
+    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
+      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) alive = !it->second.lost;
     ++m.workers[{v1::TrustState(w.rec.trust), alive}];
   }
   m.watches = watches_total_;
@@ -756,7 +757,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
   absl::StatusOr<std::string> token = new_token();
   if (!token.ok()) return token.status();
   std::lock_guard lock(mu_);
-  int32_t& issued = enrolled_[caller.identity];
+  int32_t& issued = registry_.enrolled[caller.identity];
   if (issued >= caller.uses)
     return absl::ResourceExhaustedError(absl::StrCat("enroll: join token '", caller.identity, "' was traded for ",
                                                      issued, " worker credentials, all its uses=", caller.uses,
@@ -781,7 +782,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
 std::string Coordinator::durable_state() const {
   std::lock_guard lock(mu_);
   std::string out;
-  for (const Job* j : by_seq_) {
+  for (const Job* j : table_.by_seq) {
     absl::StrAppend(&out, "job ", j->id, " state ", int(j->state), " done ", j->done, "/", j->total(), " work ",
                     to_string(j->work_done), " mismatches ", j->mismatches, " damaged ", j->damaged, " plan ",
                     j->plan.ByteSizeLong(), "\n");
@@ -798,7 +799,7 @@ std::string Coordinator::durable_state() const {
       absl::StrAppend(&out, " folded ", g, " ", f.first, "..", f.end, " ", absl::CEscape(f.record.SerializeAsString()),
                       "\n");
   }
-  for (const auto& [key, w] : workers_)
+  for (const auto& [key, w] : registry_.workers)
     absl::StrAppend(&out, "worker ", key, " trust ", w.rec.trust, " (", w.rec.trust_reason, ") agreeing ",
                     w.rec.agreeing, " done ", w.rec.units_done, "\n");
   return out;
@@ -807,22 +808,22 @@ std::string Coordinator::durable_state() const {
 std::string Coordinator::check_lease_counts() const {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> counted;
-  for (const Job* j : by_seq_)
+  for (const Job* j : table_.by_seq)
     for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
       if (j->units.live(i))
         for (const Copy& c : j->units[i].copies)
           if (c.leased()) ++counted[voter_of(c.worker)];
-  if (counted == leases_held_) return "";
+  if (counted == registry_.leases_held) return "";
   std::string out = "leases out by credential:";
   for (const auto& [v, n] : counted) absl::StrAppend(&out, " ", v, "=", n);
   absl::StrAppend(&out, "; counted:");
-  for (const auto& [v, n] : leases_held_) absl::StrAppend(&out, " ", v, "=", n);
+  for (const auto& [v, n] : registry_.leases_held) absl::StrAppend(&out, " ", v, "=", n);
   return out;
 }
 
 size_t Coordinator::sessions() const {
   std::lock_guard lock(mu_);
-  return sessions_.size();
+  return registry_.sessions.size();
 }
 
 }  // namespace c960::cluster

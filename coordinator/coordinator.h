@@ -328,7 +328,7 @@ class Coordinator {
   absl::Status restore_after(const absl::Status& failed);
   // The credential behind a worker key, and whether it is quarantined.
   std::string voter_of(const std::string& key) const;
-  bool barred(const std::string& key) const { return quarantined_voters_.count(voter_of(key)) > 0; }
+  bool barred(const std::string& key) const { return registry_.quarantined_voters.count(voter_of(key)) > 0; }
   // A copy's lease, counted per credential (max_leases_per_credential).
   void take_lease(Copy& c, const Session& s);
   void drop_lease(Copy& c);
@@ -418,42 +418,67 @@ class Coordinator {
 
   Store* store_;
   const Clock* clock_;
-  TokenTable* tokens_ = nullptr;             // where issued credentials are accepted (none: tests)
-  std::map<std::string, int32_t> enrolled_;  // credentials issued, by join token
+  TokenTable* tokens_ = nullptr;  // where issued credentials are accepted (none: tests)
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<JobKind>> kinds_;
 
-  std::mutex submit_mu_;  // one submit stores its job at a time (request ids stay unique)
-  mutable std::mutex mu_;
+  std::mutex submit_mu_;   // one submit stores its job at a time (request ids stay unique)
+  mutable std::mutex mu_;  // guards everything below but the atomics
   std::condition_variable cv_;
   uint64_t version_ = 0;
   bool shutting_down_ = false;
-  std::map<std::string, std::unique_ptr<Job>> jobs_;
-  std::vector<Job*> by_seq_;  // creation order: the queue serves older jobs first
-  std::map<std::string, Job*> by_request_id_;
-  std::map<std::string, WorkerState> workers_;     // by key
-  std::map<std::string, Session> sessions_;        // by session id
-  std::map<std::string, std::string> session_of_;  // worker key -> its current session
-  std::set<std::string> quarantined_voters_;       // credentials with a quarantined worker
-  std::map<std::string, int64_t> leases_held_;     // leases out, by credential
-  std::map<std::string, int> watches_;             // open watch streams by caller identity
+
+  // The jobs. Invariants: every job is in `jobs` by id and in `by_seq` once, in creation order
+  // (the queue serves older jobs first); `by_request_id` holds exactly the jobs with a request
+  // id; `next_seq` is above every job's seq.
+  struct JobTable {
+    std::map<std::string, std::unique_ptr<Job>> jobs;
+    std::vector<Job*> by_seq;
+    std::map<std::string, Job*> by_request_id;
+    int64_t next_seq = 1;
+  };
+  JobTable table_;
+
+  // The worker registry. Invariants: a worker's record (`workers`, by key) is stored before it
+  // changes here (save_worker in the transition's transaction); every session names a worker
+  // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
+  // forgotten after forget_lost_ms (its worker's record stays); `quarantined_voters` holds the
+  // credential of every quarantined worker; `leases_held` counts, per credential, the copies
+  // leased now (check_lease_counts), `leases_out` their sum; `enrolled` counts credentials
+  // issued per join token, as the store's `credentials` table does.
+  struct WorkerRegistry {
+    std::map<std::string, WorkerState> workers;     // by key
+    std::map<std::string, Session> sessions;        // by session id
+    std::map<std::string, std::string> session_of;  // worker key -> its current session
+    std::set<std::string> quarantined_voters;
+    std::map<std::string, int64_t> leases_held;
+    int64_t leases_out = 0;
+    std::map<std::string, int32_t> enrolled;
+  };
+  WorkerRegistry registry_;
+
+  // Open watch streams by caller identity, and in all.
+  std::map<std::string, int> watches_;
   int watches_total_ = 0;
-  // Long poll: waiting acquires by ticket (in arrival order), the one of each session, and the
-  // thread that answers them.
-  std::map<uint64_t, Waiter> waiters_;
-  std::map<std::string, uint64_t> waiting_session_;
+
+  // The long polls. Invariants: waiting acquires by ticket (arrival order), at most one per
+  // session (`waiting_session`: session -> its ticket); each is answered exactly once, never
+  // under mu_, by the waiter thread or by the call that replaces it.
+  struct LongPolls {
+    std::map<uint64_t, Waiter> waiters;
+    std::map<std::string, uint64_t> waiting_session;
+    bool work_event = false;    // units were queued since the waiters were last served
+    bool refill_event = false;  // a lazily planned job wants its next roots expanded
+    bool stop = false;
+    std::condition_variable cv;
+    std::thread thread;
+  };
+  LongPolls polls_;
   std::atomic<uint64_t> next_ticket_{1};
-  bool work_event_ = false;    // units were queued since the waiters were last served
-  bool refill_event_ = false;  // a lazily planned job wants its next roots expanded
-  bool stop_waiters_ = false;
-  std::condition_variable waiter_cv_;
-  std::thread waiter_thread_;
+
   std::mt19937_64 rng_;  // spot checks
-  int64_t next_job_seq_ = 1;
-  // When the leases out expire (sweep() pops those due, never walks them all), and how many
-  // are out.
+  // When the leases out expire (sweep() pops those due, never walks them all).
   LeaseDeadlines<Job> deadlines_;
-  int64_t leases_out_ = 0;
   CoordinatorCounters counters_;
 };
 

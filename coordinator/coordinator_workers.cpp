@@ -107,22 +107,22 @@ int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
 }
 
 std::string Coordinator::voter_of(const std::string& key) const {
-  auto it = workers_.find(key);
-  if (it == workers_.end() || it->second.rec.identity.empty()) return key;
+  auto it = registry_.workers.find(key);
+  if (it == registry_.workers.end() || it->second.rec.identity.empty()) return key;
   return it->second.rec.identity;
 }
 
 void Coordinator::take_lease(Copy& c, const Session& s) {
   if (c.session.empty()) {
-    ++leases_held_[s.voter];
-    ++leases_out_;
+    ++registry_.leases_held[s.voter];
+    ++registry_.leases_out;
   }
   c.session = s.id;
 }
 
 void Coordinator::note_deadline(Job* j, int64_t i, const Copy& c) {
   const int32_t copy = int32_t(&c - j->units[i].copies.data());
-  deadlines_.push({c.expire_ms, j, i, copy}, leases_out_, [this](const auto& e) { return deadline_live(e); });
+  deadlines_.push({c.expire_ms, j, i, copy}, registry_.leases_out, [this](const auto& e) { return deadline_live(e); });
 }
 
 bool Coordinator::deadline_live(const LeaseDeadlines<Job>::Entry& e) const {
@@ -136,8 +136,9 @@ bool Coordinator::deadline_live(const LeaseDeadlines<Job>::Entry& e) const {
 void Coordinator::drop_lease(Copy& c) {
   if (c.session.empty()) return;
   const std::string voter = voter_of(c.worker);
-  if (auto it = leases_held_.find(voter); it != leases_held_.end() && --it->second <= 0) leases_held_.erase(it);
-  --leases_out_;
+  if (auto it = registry_.leases_held.find(voter); it != registry_.leases_held.end() && --it->second <= 0)
+    registry_.leases_held.erase(it);
+  --registry_.leases_out;
   c.session.clear();
   c.expire_ms = 0;
 }
@@ -151,7 +152,7 @@ void Coordinator::drop_leases(Job* j) {
 
 void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<Store::Lease>* rows) {
   Unit& u = j->units[i];
-  if (u.wanted == 0) u.wanted = wanted_for(*j, workers_.at(s.key));
+  if (u.wanted == 0) u.wanted = wanted_for(*j, registry_.workers.at(s.key));
   Copy* c = u.copy_of(s.key);
   if (!c) {
     Copy fresh;
@@ -209,16 +210,16 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
 
   std::lock_guard lock(mu_);
   // A credential is quarantined whole: none of its names may join again.
-  if (quarantined_voters_.count(voter)) {
-    auto it = workers_.find(key);
-    return quarantined(key, it != workers_.end() && it->second.rec.trust == v1::TRUST_STATE_QUARANTINED
+  if (registry_.quarantined_voters.count(voter)) {
+    auto it = registry_.workers.find(key);
+    return quarantined(key, it != registry_.workers.end() && it->second.rec.trust == v1::TRUST_STATE_QUARANTINED
                                 ? it->second.rec.trust_reason
                                 : absl::StrCat("its credential '", voter, "' is quarantined"));
   }
   // Decide, commit, then apply: the record as it will be, stored before anything in memory
   // changes (a failed write leaves the old session and the old record as they were).
-  auto known = workers_.find(key);
-  StoredWorker rec = known != workers_.end() ? known->second.rec : StoredWorker{};
+  auto known = registry_.workers.find(key);
+  StoredWorker rec = known != registry_.workers.end() ? known->second.rec : StoredWorker{};
   const int64_t now = clock_->now_ms();
   if (rec.key.empty()) {
     rec.key = key;
@@ -237,16 +238,16 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   if (absl::Status st = store_->upsert_worker(rec); !st.ok())
     return absl::UnavailableError(absl::StrCat(st.message(), "; the worker was not registered: retry"));
   // A new session supersedes the worker's previous one: its leases go back to the queue.
-  if (auto old = session_of_.find(key); old != session_of_.end()) {
-    for (Job* j : by_seq_)
+  if (auto old = registry_.session_of.find(key); old != registry_.session_of.end()) {
+    for (Job* j : table_.by_seq)
       for (auto it = j->active.begin(); it != j->active.end();) {
         const int64_t i = *it++;
         for (Copy& c : j->units[i].copies)
           if (c.session == old->second) end_lease(j, i, c, true);
       }
-    sessions_.erase(old->second);
+    registry_.sessions.erase(old->second);
   }
-  WorkerState& w = workers_[key];
+  WorkerState& w = registry_.workers[key];
   w.rec = std::move(rec);
   Session s;
   s.id = new_session_id();
@@ -268,19 +269,19 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   resp.set_worker_id(s.id);
   resp.set_lease_seconds(options_.lease_ms / 1000);
   resp.set_worker_name(key);
-  session_of_[key] = s.id;
-  sessions_[s.id] = std::move(s);
+  registry_.session_of[key] = s.id;
+  registry_.sessions[s.id] = std::move(s);
   changed();
   return resp;
 }
 
 absl::StatusOr<Coordinator::Session*> Coordinator::session_for(const Caller& caller, const std::string& id) {
   if (absl::Status s = check_text(id, "worker_id", kMaxIdLength, true); !s.ok()) return s;
-  auto it = sessions_.find(id);
+  auto it = registry_.sessions.find(id);
   // A session of another identity is as unknown as a made-up one.
-  if (it == sessions_.end()) return unknown_worker(id);
-  auto w = workers_.find(it->second.key);
-  if (w == workers_.end() || w->second.rec.identity != caller.identity) return unknown_worker(id);
+  if (it == registry_.sessions.end()) return unknown_worker(id);
+  auto w = registry_.workers.find(it->second.key);
+  if (w == registry_.workers.end() || w->second.rec.identity != caller.identity) return unknown_worker(id);
   return &it->second;
 }
 
@@ -302,11 +303,11 @@ void Coordinator::save_worker(const WorkerState& w) {
 absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
   // One credential holds at most max_leases_per_credential leases, over all its workers.
-  const auto held_it = leases_held_.find(s.voter);
-  const int64_t held = held_it == leases_held_.end() ? 0 : held_it->second;
+  const auto held_it = registry_.leases_held.find(s.voter);
+  const int64_t held = held_it == registry_.leases_held.end() ? 0 : held_it->second;
   max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, options_.max_leases_per_credential - held)));
   if (max_units <= 0) return absl::OkStatus();
-  const bool trusted = workers_.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
+  const bool trusted = registry_.workers.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
   // Trusted credentials with a live session (found once, when a contested unit needs one).
   std::optional<std::set<std::string>> trusted_live;
   // Whether unit u may have a copy computed by this session's worker: no other worker of its
@@ -325,9 +326,9 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     if (results.size() < 2 || trusted) return true;
     if (!trusted_live) {
       trusted_live.emplace();
-      for (const auto& [id, other] : sessions_)
-        if (!other.lost && workers_.at(other.key).rec.trust == v1::TRUST_STATE_TRUSTED &&
-            !quarantined_voters_.count(other.voter))
+      for (const auto& [id, other] : registry_.sessions)
+        if (!other.lost && registry_.workers.at(other.key).rec.trust == v1::TRUST_STATE_TRUSTED &&
+            !registry_.quarantined_voters.count(other.voter))
           trusted_live->insert(other.voter);
     }
     for (const std::string& v : *trusted_live)
@@ -335,13 +336,13 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     return true;
   };
   std::unique_ptr<Store::Transaction> txn;  // every job's leases in one commit
-  for (Job* j : by_seq_) {
+  for (Job* j : table_.by_seq) {
     if (resp->leases_size() >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
     if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
-      refill_event_ = true;
-      waiter_cv_.notify_one();
+      polls_.refill_event = true;
+      polls_.cv.notify_one();
     }
     if (j->fresh.empty() && j->replicas.empty()) continue;
     if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
@@ -405,7 +406,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
 }
 
 void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
-  refill_event_ = false;
+  polls_.refill_event = false;
   struct Work {
     std::string job;
     const JobKind* kind;
@@ -414,7 +415,7 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
   };
   std::vector<Work> work;
-  for (Job* j : by_seq_)
+  for (Job* j : table_.by_seq)
     if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, {}});
   // Expanding roots takes tens of milliseconds each: without the lock.
   lock.unlock();
@@ -511,20 +512,20 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
       Session& s = **found;
       touch(&s);
       // A newer call of the session ends the older one's wait: its caller gave up on it.
-      if (auto old = waiting_session_.find(s.id); old != waiting_session_.end()) {
-        auto it = waiters_.find(old->second);
+      if (auto old = polls_.waiting_session.find(s.id); old != polls_.waiting_session.end()) {
+        auto it = polls_.waiters.find(old->second);
         superseded.emplace(std::move(it->second.done), v1::AcquireWorkResponse());
-        waiters_.erase(it);
-        waiting_session_.erase(old);
+        polls_.waiters.erase(it);
+        polls_.waiting_session.erase(old);
       }
       if (barred(s.key)) {
-        now_answer = quarantined(s.key, workers_.at(s.key).rec.trust_reason);
+        now_answer = quarantined(s.key, registry_.workers.at(s.key).rec.trust_reason);
       } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
         const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
-        waiters_[ticket] = Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done)};
-        waiting_session_[s.id] = ticket;
+        polls_.waiters[ticket] = Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done)};
+        polls_.waiting_session[s.id] = ticket;
         parked = true;
       }
     }
@@ -537,41 +538,41 @@ void Coordinator::cancel_acquire(uint64_t ticket) {
   AcquireDone done;
   {
     std::lock_guard lock(mu_);
-    auto it = waiters_.find(ticket);
-    if (it == waiters_.end()) return;
+    auto it = polls_.waiters.find(ticket);
+    if (it == polls_.waiters.end()) return;
     done = std::move(it->second.done);
-    waiting_session_.erase(it->second.session);
-    waiters_.erase(it);
+    polls_.waiting_session.erase(it->second.session);
+    polls_.waiters.erase(it);
   }
   done(v1::AcquireWorkResponse());
 }
 
 size_t Coordinator::waiting_acquires() const {
   std::lock_guard lock(mu_);
-  return waiters_.size();
+  return polls_.waiters.size();
 }
 
 void Coordinator::work_arrived() {
-  if (waiters_.empty()) return;
-  work_event_ = true;
-  waiter_cv_.notify_one();
+  if (polls_.waiters.empty()) return;
+  polls_.work_event = true;
+  polls_.cv.notify_one();
 }
 
 void Coordinator::serve_waiters(std::vector<Answer>* out) {
   const int64_t now = clock_->now_ms();
-  const bool work = work_event_;
-  work_event_ = false;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
+  const bool work = polls_.work_event;
+  polls_.work_event = false;
+  for (auto it = polls_.waiters.begin(); it != polls_.waiters.end();) {
     Waiter& w = it->second;
     absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
     bool answered = shutting_down_ || now >= w.deadline_ms;
     if (!answered && work) {
-      auto sit = sessions_.find(w.session);
-      if (sit == sessions_.end()) {
+      auto sit = registry_.sessions.find(w.session);
+      if (sit == registry_.sessions.end()) {
         answer = unknown_worker(w.session);  // replaced by a new Hello
         answered = true;
       } else if (barred(sit->second.key)) {
-        answer = quarantined(sit->second.key, workers_.at(sit->second.key).rec.trust_reason);
+        answer = quarantined(sit->second.key, registry_.workers.at(sit->second.key).rec.trust_reason);
         answered = true;
       } else if (absl::Status st = lease_units(sit->second, w.max_units, &*answer); !st.ok()) {
         answer = st;
@@ -585,26 +586,26 @@ void Coordinator::serve_waiters(std::vector<Answer>* out) {
       continue;
     }
     out->emplace_back(std::move(w.done), std::move(answer));
-    waiting_session_.erase(w.session);
-    it = waiters_.erase(it);
+    polls_.waiting_session.erase(w.session);
+    it = polls_.waiters.erase(it);
   }
 }
 
 void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    waiter_cv_.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
-      return work_event_ || refill_event_ || stop_waiters_ || (shutting_down_ && !waiters_.empty());
+    polls_.cv.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
+      return polls_.work_event || polls_.refill_event || polls_.stop || (shutting_down_ && !polls_.waiters.empty());
     });
-    if (refill_event_) {
+    if (polls_.refill_event) {
       if (shutting_down_)
-        refill_event_ = false;
+        polls_.refill_event = false;
       else
         refill_jobs(lock);
     }
     std::vector<Answer> answers;
     serve_waiters(&answers);
-    const bool stop = stop_waiters_;
+    const bool stop = polls_.stop;
     lock.unlock();
     for (Answer& a : answers) a.first(std::move(a.second));
     if (stop) return;
@@ -723,24 +724,25 @@ void Coordinator::sweep() {
   fold_finished(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
+  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
     const Session& s = it->second;
-    if (!s.lost || s.last_seen_ms + options_.forget_lost_ms > now || waiting_session_.count(s.id)) {
+    if (!s.lost || s.last_seen_ms + options_.forget_lost_ms > now || polls_.waiting_session.count(s.id)) {
       ++it;
       continue;
     }
-    if (auto o = session_of_.find(s.key); o != session_of_.end() && o->second == s.id) session_of_.erase(o);
-    it = sessions_.erase(it);
+    if (auto o = registry_.session_of.find(s.key); o != registry_.session_of.end() && o->second == s.id)
+      registry_.session_of.erase(o);
+    it = registry_.sessions.erase(it);
     any = true;
   }
-  for (auto& [id, s] : sessions_) {
+  for (auto& [id, s] : registry_.sessions) {
     if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
     s.lost = true;
     any = true;
     log_event(LogLevel::kWarning, "worker_lost",
               absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
               {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
-    WorkerState& w = workers_.at(s.key);
+    WorkerState& w = registry_.workers.at(s.key);
     w.rec.last_seen_ms = s.last_seen_ms;
     save_worker(w);
   }
@@ -835,7 +837,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     if (!found.ok()) return found.status();
     touch(*found);
     worker = (*found)->key;
-    if (barred(worker)) return quarantined(worker, workers_.at(worker).rec.trust_reason);
+    if (barred(worker)) return quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
     for (Pending& p : ps) {
       p.worker = worker;
       if (p.answer) continue;
@@ -913,7 +915,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
         p.answer = s;
     }
     // The worker's record (its counts and trust) in the same commit as the results it moved.
-    save_worker(workers_.at(worker));
+    save_worker(registry_.workers.at(worker));
     // Every answer stands only if all of it is stored: otherwise none is given, memory goes
     // back to what the store holds, and the worker sends the batch again (UNAVAILABLE).
     if (absl::Status s = txn->commit(); !s.ok()) {
@@ -933,7 +935,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   const std::string& worker = p.worker;
   // A copy of a credential quarantined meanwhile (by an earlier completion of this very call,
   // or another call) counts for nothing.
-  if (barred(worker)) return quarantined(worker, workers_.at(worker).rec.trust_reason);
+  if (barred(worker)) return quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
   Job* j = find_job(p.job_id);
   const int64_t index = p.index;
   if (!j) return absl::UnavailableError(absl::StrCat("unit_id: job ", p.job_id, " is being read back; retry"));
@@ -980,7 +982,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   if (absl::Status s = store_->put_copy_result(j->id, index, int32_t(ci), serialized); !s.ok()) return s;
   c.result = serialized;
   if (c.leased()) end_lease(j, index, c, false);
-  WorkerState& w = workers_.at(worker);
+  WorkerState& w = registry_.workers.at(worker);
   ++w.rec.units_done;
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
@@ -1000,12 +1002,13 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
   UnitVotes votes;
   for (const Copy& c : u.copies) {
     votes.copies.push_back({voter_of(c.worker), c.result, c.discarded});
-    if (quarantined_voters_.count(votes.copies.back().voter)) votes.quarantined.insert(votes.copies.back().voter);
+    if (registry_.quarantined_voters.count(votes.copies.back().voter))
+      votes.quarantined.insert(votes.copies.back().voter);
   }
   if (u.result) votes.settled = u.settled;
   votes.wanted = u.wanted;
-  votes.newest_may_settle_alone =
-      j->verify != v1::VERIFY_MODE_ADAPTIVE || workers_.at(u.copies[ci].worker).rec.trust == v1::TRUST_STATE_TRUSTED;
+  votes.newest_may_settle_alone = j->verify != v1::VERIFY_MODE_ADAPTIVE ||
+                                  registry_.workers.at(u.copies[ci].worker).rec.trust == v1::TRUST_STATE_TRUSTED;
   const Decision d = decide(votes, ci, kMaxCopies);
   const std::string worker = u.copies[ci].worker;
   // The worker key of a voter's copy of this unit (credit goes to the worker that computed it).
@@ -1157,7 +1160,7 @@ void Coordinator::group_settled(Job* j, int64_t i, int delta) {
 }
 
 void Coordinator::fold_finished(int64_t now) {
-  for (Job* j : by_seq_) {
+  for (Job* j : table_.by_seq) {
     if (j->groups.empty() || !is_final(j->state) || j->damaged || j->finished_ms + options_.lease_ms > now) continue;
     for (const auto& [g, group] : j->groups)
       if (group.unsettled == 0) j->ready.push_back(g);
@@ -1299,7 +1302,7 @@ absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
 }
 
 void Coordinator::credit(const std::string& worker) {
-  WorkerState& w = workers_.at(worker);
+  WorkerState& w = registry_.workers.at(worker);
   ++w.rec.agreeing;
   if (w.rec.trust == v1::TRUST_STATE_NEW) {
     if (w.rec.agreeing >= options_.trust_after) {
@@ -1326,15 +1329,15 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
 }
 
 void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
-  quarantined_voters_.insert(voter);
+  registry_.quarantined_voters.insert(voter);
   std::vector<std::string> keys;
-  for (const auto& [key, w] : workers_)
+  for (const auto& [key, w] : registry_.workers)
     if (voter_of(key) == voter) keys.push_back(key);
   for (const std::string& key : keys) quarantine(key, why);
 }
 
 void Coordinator::quarantine(const std::string& worker, const std::string& why) {
-  WorkerState& w = workers_.at(worker);
+  WorkerState& w = registry_.workers.at(worker);
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
   w.rec.trust = v1::TRUST_STATE_QUARANTINED;
   w.rec.trust_reason = why;
@@ -1345,7 +1348,7 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   // Its leases go back, its waiting results lose their vote, and a running job's result that
   // stands on its word alone is taken back and computed again.
   int64_t revoked = 0;
-  for (Job* j : by_seq_) {
+  for (Job* j : table_.by_seq) {
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // Folded groups with a unit settled on its word alone: planned again, computed again.
     std::vector<int64_t> reopened;
