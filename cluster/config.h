@@ -185,9 +185,13 @@ inline constexpr int64_t kReleaseDeadlineMs = 2'000;                // a stoppin
 inline constexpr int64_t kBackoffInitialMs = 100;                   // first retry after UNAVAILABLE
 inline constexpr int64_t kBackoffMaxMs = 5'000;                     // retries never wait longer
 inline constexpr int kDefaultWorkerHashMb = 64;                     // perft hash shared by a worker's threads
-inline constexpr int64_t kDefaultGraceSeconds = 30;                 // SIGTERM: finish held units this long
-inline constexpr int kPrefetchPerThread = 1;                        // units queued beyond the running ones
-inline constexpr int64_t kFailurePauseMs = 1'000;                   // no new units this long after a unit failure
+// What a self-play job may set on a worker's UCI engine unless the operator says otherwise
+// (c960-worker --engine-option): Hash up to this many MiB, one search thread. Nothing else.
+inline constexpr int kDefaultEngineHashMaxMb = 256;
+inline constexpr int kDefaultEngineThreadsMax = 1;
+inline constexpr int64_t kDefaultGraceSeconds = 30;  // SIGTERM: finish held units this long
+inline constexpr int kPrefetchPerThread = 1;         // units queued beyond the running ones
+inline constexpr int64_t kFailurePauseMs = 1'000;    // no new units this long after a unit failure
 // A busy worker that asked for more units (prefetch) and got none asks again after this long,
 // or as soon as a compute thread is free; an idle one long-polls instead.
 inline constexpr int64_t kBusyAcquirePollMs = 2'000;

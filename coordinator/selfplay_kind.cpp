@@ -15,6 +15,7 @@
 #include "coordinator/selfplay_codec.h"
 #include "core/startpos.h"
 #include "selfplay/positions.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::cluster {
 namespace {
@@ -46,6 +47,13 @@ class SelfPlayKind : public JobKind {
     if (!s.ok()) return s.status();
     // A job names an engine the workers offer; it never makes them start a program of its choosing.
     if (absl::Status e = check_engine_name(p.engine()); !e.ok()) return e;
+    // Nor does it choose files on a worker's host (logs, networks, tablebases): workers refuse
+    // such options whatever they allow, so a job setting one could never run.
+    for (const v1::UciOption& o : p.options())
+      if (selfplay::names_a_file(o.name()))
+        return absl::InvalidArgumentError(absl::StrCat("options: '", o.name().substr(0, 64),
+                                                       "' names a file or directory on the workers' hosts; only "
+                                                       "their operators set those (c960-worker --engine-option)"));
     if (!v1::StoreGames_IsValid(p.store_games()))
       return absl::InvalidArgumentError(absl::StrCat("store_games: ", int(p.store_games()), " is not a choice"));
     if (p.store_games() == v1::STORE_GAMES_SAMPLE && (p.store_games_sample() < 1 || p.store_games_sample() > (1 << 30)))

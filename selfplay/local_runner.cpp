@@ -16,6 +16,7 @@ absl::Status check_engine(const SelfPlaySpec& spec) {
   UciConfig config;
   config.path = spec.engine_binary();
   config.options = spec.options;
+  config.policy = spec.option_policy;
   absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
   return e.ok() ? absl::OkStatus() : e.status();
 }

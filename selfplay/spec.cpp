@@ -165,6 +165,7 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
     UciConfig config;
     config.path = spec.engine_binary();
     config.options = spec.options;
+    config.policy = spec.option_policy;
     config.move_margin_ms = spec.engine_timeout_ms;
     // Each side its own process, so that neither reads the other's hash.
     p.white = std::make_unique<UciPlayer>(config);

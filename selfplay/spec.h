@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct SelfPlaySpec {
   // The UCI engine's binary where it runs; empty: `engine` is the path itself (local runs).
   std::string engine_path;
   const std::string& engine_binary() const { return engine_path.empty() ? engine : engine_path; }
+  // What the options may be where it runs (a worker's policy, never the job's; unset for local
+  // runs, which take any option the engine declares).
+  std::optional<OptionPolicy> option_policy;
   std::vector<UciOptionValue> options;  // UCI options (UCI engines only)
   MoveLimits limits;                    // exactly one of nodes, depth, movetime
   int random_plies = 0;                 // random legal moves at the start of each game

@@ -50,6 +50,86 @@ std::string describe_wait_status(int status) {
 
 }  // namespace
 
+bool names_a_file(absl::string_view option_name) {
+  const std::string lower = absl::AsciiStrToLower(option_name);
+  for (absl::string_view word : {"file", "path", "dir", "log", "book", "eval", "syzygy", "nnue", "tablebase", "egtb"})
+    if (absl::StrContains(lower, word)) return true;
+  return false;
+}
+
+const OptionPolicy::Allowed* OptionPolicy::find(absl::string_view name) const {
+  for (const Allowed& a : allowed)
+    if (absl::EqualsIgnoreCase(a.name, name)) return &a;
+  return nullptr;
+}
+
+std::string OptionPolicy::describe() const {
+  if (allowed.empty()) return "none";
+  return absl::StrJoin(allowed, ", ", [](std::string* out, const Allowed& a) {
+    absl::StrAppend(out, a.name, a.bounded ? absl::StrCat(" (", a.min, "..", a.max, ")") : "");
+  });
+}
+
+absl::Status OptionPolicy::check(const std::vector<UciOptionValue>& options) const {
+  for (const UciOptionValue& o : options) {
+    if (names_a_file(o.name))
+      return absl::PermissionDeniedError(absl::StrCat("option '", o.name,
+                                                      "': names a file or directory, which only the worker's "
+                                                      "operator sets, never a job"));
+    const Allowed* a = find(o.name);
+    if (!a)
+      return absl::PermissionDeniedError(
+          absl::StrCat("option '", o.name, "': not one a job may set on this worker (it allows: ", describe(),
+                       "; c960-worker --engine-option)"));
+    if (!a->bounded) continue;
+    long long v = 0;
+    const char* end = o.value.data() + o.value.size();
+    const auto [p, ec] = std::from_chars(o.value.data(), end, v);
+    if (ec != std::errc() || p != end || v < a->min || v > a->max)
+      return absl::PermissionDeniedError(absl::StrCat("option '", o.name, "': '", o.value.substr(0, 32),
+                                                      "' is not a number in ", a->min, "..", a->max,
+                                                      ", the range this worker allows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OptionPolicy::Allowed> parse_allowed_option(absl::string_view text) {
+  OptionPolicy::Allowed a;
+  absl::string_view name = text, range;
+  if (const size_t eq = text.find('='); eq != absl::string_view::npos) {
+    name = text.substr(0, eq);
+    range = text.substr(eq + 1);
+  }
+  name = absl::StripAsciiWhitespace(name);
+  if (name.empty() || name.size() > 64)
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text.substr(0, 80), "': the option's name must be 1..64 characters"));
+  for (char c : name)
+    if (!absl::ascii_isprint(static_cast<unsigned char>(c)))
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", text.substr(0, 80), "': the option's name has a control byte"));
+  a.name = std::string(name);
+  if (names_a_file(a.name))
+    return absl::InvalidArgumentError(absl::StrCat("'", a.name,
+                                                   "': names a file or directory; set it on the engine itself, "
+                                                   "never let a job choose it"));
+  if (text.find('=') == absl::string_view::npos) return a;
+  const size_t dots = range.find("..");
+  long long lo = 0, hi = 0;
+  auto number = [](absl::string_view s, long long* v) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+  };
+  if (dots == absl::string_view::npos || !number(range.substr(0, dots), &lo) || !number(range.substr(dots + 2), &hi) ||
+      lo > hi)
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text.substr(0, 80), "': give OPTION or OPTION=MIN..MAX with whole numbers MIN <= MAX"));
+  a.bounded = true;
+  a.min = lo;
+  a.max = hi;
+  return a;
+}
+
 absl::StatusOr<UciOptionValue> parse_option_assignment(absl::string_view text) {
   const size_t eq = text.find('=');
   if (eq == absl::string_view::npos)
@@ -173,11 +253,18 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::start(const UciConfig& con
   };
   if (!find("UCI_Chess960"))
     return absl::InvalidArgumentError(absl::StrCat("engine '", config.path, "' does not declare option UCI_Chess960"));
+  // Every option is checked before the first setoption: a refused one never reaches the engine.
+  if (config.policy)
+    if (absl::Status s = config.policy->check(config.options); !s.ok()) return s;
   for (const UciOptionValue& o : config.options) {
     const UciOptionDecl* d = find(o.name);
     if (!d)
       return absl::InvalidArgumentError(
           absl::StrCat("option ", o.name, ": engine '", e->id_name_, "' has no such option"));
+    if (config.policy && (d->type == "string" || d->type == "button"))
+      return absl::PermissionDeniedError(absl::StrCat("option '", o.name, "': a ", d->type,
+                                                      " option (a file, a directory, an action) is set by the "
+                                                      "worker's operator, never by a job"));
     if (absl::Status s = check_option_value(*d, o.value); !s.ok()) return s;
   }
   if (absl::Status s = e->send("setoption name UCI_Chess960 value true"); !s.ok()) return s;

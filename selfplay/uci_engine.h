@@ -26,9 +26,40 @@ struct UciOptionValue {
 // "Name=Value" (name may contain spaces, value may be empty); the error names the problem.
 absl::StatusOr<UciOptionValue> parse_option_assignment(absl::string_view text);
 
+// What a job may set on an engine, decided by whoever runs the engine (a worker's operator),
+// never by the job: the options allowed by name (compared case-insensitively, as UCI does) and,
+// for number (spin) options, the range allowed. Options the engine declares of type string or
+// button are never allowed under a policy, whatever it lists: string options name files and
+// directories (logs, networks, tablebases, books), which are the operator's.
+struct OptionPolicy {
+  struct Allowed {
+    std::string name;
+    bool bounded = false;  // a number within min..max only
+    long long min = 0, max = 0;
+  };
+  std::vector<Allowed> allowed;
+  const Allowed* find(absl::string_view name) const;
+  // Options by name and value alone (before any engine is started): each one allowed, and a
+  // bounded one a number within its range. PERMISSION_DENIED naming the option otherwise.
+  absl::Status check(const std::vector<UciOptionValue>& options) const;
+  // "Hash (1..256), Threads (1..1)": for messages.
+  std::string describe() const;
+};
+// Whether an option's name says it names a file or directory (Debug Log File, EvalFile,
+// SyzygyPath, BookFile, NNUE...): such an option is never a job's, under any policy, and the
+// coordinator refuses a job that sets one.
+bool names_a_file(absl::string_view option_name);
+// "OPTION" or "OPTION=MIN..MAX" (what c960-worker --engine-option takes after "ENGINE:"); an
+// option that names a file cannot be allowed.
+absl::StatusOr<OptionPolicy::Allowed> parse_allowed_option(absl::string_view text);
+
 struct UciConfig {
   std::string path;
   std::vector<UciOptionValue> options;
+  // Set: `options` come from someone else (a job) and are checked against it, and string or
+  // button options are refused, before anything is sent to the engine. Unset: any option the
+  // engine declares (a local run: the user's own engine and options).
+  std::optional<OptionPolicy> policy;
   int init_timeout_ms = 10000;  // uci/uciok and isready/readyok
   int move_margin_ms = 30000;   // a search may take its movetime plus this, or this without movetime
 };

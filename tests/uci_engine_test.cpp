@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <filesystem>
 
 #include "core/startpos.h"
 #include "gtest/gtest.h"
@@ -65,6 +67,76 @@ TEST_F(Stockfish, OptionsAreCheckedAgainstTheEngine) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->name, "Skill Level");
   EXPECT_EQ(o->value, "3");
+}
+
+// A job's options under a worker's policy (issue 19's probe): Stockfish's "Debug Log File"
+// opens and writes the file named, so a job that could set it would write any file of the
+// worker's user. Under a policy it is refused before anything reaches the engine, even when
+// the policy lists it; numbers stay within their bounds; options not listed are refused.
+TEST_F(Stockfish, APolicyRefusesFileOptionsAndBoundsNumbers) {
+  const std::string target = ::testing::TempDir() + "/c960-option-probe-" + std::to_string(getpid());
+  std::remove(target.c_str());
+  OptionPolicy policy;
+  policy.allowed = {{
+                        "Hash",
+                        true,
+                        1,
+                        64,
+                    },
+                    {"Threads", true, 1, 1},
+                    {"Debug Log File", false, 0, 0}};
+  auto start = [&](std::vector<UciOptionValue> options, bool with_policy = true) {
+    UciConfig c = config(std::move(options));
+    if (with_policy) c.policy = policy;
+    return UciEngine::start(c);
+  };
+  auto refused = start({{"Debug Log File", target}});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << refused.status();
+  EXPECT_NE(refused.status().message().find("'Debug Log File'"), std::string::npos) << refused.status();
+  EXPECT_FALSE(std::filesystem::exists(target));
+  // The probe is real: without a policy (a local run: the user's own engine) the file is written.
+  {
+    auto local = start({{"Debug Log File", target}}, false);
+    ASSERT_TRUE(local.ok()) << local.status();
+  }
+  EXPECT_TRUE(std::filesystem::exists(target));
+  std::remove(target.c_str());
+  EXPECT_EQ(start({{"Hash", "4096"}}).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(start({{"Hash", "0x10"}}).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(start({{"Threads", "2"}}).status().code(), absl::StatusCode::kPermissionDenied);
+  auto unlisted = start({{"Skill Level", "3"}});
+  EXPECT_EQ(unlisted.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(unlisted.status().message().find("it allows: Hash (1..64), Threads (1..1)"), std::string::npos)
+      << unlisted.status();
+  EXPECT_TRUE(start({{"hash", "32"}, {"Threads", "1"}}).ok());  // UCI names compare without case
+}
+
+TEST(FakeEngines, APolicyRefusesStringOptionsWhateverItLists) {
+  UciConfig c;
+  c.path = fake("string_option.sh");
+  c.options = {{"Greeting", "hello"}};
+  EXPECT_TRUE(UciEngine::start(c).ok());  // no policy: the engine's declaration is all
+  c.policy = OptionPolicy{{{"Greeting", false, 0, 0}}};
+  auto e = UciEngine::start(c);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kPermissionDenied) << e.status();
+  EXPECT_NE(e.status().message().find("a string option"), std::string::npos) << e.status();
+}
+
+TEST(OptionPolicy, ParsesWhatAnOperatorAllows) {
+  auto a = parse_allowed_option("Skill Level=0..20");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->name, "Skill Level");
+  EXPECT_TRUE(a->bounded);
+  EXPECT_EQ(a->min, 0);
+  EXPECT_EQ(a->max, 20);
+  a = parse_allowed_option("UCI_LimitStrength");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->bounded);
+  for (const char* bad : {"", "=1..2", "Hash=1..", "Hash=5..1", "Hash=a..b", "Hash=1-2", "EvalFile", "SyzygyPath",
+                          "Debug Log File", "BookFile=1..2"})
+    EXPECT_EQ(parse_allowed_option(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_TRUE(names_a_file("NNUE network"));
+  EXPECT_FALSE(names_a_file("Skill Level"));
 }
 
 TEST(UciOptionDecl, ParsesDeclarations) {

@@ -17,7 +17,7 @@ namespace {
 
 // One game at a time per compute thread, with the players of the last job this thread served.
 absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
-                                                const std::map<std::string, std::string>& engines) {
+                                                const std::map<std::string, EngineOffer>& engines) {
   thread_local std::string cached_job;
   thread_local std::optional<selfplay::Players> players;
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(u.job());
@@ -27,7 +27,11 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
     const auto it = engines.find(spec->engine);
     if (it == engines.end())
       return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "' is not offered by this worker"));
-    spec->engine_path = it->second;
+    spec->engine_path = it->second.path;
+    // The job's options against the operator's policy, by name, before anything starts.
+    if (absl::Status s = it->second.policy.check(spec->options); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "': ", s.message()));
+    spec->option_policy = it->second.policy;
   }
   if (u.first_game() < 0 || u.games() < 1 || u.games() > kMaxSelfPlayGamesPerUnit)
     return absl::InvalidArgumentError("spec.selfplay: first_game or games out of range");
@@ -68,8 +72,15 @@ const zobrist::Keys* keys_for(uint64_t seed) {
 
 }  // namespace
 
+selfplay::OptionPolicy default_engine_policy() {
+  selfplay::OptionPolicy p;
+  p.allowed.push_back({"Hash", true, 1, kDefaultEngineHashMaxMb});
+  p.allowed.push_back({"Threads", true, 1, kDefaultEngineThreadsMax});
+  return p;
+}
+
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash,
-                                            const std::map<std::string, std::string>& engines) {
+                                            const std::map<std::string, EngineOffer>& engines) {
   if (spec.kind_case() == v1::UnitSpec::kSelfplay) return compute_selfplay(spec.selfplay(), engines);
   if (spec.kind_case() != v1::UnitSpec::kPerft) return absl::InvalidArgumentError("spec: not a perft unit");
   const v1::PerftUnitSpec& p = spec.perft();

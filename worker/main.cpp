@@ -1,6 +1,7 @@
 // c960-worker: computes units leased from a coordinator until SIGTERM or SIGINT.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -15,6 +16,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/auth.h"
 #include "cluster/channel.h"
@@ -35,6 +37,9 @@ ABSL_FLAG(std::string, name, "",
           "the same worker; host name and pid without one)");
 ABSL_FLAG(std::vector<std::string>, engine, {},
           "offer the UCI engine at PATH to self-play jobs under NAME (repeatable; builtin is always offered)");
+ABSL_FLAG(std::vector<std::string>, engine_option, {},
+          "let self-play jobs set OPTION of engine NAME, a number only within MIN..MAX if given (repeatable); "
+          "without any, a job may set Hash (1..256) and Threads (1..1) only, and never a string option (files)");
 ABSL_FLAG(std::string, tls_ca, "", "connect with TLS, trusting the coordinator's certificate if this PEM CA signed it");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for a coordinator that requires one (mTLS)");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
@@ -50,12 +55,15 @@ namespace {
 const c960::cluster::DaemonCommand kCommand = {
     "c960-worker",
     "c960-worker [--coordinator HOST:PORT] [--threads N] [--hash MB] [--grace-seconds S] [--name NAME]\n"
-    "                   [--engine NAME=PATH]... [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
+    "                   [--engine NAME=PATH]... [--engine-option NAME:OPTION[=MIN..MAX]]...\n"
+    "                   [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "                   [--token-file FILE | --enroll-token-file FILE --credential-file FILE]",
     "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or\n"
     "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
     "delivers their results and exits. Self-play jobs name their engine; a worker plays only builtin and\n"
-    "the engines it offers with --engine. A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).\n"
+    "the engines it offers with --engine, and a job sets only the engine options this worker allows\n"
+    "(--engine-option; Hash and Threads, bounded, by default; string options, which name files, never).\n"
+    "A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).\n"
     "Each worker needs a credential of its own (each is one voter when results are verified): a token of\n"
     "its own, or a join token that it trades once for one (--enroll-token-file), kept in --credential-file.",
     absl::string_view(c960::version().data(), c960::version().size()),
@@ -65,6 +73,7 @@ const c960::cluster::DaemonCommand kCommand = {
      {"grace_seconds", "S"},
      {"name", "NAME"},
      {"engine", "NAME=PATH"},
+     {"engine_option", "NAME:OPTION[=MIN..MAX]"},
      {"tls_ca", "FILE", "C960_TLS_CA"},
      {"tls_cert", "FILE", "C960_TLS_CERT"},
      {"tls_key", "FILE", "C960_TLS_KEY"},
@@ -80,8 +89,8 @@ int usage_error(const std::string& msg) {
 
 // --engine NAME=PATH, each checked now: a typo should stop the worker at start, not fail every
 // unit of a job later.
-absl::StatusOr<std::map<std::string, std::string>> engines_from_flags() {
-  std::map<std::string, std::string> out;
+absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_flags() {
+  std::map<std::string, c960::cluster::EngineOffer> out;
   for (const std::string& e : absl::GetFlag(FLAGS_engine)) {
     const size_t eq = e.find('=');
     if (eq == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("--engine '", e, "': give NAME=PATH"));
@@ -94,8 +103,26 @@ absl::StatusOr<std::map<std::string, std::string>> engines_from_flags() {
     struct stat st {};
     if (path.empty() || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0)
       return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": '", path, "' is not an executable file"));
-    if (!out.emplace(name, path).second)
+    if (!out.emplace(name, c960::cluster::EngineOffer{path, c960::cluster::default_engine_policy()}).second)
       return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": given twice"));
+  }
+  // What jobs may set: the defaults, with each --engine-option adding an option or replacing its
+  // bounds.
+  for (const std::string& e : absl::GetFlag(FLAGS_engine_option)) {
+    const size_t colon = e.find(':');
+    if (colon == std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("--engine-option '", e, "': give NAME:OPTION[=MIN..MAX]"));
+    auto it = out.find(e.substr(0, colon));
+    if (it == out.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine-option '", e, "': no --engine ", e.substr(0, colon), " is offered"));
+    absl::StatusOr<c960::selfplay::OptionPolicy::Allowed> a = c960::selfplay::parse_allowed_option(e.substr(colon + 1));
+    if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat("--engine-option ", a.status().message()));
+    std::vector<c960::selfplay::OptionPolicy::Allowed>& allowed = it->second.policy.allowed;
+    allowed.erase(std::remove_if(allowed.begin(), allowed.end(),
+                                 [&](const auto& x) { return absl::EqualsIgnoreCase(x.name, a->name); }),
+                  allowed.end());
+    allowed.push_back(*a);
   }
   return out;
 }
@@ -122,7 +149,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  absl::StatusOr<std::map<std::string, std::string>> engines = engines_from_flags();
+  absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines = engines_from_flags();
   if (!engines.ok()) return usage_error(std::string(engines.status().message()));
   const std::string enroll_file = absl::GetFlag(FLAGS_enroll_token_file),
                     credential_file = absl::GetFlag(FLAGS_credential_file);

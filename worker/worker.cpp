@@ -125,7 +125,7 @@ bool Worker::hello() {
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
       req.set_protocol_version(kProtocolVersion);
-      for (const auto& [name, path] : options_.engines) req.add_engines(name);
+      for (const auto& [name, offer] : options_.engines) req.add_engines(name);
       v1::HelloResponse resp;
       Rpc r = classify(coordinator_->hello(req, &resp, kRpcDeadlineMs), "hello");
       if (r == Rpc::kOk) {

@@ -19,6 +19,7 @@
 #include "c960/v1/cluster.pb.h"
 #include "cluster/config.h"
 #include "core/perft.h"
+#include "worker/compute.h"
 #include "worker/connection.h"
 
 namespace c960::cluster {
@@ -29,7 +30,7 @@ struct WorkerOptions {
   int64_t grace_ms = kDefaultGraceSeconds * 1000;
   std::string name;
   std::string version;
-  std::map<std::string, std::string> engines;  // engine name -> path of its binary, besides "builtin"
+  std::map<std::string, EngineOffer> engines;  // engine name -> its binary and policy, besides "builtin"
 };
 
 class Worker {

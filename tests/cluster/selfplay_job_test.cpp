@@ -15,6 +15,7 @@
 #include "coordinator/selfplay_codec.h"
 #include "selfplay/local_runner.h"
 #include "selfplay/stats.h"
+#include "tests/selfplay_test_util.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -815,13 +816,73 @@ TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersOfferingTheEngine) {
   EXPECT_FALSE(acquire(4, w2).empty());
 }
 
+// The probe of issue 19: a submitter setting Stockfish's "Debug Log File" made every worker
+// offering it truncate and write a file of the worker's choosing... of the job's choosing. Now
+// the coordinator refuses such a job, and a worker refuses the option (and any option its
+// operator did not allow, and Hash or Threads out of bounds) before the engine starts, even for
+// a unit that comes to it some other way.
+TEST_F(SelfPlayJobTest, AJobCannotMakeAWorkerWriteFilesOrExceedItsBounds) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed (deploy/install-deps.sh installs it)";
+  const std::string target = dir_ + "/written-by-the-job";
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_engine("sf");
+  v1::UciOption* o = s.add_options();
+  o->set_name("Debug Log File");
+  o->set_value(target);
+  auto refused = submit(s);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "options: 'Debug Log File'")) << refused.status();
+  // A unit that carries it anyway (an older or a hostile coordinator): the worker refuses it.
+  s.clear_options();
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  std::vector<v1::Lease> ls = acquire(1);
+  ASSERT_EQ(ls.size(), 1u);
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  auto with = [&](std::vector<std::pair<std::string, std::string>> options) {
+    v1::UnitSpec spec = ls[0].spec();
+    for (const auto& [name, value] : options) {
+      v1::UciOption* u = spec.mutable_selfplay()->mutable_job()->add_options();
+      u->set_name(name);
+      u->set_value(value);
+    }
+    return compute_unit(spec, nullptr, offers);
+  };
+  for (const auto& [options, names] :
+       std::vector<std::pair<std::vector<std::pair<std::string, std::string>>, std::string>>{
+           {{{"Debug Log File", target}}, "'Debug Log File': names a file"},
+           {{{"EvalFile", target}}, "'EvalFile': names a file"},
+           {{{"SyzygyPath", dir_}}, "'SyzygyPath': names a file"},
+           {{{"Hash", "4096"}}, "'Hash': '4096' is not a number in 1..256"},
+           {{{"Threads", "8"}}, "'Threads': '8' is not a number in 1..1"},
+           {{{"Skill Level", "3"}}, "'Skill Level': not one a job may set on this worker"}}) {
+    auto r = with(options);
+    ASSERT_FALSE(r.ok()) << names;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), names)) << r.status();
+  }
+  EXPECT_FALSE(std::filesystem::exists(target));
+  // Within the bounds it plays; and an option the operator allows (--engine-option) is a job's.
+  auto ok = with({{"Hash", "16"}, {"Threads", "1"}});
+  EXPECT_TRUE(ok.ok()) << ok.status();
+  std::map<std::string, EngineOffer> wider = offers;
+  wider["sf"].policy.allowed.push_back(*selfplay::parse_allowed_option("Skill Level=0..20"));
+  v1::UnitSpec spec = ls[0].spec();
+  v1::UciOption* skill = spec.mutable_selfplay()->mutable_job()->add_options();
+  skill->set_name("Skill Level");
+  skill->set_value("3");
+  auto allowed = compute_unit(spec, nullptr, wider);
+  EXPECT_TRUE(allowed.ok()) << allowed.status();
+}
+
 TEST_F(SelfPlayJobTest, ABrokenEngineFailsTheJobOnlyWhenTwoWorkersReportIt) {
   v1::SelfPlayJobSpec s = small_spec();
   s.set_engine("sf");
   auto j = submit(s);
   ASSERT_TRUE(j.ok()) << j.status();
   const std::string w2 = hello("w2");
-  const std::map<std::string, std::string> broken = {{"sf", dir_ + "/no-such-engine"}};
+  const std::map<std::string, EngineOffer> broken = {{"sf", {dir_ + "/no-such-engine", default_engine_policy()}}};
   auto fail_one = [&](const std::string& worker) {
     std::vector<v1::Lease> ls = acquire(1, worker);
     ASSERT_EQ(ls.size(), 1u);
