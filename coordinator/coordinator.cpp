@@ -290,22 +290,28 @@ std::string Coordinator::notice(const Job& j) const {
   const std::string engine = j.kind->required_engine(j.spec);
   // One pass over the sessions: is anyone there, computing this kind, offering the engine, and
   // how many (not quarantined) could run the job.
-  bool alive = false, capable = false, offered = engine.empty();
+  bool alive = false, capable = false, offered = engine.empty(), allowed = engine.empty();
+  std::string refusal;         // why an offering worker does not allow the job's options
   std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
   for (const auto& [id, s] : registry_.sessions) {
     if (s.lost) continue;
     alive = true;
     const bool computes = s.capabilities.count(j.kind->capability()) > 0;
     const bool has_engine = engine.empty() || s.engines.count(engine) > 0;
+    const bool runs_it = has_engine && runs(s, *j.kind, j.spec, refusal.empty() ? &refusal : nullptr);
     capable |= computes;
     offered |= has_engine;
-    if (computes && has_engine && !registry_.quarantined_voters.count(s.voter)) able.insert(s.voter);
+    allowed |= runs_it;
+    if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) able.insert(s.voter);
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
   if (!offered)
     return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
                         "=PATH)");
+  if (!allowed)
+    return absl::StrCat("waiting: no connected worker offering engine '", engine,
+                        "' allows the job's options: ", refusal);
   if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able.size() < 2)
     return absl::StrCat("waiting: results are checked by a second worker with a credential of its own (verify ",
                         absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able.size(),
@@ -473,6 +479,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   {
     std::lock_guard lock(mu_);
     if (absl::Status s = check_caps(caller, 0); !s.ok()) return s;
+    if (absl::Status s = check_offers(*kind, req.spec()); !s.ok()) return s;
   }
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
   // are served meanwhile.

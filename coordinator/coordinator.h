@@ -311,6 +311,9 @@ class Coordinator {
     std::string key;    // the worker's key
     std::string voter;  // its credential (the identity, or the key when nobody is authenticated)
     std::set<std::string> capabilities, engines;
+    // What a job may set on each engine, as the worker declared it (an engine without one: the
+    // worker checks alone).
+    std::map<std::string, selfplay::OptionPolicy> policies;
     int64_t last_seen_ms = 0;
     bool lost = false;
   };
@@ -342,6 +345,11 @@ class Coordinator {
   absl::StatusOr<Job*> job_for(const Caller& caller, const std::string& id);
   absl::StatusOr<Session*> session_for(const Caller& caller, const std::string& id);
   void touch(Session* s);
+  // Whether the session's worker offers the job's engine and allows its options; *why when not.
+  bool runs(const Session& s, const JobKind& kind, const v1::JobSpec& spec, std::string* why = nullptr) const;
+  // At submit: FAILED_PRECONDITION when workers offering the job's engine are connected and
+  // none of them allows its options (none connected: the job waits for one).
+  absl::Status check_offers(const JobKind& kind, const v1::JobSpec& spec) const;
   void add_sample(Job* j);
   v1::Job snapshot(const Job& j) const;
   std::string notice(const Job& j) const;

@@ -112,6 +112,33 @@ std::string Coordinator::voter_of(const std::string& key) const {
   return it->second.rec.identity;
 }
 
+bool Coordinator::runs(const Session& s, const JobKind& kind, const v1::JobSpec& spec, std::string* why) const {
+  const std::string e = kind.required_engine(spec);
+  if (e.empty()) return true;
+  if (!s.engines.count(e)) {
+    if (why) *why = absl::StrCat("engine '", e, "' is not offered");
+    return false;
+  }
+  auto p = s.policies.find(e);
+  if (p == s.policies.end()) return true;  // the worker checks alone
+  absl::Status allowed = p->second.check(kind.engine_options(spec));
+  if (!allowed.ok() && why) *why = std::string(allowed.message());
+  return allowed.ok();
+}
+
+absl::Status Coordinator::check_offers(const JobKind& kind, const v1::JobSpec& spec) const {
+  const std::string e = kind.required_engine(spec);
+  if (e.empty()) return absl::OkStatus();
+  std::string why;
+  for (const auto& [id, s] : registry_.sessions) {
+    if (s.lost || !s.engines.count(e)) continue;
+    if (runs(s, kind, spec, why.empty() ? &why : nullptr)) return absl::OkStatus();
+  }
+  if (why.empty()) return absl::OkStatus();  // nobody offers it now
+  return absl::FailedPreconditionError(
+      absl::StrCat("options: no connected worker offering engine '", e, "' allows them: ", why));
+}
+
 void Coordinator::take_lease(Copy& c, const Session& s) {
   if (c.session.empty()) {
     ++registry_.leases_held[s.voter];
@@ -202,6 +229,26 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   for (const std::string& e : req.engines())
     if (e.size() > size_t(kMaxEngineNameLength))
       return absl::InvalidArgumentError(absl::StrCat("engines: '", e.substr(0, 64), "...' is too long"));
+  std::map<std::string, selfplay::OptionPolicy> policies;
+  if (req.engine_offers_size() > kMaxEngines)
+    return absl::InvalidArgumentError(absl::StrCat("engine_offers: more than ", kMaxEngines));
+  for (const v1::EngineOffer& o : req.engine_offers()) {
+    if (std::find(req.engines().begin(), req.engines().end(), o.engine()) == req.engines().end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine_offers.engine: '", o.engine().substr(0, 64), "' is not one of engines"));
+    if (o.options_size() > kMaxEngines)
+      return absl::InvalidArgumentError(absl::StrCat("engine_offers.options: more than ", kMaxEngines));
+    selfplay::OptionPolicy p;
+    for (const v1::AllowedOption& a : o.options()) {
+      if (absl::Status s = check_text(a.name(), "engine_offers.options.name", 64, true); !s.ok()) return s;
+      if (a.bounded() && a.min() > a.max())
+        return absl::InvalidArgumentError(
+            absl::StrCat("engine_offers.options: ", a.name(), ": min ", a.min(), " is above max ", a.max()));
+      p.allowed.push_back({a.name(), a.bounded(), a.min(), a.max()});
+    }
+    if (!policies.emplace(o.engine(), std::move(p)).second)
+      return absl::InvalidArgumentError(absl::StrCat("engine_offers.engine: '", o.engine(), "' given twice"));
+  }
   // The worker is who its credentials say; the name only tells its processes apart.
   const std::string host = req.name().empty() ? "worker" : req.name();
   const std::string key = caller.identity.empty() ? host : absl::StrCat(caller.identity, "/", host);
@@ -255,6 +302,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   s.voter = voter;
   s.capabilities = {req.capabilities().begin(), req.capabilities().end()};
   s.engines = std::move(engines);
+  s.policies = std::move(policies);
   s.last_seen_ms = now;
   log_event(LogLevel::kInfo, "worker_joined",
             absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
@@ -345,7 +393,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       polls_.cv.notify_one();
     }
     if (j->fresh.empty() && j->replicas.empty()) continue;
-    if (const std::string e = j->kind->required_engine(j->spec); !e.empty() && !s.engines.count(e)) continue;
+    if (!runs(s, *j->kind, j->spec)) continue;
     std::vector<Store::Lease> rows;
     // First the units that wait for another credential's result, as long as this one may
     // compute them (the others stay queued for others; a few looks at most), then fresh ones.

@@ -21,6 +21,7 @@
 #include "cluster/config.h"
 #include "coordinator/store.h"
 #include "core/perft.h"
+#include "selfplay/uci_engine.h"
 
 namespace c960::cluster {
 
@@ -75,6 +76,8 @@ class JobKind {
   }
   // The engine a worker must offer to get this job's units ("" when any worker will do).
   virtual std::string required_engine(const v1::JobSpec& /*spec*/) const { return ""; }
+  // The options the job sets on that engine (checked against each worker's offer).
+  virtual std::vector<selfplay::UciOptionValue> engine_options(const v1::JobSpec& /*spec*/) const { return {}; }
   // What copies keep of a checked result, and are compared by (in memory and in the store):
   // the canonical result itself, or for self-play its digest.
   virtual std::string kept(const v1::UnitResult& canonical) const { return canonical.SerializeAsString(); }

@@ -193,6 +193,11 @@ class SelfPlayKind : public JobKind {
   }
 
   std::string required_engine(const v1::JobSpec& spec) const override { return spec.selfplay().engine(); }
+  std::vector<selfplay::UciOptionValue> engine_options(const v1::JobSpec& spec) const override {
+    std::vector<selfplay::UciOptionValue> out;
+    for (const v1::UciOption& o : spec.selfplay().options()) out.push_back({o.name(), o.value()});
+    return out;
+  }
 
   // Games under a time limit are not reproducible: workers cannot check each other's, so such
   // jobs are not verified unless asked (and plan() refuses the asking).

@@ -125,7 +125,18 @@ bool Worker::hello() {
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
       req.set_protocol_version(kProtocolVersion);
-      for (const auto& [name, offer] : options_.engines) req.add_engines(name);
+      for (const auto& [name, offer] : options_.engines) {
+        req.add_engines(name);
+        v1::EngineOffer* o = req.add_engine_offers();
+        o->set_engine(name);
+        for (const selfplay::OptionPolicy::Allowed& a : offer.policy.allowed) {
+          v1::AllowedOption* ao = o->add_options();
+          ao->set_name(a.name);
+          ao->set_bounded(a.bounded);
+          ao->set_min(a.min);
+          ao->set_max(a.max);
+        }
+      }
       v1::HelloResponse resp;
       Rpc r = classify(coordinator_->hello(req, &resp, kRpcDeadlineMs), "hello");
       if (r == Rpc::kOk) {

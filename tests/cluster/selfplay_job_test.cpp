@@ -876,6 +876,70 @@ TEST_F(SelfPlayJobTest, AJobCannotMakeAWorkerWriteFilesOrExceedItsBounds) {
   EXPECT_TRUE(allowed.ok()) << allowed.status();
 }
 
+// Workers say what a job may set on each engine they offer (Hello's engine_offers, from
+// c960-worker --engine-option): a job no connected offering worker allows is refused at submit,
+// naming the option, and a job's units go only to workers that allow its options.
+TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersAllowingTheJobsOptions) {
+  struct Allowed {
+    std::string name;
+    int64_t min, max;
+  };
+  auto hello_with = [&](const std::string& name, const std::vector<Allowed>& allowed) {
+    v1::HelloRequest req;
+    req.set_name(name);
+    req.set_threads(1);
+    req.add_capabilities("selfplay");
+    req.add_engines("sf");
+    req.set_protocol_version(kProtocolVersion);
+    v1::EngineOffer* o = req.add_engine_offers();
+    o->set_engine("sf");
+    for (const Allowed& a : allowed) {
+      v1::AllowedOption* ao = o->add_options();
+      ao->set_name(a.name);
+      ao->set_bounded(true);
+      ao->set_min(a.min);
+      ao->set_max(a.max);
+    }
+    return coordinator_->hello(Caller::local(), req);
+  };
+  auto with = [](std::string name, std::string value) {
+    v1::SelfPlayJobSpec s = small_spec();
+    s.set_engine("sf");
+    v1::UciOption* o = s.add_options();
+    o->set_name(std::move(name));
+    o->set_value(std::move(value));
+    return s;
+  };
+  worker_ = hello_with("w", {{"Hash", 1, 64}})->worker_id();  // the fixture's worker, saying what it allows
+  for (const auto& [spec, why] : std::vector<std::pair<v1::SelfPlayJobSpec, std::string>>{
+           {with("Skill Level", "3"), "'Skill Level': not one a job may set"},
+           {with("Hash", "128"), "'Hash': '128' is not a number in 1..64"}}) {
+    auto refused = submit(spec);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "no connected worker offering engine 'sf' allows"))
+        << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), why)) << refused.status();
+  }
+  // A worker that allows Skill Level joins: the job is accepted, and only that worker gets it.
+  const std::string w2 = hello_with("w2", {{"Hash", 1, 64}, {"Skill Level", 0, 20}})->worker_id();
+  auto skill = submit(with("Skill Level", "3"));
+  ASSERT_TRUE(skill.ok()) << skill.status();
+  EXPECT_TRUE(acquire(4).empty());
+  EXPECT_FALSE(acquire(4, w2).empty());
+  // Offers are checked: an engine it does not offer, a range upside down.
+  v1::HelloRequest bad;
+  bad.set_name("bad");
+  bad.set_threads(1);
+  bad.set_protocol_version(kProtocolVersion);
+  bad.add_engine_offers()->set_engine("sf");
+  auto r = coordinator_->hello(Caller::local(), bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "engine_offers.engine")) << r.status();
+  auto upside = hello_with("upside", {{"Hash", 64, 1}});
+  EXPECT_EQ(upside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(upside.status().message(), "engine_offers.options")) << upside.status();
+}
+
 TEST_F(SelfPlayJobTest, ABrokenEngineFailsTheJobOnlyWhenTwoWorkersReportIt) {
   v1::SelfPlayJobSpec s = small_spec();
   s.set_engine("sf");
