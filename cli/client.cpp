@@ -98,7 +98,10 @@ absl::Status Client::submit(const v1::SubmitJobRequest& request, v1::Job* job) {
         set_deadline(ctx, cluster::kSubmitDeadlineMs);
         return stub_->SubmitJob(&ctx, request, job);
       },
-      true);
+      // Not re-sent past its deadline: the coordinator stopped that plan, and planning it again
+      // would cost as much. (An UNAVAILABLE coordinator is asked again with the same request
+      // id: a stored job is returned, one still being planned says so.)
+      false);
 }
 
 absl::Status Client::get_job(const std::string& id, v1::Job* job) {

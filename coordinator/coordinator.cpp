@@ -455,7 +455,8 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   return j;
 }
 
-absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::SubmitJobRequest& req) {
+absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::SubmitJobRequest& req,
+                                            const PlanCancelled& cancelled) {
   if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
   const JobKind* kind = kind_for(req.spec().kind_case());
   if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
@@ -476,15 +477,33 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
     return snapshot(*it->second);
   };
   if (auto e = existing()) return *e;
+  const std::pair<std::string, std::string> id_key{caller.identity, req.request_id()};
   {
     std::lock_guard lock(mu_);
     if (absl::Status s = check_caps(caller, 0); !s.ok()) return s;
     if (absl::Status s = check_offers(*kind, req.spec()); !s.ok()) return s;
+    if (!req.request_id().empty() && planning_ids_.count(id_key))
+      return absl::UnavailableError("request_id: this job is still being planned; ask again for it by its request id");
+    if (!caller.identity.empty() && planning_.count(caller.identity))
+      return absl::ResourceExhaustedError(
+          "submit: a job of yours is still being planned; one plan at a time per caller");
+    ++planning_[caller.identity];
+    if (!req.request_id().empty()) planning_ids_.insert(id_key);
   }
+  struct Planning {
+    Coordinator* c;
+    std::pair<std::string, std::string> key;
+    ~Planning() {
+      std::lock_guard lock(c->mu_);
+      if (auto it = c->planning_.find(key.first); it != c->planning_.end() && --it->second <= 0) c->planning_.erase(it);
+      c->planning_ids_.erase(key);
+    }
+  } planning{this, id_key};
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers
-  // are served meanwhile.
+  // are served meanwhile. The plan stops when its caller goes or the coordinator shuts down.
   const int64_t submitted_ms = clock_->now_ms();
-  absl::StatusOr<KindPlan> plan = kind->plan(req.spec());
+  const PlanCancelled stop = [&] { return shutting_down() || (cancelled && cancelled()); };
+  absl::StatusOr<KindPlan> plan = kind->plan(req.spec(), stop);
   if (!plan.ok()) return plan.status();
   std::lock_guard submit_lock(submit_mu_);
   if (auto e = existing()) return *e;  // a concurrent submit with the same id won

@@ -114,7 +114,12 @@ class Coordinator {
   absl::Status load();
 
   // Users. The submit role sees only its own jobs (others' are NOT_FOUND).
-  absl::StatusOr<v1::Job> submit(const Caller& caller, const v1::SubmitJobRequest& req);
+  // Planning stops (CANCELLED) when `cancelled` says so (the caller's deadline passed or it
+  // went away) or the coordinator shuts down. One plan at a time per authenticated caller
+  // (RESOURCE_EXHAUSTED), and a submit whose request id is being planned is told so
+  // (UNAVAILABLE: ask again) instead of planning it twice.
+  absl::StatusOr<v1::Job> submit(const Caller& caller, const v1::SubmitJobRequest& req,
+                                 const PlanCancelled& cancelled = {});
   absl::StatusOr<v1::Job> get_job(const Caller& caller, const std::string& job_id);
   absl::StatusOr<v1::ListJobsResponse> list_jobs(const Caller& caller, const v1::ListJobsRequest& req);
   absl::StatusOr<v1::Job> cancel(const Caller& caller, const std::string& job_id);
@@ -464,6 +469,10 @@ class Coordinator {
     std::map<std::string, int32_t> enrolled;
   };
   WorkerRegistry registry_;
+
+  // Plans being made now (outside mu_): by caller identity, and by (owner, request id).
+  std::map<std::string, int> planning_;
+  std::set<std::pair<std::string, std::string>> planning_ids_;
 
   // Open watch streams by caller identity, and in all.
   std::map<std::string, int> watches_;

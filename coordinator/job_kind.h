@@ -19,6 +19,7 @@
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
 #include "cluster/config.h"
+#include "coordinator/planner.h"
 #include "coordinator/store.h"
 #include "core/perft.h"
 #include "selfplay/uci_engine.h"
@@ -56,8 +57,9 @@ class JobKind {
   // kind's name in logs.
   virtual std::string capability() const = 0;
   virtual v1::JobSpec::KindCase spec_case() const = 0;
-  // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans.
-  virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const = 0;
+  // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans, CANCELLED when
+  // `cancelled` says so while it walks (planner.h).
+  virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec, const PlanCancelled& cancelled = {}) const = 0;
   // Lazy planning: whether every unit of the plan is made, and the next units (at least
   // min_units where the plan has them, a whole root at a time), advancing the plan's cursor. The
   // coordinator stores the units with the new plan in one transaction.

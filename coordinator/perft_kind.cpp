@@ -26,11 +26,11 @@ class PerftKind : public JobKind {
 
   PerftKind(uint64_t lazy_walk, int64_t window) : lazy_walk_(lazy_walk), window_(window) {}
 
-  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const override {
+  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec, const PlanCancelled& cancelled) const override {
     absl::StatusOr<PerftPlan> roots = plan_perft_roots(spec.perft());
     if (!roots.ok()) return roots.status();
     absl::StatusOr<PerftPlan> p = absl::ResourceExhaustedError("lazy");
-    if (split_walk(*roots, lazy_walk_) <= lazy_walk_) p = plan_perft(spec.perft());
+    if (split_walk(*roots, lazy_walk_) <= lazy_walk_) p = plan_perft(spec.perft(), cancelled);
     KindPlan out;
     v1::store::PerftPlan* pp = out.plan.mutable_perft();
     pp->set_depth(roots->depth);
@@ -42,6 +42,7 @@ class PerftKind : public JobKind {
     }
     if (!p.ok()) {
       if (p.status().code() != absl::StatusCode::kResourceExhausted) return p.status();
+      if (cancelled && cancelled()) return absl::CancelledError("submit: the plan was stopped");
       // Too big to plan up front: the first window now, the rest as workers need it.
       pp->set_lazy(true);
       out.units = expand(&out.plan, window_);

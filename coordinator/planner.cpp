@@ -1,5 +1,6 @@
 #include "coordinator/planner.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -61,7 +62,9 @@ absl::StatusOr<std::vector<PerftRoot>> resolve_perft_roots(const v1::PerftJobSpe
   return roots;
 }
 
-int auto_split_depth(int depth) { return depth > kTargetUnitDepth ? depth - kTargetUnitDepth : 0; }
+int auto_split_depth(int depth) {
+  return depth > kTargetUnitDepth ? std::min(depth - kTargetUnitDepth, kMaxSplitDepth) : 0;
+}
 
 namespace {
 
@@ -72,8 +75,16 @@ struct Walker {
   std::unordered_map<std::string, size_t> index;  // position key -> unit
   std::vector<PlannedPerftUnit>* units;
   std::string first_move;
+  const PlanCancelled* cancelled = nullptr;
+  uint64_t visited = 0;
+  bool stopped = false;
 
   void walk(Position& pos, int ply) {
+    if (stopped) return;
+    if ((++visited & 0x3fff) == 0 && cancelled && *cancelled && (*cancelled)()) {
+      stopped = true;
+      return;
+    }
     if (ply == split) {
       std::string key = position_key(pos.fen());
       auto [it, inserted] = index.try_emplace(key, units->size());
@@ -112,14 +123,16 @@ uint64_t estimate_perft(const std::string& fen, int depth) {
   return est > 1.8e19 ? UINT64_MAX : uint64_t(est);
 }
 
-std::vector<PlannedPerftUnit> expand_perft_root(const PerftRoot& root, int root_index, int depth, int split_depth) {
+std::vector<PlannedPerftUnit> expand_perft_root(const PerftRoot& root, int root_index, int depth, int split_depth,
+                                                const PlanCancelled& cancelled) {
   std::vector<PlannedPerftUnit> units;
   Position pos = *Position::from_fen(root.fen);
   if (split_depth == 0) {
     units.push_back({root_index, root.fen, depth, {}});
   } else {
-    Walker w{root_index, split_depth, depth, {}, &units, {}};
+    Walker w{root_index, split_depth, depth, {}, &units, {}, &cancelled};
     w.walk(pos, 0);
+    if (w.stopped) return {};
   }
   for (PlannedPerftUnit& u : units) u.estimated_nodes = estimate_perft(u.fen, u.depth);
   return units;
@@ -143,8 +156,13 @@ absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("split_depth: units would count ", plan.depth - plan.split_depth,
                                                    " plies, at most ", kMaxUnitDepth, "; raise split_depth"));
   // One root's expansion is held in memory at once (and under the coordinator's lock when it
-  // plans lazily): bounded like a whole eager plan's walk.
+  // plans lazily): bounded like a whole eager plan's walk. An estimate far past the bound
+  // refuses at once; only a root near it is counted (a count costs what the walk would).
   for (const PerftRoot& r : plan.roots) {
+    if (estimate_perft(r.fen, plan.split_depth) > 4 * kMaxRootWalk)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "plan too large: about ", estimate_perft(r.fen, plan.split_depth), " positions of one root at split ply ",
+          plan.split_depth, ", more than ", kMaxRootWalk, "; lower split_depth or depth"));
     Position pos = *Position::from_fen(r.fen);
     if (uint64_t(perft(pos, plan.split_depth)) > kMaxRootWalk)
       return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxRootWalk,
@@ -155,7 +173,11 @@ absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec) {
 }
 
 uint64_t split_walk(const PerftPlan& plan, uint64_t limit) {
-  uint64_t walk = 0;
+  uint64_t walk = 0, estimated = 0;
+  for (const PerftRoot& r : plan.roots) {
+    for (int k = 1; k <= plan.split_depth; ++k) estimated += estimate_perft(r.fen, k);
+    if (estimated > 4 * limit) return estimated;
+  }
   for (int k = 1; k <= plan.split_depth; ++k)
     for (const PerftRoot& r : plan.roots) {
       Position pos = *Position::from_fen(r.fen);
@@ -165,7 +187,7 @@ uint64_t split_walk(const PerftPlan& plan, uint64_t limit) {
   return walk;
 }
 
-absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
+absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec, const PlanCancelled& cancelled) {
   absl::StatusOr<PerftPlan> resolved = plan_perft_roots(spec);
   if (!resolved.ok()) return resolved.status();
   PerftPlan plan = std::move(*resolved);
@@ -176,7 +198,12 @@ absl::StatusOr<PerftPlan> plan_perft(const v1::PerftJobSpec& spec) {
                                                      " positions up to the split ply",
                                                      "; lower split_depth or submit fewer positions"));
   for (size_t i = 0; i < plan.roots.size(); ++i) {
-    std::vector<PlannedPerftUnit> units = expand_perft_root(plan.roots[i], int(i), plan.depth, plan.split_depth);
+    std::vector<PlannedPerftUnit> units =
+        expand_perft_root(plan.roots[i], int(i), plan.depth, plan.split_depth, cancelled);
+    if (cancelled && cancelled())
+      return absl::CancelledError(
+          "submit: the plan was stopped (the caller went away, its deadline passed, or the coordinator is shutting "
+          "down)");
     plan.units.insert(plan.units.end(), std::make_move_iterator(units.begin()), std::make_move_iterator(units.end()));
     if (plan.units.size() > kMaxPlanUnits)
       return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxPlanUnits,

@@ -41,7 +41,7 @@ class SelfPlayKind : public JobKind {
   std::string capability() const override { return "selfplay"; }
   v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kSelfplay; }
 
-  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec) const override {
+  absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec, const PlanCancelled& /*cancelled*/) const override {
     const v1::SelfPlayJobSpec& p = spec.selfplay();
     absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(p);
     if (!s.ok()) return s.status();

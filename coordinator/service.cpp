@@ -21,7 +21,7 @@ constexpr int64_t kWatchPollMs = 1000;
 }  // namespace
 
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
-  return reply(c_->submit(caller_of(ctx), *req), resp);
+  return reply(c_->submit(caller_of(ctx), *req, [ctx] { return ctx->IsCancelled(); }), resp);
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {

@@ -271,6 +271,34 @@ TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {
       << job.progress().workers_alive() << " workers alive";
 }
 
+// Issue 19: SIGTERM while a big plan runs ends the coordinator within its grace period (it used
+// to wait for the plan: one submit kept it 29 minutes), and the submitter is told, not hung.
+TEST_F(ClusterTest, SigtermDuringAPlanEndsTheCoordinatorPromptly) {
+  const int port = start_coordinator();
+  // An eager plan of some 7 million positions: seconds of walking.
+  Process submit({kCliBin, "submit", "perft", "--coordinator", absl::StrCat("127.0.0.1:", port), "--depth", "9",
+                  "--split-depth", "3", "--sps", "0-799"},
+                 dir_ + "/submit.log");
+  auto cpu_seconds = [](pid_t pid) {
+    std::istringstream in(read_file(absl::StrCat("/proc/", pid, "/stat")));
+    std::string field;
+    double ticks = 0;
+    for (int k = 1; in >> field; ++k)
+      if (k == 14 || k == 15) ticks += std::stod(field);
+    return ticks / double(sysconf(_SC_CLK_TCK));
+  };
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (cpu_seconds(coordinator_->pid()) < 0.5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  coordinator_->signal(SIGTERM);
+  const std::optional<int> rc = coordinator_->wait(5s);  // its gRPC server's grace is 2 s
+  ASSERT_TRUE(rc.has_value()) << "the coordinator still runs 5 s after SIGTERM";
+  EXPECT_EQ(*rc, 0);
+  const std::optional<int> submitted = submit.wait(10s);
+  ASSERT_TRUE(submitted.has_value()) << "c960 submit still waits after the coordinator stopped";
+  EXPECT_NE(*submitted, 0) << read_file(dir_ + "/submit.log");
+}
+
 TEST_F(ClusterTest, WorkerStoppedWithSigtermFinishesOrReleasesAndExitsZero) {
   const int port = start_coordinator();
   Process* w1 = start_worker(port);

@@ -171,6 +171,54 @@ TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
   EXPECT_EQ(renewed->renewals(0).status(), v1::LEASE_STATUS_LOST);
 }
 
+// Issue 19: a submit sent again while its plan still runs is told so instead of being planned a
+// second time (the CLI used to resend after its deadline: up to nine plans of one job); one plan
+// at a time per caller; a plan stops when its caller goes away, or when the coordinator shuts
+// down.
+TEST_F(CoordinatorTest, APlanRunsOnceAndStopsWhenItsCallerGoes) {
+  const Caller alice{"alice", Role::kSubmit, true};
+  v1::SubmitJobRequest req;
+  req.set_request_id("r1");
+  req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
+  req.mutable_spec()->mutable_perft()->set_depth(6);
+  req.mutable_spec()->mutable_perft()->set_start_positions("0-29");
+  req.mutable_spec()->mutable_perft()->set_split_depth(3);
+  absl::Status again, other;
+  bool asked = false;
+  // Asked while the plan walks: the same submit again, and another of the same caller.
+  const PlanCancelled during = [&] {
+    if (!asked) {
+      asked = true;
+      again = coordinator_->submit(alice, req).status();
+      v1::SubmitJobRequest second = req;
+      second.set_request_id("r2");
+      other = coordinator_->submit(alice, second).status();
+    }
+    return false;
+  };
+  absl::StatusOr<v1::Job> j = coordinator_->submit(alice, req, during);
+  ASSERT_TRUE(j.ok()) << j.status();
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(again.code(), absl::StatusCode::kUnavailable) << again;
+  EXPECT_TRUE(absl::StrContains(again.message(), "still being planned")) << again;
+  EXPECT_EQ(other.code(), absl::StatusCode::kResourceExhausted) << other;
+  // Asked again now, by its request id: the job, not a second plan.
+  absl::StatusOr<v1::Job> same = coordinator_->submit(alice, req);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->id(), j->id());
+  // A caller that went away stops its plan, and can submit again at once.
+  req.set_request_id("r3");
+  EXPECT_EQ(coordinator_->submit(alice, req, [] { return true; }).status().code(), absl::StatusCode::kCancelled);
+  req.set_request_id("r4");
+  req.mutable_spec()->mutable_perft()->set_start_positions("0-1");
+  EXPECT_TRUE(coordinator_->submit(alice, req).ok());
+  // So does a shutdown.
+  coordinator_->shutdown();
+  req.set_request_id("r5");
+  req.mutable_spec()->mutable_perft()->set_start_positions("0-29");
+  EXPECT_FALSE(coordinator_->submit(alice, req).ok());
+}
+
 TEST_F(CoordinatorTest, CompletionIsCountedOnceAndMismatchesAreRecorded) {
   const std::string w1 = hello("one"), w2 = hello("two");
   // Depth 5: deep enough that a wrong count passes the coordinator's own bounds.

@@ -167,4 +167,33 @@ TEST(PlannerTest, InvalidSpecsNameTheField) {
 }
 
 }  // namespace
+// Issue 19's probe: perft 16 of all 960 within every cap. The automatic split stays within
+// kMaxSplitDepth, and the plan is refused from estimates (the message says "about"), before
+// perft(6) or perft(9) of any root is counted.
+TEST(PlannerTest, AHugePlanIsRefusedFromEstimatesBeforeAnyWalk) {
+  EXPECT_EQ(auto_split_depth(16), kMaxSplitDepth);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 2), 2);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth), 0);
+  absl::StatusOr<PerftPlan> p = plan_perft_roots(spec(16, ""));
+  ASSERT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted) << p.status();
+  EXPECT_TRUE(absl::StrContains(p.status().message(), "about ")) << p.status();
+  absl::StatusOr<PerftPlan> eager = plan_perft(spec(16, ""));
+  EXPECT_EQ(eager.status().code(), absl::StatusCode::kResourceExhausted) << eager.status();
+  // The split walk of a plan far past the limit is the estimate, not a count.
+  PerftPlan big;
+  big.split_depth = 6;
+  big.roots = {{518, *startpos_fen(518)}};
+  EXPECT_GT(split_walk(big, 1000), 4000u);
+}
+
+// A plan stops when asked (its caller's deadline passed, the coordinator shuts down).
+TEST(PlannerTest, APlanStopsWhenCancelled) {
+  int asked = 0;
+  const PlanCancelled cancelled = [&] { return ++asked > 2; };
+  absl::StatusOr<PerftPlan> p = plan_perft(spec(6, "0-99", 3), cancelled);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kCancelled) << p.status();
+  EXPECT_GT(asked, 2);
+  EXPECT_TRUE(plan_perft(spec(6, "0-3", 3), [] { return false; }).ok());
+}
+
 }  // namespace c960::cluster
