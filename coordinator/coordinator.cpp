@@ -212,7 +212,7 @@ absl::Status Coordinator::load_locked(bool startup) {
       track_groups(j.get(), j->units.first(), int64_t(j->units.size()));
     }
     table_.next_seq = std::max(table_.next_seq, j->seq + 1);
-    if (!j->request_id.empty()) table_.by_request_id[j->request_id] = j.get();
+    if (!j->request_id.empty()) table_.by_request_id[{j->owner, j->request_id}] = j.get();
     table_.by_seq.push_back(j.get());
     Job* raw = j.get();
     table_.jobs[j->id] = std::move(j);
@@ -463,14 +463,12 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   if (!v1::VerifyMode_IsValid(req.spec().verify()))
     return absl::InvalidArgumentError(absl::StrCat("verify: ", int(req.spec().verify()), " is not a mode"));
   // The job with this request id, if there is one; ALREADY_EXISTS for another spec. Request ids
-  // are per caller: another caller's id is not visible.
+  // are per caller: another caller's ids are not seen, nor taken (each caller has its own).
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
     if (req.request_id().empty()) return std::nullopt;
     std::lock_guard lock(mu_);
-    auto it = table_.by_request_id.find(req.request_id());
+    auto it = table_.by_request_id.find({caller.identity, req.request_id()});
     if (it == table_.by_request_id.end()) return std::nullopt;
-    if (it->second->owner != caller.identity)
-      return absl::AlreadyExistsError("request_id: already used by another caller");
     if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
       return absl::AlreadyExistsError(
           absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
@@ -536,7 +534,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"units", raw->total()},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
-  if (!raw->request_id.empty()) table_.by_request_id[raw->request_id] = raw;
+  if (!raw->request_id.empty()) table_.by_request_id[{raw->owner, raw->request_id}] = raw;
   table_.by_seq.push_back(raw);
   table_.jobs[raw->id] = std::move(*stored);
   if (!raw->fresh.empty()) work_arrived();

@@ -443,11 +443,11 @@ class Coordinator {
 
   // The jobs. Invariants: every job is in `jobs` by id and in `by_seq` once, in creation order
   // (the queue serves older jobs first); `by_request_id` holds exactly the jobs with a request
-  // id; `next_seq` is above every job's seq.
+  // id, by owner and id (request ids are per caller); `next_seq` is above every job's seq.
   struct JobTable {
     std::map<std::string, std::unique_ptr<Job>> jobs;
     std::vector<Job*> by_seq;
-    std::map<std::string, Job*> by_request_id;
+    std::map<std::pair<std::string, std::string>, Job*> by_request_id;  // by (owner, request id)
     int64_t next_seq = 1;
   };
   JobTable table_;

@@ -54,6 +54,8 @@ ABSL_FLAG(std::string, http_listen, "",
           "also serve HTTP (HTTPS with --tls-cert) on HOST:PORT: the dashboard, /metrics, /healthz, /readyz and the "
           "JSON API; port 0 picks a free port; off when empty");
 ABSL_FLAG(std::string, http_port_file, "", "write the HTTP port actually chosen to this file once serving");
+ABSL_FLAG(bool, init, false,
+          "make a new store in --db even though the file exists but is empty, or is an SQLite file of something else");
 ABSL_FLAG(bool, insecure, false,
           "serve beyond loopback without TLS and authentication (anyone reaching the port may do anything)");
 
@@ -68,7 +70,7 @@ int die(const std::string& msg) {
 
 const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator",
-    "c960-coordinator [--listen HOST:PORT] [--db FILE] [--port-file FILE] [--lease-seconds S]\n"
+    "c960-coordinator [--listen HOST:PORT] [--db FILE [--init]] [--port-file FILE] [--lease-seconds S]\n"
     "                        [--trust-after K] [--spot-check-rate P]\n"
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
     "                        [--http-listen HOST:PORT [--http-port-file FILE]] [--insecure] [--log-format text|json]",
@@ -98,7 +100,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"tokens", "FILE"},
      {"http_listen", "HOST:PORT"},
      {"http_port_file", "FILE"},
-     {"insecure", ""}},
+     {"insecure", ""},
+     {"init", ""}},
 };
 
 namespace {
@@ -227,7 +230,8 @@ int main(int argc, char** argv) {
   // full disk, instead of SIGXFSZ killing the coordinator without a word.
   std::signal(SIGXFSZ, SIG_IGN);
 
-  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(absl::GetFlag(FLAGS_db));
+  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(
+      absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion, absl::GetFlag(FLAGS_init));
   if (!store.ok()) return die(std::string(store.status().message()));
   // Metrics only when there is somewhere to see them: the HTTP side.
   const std::string http_listen = absl::GetFlag(FLAGS_http_listen);

@@ -154,7 +154,13 @@ absl::Status Store::exec_for_test(const std::string& sql) {
   return exec(sql.c_str());
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to) {
+absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to, bool init) {
+  // A file that is there but holds no store (0 bytes: a mount or a copy gone wrong) would
+  // otherwise start as an empty store without a word, its jobs gone.
+  struct stat st {};
+  if (!init && path != ":memory:" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", path, "' exists but is empty: it is not a c960 store; give --init to make a new one there"));
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -170,6 +176,21 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
   sqlite3_busy_timeout(db, 500);
   std::lock_guard lock(store->mu_);
+  // An SQLite file of something else (no c960 schema version, and tables c960 never had): not
+  // ours to change. (Stores from before schema versions have version 0 and c960's first tables.)
+  if (!init && path != ":memory:") {
+    Stmt version(db, "PRAGMA user_version");
+    Stmt tables(db,
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                "('jobs', 'units', 'games', 'workers')");
+    if (!version.ok() || version.step() != SQLITE_ROW || !tables.ok() || tables.step() != SQLITE_ROW)
+      return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", describe(db)));
+    if (version.i64(0) == 0 && tables.i64(0) > 0)
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", path,
+                       "' is an SQLite file but not a c960 store (its tables have no c960 schema "
+                       "version); give --init to add a c960 store to it"));
+  }
   for (const std::string& sql :
        {std::string("PRAGMA locking_mode=EXCLUSIVE"), std::string("PRAGMA journal_mode=WAL"),
         std::string("PRAGMA synchronous=NORMAL"), absl::StrCat("PRAGMA cache_size=-", kStoreCacheMiB * 1024),

@@ -151,8 +151,11 @@ class Store {
   static constexpr int kSchemaVersion = 7;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
-  // up_to: the version to migrate to (tests of migrations make older stores with it).
-  static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path, int up_to = kSchemaVersion);
+  // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
+  // exists but is empty, or is an SQLite file of something else, is refused (FAILED_PRECONDITION)
+  // unless `init` (c960-coordinator --init); one that is not SQLite at all is always refused.
+  static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path, int up_to = kSchemaVersion,
+                                                     bool init = false);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

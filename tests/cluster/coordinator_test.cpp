@@ -325,6 +325,34 @@ TEST_F(CoordinatorTest, SameRequestIdReturnsTheSameJob) {
   EXPECT_EQ(list->jobs_size(), 2);
 }
 
+// Request ids are per submitter (issue 19): another caller's id is neither seen nor taken;
+// each caller's "req-1" is its own job, and a restart keeps them apart.
+TEST_F(CoordinatorTest, RequestIdsArePerSubmitter) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/request-ids-", getpid(), ".db");
+  std::filesystem::remove(path);
+  open(path);
+  const Caller alice{"alice", Role::kSubmit, true}, bob{"bob", Role::kSubmit, true};
+  v1::SubmitJobRequest req;
+  req.set_request_id("req-1");
+  req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
+  req.mutable_spec()->mutable_perft()->set_depth(2);
+  req.mutable_spec()->mutable_perft()->set_start_positions("518");
+  absl::StatusOr<v1::Job> a = coordinator_->submit(alice, req);
+  ASSERT_TRUE(a.ok()) << a.status();
+  v1::SubmitJobRequest bobs = req;
+  bobs.mutable_spec()->mutable_perft()->set_depth(3);  // another spec, the same id: bob's own
+  absl::StatusOr<v1::Job> b = coordinator_->submit(bob, bobs);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(a->id(), b->id());
+  EXPECT_EQ(b->owner(), "bob");
+  open(path);
+  absl::StatusOr<v1::Job> a2 = coordinator_->submit(alice, req), b2 = coordinator_->submit(bob, bobs);
+  ASSERT_TRUE(a2.ok() && b2.ok());
+  EXPECT_EQ(a2->id(), a->id());
+  EXPECT_EQ(b2->id(), b->id());
+  std::filesystem::remove(path);
+}
+
 TEST_F(CoordinatorTest, CancelledJobsHandOutNothingAndDiscardResults) {
   const std::string w = hello("one");
   const v1::Job j = submit(3, "0-9", 0);

@@ -1,11 +1,17 @@
 // The SQLite store: what goes in comes back, results are written once.
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string assignment (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "coordinator/store.h"
 
 namespace c960::cluster {
@@ -17,6 +23,42 @@ StoredUnit unit(int64_t index, const std::string& spec = "s") {
   u.spec = spec;
   u.meta = "m";
   return u;
+}
+
+// Issue 19: a store file that is there but empty (a mount or a copy gone wrong) used to start as
+// an empty store without a word, every job gone; an SQLite file of something else was made one.
+// Both are refused unless asked (--init); a file that is not SQLite at all is always refused.
+TEST(StoreTest, AnEmptyOrForeignFileIsRefusedUnlessInit) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/store-init-", getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string empty = dir + "/empty.db", foreign = dir + "/foreign.db", junk = dir + "/junk.db";
+  std::ofstream(empty).close();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE accounts (id INTEGER, balance INTEGER)", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::ofstream(junk) << "not a database, but some bytes that are not a header either\n";
+  auto e = Store::open(empty);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(e.status().message(), "exists but is empty")) << e.status();
+  EXPECT_TRUE(absl::StrContains(e.status().message(), "--init")) << e.status();
+  auto f = Store::open(foreign);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(f.status().message(), "not a c960 store")) << f.status();
+  EXPECT_FALSE(Store::open(junk).ok());
+  EXPECT_FALSE(Store::open(junk, Store::kSchemaVersion, true).ok());
+  // Asked: a new store in each; then it opens as any store does.
+  ASSERT_TRUE(Store::open(empty, Store::kSchemaVersion, true).ok());
+  EXPECT_TRUE(Store::open(empty).ok());
+  ASSERT_TRUE(Store::open(foreign, Store::kSchemaVersion, true).ok());
+  EXPECT_TRUE(Store::open(foreign).ok());
+  // A path with nothing there is a new store, as always.
+  EXPECT_TRUE(Store::open(dir + "/new.db").ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {

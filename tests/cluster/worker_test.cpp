@@ -191,6 +191,10 @@ TEST_F(WorkerTest, KeepsResultsUntilTheCoordinatorAcknowledgesThem) {
   conn->lost_acks = 4;  // applied but unanswered: the worker sends them again (backing off)
   ASSERT_TRUE(wait_for(job.id()));
   expect_exact(job, 4);
+  // The job can finish before the last unanswered batch is sent again (the worker backs off):
+  // the resends come, within a few seconds.
+  for (int i = 0; i < 500 && conn->completions.load() < job.progress().units_total() + 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_GE(conn->completions.load(), job.progress().units_total() + 4);
 }
 
