@@ -14,6 +14,28 @@ namespace c960::cluster {
 using store_sql::describe;
 using store_sql::Stmt;
 
+namespace {
+
+// An sp_totals row's counts, from column `first` on: games, white_wins, draws, black_wins,
+// plies, duplicates, stored, terminations (8-byte little-endian counts).
+void read_totals(Stmt& q, int first, PositionTotals* t) {
+  t->games = q.i64(first);
+  t->white_wins = q.i64(first + 1);
+  t->draws = q.i64(first + 2);
+  t->black_wins = q.i64(first + 3);
+  t->plies = q.i64(first + 4);
+  t->duplicates = q.i64(first + 5);
+  t->stored = q.i64(first + 6);
+  const std::string b = q.blob(first + 7);
+  for (size_t k = 0; k + 8 <= b.size(); k += 8) {
+    int64_t v = 0;
+    std::memcpy(&v, b.data() + k, 8);
+    t->terminations.push_back(v);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> Store::name_id(const std::string& job_id, const std::string& name) {
   Stmt q(*statements_, "SELECT id FROM sp_names WHERE job_id = ? AND name = ?");
   if (!q.ok()) return error("player names");
@@ -41,21 +63,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     if (!q.ok()) return error("position totals");
     q.bind_text(1, job_id);
     q.bind(2, int64_t(sp.sp));
-    if (q.step() == SQLITE_ROW) {
-      t.games = q.i64(0);
-      t.white_wins = q.i64(1);
-      t.draws = q.i64(2);
-      t.black_wins = q.i64(3);
-      t.plies = q.i64(4);
-      t.duplicates = q.i64(5);
-      t.stored = q.i64(6);
-      const std::string b = q.blob(7);
-      for (size_t k = 0; k + 8 <= b.size(); k += 8) {
-        uint64_t v = 0;
-        std::memcpy(&v, b.data() + k, 8);
-        t.terminations.push_back(int64_t(v));
-      }
-    }
+    if (q.step() == SQLITE_ROW) read_totals(q, 0, &t);
   }
   // Each distinct game of a position is counted in sp_hashes; a game is a duplicate when its
   // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
@@ -160,19 +168,7 @@ absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const st
   while ((rc = q.step()) == SQLITE_ROW) {
     PositionTotals& t = out.emplace_back();
     t.sp = int32_t(q.i64(0));
-    t.games = q.i64(1);
-    t.white_wins = q.i64(2);
-    t.draws = q.i64(3);
-    t.black_wins = q.i64(4);
-    t.plies = q.i64(5);
-    t.duplicates = q.i64(6);
-    t.stored = q.i64(7);
-    const std::string b = q.blob(8);
-    for (size_t k = 0; k + 8 <= b.size(); k += 8) {
-      int64_t v = 0;
-      std::memcpy(&v, b.data() + k, 8);
-      t.terminations.push_back(v);
-    }
+    read_totals(q, 1, &t);
   }
   if (rc != SQLITE_DONE) return error("position totals");
   return out;

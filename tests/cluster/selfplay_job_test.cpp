@@ -65,14 +65,17 @@ class SelfPlayJobTest : public ::testing::Test {
   }
 
   // A worker offering self-play with the built-in engine and the engine "sf".
-  std::string hello(const std::string& name) {
+  static v1::HelloRequest hello_request(const std::string& name) {
     v1::HelloRequest req;
     req.set_name(name);
     req.set_threads(1);
     req.add_capabilities("selfplay");
     req.add_engines("sf");
     req.set_protocol_version(kProtocolVersion);
-    auto r = coordinator_->hello(Caller::local(), req);
+    return req;
+  }
+  std::string hello(const std::string& name) {
+    auto r = coordinator_->hello(Caller::local(), hello_request(name));
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->worker_id() : "";
   }
@@ -885,12 +888,7 @@ TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersAllowingTheJobsOptions) {
     int64_t min, max;
   };
   auto hello_with = [&](const std::string& name, const std::vector<Allowed>& allowed) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(1);
-    req.add_capabilities("selfplay");
-    req.add_engines("sf");
-    req.set_protocol_version(kProtocolVersion);
+    v1::HelloRequest req = hello_request(name);
     v1::EngineOffer* o = req.add_engine_offers();
     o->set_engine("sf");
     for (const Allowed& a : allowed) {
