@@ -170,6 +170,17 @@ Caller CallAuthenticator::caller_of(const grpc::ServerContextBase& ctx) const {
   return Caller{"", Role::kWorker, true};
 }
 
+bool CallAuthenticator::still_authorized(const grpc::ServerContextBase& ctx) const {
+  const std::multimap<grpc::string_ref, grpc::string_ref>& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return true;  // a certificate (or nobody: an open method)
+  return identify(view(it->second), std::nullopt, false).ok();
+}
+
+bool still_authorized(const CallAuthenticator* auth, const grpc::ServerContextBase& ctx) {
+  return auth == nullptr || auth->still_authorized(ctx);
+}
+
 bool is_loopback_listen(const std::string& listen) {
   if (listen.rfind("unix:", 0) == 0 || listen.rfind("unix-abstract:", 0) == 0) return true;
   const std::optional<HostPort> hp = split_host_port(listen);

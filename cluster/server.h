@@ -48,6 +48,8 @@ std::shared_ptr<const CallAuthenticator> configure_server(const ServerOptions& o
 // The caller of a call that reached a service: `auth`'s answer, or Caller::local() when `auth`
 // is null (a server that authenticates nobody).
 Caller caller_of(const CallAuthenticator* auth, const grpc::ServerContextBase& ctx);
+// auth->still_authorized(ctx), or true when `auth` is null.
+bool still_authorized(const CallAuthenticator* auth, const grpc::ServerContextBase& ctx);
 
 // Establishes the caller of every call (token, else client certificate) and refuses those the
 // permission table (cluster/auth.h) does not allow: UNAUTHENTICATED, PERMISSION_DENIED.
@@ -70,6 +72,9 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
   // by a reload in between still names its caller (TokenTable::find_recent): the call was
   // authorized before the reload.
   Caller caller_of(const grpc::ServerContextBase& ctx) const;
+  // Whether a long call (a watch stream) may go on: its token is still in the current set (not
+  // revoked or removed by a reload since it began). Certificate callers: true.
+  bool still_authorized(const grpc::ServerContextBase& ctx) const;
 
  private:
   // `recent`: also the tokens of the set before the last reload.

@@ -55,6 +55,10 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
     if (!writer->Write(*job)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
     if (Coordinator::is_final(job->state())) return grpc::Status::OK;
     if (c_->shutting_down()) return grpc::Status(grpc::StatusCode::CANCELLED, "coordinator shutting down");
+    // A token revoked (or taken out of the tokens file) while its watch is open ends the watch:
+    // a reload reaches open streams, not only new calls.
+    if (!cluster::still_authorized(auth_.get(), *ctx))
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "token: revoked while the watch was open");
     std::this_thread::sleep_for(kWatchMinInterval);
   }
 }

@@ -12,6 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "cluster/channel.h"
 #include "cluster/server.h"
+#include "coordinator/clock.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/service.h"
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/cluster/pki.h"
 
@@ -344,6 +347,59 @@ class EchoServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
+
+// Issue 19: a WatchJob opened before its token was revoked kept streaming. Now a reload that
+// takes the token out ends the open stream (UNAUTHENTICATED), while another token's watch goes on.
+TEST_F(TlsTest, ARevokedTokensOpenWatchEnds) {
+  token_file("read");
+  token_file("admin");
+  cluster::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.tls = *cluster::load_server_tls(pki_.server_cert(), pki_.server_key(), "");  // tokens only
+  options.tokens = std::make_shared<cluster::TokenTable>(*cluster::TokenSet::load(dir_ + "/tokens"));
+  auto store = cluster::Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  cluster::FakeClock clock;
+  cluster::Coordinator coordinator(store->get(), &clock);
+  ASSERT_TRUE(coordinator.load().ok());
+  v1::SubmitJobRequest submit;
+  submit.mutable_spec()->mutable_perft()->set_depth(3);
+  submit.mutable_spec()->mutable_perft()->set_start_positions("518");
+  absl::StatusOr<v1::Job> job = coordinator.submit(cluster::Caller::local(), submit);  // no worker: it stays running
+  ASSERT_TRUE(job.ok()) << job.status();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  cluster::JobServiceImpl service(&coordinator, cluster::configure_server(options, &builder, &port));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  cluster::ChannelOptions client;
+  client.address = absl::StrCat("127.0.0.1:", port);
+  client.tls = *cluster::load_client_tls(pki_.ca(), "", "");
+  auto stub = v1::JobService::NewStub(cluster::make_channel(client));
+  auto open = [&](grpc::ClientContext* ctx, const std::string& role) {
+    ctx->set_deadline(std::chrono::system_clock::now() + 30s);
+    ctx->set_credentials(grpc::AccessTokenCredentials(tokens_[role].token));
+    v1::WatchJobRequest req;
+    req.set_job_id(job->id());
+    return stub->WatchJob(ctx, req);
+  };
+  grpc::ClientContext read_ctx, admin_ctx;
+  auto reader = open(&read_ctx, "read"), admin = open(&admin_ctx, "admin");
+  v1::Job update;
+  ASSERT_TRUE(reader->Read(&update));
+  ASSERT_TRUE(admin->Read(&update));
+  // The tokens file without the read token, reloaded (as SIGHUP does).
+  options.tokens->replace(*cluster::TokenSet::parse(tokens_["admin"].line, "tokens"));
+  while (reader->Read(&update)) {}
+  const grpc::Status ended = reader->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAUTHENTICATED) << ended.error_message();
+  EXPECT_TRUE(absl::StrContains(ended.error_message(), "revoked")) << ended.error_message();
+  EXPECT_TRUE(admin->Read(&update));  // the admin's watch goes on
+  admin_ctx.TryCancel();
+  coordinator.shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
 
 TEST_F(TlsTest, EachCallGetsItsOwnCaller) {
   ASSERT_TRUE(make_client(pki_, "carol", "/CN=carol/OU=read"));
