@@ -88,7 +88,6 @@ absl::Status Coordinator::load_locked(bool startup) {
   table_.by_request_id.clear();
   registry_.quarantined_voters.clear();
   registry_.leases_held.clear();
-  registry_.leases_out = 0;
   deadlines_.clear();  // its entries point into the jobs replaced here
   for (StoredWorker& w : *workers) {
     WorkerState& ws = registry_.workers[w.key];
@@ -482,10 +481,10 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
     if (absl::Status s = check_offers(*kind, req.spec()); !s.ok()) return s;
     if (!req.request_id().empty() && planning_ids_.count(id_key))
       return absl::UnavailableError("request_id: this job is still being planned; ask again for it by its request id");
-    if (!caller.identity.empty() && planning_.count(caller.identity))
+    // One plan at a time per authenticated caller (anonymous callers are everyone at once).
+    if (!caller.identity.empty() && !planning_.insert(caller.identity).second)
       return absl::ResourceExhaustedError(
           "submit: a job of yours is still being planned; one plan at a time per caller");
-    ++planning_[caller.identity];
     if (!req.request_id().empty()) planning_ids_.insert(id_key);
   }
   struct Planning {
@@ -493,7 +492,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
     std::pair<std::string, std::string> key;
     ~Planning() {
       std::lock_guard lock(c->mu_);
-      if (auto it = c->planning_.find(key.first); it != c->planning_.end() && --it->second <= 0) c->planning_.erase(it);
+      c->planning_.erase(key.first);  // "" (anonymous) was never inserted
       c->planning_ids_.erase(key);
     }
   } planning{this, id_key};

@@ -457,7 +457,7 @@ class Coordinator {
   // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
   // forgotten after forget_lost_ms (its worker's record stays); `quarantined_voters` holds the
   // credential of every quarantined worker; `leases_held` counts, per credential, the copies
-  // leased now (check_lease_counts), `leases_out` their sum; `enrolled` counts credentials
+  // leased now (check_lease_counts); `enrolled` counts credentials
   // issued per join token, as the store's `credentials` table does.
   struct WorkerRegistry {
     std::map<std::string, WorkerState> workers;     // by key
@@ -465,13 +465,13 @@ class Coordinator {
     std::map<std::string, std::string> session_of;  // worker key -> its current session
     std::set<std::string> quarantined_voters;
     std::map<std::string, int64_t> leases_held;
-    int64_t leases_out = 0;
     std::map<std::string, int32_t> enrolled;
   };
   WorkerRegistry registry_;
 
-  // Plans being made now (outside mu_): by caller identity, and by (owner, request id).
-  std::map<std::string, int> planning_;
+  // Plans being made now (outside mu_): the authenticated callers making one, and the
+  // (owner, request id) of each that has an id.
+  std::set<std::string> planning_;
   std::set<std::pair<std::string, std::string>> planning_ids_;
 
   // Open watch streams by caller identity, and in all.

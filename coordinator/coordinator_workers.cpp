@@ -140,16 +140,13 @@ absl::Status Coordinator::check_offers(const JobKind& kind, const v1::JobSpec& s
 }
 
 void Coordinator::take_lease(Copy& c, const Session& s) {
-  if (c.session.empty()) {
-    ++registry_.leases_held[s.voter];
-    ++registry_.leases_out;
-  }
+  if (c.session.empty()) ++registry_.leases_held[s.voter];
   c.session = s.id;
 }
 
 void Coordinator::note_deadline(Job* j, int64_t i, const Copy& c) {
   const int32_t copy = int32_t(&c - j->units[i].copies.data());
-  deadlines_.push({c.expire_ms, j, i, copy}, registry_.leases_out, [this](const auto& e) { return deadline_live(e); });
+  deadlines_.push({c.expire_ms, j, i, copy}, [this](const auto& e) { return deadline_live(e); });
 }
 
 bool Coordinator::deadline_live(const LeaseDeadlines<Job>::Entry& e) const {
@@ -165,7 +162,6 @@ void Coordinator::drop_lease(Copy& c) {
   const std::string voter = voter_of(c.worker);
   if (auto it = registry_.leases_held.find(voter); it != registry_.leases_held.end() && --it->second <= 0)
     registry_.leases_held.erase(it);
-  --registry_.leases_out;
   c.session.clear();
   c.expire_ms = 0;
 }
@@ -1210,8 +1206,16 @@ void Coordinator::group_settled(Job* j, int64_t i, int delta) {
 void Coordinator::fold_finished(int64_t now) {
   for (Job* j : table_.by_seq) {
     if (j->groups.empty() || !is_final(j->state) || j->damaged || j->finished_ms + options_.lease_ms > now) continue;
-    for (const auto& [g, group] : j->groups)
-      if (group.unsettled == 0) j->ready.push_back(g);
+    for (auto it = j->groups.begin(); it != j->groups.end();) {
+      // A final job's unsettled units never settle (late results are discarded): their groups
+      // never fold, and are not walked again at every sweep.
+      if (it->second.unsettled > 0) {
+        it = j->groups.erase(it);
+        continue;
+      }
+      j->ready.push_back(it->first);
+      ++it;
+    }
     fold_ready(j);  // a fold that fails stays as it is, and the next sweep tries again
   }
 }

@@ -159,10 +159,10 @@ absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec) {
   // plans lazily): bounded like a whole eager plan's walk. An estimate far past the bound
   // refuses at once; only a root near it is counted (a count costs what the walk would).
   for (const PerftRoot& r : plan.roots) {
-    if (estimate_perft(r.fen, plan.split_depth) > 4 * kMaxRootWalk)
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "plan too large: about ", estimate_perft(r.fen, plan.split_depth), " positions of one root at split ply ",
-          plan.split_depth, ", more than ", kMaxRootWalk, "; lower split_depth or depth"));
+    if (const uint64_t estimated = estimate_perft(r.fen, plan.split_depth); estimated > 4 * kMaxRootWalk)
+      return absl::ResourceExhaustedError(absl::StrCat("plan too large: about ", estimated,
+                                                       " positions of one root at split ply ", plan.split_depth,
+                                                       ", more than ", kMaxRootWalk, "; lower split_depth or depth"));
     Position pos = *Position::from_fen(r.fen);
     if (uint64_t(perft(pos, plan.split_depth)) > kMaxRootWalk)
       return absl::ResourceExhaustedError(absl::StrCat("plan too large: more than ", kMaxRootWalk,

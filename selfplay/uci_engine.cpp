@@ -207,6 +207,10 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::start(const UciConfig& con
     return absl::InvalidArgumentError(absl::StrCat("engine path '", config.path, "': ", strerror(errno)));
   if (config.init_timeout_ms <= 0 || config.move_margin_ms <= 0)
     return absl::InvalidArgumentError("engine timeouts: must be > 0");
+  // Under a policy (a job's options on a worker), options by name before any process starts;
+  // their declared types are checked once the engine has declared them, below.
+  if (config.policy)
+    if (absl::Status s = config.policy->check(config.options); !s.ok()) return s;
 
   // One socket serves as the engine's stdin and stdout. A socket rather than pipes: writing to
   // a dead engine then fails with EPIPE (MSG_NOSIGNAL) instead of raising SIGPIPE in our process.
@@ -254,8 +258,6 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::start(const UciConfig& con
   if (!find("UCI_Chess960"))
     return absl::InvalidArgumentError(absl::StrCat("engine '", config.path, "' does not declare option UCI_Chess960"));
   // Every option is checked before the first setoption: a refused one never reaches the engine.
-  if (config.policy)
-    if (absl::Status s = config.policy->check(config.options); !s.ok()) return s;
   for (const UciOptionValue& o : config.options) {
     const UciOptionDecl* d = find(o.name);
     if (!d)

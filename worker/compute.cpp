@@ -28,9 +28,8 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
     if (it == engines.end())
       return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "' is not offered by this worker"));
     spec->engine_path = it->second.path;
-    // The job's options against the operator's policy, by name, before anything starts.
-    if (absl::Status s = it->second.policy.check(spec->options); !s.ok())
-      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "': ", s.message()));
+    // The job's options are checked against the operator's policy before the engine starts
+    // (check_engine below: UciEngine::start).
     spec->option_policy = it->second.policy;
   }
   if (u.first_game() < 0 || u.games() < 1 || u.games() > kMaxSelfPlayGamesPerUnit)

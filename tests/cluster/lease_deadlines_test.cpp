@@ -16,7 +16,7 @@ TEST(LeaseDeadlines, DueEntriesComeOutEarliestFirstAndOnlyWhenDue) {
   LeaseDeadlines<FakeJob> d;
   FakeJob job;
   auto all_live = [](const auto&) { return true; };
-  for (int64_t t : {50, 10, 40, 20, 30}) d.push({t, &job, t, 0}, 10, all_live);
+  for (int64_t t : {50, 10, 40, 20, 30}) d.push({t, &job, t, 0}, all_live);
   EXPECT_EQ(d.next_ms(), 10);
   std::vector<int64_t> out;
   d.pop_due(25, [&](const auto& e) { out.push_back(e.expire_ms); });
@@ -48,7 +48,7 @@ TEST(LeaseDeadlines, RenewalsLeaveStaleEntriesThatStayBounded) {
     const int64_t unit = int64_t(rng() % 1000);
     const int64_t t = now + 100 + int64_t(rng() % 1000);
     expiry[unit] = t;  // given or renewed
-    d.push({t, &job, unit, 0}, int64_t(expiry.size()), live);
+    d.push({t, &job, unit, 0}, live);
     most = std::max(most, d.size());
     if (rng() % 4 == 0) expiry.erase(int64_t(rng() % 1000));  // completed: its entry goes stale
     d.pop_due(now, [&](const auto& e) {
