@@ -38,6 +38,10 @@ ABSL_FLAG(int, threads, 2, "driver threads (each a worker)");
 ABSL_FLAG(std::string, store, "/tmp/c960-selfplay-scale.db", "the coordinator's store (replaced)");
 ABSL_FLAG(double, sample_seconds, 5, "RSS sample interval");
 ABSL_FLAG(bool, pgn, true, "also time results with every stored game as PGN");
+ABSL_FLAG(int, uci_options, 0,
+          "give the job this many UCI options of 255-character names and values (engine 'sf'; implies --plan_only: "
+          "no worker offers it here)");
+ABSL_FLAG(bool, plan_only, false, "stop after planning: RSS and store bytes per unit");
 
 namespace c960::cluster {
 namespace {
@@ -123,6 +127,14 @@ int run() {
     std::fprintf(stderr, "--store_games: all, none or sample:N\n");
     return 2;
   }
+  if (const int n = absl::GetFlag(FLAGS_uci_options); n > 0) {
+    s.set_engine("sf");
+    for (int i = 0; i < n; ++i) {
+      v1::UciOption* o = s.add_options();
+      o->set_name(absl::StrCat("Option ", i, " ", std::string(240, 'x')).substr(0, 255));
+      o->set_value(std::string(255, 'v'));
+    }
+  }
   const selfplay::SelfPlaySpec spec = *selfplay::spec_from_proto(s);
   const int64_t rss_start = rss_bytes();
   v1::SubmitJobRequest req;
@@ -144,6 +156,11 @@ int run() {
               mode.c_str(), absl::GetFlag(FLAGS_max_plies), seconds_since(t_submit));
   std::printf("# rss before submit %.1f MB, after planning %.1f MB; store after planning %.1f MB\n", rss_start / 1e6,
               rss_planned / 1e6, store_planned / 1e6);
+  if (absl::GetFlag(FLAGS_plan_only) || absl::GetFlag(FLAGS_uci_options) > 0) {
+    std::printf("spec %zu bytes; per unit: %.0f bytes of RSS, %.0f bytes of store\n", req.spec().ByteSizeLong(),
+                double(rss_planned - rss_start) / double(units), double(store_planned) / double(units));
+    return 0;
+  }
   std::printf("seconds,games,rss_mb,store_mb\n");
 
   std::atomic<int64_t> games{0}, plies{0};

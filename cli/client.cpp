@@ -225,7 +225,12 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     set_deadline(ctx, ever_got ? kWatchStreamDeadlineMs : cluster::kRpcDeadlineMs);
     std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub_->WatchJob(&ctx, req);
     v1::Job job;
+    v1::JobSpec spec;  // the stream's first message carries it, later ones not
     while (reader->Read(&job)) {
+      if (job.has_spec())
+        spec = job.spec();
+      else
+        *job.mutable_spec() = spec;
       ever_got = true;
       backoff = policy_.initial_backoff_ms;
       on_update(job);

@@ -157,6 +157,9 @@ inline constexpr int kDefaultPageSize = 100;
 // chunks and lists are paged, so no message needs more; a bigger one is refused before it is
 // buffered whole.
 inline constexpr int kMaxMessageBytes = 16 << 20;
+// A job's spec, serialized: the largest one the other limits allow (kMaxSelfPlayPositions
+// positions of kMaxFenLength characters with their ids, or kMaxUciOptions long options) fits.
+inline constexpr size_t kMaxJobSpecBytes = 4 << 20;
 
 // Keepalive (HTTP/2 pings), so that a peer that vanished without closing its connection (a
 // machine switched off, a NAT that forgot the mapping) is noticed in about a minute instead of

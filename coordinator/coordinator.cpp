@@ -131,6 +131,7 @@ absl::Status Coordinator::load_locked(bool startup) {
     j->kind = kind_for(j->spec.kind_case());
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
     j->verify = j->kind->verify_mode(j->spec);
+    j->shared = j->kind->shared(j->spec);
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
@@ -321,10 +322,10 @@ std::string Coordinator::notice(const Job& j) const {
   return "";
 }
 
-v1::Job Coordinator::snapshot(const Job& j) const {
+v1::Job Coordinator::snapshot(const Job& j, bool with_spec) const {
   v1::Job out;
   out.set_id(j.id);
-  *out.mutable_spec() = j.spec;
+  if (with_spec) *out.mutable_spec() = j.spec;
   out.set_state(j.state);
   out.set_request_id(j.request_id);
   out.set_owner(j.owner);
@@ -408,6 +409,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   j->owner = caller.identity;
   j->spec = req.spec();
   j->verify = kind->verify_mode(j->spec);
+  j->shared = kind->shared(j->spec);
   j->plan = std::move(plan.plan);
   j->kind = kind;
   j->created_ms = clock_->now_ms();
@@ -459,6 +461,10 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
   const JobKind* kind = kind_for(req.spec().kind_case());
   if (!kind) return absl::InvalidArgumentError("spec: no job kind given");
+  // The spec is kept once per job, but every GetJob, ListJobs page and watch carries it.
+  if (const size_t bytes = req.spec().ByteSizeLong(); bytes > kMaxJobSpecBytes)
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: ", bytes, " bytes is more than the ", kMaxJobSpecBytes, " a job's spec may take"));
   if (!v1::VerifyMode_IsValid(req.spec().verify()))
     return absl::InvalidArgumentError(absl::StrCat("verify: ", int(req.spec().verify()), " is not a mode"));
   // The job with this request id, if there is one; ALREADY_EXISTS for another spec. Request ids
@@ -653,14 +659,14 @@ absl::StatusOr<std::vector<v1::ResultChunk>> Coordinator::results(const Caller& 
 }
 
 absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::string& job_id, uint64_t* version,
-                                           int64_t wait_ms) {
+                                           int64_t wait_ms, bool with_spec) {
   std::unique_lock lock(mu_);
   if (absl::Status s = check_id(job_id, "job_id"); !s.ok()) return s;
   cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != *version || shutting_down_; });
   *version = version_;
   absl::StatusOr<Job*> j = job_for(caller, job_id);
   if (!j.ok()) return j.status();
-  return snapshot(**j);
+  return snapshot(**j, with_spec);
 }
 
 absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> Coordinator::open_watch(const Caller& caller) {

@@ -130,8 +130,11 @@ class Coordinator {
   // All of them at once (tests, small jobs).
   absl::StatusOr<std::vector<v1::ResultChunk>> results(const Caller& caller, const std::string& job_id, bool divide,
                                                        bool omit_games = false);
-  // Waits up to wait_ms for a change after *version, then returns the job and the new version.
-  absl::StatusOr<v1::Job> watch(const Caller& caller, const std::string& job_id, uint64_t* version, int64_t wait_ms);
+  // Waits up to wait_ms for a change after *version, then returns the job and the new version;
+  // without its spec unless with_spec (a watch sends it once: it never changes, and it may be
+  // megabytes).
+  absl::StatusOr<v1::Job> watch(const Caller& caller, const std::string& job_id, uint64_t* version, int64_t wait_ms,
+                                bool with_spec = true);
   absl::StatusOr<v1::ListWorkersResponse> list_workers(const Caller& caller, const v1::ListWorkersRequest& req);
 
   // An open watch stream, counted against the caller's and the coordinator's caps while it lives.
@@ -279,6 +282,7 @@ class Coordinator {
     std::string request_id;
     std::string owner;
     v1::JobSpec spec;
+    v1::JobSpec shared;  // what its units share (JobKind::shared): work_spec() adds it to a unit
     v1::VerifyMode verify = v1::VERIFY_MODE_ADAPTIVE;
     v1::store::JobPlan plan;
     v1::JobState state = v1::JOB_STATE_RUNNING;
@@ -356,7 +360,7 @@ class Coordinator {
   // none of them allows its options (none connected: the job waits for one).
   absl::Status check_offers(const JobKind& kind, const v1::JobSpec& spec) const;
   void add_sample(Job* j);
-  v1::Job snapshot(const Job& j) const;
+  v1::Job snapshot(const Job& j, bool with_spec = true) const;
   std::string notice(const Job& j) const;
   void changed();
   // Builds a job's units in memory and in the store; no lock held (big plans take seconds).

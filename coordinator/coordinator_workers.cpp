@@ -425,7 +425,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       v1::Lease* l = resp->add_leases();
       l->set_unit_id(absl::StrCat(j->id, "/", r.unit));
       l->set_attempt(r.attempt);
-      *l->mutable_spec() = u.spec;
+      *l->mutable_spec() = j->kind->work_spec(j->shared, u.spec);
       if (l->spec().has_perft()) l->mutable_spec()->mutable_perft()->set_zobrist_seed(r.copy.zobrist_seed);
       l->set_expire_unix_ms(u.copies[size_t(r.copy.copy)].expire_ms);
     }
@@ -916,7 +916,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
         continue;
       }
       p.kind = j->kind;
-      p.spec = j->units[p.index].spec;
+      p.spec = j->kind->work_spec(j->shared, j->units[p.index].spec);
       p.meta = j->units[p.index].meta;
       if (p.spec.has_perft()) p.spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
     }

@@ -68,9 +68,16 @@ class JobKind {
                                                                            int64_t /*min_units*/) const {
     return {};
   }
+  // Units keep only what tells them apart (in memory and in the store); what all of a job's
+  // units share, such as a self-play job's engine and options, is kept once per job: shared()
+  // of its spec, made when the job is created or loaded. work_spec() is a unit as a worker
+  // computes it, for leases and for the checks of results. Default: units keep all of it.
+  virtual v1::JobSpec shared(const v1::JobSpec& /*job*/) const { return {}; }
+  virtual v1::UnitSpec work_spec(const v1::JobSpec& /*shared*/, const v1::UnitSpec& kept) const { return kept; }
   // Checks what a worker sent as far as the coordinator can alone, and returns the result in
   // its canonical form, the one stored and compared between workers (a worker's own text, such
   // as PGN, is never kept). INVALID_ARGUMENT naming the problem when it cannot be right.
+  // `spec` is the unit's work_spec.
   virtual absl::StatusOr<v1::UnitResult> check_result(const v1::UnitSpec& spec, const v1::UnitResult& result) const = 0;
   // The verification the job gets: its spec's, or the kind's default when the spec names none.
   virtual v1::VerifyMode verify_mode(const v1::JobSpec& spec) const {
@@ -83,7 +90,8 @@ class JobKind {
   // What copies keep of a checked result, and are compared by (in memory and in the store):
   // the canonical result itself, or for self-play its digest.
   virtual std::string kept(const v1::UnitResult& canonical) const { return canonical.SerializeAsString(); }
-  // What a unit keeps when it settles with a canonical result (see SettledForm).
+  // What a unit keeps when it settles with a canonical result (see SettledForm); `spec` is the
+  // unit's work_spec.
   virtual absl::StatusOr<SettledForm> settle_form(const v1::UnitSpec&, const v1::store::UnitMeta&,
                                                   const v1::UnitResult& canonical) const {
     return SettledForm{canonical.SerializeAsString(), canonical, std::nullopt};

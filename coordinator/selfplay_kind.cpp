@@ -74,14 +74,10 @@ class SelfPlayKind : public JobKind {
     KindPlan out;
     v1::store::SelfPlayPlan* sp = out.plan.mutable_selfplay();
     sp->set_games_per_position(s->games_per_position);
-    // A job of the 960 names its positions by number; other positions travel in their units, and
-    // the job each unit carries leaves out its list (it may hold thousands of FENs).
+    // A job of the 960 names its positions by number; other positions travel in their units.
+    // Units keep no copy of the job (work_spec adds it to leases): its options may be tens of
+    // kilobytes, and a job has up to kMaxPlanUnits units.
     const bool by_number = p.positions_size() == 0 && p.dfrc_pairs().empty();
-    v1::SelfPlayJobSpec unit_job = p;
-    if (!by_number) {
-      unit_job.clear_positions();
-      unit_job.clear_dfrc_pairs();
-    }
     for (size_t k = 0; k < s->positions.size(); ++k) {
       const selfplay::StartPosition& pos = s->positions[k];
       if (by_number) {
@@ -94,7 +90,6 @@ class SelfPlayKind : public JobKind {
       for (int first = 0; first < s->games_per_position; first += per_unit) {
         v1::UnitSpec us;
         v1::SelfPlayUnitSpec* u = us.mutable_selfplay();
-        *u->mutable_job() = unit_job;
         if (by_number) {
           u->set_start_position(pos.number);
         } else {
@@ -110,6 +105,21 @@ class SelfPlayKind : public JobKind {
         out.units.emplace_back(std::move(us), std::move(meta));
       }
     }
+    return out;
+  }
+
+  // What a unit needs of its job: the job's spec without its list of positions (each unit names
+  // its own, and the list may hold thousands of FENs).
+  v1::JobSpec shared(const v1::JobSpec& job) const override {
+    v1::JobSpec out = job;
+    out.mutable_selfplay()->clear_positions();
+    out.mutable_selfplay()->clear_dfrc_pairs();
+    return out;
+  }
+  // Units of stores written before units kept no job carry an equal one already: replaced.
+  v1::UnitSpec work_spec(const v1::JobSpec& shared, const v1::UnitSpec& kept) const override {
+    v1::UnitSpec out = kept;
+    *out.mutable_selfplay()->mutable_job() = shared.selfplay();
     return out;
   }
 

@@ -48,8 +48,8 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> slot = c_->open_watch(caller);
   if (!slot.ok()) return to_grpc(slot.status());
   uint64_t version = 0;
-  for (;;) {
-    absl::StatusOr<v1::Job> job = c_->watch(caller, req->job_id(), &version, kWatchPollMs);
+  for (bool first = true;; first = false) {
+    absl::StatusOr<v1::Job> job = c_->watch(caller, req->job_id(), &version, kWatchPollMs, first);
     if (!job.ok()) return to_grpc(job.status());
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     if (!writer->Write(*job)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");

@@ -388,7 +388,10 @@ TEST_F(TlsTest, ARevokedTokensOpenWatchEnds) {
   auto reader = open(&read_ctx, "read"), admin = open(&admin_ctx, "admin");
   v1::Job update;
   ASSERT_TRUE(reader->Read(&update));
+  EXPECT_TRUE(update.has_spec());  // the first update carries the spec, later ones not
   ASSERT_TRUE(admin->Read(&update));
+  ASSERT_TRUE(admin->Read(&update));
+  EXPECT_FALSE(update.has_spec());
   // The tokens file without the read token, reloaded (as SIGHUP does).
   options.tokens->replace(*cluster::TokenSet::parse(tokens_["admin"].line, "tokens"));
   while (reader->Read(&update)) {}
