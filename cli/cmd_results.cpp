@@ -35,7 +35,7 @@ const CommandSpec kSpec = {
     "'sp,fen,depth,move,nodes', one row per first move), rows in root order; perft JSON is "
     "{\"metadata\": {...}, \"positions\": [...]}. Self-play CSV and JSON are those of "
     "'c960 selfplay' (CSV header 'sp,fen,games,white_wins,draws,black_wins,score,score_lo,"
-    "score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,rank,' then a column per "
+    "score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,uncounted,rank,' then a column per "
     "termination, a last row 'all'), and with --pgn every stored game. JSON carries the job's "
     "metadata: c960 version, job id, state, created time, verify mode, and the spec (perft: depth, "
     "split depth; self-play: engine, options, limits, seed, date, ...). A job with positions "
@@ -147,6 +147,7 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
     ps.counts.black_wins = r.black_wins();
     ps.total_plies = r.total_plies();
     ps.duplicates = r.duplicates();
+    ps.uncounted = r.uncounted();
     for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
       ps.terminations[size_t(t)] = r.terminations(t);
     ps.id = position.id;

@@ -214,7 +214,12 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
         i == 0 || p.complete ? "" : "incomplete",
     });
   }
-  return render_columns(columns, cells) + incomplete_note(incomplete, order.size(), "games");
+  std::string uncounted;
+  if (total.uncounted > 0)
+    uncounted = absl::StrCat(total.uncounted, total.uncounted == 1 ? " game" : " games",
+                             " not counted: an engine failed before both engines had played a move from the position "
+                             "(CSV and JSON: 'uncounted')\n");
+  return render_columns(columns, cells) + incomplete_note(incomplete, order.size(), "games") + uncounted;
 }
 
 }  // namespace c960::cli

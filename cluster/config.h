@@ -50,6 +50,12 @@ inline constexpr int kTargetUnitDepth = 7;
 // A plan may walk at most this many split-ply positions in total and keep at most this many
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;
+// Planning time one caller may spend (one plan at a time): a bucket of this many milliseconds,
+// refilled at that much per window, charged with the wall time of each plan (1 ms at least).
+// An empty bucket refuses the next submit (RESOURCE_EXHAUSTED, saying when to try again), so a
+// caller submitting the biggest plans without pause gets about a fifth of a core.
+inline constexpr int64_t kDefaultPlanBudgetMs = 120'000;
+inline constexpr int64_t kDefaultPlanBudgetWindowMs = 600'000;
 inline constexpr uint64_t kMaxPlanUnits = 2'000'000;
 // Bigger jobs are planned lazily: their roots are expanded into units (transpositions merged
 // within each root) one after another as workers need units, a window of about

@@ -149,8 +149,9 @@ absl::Status Coordinator::load_locked(bool startup) {
       if (next_fold < s.folds.size() && s.folds[next_fold].first == index) {
         const StoredFold& f = s.folds[next_fold++];
         Folded fd{f.first, f.end, {}};
-        if (f.end <= f.first || !fd.record.ParseFromString(f.record)) {
-          damage = absl::StrCat("folded units ", f.first, "..", f.end - 1, " do not parse");
+        if (f.end <= f.first || !f.intact || !fd.record.ParseFromString(f.record)) {
+          damage = absl::StrCat("folded units ", f.first, "..", f.end - 1,
+                                f.intact ? " do not parse" : ": their record is not bound to them (moved, or damaged)");
           break;
         }
         j->units.append_folded(f.end - f.first);
@@ -175,9 +176,20 @@ absl::Status Coordinator::load_locked(bool startup) {
         return absl::DataLossError(absl::StrCat("store: unit ", s.id, "/", su.index, " does not parse"));
       u.attempt = su.attempt;
       u.wanted = su.wanted;
+      // A result that is not the one written for this unit (swapped with another row's, or
+      // damaged) would count silently: the job is refused as damaged instead.
+      if (!su.intact) {
+        damage = absl::StrCat("unit ", index, "'s result is not bound to it (moved from another row, or damaged)");
+        break;
+      }
       for (StoredCopy& sc : su.copies) {
         if (sc.copy != int32_t(u.copies.size())) {
           damage = absl::StrCat("unit ", index, " has a gap in its copies");
+          break;
+        }
+        if (!sc.intact) {
+          damage = absl::StrCat("unit ", index, " copy ", sc.copy,
+                                ": its result is not bound to it (moved from another row, or damaged)");
           break;
         }
         Copy c;
@@ -456,6 +468,26 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   return j;
 }
 
+Coordinator::PlanBudget& Coordinator::plan_budget(const std::string& identity,
+                                                  std::chrono::steady_clock::time_point now) {
+  const double full = double(options_.plan_budget_ms);
+  const double rate = full / double(std::max<int64_t>(1, options_.plan_budget_window_ms));
+  for (auto it = plan_budgets_.begin(); it != plan_budgets_.end();) {  // a few callers plan at once
+    const double level =
+        it->second.level_ms + rate * std::chrono::duration<double, std::milli>(now - it->second.at).count();
+    if (level >= full && it->first != identity) {
+      it = plan_budgets_.erase(it);
+      continue;
+    }
+    it->second.level_ms = std::min(full, level);
+    it->second.at = now;
+    ++it;
+  }
+  auto [it, fresh] = plan_budgets_.try_emplace(identity);
+  if (fresh) it->second = {full, now};
+  return it->second;
+}
+
 absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::SubmitJobRequest& req,
                                             const PlanCancelled& cancelled) {
   if (absl::Status s = check_text(req.request_id(), "request_id", kMaxRequestIdLength, false); !s.ok()) return s;
@@ -487,6 +519,14 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
     if (absl::Status s = check_offers(*kind, req.spec()); !s.ok()) return s;
     if (!req.request_id().empty() && planning_ids_.count(id_key))
       return absl::UnavailableError("request_id: this job is still being planned; ask again for it by its request id");
+    // A caller that used its planning budget waits for it to refill (a plan costs 1 ms at least).
+    if (const PlanBudget& b = plan_budget(caller.identity, std::chrono::steady_clock::now()); b.level_ms < 1) {
+      const double rate = double(options_.plan_budget_ms) / double(options_.plan_budget_window_ms);
+      return absl::ResourceExhaustedError(absl::StrCat("submit: your plans took their budget of ",
+                                                       options_.plan_budget_ms / 1000, " s of planning per ",
+                                                       options_.plan_budget_window_ms / 1000, " s; try again in ",
+                                                       int64_t((1 - b.level_ms) / rate / 1000) + 1, " s"));
+    }
     // One plan at a time per authenticated caller (anonymous callers are everyone at once).
     if (!caller.identity.empty() && !planning_.insert(caller.identity).second)
       return absl::ResourceExhaustedError(
@@ -496,10 +536,15 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   struct Planning {
     Coordinator* c;
     std::pair<std::string, std::string> key;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     ~Planning() {
+      const auto now = std::chrono::steady_clock::now();
       std::lock_guard lock(c->mu_);
       c->planning_.erase(key.first);  // "" (anonymous) was never inserted
       c->planning_ids_.erase(key);
+      // Charged whatever came of it: a refused or cancelled plan cost as much.
+      c->plan_budget(key.first, now).level_ms -=
+          std::max(1.0, std::chrono::duration<double, std::milli>(now - start).count());
     }
   } planning{this, id_key};
   // Planning and storing take seconds for big jobs: without the lock, so workers and watchers

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -56,6 +57,9 @@ struct CoordinatorOptions {
   double spot_check_rate = kDefaultSpotCheckRate;
   int max_active_jobs = kDefaultMaxActiveJobs;
   int64_t max_planned_units = kDefaultMaxPlannedUnits;
+  // Each caller's planning budget (cluster/config.h).
+  int64_t plan_budget_ms = kDefaultPlanBudgetMs;
+  int64_t plan_budget_window_ms = kDefaultPlanBudgetWindowMs;
   int max_watches_per_caller = kDefaultMaxWatchesPerCaller;
   int max_watches = kDefaultMaxWatches;
   uint64_t seed = 0;  // of spot-check draws and session ids' salt; 0: from the system
@@ -477,6 +481,15 @@ class Coordinator {
   // (owner, request id) of each that has an id.
   std::set<std::string> planning_;
   std::set<std::pair<std::string, std::string>> planning_ids_;
+  // Planning budgets by caller identity: the bucket's level in ms (may go below 0 after a long
+  // plan: the debt is paid before the next), as of steady time `at`. Full buckets are forgotten.
+  struct PlanBudget {
+    double level_ms = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, PlanBudget> plan_budgets_;
+  // The caller's bucket brought up to now (creating a full one). Under mu_.
+  PlanBudget& plan_budget(const std::string& identity, std::chrono::steady_clock::time_point now);
 
   // Open watch streams by caller identity, and in all.
   std::map<std::string, int> watches_;

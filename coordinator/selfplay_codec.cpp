@@ -191,7 +191,8 @@ std::string pack_summaries(const std::vector<GameSummary>& games) {
   std::string out(games.size() * kSummaryBytes, '\0');
   for (size_t i = 0; i < games.size(); ++i) {
     char* p = out.data() + i * kSummaryBytes;
-    p[0] = char(games[i].result);
+    // The result's high bit: not evidence (schema 8; summaries before it have it clear).
+    p[0] = char(games[i].result | (games[i].evidence ? 0 : 0x80));
     p[1] = char(games[i].termination);
     p[2] = char(games[i].plies & 0xFF);
     p[3] = char(games[i].plies >> 8);
@@ -205,7 +206,8 @@ absl::StatusOr<std::vector<GameSummary>> unpack_summaries(const std::string& byt
   std::vector<GameSummary> out(bytes.size() / kSummaryBytes);
   for (size_t i = 0; i < out.size(); ++i) {
     const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data()) + i * kSummaryBytes;
-    out[i].result = p[0];
+    out[i].result = p[0] & 0x7F;
+    out[i].evidence = (p[0] & 0x80) == 0;
     out[i].termination = p[1];
     out[i].plies = uint16_t(p[2] | (p[3] << 8));
     for (int b = 0; b < 8; ++b) out[i].hash |= uint64_t(p[4 + b]) << (8 * b);
@@ -241,6 +243,7 @@ absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec,
     s.termination = uint8_t(rec->termination);
     s.plies = uint16_t(rec->plies());
     s.hash = selfplay::game_hash(*rec);
+    s.evidence = selfplay::is_evidence(*rec);
     out.settlement.games.push_back(s);
     if (!stores_game(spec.job(), g.game_index())) continue;
     StoredGame sg;

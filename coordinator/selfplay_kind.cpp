@@ -281,6 +281,7 @@ class SelfPlayKind : public JobKind {
         p->set_black_wins(t.black_wins);
         p->set_total_plies(t.plies);
         p->set_duplicates(t.duplicates);
+        p->set_uncounted(t.uncounted);
         p->set_games_stored(t.stored);
         for (int64_t n : t.terminations) p->add_terminations(n);
       }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <openssl/sha.h>
+#include <optional>
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -154,6 +156,43 @@ absl::Status Store::exec_for_test(const std::string& sql) {
   return exec(sql.c_str());
 }
 
+namespace {
+
+// c960_bind(x, ...), an SQL function of the store's connection: the first 16 bytes of SHA-256
+// over its arguments, each as a type byte (integer, or bytes for text and blobs alike), a length
+// and its bytes; NULL when any argument is NULL (a row without a result has no binding). Rows
+// keep it beside each result, computed from the row itself (schema 8): a result moved to
+// another unit's row, or damaged, no longer matches. The formulas are in store_sql.h.
+void bind_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  std::string bytes;
+  for (int i = 0; i < argc; ++i) {
+    const char* data = nullptr;
+    uint64_t n = 0;
+    int64_t v = 0;
+    switch (sqlite3_value_type(argv[i])) {
+      case SQLITE_NULL: sqlite3_result_null(ctx); return;
+      case SQLITE_INTEGER:
+        v = sqlite3_value_int64(argv[i]);
+        bytes += 'i';
+        data = reinterpret_cast<const char*>(&v);
+        n = sizeof v;
+        break;
+      default:
+        bytes += 'b';
+        data = static_cast<const char*>(sqlite3_value_blob(argv[i]));
+        n = uint64_t(sqlite3_value_bytes(argv[i]));
+        break;
+    }
+    for (int b = 0; b < 8; ++b) bytes += char((n >> (8 * b)) & 0xFF);
+    if (n) bytes.append(data, size_t(n));
+  }
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
+  sqlite3_result_blob(ctx, md, 16, SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to, bool init) {
   // A file that is there but holds no store (0 bytes: a mount or a copy gone wrong) would
   // otherwise start as an empty store without a word, its jobs gone.
@@ -170,6 +209,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_extended_result_codes(db, 1);
+  if (sqlite3_create_function_v2(db, "c960_bind", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, bind_function,
+                                 nullptr, nullptr, nullptr) != SQLITE_OK)
+    return absl::InternalError(absl::StrCat("cannot use '", path, "': ", describe(db)));
   // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
   // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
   // One coordinator per file: the exclusive lock is taken now and held until the process ends
@@ -200,6 +242,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
       return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   if (absl::Status s = store->migrate(up_to); !s.ok())
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
+  store->binds_ = up_to >= 8;
   return store;
 }
 
@@ -255,10 +298,18 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
     }
     if (rc != SQLITE_DONE) return error("load jobs");
   }
-  Stmt u(db_, "SELECT idx, spec, meta, attempt, result, wanted, votes FROM units WHERE job_id = ? ORDER BY idx");
-  Stmt c(db_,
-         "SELECT idx, copy, worker, attempt, seed, result, discarded FROM copies WHERE job_id = ? ORDER BY idx, copy");
-  Stmt f(db_, "SELECT grp, first_unit, end_unit, record FROM folded WHERE job_id = ? ORDER BY first_unit");
+  // Each result with whether it is still bound to its row (schema 8; older stores in tests: yes).
+  Stmt u(db_, binds_ ? "SELECT idx, spec, meta, attempt, result, wanted, votes, bound IS " C960_UNIT_BINDING
+                       " FROM units WHERE job_id = ? ORDER BY idx"
+                     : "SELECT idx, spec, meta, attempt, result, wanted, votes, 1 FROM units WHERE job_id = ? "
+                       "ORDER BY idx");
+  Stmt c(db_, binds_ ? "SELECT idx, copy, worker, attempt, seed, result, discarded, bound IS " C960_COPY_BINDING
+                       " FROM copies WHERE job_id = ? ORDER BY idx, copy"
+                     : "SELECT idx, copy, worker, attempt, seed, result, discarded, 1 FROM copies WHERE job_id = ? "
+                       "ORDER BY idx, copy");
+  Stmt f(db_, binds_ ? "SELECT grp, first_unit, end_unit, record, bound IS " C960_FOLD_BINDING
+                       " FROM folded WHERE job_id = ? ORDER BY first_unit"
+                     : "SELECT grp, first_unit, end_unit, record, 1 FROM folded WHERE job_id = ? ORDER BY first_unit");
   if (!u.ok() || !c.ok() || !f.ok()) return error("load units");
   for (StoredJob& j : jobs) {
     u.reset();
@@ -273,6 +324,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       if (!u.is_null(4)) s.result = u.blob(4);
       s.wanted = int32_t(u.i64(5));
       s.votes = int32_t(u.i64(6));
+      s.intact = u.i64(7) != 0;
       j.units.push_back(std::move(s));
     }
     if (rc != SQLITE_DONE) return error("load units");
@@ -290,13 +342,15 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
       cp.zobrist_seed = uint64_t(c.i64(4));
       if (!c.is_null(5)) cp.result = c.blob(5);
       cp.discarded = c.i64(6) != 0;
+      cp.intact = c.i64(7) != 0;
       while (k < j.units.size() && j.units[k].index < cp.unit) ++k;
       if (k < j.units.size() && j.units[k].index == cp.unit) j.units[k].copies.push_back(std::move(cp));
     }
     if (rc != SQLITE_DONE) return error("load copies");
     f.reset();
     f.bind_text(1, j.id);
-    while ((rc = f.step()) == SQLITE_ROW) j.folds.push_back(StoredFold{f.i64(0), f.i64(1), f.i64(2), f.blob(3)});
+    while ((rc = f.step()) == SQLITE_ROW)
+      j.folds.push_back(StoredFold{f.i64(0), f.i64(1), f.i64(2), f.blob(3), f.i64(4) != 0});
     if (rc != SQLITE_DONE) return error("load folded");
   }
   return jobs;
@@ -357,8 +411,10 @@ absl::Status Store::add_credential(const StoredCredential& c) {
 
 absl::Status Store::insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
                                  size_t end) {
-  Stmt u(db_,
-         "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  Stmt u(db_, binds_ ? "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes, bound) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, c960_bind('unit', ?1, ?2, ?3, ?6))"
+                     : "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
   if (!u.ok()) return error("insert units");
   for (size_t i = begin; i < end; ++i) {
     const StoredUnit& s = units[i];
@@ -471,7 +527,9 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
       return absl::InternalError(absl::StrCat("store: units ", job_id, "/", fold.first, "..", fold.end - 1, ": ",
                                               q.i64(0), " rows, ", q.i64(1), " settled; not folded"));
   }
-  Stmt ins(db_, "INSERT INTO folded (job_id, grp, first_unit, end_unit, record) VALUES (?, ?, ?, ?, ?)");
+  Stmt ins(db_, binds_ ? "INSERT INTO folded (job_id, grp, first_unit, end_unit, record, bound) VALUES "
+                         "(?1, ?2, ?3, ?4, ?5, c960_bind('fold', ?1, ?3, ?4, ?5))"
+                       : "INSERT INTO folded (job_id, grp, first_unit, end_unit, record) VALUES (?1, ?2, ?3, ?4, ?5)");
   if (!ins.ok()) return error("fold units");
   ins.bind_text(1, job_id);
   ins.bind(2, fold.group);
@@ -494,7 +552,9 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
 absl::Status Store::retire_fold(const std::string& job_id, int64_t group, const std::string& record) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, "UPDATE folded SET grp = -1 - first_unit, record = ? WHERE job_id = ? AND grp = ?");
+  Stmt q(db_, binds_ ? "UPDATE folded SET grp = -1 - first_unit, record = ?1, bound = c960_bind('fold', job_id, "
+                       "first_unit, end_unit, ?1) WHERE job_id = ?2 AND grp = ?3"
+                     : "UPDATE folded SET grp = -1 - first_unit, record = ?1 WHERE job_id = ?2 AND grp = ?3");
   if (!q.ok()) return error("retire folded group");
   q.bind(1, record);
   q.bind_text(2, job_id);
@@ -591,7 +651,15 @@ absl::Status Store::record_leases(const std::string& job_id, const std::vector<L
 absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(*statements_, "UPDATE copies SET result = ? WHERE job_id = ? AND idx = ? AND copy = ?");
+  std::optional<Stmt> kept;
+  if (binds_)
+    kept.emplace(*statements_,
+                 "UPDATE copies SET result = ?1, bound = c960_bind('copy', job_id, idx, copy, (SELECT spec FROM units "
+                 "WHERE units.job_id = copies.job_id AND units.idx = copies.idx), ?1) WHERE job_id = ?2 AND idx = ?3 "
+                 "AND copy = ?4");
+  else
+    kept.emplace(*statements_, "UPDATE copies SET result = ?1 WHERE job_id = ?2 AND idx = ?3 AND copy = ?4");
+  Stmt& q = *kept;
   if (!q.ok()) return error("copy result");
   q.bind(1, result);
   q.bind_text(2, job_id);
@@ -607,7 +675,15 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   {
-    Stmt q(*statements_, "UPDATE units SET result = ?, votes = ? WHERE job_id = ? AND idx = ? AND result IS NULL");
+    std::optional<Stmt> kept;
+    if (binds_)
+      kept.emplace(*statements_,
+                   "UPDATE units SET result = ?1, votes = ?2, bound = c960_bind('unit', job_id, idx, spec, ?1) WHERE "
+                   "job_id = ?3 AND idx = ?4 AND result IS NULL");
+    else
+      kept.emplace(*statements_,
+                   "UPDATE units SET result = ?1, votes = ?2 WHERE job_id = ?3 AND idx = ?4 AND result IS NULL");
+    Stmt& q = *kept;
     if (!q.ok()) return error("settle unit");
     q.bind(1, result);
     q.bind(2, int64_t(votes));
@@ -644,7 +720,13 @@ absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t v
 absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(*statements_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
+  std::optional<Stmt> kept;
+  if (binds_)
+    kept.emplace(*statements_,
+                 "UPDATE units SET result = NULL, bound = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
+  else
+    kept.emplace(*statements_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
+  Stmt& q = *kept;
   if (!q.ok()) return error("unsettle unit");
   q.bind(1, int64_t(wanted));
   q.bind_text(2, job_id);
@@ -655,11 +737,20 @@ absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32
 
 absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string& job_id, int64_t unit) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_, "SELECT result FROM units WHERE job_id = ? AND idx = ?");
+  std::optional<Stmt> kept;
+  if (binds_)
+    kept.emplace(*statements_, "SELECT result, bound IS " C960_UNIT_BINDING " FROM units WHERE job_id = ? AND idx = ?");
+  else
+    kept.emplace(*statements_, "SELECT result, 1 FROM units WHERE job_id = ? AND idx = ?");
+  Stmt& q = *kept;
   if (!q.ok()) return error("unit result");
   q.bind_text(1, job_id);
   q.bind(2, unit);
   if (q.step() != SQLITE_ROW || q.is_null(0)) return std::optional<std::string>();
+  if (q.i64(1) == 0)
+    return absl::DataLossError(absl::StrCat("store: unit ", job_id, "/", unit,
+                                            ": its stored result is not bound to it (moved from another row, or "
+                                            "damaged)"));
   return std::optional<std::string>(q.blob(0));
 }
 

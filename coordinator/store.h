@@ -38,6 +38,7 @@ struct StoredCopy {
   uint64_t zobrist_seed = 0;
   std::optional<std::string> result;  // serialized canonical v1.UnitResult once sent
   bool discarded = false;             // from a worker quarantined since: no vote
+  bool intact = true;                 // loaded: its result is bound to its row (not moved, not damaged)
 };
 
 struct StoredUnit {
@@ -49,6 +50,7 @@ struct StoredUnit {
   std::optional<std::string> result;  // the settled result (serialized v1.UnitResult)
   int32_t votes = 0;                  // copies that sent the settled result
   std::vector<StoredCopy> copies;
+  bool intact = true;  // loaded: its result is bound to its row (not moved, not damaged)
 };
 
 // Units first .. end - 1 folded into one row once all were settled (migration 5).
@@ -57,6 +59,7 @@ struct StoredFold {
   int64_t first = 0;  // its units' indexes
   int64_t end = 0;
   std::string record;  // serialized v1.store.FoldedGroup
+  bool intact = true;  // loaded: its record is bound to its row
 };
 
 struct StoredJob {
@@ -86,7 +89,8 @@ struct GameSummary {
   uint8_t result = 0;       // selfplay::GameResult
   uint8_t termination = 0;  // selfplay::Termination
   uint16_t plies = 0;
-  uint64_t hash = 0;  // selfplay::game_hash, for duplicates
+  uint64_t hash = 0;     // selfplay::game_hash, for duplicates
+  bool evidence = true;  // selfplay::is_evidence: counted in the position's results
 };
 
 // A stored self-play game, unique per (job, position, game index): the table's primary key
@@ -116,6 +120,7 @@ struct SelfPlaySettlement {
 struct PositionTotals {
   int32_t sp = 0;
   int64_t games = 0, white_wins = 0, draws = 0, black_wins = 0, plies = 0, duplicates = 0, stored = 0;
+  int64_t uncounted = 0;              // games that are not evidence: in games, plies and terminations only
   std::vector<int64_t> terminations;  // by selfplay::Termination
 };
 
@@ -148,7 +153,7 @@ struct StoredCredential {
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
@@ -216,7 +221,7 @@ class Store {
   // before it was settled, wanting `wanted` more results (the kind takes back what it wrote:
   // JobKind::write_unsettled, in the same transaction).
   absl::Status unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted);
-  // A unit's settled result as stored, if it has one.
+  // A unit's settled result as stored, if it has one; DATA_LOSS when it is not bound to the unit.
   absl::StatusOr<std::optional<std::string>> unit_result(const std::string& job_id, int64_t unit);
   absl::Status set_wanted(const std::string& job_id, int64_t unit, int32_t wanted);
   absl::Status discard_copy(const std::string& job_id, int64_t unit, int32_t copy);
@@ -284,6 +289,8 @@ class Store {
   // cannot commit (a call's writes are kept all together or not at all).
   mutable bool poisoned_ = false;
   FaultInjector fault_;
+  // The file has schema 8's bindings (tests write older stores through this same code).
+  bool binds_ = false;
   std::function<void(double)> commit_observer_;
 };
 

@@ -106,6 +106,20 @@ CREATE TABLE credentials (
   name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, join_name TEXT NOT NULL, worker TEXT NOT NULL,
   created_ms INTEGER NOT NULL) WITHOUT ROWID;
 )sql",
+    // 8: every stored result bound to its row: `bound` is c960_bind over the row's key, its
+    // unit's spec and the result (store_sql.h), written with each result and checked when it is
+    // read back, so that a result moved to another unit's row, or damaged, is refused instead of
+    // counted. A self-play position's games that are not evidence about it (an engine failure
+    // before both engines played a move: selfplay::is_evidence) are counted apart.
+    R"sql(
+ALTER TABLE units ADD COLUMN bound BLOB;
+ALTER TABLE copies ADD COLUMN bound BLOB;
+ALTER TABLE folded ADD COLUMN bound BLOB;
+ALTER TABLE sp_totals ADD COLUMN uncounted INTEGER NOT NULL DEFAULT 0;
+UPDATE units SET bound = )sql" C960_UNIT_BINDING R"sql(;
+UPDATE copies SET bound = )sql" C960_COPY_BINDING R"sql(;
+UPDATE folded SET bound = )sql" C960_FOLD_BINDING R"sql(;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

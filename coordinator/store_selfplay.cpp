@@ -2,6 +2,7 @@
 // (sp_hashes), player names (sp_names) and the games kept (sp_games). The kind writes them
 // (JobKind::write_settled) in the transaction that settles or takes back a unit.
 #include <cstring>
+#include <optional>
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,7 @@ using store_sql::Stmt;
 namespace {
 
 // An sp_totals row's counts, from column `first` on: games, white_wins, draws, black_wins,
-// plies, duplicates, stored, terminations (8-byte little-endian counts).
+// plies, duplicates, stored, terminations (8-byte little-endian counts), uncounted.
 void read_totals(Stmt& q, int first, PositionTotals* t) {
   t->games = q.i64(first);
   t->white_wins = q.i64(first + 1);
@@ -32,6 +33,7 @@ void read_totals(Stmt& q, int first, PositionTotals* t) {
     std::memcpy(&v, b.data() + k, 8);
     t->terminations.push_back(v);
   }
+  t->uncounted = q.i64(first + 8);
 }
 
 }  // namespace
@@ -57,9 +59,17 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   PositionTotals t;
   t.sp = sp.sp;
   {
-    Stmt q(*statements_,
-           "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
-           "WHERE job_id = ? AND sp = ?");
+    // Stores of older schemas (tests write them through this code) have no uncounted games.
+    std::optional<Stmt> kept;
+    if (binds_)
+      kept.emplace(*statements_,
+                   "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
+                   "FROM sp_totals WHERE job_id = ? AND sp = ?");
+    else
+      kept.emplace(*statements_,
+                   "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
+                   "sp_totals WHERE job_id = ? AND sp = ?");
+    Stmt& q = *kept;
     if (!q.ok()) return error("position totals");
     q.bind_text(1, job_id);
     q.bind(2, int64_t(sp.sp));
@@ -75,7 +85,10 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   if (!h.ok() || !hd.ok() || !hz.ok()) return error("game hashes");
   for (const GameSummary& g : sp.games) {
     t.games += sign;
-    (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
+    if (!g.evidence)
+      t.uncounted += sign;
+    else
+      (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
     t.plies += sign * int64_t(g.plies);
     if (t.terminations.size() <= g.termination) t.terminations.resize(size_t(g.termination) + 1);
     t.terminations[g.termination] += sign;
@@ -138,9 +151,16 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   }
   std::string terms(t.terminations.size() * 8, '\0');
   for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
-  Stmt u(*statements_,
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, "
-         "stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  std::optional<Stmt> kept;
+  if (binds_)
+    kept.emplace(*statements_,
+                 "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
+                 "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  else
+    kept.emplace(*statements_,
+                 "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
+                 "duplicates, stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Stmt& u = *kept;
   if (!u.ok()) return error("position totals");
   u.bind_text(1, job_id);
   u.bind(2, int64_t(sp.sp));
@@ -152,15 +172,23 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   u.bind(8, t.duplicates);
   u.bind(9, t.stored);
   u.bind(10, terms);
+  if (binds_) u.bind(11, t.uncounted);
   if (!u.run()) return error("position totals");
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  Stmt q(*statements_,
-         "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations FROM sp_totals "
-         "WHERE job_id = ? ORDER BY sp");
+  std::optional<Stmt> kept;
+  if (binds_)
+    kept.emplace(*statements_,
+                 "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
+                 "FROM sp_totals WHERE job_id = ? ORDER BY sp");
+  else
+    kept.emplace(*statements_,
+                 "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
+                 "sp_totals WHERE job_id = ? ORDER BY sp");
+  Stmt& q = *kept;
   if (!q.ok()) return error("position totals");
   q.bind_text(1, job_id);
   std::vector<PositionTotals> out;

@@ -9,6 +9,15 @@
 
 #include "coordinator/store.h"
 
+// What binds each stored result to its row (schema 8): c960_bind (store.cpp) over the row's
+// own key, its unit's spec and the result, computed by the statement that writes the result and
+// checked by those that read it back. Macros, so that statements stay string literals.
+#define C960_UNIT_BINDING "c960_bind('unit', job_id, idx, spec, result)"
+#define C960_COPY_BINDING                                                                                          \
+  "c960_bind('copy', job_id, idx, copy, (SELECT spec FROM units WHERE units.job_id = copies.job_id AND units.idx " \
+  "= copies.idx), result)"
+#define C960_FOLD_BINDING "c960_bind('fold', job_id, first_unit, end_unit, record)"
+
 namespace c960::cluster {
 
 // Prepared statements of the paths every lease and completion takes, kept for reuse: preparing

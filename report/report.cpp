@@ -203,8 +203,16 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
           &b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
           "% of the expected counts are below 5 (smallest ", fixed(h.min_expected, 2),
           "), so the chi-square distribution is only a rough guide here: trust the permutation p-value.</p>");
-    int64_t duplicates = 0;
-    for (const SelfPlayRow& r : t.rows) duplicates += r.duplicates;
+    int64_t duplicates = 0, uncounted = 0;
+    for (const SelfPlayRow& r : t.rows) {
+      duplicates += r.duplicates;
+      uncounted += r.uncounted;
+    }
+    if (uncounted > 0)
+      absl::StrAppend(&b, "<p class=\"note\">", count(uncounted),
+                      " games ended in an engine failure before both engines had played a move from the position. "
+                      "They say nothing about the position (and nobody can check them), so they are listed in the "
+                      "terminations but not counted in any result, score or test.</p>");
     if (duplicates > 0)
       absl::StrAppend(&b, "<p class=\"note\">", count(duplicates),
                       " games repeat an earlier game of their position move for move. Repeated games are not "

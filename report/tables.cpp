@@ -217,7 +217,7 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
   absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "self-play");
   if (!cols.ok()) return cols.status();
   const std::optional<size_t> plies_col = h.find("mean_plies"), dup_col = h.find("duplicates"),
-                              rank_col = h.find("rank");
+                              uncounted_col = h.find("uncounted"), rank_col = h.find("rank");
   SelfPlayTable table;
   std::vector<size_t> term_cols;
   if (rank_col)
@@ -263,8 +263,13 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       if (!x.ok()) return x.status();
       row.duplicates = *x;
     }
+    if (uncounted_col) {
+      absl::StatusOr<int64_t> x = read_int(r, *uncounted_col, "uncounted", int64_t(1) << 50);
+      if (!x.ok()) return x.status();
+      row.uncounted = *x;
+    }
     for (size_t t = 0; t < term_cols.size(); ++t) {
-      absl::StatusOr<int64_t> x = read_int(r, term_cols[t], table.termination_names[t], v[0]);
+      absl::StatusOr<int64_t> x = read_int(r, term_cols[t], table.termination_names[t], v[0] + row.uncounted);
       if (!x.ok()) return x.status();
       row.terminations.push_back(*x);
     }
@@ -347,6 +352,7 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
     row.counts = p->counts;
     row.mean_plies = p->mean_plies();
     row.duplicates = p->duplicates;
+    row.uncounted = p->uncounted;
     row.terminations.assign(p->terminations.begin(), p->terminations.end());
     table.rows.push_back(std::move(row));
   }

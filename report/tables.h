@@ -30,7 +30,8 @@ struct SelfPlayRow {
   selfplay::ResultCounts counts;
   double mean_plies = kNaN;  // NaN when the table has none
   int64_t duplicates = 0;
-  std::vector<int64_t> terminations;  // one per SelfPlayTable::termination_names
+  int64_t uncounted = 0;              // games played that are not evidence (selfplay::is_evidence)
+  std::vector<int64_t> terminations;  // one per SelfPlayTable::termination_names, over every game played
 };
 
 struct SelfPlayTable {

@@ -117,20 +117,34 @@ uint64_t game_hash(const GameRecord& game) {
   return h;
 }
 
+bool is_evidence(Termination termination, int plies, int opening_plies) {
+  switch (termination) {
+    case Termination::kIllegalMove:
+    case Termination::kEngineCrash:
+    case Termination::kEngineHang:
+    case Termination::kEngineError: return plies - opening_plies >= 2;
+    default: return true;
+  }
+}
+
+bool is_evidence(const GameRecord& game) { return is_evidence(game.termination, game.plies(), game.opening_plies); }
+
 void PositionStats::add(const GameRecord& game) {
-  switch (game.result) {
-    case GameResult::kWhiteWins: ++counts.white_wins; break;
-    case GameResult::kDraw: ++counts.draws; break;
-    case GameResult::kBlackWins: ++counts.black_wins; break;
+  if (!is_evidence(game)) {
+    ++uncounted;
+  } else {
+    switch (game.result) {
+      case GameResult::kWhiteWins: ++counts.white_wins; break;
+      case GameResult::kDraw: ++counts.draws; break;
+      case GameResult::kBlackWins: ++counts.black_wins; break;
+    }
   }
   total_plies += game.plies();
   if (game.termination < Termination::kCount) ++terminations[size_t(game.termination)];
   if (!game_hashes.insert(game_hash(game)).second) ++duplicates;
 }
 
-double PositionStats::mean_plies() const {
-  return counts.games() ? double(total_plies) / double(counts.games()) : kNaN;
-}
+double PositionStats::mean_plies() const { return played() ? double(total_plies) / double(played()) : kNaN; }
 
 void SelfPlayStats::add(const StartPosition& position, const GameRecord& game) {
   auto [it, fresh] = index_.emplace(position.id, positions_.size());
@@ -201,6 +215,7 @@ PositionStats SelfPlayStats::total() const {
     t.counts.black_wins += p.counts.black_wins;
     t.total_plies += p.total_plies;
     t.duplicates += p.duplicates;
+    t.uncounted += p.uncounted;
     for (size_t i = 0; i < t.terminations.size(); ++i) t.terminations[i] += p.terminations[i];
     t.complete = t.complete && p.complete;
   }
@@ -225,7 +240,7 @@ std::vector<std::string> SelfPlayStats::ranking() const {
 std::string SelfPlayStats::to_csv(bool complete_column) const {
   std::string out =
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
-      "duplicates,rank";
+      "duplicates,uncounted,rank";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += complete_column ? ",complete\n" : "\n";
   std::map<std::string, int, std::less<>> rank;
@@ -237,7 +252,7 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
                     p.counts.black_wins, ",", csv_number(s.value, 4), ",", csv_number(s.lo, 4), ",",
                     csv_number(s.hi, 4), ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",",
                     csv_number(e.hi, 1), ",", csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1),
-                    ",", p.duplicates, ",", r);
+                    ",", p.duplicates, ",", p.uncounted, ",", r);
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     if (complete_column) out += p.complete ? ",true" : ",false";
     out += "\n";
@@ -261,7 +276,7 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
         ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
         ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
         ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4), ", \"mean_plies\": ", json_number(p.mean_plies(), 1),
-        ", \"duplicates\": ", p.duplicates, ", \"terminations\": {");
+        ", \"duplicates\": ", p.duplicates, ", \"uncounted\": ", p.uncounted, ", \"terminations\": {");
     for (size_t t = 0; t < p.terminations.size(); ++t)
       absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
     return o + "}}";

@@ -50,13 +50,22 @@ struct ResultCounts {
 
 double elo_from_score(double p);
 
+// Whether a game is evidence about its start position. Not when an engine failed (an illegal
+// move, a crash, a hang, bad output or no start) before both engines had played a move of their
+// own from it: the position had no part in how such a game ended, and nothing can check it (a
+// worker could claim one for any position). Such games are reported (terminations, PGN, the
+// `uncounted` figure) but not counted in the results, scores and tests.
+bool is_evidence(Termination termination, int plies, int opening_plies);
+bool is_evidence(const GameRecord& game);
+
 struct PositionStats {
-  std::string id;   // the position's id: its number for the 960 ("518"), see StartPosition
-  int sp = -1;      // the Chess960 start position number, else -1
-  std::string fen;  // X-FEN
-  ResultCounts counts;
-  int64_t total_plies = 0;
-  int64_t duplicates = 0;  // games whose move sequence an earlier game of this position already had
+  std::string id;           // the position's id: its number for the 960 ("518"), see StartPosition
+  int sp = -1;              // the Chess960 start position number, else -1
+  std::string fen;          // X-FEN
+  ResultCounts counts;      // of the games that are evidence (is_evidence)
+  int64_t total_plies = 0;  // of every game played
+  int64_t duplicates = 0;   // games whose move sequence an earlier game of this position already had
+  int64_t uncounted = 0;    // games played that are not evidence (in terminations and plies only)
   std::array<int64_t, size_t(Termination::kCount)> terminations{};
   std::set<uint64_t> game_hashes;
   // Every planned game counted; false for a cluster job's position with games outstanding (a
@@ -64,7 +73,8 @@ struct PositionStats {
   bool complete = true;
 
   void add(const GameRecord& game);
-  double mean_plies() const;
+  int64_t played() const { return counts.games() + uncounted; }
+  double mean_plies() const;  // over every game played
 };
 
 // A 64-bit hash of a game's start and moves, for counting duplicates.
@@ -89,7 +99,7 @@ class SelfPlayStats {
   std::vector<std::string> ranking() const;
 
   // The CSV table: header "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,
-  // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,rank" then one column per termination,
+  // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,uncounted,rank" then one column per termination,
   // one row per position (column sp: its id, quoted as RFC 4180 says where needed) and a last
   // row with sp "all" for the whole job. complete_column adds a last column "complete"
   // (true/false; the 'all' row: whether every position is).

@@ -116,7 +116,7 @@ TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
       {with_field(good, 1, 3, "-1"), "line 2, column 4 (white_wins)"},
       {with_field(good, 1, 2, "4"), "line 2, column 3 (games): 4 games, but white_wins + draws + black_wins = 3"},
       {with_field(good, 2, 13, "abc"), "line 3, column 14 (mean_plies): 'abc' is not a non-negative number"},
-      {with_field(good, 2, 16, "3"), "line 3, column 17 (checkmate): '3' is not a whole number in 0..2"},
+      {with_field(good, 2, 17, "3"), "line 3, column 18 (checkmate): '3' is not a whole number in 0..2"},
       {with_line(good, 2, lines[1]), "line 3: position '1' appears twice (also line 2)"},
       {with_line(good, 2, "01," + lines[1].substr(2)), "line 3: start position 1 appears twice (also line 2)"},
       {with_line(good, 1, "1,x,3"), "line 2: 3 columns, but the header has"},

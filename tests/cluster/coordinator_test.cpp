@@ -219,6 +219,30 @@ TEST_F(CoordinatorTest, APlanRunsOnceAndStopsWhenItsCallerGoes) {
   EXPECT_FALSE(coordinator_->submit(alice, req).ok());
 }
 
+// Issue 19: a cost budget per caller. Each plan's time is charged to its caller, whatever came of
+// it; once the budget is spent, the caller's next submit is refused saying when to try again,
+// while other callers plan as before.
+TEST_F(CoordinatorTest, PlanningTimeIsChargedToEachCallersBudget) {
+  CoordinatorOptions o{kLeaseMs};
+  o.plan_budget_ms = 1;  // every plan costs 1 ms at least: one plan, then a refusal
+  o.plan_budget_window_ms = 3'600'000;
+  coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, o);
+  ASSERT_TRUE(coordinator_->load().ok());
+  const Caller alice{"alice", Role::kSubmit, true}, bob{"bob", Role::kSubmit, true};
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
+  req.mutable_spec()->mutable_perft()->set_depth(3);
+  req.mutable_spec()->mutable_perft()->set_start_positions("0-3");
+  // A cancelled plan is charged too.
+  EXPECT_EQ(coordinator_->submit(alice, req, [] { return true; }).status().code(), absl::StatusCode::kCancelled);
+  const absl::Status refused = coordinator_->submit(alice, req).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "budget")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "try again in")) << refused;
+  EXPECT_TRUE(coordinator_->submit(bob, req).ok());
+  EXPECT_EQ(coordinator_->submit(bob, req).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST_F(CoordinatorTest, CompletionIsCountedOnceAndMismatchesAreRecorded) {
   const std::string w1 = hello("one"), w2 = hello("two");
   // Depth 5: deep enough that a wrong count passes the coordinator's own bounds.
@@ -428,6 +452,46 @@ TEST_F(CoordinatorTest, AJobWhoseUnitsAreMissingFromTheStoreIsRefusedLoudly) {
   EXPECT_TRUE(coordinator_->results(Caller::local(), intact.id(), false).ok());
   open(path);
   EXPECT_EQ(job(damaged.id()).state(), v1::JOB_STATE_FAILED);
+}
+
+// Issue 19: a stored result swapped with another unit's valid result gave a silently wrong row.
+// Every result is bound to its row (schema 8): moved there from another unit's row, with its
+// binding or without, it is refused on load and the job fails as damaged, naming the unit.
+TEST_F(CoordinatorTest, AResultMovedToAnotherUnitsRowIsRefused) {
+  const std::string path = ::testing::TempDir() + "/coordinator_test_bound.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  open(path);
+  const std::string w = hello("one");
+  const v1::Job settled = submit(2, "0-9", 0);
+  const v1::Job copied = submit(2, "10-19", 0);
+  const v1::Job intact = submit(2, "20-21", 0);
+  for (std::vector<v1::Lease> ls; !(ls = acquire(w, 64)).empty();)
+    for (const v1::Lease& l : ls) ASSERT_EQ(complete(w, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  ASSERT_EQ(job(settled.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  // Unit 1's settled result (and its binding) in unit 0's row; a copy's the same way.
+  const auto move = [&](const std::string& table, const std::string& job_id, const std::string& from,
+                        const std::string& to) {
+    const std::string where = " WHERE job_id = '" + job_id + "' AND ";
+    ASSERT_TRUE(store_
+                    ->exec_for_test("UPDATE " + table + " SET result = (SELECT result FROM " + table + where + from +
+                                    "), bound = (SELECT bound FROM " + table + where + from + ")" + where + to)
+                    .ok());
+  };
+  move("units", settled.id(), "idx = 1", "idx = 0");
+  move("copies", copied.id(), "idx = 3 AND copy = 0", "idx = 2 AND copy = 0");
+  open(path);
+  const v1::Job a = job(settled.id()), b = job(copied.id());
+  EXPECT_EQ(a.state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(absl::StrContains(a.failure_detail(), "unit 0's result is not bound to it")) << a.failure_detail();
+  EXPECT_EQ(coordinator_->results(Caller::local(), settled.id(), false).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(b.state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(absl::StrContains(b.failure_detail(), "unit 2 copy 0: its result is not bound to it"))
+      << b.failure_detail();
+  EXPECT_EQ(job(intact.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(coordinator_->results(Caller::local(), intact.id(), false).ok());
+  // The store's own read of a settled result (taking a unit back) refuses it too.
+  EXPECT_EQ(store_->unit_result(settled.id(), 0).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(store_->unit_result(settled.id(), 1).ok());
 }
 
 TEST_F(CoordinatorTest, ASubmitCutOffWhileStoringItsPlanIsDroppedOnRestart) {

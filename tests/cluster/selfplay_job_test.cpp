@@ -7,6 +7,7 @@
 #include <functional>
 #include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
+#include <map>
 #include <sqlite3.h>
 
 #include "absl/strings/match.h"
@@ -14,6 +15,7 @@
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/selfplay_codec.h"
+#include "core/startpos.h"
 #include "selfplay/local_runner.h"
 #include "selfplay/stats.h"
 #include "tests/selfplay_test_util.h"
@@ -168,6 +170,7 @@ class SelfPlayJobTest : public ::testing::Test {
       p.counts.black_wins = r.black_wins();
       p.total_plies = r.total_plies();
       p.duplicates = r.duplicates();
+      p.uncounted = r.uncounted();
       for (int t = 0; t < r.terminations_size(); ++t) p.terminations[size_t(t)] = r.terminations(t);
       stats->set_position(p);
     }
@@ -794,6 +797,71 @@ TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   auto stored = store_->load_games(coordinator_->list_jobs(Caller::local(), {})->jobs(0).id());
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
+}
+
+// Issue 19: games ending in an engine failure at ply 0 or 1 cannot be checked, so under
+// --verify off a worker token alone made 40 of 40 forged White wins land in the results. Such
+// games (an engine failure before both engines played a move from the position) are reported
+// but are not evidence about the position: they move no count, score or test. Later failures
+// count as before.
+TEST_F(SelfPlayJobTest, AnEngineFailureBeforeBothEnginesMovedIsNotEvidence) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_games_per_position(4);
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  int forged = 0, late = 0;
+  for (std::vector<v1::Lease> ls; !(ls = acquire(8)).empty();)
+    for (const v1::Lease& l : ls) {
+      v1::UnitResult r = compute(l);
+      for (v1::SelfPlayGame& g : *r.mutable_selfplay()->mutable_games()) {
+        // Position 518's games: "the engine would not start" right after the random opening,
+        // White the winner. Position 0's: a crash of the side to move two engine plies in.
+        const bool early = l.spec().selfplay().start_position() == 518;
+        const int end = g.opening_plies() + (early ? 0 : 2);
+        ASSERT_LT(end, g.moves_size());
+        g.mutable_moves()->DeleteSubrange(end, g.moves_size() - end);
+        g.set_termination(early ? "engine_error" : "engine_crash");
+        g.set_result(early ? "1-0" : (end % 2 == 0 ? "0-1" : "1-0"));  // the side to move loses
+        g.set_detail("forged");
+        g.clear_pgn();
+        (early ? forged : late) += 1;
+      }
+      ASSERT_EQ(complete(l, r).value(), v1::COMPLETION_OUTCOME_ACCEPTED) << l.unit_id();
+    }
+  ASSERT_EQ(forged, 4);
+  ASSERT_EQ(late, 4);
+  auto chunks = coordinator_->results(Caller::local(), j->id(), false);
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  std::map<int, v1::SelfPlayPositionResult> by_sp;
+  for (const v1::ResultChunk& c : *chunks) by_sp[c.selfplay().start_position()] = c.selfplay();
+  const v1::SelfPlayPositionResult& early = by_sp[518];
+  EXPECT_EQ(early.games(), 4);  // played, and complete
+  EXPECT_TRUE(early.complete());
+  EXPECT_EQ(early.uncounted(), 4);
+  EXPECT_EQ(early.white_wins() + early.draws() + early.black_wins(), 0) << "forged failures counted";
+  EXPECT_EQ(early.terminations(int(selfplay::Termination::kEngineError)), 4);  // reported
+  EXPECT_EQ(early.game_records_size(), 4);
+  const v1::SelfPlayPositionResult& counted = by_sp[0];
+  EXPECT_EQ(counted.uncounted(), 0);
+  EXPECT_EQ(counted.white_wins() + counted.draws() + counted.black_wins(), 4);
+  // As `c960 results` and the local statistics make them: the same figures.
+  selfplay::SelfPlayStats stats, local;
+  std::string pgn;
+  int64_t games = 0;
+  cluster_figures(j->id(), &stats, &pgn, &games);
+  EXPECT_EQ(stats.find("518")->counts.games(), 0);
+  EXPECT_EQ(stats.find("518")->uncounted, 4);
+  EXPECT_EQ(stats.total().uncounted, 4);
+  EXPECT_EQ(stats.total().counts.games(), 4);
+  EXPECT_NE(stats.to_csv().find(",uncounted,"), std::string::npos);
+  selfplay::GameRecord g;
+  g.start_fen = *startpos_fen(518, true);
+  g.termination = selfplay::Termination::kEngineError;
+  g.result = selfplay::GameResult::kWhiteWins;
+  local.add(518, g);
+  EXPECT_EQ(local.find("518")->counts.games(), 0);
+  EXPECT_EQ(local.find("518")->uncounted, 1);
+  EXPECT_EQ(local.find("518")->terminations[size_t(selfplay::Termination::kEngineError)], 1);
 }
 
 TEST_F(SelfPlayJobTest, AJobNamesAnEngineNeverAPath) {
