@@ -46,9 +46,9 @@ inline constexpr int kHttpThreads = 4;
 inline constexpr int kHttpMaxConnections = 1024;
 inline constexpr int kHttpMaxConnectionsPerAddress = 256;
 // A request's head (request line and headers) at most this large, else 431; a body (only the
-// login form has one) at most this large, else 413.
+// login form has one) at most this large, else 413 (httplib parses form bodies of 8 KiB at most).
 inline constexpr size_t kMaxHttpHeadBytes = 16 << 10;
-inline constexpr size_t kMaxHttpBodyBytes = 16 << 10;
+inline constexpr size_t kMaxHttpBodyBytes = 8 << 10;
 // Deadlines, each for the whole phase, not per read (a client trickling a byte a second is cut
 // at the deadline): a request's head from the connection's start (the TLS handshake included)
 // for its first request, else from the head's first byte; its body from the end of the head; a

@@ -773,6 +773,10 @@ bool HttpServer::Impl::parse_head(Conn* c) {
     eol = head.find('\n', pos);
     absl::string_view line = head.substr(pos, eol - pos);
     pos = eol + 1;
+    if (line.size() > CPPHTTPLIB_HEADER_MAX_LENGTH) {  // httplib would refuse it (400)
+      respond_and_close(c, 431, absl::StrCat("a header line is over ", CPPHTTPLIB_HEADER_MAX_LENGTH, " bytes"));
+      return false;
+    }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;  // the empty line, or one httplib skips too
