@@ -580,13 +580,17 @@ void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address)
   if (options_.metrics)
     options_.metrics->count_http_refused(per_address ? "max_connections_per_address" : "max_connections");
   // Over TLS an answer would need the handshake that the limit saves: closed unanswered.
-  if (ctx_ || lingering_refused_ >= kHttpMaxLingeringRefused) {
+  if (ctx_) {
     ::close(fd);
     return;
   }
   const std::string answer =
       canned_response(503, per_address ? "too many connections from this address" : "too many connections");
   [[maybe_unused]] ssize_t n = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (lingering_refused_ >= kHttpMaxLingeringRefused) {
+    ::close(fd);  // the answer may be lost to a reset if the client had sent its request
+    return;
+  }
   ::shutdown(fd, SHUT_WR);
   auto c = std::make_unique<Conn>();
   c->id = next_id_++;
