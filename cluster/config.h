@@ -31,14 +31,48 @@ inline constexpr int64_t kSweepIntervalMs = 500;
 inline constexpr int kStoreCacheMiB = 64;
 inline constexpr int kStoreCheckpointPages = 4096;  // 16 MiB of 4 KiB pages
 
-// The coordinator's HTTP side (--http-listen, off by default): dashboard, /metrics, JSON API.
-// Requests are served by this many threads (a browser keeps one or two connections open); a
-// request body (only the login form has one) is at most this large; idle connections close
-// after the keep-alive time, and a client that sends or reads nothing for the timeout is cut.
-inline constexpr int kHttpThreads = 16;
-inline constexpr size_t kMaxHttpBodyBytes = 16 << 10;
-inline constexpr int kHttpKeepAliveSeconds = 5;
-inline constexpr int kHttpReadTimeoutSeconds = 10;
+// The coordinator's HTTP side (--http-listen, off by default): dashboard, /metrics, JSON API,
+// health. One event-loop thread owns every connection: it accepts, does the TLS handshakes,
+// reads each request whole and writes each response, so idle and slow connections hold no
+// thread. Complete requests are handled by this many threads (handlers only compute: the slow
+// ones are /metrics and big results); /healthz and /readyz by a thread of their own, so that a
+// probe never queues behind them.
+inline constexpr int kHttpThreads = 4;
+// Connections open at once, in all and from one peer address (--http-max-connections,
+// --http-max-connections-per-address; behind a reverse proxy every connection comes from its
+// address). The one over a limit is answered 503 and closed (over TLS closed unanswered: an
+// answer would need the handshake the limit saves). Each takes a file descriptor: the
+// coordinator raises its soft RLIMIT_NOFILE to the hard one.
+inline constexpr int kHttpMaxConnections = 1024;
+inline constexpr int kHttpMaxConnectionsPerAddress = 256;
+// A request's head (request line and headers) at most this large, else 431; a body (only the
+// login form has one) at most this large, else 413 (httplib parses form bodies of 8 KiB at most).
+inline constexpr size_t kMaxHttpHeadBytes = 16 << 10;
+inline constexpr size_t kMaxHttpBodyBytes = 8 << 10;
+// Deadlines, each for the whole phase, not per read (a client trickling a byte a second is cut
+// at the deadline): a request's head from the connection's start (the TLS handshake included)
+// for its first request, else from the head's first byte; its body from the end of the head; a
+// response's writing from when it is ready. A keep-alive connection waits this long for the
+// next request's first byte.
+inline constexpr int64_t kHttpHeaderTimeoutMs = 10'000;
+inline constexpr int64_t kHttpBodyTimeoutMs = 10'000;
+inline constexpr int64_t kHttpWriteTimeoutMs = 10'000;
+inline constexpr int64_t kHttpIdleTimeoutMs = 5'000;
+// A connection serves this many requests at most, then closes (clients open another).
+inline constexpr int kHttpMaxRequestsPerConnection = 1000;
+// A connection closed by the server reads and drops what its client still sends for this long at
+// most, so that the client reads the last answer instead of a reset; refused connections do so
+// too, at most this many at once (more are closed at once).
+inline constexpr int64_t kHttpLingerMs = 1'000;
+inline constexpr int kHttpMaxLingeringRefused = 64;
+// The listening socket's backlog of connections not yet accepted.
+inline constexpr int kHttpListenBacklog = 1024;
+// When accept() fails for want of file descriptors, accepting pauses this long.
+inline constexpr int64_t kHttpAcceptPauseMs = 100;
+// stop(): responses being written and requests being handled get this long to finish.
+inline constexpr int64_t kHttpStopGraceMs = 2'000;
+// Refused connections are logged at most once in this interval (with the count since the last line).
+inline constexpr int64_t kHttpRefusedLogIntervalMs = 10'000;
 
 // Perft job limits. Depth 1..kMaxDepth; a unit's remaining depth <= kMaxUnitDepth keeps one
 // unit's count below 2^64 and its time below hours.

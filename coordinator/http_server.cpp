@@ -1,17 +1,45 @@
 #include "coordinator/http_server.h"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <netdb.h>
+#include <unistd.h>
 
+#include <arpa/inet.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <set>
+#include <string_view>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "cluster/config.h"
+#include "cluster/log.h"
 
 namespace c960::cluster {
 namespace {
+
+using SteadyClock = std::chrono::steady_clock;
 
 // The PEM text of the client certificate the TLS handshake verified, if any.
 std::optional<std::string> peer_certificate(const SSL* ssl) {
@@ -74,37 +102,286 @@ bool setup_tls(SSL_CTX& ctx, const ServerTls& tls) {
   return ok;
 }
 
+// httplib's parsing, routing and response writing for one request from a Stream:
+// process_request is protected, this makes it callable.
+class RequestProcessor : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+};
+
+// Set by the route handler on the thread that runs it: whether HttpApi answered the request
+// (else httplib refused it, and the connection's framing is not to be trusted further).
+thread_local bool t_handled = false;
+
+// An address as text; IPv4-mapped IPv6 addresses as IPv4, so that one peer counts as one
+// address whichever family the listening socket has.
+std::pair<std::string, int> address_text(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin_port)};
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr))
+      inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], buf, sizeof buf);
+    else
+      inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    return {buf, ntohs(a->sin6_port)};
+  }
+  return {"unknown", 0};
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+// A complete answer of the loop's own (a refusal before any handler), closing the connection.
+std::string canned_response(int status, const std::string& message) {
+  const std::string body = message + "\n";
+  return absl::StrCat("HTTP/1.1 ", status, " ", reason_phrase(status),
+                      "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
+                      "\r\nConnection: close\r\n\r\n", body);
+}
+
+// One connection. The loop thread owns it; while its request is handled it belongs to one
+// request thread, handed over and back under a mutex, so one thread at a time touches it.
+struct Conn {
+  enum class State {
+    kHandshake,  // TLS handshake
+    kIdle,       // keep-alive: no byte of the next request yet
+    kHead,       // reading the request's head
+    kBody,       // reading its body
+    kBusy,       // queued for or held by a request thread
+    kWrite,      // sending the response
+    kLinger,     // closing: shut for writing, dropping what the client still sends
+  };
+  uint64_t id = 0;
+  int fd = -1;
+  SSL* ssl = nullptr;
+  bool admitted = false;  // counted against the limits (refused connections are not)
+  std::string peer, local;
+  int peer_port = 0, local_port = 0;
+  State state = State::kHead;
+  SteadyClock::time_point deadline{};
+  bool has_deadline = false;
+  uint32_t events = 0;  // registered with epoll; 0: not registered
+  bool peer_eof = false;
+  int requests = 0;
+
+  std::string in;            // bytes received and not yet consumed
+  size_t scan = 0;           // where the search for the head's end resumes
+  size_t head_len = 0;       // 0: the head is not complete yet
+  size_t body_len = 0;       // its Content-Length
+  bool health = false;       // GET or HEAD of /healthz or /readyz: the health lane
+  std::string out;           // the response being sent
+  size_t out_pos = 0;        // of it, sent so far
+  bool close_after = false;  // close once `out` is sent
+};
+
+// The buffered bytes of one framed request as httplib's Stream; what httplib writes goes to
+// the connection's output buffer, which the loop sends. Reads end (0, as at end of file) at the
+// request's end, so httplib never reads into a pipelined next request; a POST without
+// Content-Length reads as an empty body.
+class RequestStream final : public httplib::Stream {
+ public:
+  RequestStream(const Conn& c, std::string_view request, std::string* out) : c_(c), rest_(request), out_(out) {}
+  using httplib::Stream::write;
+
+  bool is_readable() const override { return true; }  // a read never waits
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, rest_.size());
+    std::memcpy(ptr, rest_.data(), n);
+    rest_.remove_prefix(n);
+    return ssize_t(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_->append(ptr, size);
+    return ssize_t(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.peer;
+    port = c_.peer_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.local;
+    port = c_.local_port;
+  }
+  socket_t socket() const override { return c_.fd; }
+
+ private:
+  const Conn& c_;
+  std::string_view rest_;
+  std::string* out_;
+};
+
+// A queue of complete requests and the threads that serve them.
+struct Lane {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Conn*> queue;
+  std::vector<std::thread> threads;
+};
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& listen, const ServerTls* tls,
-                                                              const HttpApi* api) {
+class HttpServer::Impl {
+ public:
+  Impl(const HttpApi* api, const HttpServerOptions& options) : api_(api), options_(options) {}
+  ~Impl();
+
+  absl::Status listen(const std::string& listen, const ServerTls* tls);
+  void run();
+  void stop();
+
+  int port_ = 0;
+  std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0};
+
+ private:
+  enum class Io { kOk, kWantRead, kWantWrite, kEof, kError };
+
+  // The loop thread.
+  void loop();
+  void accept_all();
+  void refuse(int fd, const std::string& peer, bool per_address);
+  void on_event(Conn* c);
+  void handshake(Conn* c);
+  void on_readable(Conn* c);
+  void advance(Conn* c);
+  bool parse_head(Conn* c);
+  void respond_and_close(Conn* c, int status, const std::string& message);
+  void dispatch(Conn* c);
+  void take_done();
+  void start_write(Conn* c);
+  void on_writable(Conn* c);
+  void finish_response(Conn* c);
+  void resume_reading(Conn* c);
+  void begin_close(Conn* c);
+  void on_linger(Conn* c);
+  void close_conn(Conn* c);
+  void expire(SteadyClock::time_point now);
+  void log_refusals(SteadyClock::time_point now, bool force);
+  void set_events(Conn* c, uint32_t events);
+  void set_deadline(Conn* c, SteadyClock::time_point t);
+  void clear_deadline(Conn* c);
+  ssize_t conn_read(Conn* c, char* buf, size_t n, Io* io);
+  ssize_t conn_write(Conn* c, const char* buf, size_t n, Io* io);
+  void wake();
+
+  // A request thread.
+  void serve_lane(Lane* lane);
+  void serve(Conn* c);
+
+  const HttpApi* api_;
+  const HttpServerOptions options_;
+  RequestProcessor processor_;
+  SSL_CTX* ctx_ = nullptr;
+  int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
+  std::thread loop_thread_;
+  Lane api_lane_, health_lane_;
+  std::atomic<bool> stopping_{false};
+
+  // Handed back by request threads.
+  std::mutex done_mu_;
+  std::vector<Conn*> done_;
+
+  // The loop thread's own (and stop()'s, once the threads are joined).
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
+  std::unordered_map<std::string, int> per_address_;
+  std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;
+  uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
+  int lingering_refused_ = 0;
+  SteadyClock::time_point accept_paused_until_{};
+  bool accepting_ = false;
+  // Refusals not yet logged, and when the last line was.
+  int64_t unlogged_refused_ = 0, unlogged_refused_per_address_ = 0;
+  std::string last_refused_address_;
+  SteadyClock::time_point last_refusal_log_{};
+  bool stopped_ = false;
+};
+
+namespace {
+constexpr uint64_t kListenId = 0, kWakeId = 1;
+}
+
+HttpServer::Impl::~Impl() {
+  stop();
+  if (ctx_) SSL_CTX_free(ctx_);
+}
+
+absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls* tls) {
   const std::optional<HostPort> hp = split_host_port(listen);
   int port = 0;
   if (!hp || hp->host.empty() || !absl::SimpleAtoi(hp->port, &port) || port < 0 || port > 65535)
     return absl::InvalidArgumentError(absl::StrCat("--http-listen: '", listen, "' is not HOST:PORT"));
-  std::unique_ptr<HttpServer> s(new HttpServer);
   if (tls) {
-    ServerTls copy = *tls;
-    s->server_ = std::make_unique<httplib::SSLServer>([copy](SSL_CTX& ctx) { return setup_tls(ctx, copy); });
-  } else {
-    s->server_ = std::make_unique<httplib::Server>();
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    if (!ctx_ || !setup_tls(*ctx_, *tls))
+      return absl::InvalidArgumentError("--http-listen: the TLS certificate or key did not load");
   }
-  if (!s->server_->is_valid())
-    return absl::InvalidArgumentError("--http-listen: the TLS certificate or key did not load");
-  httplib::Server& srv = *s->server_;
-  srv.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
-  srv.set_payload_max_length(kMaxHttpBodyBytes);
-  srv.set_keep_alive_timeout(kHttpKeepAliveSeconds);
-  srv.set_read_timeout(kHttpReadTimeoutSeconds);
-  srv.set_write_timeout(kHttpReadTimeoutSeconds);
-  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
-  // coordinator share the port (the gRPC side refuses that too).
-  srv.set_socket_options([](socket_t sock) {
-    const int one = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  });
-  // Every request goes to the HttpApi: it authorizes, routes and answers.
-  srv.set_pre_routing_handler([api](const httplib::Request& in, httplib::Response& out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* result = nullptr;
+  if (getaddrinfo(hp->host.c_str(), hp->port.c_str(), &hints, &result) != 0 || !result)
+    return absl::FailedPreconditionError(
+        absl::StrCat("--http-listen: cannot listen on ", listen, " (the host does not resolve)"));
+  int error = 0;
+  for (addrinfo* rp = result; rp && listen_fd_ < 0; rp = rp->ai_next) {
+    const int fd = ::socket(rp->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, rp->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR only: SO_REUSEPORT would let a second coordinator share the port (the gRPC
+    // side refuses that too).
+    const int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (rp->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (::bind(fd, rp->ai_addr, rp->ai_addrlen) == 0 && ::listen(fd, kHttpListenBacklog) == 0) {
+      listen_fd_ = fd;
+    } else {
+      error = errno;
+      ::close(fd);
+    }
+  }
+  freeaddrinfo(result);
+  if (listen_fd_ < 0)
+    return absl::FailedPreconditionError(absl::StrCat("--http-listen: cannot listen on ", listen, " (",
+                                                      error ? std::strerror(error) : "no address",
+                                                      ": address in use, or not an address of this machine)"));
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  port_ = address_text(ss).second;
+
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0)
+    return absl::InternalError(absl::StrCat("--http-listen: epoll: ", std::strerror(errno)));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenId;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  accepting_ = true;
+  ev.data.u64 = kWakeId;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+
+  // Every request goes to the HttpApi: it authorizes, routes and answers. Routes rather than
+  // httplib's pre-routing handler, which runs before the body is read. The pattern matches any
+  // path, newlines included; std::regex recurses per character, and httplib refuses request
+  // lines over 8 KiB (414) before routing, so the depth stays small.
+  const httplib::Server::Handler handler = [api = api_](const httplib::Request& in, httplib::Response& out) {
+    t_handled = true;
     HttpRequest req;
     req.method = in.method;
     req.path = in.path;
@@ -114,31 +391,669 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
     req.cookie = in.get_header_value("Cookie");
     req.content_type = in.get_header_value("Content-Type");
     req.body = in.body;
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     req.client_certificate_pem = peer_certificate(in.ssl);
-#endif
     // httplib parses a form body into params too: only the query string's belong there.
     if (in.method == "POST") req.query.clear();
     HttpResponse resp = api->handle(req);
     out.status = resp.status;
     for (const auto& [k, v] : resp.headers) out.set_header(k, v);
     out.set_content(std::move(resp.body), resp.content_type);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  const bool bound = port == 0 ? (port = srv.bind_to_any_port(hp->host)) > 0 : srv.bind_to_port(hp->host, port);
-  if (!bound)
-    return absl::FailedPreconditionError(absl::StrCat("--http-listen: cannot listen on ", listen,
-                                                      " (address in use, or not an address of this machine)"));
-  s->port_ = port;
-  s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  };
+  const std::string any = "[\\s\\S]*";
+  processor_.Get(any, handler);
+  processor_.Post(any, handler);
+  processor_.Put(any, handler);
+  processor_.Patch(any, handler);
+  processor_.Delete(any, handler);
+  processor_.Options(any, handler);
+  processor_.set_payload_max_length(options_.max_body_bytes);
+  // What its Keep-Alive header announces.
+  processor_.set_keep_alive_timeout(std::max<time_t>(1, time_t(options_.idle_timeout_ms / 1000)));
+  processor_.set_keep_alive_max_count(kHttpMaxRequestsPerConnection);
+  return absl::OkStatus();
+}
+
+void HttpServer::Impl::run() {
+  loop_thread_ = std::thread([this] { loop(); });
+  health_lane_.threads.emplace_back([this] { serve_lane(&health_lane_); });
+  for (int i = 0; i < options_.threads; ++i) api_lane_.threads.emplace_back([this] { serve_lane(&api_lane_); });
+}
+
+void HttpServer::Impl::wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void HttpServer::Impl::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stopping_ = true;
+  for (Lane* lane : {&api_lane_, &health_lane_}) {
+    { std::lock_guard lock(lane->mu); }  // a thread between its check and its wait sees the flag
+    lane->cv.notify_all();
+  }
+  if (wake_fd_ >= 0) wake();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  for (Lane* lane : {&api_lane_, &health_lane_})
+    for (std::thread& t : lane->threads) t.join();
+  // Every thread is gone: what is left is this thread's.
+  std::vector<Conn*> all;
+  for (auto& [id, c] : conns_) all.push_back(c.get());
+  for (Conn* c : all) close_conn(c);
+  done_.clear();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  listen_fd_ = epoll_fd_ = wake_fd_ = -1;
+}
+
+void HttpServer::Impl::loop() {
+  std::vector<epoll_event> events(256);
+  bool draining = false;
+  SteadyClock::time_point grace{};
+  for (;;) {
+    SteadyClock::time_point now = SteadyClock::now();
+    if (stopping_ && !draining) {
+      // Stop accepting; drop what no thread has begun; close what waits for a request.
+      draining = true;
+      grace = now + std::chrono::milliseconds(kHttpStopGraceMs);
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+      ::close(listen_fd_);
+      listen_fd_ = -1;
+      for (Lane* lane : {&api_lane_, &health_lane_}) {
+        std::lock_guard lock(lane->mu);
+        for (Conn* c : lane->queue) close_conn(c);
+        lane->queue.clear();
+      }
+      std::vector<Conn*> idle;
+      for (auto& [id, c] : conns_)
+        if (c->state != Conn::State::kBusy && c->state != Conn::State::kWrite) idle.push_back(c.get());
+      for (Conn* c : idle) close_conn(c);
+    }
+    if (draining && (conns_.empty() || now >= grace)) break;
+    if (accepting_ == false && listen_fd_ >= 0 && !draining && now >= accept_paused_until_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenId;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+      accepting_ = true;
+    }
+    // Sleep until the next deadline, a second at most (the refusal log, the accept pause).
+    int64_t wait_ms = 1000;
+    SteadyClock::time_point next = now + std::chrono::milliseconds(wait_ms);
+    if (!timers_.empty()) next = std::min(next, timers_.begin()->first);
+    if (draining) next = std::min(next, grace);
+    if (!accepting_ && listen_fd_ >= 0) next = std::min(next, accept_paused_until_);
+    wait_ms = std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
+    const int n = epoll_wait(epoll_fd_, events.data(), int(events.size()), int(wait_ms));
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListenId) {
+        if (listen_fd_ >= 0) accept_all();
+      } else if (id == kWakeId) {
+        uint64_t v = 0;
+        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
+        take_done();
+      } else if (auto it = conns_.find(id); it != conns_.end()) {
+        on_event(it->second.get());
+      }
+    }
+    now = SteadyClock::now();
+    expire(now);
+    log_refusals(now, false);
+  }
+  log_refusals(SteadyClock::now(), true);
+  // Whatever a request thread still holds is closed by stop() once the threads are joined.
+  std::vector<Conn*> rest;
+  for (auto& [id, c] : conns_)
+    if (c->state != Conn::State::kBusy) rest.push_back(c.get());
+  for (Conn* c : rest) close_conn(c);
+}
+
+void HttpServer::Impl::accept_all() {
+  // A bounded batch, so that a flood of connections cannot starve the connections' events.
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: the listening socket would stay readable and spin the loop.
+        log_event(LogLevel::kWarning, "http_accept_paused",
+                  absl::StrCat("HTTP: cannot accept connections (", std::strerror(errno), "); pausing ",
+                               kHttpAcceptPauseMs, " ms"),
+                  {{"reason", std::string(std::strerror(errno))}});
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        accepting_ = false;
+        accept_paused_until_ = SteadyClock::now() + std::chrono::milliseconds(kHttpAcceptPauseMs);
+      }
+      return;
+    }
+    auto [peer, peer_port] = address_text(ss);
+    const int from_peer = per_address_.count(peer) ? per_address_[peer] : 0;
+    if (open_ >= options_.max_connections || from_peer >= options_.max_connections_per_address) {
+      refuse(fd, peer, open_ < options_.max_connections);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // answers go out whole, at once
+    auto c = std::make_unique<Conn>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->admitted = true;
+    c->peer = std::move(peer);
+    c->peer_port = peer_port;
+    sockaddr_storage local{};
+    socklen_t local_len = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0)
+      std::tie(c->local, c->local_port) = address_text(local);
+    ++per_address_[c->peer];
+    ++open_;
+    ++accepted_;
+    if (options_.metrics) options_.metrics->set_http_connections(open_);
+    Conn* p = c.get();
+    conns_.emplace(p->id, std::move(c));
+    // The head's deadline counts from the connection's start, the handshake included.
+    set_deadline(p, SteadyClock::now() + std::chrono::milliseconds(options_.header_timeout_ms));
+    if (ctx_) {
+      p->ssl = SSL_new(ctx_);
+      if (!p->ssl || SSL_set_fd(p->ssl, fd) != 1) {
+        close_conn(p);
+        continue;
+      }
+      SSL_set_mode(p->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+      SSL_set_accept_state(p->ssl);
+      p->state = Conn::State::kHandshake;
+      handshake(p);
+    } else {
+      p->state = Conn::State::kHead;
+      set_events(p, EPOLLIN);
+    }
+  }
+}
+
+void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address) {
+  (per_address ? refused_per_address_ : refused_)++;
+  (per_address ? unlogged_refused_per_address_ : unlogged_refused_)++;
+  last_refused_address_ = peer;
+  if (options_.metrics)
+    options_.metrics->count_http_refused(per_address ? "max_connections_per_address" : "max_connections");
+  // Over TLS an answer would need the handshake that the limit saves: closed unanswered.
+  if (ctx_) {
+    ::close(fd);
+    return;
+  }
+  const std::string answer =
+      canned_response(503, per_address ? "too many connections from this address" : "too many connections");
+  [[maybe_unused]] ssize_t n = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (lingering_refused_ >= kHttpMaxLingeringRefused) {
+    ::close(fd);  // the answer may be lost to a reset if the client had sent its request
+    return;
+  }
+  ::shutdown(fd, SHUT_WR);
+  auto c = std::make_unique<Conn>();
+  c->id = next_id_++;
+  c->fd = fd;
+  c->peer = peer;
+  Conn* p = c.get();
+  conns_.emplace(p->id, std::move(c));
+  ++lingering_refused_;
+  p->state = Conn::State::kLinger;
+  set_deadline(p, SteadyClock::now() + std::chrono::milliseconds(options_.linger_ms));
+  set_events(p, EPOLLIN);
+}
+
+void HttpServer::Impl::log_refusals(SteadyClock::time_point now, bool force) {
+  if (unlogged_refused_ + unlogged_refused_per_address_ == 0) return;
+  if (!force && now - last_refusal_log_ < std::chrono::milliseconds(kHttpRefusedLogIntervalMs)) return;
+  log_event(LogLevel::kWarning, "http_connections_refused",
+            absl::StrCat("HTTP: refused ", unlogged_refused_ + unlogged_refused_per_address_,
+                         " connections since the last report: ", unlogged_refused_, " over --http-max-connections (",
+                         options_.max_connections, "), ", unlogged_refused_per_address_,
+                         " over --http-max-connections-per-address (", options_.max_connections_per_address,
+                         "), the last from ", last_refused_address_),
+            {{"refused", unlogged_refused_},
+             {"refused_per_address", unlogged_refused_per_address_},
+             {"address", last_refused_address_}});
+  unlogged_refused_ = unlogged_refused_per_address_ = 0;
+  last_refusal_log_ = now;
+}
+
+void HttpServer::Impl::on_event(Conn* c) {
+  switch (c->state) {
+    case Conn::State::kHandshake: handshake(c); break;
+    case Conn::State::kIdle:
+    case Conn::State::kHead:
+    case Conn::State::kBody: on_readable(c); break;
+    case Conn::State::kWrite: on_writable(c); break;
+    case Conn::State::kLinger: on_linger(c); break;
+    case Conn::State::kBusy: break;  // a stale event: not registered while busy
+  }
+}
+
+void HttpServer::Impl::handshake(Conn* c) {
+  ERR_clear_error();
+  const int r = SSL_accept(c->ssl);
+  if (r == 1) {
+    c->state = Conn::State::kHead;
+    set_events(c, EPOLLIN);
+    on_readable(c);  // the handshake's last read may hold the request already
+    return;
+  }
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_READ: set_events(c, EPOLLIN); break;
+    case SSL_ERROR_WANT_WRITE: set_events(c, EPOLLOUT); break;
+    default: close_conn(c);  // not TLS, no client certificate, a closed connection
+  }
+}
+
+ssize_t HttpServer::Impl::conn_read(Conn* c, char* buf, size_t n, Io* io) {
+  if (c->ssl) {
+    ERR_clear_error();
+    const int r = SSL_read(c->ssl, buf, int(n));
+    if (r > 0) return r;
+    switch (SSL_get_error(c->ssl, r)) {
+      case SSL_ERROR_WANT_READ: *io = Io::kWantRead; break;
+      case SSL_ERROR_WANT_WRITE: *io = Io::kWantWrite; break;
+      case SSL_ERROR_ZERO_RETURN: *io = Io::kEof; break;
+      default: *io = Io::kError;
+    }
+    return -1;
+  }
+  for (;;) {
+    const ssize_t r = ::recv(c->fd, buf, n, 0);
+    if (r > 0) return r;
+    if (r == 0)
+      *io = Io::kEof;
+    else if (errno == EINTR)
+      continue;
+    else
+      *io = errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWantRead : Io::kError;
+    return -1;
+  }
+}
+
+ssize_t HttpServer::Impl::conn_write(Conn* c, const char* buf, size_t n, Io* io) {
+  if (c->ssl) {
+    ERR_clear_error();
+    const int r = SSL_write(c->ssl, buf, int(std::min<size_t>(n, 1 << 30)));
+    if (r > 0) return r;
+    switch (SSL_get_error(c->ssl, r)) {
+      case SSL_ERROR_WANT_READ: *io = Io::kWantRead; break;
+      case SSL_ERROR_WANT_WRITE: *io = Io::kWantWrite; break;
+      default: *io = Io::kError;
+    }
+    return -1;
+  }
+  for (;;) {
+    const ssize_t r = ::send(c->fd, buf, n, MSG_NOSIGNAL);
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    *io = errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWantWrite : Io::kError;
+    return -1;
+  }
+}
+
+void HttpServer::Impl::on_readable(Conn* c) {
+  // Read what there is, up to the end of the request being framed (or the head's limit): a
+  // pipelined next request stays in the kernel (or in TLS's buffer) until this one is answered.
+  char buf[16384];
+  for (;;) {
+    const size_t cap = c->head_len ? c->head_len + c->body_len : options_.max_head_bytes + 1;
+    if (c->in.size() >= cap || c->peer_eof) break;
+    Io io = Io::kOk;
+    const ssize_t n = conn_read(c, buf, std::min(sizeof buf, cap - c->in.size()), &io);
+    if (n > 0) {
+      c->in.append(buf, size_t(n));
+      continue;
+    }
+    if (io == Io::kWantRead) {
+      set_events(c, EPOLLIN);
+    } else if (io == Io::kWantWrite) {
+      set_events(c, EPOLLOUT);
+    } else if (io == Io::kEof) {
+      c->peer_eof = true;
+    } else {
+      close_conn(c);
+      return;
+    }
+    break;
+  }
+  advance(c);
+}
+
+// Frames the request at the front of `in`: its head's end, then its body by Content-Length.
+void HttpServer::Impl::advance(Conn* c) {
+  const SteadyClock::time_point now = SteadyClock::now();
+  if (c->state == Conn::State::kIdle) {
+    if (c->in.empty()) {
+      if (c->peer_eof) close_conn(c);
+      return;
+    }
+    c->state = Conn::State::kHead;  // the next request's first byte: its head's deadline starts
+    set_deadline(c, now + std::chrono::milliseconds(options_.header_timeout_ms));
+  }
+  if (!c->head_len) {
+    // The head ends at its first empty line, as httplib reads it: lines end in LF, and the empty
+    // one is CRLF.
+    const size_t end = std::min(c->in.size(), options_.max_head_bytes);
+    const size_t found = end >= 3 ? std::string_view(c->in.data(), end).find("\n\r\n", c->scan) : std::string::npos;
+    if (found == std::string::npos) {
+      if (c->in.size() > options_.max_head_bytes)
+        return respond_and_close(c, 431,
+                                 absl::StrCat("the request's head is over ", options_.max_head_bytes, " bytes"));
+      if (c->peer_eof) return close_conn(c);
+      c->scan = end >= 2 ? end - 2 : 0;
+      return;
+    }
+    c->head_len = found + 3;
+    if (!parse_head(c)) return;
+    if (c->body_len > 0 && c->in.size() < c->head_len + c->body_len) {
+      c->state = Conn::State::kBody;
+      set_deadline(c, now + std::chrono::milliseconds(options_.body_timeout_ms));
+    }
+  }
+  if (c->in.size() >= c->head_len + c->body_len) return dispatch(c);
+  if (c->peer_eof) close_conn(c);
+}
+
+// What the loop needs of the head: the body's length and whether it is a health probe; it
+// refuses what it cannot frame. httplib parses the head again, fully, on a request thread.
+bool HttpServer::Impl::parse_head(Conn* c) {
+  const absl::string_view head(c->in.data(), c->head_len);
+  size_t eol = head.find('\n');
+  const absl::string_view request_line = head.substr(0, eol);
+  const size_t sp1 = request_line.find(' ');
+  const size_t sp2 = sp1 == absl::string_view::npos ? sp1 : request_line.find(' ', sp1 + 1);
+  if (sp2 != absl::string_view::npos) {
+    const absl::string_view method = request_line.substr(0, sp1);
+    absl::string_view target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
+    target = target.substr(0, target.find('?'));
+    c->health = (method == "GET" || method == "HEAD") && (target == "/healthz" || target == "/readyz");
+  }
+  std::optional<uint64_t> length;
+  for (size_t pos = eol + 1; pos < head.size();) {
+    eol = head.find('\n', pos);
+    absl::string_view line = head.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.size() > CPPHTTPLIB_HEADER_MAX_LENGTH) {  // httplib would refuse it (400)
+      respond_and_close(c, 431, absl::StrCat("a header line is over ", CPPHTTPLIB_HEADER_MAX_LENGTH, " bytes"));
+      return false;
+    }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;  // the empty line, or one httplib skips too
+    const absl::string_view name = line.substr(0, colon);
+    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
+    if (absl::EqualsIgnoreCase(name, "Content-Length")) {
+      uint64_t n = 0;
+      const bool digits = !value.empty() && value.size() <= 19 &&
+                          value.find_first_not_of("0123456789") == absl::string_view::npos &&
+                          absl::SimpleAtoi(value, &n);
+      if (!digits || (length && *length != n)) {
+        respond_and_close(c, 400, "Content-Length is not one number");
+        return false;
+      }
+      length = n;
+    } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      // Only the login form has a body, and browsers send it with a Content-Length.
+      if (absl::StrContains(absl::AsciiStrToLower(value), "chunked"))
+        respond_and_close(c, 411, "send the body with a Content-Length (no Transfer-Encoding)");
+      else
+        respond_and_close(c, 501, "Transfer-Encoding is not supported");
+      return false;
+    } else if (absl::EqualsIgnoreCase(name, "Content-Encoding") && !absl::EqualsIgnoreCase(value, "identity")) {
+      // No compressed bodies: a small body must not inflate into a big one.
+      respond_and_close(c, 415, "Content-Encoding is not supported");
+      return false;
+    }
+  }
+  if (length && *length > options_.max_body_bytes) {
+    respond_and_close(c, 413, absl::StrCat("the request's body is over ", options_.max_body_bytes, " bytes"));
+    return false;
+  }
+  c->body_len = length.value_or(0);
+  return true;
+}
+
+void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message) {
+  c->out = canned_response(status, message);
+  c->out_pos = 0;
+  c->close_after = true;
+  start_write(c);
+}
+
+void HttpServer::Impl::dispatch(Conn* c) {
+  set_events(c, 0);
+  clear_deadline(c);
+  c->state = Conn::State::kBusy;
+  Lane& lane = c->health ? health_lane_ : api_lane_;
+  {
+    std::lock_guard lock(lane.mu);
+    lane.queue.push_back(c);
+  }
+  lane.cv.notify_one();
+}
+
+void HttpServer::Impl::serve_lane(Lane* lane) {
+  for (;;) {
+    Conn* c = nullptr;
+    {
+      std::unique_lock lock(lane->mu);
+      lane->cv.wait(lock, [&] { return stopping_ || !lane->queue.empty(); });
+      if (stopping_) return;  // the loop closes what is still queued
+      c = lane->queue.front();
+      lane->queue.pop_front();
+    }
+    serve(c);
+    {
+      std::lock_guard lock(done_mu_);
+      done_.push_back(c);
+    }
+    wake();
+  }
+}
+
+void HttpServer::Impl::serve(Conn* c) {
+  const size_t size = c->head_len + c->body_len;
+  RequestStream stream(*c, std::string_view(c->in.data(), size), &c->out);
+  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection;
+  bool closed = false;
+  t_handled = false;
+  const bool ok = processor_.process_request(stream, close, closed, [c](httplib::Request& req) { req.ssl = c->ssl; });
+  // httplib's own refusals (a request line or header it cannot parse): the rest of the bytes
+  // cannot be trusted to start a request.
+  c->close_after = close || closed || !ok || !t_handled;
+  c->in.erase(0, size);
+  c->head_len = c->body_len = c->scan = 0;
+  c->health = false;
+}
+
+void HttpServer::Impl::take_done() {
+  std::vector<Conn*> done;
+  {
+    std::lock_guard lock(done_mu_);
+    done.swap(done_);
+  }
+  for (Conn* c : done) {
+    if (stopping_) c->close_after = true;
+    start_write(c);
+  }
+}
+
+void HttpServer::Impl::start_write(Conn* c) {
+  c->state = Conn::State::kWrite;
+  c->out_pos = 0;
+  set_deadline(c, SteadyClock::now() + std::chrono::milliseconds(options_.write_timeout_ms));
+  on_writable(c);
+}
+
+void HttpServer::Impl::on_writable(Conn* c) {
+  while (c->out_pos < c->out.size()) {
+    Io io = Io::kOk;
+    const ssize_t n = conn_write(c, c->out.data() + c->out_pos, c->out.size() - c->out_pos, &io);
+    if (n > 0) {
+      c->out_pos += size_t(n);
+      continue;
+    }
+    if (io == Io::kWantWrite || (n == 0 && io == Io::kOk)) {
+      set_events(c, EPOLLOUT);
+    } else if (io == Io::kWantRead) {
+      set_events(c, EPOLLIN);
+    } else {
+      close_conn(c);
+    }
+    return;
+  }
+  finish_response(c);
+}
+
+void HttpServer::Impl::finish_response(Conn* c) {
+  c->out.clear();
+  c->out.shrink_to_fit();  // a big answer's buffer is not kept for the idle time
+  c->out_pos = 0;
+  if (c->close_after || stopping_) return begin_close(c);
+  resume_reading(c);
+}
+
+void HttpServer::Impl::resume_reading(Conn* c) {
+  const SteadyClock::time_point now = SteadyClock::now();
+  if (c->in.empty()) {
+    c->state = Conn::State::kIdle;
+    set_deadline(c, now + std::chrono::milliseconds(options_.idle_timeout_ms));
+  } else {
+    c->state = Conn::State::kHead;  // a pipelined request
+    set_deadline(c, now + std::chrono::milliseconds(options_.header_timeout_ms));
+  }
+  set_events(c, EPOLLIN);
+  on_readable(c);  // bytes already here, or in TLS's buffer, raise no event
+}
+
+void HttpServer::Impl::begin_close(Conn* c) {
+  if (c->peer_eof || stopping_) return close_conn(c);
+  if (c->ssl) {
+    ERR_clear_error();
+    SSL_shutdown(c->ssl);  // close_notify, once; the client's answer is not awaited
+  }
+  ::shutdown(c->fd, SHUT_WR);
+  c->state = Conn::State::kLinger;
+  set_deadline(c, SteadyClock::now() + std::chrono::milliseconds(options_.linger_ms));
+  set_events(c, EPOLLIN);
+}
+
+void HttpServer::Impl::on_linger(Conn* c) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    return close_conn(c);  // the client closed too
+  }
+}
+
+void HttpServer::Impl::expire(SteadyClock::time_point now) {
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    auto it = conns_.find(timers_.begin()->second);
+    if (it == conns_.end()) {
+      timers_.erase(timers_.begin());
+      continue;
+    }
+    Conn* c = it->second.get();
+    const char* phase = nullptr;
+    switch (c->state) {
+      case Conn::State::kHandshake: phase = "handshake"; break;
+      case Conn::State::kHead: phase = "head"; break;
+      case Conn::State::kBody: phase = "body"; break;
+      case Conn::State::kWrite: phase = "write"; break;
+      default: break;  // idle keep-alive, lingering: their time is up, nothing went wrong
+    }
+    if (phase) {
+      ++timed_out_;
+      if (options_.metrics) options_.metrics->count_http_timeout(phase);
+    }
+    // Cut, unanswered: a client this slow is not waiting for an answer.
+    close_conn(c);
+  }
+}
+
+void HttpServer::Impl::set_events(Conn* c, uint32_t events) {
+  if (events == c->events) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = c->id;
+  if (c->events == 0)
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev);
+  else if (events == 0)
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  else
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
+  c->events = events;
+}
+
+void HttpServer::Impl::set_deadline(Conn* c, SteadyClock::time_point t) {
+  clear_deadline(c);
+  c->deadline = t;
+  c->has_deadline = true;
+  timers_.emplace(t, c->id);
+}
+
+void HttpServer::Impl::clear_deadline(Conn* c) {
+  if (c->has_deadline) timers_.erase({c->deadline, c->id});
+  c->has_deadline = false;
+}
+
+void HttpServer::Impl::close_conn(Conn* c) {
+  clear_deadline(c);
+  if (c->events && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  if (c->ssl) SSL_free(c->ssl);
+  ::close(c->fd);
+  if (c->admitted) {
+    if (--per_address_[c->peer] == 0) per_address_.erase(c->peer);
+    --open_;
+    if (options_.metrics) options_.metrics->set_http_connections(open_);
+  } else {
+    --lingering_refused_;
+  }
+  conns_.erase(c->id);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& listen, const ServerTls* tls,
+                                                              const HttpApi* api, const HttpServerOptions& options) {
+  if (options.max_connections < 1 || options.max_connections > 1'000'000)
+    return absl::InvalidArgumentError("--http-max-connections: not in 1..1000000");
+  if (options.max_connections_per_address < 1 || options.max_connections_per_address > options.max_connections)
+    return absl::InvalidArgumentError(absl::StrCat("--http-max-connections-per-address: not in 1..",
+                                                   options.max_connections, " (--http-max-connections)"));
+  if (options.threads < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 ||
+      options.write_timeout_ms < 1 || options.idle_timeout_ms < 1 || options.linger_ms < 0 ||
+      options.max_head_bytes < 64)
+    return absl::InvalidArgumentError("HttpServerOptions: a thread count, timeout or size out of range");
+  std::unique_ptr<HttpServer> s(new HttpServer);
+  s->impl_ = std::make_unique<Impl>(api, options);
+  if (absl::Status st = s->impl_->listen(listen, tls); !st.ok()) return st;
+  s->impl_->run();
   return s;
 }
 
 HttpServer::~HttpServer() { stop(); }
 
+int HttpServer::port() const { return impl_ ? impl_->port_ : 0; }
+
 void HttpServer::stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (impl_) impl_->stop();
+}
+
+HttpServer::Counts HttpServer::counts() const {
+  Counts c;
+  if (!impl_) return c;
+  c.accepted = impl_->accepted_;
+  c.refused = impl_->refused_;
+  c.refused_per_address = impl_->refused_per_address_;
+  c.timed_out = impl_->timed_out_;
+  c.open = impl_->open_;
+  return c;
 }
 
 }  // namespace c960::cluster

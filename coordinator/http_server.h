@@ -1,44 +1,78 @@
-// The coordinator's HTTP listener (--http-listen): cpp-httplib (Debian's libcpp-httplib) in
-// front of HttpApi. Every request, whatever its path, goes to HttpApi::handle from httplib's
-// pre-routing handler, so authorization stays in HttpApi's one place and httplib routes nothing.
+// The coordinator's HTTP listener (--http-listen) in front of HttpApi.
+//
+// Connections are its own, not cpp-httplib's (whose thread per connection let 16 idle
+// connections hold every thread, so that /healthz stopped answering): one event-loop thread
+// (epoll) accepts them, enforces the connection limits, does the TLS handshakes and reads each
+// request whole, head and body, under total deadlines (a client trickling bytes is cut at the
+// deadline, not kept by per-read timeouts). A complete request goes to a small pool of request
+// threads (/healthz and /readyz to a thread of their own), which let cpp-httplib parse it from
+// the buffered bytes, route it (one catch-all route per method, so httplib reads the body before
+// the handler) to HttpApi::handle, and write the response into a buffer; the loop sends it and
+// keeps the connection for the next request. Only one thread at a time touches a connection.
+//
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "cluster/config.h"
 #include "cluster/tls.h"
 #include "coordinator/http_api.h"
-
-namespace httplib {
-class Server;
-}
+#include "coordinator/metrics.h"
 
 namespace c960::cluster {
+
+// The limits and deadlines (defaults and their meaning: cluster/config.h).
+struct HttpServerOptions {
+  int max_connections = kHttpMaxConnections;                        // --http-max-connections
+  int max_connections_per_address = kHttpMaxConnectionsPerAddress;  // --http-max-connections-per-address
+  size_t max_head_bytes = kMaxHttpHeadBytes;
+  size_t max_body_bytes = kMaxHttpBodyBytes;
+  int64_t header_timeout_ms = kHttpHeaderTimeoutMs;
+  int64_t body_timeout_ms = kHttpBodyTimeoutMs;
+  int64_t write_timeout_ms = kHttpWriteTimeoutMs;
+  int64_t idle_timeout_ms = kHttpIdleTimeoutMs;
+  int64_t linger_ms = kHttpLingerMs;
+  int threads = kHttpThreads;
+  Metrics* metrics = nullptr;  // null: not counted (connections, refusals, timeouts)
+};
 
 class HttpServer {
  public:
   // Listens on `listen` (HOST:PORT, port 0: any free port) and serves `api` on its own threads
-  // until stop(). `tls` null: plain HTTP. Errors name --http-listen and the problem.
+  // until stop(). `tls` null: plain HTTP. Errors name --http-listen (or the option's flag) and
+  // the problem.
   static absl::StatusOr<std::unique_ptr<HttpServer>> start(const std::string& listen, const ServerTls* tls,
-                                                           const HttpApi* api);
+                                                           const HttpApi* api, const HttpServerOptions& options = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  int port() const { return port_; }
-  // Stops accepting and waits for the listener thread; requests in progress finish.
+  int port() const;
+  // Stops accepting, closes idle connections, lets requests being handled and responses being
+  // written finish (kHttpStopGraceMs at most for the writing), and joins every thread.
   void stop();
+
+  // What the loop counted since the start (tests; the same as the metrics).
+  struct Counts {
+    int64_t accepted = 0;             // connections admitted
+    int64_t refused = 0;              // over --http-max-connections
+    int64_t refused_per_address = 0;  // over --http-max-connections-per-address
+    int64_t timed_out = 0;            // cut at a deadline (handshake, head, body, write)
+    int64_t open = 0;                 // admitted and not yet closed
+  };
+  Counts counts() const;
+
+  class Impl;
 
  private:
   HttpServer() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace c960::cluster

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <sys/resource.h>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -54,6 +55,11 @@ ABSL_FLAG(std::string, http_listen, "",
           "also serve HTTP (HTTPS with --tls-cert) on HOST:PORT: the dashboard, /metrics, /healthz, /readyz and the "
           "JSON API; port 0 picks a free port; off when empty");
 ABSL_FLAG(std::string, http_port_file, "", "write the HTTP port actually chosen to this file once serving");
+ABSL_FLAG(int32_t, http_max_connections, c960::cluster::kHttpMaxConnections,
+          "HTTP connections open at once; the next is answered 503 and closed (1..1000000)");
+ABSL_FLAG(int32_t, http_max_connections_per_address, c960::cluster::kHttpMaxConnectionsPerAddress,
+          "HTTP connections open at once from one client address; behind a reverse proxy all come from its address "
+          "(1..--http-max-connections)");
 ABSL_FLAG(bool, init, false,
           "make a new store in --db even though the file exists but is empty, or is an SQLite file of something else");
 ABSL_FLAG(bool, insecure, false,
@@ -73,7 +79,8 @@ const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator [--listen HOST:PORT] [--db FILE [--init]] [--port-file FILE] [--lease-seconds S]\n"
     "                        [--trust-after K] [--spot-check-rate P]\n"
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
-    "                        [--http-listen HOST:PORT [--http-port-file FILE]] [--insecure] [--log-format text|json]",
+    "                        [--http-listen HOST:PORT [--http-port-file FILE] [--http-max-connections N]\n"
+    "                        [--http-max-connections-per-address N]] [--insecure] [--log-format text|json]",
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file\n"
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n"
@@ -100,6 +107,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"tokens", "FILE"},
      {"http_listen", "HOST:PORT"},
      {"http_port_file", "FILE"},
+     {"http_max_connections", "N"},
+     {"http_max_connections_per_address", "N"},
      {"insecure", ""},
      {"init", ""}},
 };
@@ -185,6 +194,24 @@ void reload_tokens(c960::cluster::TokenTable* table) {
   c960::cluster::log_info(absl::StrCat("SIGHUP: ", n, " tokens reloaded from ", path));
 }
 
+// Every HTTP connection (and every gRPC one) takes a file descriptor: the soft limit up to the
+// hard one, and a warning when even that leaves too few for --http-max-connections.
+void raise_file_limit(int http_connections) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  // Besides the connections: the store, gRPC's sockets and threads, refused connections lingering.
+  const rlim_t needed = rlim_t(http_connections) + c960::cluster::kHttpMaxLingeringRefused + 256;
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < needed)
+    c960::cluster::log_warning(absl::StrCat("open files are limited to ", r.rlim_cur, " (ulimit -n), under the ",
+                                            needed, " that --http-max-connections ", http_connections,
+                                            " may need: accepting pauses when they run out"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,6 +242,14 @@ int main(int argc, char** argv) {
   coordinator_options.max_leases_per_credential = absl::GetFlag(FLAGS_max_leases_per_credential);
   if (coordinator_options.max_leases_per_credential < 1 || coordinator_options.max_leases_per_credential > 1'000'000)
     return die("--max-leases-per-credential: not in 1..1000000");
+
+  const int32_t http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  if (http_max_connections < 1 || http_max_connections > 1'000'000)
+    return die("--http-max-connections: not in 1..1000000");
+  const int32_t http_max_per_address = absl::GetFlag(FLAGS_http_max_connections_per_address);
+  if (http_max_per_address < 1 || http_max_per_address > http_max_connections)
+    return die(absl::StrCat("--http-max-connections-per-address: not in 1..", http_max_connections,
+                            " (--http-max-connections)"));
 
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
   if (!options.ok()) return die(std::string(options.status().message()));
@@ -283,8 +318,13 @@ int main(int argc, char** argv) {
     ho.client_certificates = options->tls && !options->tls->client_ca_pem.empty();
     ho.tls = options->tls.has_value();
     http_api = std::make_unique<c960::cluster::HttpApi>(&coordinator, store->get(), metrics.get(), std::move(ho));
+    c960::cluster::HttpServerOptions hso;
+    hso.max_connections = http_max_connections;
+    hso.max_connections_per_address = http_max_per_address;
+    hso.metrics = metrics.get();
+    raise_file_limit(hso.max_connections);
     absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started =
-        c960::cluster::HttpServer::start(http_listen, options->tls ? &*options->tls : nullptr, http_api.get());
+        c960::cluster::HttpServer::start(http_listen, options->tls ? &*options->tls : nullptr, http_api.get(), hso);
     if (!started.ok()) {
       server->Shutdown();
       return die(std::string(started.status().message()));

@@ -4,6 +4,7 @@
 #include <google/protobuf/descriptor.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
@@ -124,6 +125,22 @@ Metrics::Metrics()
                .Name("c960_http_requests_total")
                .Help("HTTP requests answered, by handler and status code")
                .Register(*registry_);
+  http_connections_ = &prometheus::BuildGauge()
+                           .Name("c960_http_connections")
+                           .Help("HTTP connections open (admitted, not yet closed)")
+                           .Register(*registry_)
+                           .Add({});
+  auto& refused = prometheus::BuildCounter()
+                      .Name("c960_http_connections_refused_total")
+                      .Help("HTTP connections refused (503, then closed) because a connection limit was reached")
+                      .Register(*registry_);
+  for (const char* r : {"max_connections", "max_connections_per_address"})
+    http_refused_[r] = &refused.Add({{"reason", r}});
+  auto& timeouts = prometheus::BuildCounter()
+                       .Name("c960_http_timeouts_total")
+                       .Help("HTTP connections closed at a deadline, by the phase it bounds")
+                       .Register(*registry_);
+  for (const char* p : {"handshake", "head", "body", "write"}) http_timeouts_[p] = &timeouts.Add({{"phase", p}});
 }
 
 Metrics::~Metrics() = default;
@@ -157,6 +174,16 @@ void Metrics::count_http(absl::string_view handler, int status) {
     c = slot;
   }
   c->Increment();
+}
+
+void Metrics::set_http_connections(int64_t open) { http_connections_->Set(double(open)); }
+
+void Metrics::count_http_refused(absl::string_view reason) {
+  if (auto it = http_refused_.find(reason); it != http_refused_.end()) it->second->Increment();
+}
+
+void Metrics::count_http_timeout(absl::string_view phase) {
+  if (auto it = http_timeouts_.find(phase); it != http_timeouts_.end()) it->second->Increment();
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> Metrics::interceptor_factory() {

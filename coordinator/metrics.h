@@ -25,6 +25,7 @@ namespace prometheus {
 class Registry;
 class Histogram;
 class Counter;
+class Gauge;
 template <typename T>
 class Family;
 }  // namespace prometheus
@@ -50,6 +51,12 @@ class Metrics {
   void observe_commit(double seconds);
   // An HTTP request answered by `handler` (one of a fixed set, see HttpApi) with `status`.
   void count_http(absl::string_view handler, int status);
+  // The HTTP side's connections (http_server.h): open now; refused over a limit (reason
+  // "max_connections" or "max_connections_per_address"); cut at a deadline (phase "handshake",
+  // "head", "body" or "write"). Other label values are ignored.
+  void set_http_connections(int64_t open);
+  void count_http_refused(absl::string_view reason);
+  void count_http_timeout(absl::string_view phase);
 
   // The interceptor that times every call of a gRPC server; give it to the ServerBuilder
   // (builder.experimental().SetInterceptorCreators). The factory must not outlive this object.
@@ -65,6 +72,9 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* rpc_ = nullptr;
   prometheus::Histogram* commit_ = nullptr;
   prometheus::Family<prometheus::Counter>* http_ = nullptr;
+  prometheus::Gauge* http_connections_ = nullptr;
+  // Fixed label sets, made in the constructor (read without the lock).
+  std::map<std::string, prometheus::Counter*, std::less<>> http_refused_, http_timeouts_;
   std::mutex mu_;  // the series maps
   std::map<std::pair<std::string, int>, prometheus::Histogram*> rpc_series_;
   std::map<std::pair<std::string, int>, prometheus::Counter*> http_series_;
