@@ -42,7 +42,9 @@ const CommandSpec kSpec = {
     "960 by default), given FENs, an opening book, or Double Fischer Random pairs, and prints "
     "White's results per position (rows keyed by the position's id and FEN): wins, draws, losses, "
     "score with a 95% confidence interval, Elo difference with its interval, draw rate, mean game "
-    "length, duplicate games and termination counts; the 'all' row is the whole run. The interval "
+    "length, duplicate games and termination counts; each distinct game counts once (a game that "
+    "repeats another is a duplicate, not new evidence), and a spec whose games would all repeat "
+    "is refused. The 'all' row is the whole run. The interval "
     "is the hull of a score (Wilson-type) interval with the draw-aware variance and an "
     "Agresti-Coull interval with z^2/2 pseudo-wins and pseudo-losses: continuous in the counts, "
     "and covering the true score at least 93% of the time at n >= 20 for every win/draw/loss mix. "
@@ -246,9 +248,10 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   if (log)
     if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
   if (!quiet)
-    io.err << absl::StrFormat("c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games%s\n",
-                              total, secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
-                              before ? absl::StrFormat(" (%d played before)", before) : "");
+    io.err << absl::StrFormat(
+        "c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games (counted once)%s\n", total,
+        secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
+        before ? absl::StrFormat(" (%d played before)", before) : "");
   return kExitOk;
 }
 

@@ -76,7 +76,8 @@ const std::vector<SpecOption>& spec_options() {
        0,
        [](SelfPlaySpec& s, long long v) { s.random_plies = int(v); }},
       {{"node-jitter", Arity::kOne, "PCT",
-        with_range("vary each move's node limit by up to PCT%", 0, kMaxNodeJitterPercent, "0")},
+        with_range("vary each move's node limit by up to PCT%, so that games differ", 0, kMaxNodeJitterPercent,
+                   absl::StrCat(kDefaultNodeJitterPercent, " with --nodes"))},
        0,
        kMaxNodeJitterPercent,
        0,
@@ -264,7 +265,23 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   if (!positions.ok()) return positions.status();
   spec.positions = *std::move(positions);
   spec.date = today_utc();
+  // Games that differ by default: a --nodes limit's node jitter unless given (0 turns it off).
+  if (spec.limits.nodes && !p.has("node-jitter")) spec.node_jitter_percent = selfplay::kDefaultNodeJitterPercent;
   if (absl::Status s = spec.validate(); !s.ok()) return s;
+  if (selfplay::games_repeat(spec)) {
+    std::vector<std::string> fixes = {"--random-plies K"};
+    fixes.push_back(spec.limits.nodes ? "--node-jitter PCT" : "--nodes N (its node jitter is on by default)");
+    if (spec.engine == selfplay::kBuiltinEngine) fixes.push_back("--sample-margin CP");
+    fixes.push_back("--games-per-position 1");
+    std::string list;
+    for (size_t i = 0; i < fixes.size(); ++i)
+      absl::StrAppend(&list, i == 0 ? "" : i + 1 == fixes.size() ? " or " : ", ", fixes[i]);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--games-per-position ", spec.games_per_position, ": every game of a position would repeat the first (a fixed ",
+        spec.limits.nodes ? "--nodes" : "--depth",
+        " limit with no random plies, node jitter or move sampling), so its statistics would count copies; give ",
+        list));
+  }
   return spec;
 }
 

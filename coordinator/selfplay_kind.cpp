@@ -54,6 +54,12 @@ class SelfPlayKind : public JobKind {
         return absl::InvalidArgumentError(absl::StrCat("options: '", o.name().substr(0, 64),
                                                        "' names a file or directory on the workers' hosts; only "
                                                        "their operators set those (c960-worker --engine-option)"));
+    // A spec whose games all repeat the first would count copies as evidence.
+    if (selfplay::games_repeat(*s))
+      return absl::InvalidArgumentError(
+          absl::StrCat("games_per_position: every one of the ", s->games_per_position,
+                       " games of a position would repeat the first (a fixed nodes or depth limit with random_plies, "
+                       "node_jitter_percent and sample_margin_cp all 0); set one of them, or games_per_position 1"));
     if (!v1::StoreGames_IsValid(p.store_games()))
       return absl::InvalidArgumentError(absl::StrCat("store_games: ", int(p.store_games()), " is not a choice"));
     if (p.store_games() == v1::STORE_GAMES_SAMPLE && (p.store_games_sample() < 1 || p.store_games_sample() > (1 << 30)))

@@ -281,6 +281,9 @@ class Store {
   absl::Status convert_selfplay_v4();
   // Schema 6: stored games' move codes into the legal-rank coding.
   absl::Status recode_selfplay_v6();
+  // Schema 8: self-play statistics counted again from the settled units' game summaries, each
+  // distinct game once (repeats in duplicates only).
+  absl::Status recount_selfplay_v8();
   std::recursive_mutex mu_;
   sqlite3* db_;
   std::unique_ptr<Statements> statements_;

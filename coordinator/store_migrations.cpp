@@ -110,7 +110,9 @@ CREATE TABLE credentials (
     // unit's spec and the result (store_sql.h), written with each result and checked when it is
     // read back, so that a result moved to another unit's row, or damaged, is refused instead of
     // counted. A self-play position's games that are not evidence about it (an engine failure
-    // before both engines played a move: selfplay::is_evidence) are counted apart.
+    // before both engines played a move: selfplay::is_evidence) are counted apart, and a game
+    // that repeats another counts once: recount_selfplay_v8() counts every self-play job's
+    // statistics again from its settled units' game summaries.
     R"sql(
 ALTER TABLE units ADD COLUMN bound BLOB;
 ALTER TABLE copies ADD COLUMN bound BLOB;
@@ -171,8 +173,65 @@ absl::Status Store::migrate(int up_to) {
       if (absl::Status s = convert_selfplay_v4(); !s.ok()) return s;
     if (version + 1 == 6)
       if (absl::Status s = recode_selfplay_v6(); !s.ok()) return s;
+    if (version + 1 == 8) {
+      binds_ = true;
+      if (absl::Status s = recount_selfplay_v8(); !s.ok()) return s;
+    }
     if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::recount_selfplay_v8() {
+  std::vector<std::string> jobs;
+  {
+    Stmt q(db_, "SELECT id, spec FROM jobs");
+    if (!q.ok()) return error("recount");
+    while (q.step() == SQLITE_ROW) {
+      v1::JobSpec spec;
+      if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
+    }
+  }
+  for (const std::string& id : jobs) {
+    std::vector<std::pair<int64_t, int64_t>> stored;  // (sp, games stored): kept as they are
+    {
+      Stmt q(db_, "SELECT sp, COUNT(*) FROM sp_games WHERE job_id = ? GROUP BY sp");
+      if (!q.ok()) return error("recount");
+      q.bind_text(1, id);
+      while (q.step() == SQLITE_ROW) stored.emplace_back(q.i64(0), q.i64(1));
+    }
+    for (const char* sql : {"DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?"}) {
+      Stmt d(db_, sql);
+      if (!d.ok()) return error("recount");
+      d.bind_text(1, id);
+      if (!d.run()) return error("recount");
+    }
+    Stmt u(db_, "SELECT idx, spec, meta, result FROM units WHERE job_id = ? AND result IS NOT NULL ORDER BY idx");
+    if (!u.ok()) return error("recount");
+    u.bind_text(1, id);
+    int rc;
+    while ((rc = u.step()) == SQLITE_ROW) {
+      v1::UnitSpec spec;
+      v1::store::UnitMeta meta;
+      if (!spec.ParseFromString(u.blob(1)) || !meta.ParseFromString(u.blob(2)))
+        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), " does not parse"));
+      absl::StatusOr<SelfPlaySettlement> s =
+          settlement_from_settled(spec.selfplay(), meta.selfplay().position(), u.blob(3));
+      if (!s.ok())
+        return absl::DataLossError(absl::StrCat("store: unit ", id, "/", u.i64(0), ": ", s.status().message()));
+      if (absl::Status a = apply_settlement(id, *s, 1); !a.ok()) return a;
+    }
+    if (rc != SQLITE_DONE) return error("recount");
+    Stmt set(db_, "UPDATE sp_totals SET stored = ? WHERE job_id = ? AND sp = ?");
+    if (!set.ok()) return error("recount");
+    for (const auto& [sp, n] : stored) {
+      set.reset();
+      set.bind(1, n);
+      set.bind_text(2, id);
+      set.bind(3, sp);
+      if (!set.run()) return error("recount");
+    }
   }
   return absl::OkStatus();
 }

@@ -83,15 +83,19 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   Stmt hd(*statements_, "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
   Stmt hz(*statements_, "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
   if (!h.ok() || !hd.ok() || !hz.ok()) return error("game hashes");
+  // A game counts in the results once per distinct game: the first of its hash adds its result,
+  // a repeat only to duplicates, and taking games back undoes the same whatever the order (the
+  // result of a distinct game goes when its last copy goes). Games that are not evidence
+  // (selfplay::is_evidence) count apart, and not among the hashes.
   for (const GameSummary& g : sp.games) {
     t.games += sign;
-    if (!g.evidence)
-      t.uncounted += sign;
-    else
-      (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
     t.plies += sign * int64_t(g.plies);
     if (t.terminations.size() <= g.termination) t.terminations.resize(size_t(g.termination) + 1);
     t.terminations[g.termination] += sign;
+    if (!g.evidence) {
+      t.uncounted += sign;
+      continue;
+    }
     Stmt& q = sign > 0 ? h : hd;
     q.reset();
     q.bind_text(1, job_id);
@@ -100,8 +104,11 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     if (q.step() != SQLITE_ROW) return error("game hashes");
     const int64_t n = q.i64(0);
     q.reset();
-    if (sign > 0 && n > 1) ++t.duplicates;
-    if (sign < 0 && n >= 1) --t.duplicates;
+    const bool distinct = sign > 0 ? n == 1 : n <= 0;
+    if (distinct)
+      (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
+    else
+      t.duplicates += sign;
     if (sign < 0 && n <= 0) {
       hz.reset();
       hz.bind_text(1, job_id);

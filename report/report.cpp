@@ -215,9 +215,9 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
                       "terminations but not counted in any result, score or test.</p>");
     if (duplicates > 0)
       absl::StrAppend(&b, "<p class=\"note\">", count(duplicates),
-                      " games repeat an earlier game of their position move for move. Repeated games are not "
-                      "independent, so they overstate how much the positions differ; more randomness (node jitter, "
-                      "random opening plies) removes them.</p>");
+                      " games repeat an earlier game of their position move for move. A repeat is no new evidence, "
+                      "so each distinct game is counted once; more randomness (node jitter, random opening plies) "
+                      "makes more of the games count.</p>");
     absl::StrAppend(&b, "<p>Spread of the per-position scores: standard deviation ", fixed(a.observed_sd),
                     "; sampling noise alone would give about ", fixed(a.noise_sd), ", which leaves about <b>",
                     fixed(a.excess_sd), "</b> for real differences between positions (method of moments).</p>");

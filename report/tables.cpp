@@ -269,7 +269,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       row.uncounted = *x;
     }
     for (size_t t = 0; t < term_cols.size(); ++t) {
-      absl::StatusOr<int64_t> x = read_int(r, term_cols[t], table.termination_names[t], v[0] + row.uncounted);
+      absl::StatusOr<int64_t> x =
+          read_int(r, term_cols[t], table.termination_names[t], v[0] + row.uncounted + row.duplicates);
       if (!x.ok()) return x.status();
       row.terminations.push_back(*x);
     }

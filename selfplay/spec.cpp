@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/movegen.h"
@@ -30,6 +32,16 @@ bool valid_date(absl::string_view d) {
 }
 
 }  // namespace
+
+bool games_repeat(const SelfPlaySpec& spec) {
+  if (spec.games_per_position < 2 || spec.limits.movetime_ms > 0) return false;
+  if (spec.random_plies > 0 || spec.node_jitter_percent > 0 || spec.sample_margin_cp > 0) return false;
+  for (const UciOptionValue& o : spec.options) {
+    int threads = 0;
+    if (absl::EqualsIgnoreCase(o.name, "Threads") && absl::SimpleAtoi(o.value, &threads) && threads > 1) return false;
+  }
+  return true;
+}
 
 absl::Status SelfPlaySpec::validate() const {
   if (absl::Status s = validate_positions(); !s.ok()) return s;

@@ -32,6 +32,9 @@ inline constexpr int kMaxDepthLimit = 64;
 inline constexpr int kMaxMovetimeMs = 3'600'000;
 inline constexpr int kMaxRandomPlies = 40;
 inline constexpr int kMaxNodeJitterPercent = 90;
+// The node jitter `c960 selfplay` and `c960 submit selfplay` give a --nodes limit unless told:
+// without it, a deterministic engine at a fixed node count plays every game of a position alike.
+inline constexpr int kDefaultNodeJitterPercent = 10;
 inline constexpr int kMaxSampleMarginCp = 1000;
 // The command line's seed when none is given (a SelfPlaySpec made in code starts at 0).
 inline constexpr uint64_t kDefaultSeed = 1;
@@ -81,6 +84,13 @@ struct SelfPlaySpec {
   absl::Status validate_positions() const;
   absl::Status validate_settings() const;
 };
+
+// Whether every game of a position would repeat its first: more than one game per position, a
+// fixed nodes or depth limit (movetime varies by itself), no random opening plies, no node jitter,
+// no move sampling, and an engine that is deterministic there (the built-in one; a UCI engine
+// unless a Threads option above 1 makes its searches race). Such a spec plays one game N times,
+// so its statistics would count copies as evidence: `c960 selfplay` and submit refuse it.
+bool games_repeat(const SelfPlaySpec& spec);
 
 // The start positions sp (0..959), in that order.
 std::vector<StartPosition> chess960_positions(const std::vector<int>& sps);

@@ -130,8 +130,11 @@ bool is_evidence(Termination termination, int plies, int opening_plies) {
 bool is_evidence(const GameRecord& game) { return is_evidence(game.termination, game.plies(), game.opening_plies); }
 
 void PositionStats::add(const GameRecord& game) {
+  // A game that repeats an earlier one move for move is no new evidence: counted once.
   if (!is_evidence(game)) {
     ++uncounted;
+  } else if (!game_hashes.insert(game_hash(game)).second) {
+    ++duplicates;
   } else {
     switch (game.result) {
       case GameResult::kWhiteWins: ++counts.white_wins; break;
@@ -141,7 +144,6 @@ void PositionStats::add(const GameRecord& game) {
   }
   total_plies += game.plies();
   if (game.termination < Termination::kCount) ++terminations[size_t(game.termination)];
-  if (!game_hashes.insert(game_hash(game)).second) ++duplicates;
 }
 
 double PositionStats::mean_plies() const { return played() ? double(total_plies) / double(played()) : kNaN; }

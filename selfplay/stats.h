@@ -1,6 +1,8 @@
 // Self-play statistics: per start position and for the whole job, White's results, score with
 // a 95% confidence interval, the Elo difference with its interval, draw rate, game length,
-// terminations and duplicate games.
+// terminations and duplicate games. Figures count distinct games that are evidence about their
+// position: a repeat of an earlier game, or an engine failure before the engines played
+// (is_evidence), is reported and not counted again.
 //
 // The interval. A game scores 1, 1/2 or 0 for White; with true probabilities (W, D, L) the mean
 // is p = W + D/2 and a game's variance is p(1-p) - D/4. We take the hull of two intervals, one
@@ -59,12 +61,14 @@ bool is_evidence(Termination termination, int plies, int opening_plies);
 bool is_evidence(const GameRecord& game);
 
 struct PositionStats {
-  std::string id;           // the position's id: its number for the 960 ("518"), see StartPosition
-  int sp = -1;              // the Chess960 start position number, else -1
-  std::string fen;          // X-FEN
-  ResultCounts counts;      // of the games that are evidence (is_evidence)
+  std::string id;   // the position's id: its number for the 960 ("518"), see StartPosition
+  int sp = -1;      // the Chess960 start position number, else -1
+  std::string fen;  // X-FEN
+  // Of the distinct games that are evidence (is_evidence): a game that repeats an earlier one
+  // of the position move for move adds nothing, and is counted in `duplicates` instead.
+  ResultCounts counts;
   int64_t total_plies = 0;  // of every game played
-  int64_t duplicates = 0;   // games whose move sequence an earlier game of this position already had
+  int64_t duplicates = 0;   // evidence games whose moves an earlier game of this position had
   int64_t uncounted = 0;    // games played that are not evidence (in terminations and plies only)
   std::array<int64_t, size_t(Termination::kCount)> terminations{};
   std::set<uint64_t> game_hashes;
@@ -73,7 +77,7 @@ struct PositionStats {
   bool complete = true;
 
   void add(const GameRecord& game);
-  int64_t played() const { return counts.games() + uncounted; }
+  int64_t played() const { return counts.games() + duplicates + uncounted; }
   double mean_plies() const;  // over every game played
 };
 

@@ -4,6 +4,7 @@
 // interrupt is requested in-process (cli/interrupt.h), as the signal handler does;
 // tests/cli_test.cpp sends real signals to the binary.
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -288,8 +289,9 @@ TEST(CliSelfPlay, ResumeRefusesWhatItCannotContinue) {
 }
 
 TEST(CliSelfPlay, SpIsOneStartPosition) {
-  const std::vector<std::string> base = {"selfplay", "--games-per-position", "2", "--engine", "builtin", "--depth",
-                                         "1",        "--max-plies",          "8", "--quiet"};
+  const std::vector<std::string> base = {
+      "selfplay", "--games-per-position", "2", "--engine",       "builtin", "--depth",
+      "1",        "--max-plies",          "8", "--random-plies", "2",       "--quiet"};
   const auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());
@@ -309,6 +311,42 @@ TEST(CliSelfPlay, SpIsOneStartPosition) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--sp does not go with"), std::string::npos) << r.err;
   EXPECT_NE(run_io({"selfplay", "--help"}).out.find("--sp N"), std::string::npos);
+}
+
+// Issue 20: the README's `c960 selfplay --sp 518 --games-per-position 100 --engine builtin
+// --nodes 20000` played one game 100 times and printed White 1.000 [0.956, 1.000]. Games now vary
+// by default (a --nodes limit's node jitter), a repeat counts once, and a spec whose games must
+// all repeat is refused naming what fixes it.
+TEST(CliSelfPlay, GamesVaryByDefaultAndCopiesAreNotEvidence) {
+  const std::vector<std::string> base = {"selfplay", "--sp",     "518",         "--games-per-position",
+                                         "12",       "--engine", "builtin",     "--format",
+                                         "json",     "--quiet",  "--max-plies", "60"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Result r = run_io(with({"--nodes", "400"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"node_jitter_percent\": 10"), std::string::npos) << r.out.substr(0, 600);
+  // The total's games are the distinct ones; with the jitter most of the 12 differ.
+  const size_t total = r.out.find("\"total\": ");
+  ASSERT_NE(total, std::string::npos);
+  int games = -1, duplicates = -1;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("\"games\": ", total), "\"games\": %d", &games), 1);
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("\"duplicates\": ", total), "\"duplicates\": %d", &duplicates), 1);
+  EXPECT_EQ(games + duplicates, 12);
+  EXPECT_GE(games, 8) << r.out;
+  // Without any randomness: refused, naming the options that fix it.
+  for (const std::vector<std::string>& more :
+       {std::vector<std::string>{"--nodes", "400", "--node-jitter", "0"}, std::vector<std::string>{"--depth", "2"}}) {
+    const Result refused = run_io(with(more));
+    EXPECT_EQ(refused.code, 2) << refused.out;
+    EXPECT_NE(refused.err.find("every game of a position would repeat the first"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--random-plies K"), std::string::npos) << refused.err;
+  }
+  // One game per position, or randomness of another kind, is fine.
+  EXPECT_EQ(run_io(with({"--depth", "1", "--sample-margin", "50"})).code, 0);
 }
 
 TEST(CliResumeFile, TornLastLineIsDroppedAndOptionsAreCompared) {
@@ -383,8 +421,8 @@ namespace {
 // On a terminal selfplay prints the readable table (the 'all' row first); piped, CSV as before;
 // --format chooses either way.
 TEST(CliSelfPlay, ATableOnATerminalCsvWhenPiped) {
-  const std::vector<std::string> args = {
-      "selfplay", "--sps", "0-1", "--games-per-position", "2", "--engine", "builtin", "--depth", "1", "--quiet"};
+  const std::vector<std::string> args = {"selfplay", "--sps",   "0-1", "--games-per-position", "2", "--engine",
+                                         "builtin",  "--depth", "1",   "--random-plies",       "2", "--quiet"};
   const Result tty = run_io(args, true), piped = run_io(args, false);
   ASSERT_EQ(tty.code, 0) << tty.err;
   ASSERT_EQ(piped.code, 0) << piped.err;

@@ -207,12 +207,15 @@ TEST(Stats, TableColumnsDuplicatesAndRanking) {
   EXPECT_EQ(col(sp0, "stalemate"), "1");
   EXPECT_EQ(col(sp0, "adjudicated_resign"), "1");
   EXPECT_EQ(col(sp0, "rank"), "2");
-  EXPECT_EQ(col(sp518, "white_wins"), "2");
+  // The duplicate is reported, not counted again: one win and one draw.
+  EXPECT_EQ(col(sp518, "white_wins"), "1");
+  EXPECT_EQ(col(sp518, "games"), "2");
   EXPECT_EQ(col(sp518, "duplicates"), "1");
-  EXPECT_EQ(col(sp518, "score"), "0.8333");
+  EXPECT_EQ(col(sp518, "score"), "0.7500");
+  EXPECT_EQ(col(sp518, "mean_plies"), "47.0");  // over the three games played
   EXPECT_EQ(col(sp518, "rank"), "1");
   EXPECT_EQ(col(all, "sp"), "all");
-  EXPECT_EQ(col(all, "games"), "5");
+  EXPECT_EQ(col(all, "games"), "4");
   EXPECT_EQ(col(all, "checkmate"), "2");
   EXPECT_EQ(st.ranking(), (std::vector<std::string>{"518", "0"}));
 

@@ -401,6 +401,7 @@ TEST_F(HostileWorkerTest, ImpossibleResultsAreRefusedAndQuarantineTheirSender) {
   games.mutable_selfplay()->set_games_per_position(2);
   games.mutable_selfplay()->set_engine("builtin");
   games.mutable_selfplay()->set_nodes(200);
+  games.mutable_selfplay()->set_node_jitter_percent(10);
   games.mutable_selfplay()->set_max_plies(40);
   games.mutable_selfplay()->set_games_per_unit(1);
   const v1::Job selfplay_job = submit(games);

@@ -400,7 +400,7 @@ TEST_F(SelfPlayJobTest, FenAndDfrcJobsEqualALocalRunKeyedById) {
 TEST_F(SelfPlayJobTest, StatisticsAndStoredGamesEqualALocalRunWhateverIsStored) {
   v1::SelfPlayJobSpec s = small_spec();
   s.set_games_per_position(5);
-  s.set_random_plies(0);  // the built-in engine at a fixed depth plays the same game again
+  s.set_random_plies(1);  // one random ply of about 20: some games repeat others
   auto spec = selfplay::spec_from_proto(s);
   ASSERT_TRUE(spec.ok()) << spec.status();
   auto local = selfplay::play_local(*spec, 1);
@@ -511,7 +511,7 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   auto totals = (*store)->load_position_totals("job-1");
   ASSERT_TRUE(totals.ok() && totals->size() == 1u);
   EXPECT_EQ((*totals)[0].games, 4);
-  EXPECT_EQ((*totals)[0].white_wins, 4);
+  EXPECT_EQ((*totals)[0].white_wins, 1);  // four copies of one game: one game's evidence
   EXPECT_EQ((*totals)[0].plies, 40);
   EXPECT_EQ((*totals)[0].duplicates, 3);
   EXPECT_EQ((*totals)[0].stored, 4);
@@ -524,12 +524,22 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   totals = (*store)->load_position_totals("job-1");
   EXPECT_EQ((*totals)[0].games, 2);
   EXPECT_EQ((*totals)[0].duplicates, 1);
+  EXPECT_EQ((*totals)[0].white_wins, 1);  // the distinct game stays while a copy of it does
   EXPECT_EQ((*totals)[0].stored, 2);
   EXPECT_EQ((*store)->load_games("job-1")->size(), 2u);
   EXPECT_FALSE((*store)->unit_result("job-1", 1)->has_value());
   // Settled again, as another worker computes it, it counts as before.
   ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
   EXPECT_EQ((*(*store)->load_position_totals("job-1"))[0].duplicates, 3);
+  // Taken back whole, nothing is left of the game's evidence.
+  ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 1, 2, undo).ok());
+  SelfPlaySettlement undo_a = a;
+  undo_a.stored.clear();
+  ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 0, 2, undo_a).ok());
+  totals = (*store)->load_position_totals("job-1");
+  EXPECT_EQ((*totals)[0].games, 0);
+  EXPECT_EQ((*totals)[0].white_wins, 0);
+  EXPECT_EQ((*totals)[0].duplicates, 0);
 }
 
 // A store of schema 3 kept every game whole, in its unit's result, its copies' and the games
@@ -862,6 +872,25 @@ TEST_F(SelfPlayJobTest, AnEngineFailureBeforeBothEnginesMovedIsNotEvidence) {
   EXPECT_EQ(local.find("518")->counts.games(), 0);
   EXPECT_EQ(local.find("518")->uncounted, 1);
   EXPECT_EQ(local.find("518")->terminations[size_t(selfplay::Termination::kEngineError)], 1);
+}
+
+// Issue 20: a job whose games would all repeat the first (a fixed limit, no randomness) is
+// refused at submit naming the fields that fix it; the README's example now varies its games.
+TEST_F(SelfPlayJobTest, AJobWhoseGamesWouldAllRepeatIsRefused) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_random_plies(0);
+  const absl::Status refused = submit(s).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "would repeat the first")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "random_plies")) << refused;
+  s.set_games_per_position(1);
+  EXPECT_TRUE(submit(s).ok());
+  s.set_games_per_position(3);
+  s.clear_depth();
+  s.set_nodes(300);
+  EXPECT_EQ(submit(s).status().code(), absl::StatusCode::kInvalidArgument);
+  s.set_node_jitter_percent(10);
+  EXPECT_TRUE(submit(s).ok());
 }
 
 TEST_F(SelfPlayJobTest, AJobNamesAnEngineNeverAPath) {
