@@ -476,6 +476,43 @@ TEST_F(SelfPlayJobTest, ARestartMidJobLosesNothing) {
   EXPECT_EQ(pgn, local_pgn);
 }
 
+// Schema 8 counts each distinct game once: opened, a store of schema 7 has every self-play
+// job's statistics counted again from its settled units' game summaries (here made wrong on
+// purpose first), to the local run's figures; the stored games stay.
+TEST_F(SelfPlayJobTest, SchemaSevenStoresAreRecountedDistinctGamesOnce) {
+  coordinator_.reset();
+  store_.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir_ + "/c.db" + suffix);
+  {
+    auto old = Store::open(dir_ + "/c.db", 7);
+    ASSERT_TRUE(old.ok()) << old.status();
+    store_ = std::move(*old);
+  }
+  coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{30'000});
+  ASSERT_TRUE(coordinator_->load().ok());
+  worker_ = hello("w");
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_games_per_position(5);
+  s.set_random_plies(1);
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  play_all();
+  ASSERT_TRUE(store_->exec_for_test("UPDATE sp_totals SET white_wins = 99, draws = 0, duplicates = 0").ok());
+  open();
+  EXPECT_EQ(store_->schema_version(), Store::kSchemaVersion);
+  const selfplay::SelfPlaySpec spec = *selfplay::spec_from_proto(s);
+  selfplay::SelfPlayStats local_stats, stats;
+  auto local = selfplay::play_local(spec, 1);
+  ASSERT_TRUE(local.ok()) << local.status();
+  for (const selfplay::PlayedGame& g : *local) local_stats.add(spec.positions[g.position], g.record);
+  ASSERT_GT(local_stats.total().duplicates, 0);
+  std::string pgn;
+  int64_t games = 0;
+  cluster_figures(j->id(), &stats, &pgn, &games);
+  EXPECT_EQ(games, 10);  // stored games kept
+  EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
+}
+
 // Taking a settled unit back (its only vote came from a worker quarantined since) takes its
 // games out of the counts, duplicates included, and out of the stored games.
 TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
