@@ -177,7 +177,8 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
     if (absl::Status c = out.commit(); !c.ok()) return fail(io, kName, c);
   }
   switch (format) {
-    case OutputFormat::kText: return emit(p, io, selfplay_text_table(stats));
+    case OutputFormat::kText:
+      return emit(p, io, selfplay_text_table(stats, io.out_is_tty && !p.has("out") ? stdout_columns() : 0));
     case OutputFormat::kCsv: return emit(p, io, stats.to_csv(partial));
     case OutputFormat::kJson: break;
   }

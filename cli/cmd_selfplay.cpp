@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -16,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
+#include "cli/provenance.h"
 #include "cli/resume.h"
 #include "cli/selfplay_args.h"
 #include "cli/selfplay_resume.h"
@@ -161,12 +164,15 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   }
   std::vector<selfplay::MetadataValue> metadata = selfplay::metadata_values(*spec);
   metadata.insert(metadata.begin(), {"version", std::string(c960::version())});
+  for (selfplay::MetadataValue& v : provenance(*spec, p->has("epd") ? p->get("epd") : ""))
+    metadata.push_back(std::move(v));
   // The statistics of the games finished so far, in game order.
   const auto table = [&] {
     selfplay::SelfPlayStats stats;
     for (size_t k = 0; k < total; ++k)
       if (finished[k]) stats.add(spec->positions[k / per_position], *finished[k]);
-    return std::make_pair(format == "text"  ? selfplay_text_table(stats)
+    return std::make_pair(format == "text"
+                              ? selfplay_text_table(stats, io.out_is_tty && !has_out ? stdout_columns() : 0)
                           : format == "csv" ? stats.to_csv()
                                             : stats.to_json(metadata),
                           stats.total().duplicates);

@@ -1,11 +1,17 @@
 #include "cli/table_format.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <sys/ioctl.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/job_format.h"
 #include "cluster/log.h"
+#include "report/stats.h"
 #include "selfplay/positions.h"
 
 namespace c960::cli {
@@ -160,9 +166,16 @@ std::string pad_left(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+size_t widest_line(const std::string& text) {
+  size_t widest = 0, start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    widest = std::max(widest, nl - start);
+  return std::max(widest, text.size() - start);
+}
+
 }  // namespace
 
-std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
+std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width) {
   std::vector<const selfplay::PositionStats*> order;
   for (const std::string& id : stats.ranking()) order.push_back(stats.find(id));
   const selfplay::PositionStats total = stats.total();
@@ -186,10 +199,10 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
 
   size_t incomplete = 0;
   for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
-  std::vector<TextColumn> columns = {{"rank", true},      {"id", false},          {"position", false},
-                                     {"games", true},     {"white", true},        {"draws", true},
-                                     {"black", true},     {"score [95%]", false}, {"elo [95%]", false},
-                                     {"draw rate", true}, {"plies", true},        {"dups", true}};
+  std::vector<TextColumn> columns = {
+      {"rank", true},       {"id", false},       {"position", false}, {"games", true},
+      {"white", true},      {"draws", true},     {"black", true},     {"White's score [95%]", false},
+      {"elo [95%]", false}, {"draw rate", true}, {"plies", true},     {"dups", true}};
   if (incomplete) columns.push_back({"", false});
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -214,12 +227,43 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats) {
         i == 0 || p.complete ? "" : "incomplete",
     });
   }
+  // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
+  std::string table = render_columns(columns, cells);
+  for (const char* drop : {"elo [95%]", "plies", "draw rate", "dups", "position"}) {
+    if (width <= 0 || widest_line(table) <= size_t(width)) break;
+    const size_t c =
+        size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; }) -
+               columns.begin());
+    columns.erase(columns.begin() + long(c));
+    for (std::vector<std::string>& row : cells) row.erase(row.begin() + long(c));
+    table = render_columns(columns, cells);
+  }
   std::string uncounted;
   if (total.uncounted > 0)
     uncounted = absl::StrCat(total.uncounted, total.uncounted == 1 ? " game" : " games",
                              " not counted: an engine failed before both engines had played a move from the position "
                              "(CSV and JSON: 'uncounted')\n");
-  return render_columns(columns, cells) + incomplete_note(incomplete, order.size(), "games") + uncounted;
+  return table + incomplete_note(incomplete, order.size(), "games") + uncounted + position_matters_line(stats);
+}
+
+std::string position_matters_line(const selfplay::SelfPlayStats& stats) {
+  std::vector<std::vector<int64_t>> table;
+  for (const selfplay::PositionStats* p : stats.rows())
+    if (p->counts.games() > 0) table.push_back({p->counts.white_wins, p->counts.draws, p->counts.black_wins});
+  const report::ChiSquareTest t = report::chi_square_homogeneity(table);
+  if (t.dof <= 0) return "";
+  const std::string p = t.p_value < 0.001 ? "p < 0.001" : absl::StrFormat("p = %.3f", t.p_value);
+  std::string out =
+      absl::StrFormat("Does the start position matter? chi-square %.1f, %d df, %s\n", t.statistic, t.dof, p);
+  if (t.share_expected_below_5 > 0.2)
+    out += "(few games per position: c960 report's permutation test is the one to trust)\n";
+  return out;
+}
+
+int stdout_columns() {
+  winsize ws{};
+  const int cols = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+  return terminal_width(cols, std::getenv("COLUMNS"));
 }
 
 }  // namespace c960::cli

@@ -62,7 +62,15 @@ std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
 // each with its rank, id and back rank; games and results right-aligned, score and Elo with their
 // 95% intervals aligned ("0.512 [0.489, 0.535]", "+8 [-7, +24]"), draw rate, mean plies and
 // duplicates. Terminations are in the CSV and JSON only. Positions not complete
-// (PositionStats::complete) are marked "incomplete" and counted in a line below.
-std::string selfplay_text_table(const selfplay::SelfPlayStats& stats);
+// (PositionStats::complete) are marked "incomplete" and counted in a line below, then the
+// position_matters_line. `width` > 0 (a terminal's columns): the columns that matter least are
+// left out until the table fits (Elo, plies, draw rate, duplicates, back rank).
+std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width = 0);
+// "Does the start position matter? chi-square X, D df, p = P": Pearson's test of homogeneity of
+// the positions' win/draw/loss counts (report/stats.h), "" with fewer than two positions with
+// games; a second line when expected counts are small.
+std::string position_matters_line(const selfplay::SelfPlayStats& stats);
+// The columns of this process's stdout when it is a terminal, else $COLUMNS, else 80.
+int stdout_columns();
 
 }  // namespace c960::cli

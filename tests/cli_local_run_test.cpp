@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
+#include "cli/provenance.h"
 #include "cli/resume.h"
 #include "cli/selfplay_resume.h"
 #include "gtest/gtest.h"
@@ -347,6 +348,27 @@ TEST(CliSelfPlay, GamesVaryByDefaultAndCopiesAreNotEvidence) {
   }
   // One game per position, or randomness of another kind, is fine.
   EXPECT_EQ(run_io(with({"--depth", "1", "--sample-margin", "50"})).code, 0);
+}
+
+// Issue 20: provenance in the run's metadata: the host's CPU and the SHA-256 of
+// the opening book (and of a UCI engine's binary).
+TEST(CliSelfPlay, MetadataCarriesProvenance) {
+  test::ScratchDir dir;
+  const std::string book = dir.file("book.epd");
+  std::ofstream(book) << "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - id \"a\";\n";
+  const std::optional<std::string> sha = file_sha256(book);
+  ASSERT_TRUE(sha.has_value());
+  EXPECT_EQ(sha->size(), 64u);
+  const std::string abc = dir.file("abc");
+  std::ofstream(abc) << "abc";
+  EXPECT_EQ(file_sha256(abc), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_FALSE(file_sha256(dir.file("none")).has_value());
+  const Result r = run_io({"selfplay", "--epd", book, "--games-per-position", "2", "--engine", "builtin", "--depth",
+                           "1", "--random-plies", "2", "--threads", "2", "--format", "json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(absl::StrCat("\"book_sha256\": \"", *sha, "\"")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("\"cpu\": \"", cpu_model(), "\"")), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"threads\""), std::string::npos) << r.out;  // files never depend on --threads
 }
 
 TEST(CliResumeFile, TornLastLineIsDroppedAndOptionsAreCompared) {

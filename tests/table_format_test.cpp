@@ -135,8 +135,13 @@ TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
   stats.set_position(position(518, 9, 1, 0));  // 0.950
   stats.set_position(position(959, 5, 0, 5));  // 0.500
   const std::string t = selfplay_text_table(stats);
-  const std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 5u) << t;
+  std::vector<std::string> lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 7u) << t;
+  // Under the table: whether the start position matters, and a word on small counts.
+  EXPECT_TRUE(absl::StartsWith(lines[5], "Does the start position matter? chi-square ")) << t;
+  EXPECT_TRUE(absl::StrContains(lines[6], "permutation test")) << t;
+  lines.resize(5);
+  EXPECT_TRUE(absl::StrContains(lines[0], "White's score [95%]")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[0], "rank  id   position  games")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[1], "      all               30")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[2], "   1  518  RNBQKBNR     10")) << t;
@@ -159,6 +164,27 @@ TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
   EXPECT_FALSE(absl::StrContains(t, "incomplete")) << t;
 }
 
+// Issue 20: the table was 112+ columns wide. On a terminal of W columns the columns that matter
+// least are left out until it fits; White's results, score and interval always stay.
+TEST(SelfPlayTextTable, FitsTheTerminalWidth) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(0, 2, 4, 4));
+  stats.set_position(position(518, 90, 10, 0));
+  stats.set_position(position(959, 5, 0, 5));
+  const auto widest = [](const std::string& t) {
+    size_t w = 0;
+    for (const std::string& l : lines_of(t)) w = std::max(w, l.size());
+    return w;
+  };
+  const std::string full = selfplay_text_table(stats), narrow = selfplay_text_table(stats, 80);
+  EXPECT_GT(widest(full), 80u) << full;
+  EXPECT_LE(widest(narrow), 80u) << narrow;
+  for (const char* kept : {"games", "white", "draws", "black", "White's score [95%]", "RNBQKBNR"})
+    EXPECT_TRUE(absl::StrContains(narrow, kept)) << kept << "\n" << narrow;
+  EXPECT_FALSE(absl::StrContains(narrow, "elo [95%]")) << narrow;
+  EXPECT_EQ(selfplay_text_table(stats, 200), full);
+}
+
 TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   selfplay::SelfPlayStats stats;
   stats.set_position(position(4, 0, 0, 0, false));
@@ -166,7 +192,7 @@ TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   stats.set_position(position(6, 0, 2, 0));
   const std::string t = selfplay_text_table(stats);
   const std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 6u) << t;
+  ASSERT_EQ(lines.size(), 8u) << t;  // and the chi-square lines
   EXPECT_TRUE(absl::StartsWith(lines[2], "   1  5 ")) << t;
   EXPECT_TRUE(absl::EndsWith(lines[2], "incomplete")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[3], "   2  6 ")) << t;
