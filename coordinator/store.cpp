@@ -651,15 +651,11 @@ absl::Status Store::record_leases(const std::string& job_id, const std::vector<L
 absl::Status Store::put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  std::optional<Stmt> kept;
-  if (binds_)
-    kept.emplace(*statements_,
-                 "UPDATE copies SET result = ?1, bound = c960_bind('copy', job_id, idx, copy, (SELECT spec FROM units "
-                 "WHERE units.job_id = copies.job_id AND units.idx = copies.idx), ?1) WHERE job_id = ?2 AND idx = ?3 "
-                 "AND copy = ?4");
-  else
-    kept.emplace(*statements_, "UPDATE copies SET result = ?1 WHERE job_id = ?2 AND idx = ?3 AND copy = ?4");
-  Stmt& q = *kept;
+  Stmt q(*statements_, binds_,
+         "UPDATE copies SET result = ?1, bound = c960_bind('copy', job_id, idx, copy, (SELECT spec FROM units "
+         "WHERE units.job_id = copies.job_id AND units.idx = copies.idx), ?1) WHERE job_id = ?2 AND idx = ?3 "
+         "AND copy = ?4",
+         "UPDATE copies SET result = ?1 WHERE job_id = ?2 AND idx = ?3 AND copy = ?4");
   if (!q.ok()) return error("copy result");
   q.bind(1, result);
   q.bind_text(2, job_id);
@@ -675,15 +671,10 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   {
-    std::optional<Stmt> kept;
-    if (binds_)
-      kept.emplace(*statements_,
-                   "UPDATE units SET result = ?1, votes = ?2, bound = c960_bind('unit', job_id, idx, spec, ?1) WHERE "
-                   "job_id = ?3 AND idx = ?4 AND result IS NULL");
-    else
-      kept.emplace(*statements_,
-                   "UPDATE units SET result = ?1, votes = ?2 WHERE job_id = ?3 AND idx = ?4 AND result IS NULL");
-    Stmt& q = *kept;
+    Stmt q(*statements_, binds_,
+           "UPDATE units SET result = ?1, votes = ?2, bound = c960_bind('unit', job_id, idx, spec, ?1) WHERE "
+           "job_id = ?3 AND idx = ?4 AND result IS NULL",
+           "UPDATE units SET result = ?1, votes = ?2 WHERE job_id = ?3 AND idx = ?4 AND result IS NULL");
     if (!q.ok()) return error("settle unit");
     q.bind(1, result);
     q.bind(2, int64_t(votes));
@@ -720,13 +711,9 @@ absl::Status Store::set_votes(const std::string& job_id, int64_t unit, int32_t v
 absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32_t wanted) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  std::optional<Stmt> kept;
-  if (binds_)
-    kept.emplace(*statements_,
-                 "UPDATE units SET result = NULL, bound = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
-  else
-    kept.emplace(*statements_, "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
-  Stmt& q = *kept;
+  Stmt q(*statements_, binds_,
+         "UPDATE units SET result = NULL, bound = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?",
+         "UPDATE units SET result = NULL, votes = 0, wanted = ? WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("unsettle unit");
   q.bind(1, int64_t(wanted));
   q.bind_text(2, job_id);
@@ -737,12 +724,8 @@ absl::Status Store::unsettle_unit(const std::string& job_id, int64_t unit, int32
 
 absl::StatusOr<std::optional<std::string>> Store::unit_result(const std::string& job_id, int64_t unit) {
   std::lock_guard lock(mu_);
-  std::optional<Stmt> kept;
-  if (binds_)
-    kept.emplace(*statements_, "SELECT result, bound IS " C960_UNIT_BINDING " FROM units WHERE job_id = ? AND idx = ?");
-  else
-    kept.emplace(*statements_, "SELECT result, 1 FROM units WHERE job_id = ? AND idx = ?");
-  Stmt& q = *kept;
+  Stmt q(*statements_, binds_, "SELECT result, bound IS " C960_UNIT_BINDING " FROM units WHERE job_id = ? AND idx = ?",
+         "SELECT result, 1 FROM units WHERE job_id = ? AND idx = ?");
   if (!q.ok()) return error("unit result");
   q.bind_text(1, job_id);
   q.bind(2, unit);

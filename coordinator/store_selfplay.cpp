@@ -60,16 +60,11 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   t.sp = sp.sp;
   {
     // Stores of older schemas (tests write them through this code) have no uncounted games.
-    std::optional<Stmt> kept;
-    if (binds_)
-      kept.emplace(*statements_,
-                   "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
-                   "FROM sp_totals WHERE job_id = ? AND sp = ?");
-    else
-      kept.emplace(*statements_,
-                   "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
-                   "sp_totals WHERE job_id = ? AND sp = ?");
-    Stmt& q = *kept;
+    Stmt q(*statements_, binds_,
+           "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
+           "FROM sp_totals WHERE job_id = ? AND sp = ?",
+           "SELECT games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
+           "sp_totals WHERE job_id = ? AND sp = ?");
     if (!q.ok()) return error("position totals");
     q.bind_text(1, job_id);
     q.bind(2, int64_t(sp.sp));
@@ -158,16 +153,11 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   }
   std::string terms(t.terminations.size() * 8, '\0');
   for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
-  std::optional<Stmt> kept;
-  if (binds_)
-    kept.emplace(*statements_,
-                 "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-                 "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  else
-    kept.emplace(*statements_,
-                 "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-                 "duplicates, stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Stmt& u = *kept;
+  Stmt u(*statements_, binds_,
+         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
+         "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
+         "duplicates, stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!u.ok()) return error("position totals");
   u.bind_text(1, job_id);
   u.bind(2, int64_t(sp.sp));
@@ -186,16 +176,11 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
 
 absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  std::optional<Stmt> kept;
-  if (binds_)
-    kept.emplace(*statements_,
-                 "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
-                 "FROM sp_totals WHERE job_id = ? ORDER BY sp");
-  else
-    kept.emplace(*statements_,
-                 "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
-                 "sp_totals WHERE job_id = ? ORDER BY sp");
-  Stmt& q = *kept;
+  Stmt q(*statements_, binds_,
+         "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, uncounted "
+         "FROM sp_totals WHERE job_id = ? ORDER BY sp",
+         "SELECT sp, games, white_wins, draws, black_wins, plies, duplicates, stored, terminations, 0 FROM "
+         "sp_totals WHERE job_id = ? ORDER BY sp");
   if (!q.ok()) return error("position totals");
   q.bind_text(1, job_id);
   std::vector<PositionTotals> out;

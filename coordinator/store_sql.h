@@ -45,16 +45,13 @@ class Stmt {
   Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
   template <size_t N>
   Stmt(Store::Statements& cache, const char (&sql)[N]) {
-    Store::Statements::Entry& e = cache.entries[sql];
-    if (e.in_use) {
-      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
-      return;
-    }
-    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
-    if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
-    e.in_use = true;
-    entry_ = &e;
-    s_ = e.stmt;
+    take(cache, sql);
+  }
+  // `current` when the file has the current schema, else `older` (tests write stores of older
+  // schemas through the same code): both kept literals.
+  template <size_t N, size_t M>
+  Stmt(Store::Statements& cache, bool is_current, const char (&current)[N], const char (&older)[M]) {
+    take(cache, is_current ? current : older);
   }
   ~Stmt() {
     if (!entry_) {
@@ -86,6 +83,19 @@ class Stmt {
   }
 
  private:
+  // A literal's kept statement (prepared once), or a fresh one while it is in use (nested).
+  void take(Store::Statements& cache, const char* sql) {
+    Store::Statements::Entry& e = cache.entries[sql];
+    if (e.in_use) {
+      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
+      return;
+    }
+    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
+    if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
+    e.in_use = true;
+    entry_ = &e;
+    s_ = e.stmt;
+  }
   sqlite3_stmt* s_ = nullptr;
   int rc_ = SQLITE_OK;
   Store::Statements::Entry* entry_ = nullptr;
