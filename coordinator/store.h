@@ -277,6 +277,8 @@ class Store {
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
   absl::StatusOr<int64_t> name_id(const std::string& job_id, const std::string& name);
+  // The ids of the self-play jobs (the migrations that rewrite self-play data walk them).
+  absl::StatusOr<std::vector<std::string>> selfplay_job_ids();
   // Schema 4: self-play results of older stores into statistics, digests and compact games.
   absl::Status convert_selfplay_v4();
   // Schema 6: stored games' move codes into the legal-rank coding.

@@ -183,16 +183,21 @@ absl::Status Store::migrate(int up_to) {
   return absl::OkStatus();
 }
 
-absl::Status Store::recount_selfplay_v8() {
+absl::StatusOr<std::vector<std::string>> Store::selfplay_job_ids() {
   std::vector<std::string> jobs;
-  {
-    Stmt q(db_, "SELECT id, spec FROM jobs");
-    if (!q.ok()) return error("recount");
-    while (q.step() == SQLITE_ROW) {
-      v1::JobSpec spec;
-      if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
-    }
+  Stmt q(db_, "SELECT id, spec FROM jobs");
+  if (!q.ok()) return error("self-play jobs");
+  while (q.step() == SQLITE_ROW) {
+    v1::JobSpec spec;
+    if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
   }
+  return jobs;
+}
+
+absl::Status Store::recount_selfplay_v8() {
+  absl::StatusOr<std::vector<std::string>> listed = selfplay_job_ids();
+  if (!listed.ok()) return listed.status();
+  const std::vector<std::string>& jobs = *listed;
   for (const std::string& id : jobs) {
     std::vector<std::pair<int64_t, int64_t>> stored;  // (sp, games stored): kept as they are
     {
@@ -237,15 +242,9 @@ absl::Status Store::recount_selfplay_v8() {
 }
 
 absl::Status Store::convert_selfplay_v4() {
-  std::vector<std::string> jobs;
-  {
-    Stmt q(db_, "SELECT id, spec FROM jobs");
-    if (!q.ok()) return error("convert");
-    while (q.step() == SQLITE_ROW) {
-      v1::JobSpec spec;
-      if (spec.ParseFromString(q.blob(1)) && spec.has_selfplay()) jobs.push_back(q.blob(0));
-    }
-  }
+  absl::StatusOr<std::vector<std::string>> listed = selfplay_job_ids();
+  if (!listed.ok()) return listed.status();
+  const std::vector<std::string>& jobs = *listed;
   const auto clear_pgn = [](v1::UnitResult* r) {
     for (v1::SelfPlayGame& g : *r->mutable_selfplay()->mutable_games()) g.clear_pgn();
   };
