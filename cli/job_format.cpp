@@ -265,39 +265,56 @@ double RateWindow::eta_seconds(double remaining, int64_t now_ms) const {
 }
 
 Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks) {
-  struct Row {
-    LeaderEntry e;
-    double lo;
-  };
-  std::vector<Row> rows;
-  for (const v1::ResultChunk& ch : chunks) {
-    if (!ch.has_selfplay() || ch.selfplay().games() == 0) continue;
-    const v1::SelfPlayPositionResult& p = ch.selfplay();
-    const selfplay::ResultCounts c{p.white_wins(), p.draws(), p.black_wins()};
-    const selfplay::Interval s = c.score();
-    rows.push_back({{p.start_position(), s.value, c.games()}, s.lo});
-  }
-  // The order of SelfPlayStats::ranking: score, then the interval's lower bound.
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.e.score != b.e.score) return a.e.score > b.e.score;
-    if (a.lo != b.lo) return a.lo > b.lo;
-    return a.e.start_position < b.e.start_position;
-  });
   Leaders l;
-  const size_t nb = std::min<size_t>(kLeadersShown, (rows.size() + 1) / 2);
-  const size_t nw = std::min<size_t>(kLeadersShown, rows.size() - nb);
-  for (size_t i = 0; i < nb; ++i) l.best.push_back(rows[i].e);
-  for (size_t i = 0; i < nw; ++i) l.worst.push_back(rows[rows.size() - 1 - i].e);
+  std::vector<LeaderEntry> entries;
+  std::vector<selfplay::ResultCounts> counts;
+  for (const v1::ResultChunk& ch : chunks) {
+    if (!ch.has_selfplay()) continue;
+    const v1::SelfPlayPositionResult& p = ch.selfplay();
+    // A further chunk of the same position (chunks come position by position).
+    if (!entries.empty() && entries.back().id == p.position_id() && entries.back().start_position == p.start_position())
+      continue;
+    entries.push_back({p.start_position(), p.position_id(), 0, 0, 0, p.games()});
+    counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
+    l.games += p.games();
+  }
+  const selfplay::Ranking r = selfplay::rank_positions(counts);
+  l.most_games = r.most_games;
+  l.min_games = r.min_games;
+  std::vector<LeaderEntry> ranked;
+  for (size_t i : r.order) {
+    LeaderEntry e = entries[i];
+    e.score = r.positions[i].shrunk;
+    e.rank_lo = r.positions[i].rank_lo;
+    e.rank_hi = r.positions[i].rank_hi;
+    ranked.push_back(e);
+  }
+  const size_t nb = std::min<size_t>(kLeadersShown, (ranked.size() + 1) / 2);
+  const size_t nw = std::min<size_t>(kLeadersShown, ranked.size() - nb);
+  for (size_t i = 0; i < nb; ++i) l.best.push_back(ranked[i]);
+  for (size_t i = 0; i < nw; ++i) l.worst.push_back(ranked[ranked.size() - 1 - i]);
   return l;
 }
 
 std::string leader_text(const LeaderEntry& e) {
-  absl::StatusOr<std::string> rank = backrank_of(e.start_position);
-  return absl::StrFormat("#%d %s %.2f (n=%d)", e.start_position, rank.ok() ? *rank : "?", e.score, e.games);
+  std::string name;
+  if (e.start_position >= 0) {
+    absl::StatusOr<std::string> rank = backrank_of(e.start_position);
+    name = absl::StrCat("#", e.start_position, " ", rank.ok() ? *rank : "?");
+  } else {
+    name = absl::StrCat("#", e.id);
+  }
+  const std::string ranks = e.rank_lo ? absl::StrCat("rank ", e.rank_lo, "-", e.rank_hi, ", ") : "";
+  return absl::StrFormat("%s %.2f (%sn=%d)", name, e.score, ranks, e.games);
+}
+
+std::string leaders_missing(const Leaders& l) {
+  if (l.games == 0) return "no games yet";
+  return absl::StrCat("not ranked yet: ", l.min_games, " games a position (most so far: ", l.most_games, ")");
 }
 
 std::string leaders_line(const Leaders& l) {
-  if (!l.any()) return "no games yet";
+  if (!l.any()) return leaders_missing(l);
   std::string out = leaders_list("best:", l.best, 0);
   if (!l.worst.empty()) absl::StrAppend(&out, "; ", leaders_list("worst:", l.worst, 0));
   return out;
@@ -312,7 +329,7 @@ std::vector<std::string> watch_lines(const v1::Job& j, const WatchView& v, int64
   std::vector<std::string> lines = {head, fit_fields(detail_fields(j, v, now), limit)};
   if (j.spec().has_selfplay()) {
     if (!v.leaders.any()) {
-      lines.push_back("best:  no games yet");
+      lines.push_back(cut(absl::StrCat("best:  ", leaders_missing(v.leaders)), limit));
       lines.push_back("worst:");
     } else {
       lines.push_back(leaders_list("best: ", v.leaders.best, limit));

@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
+#include "selfplay/ranking.h"
 
 namespace c960::cli {
 
@@ -59,22 +60,31 @@ class RateWindow {
   std::deque<std::pair<int64_t, double>> samples_;
 };
 
-// The positions of a self-play job with games so far, best score for White first; `best` and
-// `worst` never share a position (with fewer than six, fewer are shown).
+// The best and worst positions of a self-play job so far: the ranked ones (selfplay/ranking.h:
+// kMinGamesToRank games or more) by their shrunk score, best for White first; `best` and `worst`
+// never share a position (with fewer than six ranked, fewer are shown). Nothing is listed until
+// positions are ranked: a list of 2-game positions is luck.
 struct LeaderEntry {
   int start_position = 0;
-  double score = 0;  // White's
+  std::string id;                // its id, for positions beyond the 960
+  double score = 0;              // White's, shrunk
+  int rank_lo = 0, rank_hi = 0;  // the rank's 95% interval (0: not simulated)
   int64_t games = 0;
 };
 struct Leaders {
   std::vector<LeaderEntry> best, worst;
+  int64_t games = 0;       // of every position
+  int64_t most_games = 0;  // of any one position
+  int64_t min_games = selfplay::kMinGamesToRank;
   bool any() const { return !best.empty(); }
 };
 inline constexpr int kLeadersShown = 3;  // at most, in each list
 Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks);
-// "#518 RNBQKBNR 0.61 (n=40)"
+// "#518 RNBQKBNR 0.55 (rank 1-12, n=40)"
 std::string leader_text(const LeaderEntry& e);
-// "best: #518 ... (n=40), #12 ...; worst: ..." (no width limit), or "no games yet".
+// Why nothing is listed: "no games yet", or "not ranked yet: 20 games a position (most so far: 6)".
+std::string leaders_missing(const Leaders& leaders);
+// "best: #518 ... (rank 1-12, n=40), #12 ...; worst: ..." (no width limit), or leaders_missing.
 std::string leaders_line(const Leaders& leaders);
 
 // What `c960 watch` knows besides the job.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sys/ioctl.h>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "cluster/log.h"
 #include "report/stats.h"
 #include "selfplay/positions.h"
+#include "selfplay/ranking.h"
 
 namespace c960::cli {
 
@@ -178,6 +180,10 @@ size_t widest_line(const std::string& text) {
 std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width) {
   std::vector<const selfplay::PositionStats*> order;
   for (const std::string& id : stats.ranking()) order.push_back(stats.find(id));
+  const selfplay::Ranking ranking = stats.shrinkage();
+  std::map<const selfplay::PositionStats*, const selfplay::RankedPosition*> ranked;
+  const std::vector<const selfplay::PositionStats*> rows = stats.rows();
+  for (size_t i = 0; i < rows.size(); ++i) ranked[rows[i]] = &ranking.positions[i];
   const selfplay::PositionStats total = stats.total();
   std::vector<const selfplay::PositionStats*> all = {&total};
   all.insert(all.end(), order.begin(), order.end());
@@ -200,17 +206,20 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   size_t incomplete = 0;
   for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
   std::vector<TextColumn> columns = {
-      {"rank", true},       {"id", false},       {"position", false}, {"games", true},
-      {"white", true},      {"draws", true},     {"black", true},     {"White's score [95%]", false},
-      {"elo [95%]", false}, {"draw rate", true}, {"plies", true},     {"dups", true}};
+      {"rank", true},      {"id", false},         {"position", false}, {"games", true},
+      {"white", true},     {"draws", true},       {"black", true},     {"White's score [95%]", false},
+      {"shrunk", true},    {"shrunk 95%", false}, {"rank 95%", true},  {"elo [95%]", false},
+      {"draw rate", true}, {"plies", true},       {"dups", true}};
   if (incomplete) columns.push_back({"", false});
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < all.size(); ++i) {
     const selfplay::PositionStats& p = *all[i];
     const bool games = p.counts.games() > 0;
     const selfplay::Interval s = p.counts.score();
+    const selfplay::RankedPosition* r = i == 0 ? nullptr : ranked[all[i]];
+    const bool is_ranked = r && r->ranked;
     cells.push_back({
-        i == 0 ? "" : absl::StrCat(i),
+        is_ranked ? absl::StrCat(r->rank) : "",
         i == 0 ? "all" : p.id,
         i == 0 ? "" : selfplay::position_label(p.fen),
         absl::StrCat(p.counts.games()),
@@ -218,6 +227,9 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
         absl::StrCat(p.counts.draws),
         absl::StrCat(p.counts.black_wins),
         games ? absl::StrCat(fixed(s.value, 3), " [", fixed(s.lo, 3), ", ", fixed(s.hi, 3), "]") : "-",
+        is_ranked ? fixed(r->shrunk, 3) : "",
+        is_ranked ? absl::StrCat(fixed(r->lo, 3), "-", fixed(r->hi, 3)) : "",
+        is_ranked && r->rank_lo ? absl::StrCat(r->rank_lo, "-", r->rank_hi) : "",
         games ? absl::StrCat(pad_left(elo[i].value, wv), " [", pad_left(elo[i].lo, wl), ", ", pad_left(elo[i].hi, wh),
                              "]")
               : "-",
@@ -229,7 +241,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   }
   // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
   std::string table = render_columns(columns, cells);
-  for (const char* drop : {"elo [95%]", "plies", "draw rate", "dups", "position"}) {
+  for (const char* drop : {"elo [95%]", "plies", "draw rate", "dups", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
     if (width <= 0 || widest_line(table) <= size_t(width)) break;
     const size_t c =
         size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; }) -
@@ -243,7 +255,23 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
     uncounted = absl::StrCat(total.uncounted, total.uncounted == 1 ? " game" : " games",
                              " not counted: an engine failed before both engines had played a move from the position "
                              "(CSV and JSON: 'uncounted')\n");
-  return table + incomplete_note(incomplete, order.size(), "games") + uncounted + position_matters_line(stats);
+  return table + incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
+         position_matters_line(stats);
+}
+
+std::string ranking_note(const selfplay::Ranking& r) {
+  size_t unranked = 0;
+  for (const selfplay::RankedPosition& p : r.positions) unranked += !p.ranked;
+  if (r.positions.size() < 2) return "";
+  if (r.ranked() == 0)
+    return absl::StrCat("Not ranked yet: ranks need ", selfplay::kMinPositionsToRank, " positions with ", r.min_games,
+                        " games each (most so far: ", r.most_games, ")\n");
+  std::string out = absl::StrCat("shrunk: score pulled toward the positions' mean ", fixed(r.mean, 3), " (true spread ",
+                                 fixed(r.tau, 3), ")\nrank: by shrunk score, with its 95% interval");
+  if (unranked)
+    absl::StrAppend(&out, "; ", unranked, unranked == 1 ? " position" : " positions", " under ", r.min_games,
+                    " games unranked");
+  return out + "\n";
 }
 
 std::string position_matters_line(const selfplay::SelfPlayStats& stats) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/perft.h"
+#include "selfplay/ranking.h"
 #include "selfplay/spec.h"
 #include "selfplay/stats.h"
 
@@ -57,15 +58,21 @@ std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
 // complete are marked "incomplete" (their counts so far) and counted in a line below.
 std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
 
-// Text: a header, the 'all' row (the whole job), then the positions best for White first (by
-// score, then the interval's lower bound: SelfPlayStats::ranking; positions without games last),
-// each with its rank, id and back rank; games and results right-aligned, score and Elo with their
-// 95% intervals aligned ("0.512 [0.489, 0.535]", "+8 [-7, +24]"), draw rate, mean plies and
-// duplicates. Terminations are in the CSV and JSON only. Positions not complete
-// (PositionStats::complete) are marked "incomplete" and counted in a line below, then the
-// position_matters_line. `width` > 0 (a terminal's columns): the columns that matter least are
-// left out until the table fits (Elo, plies, draw rate, duplicates, back rank).
+// Text: a header, the 'all' row (the whole job), then the positions in SelfPlayStats::ranking's
+// order (the ranked by their shrunk score, best for White first, then the others), each with its
+// rank (blank when not ranked), id and back rank; games and results right-aligned, score and Elo
+// with their 95% intervals aligned ("0.512 [0.489, 0.535]", "+8 [-7, +24]"), the shrunk score and
+// its interval ("0.530-0.571"), the rank's 95% interval ("1-12"), draw rate, mean plies and
+// duplicates. Terminations are in the CSV
+// and JSON only. Positions not complete (PositionStats::complete) are marked "incomplete" and
+// counted in a line below, then the ranking_note and the position_matters_line. `width` > 0 (a
+// terminal's columns): the columns that matter least are left out until the table fits (Elo,
+// plies, draw rate, duplicates, the rank interval, the shrunk score's interval, back rank, the
+// shrunk score).
 std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width = 0);
+// How the positions are ranked (the shrinkage model's mean and true spread, how many are not
+// ranked), or why none is; "" with fewer than two positions.
+std::string ranking_note(const selfplay::Ranking& ranking);
 // "Does the start position matter? chi-square X, D df, p = P": Pearson's test of homogeneity of
 // the positions' win/draw/loss counts (report/stats.h), "" with fewer than two positions with
 // games; a second line when expected counts are small.

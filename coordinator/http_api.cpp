@@ -19,6 +19,7 @@
 #include "core/version.h"
 #include "report/assets.h"
 #include "report/report.h"
+#include "selfplay/ranking.h"
 #include "selfplay/stats.h"
 
 namespace c960::cluster {
@@ -476,47 +477,56 @@ std::string results_json(const std::string& job_id, const std::vector<v1::Result
   std::string out = absl::StrCat("{\"job\":", json_quote(job_id), ",\"kind\":\"", selfplay ? "selfplay" : "perft",
                                  "\",\"positions\":[");
   bool complete = true, first = true;
-  selfplay::ResultCounts total;
-  std::string last_id;
-  bool any_selfplay = false;
+  // Self-play positions, a further chunk of the same position left out (chunks come position by
+  // position), and their ranking (selfplay/ranking.h).
+  std::vector<const v1::SelfPlayPositionResult*> positions;
+  std::vector<selfplay::ResultCounts> counts;
   for (const v1::ResultChunk& c : chunks) {
-    if (c.has_perft()) {
-      const v1::PerftRootResult& r = c.perft();
-      complete &= r.complete();
-      absl::StrAppend(&out, first ? "" : ",", "\n{\"index\":", r.index(), ",\"start_position\":", r.start_position(),
-                      ",\"fen\":", json_quote(r.fen()), ",\"depth\":", r.depth(),
-                      ",\"complete\":", r.complete() ? "true" : "false", ",\"nodes\":\"",
-                      to_string(from_proto(r.nodes())), "\"");
-      if (r.divide_size() > 0) {
-        out += ",\"divide\":[";
-        for (int k = 0; k < r.divide_size(); ++k)
-          absl::StrAppend(&out, k ? "," : "", "{\"move\":", json_quote(r.divide(k).move()), ",\"nodes\":\"",
-                          to_string(from_proto(r.divide(k).nodes())), "\"}");
-        out += "]";
-      }
-      out += "}";
-      first = false;
-    } else if (c.has_selfplay()) {
-      const v1::SelfPlayPositionResult& p = c.selfplay();
-      // A further chunk of the same position (chunks come position by position).
-      if (any_selfplay && p.position_id() == last_id) continue;
-      any_selfplay = true;
-      last_id = p.position_id();
-      complete &= p.complete();
-      selfplay::ResultCounts counts{p.white_wins(), p.draws(), p.black_wins()};
-      total.white_wins += counts.white_wins;
-      total.draws += counts.draws;
-      total.black_wins += counts.black_wins;
-      const selfplay::Interval s = counts.score();
-      absl::StrAppend(&out, first ? "" : ",", "\n{\"id\":", json_quote(p.position_id()),
-                      ",\"start_position\":", p.start_position(), ",\"fen\":", json_quote(p.fen()),
-                      ",\"games_planned\":", p.games_planned(), ",\"complete\":", p.complete() ? "true" : "false",
-                      ",\"games\":", p.games(), ",\"white_wins\":", p.white_wins(), ",\"draws\":", p.draws(),
-                      ",\"black_wins\":", p.black_wins(), ",\"total_plies\":", p.total_plies(),
-                      ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
-                      ",\"score_hi\":", json_number(s.hi), "}");
-      first = false;
+    if (!c.has_selfplay()) continue;
+    const v1::SelfPlayPositionResult& p = c.selfplay();
+    if (!positions.empty() && p.position_id() == positions.back()->position_id()) continue;
+    positions.push_back(&p);
+    counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
+  }
+  const selfplay::Ranking ranking = selfplay::rank_positions(counts);
+  selfplay::ResultCounts total;
+  for (const v1::ResultChunk& c : chunks) {
+    if (!c.has_perft()) continue;
+    const v1::PerftRootResult& r = c.perft();
+    complete &= r.complete();
+    absl::StrAppend(&out, first ? "" : ",", "\n{\"index\":", r.index(), ",\"start_position\":", r.start_position(),
+                    ",\"fen\":", json_quote(r.fen()), ",\"depth\":", r.depth(),
+                    ",\"complete\":", r.complete() ? "true" : "false", ",\"nodes\":\"",
+                    to_string(from_proto(r.nodes())), "\"");
+    if (r.divide_size() > 0) {
+      out += ",\"divide\":[";
+      for (int k = 0; k < r.divide_size(); ++k)
+        absl::StrAppend(&out, k ? "," : "", "{\"move\":", json_quote(r.divide(k).move()), ",\"nodes\":\"",
+                        to_string(from_proto(r.divide(k).nodes())), "\"}");
+      out += "]";
     }
+    out += "}";
+    first = false;
+  }
+  const auto rank_number = [](int r) { return r ? absl::StrCat(r) : std::string("null"); };
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const v1::SelfPlayPositionResult& p = *positions[i];
+    complete &= p.complete();
+    total.white_wins += counts[i].white_wins;
+    total.draws += counts[i].draws;
+    total.black_wins += counts[i].black_wins;
+    const selfplay::Interval s = counts[i].score();
+    const selfplay::RankedPosition& r = ranking.positions[i];
+    absl::StrAppend(
+        &out, first ? "" : ",", "\n{\"id\":", json_quote(p.position_id()), ",\"start_position\":", p.start_position(),
+        ",\"fen\":", json_quote(p.fen()), ",\"games_planned\":", p.games_planned(),
+        ",\"complete\":", p.complete() ? "true" : "false", ",\"games\":", p.games(), ",\"white_wins\":", p.white_wins(),
+        ",\"draws\":", p.draws(), ",\"black_wins\":", p.black_wins(), ",\"total_plies\":", p.total_plies(),
+        ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo), ",\"score_hi\":", json_number(s.hi),
+        ",\"rank\":", rank_number(r.rank), ",\"shrunk\":", json_number(r.shrunk), ",\"shrunk_lo\":", json_number(r.lo),
+        ",\"shrunk_hi\":", json_number(r.hi), ",\"rank_lo\":", rank_number(r.rank_lo),
+        ",\"rank_hi\":", rank_number(r.rank_hi), "}");
+    first = false;
   }
   absl::StrAppend(&out, "\n],\"complete\":", complete ? "true" : "false");
   if (selfplay) {
@@ -525,6 +535,10 @@ std::string results_json(const std::string& job_id, const std::vector<v1::Result
                     ",\"draws\":", total.draws, ",\"black_wins\":", total.black_wins,
                     ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
                     ",\"score_hi\":", json_number(s.hi), "}");
+    absl::StrAppend(&out, ",\"ranking\":{\"min_games\":", ranking.min_games, ",\"ranked\":", ranking.ranked(),
+                    ",\"most_games\":", ranking.most_games, ",\"mean\":", json_number(ranking.mean),
+                    ",\"tau\":", json_number(ranking.tau), ",\"tau_lo\":", json_number(ranking.tau_lo),
+                    ",\"tau_hi\":", json_number(ranking.tau_hi), "}");
   }
   return out + "}\n";
 }

@@ -187,6 +187,9 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
     if (sx.value != sy.value) return sx.value > sy.value;
     return sx.lo > sy.lo;
   });
+  std::vector<selfplay::ResultCounts> counts;
+  for (const SelfPlayRow& r : table.rows) counts.push_back(r.counts);
+  a.ranking = selfplay::rank_positions(counts);
 
   const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
   a.homogeneity = chi_square_homogeneity(wdl);

@@ -13,6 +13,7 @@
 
 #include "report/stats.h"
 #include "report/tables.h"
+#include "selfplay/ranking.h"
 
 namespace c960::report {
 
@@ -57,6 +58,8 @@ struct SelfPlayAnalysis {
   double win = kNaN, draw = kNaN, loss = kNaN;  // pooled per-game probabilities
   std::vector<PositionResult> positions;        // in the table's order
   std::vector<size_t> by_score;                 // rows with games, best for White first
+  // Scores shrunk toward all positions' and rank intervals (selfplay/ranking.h), in table order.
+  selfplay::Ranking ranking;
   ChiSquareTest homogeneity;
   double permutation_p = kNaN;
   int permutations = 0;

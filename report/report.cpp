@@ -150,7 +150,7 @@ std::string positions_header(bool with_tests) {
 }
 
 // How the self-play page computes what it shows.
-constexpr const char* kSelfPlayMethods = R"(R"(<section id="methods"><h2>Methods</h2><ul>
+constexpr const char* kSelfPlayMethods = R"(<section id="methods"><h2>Methods</h2><ul>
 <li><b>Score and interval</b>: White's points per game (1, &frac12;, 0). The 95% interval is the hull of a
 Wilson-type score interval for the win/draw/loss distribution (the variance at each candidate mean uses the
 observed draw rate, capped by what that mean allows) and an Agresti&ndash;Coull-type interval (z&sup2;/2
@@ -166,10 +166,18 @@ games), then Holm's step-down correction (family-wise error) and Benjamini&ndash
 (false discovery rate), both given.</li>
 <li><b>Noise</b>: the histogram's line and the noise standard deviation come from the same null model: every
 position with the overall probabilities and its own number of games.</li>
+<li><b>Rankings</b>: each position's score shrunk toward the distribution of all positions' scores
+(empirical Bayes, a hierarchical normal model: scores normal about the true ones with their sampling variance,
+true scores normal about a mean with a spread &tau;; flat priors on the mean and on &tau; in [0, &frac12;], the
+posterior of &tau; on a grid, as in Gelman et al., <i>Bayesian Data Analysis</i>, section 5.4). A position with
+few games, or far from the rest, moves most. Its interval is the middle 95% of its posterior, which allows for
+not knowing the mean or &tau;; the rank interval holds the middle 95% of its ranks over 1000 posterior draws
+(fixed seed). Only positions with 20 games or more are ranked, and only when three have them; the intervals'
+average coverage is checked by simulation (tests/ranking_test.cpp).</li>
 <li><b>Reference</b>: positions are matched by start position number (or id); Pearson's r with Fisher's z
 interval, Spearman's &rho; with average ranks for ties; a disagreement is a pair of non-overlapping 95%
 intervals.</li></ul></section>
-))";
+)";
 
 // Summary cards.
 std::string summary_section(const SelfPlayAnalysis& a) {
@@ -280,21 +288,53 @@ std::string groups_section(const SelfPlayAnalysis& a) {
   return b;
 }
 
-// Best and worst.
+// Best and worst: the ranked positions by their shrunk score.
+std::string ranked_row(const SelfPlayRow& r, const PositionResult& pr, const selfplay::RankedPosition& rp) {
+  const selfplay::Interval shrunk{rp.shrunk, rp.lo, rp.hi};
+  return absl::StrCat(
+      "<tr><td>", rp.rank, "</td><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+      count(r.counts.games()), "</td><td>", fixed(pr.score.value), " ", interval_text(pr.score), "</td><td>",
+      fixed(rp.shrunk), " ", interval_text(shrunk), "</td><td>", interval_bar(shrunk), "</td><td>",
+      rp.rank_lo ? absl::StrCat(rp.rank_lo, "&ndash;", rp.rank_hi) : std::string("&ndash;"), "</td></tr>\n");
+}
+
 std::string extremes_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
-  std::string b;
-  const size_t k = std::min(kExtremes, a.by_score.size());
-  absl::StrAppend(&b, "<section id=\"extremes\"><h2>Best and worst positions for White</h2><div class=\"pair\">",
-                  "<table class=\"positions\" id=\"best\"><caption>Best ", k, "</caption>", positions_header(false),
-                  "<tbody>");
-  for (size_t i = 0; i < k; ++i) b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, false);
-  absl::StrAppend(&b, "</tbody></table><table class=\"positions\" id=\"worst\"><caption>Worst ", k, "</caption>",
-                  positions_header(false), "<tbody>");
-  for (size_t i = a.by_score.size() - k; i < a.by_score.size(); ++i)
-    b += position_row(t.rows[a.by_score[i]], a.positions[a.by_score[i]], i + 1, false);
-  b += "</tbody></table></div><p class=\"legend\">With few games per position the extremes are mostly luck: "
-       "compare their intervals with the overall score, and see the corrected p-values in the full table.</p>"
-       "</section>\n";
+  const selfplay::Ranking& r = a.ranking;
+  std::string b = "<section id=\"extremes\"><h2>Best and worst positions for White</h2>";
+  if (r.ranked() == 0) {
+    absl::StrAppend(&b, "<p class=\"verdict\">Not ranked: a ranking needs at least ", selfplay::kMinPositionsToRank,
+                    " positions with ", r.min_games, " games or more (the most any position has is ",
+                    count(r.most_games),
+                    "). With fewer, a list of the best and worst is a list of luck.</p></section>\n");
+    return b;
+  }
+  const size_t k = std::min(kExtremes, (r.ranked() + 1) / 2);
+  const std::string header =
+      "<thead><tr><th>rank</th><th>position</th><th>back rank</th><th>games</th><th>score [95%]</th>"
+      "<th>shrunk [95%]</th><th class=\"bar\">0 &hellip; 1</th><th>rank 95%</th></tr></thead>";
+  absl::StrAppend(&b,
+                  "<p class=\"verdict\">Ranked by White's score shrunk toward the distribution of all positions' "
+                  "scores: mean ",
+                  fixed(r.mean), " [", fixed(r.mean_lo), ", ", fixed(r.mean_hi),
+                  "], true spread (standard deviation) &tau; = ", fixed(r.tau), " [", fixed(r.tau_lo), ", ",
+                  fixed(r.tau_hi), "]. ", count(int64_t(r.ranked())), " of ", count(int64_t(t.rows.size())),
+                  " positions have ", r.min_games, " games or more and are ranked.</p><div class=\"pair\">",
+                  "<table class=\"positions\" id=\"best\"><caption>Best ", k, "</caption>", header, "<tbody>");
+  for (size_t i = 0; i < k; ++i) {
+    const size_t row = r.order[i];
+    b += ranked_row(t.rows[row], a.positions[row], r.positions[row]);
+  }
+  const size_t nw = std::min(k, r.ranked() - k);
+  absl::StrAppend(&b, "</tbody></table><table class=\"positions\" id=\"worst\"><caption>Worst ", nw, "</caption>",
+                  header, "<tbody>");
+  for (size_t i = r.ranked() - nw; i < r.ranked(); ++i) {
+    const size_t row = r.order[i];
+    b += ranked_row(t.rows[row], a.positions[row], r.positions[row]);
+  }
+  b += "</tbody></table></div><p class=\"legend\">The shrunk score is the estimate to rank by: a position with few "
+       "games or an extreme score is pulled toward the rest, by as much as its noise warrants. The rank interval "
+       "is the ranks the position can plausibly hold (95%, one position at a time); wide intervals mean the order "
+       "of the list is mostly noise.</p></section>\n";
   return b;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/startpos.h"
+#include "selfplay/ranking.h"
 
 namespace c960::selfplay {
 namespace {
@@ -224,30 +225,62 @@ PositionStats SelfPlayStats::total() const {
   return t;
 }
 
+Ranking SelfPlayStats::shrinkage() const {
+  std::vector<ResultCounts> counts;
+  for (const PositionStats* p : rows()) counts.push_back(p->counts);
+  return rank_positions(counts);
+}
+
 std::vector<std::string> SelfPlayStats::ranking() const {
-  std::vector<const PositionStats*> v = rows();
-  std::stable_sort(v.begin(), v.end(), [](const PositionStats* a, const PositionStats* b) {
+  const std::vector<const PositionStats*> v = rows();
+  const Ranking r = shrinkage();
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (size_t i : r.order) out.push_back(v[i]->id);
+  std::vector<const PositionStats*> rest;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!r.positions[i].ranked) rest.push_back(v[i]);
+  std::stable_sort(rest.begin(), rest.end(), [](const PositionStats* a, const PositionStats* b) {
     // No games: no score (NaN, which compares false with everything), so last.
     if (a->counts.games() == 0 || b->counts.games() == 0) return a->counts.games() > 0 && b->counts.games() == 0;
     const Interval x = a->counts.score(), y = b->counts.score();
     if (x.value != y.value) return x.value > y.value;
     return x.lo > y.lo;
   });
-  std::vector<std::string> out;
-  out.reserve(v.size());
-  for (const PositionStats* p : v) out.push_back(p->id);
+  for (const PositionStats* p : rest) out.push_back(p->id);
   return out;
 }
+
+namespace {
+
+// The shrinkage columns of a position: "shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank", empty
+// when it is not ranked (rank_lo and rank_hi also when the ranks were not simulated).
+std::string csv_ranking(const RankedPosition& p) {
+  if (!p.ranked) return ",,,,,";
+  const std::string lo = p.rank_lo ? absl::StrCat(p.rank_lo) : "", hi = p.rank_hi ? absl::StrCat(p.rank_hi) : "";
+  return absl::StrCat(csv_number(p.shrunk, 4), ",", csv_number(p.lo, 4), ",", csv_number(p.hi, 4), ",", lo, ",", hi,
+                      ",", p.rank);
+}
+
+std::string json_ranking(const RankedPosition& p) {
+  if (!p.ranked)
+    return "\"rank\": null, \"shrunk\": null, \"shrunk_lo\": null, \"shrunk_hi\": null, \"rank_lo\": null, "
+           "\"rank_hi\": null, ";
+  const auto opt = [](int r) { return r ? absl::StrCat(r) : std::string("null"); };
+  return absl::StrCat("\"rank\": ", p.rank, ", \"shrunk\": ", json_number(p.shrunk, 4),
+                      ", \"shrunk_lo\": ", json_number(p.lo, 4), ", \"shrunk_hi\": ", json_number(p.hi, 4),
+                      ", \"rank_lo\": ", opt(p.rank_lo), ", \"rank_hi\": ", opt(p.rank_hi), ", ");
+}
+
+}  // namespace
 
 std::string SelfPlayStats::to_csv(bool complete_column) const {
   std::string out =
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
-      "duplicates,uncounted,rank";
+      "duplicates,uncounted,shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += complete_column ? ",complete\n" : "\n";
-  std::map<std::string, int, std::less<>> rank;
-  const std::vector<std::string> order = ranking();
-  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
+  const Ranking ranking = shrinkage();
   const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r) {
     const Interval s = p.counts.score(), e = p.counts.elo();
     absl::StrAppend(&out, sp, ",", fen, ",", p.counts.games(), ",", p.counts.white_wins, ",", p.counts.draws, ",",
@@ -259,15 +292,14 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
     if (complete_column) out += p.complete ? ",true" : ",false";
     out += "\n";
   };
-  for (const PositionStats* p : rows()) row(csv_field(p->id), p->fen, *p, absl::StrCat(rank[p->id]));
-  row("all", "", total(), "");
+  const std::vector<const PositionStats*> v = rows();
+  for (size_t i = 0; i < v.size(); ++i) row(csv_field(v[i]->id), v[i]->fen, *v[i], csv_ranking(ranking.positions[i]));
+  row("all", "", total(), ",,,,,");
   return out;
 }
 
 std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, bool complete_field) const {
-  std::map<std::string, int, std::less<>> rank;
-  const std::vector<std::string> order = ranking();
-  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = int(i) + 1;
+  const Ranking ranking = shrinkage();
   const auto object = [complete_field](const PositionStats& p, const std::string& head) {
     const Interval s = p.counts.score(), e = p.counts.elo();
     const char* complete = !complete_field ? "" : p.complete ? "\"complete\": true, " : "\"complete\": false, ";
@@ -292,17 +324,23 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
     out += "},\n";
   }
   out += "\"positions\": [";
-  bool first = true;
-  for (const PositionStats* p : rows()) {
-    absl::StrAppend(&out, first ? "\n  " : ",\n  ",
-                    object(*p, absl::StrCat("\"id\": ", json_string(p->id),
-                                            ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
-                                            ", \"fen\": ", json_string(p->fen), ", \"rank\": ", rank[p->id], ", ")));
-    first = false;
+  const std::vector<const PositionStats*> v = rows();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const PositionStats* p = v[i];
+    absl::StrAppend(
+        &out, i ? ",\n  " : "\n  ",
+        object(*p, absl::StrCat("\"id\": ", json_string(p->id),
+                                ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
+                                ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]))));
   }
   absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");
-  for (size_t i = 0; i < order.size(); ++i) absl::StrAppend(&out, i ? ", " : "", json_string(order[i]));
-  out += "]}\n";
+  for (size_t i = 0; i < ranking.order.size(); ++i)
+    absl::StrAppend(&out, i ? ", " : "", json_string(v[ranking.order[i]]->id));
+  absl::StrAppend(&out, "],\n\"shrinkage\": {\"min_games\": ", ranking.min_games, ", \"ranked\": ", ranking.ranked(),
+                  ", \"mean\": ", json_number(ranking.mean, 4), ", \"mean_lo\": ", json_number(ranking.mean_lo, 4),
+                  ", \"mean_hi\": ", json_number(ranking.mean_hi, 4), ", \"tau\": ", json_number(ranking.tau, 4),
+                  ", \"tau_lo\": ", json_number(ranking.tau_lo, 4), ", \"tau_hi\": ", json_number(ranking.tau_hi, 4),
+                  "}}\n");
   return out;
 }
 

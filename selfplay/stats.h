@@ -84,6 +84,8 @@ struct PositionStats {
 // A 64-bit hash of a game's start and moves, for counting duplicates.
 uint64_t game_hash(const GameRecord& game);
 
+struct Ranking;
+
 class SelfPlayStats {
  public:
   void add(const StartPosition& position, const GameRecord& game);
@@ -98,19 +100,25 @@ class SelfPlayStats {
   void set_position(PositionStats p);
   // The whole job: complete when every position is.
   PositionStats total() const;
-  // Position ids, best for White first (by score, then by the interval's lower bound, then in
-  // table order); positions without games last, in table order.
+  // Scores shrunk toward the distribution of all positions' scores, with rank intervals (see
+  // selfplay/ranking.h), in the order of rows().
+  Ranking shrinkage() const;
+  // Position ids in the order the table lists them: the ranked positions (kMinGamesToRank games
+  // or more) by their shrunk score, best for White first; then the others with games by score
+  // (then by the interval's lower bound); then those without games, each in table order.
   std::vector<std::string> ranking() const;
 
   // The CSV table: header "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,
-  // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,uncounted,rank" then one column per termination,
+  // elo,elo_lo,elo_hi,draw_rate,mean_plies,duplicates,uncounted,shrunk,shrunk_lo,shrunk_hi,rank_lo,
+  // rank_hi,rank" then one column per termination (shrunk..rank empty for a position not ranked),
   // one row per position (column sp: its id, quoted as RFC 4180 says where needed) and a last
   // row with sp "all" for the whole job. complete_column adds a last column "complete"
   // (true/false; the 'all' row: whether every position is).
   std::string to_csv(bool complete_column = false) const;
-  // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids]}; metadata first
-  // when given (see metadata_values). complete_field adds "complete": true|false after each
-  // position's rank and first in the total.
+  // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids], "shrinkage": {...}};
+  // metadata first when given (see metadata_values); "ranking" has the ranked positions only, and
+  // "shrinkage" the model's figures (min_games, ranked, mean, tau, with intervals). complete_field adds "complete":
+  // true|false after each position's rank and first in the total.
   std::string to_json(const std::vector<MetadataValue>& metadata = {}, bool complete_field = false) const;
 
  private:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/job_format.h"
 #include "cluster/u128.h"
@@ -180,25 +181,53 @@ TEST(WatchFormat, SelfPlayEtaCountsDownBetweenUnits) {
 
 TEST(WatchFormat, BestAndWorstNeverShareAPosition) {
   // The user's case: two positions, equal scores, once shown in both lists.
-  std::vector<v1::ResultChunk> chunks = {position(0, 1, 2, 1), position(2, 1, 2, 1)};
+  std::vector<v1::ResultChunk> chunks = {position(0, 10, 20, 10), position(2, 10, 20, 10), position(4, 10, 20, 10)};
   Leaders l = leaders_of(chunks);
-  ASSERT_EQ(l.best.size(), 1u);
+  ASSERT_EQ(l.best.size(), 2u);
   ASSERT_EQ(l.worst.size(), 1u);
-  EXPECT_NE(l.best[0].start_position, l.worst[0].start_position);
-  EXPECT_EQ(leaders_line(l), "best: #0 BBQNNRKR 0.50 (n=4); worst: #2 BQNNRBKR 0.50 (n=4)");
+  for (const LeaderEntry& b : l.best) EXPECT_NE(b.start_position, l.worst[0].start_position);
   for (size_t n = 0; n <= 8; ++n) {
     std::vector<v1::ResultChunk> some;
-    for (size_t i = 0; i < n; ++i) some.push_back(position(int(10 * i), int64_t(i), 3, 2));
+    for (size_t i = 0; i < n; ++i) some.push_back(position(int(10 * i), int64_t(10 + 3 * i), 30, 20));
     l = leaders_of(some);
-    EXPECT_EQ(l.best.size() + l.worst.size(), std::min<size_t>(n, 2 * kLeadersShown)) << n;
+    // Ranked from kMinPositionsToRank positions with enough games.
+    EXPECT_EQ(l.best.size() + l.worst.size(), n < 3 ? 0 : std::min<size_t>(n, 2 * kLeadersShown)) << n;
     for (const LeaderEntry& b : l.best)
       for (const LeaderEntry& w : l.worst) EXPECT_NE(b.start_position, w.start_position) << n;
-    if (n >= 2) {
-      EXPECT_GE(l.best.front().score, l.worst.front().score);
+    if (n >= 3) {
+      EXPECT_GT(l.best.front().score, l.worst.front().score);
+      EXPECT_EQ(l.best.front().start_position, int(10 * (n - 1)));  // the most wins
+      EXPECT_EQ(l.best.front().rank_lo, 1);
     }
   }
+}
+
+// Issue 20: "best: #0 BBQNNRKR 1.00 (n=2)" was a ranking of luck. Positions are listed only from
+// kMinGamesToRank games, by the shrunk score, with the interval of their rank.
+TEST(WatchFormat, LeadersAreRankedByTheShrunkScoreFromEnoughGames) {
+  std::vector<v1::ResultChunk> early = {position(0, 2, 0, 0), position(2, 1, 1, 0), position(4, 0, 1, 1)};
+  Leaders l = leaders_of(early);
+  EXPECT_FALSE(l.any());
+  EXPECT_EQ(leaders_line(l), "not ranked yet: 20 games a position (most so far: 2)");
+  // A 1.000 from 6 games stays off the list; the others are pulled toward their mean.
+  std::vector<v1::ResultChunk> later = {position(0, 6, 0, 0), position(2, 30, 10, 0), position(4, 20, 10, 10),
+                                        position(6, 10, 10, 20), position(8, 15, 10, 15)};
+  l = leaders_of(later);
+  ASSERT_EQ(l.best.size(), 2u);
+  ASSERT_EQ(l.worst.size(), 2u);
+  EXPECT_EQ(l.best[0].start_position, 2);
+  EXPECT_LT(l.best[0].score, 0.875);  // its raw score
+  EXPECT_EQ(l.worst[0].start_position, 6);
+  EXPECT_GT(l.worst[0].score, 0.375);
+  for (const LeaderEntry& e : l.best) EXPECT_NE(e.start_position, 0);
+  const std::string line = leaders_line(l);
+  EXPECT_TRUE(absl::StartsWith(
+      line, absl::StrFormat("best: #2 BQNNRBKR %.2f (rank 1-%d, n=40), #", l.best[0].score, l.best[0].rank_hi)))
+      << line;
+  EXPECT_TRUE(absl::StrContains(line, "; worst: #6 ")) << line;
   EXPECT_EQ(leaders_line(leaders_of({})), "no games yet");
-  EXPECT_EQ(leader_text({518, 0.6125, 40}), "#518 RNBQKBNR 0.61 (n=40)");
+  EXPECT_EQ(leader_text({518, "518", 0.6125, 3, 17, 40}), "#518 RNBQKBNR 0.61 (rank 3-17, n=40)");
+  EXPECT_EQ(leader_text({-1, "7", 0.5, 0, 0, 25}), "#7 0.50 (n=25)");
 }
 
 TEST(WatchFormat, RedrawGoesBackToTheTopOfTheBlock) {

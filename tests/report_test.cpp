@@ -116,7 +116,7 @@ TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
       {with_field(good, 1, 3, "-1"), "line 2, column 4 (white_wins)"},
       {with_field(good, 1, 2, "4"), "line 2, column 3 (games): 4 games, but white_wins + draws + black_wins = 3"},
       {with_field(good, 2, 13, "abc"), "line 3, column 14 (mean_plies): 'abc' is not a non-negative number"},
-      {with_field(good, 2, 17, "3"), "line 3, column 18 (checkmate): '3' is not a whole number in 0..2"},
+      {with_field(good, 2, 22, "3"), "line 3, column 23 (checkmate): '3' is not a whole number in 0..2"},
       {with_line(good, 2, lines[1]), "line 3: position '1' appears twice (also line 2)"},
       {with_line(good, 2, "01," + lines[1].substr(2)), "line 3: start position 1 appears twice (also line 2)"},
       {with_line(good, 1, "1,x,3"), "line 2: 3 columns, but the header has"},
@@ -317,6 +317,53 @@ TEST(ReportHtml, SelfContainedDeterministicAndWithTheTablesNumbers) {
   bad = report_from_csv(csv, bad_ref);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("reference table: ", 0), 0u) << bad.status();
+}
+
+// The page's text, tags left out: what a reader sees.
+std::string visible_text(const std::string& html) {
+  std::string out;
+  bool tag = false;
+  const size_t body = html.find("<body>"), script = html.find("<script", body);
+  for (size_t i = body; i < script; ++i) {
+    if (html[i] == '<') tag = true;
+    if (!tag) out += html[i];
+    if (html[i] == '>') tag = false;
+  }
+  return out;
+}
+
+// Issue 20: the best and worst lists were by the raw score, at any number of games; issue 21: every
+// report showed a stray R"( and ) around its Methods.
+TEST(ReportHtml, BestAndWorstAreRankedByTheShrunkScoreFromEnoughGames) {
+  std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
+  for (int sp = 0; sp < 12; ++sp) {
+    const int w = 10 + sp, d = 14, l = 40 - w - d;
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",", 40, ",", w, ",", d, ",", l, "\n");
+  }
+  absl::StrAppend(&csv, 12, ",", *startpos_fen(12), ",6,6,0,0\n");  // 1.000 from 6 games
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string text = visible_text(*html);
+  EXPECT_EQ(text.find("R\"("), std::string::npos);
+  EXPECT_EQ(text.find(")\""), std::string::npos);
+  const size_t best = html->find("<table class=\"positions\" id=\"best\">"), worst = html->find("id=\"worst\"", best),
+               end = html->find("</section>", worst);
+  ASSERT_NE(best, std::string::npos);
+  const std::string best_table = html->substr(best, worst - best), worst_table = html->substr(worst, end - worst);
+  // Position 11 has the most wins: first; 12 (6 games) on neither list; 0 last.
+  EXPECT_NE(best_table.find("<tr><td>1</td><td>11</td>"), std::string::npos) << best_table;
+  EXPECT_NE(worst_table.find("<tr><td>12</td><td>0</td>"), std::string::npos) << worst_table;
+  EXPECT_EQ((best_table + worst_table).find("<td>12</td><td class=\"br\">"), std::string::npos);
+  EXPECT_NE(text.find("12 of 13 positions have 20 games or more and are ranked"), std::string::npos) << text;
+  // Fewer games: no lists, and the page says why.
+  std::string few = "sp,fen,games,white_wins,draws,black_wins\n";
+  for (int sp = 0; sp < 5; ++sp)
+    absl::StrAppend(&few, sp, ",", *startpos_fen(sp), ",4,", sp % 3, ",", 4 - sp % 3, ",0\n");
+  html = report_from_csv(few, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->find("id=\"best\""), std::string::npos);
+  EXPECT_NE(visible_text(*html).find("Not ranked: a ranking needs at least 3 positions with 20 games or more"),
+            std::string::npos);
 }
 
 TEST(ReportHtml, PerftReportShowsCountsAndGrowth) {

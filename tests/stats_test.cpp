@@ -206,14 +206,15 @@ TEST(Stats, TableColumnsDuplicatesAndRanking) {
   EXPECT_EQ(col(sp0, "draw_rate"), "0.5000");
   EXPECT_EQ(col(sp0, "stalemate"), "1");
   EXPECT_EQ(col(sp0, "adjudicated_resign"), "1");
-  EXPECT_EQ(col(sp0, "rank"), "2");
+  EXPECT_EQ(col(sp0, "rank"), "");  // two games: not ranked (selfplay/ranking.h)
+  EXPECT_EQ(col(sp0, "shrunk"), "");
   // The duplicate is reported, not counted again: one win and one draw.
   EXPECT_EQ(col(sp518, "white_wins"), "1");
   EXPECT_EQ(col(sp518, "games"), "2");
   EXPECT_EQ(col(sp518, "duplicates"), "1");
   EXPECT_EQ(col(sp518, "score"), "0.7500");
   EXPECT_EQ(col(sp518, "mean_plies"), "47.0");  // over the three games played
-  EXPECT_EQ(col(sp518, "rank"), "1");
+  EXPECT_EQ(col(sp518, "rank"), "");
   EXPECT_EQ(col(all, "sp"), "all");
   EXPECT_EQ(col(all, "games"), "4");
   EXPECT_EQ(col(all, "checkmate"), "2");
@@ -221,9 +222,41 @@ TEST(Stats, TableColumnsDuplicatesAndRanking) {
 
   const std::string json = st.to_json();
   EXPECT_NE(json.find("\"sp\": 518"), std::string::npos);
-  EXPECT_NE(json.find("\"ranking\": [\"518\", \"0\"]"), std::string::npos);
+  EXPECT_NE(json.find("\"ranking\": []"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"rank\": null, \"shrunk\": null"), std::string::npos) << json;
   EXPECT_EQ(json.find("inf"), std::string::npos);  // JSON has no infinity
   EXPECT_EQ(json.find("nan"), std::string::npos);
+}
+
+TEST(Stats, PositionsWithEnoughGamesAreRankedByTheirShrunkScore) {
+  // Positions 0..3 with 30 games each, position 4 with 10 (1.000: not ranked, listed after).
+  SelfPlayStats st;
+  const int wins[] = {20, 12, 16, 8};
+  for (int sp = 0; sp < 4; ++sp)
+    for (int g = 0; g < 30; ++g)
+      st.add(sp, game(g < wins[sp] ? GameResult::kWhiteWins : GameResult::kDraw, Termination::kCheckmate, 30,
+                      uint16_t(sp * 100 + g + 1)));
+  for (int g = 0; g < 10; ++g) st.add(4, game(GameResult::kWhiteWins, Termination::kCheckmate, 30, uint16_t(900 + g)));
+  EXPECT_EQ(st.ranking(), (std::vector<std::string>{"0", "2", "1", "3", "4"}));
+  const std::vector<std::string> lines = absl::StrSplit(st.to_csv(), '\n', absl::SkipEmpty());
+  const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  const auto col = [&](size_t line, const std::string& name) {
+    const std::vector<std::string> row = absl::StrSplit(lines[line], ',');
+    return row[size_t(std::find(header.begin(), header.end(), name) - header.begin())];
+  };
+  EXPECT_EQ(col(1, "rank"), "1");
+  EXPECT_EQ(col(4, "rank"), "4");
+  EXPECT_EQ(col(5, "rank"), "");
+  EXPECT_EQ(col(6, "rank"), "");  // the 'all' row
+  const double raw = std::stod(col(1, "score")), shrunk = std::stod(col(1, "shrunk"));
+  EXPECT_LT(shrunk, raw);  // the best is pulled toward the rest
+  EXPECT_LE(std::stod(col(1, "shrunk_lo")), shrunk);
+  EXPECT_GE(std::stod(col(1, "shrunk_hi")), shrunk);
+  EXPECT_EQ(col(1, "rank_lo"), "1");
+  EXPECT_GE(std::stoi(col(1, "rank_hi")), 1);
+  const std::string json = st.to_json();
+  EXPECT_NE(json.find("\"ranking\": [\"0\", \"2\", \"1\", \"3\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"shrinkage\": {\"min_games\": 20, \"ranked\": 4, "), std::string::npos) << json;
 }
 
 TEST(Stats, InfiniteEloIsNullInJsonAndInfInCsv) {

@@ -136,17 +136,20 @@ TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
   stats.set_position(position(959, 5, 0, 5));  // 0.500
   const std::string t = selfplay_text_table(stats);
   std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 7u) << t;
-  // Under the table: whether the start position matters, and a word on small counts.
-  EXPECT_TRUE(absl::StartsWith(lines[5], "Does the start position matter? chi-square ")) << t;
-  EXPECT_TRUE(absl::StrContains(lines[6], "permutation test")) << t;
+  ASSERT_EQ(lines.size(), 8u) << t;
+  // Under the table: why nothing is ranked, whether the start position matters, and a word on
+  // small counts.
+  EXPECT_EQ(lines[5], "Not ranked yet: ranks need 3 positions with 20 games each (most so far: 10)") << t;
+  EXPECT_TRUE(absl::StartsWith(lines[6], "Does the start position matter? chi-square ")) << t;
+  EXPECT_TRUE(absl::StrContains(lines[7], "permutation test")) << t;
   lines.resize(5);
   EXPECT_TRUE(absl::StrContains(lines[0], "White's score [95%]")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[0], "rank  id   position  games")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[1], "      all               30")) << t;
-  EXPECT_TRUE(absl::StartsWith(lines[2], "   1  518  RNBQKBNR     10")) << t;
-  EXPECT_TRUE(absl::StartsWith(lines[3], "   2  959  RKRNNQBB")) << t;
-  EXPECT_TRUE(absl::StartsWith(lines[4], "   3  0    BBQNNRKR")) << t;
+  // Not ranked (10 games each): blank ranks, listed by score.
+  EXPECT_TRUE(absl::StartsWith(lines[2], "      518  RNBQKBNR     10")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[3], "      959  RKRNNQBB")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "      0    BBQNNRKR")) << t;
   // The score and its interval as the statistics give them, three decimals.
   const selfplay::Interval s = stats.find("518")->counts.score();
   EXPECT_TRUE(absl::StrContains(lines[2], absl::StrFormat("0.950 [%.3f, %.3f]", s.lo, s.hi))) << t;
@@ -185,6 +188,36 @@ TEST(SelfPlayTextTable, FitsTheTerminalWidth) {
   EXPECT_EQ(selfplay_text_table(stats, 200), full);
 }
 
+// Issue 20: positions ranked by their shrunk score (20 games or more), with the rank's interval;
+// at 80 columns the shrunk score stays.
+TEST(SelfPlayTextTable, RanksByTheShrunkScoreWithRankIntervals) {
+  selfplay::SelfPlayStats stats;
+  stats.set_position(position(0, 20, 10, 10));  // 0.625 from 40
+  stats.set_position(position(1, 24, 12, 4));   // 0.750
+  stats.set_position(position(2, 16, 12, 12));  // 0.550
+  stats.set_position(position(3, 10, 0, 0));    // 1.000 from 10: not ranked, after the ranked
+  const std::string t = selfplay_text_table(stats);
+  const std::vector<std::string> lines = lines_of(t);
+  ASSERT_GE(lines.size(), 7u) << t;
+  EXPECT_TRUE(absl::StrContains(lines[0], "shrunk  shrunk 95%")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[2], "   1  1 ")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[3], "   2  0 ")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "   3  2 ")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[5], "      3 ")) << t;
+  const selfplay::Ranking r = stats.shrinkage();
+  const selfplay::RankedPosition& best = r.positions[1];
+  EXPECT_TRUE(absl::StrContains(lines[2], absl::StrFormat(" %.3f  %.3f-%.3f ", best.shrunk, best.lo, best.hi))) << t;
+  EXPECT_TRUE(absl::StrContains(lines[2], absl::StrFormat(" %d-%d ", best.rank_lo, best.rank_hi))) << t;
+  EXPECT_LT(best.shrunk, stats.find("1")->counts.score().value);  // the best pulled toward the mean
+  EXPECT_TRUE(
+      absl::StartsWith(lines[6], absl::StrFormat("shrunk: score pulled toward the positions' mean %.3f", r.mean)))
+      << t;
+  EXPECT_EQ(lines[7], "rank: by shrunk score, with its 95% interval; 1 position under 20 games unranked") << t;
+  const std::string narrow = selfplay_text_table(stats, 80);
+  for (const std::string& l : lines_of(narrow)) EXPECT_LE(l.size(), 80u) << narrow;
+  EXPECT_TRUE(absl::StrContains(narrow, " shrunk")) << narrow;
+}
+
 TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   selfplay::SelfPlayStats stats;
   stats.set_position(position(4, 0, 0, 0, false));
@@ -192,12 +225,12 @@ TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   stats.set_position(position(6, 0, 2, 0));
   const std::string t = selfplay_text_table(stats);
   const std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 8u) << t;  // and the chi-square lines
-  EXPECT_TRUE(absl::StartsWith(lines[2], "   1  5 ")) << t;
+  ASSERT_EQ(lines.size(), 9u) << t;  // and the ranking and chi-square lines
+  EXPECT_TRUE(absl::StartsWith(lines[2], "      5 ")) << t;
   EXPECT_TRUE(absl::EndsWith(lines[2], "incomplete")) << t;
-  EXPECT_TRUE(absl::StartsWith(lines[3], "   2  6 ")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[3], "      6 ")) << t;
   EXPECT_FALSE(absl::StrContains(lines[3], "incomplete")) << t;
-  EXPECT_TRUE(absl::StartsWith(lines[4], "   3  4 ")) << t;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "      4 ")) << t;
   EXPECT_TRUE(absl::StrContains(lines[4], " -  ")) << t;  // no games: no score
   EXPECT_TRUE(absl::EndsWith(lines[4], "incomplete")) << t;
   EXPECT_EQ(lines[5], "2 of 3 positions are incomplete (games so far)");
@@ -221,7 +254,7 @@ TEST(SelfPlayStatsPartial, CompleteColumnAndFieldOnlyWhenAsked) {
   for (size_t i = 1; i < csv.size(); ++i) EXPECT_EQ(csv[i].substr(0, csv[i].rfind(',')), before[i]);
   EXPECT_FALSE(absl::StrContains(stats.to_json(), "complete"));
   const std::string json = stats.to_json({}, true);
-  EXPECT_TRUE(absl::StrContains(json, "\"rank\": 2, \"complete\": false, \"games\": 0")) << json;
+  EXPECT_TRUE(absl::StrContains(json, "\"rank_hi\": null, \"complete\": false, \"games\": 0")) << json;
   EXPECT_TRUE(absl::StrContains(json, "\"total\": {\"complete\": false, \"games\": 2")) << json;
 }
 

@@ -344,8 +344,11 @@
                     'White, blue Black; hatched: no games yet. Hover a cell for its numbers.');
     s.append(total, hm, note);
     const lead = section('Leading and trailing positions', 'leaders');
-    const leadTable = table(['', 'position', 'back rank', 'games', 'W / D / L', 'score', '95% interval'], 'leaders');
-    lead.appendChild(leadTable);
+    const leadNote = el('p', 'caption');
+    leadNote.id = 'leaders-note';
+    const leadTable = table(['rank', 'position', 'back rank', 'games', 'W / D / L', 'score [95%]', 'shrunk [95%]',
+                             'rank 95%'], 'leaders');
+    lead.append(leadNote, leadTable);
     let heatmap = null, domainKey = '';
     return {
       show(results) {
@@ -378,24 +381,34 @@
         } else {
           heatmap.update(cells);
         }
-        const played = rows.filter((r) => r.games > 0)
-          .sort((a, b) => b.score - a.score || b.score_lo - a.score_lo || a.start_position - b.start_position);
+        // Ranked positions only (20 games or more), by the score shrunk toward all positions'
+        // (docs/report.md, Rankings): a list of 6-game positions would be luck.
+        const ranked = rows.filter((r) => r.rank).sort((a, b) => a.rank - b.rank);
+        const rk = results.ranking || {};
+        const range = (lo, hi) => `${lo.toFixed(3)}-${hi.toFixed(3)}`;
+        leadNote.textContent = ranked.length
+          ? `By White's score shrunk toward the positions' mean ${rk.mean.toFixed(3)} (their true spread ` +
+            `${rk.tau.toFixed(3)}, 95% ${range(rk.tau_lo, rk.tau_hi)}); rank 95%: the ranks a position can ` +
+            `plausibly hold. Only positions with ${rk.min_games} games or more are ranked` +
+            (ranked.length < rows.length ? ` (${intText(rows.length - ranked.length)} are not yet).` : '.')
+          : t.games ? `Not ranked yet: ranks need ${rk.min_games} games a position (most so far: ${rk.most_games}).`
+            : 'No games yet.';
         const tbody = leadTable.tBodies[0];
         tbody.textContent = '';
-        const n = Math.min(5, Math.floor(played.length / 2));
-        const pick = played.length <= 10 ? played.map((r, i) => [i + 1, r])
-          : [...played.slice(0, n).map((r, i) => [i + 1, r]), ...played.slice(-n).map((r, i) => [played.length - n + i + 1, r])];
-        for (const [rank, r] of pick) {
+        const n = Math.min(5, Math.floor(ranked.length / 2));
+        const pick = ranked.length <= 10 ? ranked : [...ranked.slice(0, n), ...ranked.slice(-n)];
+        for (const r of pick) {
           const tr = el('tr');
-          tr.appendChild(el('td', 'num', `#${rank}`));
+          tr.appendChild(el('td', 'num', `#${r.rank}`));
           // Positions beyond the 960 (FENs, DFRC pairs) show their id and placement.
           tr.appendChild(el('td', 'num', r.start_position >= 0 ? r.start_position : r.id));
           tr.appendChild(el('td', 'mono', r.start_position >= 0 ? C960Heatmap.backrank(r.start_position)
                                                                 : r.fen.split(' ')[0]));
           tr.appendChild(el('td', 'num', r.games));
           tr.appendChild(el('td', 'num', `${r.white_wins} / ${r.draws} / ${r.black_wins}`));
-          tr.appendChild(el('td', 'num', r.score.toFixed(3)));
-          tr.appendChild(el('td', 'num', `${r.score_lo.toFixed(3)}-${r.score_hi.toFixed(3)}`));
+          tr.appendChild(el('td', 'num', `${r.score.toFixed(3)} [${range(r.score_lo, r.score_hi)}]`));
+          tr.appendChild(el('td', 'num', `${r.shrunk.toFixed(3)} [${range(r.shrunk_lo, r.shrunk_hi)}]`));
+          tr.appendChild(el('td', 'num', r.rank_lo ? `${r.rank_lo}-${r.rank_hi}` : ''));
           tbody.appendChild(tr);
         }
       },

@@ -44,6 +44,10 @@ coordinator="127.0.0.1:$port"
 # and resignation make decisive games, so the heatmap has colours and the tooltips W/L counts.
 perft=$("$build/cli/c960" submit --coordinator "$coordinator" perft --depth 3 --sps 0-959 --split-depth 0 \
   --verify off | awk '{w=$NF} END {print w}')
+# A small self-play job with enough games a position to be ranked (selfplay/ranking.h), done early.
+ranked=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-4 --games-per-position 20 \
+  --engine builtin --nodes 200 --random-plies 6 --resign-moves 2 --resign-score 250 --max-plies 100 \
+  --games-per-unit 10 --verify off | awk '{w=$NF} END {print w}')
 selfplay=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-959 --games-per-position 2 \
   --engine builtin --nodes 300 --random-plies 6 --resign-moves 2 --resign-score 250 --max-plies 120 \
   --games-per-unit 2 --verify off | awk '{w=$NF} END {print w}')
@@ -53,7 +57,7 @@ pids+=($!)
 
 export C960_DASHBOARD_URL="http://127.0.0.1:$(<"$work/http-port")"
 export C960_COORDINATOR="$coordinator" C960_CLI="$build/cli/c960"
-export C960_PERFT_JOB="$perft" C960_SELFPLAY_JOB="$selfplay"
+export C960_PERFT_JOB="$perft" C960_SELFPLAY_JOB="$selfplay" C960_RANKED_JOB="$ranked"
 cd "$here"
 node --test --test-reporter=spec dashboard.test.mjs
 ok=1

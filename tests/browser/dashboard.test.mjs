@@ -20,6 +20,7 @@ const artifactsDir = process.env.C960_ARTIFACTS || 'browser-artifacts';
 const screenshots = process.env.C960_SCREENSHOTS || '';
 const cli = process.env.C960_CLI, coordinator = process.env.C960_COORDINATOR;
 const perftJob = process.env.C960_PERFT_JOB, selfplayJob = process.env.C960_SELFPLAY_JOB;
+const rankedJob = process.env.C960_RANKED_JOB;
 
 // Rows of `c960 results JOB --format csv [--divide]`, by the header's names.
 function results(job, ...extra) {
@@ -99,8 +100,34 @@ test('self-play job page: follows the job live, 960 heatmap cells, tooltips with
       for (const [shown, csv] of [[m[1], r.score], [m[2], r.score_lo], [m[3], r.score_hi]])
         assert.ok(Math.abs(Number(shown) - Number(csv)) <= 0.00051, `tooltip "${tip}": ${shown} vs ${csv} of ${r.sp}`);
     }
+    // Two games a position: nothing is ranked, and the page says why instead of listing luck.
+    assert.match(await page.locator('#leaders-note').textContent(), /^Not ranked yet: ranks need 20 games a position/);
+    assert.equal(await page.locator('table.leaders tbody tr').count(), 0);
     await page.hover('#heatmap .hm-cell[data-sp="518"]');
     await shoot(page, 'dashboard-selfplay');
+    noProblems(problems);
+  });
+});
+
+test('self-play leaders: ranked by the shrunk score, as c960 results ranks them', async () => {
+  await withPage(`${base}/jobs/${rankedJob}`, { name: 'job-ranked', artifactsDir }, async (page, problems) => {
+    await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 120000 });
+    const rows = results(rankedJob).filter((r) => r.sp !== 'all').sort((a, b) => Number(a.rank) - Number(b.rank));
+    assert.equal(rows.length, 5);
+    await page.waitForFunction(() => document.querySelectorAll('table.leaders tbody tr').length === 5, null,
+                               { timeout: 15000 });
+    const shown = await page.$$eval('table.leaders tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    shown.forEach((cells, i) => {
+      const r = rows[i];
+      assert.equal(cells[0], `#${r.rank}`);
+      assert.equal(cells[1], r.sp);
+      const m = cells[6].match(/^(\d\.\d{3}) \[(\d\.\d{3})-(\d\.\d{3})\]$/);
+      assert.ok(m, `shrunk cell "${cells[6]}"`);
+      for (const [v, csv] of [[m[1], r.shrunk], [m[2], r.shrunk_lo], [m[3], r.shrunk_hi]])
+        assert.ok(Math.abs(Number(v) - Number(csv)) <= 0.00051, `position ${r.sp}: ${v} vs ${csv}`);
+      assert.equal(cells[7], `${r.rank_lo}-${r.rank_hi}`);
+    });
+    assert.match(await page.locator('#leaders-note').textContent(), /^By White's score shrunk toward the positions' mean/);
     noProblems(problems);
   });
 });

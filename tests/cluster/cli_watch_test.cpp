@@ -164,8 +164,8 @@ TEST_F(CliWatchTest, TheWatchBlockFitsAnEightyColumnTerminal) {
   ASSERT_EQ(term2.rows.size(), 6u) << absl::StrJoin(term2.rows, "\n");
   EXPECT_TRUE(absl::StrContains(term2.rows[0], "SUCCEEDED")) << term2.rows[0];
   EXPECT_TRUE(absl::StartsWith(term2.rows[1], "24/24 games")) << term2.rows[1];
-  EXPECT_TRUE(absl::StartsWith(term2.rows[2], "best:  #")) << term2.rows[2];
-  EXPECT_TRUE(absl::StartsWith(term2.rows[3], "worst: #")) << term2.rows[3];
+  EXPECT_EQ(term2.rows[2], "best:  not ranked yet: 20 games a position (most so far: 4)") << term2.rows[2];
+  EXPECT_EQ(term2.rows[3], "worst:") << term2.rows[3];
 }
 
 TEST_F(CliWatchTest, TheWatchSaysWhileTheCoordinatorIsAway) {

@@ -328,5 +328,33 @@ TEST(LogFormat, TextAndJsonLines) {
   EXPECT_EQ(parse_log_format("JSON"), std::nullopt);
 }
 
+// Issue 20: the dashboard listed positions at 6 games, 1.000 [0.557, 1.000], as leaders. The
+// results carry each position's shrunk score and rank interval, null below kMinGamesToRank games.
+TEST(HttpApiResults, SelfPlayPositionsCarryTheirShrunkScoreAndRank) {
+  std::vector<v1::ResultChunk> chunks;
+  const int64_t wdl[][3] = {{6, 0, 0}, {30, 10, 0}, {20, 10, 10}, {10, 10, 20}, {15, 10, 15}};
+  for (int i = 0; i < 5; ++i) {
+    v1::SelfPlayPositionResult* p = chunks.emplace_back().mutable_selfplay();
+    p->set_position_id(absl::StrCat(i));
+    p->set_start_position(i);
+    p->set_white_wins(wdl[i][0]);
+    p->set_draws(wdl[i][1]);
+    p->set_black_wins(wdl[i][2]);
+    p->set_games(wdl[i][0] + wdl[i][1] + wdl[i][2]);
+    p->set_complete(true);
+  }
+  chunks.push_back(chunks[4]);  // a further chunk of the same position: counted once
+  const std::string j = results_json("job-1", chunks);
+  EXPECT_TRUE(absl::StrContains(j, "\"id\":\"0\",")) << j;
+  EXPECT_TRUE(absl::StrContains(j, "\"score_hi\":1,\"rank\":null,\"shrunk\":null,")) << j;
+  EXPECT_TRUE(absl::StrContains(j, "\"black_wins\":0,\"total_plies\":0,\"score\":0.875,")) << j;
+  const size_t best = j.find("\"id\":\"1\""), worst = j.find("\"id\":\"3\"");
+  ASSERT_NE(best, std::string::npos);
+  EXPECT_TRUE(absl::StrContains(j.substr(best, j.find('}', best) - best), "\"rank\":1,\"shrunk\":0.")) << j;
+  EXPECT_TRUE(absl::StrContains(j.substr(worst, j.find('}', worst) - worst), "\"rank\":4,")) << j;
+  EXPECT_TRUE(absl::StrContains(j, "\"ranking\":{\"min_games\":20,\"ranked\":4,\"most_games\":40,")) << j;
+  EXPECT_TRUE(absl::StrContains(j, "\"total\":{\"games\":166,")) << j;
+}
+
 }  // namespace
 }  // namespace c960::cluster

@@ -269,11 +269,12 @@ TEST_F(ResultsCliTest, SelfPlayJobCancelledGivesItsPartialStatistics) {
   r = cli({"results", job, "--partial"}, true);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> table = lines_of(r.out);
-  ASSERT_EQ(table.size(), 13u) << r.out;  // then whether the start position matters, in two lines
+  ASSERT_EQ(table.size(), 14u) << r.out;  // then why nothing is ranked, and whether the start position matters
   EXPECT_TRUE(absl::StartsWith(table[0], "rank  id   ")) << r.out;
   EXPECT_TRUE(absl::StartsWith(table[1], "      all")) << r.out;
   EXPECT_EQ(table[10], absl::StrCat(incomplete, " of 8 positions are incomplete (games so far)"));
-  EXPECT_TRUE(absl::StartsWith(table[11], "Does the start position matter?")) << r.out;
+  EXPECT_TRUE(absl::StartsWith(table[11], "Not ranked yet: ranks need 3 positions with 20 games each")) << r.out;
+  EXPECT_TRUE(absl::StartsWith(table[12], "Does the start position matter?")) << r.out;
   for (const std::string& line : table) EXPECT_LE(line.size(), 80u) << line;  // fits the terminal
 }
 
