@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/auth.h"
 
 namespace c960::cli {
@@ -116,7 +117,13 @@ absl::StatusOr<cluster::ChannelOptions> connection_options(const ParsedArgs& arg
   flags.token_file = args.get("token-file");
   if (flags.token_file.empty())
     if (const char* t = std::getenv("C960_TOKEN")) flags.token = t;
-  return cluster::client_channel_options(cluster::with_default_port(coordinator_address(args)), flags);
+  // Checked before the files: the address is what a user gets wrong first.
+  const bool from_env = !args.has("coordinator") && std::getenv("C960_COORDINATOR") && *std::getenv("C960_COORDINATOR");
+  absl::StatusOr<std::string> address =
+      cluster::check_address(from_env ? "$C960_COORDINATOR" : "--coordinator", coordinator_address(args),
+                             {.default_port = true, .unix_socket = true});
+  if (!address.ok()) return address.status();
+  return cluster::client_channel_options(*address, flags);
 }
 
 absl::string_view method_of_command(absl::string_view command) {

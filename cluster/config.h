@@ -4,9 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
 
 namespace c960::cluster {
 
@@ -238,32 +235,5 @@ inline constexpr int64_t kFailurePauseMs = 1'000;    // no new units this long a
 // A busy worker that asked for more units (prefetch) and got none asks again after this long,
 // or as soon as a compute thread is free; an idle one long-polls instead.
 inline constexpr int64_t kBusyAcquirePollMs = 2'000;
-
-// "host" -> "host:7960", "[::1]" -> "[::1]:7960"; an address with a port, a bare IPv6 address
-// or a scheme ("unix:/path", "dns:///host:1") is left as it is. gRPC itself would dial 443.
-inline std::string with_default_port(std::string_view address) {
-  std::string out(address);
-  if (address.empty() || address.find("://") != std::string_view::npos || address.rfind("unix:", 0) == 0) return out;
-  const bool needs_port = address.front() == '[' ? address.back() == ']' : address.find(':') == std::string_view::npos;
-  return needs_port ? out + ":" + std::to_string(kDefaultPort) : out;
-}
-
-// "host:1" -> {"host", "1"}, "[::1]:1" -> {"::1", "1"}; nullopt for an address without a port or
-// with a scheme ("unix:/path", "dns:///host:1").
-struct HostPort {
-  std::string host, port;
-};
-inline std::optional<HostPort> split_host_port(std::string_view address) {
-  if (address.find("://") != std::string_view::npos || address.rfind("unix:", 0) == 0) return std::nullopt;
-  if (!address.empty() && address.front() == '[') {
-    const size_t close = address.find(']');
-    if (close == std::string_view::npos || close + 2 >= address.size() || address[close + 1] != ':')
-      return std::nullopt;
-    return HostPort{std::string(address.substr(1, close - 1)), std::string(address.substr(close + 2))};
-  }
-  const size_t colon = address.rfind(':');
-  if (colon == std::string_view::npos || colon + 1 >= address.size()) return std::nullopt;
-  return HostPort{std::string(address.substr(0, colon)), std::string(address.substr(colon + 1))};
-}
 
 }  // namespace c960::cluster

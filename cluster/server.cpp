@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/config.h"
 
 namespace c960::cluster {

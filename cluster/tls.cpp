@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/config.h"
 
 namespace c960::cluster {

@@ -34,6 +34,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/log.h"
 
 namespace c960::cluster {
@@ -321,10 +322,10 @@ HttpServer::Impl::~Impl() {
 }
 
 absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls* tls) {
-  const std::optional<HostPort> hp = split_host_port(listen);
-  int port = 0;
-  if (!hp || hp->host.empty() || !absl::SimpleAtoi(hp->port, &port) || port < 0 || port > 65535)
-    return absl::InvalidArgumentError(absl::StrCat("--http-listen: '", listen, "' is not HOST:PORT"));
+  const absl::StatusOr<std::string> checked = check_address("--http-listen", listen, {.port_zero = true});
+  if (!checked.ok()) return checked.status();
+  const std::optional<HostPort> hp = split_host_port(*checked);
+  if (!hp) return absl::InvalidArgumentError(absl::StrCat("--http-listen: '", listen, "' is not HOST:PORT"));
   if (tls) {
     ctx_ = SSL_CTX_new(TLS_server_method());
     if (!ctx_ || !setup_tls(*ctx_, *tls))

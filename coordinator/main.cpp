@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
 #include "cluster/log.h"
@@ -115,10 +116,29 @@ const c960::cluster::DaemonCommand kCommand = {
 
 namespace {
 
+// --listen and --http-listen, checked before anything else (and before the store is opened or
+// created); --http-listen empty: no HTTP side.
+struct Addresses {
+  std::string listen, http_listen;
+};
+absl::StatusOr<Addresses> addresses() {
+  Addresses a;
+  absl::StatusOr<std::string> listen = c960::cluster::check_address(
+      "--listen", absl::GetFlag(FLAGS_listen), {.port_zero = true, .default_port = true, .unix_socket = true});
+  if (!listen.ok()) return listen.status();
+  a.listen = *listen;
+  if (const std::string http = absl::GetFlag(FLAGS_http_listen); !http.empty()) {
+    absl::StatusOr<std::string> checked = c960::cluster::check_address("--http-listen", http, {.port_zero = true});
+    if (!checked.ok()) return checked.status();
+    a.http_listen = *checked;
+  }
+  return a;
+}
+
 // The server's security from the flags, checked: a usage error (exit 2) names what is wrong.
-absl::StatusOr<c960::cluster::ServerOptions> server_options() {
+absl::StatusOr<c960::cluster::ServerOptions> server_options(const Addresses& addresses) {
   c960::cluster::ServerOptions o;
-  o.listen = c960::cluster::with_default_port(absl::GetFlag(FLAGS_listen));
+  o.listen = addresses.listen;
   const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
                     client_ca = absl::GetFlag(FLAGS_tls_client_ca), tokens = absl::GetFlag(FLAGS_tokens);
   if (cert.empty() != key.empty())
@@ -148,10 +168,7 @@ absl::StatusOr<c960::cluster::ServerOptions> server_options() {
         " WITHOUT AUTHENTICATION: anyone who reaches this port can submit and cancel jobs and act as a worker"));
   }
   // The HTTP side follows the same rule: it shows every job and worker.
-  if (const std::string http = absl::GetFlag(FLAGS_http_listen); !http.empty()) {
-    const std::optional<c960::cluster::HostPort> hp = c960::cluster::split_host_port(http);
-    if (!hp || hp->host.empty() || hp->port.empty())
-      return absl::InvalidArgumentError(absl::StrCat("--http-listen: '", http, "' is not HOST:PORT"));
+  if (const std::string& http = addresses.http_listen; !http.empty()) {
     if (!c960::cluster::is_loopback_listen(http) && !c960::cluster::authenticates(o)) {
       if (!absl::GetFlag(FLAGS_insecure))
         return absl::InvalidArgumentError(absl::StrCat(
@@ -217,6 +234,8 @@ void raise_file_limit(int http_connections) {
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
   c960::cluster::set_log_program("c960-coordinator");
+  const absl::StatusOr<Addresses> listen = addresses();
+  if (!listen.ok()) return die(std::string(listen.status().message()));
   const int64_t lease_s = absl::GetFlag(FLAGS_lease_seconds);
   if (lease_s < 1 || lease_s > 3600) return die("--lease-seconds: not in 1..3600");
   c960::cluster::CoordinatorOptions coordinator_options;
@@ -251,7 +270,7 @@ int main(int argc, char** argv) {
     return die(absl::StrCat("--http-max-connections-per-address: not in 1..", http_max_connections,
                             " (--http-max-connections)"));
 
-  absl::StatusOr<c960::cluster::ServerOptions> options = server_options();
+  absl::StatusOr<c960::cluster::ServerOptions> options = server_options(*listen);
   if (!options.ok()) return die(std::string(options.status().message()));
 
   // Block the stop and reload signals in every thread; main waits for them with sigwait.
@@ -269,7 +288,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion, absl::GetFlag(FLAGS_init));
   if (!store.ok()) return die(std::string(store.status().message()));
   // Metrics only when there is somewhere to see them: the HTTP side.
-  const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+  const std::string& http_listen = listen->http_listen;
   std::unique_ptr<c960::cluster::Metrics> metrics;
   if (!http_listen.empty()) {
     metrics = std::make_unique<c960::cluster::Metrics>();

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/address.h"
 #include "cluster/auth.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
@@ -132,6 +133,9 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
   c960::cluster::set_log_program("c960-worker");
+  const absl::StatusOr<std::string> coordinator = c960::cluster::check_address(
+      "--coordinator", absl::GetFlag(FLAGS_coordinator), {.default_port = true, .unix_socket = true});
+  if (!coordinator.ok()) return usage_error(std::string(coordinator.status().message()));
   int threads = absl::GetFlag(FLAGS_threads);
   if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   if (threads < 1 || threads > c960::cluster::kMaxThreads) {
@@ -163,8 +167,8 @@ int main(int argc, char** argv) {
                                               absl::GetFlag(FLAGS_tls_key),
                                               enroll_file.empty() ? absl::GetFlag(FLAGS_token_file) : enroll_file, ""};
   if (const char* t = std::getenv("C960_TOKEN"); t && security.token_file.empty()) security.token = t;
-  absl::StatusOr<c960::cluster::ChannelOptions> channel_options = c960::cluster::client_channel_options(
-      c960::cluster::with_default_port(absl::GetFlag(FLAGS_coordinator)), security);
+  absl::StatusOr<c960::cluster::ChannelOptions> channel_options =
+      c960::cluster::client_channel_options(*coordinator, security);
   if (!channel_options.ok()) return usage_error(std::string(channel_options.status().message()));
 
   // Stop signals go to a thread of their own that asks the worker to stop.

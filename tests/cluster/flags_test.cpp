@@ -1,4 +1,4 @@
-// The daemons' command lines (cluster/flags.h) and addresses without a port (cluster/config.h).
+// The daemons' command lines (cluster/flags.h).
 #include "cluster/flags.h"
 
 #include <cstdlib>
@@ -7,7 +7,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "cluster/config.h"
 #include "cluster/log.h"
 #include "gtest/gtest.h"
 
@@ -128,17 +127,6 @@ TEST_F(DaemonFlags, LogFormatIsCommonToEveryDaemon) {
   setenv("C960_LOG_FORMAT", "json", 1);
   EXPECT_EQ(parse({}), std::nullopt);
   EXPECT_EQ(current_log_format(), LogFormat::kJson);
-}
-
-TEST(Address, DefaultPortWhereNoneIsGiven) {
-  EXPECT_EQ(with_default_port("127.0.0.1"), "127.0.0.1:7960");
-  EXPECT_EQ(with_default_port("localhost"), "localhost:7960");
-  EXPECT_EQ(with_default_port("[::1]"), "[::1]:7960");
-  EXPECT_EQ(with_default_port("localhost:1234"), "localhost:1234");
-  EXPECT_EQ(with_default_port("[::1]:80"), "[::1]:80");
-  EXPECT_EQ(with_default_port("::1"), "::1");
-  EXPECT_EQ(with_default_port("unix:/tmp/s"), "unix:/tmp/s");
-  EXPECT_EQ(with_default_port("dns:///h:1"), "dns:///h:1");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "cluster/address.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
 #include "core/version.h"
@@ -57,6 +58,7 @@ const char* status_name(grpc::health::v1::HealthCheckResponse::ServingStatus s) 
 int main(int argc, char** argv) {
   const char* env_addr = std::getenv("C960_COORDINATOR");
   std::string addr = env_addr && *env_addr ? env_addr : kDefaultAddress;
+  std::string addr_flag = env_addr && *env_addr ? "$C960_COORDINATOR" : "--addr";
   std::string service;
   double timeout = kDefaultTimeoutSeconds;
   c960::cluster::ClientSecurityFlags security;
@@ -95,11 +97,8 @@ int main(int argc, char** argv) {
       value = argv[++i];
     }
     if (name == "--addr") {
-      if (value.empty() || value.find(':') == std::string_view::npos) {
-        std::fprintf(stderr, "c960-healthcheck: --addr: '%.*s' is not HOST:PORT\n", int(value.size()), value.data());
-        return kExitUsage;
-      }
       addr = std::string(value);
+      addr_flag = "--addr";
     } else if (name == "--service") {
       service = std::string(value);
     } else if (name == "--tls-ca") {
@@ -120,7 +119,13 @@ int main(int argc, char** argv) {
     }
   }
 
-  // The same channel set-up as the workers' and the c960 tool's (cluster/channel.h).
+  // The same address check and channel set-up as the workers' and the c960 tool's.
+  const absl::StatusOr<std::string> checked = c960::cluster::check_address(addr_flag, addr, {.unix_socket = true});
+  if (!checked.ok()) {
+    std::fprintf(stderr, "c960-healthcheck: %s\n", std::string(checked.status().message()).c_str());
+    return kExitUsage;
+  }
+  addr = *checked;
   absl::StatusOr<c960::cluster::ChannelOptions> channel = c960::cluster::client_channel_options(addr, security);
   if (!channel.ok()) {
     std::fprintf(stderr, "c960-healthcheck: %s\n", std::string(channel.status().message()).c_str());
