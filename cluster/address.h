@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace c960::cluster {
 
@@ -31,6 +32,6 @@ struct AddressRule {
 // no scheme (http://, grpc://). Returns the address normalized ("host:port", "[v6]:port", the
 // default port added where the rule gives one). INVALID_ARGUMENT naming the flag, the value and
 // what is wrong with it, with the valid range of a port.
-absl::StatusOr<std::string> check_address(std::string_view flag, std::string_view value, AddressRule rule);
+absl::StatusOr<std::string> check_address(absl::string_view flag, absl::string_view value, AddressRule rule);
 
 }  // namespace c960::cluster

@@ -723,10 +723,21 @@ absl::StatusOr<v1::RenewLeasesResponse> Coordinator::renew(const Caller& caller,
 absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRequest& req) {
   if (req.unit_ids_size() > kMaxUnitIdsPerCall)
     return absl::InvalidArgumentError(absl::StrCat("unit_ids: more than ", kMaxUnitIdsPerCall));
+  if (req.keep_unit_ids_size() > kMaxUnitIdsPerCall)
+    return absl::InvalidArgumentError(absl::StrCat("keep_unit_ids: more than ", kMaxUnitIdsPerCall));
+  if (req.keep_unit_ids_size() > 0 && !req.release_all_others())
+    return absl::InvalidArgumentError("keep_unit_ids: only with release_all_others");
   for (const std::string& id : req.unit_ids()) {
     std::string job_id;
     int64_t index = 0;
     if (absl::Status s = parse_unit_id(id, "unit_ids", &job_id, &index); !s.ok()) return s;
+  }
+  std::set<std::pair<std::string, int64_t>> keep;
+  for (const std::string& id : req.keep_unit_ids()) {
+    std::string job_id;
+    int64_t index = 0;
+    if (absl::Status s = parse_unit_id(id, "keep_unit_ids", &job_id, &index); !s.ok()) return s;
+    keep.emplace(std::move(job_id), index);
   }
   std::lock_guard lock(mu_);
   absl::StatusOr<Session*> found = session_for(caller, req.worker_id());
@@ -742,6 +753,16 @@ absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRe
     Copy* c = j->units[index].copy_of(s.key);
     if (c && c->session == s.id) end_lease(j, index, *c, true);
   }
+  if (req.release_all_others())
+    for (Job* j : table_.by_seq) {
+      if (j->state != v1::JOB_STATE_RUNNING) continue;
+      for (auto it = j->active.begin(); it != j->active.end();) {
+        const int64_t i = *it++;
+        if (keep.count({j->id, i})) continue;
+        for (Copy& c : j->units[i].copies)
+          if (c.session == s.id) end_lease(j, i, c, true);
+      }
+    }
   changed();
   return absl::OkStatus();
 }

@@ -310,28 +310,36 @@ void Worker::renew() {
 void Worker::release_queued() {
   v1::ReleaseUnitsRequest req;
   req.set_worker_id(worker_id_);
+  // Everything else it holds too, but what it is still finishing or delivering: the acquire that
+  // the stop cancelled may have been granted units this worker never heard of.
+  req.set_release_all_others(true);
   {
     std::lock_guard lock(mu_);
     for (const v1::Lease& l : queue_) req.add_unit_ids(l.unit_id());
     queue_.clear();
+    for (const auto& [id, l] : running_) req.add_keep_unit_ids(id);
+    for (const v1::CompleteUnitRequest& r : results_) req.add_keep_unit_ids(r.unit_id());
   }
-  if (req.unit_ids_size() == 0) return;
+  if (req.keep_unit_ids_size() > kMaxUnitIdsPerCall) {  // too many to name: the listed ones only
+    req.set_release_all_others(true);
+    req.clear_keep_unit_ids();
+  }
   v1::ReleaseUnitsResponse resp;
   // One try: should it fail, the leases expire and the units return all the same.
-  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk)
+  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk && req.unit_ids_size() > 0)
     log(absl::StrCat("released ", req.unit_ids_size(), " queued units"));
 }
 
 void Worker::release_running() {
   v1::ReleaseUnitsRequest req;
   req.set_worker_id(worker_id_);
+  req.set_release_all_others(true);  // and whatever else it still holds (see release_queued)
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, l] : running_) req.add_unit_ids(id);
   }
-  if (req.unit_ids_size() == 0) return;
   v1::ReleaseUnitsResponse resp;
-  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk)
+  if (classify(coordinator_->release(req, &resp, kReleaseDeadlineMs), "release") == Rpc::kOk && req.unit_ids_size() > 0)
     log(absl::StrCat("released ", req.unit_ids_size(), " unfinished units"));
 }
 

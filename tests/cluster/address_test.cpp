@@ -12,21 +12,23 @@ constexpr AddressRule kListen = {.port_zero = true, .default_port = true, .unix_
 constexpr AddressRule kHttpListen = {.port_zero = true};
 constexpr AddressRule kCoordinator = {.default_port = true, .unix_socket = true};
 
-std::string ok(std::string_view value, AddressRule rule) {
+std::string ok(absl::string_view value, AddressRule rule) {
   absl::StatusOr<std::string> a = check_address("--flag", value, rule);
   EXPECT_TRUE(a.ok()) << value << ": " << a.status();
   return a.ok() ? *a : "";
 }
 
 // The refusal's message, which must name the flag and the value.
-std::string refused(std::string_view value, AddressRule rule) {
+std::string refused(absl::string_view value, AddressRule rule) {
   absl::StatusOr<std::string> a = check_address("--flag", value, rule);
   EXPECT_FALSE(a.ok()) << value << " taken as " << (a.ok() ? *a : "");
   if (a.ok()) return "";
   EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string m(a.status().message());
   EXPECT_EQ(m.rfind("--flag: ", 0), 0u) << m;
-  if (!value.empty()) EXPECT_NE(m.find(std::string(value)), std::string::npos) << m;
+  if (!value.empty()) {
+    EXPECT_NE(m.find(std::string(value)), std::string::npos) << m;
+  }
   return m;
 }
 

@@ -403,6 +403,34 @@ TEST_F(ClusterTest, DuplicateAndLateCompletionsAreCountedOnce) {
   expect_exact(job, 3, 2);
 }
 
+// Every program takes and refuses HOST:PORT in the same words (cluster/address.h), and the
+// coordinator refuses a bad address before it opens or creates its store.
+TEST_F(ClusterTest, BadAddressesAreUsageErrorsInEveryProgram) {
+  const std::string db = dir_ + "/never.db";
+  struct Case {
+    std::vector<std::string> argv;
+    std::string flag, why;
+  };
+  const std::vector<Case> cases = {
+      {{test::kCoordinatorBin, "--listen=127.0.0.1:99999", "--db=" + db}, "--listen", "not in 1..65535 (or 0"},
+      {{test::kCoordinatorBin, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1", "--db=" + db},
+       "--http-listen",
+       "has no port"},
+      {{test::kWorkerBin, "--coordinator=http://127.0.0.1:7960"}, "--coordinator", "without a scheme"},
+      {{test::kWorkerBin, "--coordinator=::1"}, "--coordinator", "in brackets"},
+      {{test::kCliBin, "status", "--coordinator=127.0.0.1:x"}, "--coordinator", "not a number"},
+      {{test::kBin + "/tools/healthcheck/c960-healthcheck", "--addr=127.0.0.1:0"},
+       "--addr",
+       "port 0, not in 1..65535"}};
+  for (const Case& c : cases) {
+    const test::RunResult r = test::run(c.argv);
+    EXPECT_EQ(r.exit_code, 2) << c.argv[0] << " " << c.argv[1] << "\n" << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, c.flag + ": '")) << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, c.why)) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 TEST_F(ClusterTest, InvalidRequestsGetTheirStatusCodes) {
   start_coordinator();
   auto submit_code = [&](const std::function<void(v1::PerftJobSpec*)>& edit, const std::string& field) {

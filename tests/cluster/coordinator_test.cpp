@@ -308,6 +308,37 @@ TEST_F(CoordinatorTest, ReleasedUnitsAreServedFirst) {
   EXPECT_NE(acquire(w2, 1)[0].unit_id(), l[0].unit_id());
 }
 
+// A worker that stops with an acquire in flight cannot know what that call granted: it releases
+// everything it holds but what it is still finishing (release_all_others), and nobody else's.
+TEST_F(CoordinatorTest, ReleaseAllOthersGivesBackUnitsTheWorkerNeverHeardOf) {
+  const std::string w1 = hello("one"), w2 = hello("two");
+  const v1::Job j = submit(2, "0-9", 0);
+  const std::vector<v1::Lease> finishing = acquire(w1, 1), lost = acquire(w1, 3), other = acquire(w2, 2);
+  ASSERT_EQ(lost.size(), 3u);
+  ASSERT_EQ(other.size(), 2u);
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 6);
+  v1::ReleaseUnitsRequest rel;
+  rel.set_worker_id(w1);
+  rel.add_keep_unit_ids(finishing[0].unit_id());
+  EXPECT_EQ(coordinator_->release(Caller::local(), rel).code(),
+            absl::StatusCode::kInvalidArgument);  // keep without all_others
+  rel.set_release_all_others(true);
+  rel.add_keep_unit_ids("job-1/x");
+  EXPECT_EQ(coordinator_->release(Caller::local(), rel).code(), absl::StatusCode::kInvalidArgument);
+  rel.mutable_keep_unit_ids()->RemoveLast();
+  ASSERT_TRUE(coordinator_->release(Caller::local(), rel).ok());
+  EXPECT_EQ(job(j.id()).progress().units_leased(), 3);  // the kept one and w2's two
+  // The released ones are served first, to the other worker; the kept one still counts.
+  std::vector<std::string> next;
+  for (const v1::Lease& l : acquire(w2, 3)) next.push_back(l.unit_id());
+  std::vector<std::string> want;
+  for (const v1::Lease& l : lost) want.push_back(l.unit_id());
+  std::sort(next.begin(), next.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(next, want);
+  EXPECT_EQ(complete(w1, finishing[0]).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+}
+
 TEST_F(CoordinatorTest, AggregatesTotalsAndDivideLikeTheCore) {
   const std::string w = hello("one");
   for (int split : {0, 2}) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <thread>
@@ -32,7 +33,9 @@ class FlakyConnection final : public CoordinatorConnection {
   std::atomic<int> lost_acks{0};           // completion applied, its reply lost (UNAVAILABLE)
   std::atomic<int> forgotten{0};           // NOT_FOUND with REASON_UNKNOWN_WORKER, nothing done
   std::atomic<int> unknown_units{0};       // completion answered NOT_FOUND without a reason
+  std::atomic<int> lost_grants{0};         // leases granted, then the call waits for the stop: CANCELLED
   std::atomic<int> hellos{0}, completions{0}, releases{0}, released_units{0};
+  std::atomic<bool> holding_lost_grant{false};  // such a call is waiting for the stop
 
   grpc::Status hello(const v1::HelloRequest& req, v1::HelloResponse* resp, int64_t) override {
     ++hellos;
@@ -44,7 +47,21 @@ class FlakyConnection final : public CoordinatorConnection {
     // The in-process long poll cannot be cancelled: kept short, so that a stopping worker ends soon.
     v1::AcquireWorkRequest r = req;
     r.set_wait_seconds(std::min(r.wait_seconds(), 1));
-    return reply(c_->acquire(Caller::local(), r), resp);
+    grpc::Status s = reply(c_->acquire(Caller::local(), r), resp);
+    if (s.ok() && resp->leases_size() > 0 && take(lost_grants)) {
+      // What a stop's cancel_waits does to a call the coordinator has answered already.
+      holding_lost_grant = true;
+      std::unique_lock lock(mu_);
+      cancelled_cv_.wait(lock, [&] { return cancelled_; });
+      resp->Clear();
+      return grpc::Status(grpc::StatusCode::CANCELLED, "worker stopping");
+    }
+    return s;
+  }
+  void cancel_waits() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cancelled_cv_.notify_all();
   }
   grpc::Status renew(const v1::RenewLeasesRequest& req, v1::RenewLeasesResponse* resp, int64_t) override {
     return reply(c_->renew(Caller::local(), req), resp);
@@ -80,6 +97,9 @@ class FlakyConnection final : public CoordinatorConnection {
         with_reason(absl::NotFoundError("worker_id: no worker; call Hello"), v1::ErrorInfo::REASON_UNKNOWN_WORKER));
   }
   Coordinator* c_;
+  std::mutex mu_;
+  std::condition_variable cancelled_cv_;
+  bool cancelled_ = false;
 };
 
 class WorkerTest : public ::testing::Test {
@@ -166,6 +186,23 @@ TEST_F(WorkerTest, ComputesAJobExactly) {
   start_worker();
   ASSERT_TRUE(wait_for(job.id()));
   expect_exact(job, 4);
+}
+
+// The stop cancels an acquire that the coordinator had answered: the worker never hears of those
+// leases, and gives them back all the same (release_all_others) instead of leaving them to expire.
+TEST_F(WorkerTest, StopGivesBackWhatACancelledAcquireWasGranted) {
+  const v1::Job job = submit(4, "0-9", 1);
+  FlakyConnection* conn = start_worker(1);
+  conn->lost_grants = 1;
+  for (int i = 0; i < 1000 && !conn->holding_lost_grant; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(conn->holding_lost_grant);
+  EXPECT_GE(coordinator_->get_job(Caller::local(), job.id())->progress().units_leased(), 1);
+  worker_->request_stop();
+  runner_.join();
+  EXPECT_EQ(exit_code_, 0);
+  // Well inside the 2 s lease: given back, not expired.
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), job.id())->progress().units_leased(), 0);
+  EXPECT_EQ(conn->releases.load(), 1);
 }
 
 TEST_F(WorkerTest, KeepsCallingHelloUntilTheCoordinatorAnswers) {
