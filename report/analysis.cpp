@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "core/startpos.h"
@@ -190,6 +191,10 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   std::vector<selfplay::ResultCounts> counts;
   for (const SelfPlayRow& r : table.rows) counts.push_back(r.counts);
   a.ranking = selfplay::rank_positions(counts);
+  std::map<int, selfplay::ResultCounts> by_sp;
+  for (const SelfPlayRow& r : table.rows)
+    if (r.key.sp >= 0) by_sp[r.key.sp] = r.counts;
+  a.mirrors = selfplay::compare_mirror_pairs(by_sp);
 
   const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
   a.homogeneity = chi_square_homogeneity(wdl);

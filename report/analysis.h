@@ -13,6 +13,7 @@
 
 #include "report/stats.h"
 #include "report/tables.h"
+#include "selfplay/mirror.h"
 #include "selfplay/ranking.h"
 
 namespace c960::report {
@@ -60,6 +61,8 @@ struct SelfPlayAnalysis {
   std::vector<size_t> by_score;                 // rows with games, best for White first
   // Scores shrunk toward all positions' and rank intervals (selfplay/ranking.h), in table order.
   selfplay::Ranking ranking;
+  // Each Chess960 position against its mirror image (selfplay/mirror.h).
+  selfplay::MirrorPairs mirrors;
   ChiSquareTest homogeneity;
   double permutation_p = kNaN;
   int permutations = 0;

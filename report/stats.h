@@ -9,19 +9,20 @@
 #include <limits>
 #include <vector>
 
+#include "selfplay/significance.h"
+
 namespace c960::report {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P(a, x), for a > 0, x >= 0
-// (NaN outside). Each is computed directly (series or continued fraction), not as 1 - the other,
-// so small tails keep their relative precision.
-double gamma_p(double a, double x);
-double gamma_q(double a, double x);
-
-double normal_sf(double z);                  // P(Z > z) for a standard normal Z
-double normal_two_sided_p(double z);         // P(|Z| >= |z|)
-double chi_square_sf(double x, double dof);  // P(X > x) for X ~ chi-square(dof)
+// The tails and the multiplicity corrections live below the reports (selfplay/significance.h).
+using selfplay::benjamini_hochberg_adjust;
+using selfplay::chi_square_sf;
+using selfplay::gamma_p;
+using selfplay::gamma_q;
+using selfplay::holm_adjust;
+using selfplay::normal_sf;
+using selfplay::normal_two_sided_p;
 
 struct ChiSquareTest {
   double statistic = kNaN;
@@ -41,11 +42,6 @@ ChiSquareTest chi_square_homogeneity(const std::vector<std::vector<int64_t>>& ta
 // (row and column totals kept) `permutations` times with a fixed seed; p = (1 + #{X >= observed})
 // / (permutations + 1). Valid however small the expected counts.
 double chi_square_permutation_p(const std::vector<std::vector<int64_t>>& table, int permutations, uint64_t seed);
-
-// Adjusted p-values, in the input's order. Holm: family-wise error (step-down Bonferroni).
-// Benjamini-Hochberg: false discovery rate (step-up). NaN entries are left NaN and not counted.
-std::vector<double> holm_adjust(const std::vector<double>& p);
-std::vector<double> benjamini_hochberg_adjust(const std::vector<double>& p);
 
 // Correlations of paired samples; NaN when undefined (fewer than 2 pairs, or no variance).
 double pearson(const std::vector<double>& x, const std::vector<double>& y);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/startpos.h"
+#include "selfplay/mirror.h"
 #include "selfplay/ranking.h"
 
 namespace c960::selfplay {
@@ -340,7 +341,23 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
                   ", \"mean\": ", json_number(ranking.mean, 4), ", \"mean_lo\": ", json_number(ranking.mean_lo, 4),
                   ", \"mean_hi\": ", json_number(ranking.mean_hi, 4), ", \"tau\": ", json_number(ranking.tau, 4),
                   ", \"tau_lo\": ", json_number(ranking.tau_lo, 4), ", \"tau_hi\": ", json_number(ranking.tau_hi, 4),
-                  "}}\n");
+                  "},\n");
+  const MirrorPairs mirrors = compare_mirror_pairs(*this);
+  const auto p_value = [](double p) { return std::isfinite(p) ? absl::StrFormat("%.4g", p) : std::string("null"); };
+  absl::StrAppend(&out, "\"mirror_pairs\": {\"min_games\": ", mirrors.min_games, ", \"tested\": ", mirrors.tested,
+                  ", \"chi_square\": ", json_number(mirrors.chi_square, 2), ", \"dof\": ", mirrors.dof,
+                  ", \"p\": ", p_value(mirrors.p), ", \"significant_holm\": ", mirrors.significant_holm,
+                  ", \"significant_bh\": ", mirrors.significant_bh, ", \"pairs\": [");
+  for (size_t i = 0; i < mirrors.pairs.size(); ++i) {
+    const MirrorPair& m = mirrors.pairs[i];
+    absl::StrAppend(&out, i ? ",\n  " : "\n  ", "{\"sp\": ", m.sp, ", \"mirror\": ", m.mirror, ", \"games\": [",
+                    m.a.games(), ", ", m.b.games(), "], \"score\": [", json_number(m.a.score().value, 4), ", ",
+                    json_number(m.b.score().value, 4), "], \"tested\": ", m.tested ? "true" : "false",
+                    ", \"difference\": ", json_number(m.difference, 4), ", \"lo\": ", json_number(m.lo, 4),
+                    ", \"hi\": ", json_number(m.hi, 4), ", \"p\": ", p_value(m.p), ", \"p_holm\": ", p_value(m.p_holm),
+                    ", \"p_bh\": ", p_value(m.p_bh), "}");
+  }
+  absl::StrAppend(&out, mirrors.pairs.empty() ? "]}}\n" : "\n]}}\n");
   return out;
 }
 

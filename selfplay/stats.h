@@ -115,10 +115,12 @@ class SelfPlayStats {
   // row with sp "all" for the whole job. complete_column adds a last column "complete"
   // (true/false; the 'all' row: whether every position is).
   std::string to_csv(bool complete_column = false) const;
-  // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids], "shrinkage": {...}};
+  // {"metadata": {...}, "positions": [...], "total": {...}, "ranking": [ids], "shrinkage": {...},
+  // "mirror_pairs": {...}};
   // metadata first when given (see metadata_values); "ranking" has the ranked positions only, and
-  // "shrinkage" the model's figures (min_games, ranked, mean, tau, with intervals). complete_field adds "complete":
-  // true|false after each position's rank and first in the total.
+  // "shrinkage" the model's figures (min_games, ranked, mean, tau, with intervals), then
+  // "mirror_pairs": each Chess960 position against its mirror image (selfplay/mirror.h).
+  // complete_field adds "complete": true|false after each position's rank and first in the total.
   std::string to_json(const std::vector<MetadataValue>& metadata = {}, bool complete_field = false) const;
 
  private:

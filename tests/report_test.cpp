@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "report/analysis.h"
 #include "report/tables.h"
+#include "selfplay/mirror.h"
 
 namespace c960::report {
 namespace {
@@ -363,6 +364,40 @@ TEST(ReportHtml, BestAndWorstAreRankedByTheShrunkScoreFromEnoughGames) {
   ASSERT_TRUE(html.ok()) << html.status();
   EXPECT_EQ(html->find("id=\"best\""), std::string::npos);
   EXPECT_NE(visible_text(*html).find("Not ranked: a ranking needs at least 3 positions with 20 games or more"),
+            std::string::npos);
+}
+
+// Mirror pairs: compared once both sides have 20 games, the pair that differs first, with the
+// overall test; with fewer games the section says so.
+TEST(ReportHtml, MirrorPairsAreComparedFromEnoughGames) {
+  std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
+  const auto row = [&](int sp, int w, int d, int l) {
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",", w + d + l, ",", w, ",", d, ",", l, "\n");
+  };
+  row(518, 30, 10, 0);   // 0.875
+  row(534, 10, 10, 20);  // 0.375
+  row(0, 10, 20, 10);
+  row(selfplay::mirror_of(0), 11, 18, 11);
+  row(1, 10, 10, 10);  // its mirror has no games: not listed
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string text = visible_text(*html);
+  EXPECT_NE(text.find("2 of 480 pairs of a position and its mirror image compared: some pairs differ"),
+            std::string::npos)
+      << text;
+  const size_t table = html->find("id=\"mirror-pairs\"");
+  ASSERT_NE(table, std::string::npos);
+  const size_t first = html->find("<tr><td>518 ", table), second = html->find("<tr><td>0 ", table);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_LT(first, second);  // smallest p first
+  EXPECT_NE(html->find("+0.500", first), std::string::npos);
+  EXPECT_NE(text.find("Mirror pairs: each of the 480 pairs"), std::string::npos);  // in Methods
+  std::string few = "sp,fen,games,white_wins,draws,black_wins\n";
+  absl::StrAppend(&few, 518, ",", *startpos_fen(518), ",4,1,2,1\n", 534, ",", *startpos_fen(534), ",4,1,2,1\n");
+  html = report_from_csv(few, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->find("id=\"mirror-pairs\""), std::string::npos);
+  EXPECT_NE(visible_text(*html).find("Not compared: 1 pair(s) of a position and its mirror image have games"),
             std::string::npos);
 }
 

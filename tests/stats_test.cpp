@@ -8,9 +8,11 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/prng.h"
 #include "gtest/gtest.h"
+#include "selfplay/mirror.h"
 
 namespace c960::selfplay {
 namespace {
@@ -257,6 +259,36 @@ TEST(Stats, PositionsWithEnoughGamesAreRankedByTheirShrunkScore) {
   const std::string json = st.to_json();
   EXPECT_NE(json.find("\"ranking\": [\"0\", \"2\", \"1\", \"3\"]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"shrinkage\": {\"min_games\": 20, \"ranked\": 4, "), std::string::npos) << json;
+}
+
+// Each position against its mirror image in the JSON: the pair's distinct games, the difference
+// of White's scores with its interval and p-values; a copied game is not counted again.
+TEST(Stats, MirrorPairsInJson) {
+  SelfPlayStats st;
+  for (int g = 0; g < 24; ++g) {
+    st.add(518,
+           game(g < 18 ? GameResult::kWhiteWins : GameResult::kDraw, Termination::kCheckmate, 30, uint16_t(g + 1)));
+    st.add(534,
+           game(g < 6 ? GameResult::kWhiteWins : GameResult::kDraw, Termination::kCheckmate, 30, uint16_t(g + 100)));
+  }
+  for (int g = 0; g < 30; ++g)  // one game 30 times: 1 distinct game, not tested
+    st.add(0, game(GameResult::kWhiteWins, Termination::kCheckmate, 30, 7));
+  st.add(mirror_of(0), game(GameResult::kBlackWins, Termination::kCheckmate, 30, 8));
+  const std::string json = st.to_json();
+  EXPECT_NE(json.find("\"mirror_pairs\": {\"min_games\": 20, \"tested\": 1, "), std::string::npos) << json;
+  const size_t pair = json.find(
+      "{\"sp\": 518, \"mirror\": 534, \"games\": [24, 24], \"score\": [0.8750, 0.6250], "
+      "\"tested\": true, \"difference\": 0.2500, ");
+  EXPECT_NE(pair, std::string::npos) << json;
+  EXPECT_NE(json.find(absl::StrCat("{\"sp\": 0, \"mirror\": ", mirror_of(0), ", \"games\": [1, 1], ")),
+            std::string::npos)
+      << json;
+  const MirrorPairs m = compare_mirror_pairs(st);
+  ASSERT_EQ(m.pairs.size(), 2u);
+  EXPECT_FALSE(m.pairs[0].tested);
+  EXPECT_LT(m.pairs[1].p, 0.05);
+  EXPECT_LT(m.pairs[1].lo, 0.25);
+  EXPECT_GT(m.pairs[1].lo, 0);
 }
 
 TEST(Stats, InfiniteEloIsNullInJsonAndInfInCsv) {
