@@ -35,7 +35,8 @@ const CommandSpec kSpec = {
     "Writes one HTML file that opens offline (its scripts, styles and data inside): for self-play the "
     "960-cell heatmap of White's score, the table by score with intervals, whether the start position "
     "matters (chi-square, per-position tests with Holm and Benjamini-Hochberg), the histogram against "
-    "sampling noise, and with --reference a comparison with another table; for perft the counts by "
+    "sampling noise, the best and worst by the shrunk score with rank intervals, each position against its "
+    "mirror image, and with --reference a comparison with another table; for perft the counts by "
     "position and their growth by depth. --from reads a CSV of 'c960 selfplay' or 'c960 perft --table' "
     "(several depths may be concatenated); JOB fetches a finished cluster job's results and metadata "
     "(engine, limits, seed, verification, dates, workers). Exits 1 while the job is unfinished.",

@@ -345,6 +345,14 @@ std::string extremes_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) 
   return b;
 }
 
+// +0.148, &minus;0.115 (a real minus sign), 0.000.
+std::string signed_fixed(double x) {
+  if (std::isnan(x)) return "&ndash;";
+  const std::string digits = absl::StrFormat("%.3f", std::abs(x));
+  if (digits == "0.000") return digits;
+  return absl::StrCat(x < 0 ? "&minus;" : "+", digits);
+}
+
 // Mirror pairs: the ones closest to differing first.
 std::string mirror_section(const SelfPlayAnalysis& a) {
   const selfplay::MirrorPairs& m = a.mirrors;
@@ -378,7 +386,7 @@ std::string mirror_section(const SelfPlayAnalysis& a) {
     const selfplay::MirrorPair& p = *tested[i];
     absl::StrAppend(&b, "<tr><td>", side(p.sp), "</td><td>", side(p.mirror), "</td><td>", count(p.a.games()), " / ",
                     count(p.b.games()), "</td><td>", fixed(p.a.score().value), " / ", fixed(p.b.score().value),
-                    "</td><td>", absl::StrFormat("%+.3f", p.difference), " ", fixed(p.lo), "&ndash;", fixed(p.hi),
+                    "</td><td>", signed_fixed(p.difference), " [", signed_fixed(p.lo), ", ", signed_fixed(p.hi), "]",
                     "</td><td>", p_value(p.p), "</td><td>", p_value(p.p_holm), "</td><td>", p_value(p.p_bh),
                     "</td></tr>\n");
   }
