@@ -74,7 +74,8 @@ TEST(MirrorPairs, PairsThatAreAlikeAreFoundAlikeAtTheNominalRate) {
     overall_small += r.p < 0.01;
   }
   const double rate = double(rejected) / tests, coverage = double(covered) / tests;
-  std::printf("%d pair tests: %.4f rejected at 5%%, intervals cover %.4f, Holm finds %d\n", tests, rate, coverage, holm);
+  std::printf("%d pair tests: %.4f rejected at 5%%, intervals cover %.4f, Holm finds %d\n", tests, rate, coverage,
+              holm);
   EXPECT_NEAR(rate, 0.05, 0.015) << rejected << " of " << tests;
   EXPECT_NEAR(coverage, 0.95, 0.015);
   EXPECT_LE(holm, 2);
