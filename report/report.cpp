@@ -482,9 +482,11 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   std::sort(dev.begin(), dev.end());
   double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
   half = std::max(half, 0.02);
+  // A score is in [0, 1]: the scale stops there (uneven halves are fine, each has its own slope).
+  const double mid = std::isnan(a.total_score.value) ? 0.5 : a.total_score.value;
   std::string d =
-      absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(a.total_score.value - half), ",",
-                   json_number(a.total_score.value), ",", json_number(a.total_score.value + half),
+      absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, mid - half)), ",",
+                   json_number(mid), ",", json_number(std::min(1.0, mid + half)),
                    "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
   bool first = true;
   for (size_t i = 0; i < t.rows.size(); ++i) {

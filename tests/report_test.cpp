@@ -335,6 +335,29 @@ std::string visible_text(const std::string& html) {
 
 // Issue 20: the best and worst lists were by the raw score, at any number of games; issue 21: every
 // report showed a stray R"( and ) around its Methods.
+// The heatmap's colour scale is White's score: it stops at 0 and 1 however lopsided the table.
+TEST(ReportHtml, HeatmapScaleStaysInsideZeroToOne) {
+  std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
+  for (int sp = 0; sp < 40; ++sp) {
+    const int w = sp % 4 ? 24 : 0;  // three in four score 0.98, the others 0.5: deviations up to 0.36
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",24,", w, ",", 24 - w, ",0\n");
+  }
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const size_t at = html->find("\"domain\":[");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = at + std::string("\"domain\":[").size();
+  const std::vector<std::string> ends = absl::StrSplit(html->substr(open, html->find(']', open) - open), ',');
+  ASSERT_EQ(ends.size(), 3u);
+  const double lo = std::stod(ends[0]), mid = std::stod(ends[1]), hi = std::stod(ends[2]);
+  EXPECT_GE(lo, 0);
+  EXPECT_LT(lo, mid);
+  EXPECT_LE(mid, hi);
+  EXPECT_LE(hi, 1.0);
+  EXPECT_GT(mid, 0.85);
+  EXPECT_LT(lo, 0.6);  // the low half is not squeezed by the cap on the high one
+}
+
 TEST(ReportHtml, BestAndWorstAreRankedByTheShrunkScoreFromEnoughGames) {
   std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
   for (int sp = 0; sp < 12; ++sp) {

@@ -131,7 +131,7 @@
       for (let sp = 0; sp < 960; sp++) {
         const row = bySp.get(sp);
         const value = row ? row.value : null;
-        cells[sp].style.background = color(value, domain, palette);
+        cells[sp].style.backgroundColor = color(value, domain, palette);  // not 'background': it would reset the stripes
         cells[sp].classList.toggle('hm-empty', value === null || value === undefined || !isFinite(value));
         cells[sp].setAttribute('aria-label', row && row.lines ? row.lines.join('; ') : `${sp} ${backrank(sp)}`);
       }

@@ -128,6 +128,14 @@ test('self-play leaders: ranked by the shrunk score, as c960 results ranks them'
       assert.equal(cells[7], `${r.rank_lo}-${r.rank_hi}`);
     });
     assert.match(await page.locator('#leaders-note').textContent(), /^By White's score shrunk toward the positions' mean/);
+    // The caption says positions without games are hatched: they are (stripes over the colour).
+    assert.match(await page.locator('#heatmap-section .caption').first().textContent(), /hatched: no games yet/);
+    const looks = await page.$$eval('#heatmap .hm-cell', (cells) => cells.map((c) => [
+      c.dataset.sp, c.classList.contains('hm-empty'), getComputedStyle(c).backgroundImage]));
+    for (const [sp, empty, image] of looks) {
+      assert.equal(empty, Number(sp) > 4, `cell ${sp}: hm-empty`);
+      assert.equal(image.includes('repeating-linear-gradient'), empty, `cell ${sp}: background-image ${image}`);
+    }
     noProblems(problems);
   });
 });

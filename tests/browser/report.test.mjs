@@ -51,6 +51,10 @@ test('self-play report: heatmap, tooltips, charts, no errors', async () => {
 
   await withPage(process.env.C960_SELFPLAY_REPORT, { name: 'selfplay-report', artifactsDir }, async (page, problems) => {
     await page.waitForSelector('body[data-rendered]');
+    // The colour scale's ends, as shown: White's score, so inside [0, 1].
+    const ends = await page.$$eval('#heatmap .hm-legend-value', (els) => els.map((e) => e.textContent));
+    assert.equal(ends.length, 2, `legend ends: ${ends}`);
+    for (const e of ends) assert.ok(Number(e) >= 0 && Number(e) <= 1, `legend end ${e} is not a score`);
     for (const r of chosen) {
       const tip = await heatmapTooltip(page, r.sp);
       const [w, d, l] = [Number(r.white_wins), Number(r.draws), Number(r.black_wins)];
@@ -64,7 +68,7 @@ test('self-play report: heatmap, tooltips, charts, no errors', async () => {
                 `interval of ${r.sp}: ${lines[2]}, expected ${elo.toFixed(4)}-${ehi.toFixed(4)}`);
     }
     // Cells are coloured by score: as many colours as scores, give or take the clamped extremes.
-    const colours = await page.$$eval('.hm-cell', (cells) => new Set(cells.map((c) => c.style.background)).size);
+    const colours = await page.$$eval('.hm-cell', (cells) => new Set(cells.map((c) => c.style.backgroundColor)).size);
     const scores = new Set(rows.map((r) => score(r).toFixed(6))).size;
     assert.ok(colours >= Math.min(5, scores) && colours <= scores + 1, `${colours} cell colours for ${scores} scores`);
     for (const id of ['histogram', 'scatter']) assert.equal(await chartDrawn(page, id), '');
