@@ -13,11 +13,12 @@
 
 #include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
+#include "cluster/job_json.h"
 #include "selfplay/ranking.h"
 
 namespace c960::cli {
 
-const char* state_name(v1::JobState state);
+using cluster::state_name;
 
 // "1234567" -> "1,234,567" (decimal digits only; anything else is returned as it is).
 std::string group_thousands(absl::string_view digits);
@@ -26,14 +27,11 @@ std::string si_number(double value);
 // Seconds as h:mm:ss ("0:00:05", "27:03:04" is never shown: from one day on "3d 04h"); "?"
 // when negative or not finite.
 std::string format_duration(double seconds);
-// "2026-11-30T16:22:12.345Z"; "" for 0 (not set).
-std::string iso8601_utc(int64_t unix_ms);
+using cluster::iso8601_utc;
 // "perft d5" or "selfplay".
 std::string job_kind(const v1::Job& job);
-// Units (perft) or games (self-play) done, 0..1.
-double job_fraction(const v1::Job& job);
-// How long the job ran: until it finished, or until `now_unix_ms` while it runs.
-double job_elapsed_seconds(const v1::Job& job, int64_t now_unix_ms);
+using cluster::job_elapsed_seconds;
+using cluster::job_fraction;
 
 // The columns of the terminal: `ioctl_columns` (TIOCGWINSZ) when positive, else $COLUMNS when it
 // is a number, else 80; at least kMinTerminalWidth.
@@ -114,10 +112,8 @@ std::string job_description(const v1::Job& job, int64_t now_unix_ms);
 // `c960 status`: a header and a row per job in aligned columns (ID, KIND, STATE, DONE, UNITS,
 // AGE since submit, DURATION of a finished job).
 std::string status_table(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
-// One job as a JSON object with stable keys: numbers as numbers, node counts as strings (they
-// may pass 2^53), times as ISO-8601 UTC, null where a key does not apply.
-std::string job_json(const v1::Job& job, int64_t now_unix_ms);
-// An array of job_json objects, one a line.
-std::string jobs_json(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
+// The jobs' JSON (cluster/job_json.h), shared with the coordinator's /api/v2/jobs.
+using cluster::job_json;
+using cluster::jobs_json;
 
 }  // namespace c960::cli

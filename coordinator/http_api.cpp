@@ -1,5 +1,6 @@
 #include "coordinator/http_api.h"
 
+#include <chrono>
 #include <cmath>
 #include <google/protobuf/util/json_util.h>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cluster/job_json.h"
 #include "cluster/log.h"
 #include "cluster/tls.h"
 #include "cluster/u128.h"
@@ -251,6 +253,10 @@ HttpApi::Route HttpApi::route(const std::string& path) {
     return {Handler::kJobPage, std::string(rest)};
   if (absl::ConsumePrefix(&rest, "/assets/") && !rest.empty() && !absl::StrContains(rest, '/'))
     return {Handler::kAsset, std::string(rest)};
+  // Version 2 of the jobs API: the same clean JSON as `c960 status --format json`.
+  if (path == "/api/v2/jobs") return {Handler::kApiJobs, "", 2};
+  if (absl::ConsumePrefix(&rest, "/api/v2/jobs/") && !rest.empty() && !absl::StrContains(rest, '/'))
+    return {Handler::kApiJob, std::string(rest), 2};
   if (absl::ConsumePrefix(&rest, "/api/v1/jobs/") && !rest.empty()) {
     if (absl::ConsumeSuffix(&rest, "/results") && !rest.empty() && !absl::StrContains(rest, '/'))
       return {Handler::kApiResults, std::string(rest)};
@@ -363,8 +369,8 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route) const
           return r;
         }
         case Handler::kMetrics: return metrics();
-        case Handler::kApiJobs: return api_jobs(req, caller);
-        case Handler::kApiJob: return api_job(route.arg, caller);
+        case Handler::kApiJobs: return api_jobs(req, caller, route.version);
+        case Handler::kApiJob: return api_job(route.arg, caller, route.version);
         case Handler::kApiResults: return api_results(req, route.arg, caller);
         case Handler::kApiWorkers: return api_workers(req, caller);
         default:
@@ -440,18 +446,31 @@ HttpResponse HttpApi::metrics() const {
   return r;
 }
 
-HttpResponse HttpApi::api_jobs(const HttpRequest& req, const Caller& caller) const {
+namespace {
+
+int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+HttpResponse HttpApi::api_jobs(const HttpRequest& req, const Caller& caller, int version) const {
   v1::ListJobsRequest lr;
   if (absl::Status error = page_params(req, &lr); !error.ok()) return api_error(error);
   absl::StatusOr<v1::ListJobsResponse> resp = coordinator_->list_jobs(caller, lr);
   if (!resp.ok()) return api_error(resp.status());
-  return json(200, proto_json(*resp));
+  if (version == 1) return json(200, proto_json(*resp));
+  const std::vector<v1::Job> jobs(resp->jobs().begin(), resp->jobs().end());
+  return json(200, absl::StrCat("{\"api_version\": 2, \"jobs\": ", jobs_json(jobs, unix_now_ms()),
+                                ", \"next_page_token\": ", json_quote(resp->next_page_token()), "}\n"));
 }
 
-HttpResponse HttpApi::api_job(const std::string& id, const Caller& caller) const {
+HttpResponse HttpApi::api_job(const std::string& id, const Caller& caller, int version) const {
   absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, id);
   if (!job.ok()) return api_error(job.status());
-  return json(200, proto_json(*job));
+  if (version == 1) return json(200, proto_json(*job));
+  return json(200, absl::StrCat("{\"api_version\": 2, \"job\": ", job_json(*job, unix_now_ms()), "}\n"));
 }
 
 HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id, const Caller& caller) const {

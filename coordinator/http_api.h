@@ -95,6 +95,7 @@ class HttpApi {
   struct Route {
     Handler handler = Handler::kNotFound;
     std::string arg;  // the job id or the asset's name
+    int version = 1;  // of the jobs API: 1 protobuf's JSON mapping (the dashboard's), 2 cluster/job_json.h
   };
   static Route route(const std::string& path);
 
@@ -111,8 +112,8 @@ class HttpApi {
   HttpResponse logout() const;
   HttpResponse page(const Route& route, const Caller& caller) const;
   HttpResponse metrics() const;
-  HttpResponse api_jobs(const HttpRequest& req, const Caller& caller) const;
-  HttpResponse api_job(const std::string& id, const Caller& caller) const;
+  HttpResponse api_jobs(const HttpRequest& req, const Caller& caller, int version) const;
+  HttpResponse api_job(const std::string& id, const Caller& caller, int version) const;
   HttpResponse api_results(const HttpRequest& req, const std::string& id, const Caller& caller) const;
   HttpResponse api_workers(const HttpRequest& req, const Caller& caller) const;
 

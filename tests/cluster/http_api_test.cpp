@@ -246,6 +246,42 @@ TEST_F(HttpApiTest, JsonApiMirrorsTheCoordinator) {
   EXPECT_TRUE(absl::StrContains(workers.body, "\"name\":\"w1\"")) << workers.body;
 }
 
+// Version 2 of the jobs API: the JSON of `c960 status --format json` (cluster/job_json.h), with
+// its version; the same roles as version 1.
+TEST_F(HttpApiTest, JobsApiVersion2IsCleanJson) {
+  EXPECT_EQ(HttpApi::route("/api/v2/jobs").version, 2);
+  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3").handler, HttpApi::Handler::kApiJob);
+  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3").version, 2);
+  EXPECT_EQ(HttpApi::route("/api/v1/jobs/job-3").version, 1);
+  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3/results").handler, HttpApi::Handler::kNotFound);
+  EXPECT_EQ(HttpApi::route("/api/v2/workers").handler, HttpApi::Handler::kNotFound);
+  auto a = api(false);
+  const std::string id = run_perft_job("0,518");
+  const HttpResponse jobs = a->handle(get("/api/v2/jobs"));
+  ASSERT_EQ(jobs.status, 200);
+  EXPECT_EQ(jobs.content_type, "application/json");
+  EXPECT_TRUE(absl::StartsWith(jobs.body, "{\"api_version\": 2, \"jobs\": [\n  {\"id\": ")) << jobs.body;
+  const HttpResponse job = a->handle(get(absl::StrCat("/api/v2/jobs/", id)));
+  ASSERT_EQ(job.status, 200);
+  for (const std::string& want :
+       {absl::StrCat("{\"api_version\": 2, \"job\": {\"id\": \"", id, "\", \"kind\": \"perft\", \"depth\": 2, "),
+        std::string("\"state\": \"SUCCEEDED\", \"fraction_done\": 1.000000, "),
+        std::string("\"nodes_done\": \"800\", ")})
+    EXPECT_TRUE(absl::StrContains(job.body, want)) << want << "\n" << job.body;
+  for (const char* raw : {"JOB_STATE_", "VERIFY_MODE_", "\"hi\":", "\"lo\":"})
+    EXPECT_FALSE(absl::StrContains(job.body + jobs.body, raw)) << raw;
+  EXPECT_EQ(a->handle(get("/api/v2/jobs/job-999")).status, 404);
+  EXPECT_EQ(a->handle(get("/api/v2/jobs?page_size=x")).status, 400);
+  // With tokens: read may, submit may not, as for version 1.
+  auto secured = api(true);
+  HttpRequest read = get("/api/v2/jobs"), submitter = get("/api/v2/jobs");
+  read.authorization = {absl::StrCat("Bearer ", kReadToken)};
+  submitter.authorization = {absl::StrCat("Bearer ", kSubmitToken)};
+  EXPECT_EQ(secured->handle(read).status, 200);
+  EXPECT_EQ(secured->handle(submitter).status, 403);
+  EXPECT_EQ(secured->handle(get("/api/v2/jobs")).status, 401);
+}
+
 TEST_F(HttpApiTest, MetricsMoveWithAJob) {
   auto a = api(false);
   const std::string before = a->handle(get("/metrics")).body;
