@@ -33,6 +33,34 @@ absl::StatusOr<long long> ParsedArgs::get_int(const std::string& name, long long
   return out;
 }
 
+std::optional<std::string> closest_name(std::string_view typed, const std::vector<std::string>& names) {
+  // Optimal string alignment distance (Damerau-Levenshtein without repeated edits of a substring).
+  const auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  if (typed.empty() || typed.size() > 64) return std::nullopt;
+  std::optional<std::string> best;
+  size_t best_distance = 0;
+  for (const std::string& n : names) {
+    const size_t limit = n.size() >= 6 ? 2 : 1, dist = distance(typed, n);
+    if (dist == 0 || dist > limit) continue;
+    if (!best || dist < best_distance) {
+      best = n;
+      best_distance = dist;
+    }
+  }
+  return best;
+}
+
 absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
   ParsedArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -53,8 +81,14 @@ absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector
     const OptionSpec* opt = nullptr;
     for (const OptionSpec& o : spec.options)
       if (o.name == name) opt = &o;
-    if (!opt)
-      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see c960 ", spec.name, " --help)"));
+    if (!opt) {
+      std::vector<std::string> names;
+      for (const OptionSpec& o : spec.options) names.push_back(o.name);
+      const std::optional<std::string> near = closest_name(name, names);
+      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name,
+                                                     near ? absl::StrCat(": did you mean --", *near, "?") : "",
+                                                     " (see c960 ", spec.name, " --help)"));
+    }
     if (out.has(name) && opt->arity != Arity::kMany)
       return absl::InvalidArgumentError(absl::StrCat("--", name, " is given more than once"));
     std::vector<std::string>& vals = out.values_[name];

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,11 @@ absl::StatusOr<long long> threads_option(const ParsedArgs& p);
 
 // Unknown options, missing values and repeated single options are errors that name the option.
 absl::StatusOr<ParsedArgs> parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
+
+// The name among `names` closest to a mistyped one, as git's "did you mean": an edit distance
+// (insertions, deletions, substitutions, swaps of neighbours) of at most 1, or 2 for names of 6
+// characters or more; the first such name when several tie. nullopt when none is that close.
+std::optional<std::string> closest_name(std::string_view typed, const std::vector<std::string>& names);
 // The start of every subcommand: on --help or -h (anywhere) prints the help on io.out, on bad
 // usage fails with "c960 NAME: problem", and returns the exit code to leave with (0 or 2);
 // otherwise fills *out and returns nullopt.

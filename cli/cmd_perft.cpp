@@ -135,9 +135,10 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
     }
   }
   const double secs = seconds_since(t0);
-  io.out << absl::StrFormat(
-      "%s: %d positions, %d checks, %d mismatches, %d bad positions, %d skipped; %s nodes in %.2f s (%s)\n", path,
-      cases->size(), checks, mismatches, errors, skipped, to_string(nodes), secs, rate(nodes, secs));
+  io.out << absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s (%s)\n",
+                            path, cases->size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches",
+                            errors, errors == 1 ? "position" : "positions", skipped, to_string(nodes), secs,
+                            rate(nodes, secs));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 

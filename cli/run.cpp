@@ -1,5 +1,6 @@
 // The command table of the c960 tool.
 #include "absl/strings/str_format.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/bitboard.h"
 #include "core/version.h"
@@ -71,7 +72,11 @@ int run(const std::vector<std::string>& args, const Io& io) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   for (const Subcommand& c : kCommands)
     if (name == c.name) return c.run(rest, io);
-  io.err << "c960: unknown command '" << name << "'\n";
+  std::vector<std::string> names = {"help", "version"};
+  for (const Subcommand& c : kCommands) names.push_back(c.name);
+  io.err << "c960: unknown command '" << name << "'";
+  if (const std::optional<std::string> near = closest_name(name, names)) io.err << ": did you mean '" << *near << "'?";
+  io.err << "\n";
   usage(io.err);
   return kExitUsage;
 }

@@ -77,6 +77,20 @@ TEST(CliArgs, RepeatedSingleOptionsAreErrors) {
   EXPECT_EQ(parse_error({"--flag", "--flag"}), "--flag is given more than once");
 }
 
+TEST(CliArgs, ClosestNameIsWhatAUserMeant) {
+  const std::vector<std::string> commands = {"startpos", "perft", "perftree", "status", "selfplay", "submit"};
+  EXPECT_EQ(closest_name("perf", commands), "perft");     // one deletion
+  EXPECT_EQ(closest_name("stauts", commands), "status");  // a swap of neighbours
+  EXPECT_EQ(closest_name("selfpaly", commands), "selfplay");
+  EXPECT_EQ(closest_name("perfte", commands), "perft");  // nearest wins over perftree (2)
+  EXPECT_EQ(closest_name("submt", commands), "submit");
+  EXPECT_EQ(closest_name("perft", commands), std::nullopt);  // the name itself is not a suggestion
+  EXPECT_EQ(closest_name("sta", commands), std::nullopt);
+  EXPECT_EQ(closest_name("xyz", commands), std::nullopt);
+  EXPECT_EQ(closest_name("", commands), std::nullopt);
+  EXPECT_EQ(parse_error({"--flg"}), "unknown option --flg: did you mean --flag? (see c960 demo --help)");
+}
+
 TEST(CliArgs, UnknownOptionsAndMissingValues) {
   EXPECT_EQ(parse_error({"--bogus"}), "unknown option --bogus (see c960 demo --help)");
   EXPECT_EQ(parse_error({"--bogus=1"}), "unknown option --bogus (see c960 demo --help)");

@@ -61,6 +61,8 @@ TEST(Cli, StartposBadInput) {
   expect_usage_error({"startpos", "--number", "KNRBBQRN"}, "between the rooks");
   expect_usage_error({"startpos", "--random", "--seed", "-4"}, "--seed");
   expect_usage_error({"startpos", "5", "--bogus"}, "unknown option --bogus");
+  expect_usage_error({"perf", "--depth", "3"}, "c960: unknown command 'perf': did you mean 'perft'?");
+  expect_usage_error({"perft", "--dept", "3"}, "unknown option --dept: did you mean --depth?");
 }
 
 TEST(Cli, PerftDivideLooksLikeStockfish) {
@@ -131,6 +133,7 @@ TEST(Cli, PerftSuiteExitCodes) {
   const std::string bad = write_temp("rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 401\n");
   const test::RunResult mismatch = c960({"perft", "--epd", bad});
   EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_NE(mismatch.out.find(", 1 mismatch, 0 bad positions,"), std::string::npos) << mismatch.out;
   EXPECT_NE(mismatch.out.find(
                 "MISMATCH rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 depth 2 expected 401 actual 400 "
                 "(line 1)\n"),
