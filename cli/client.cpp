@@ -254,7 +254,17 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     if (on_retry && (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !ever_got)) on_retry(to_absl(s));
     sleep_ms(backoff);
     backoff = next_backoff_ms(backoff, policy_);
+    // Then watch the channel connect: gRPC's synchronous API moves a connection on only while
+    // something polls it, so a failed call and a sleep alone left a TLS handshake unattended and
+    // the watch never got back ("Handshake read failed" for ever).
+    await_channel(cluster::kRpcDeadlineMs);
   }
+}
+
+void Client::await_channel(int64_t ms) {
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+  for (grpc_connectivity_state s = channel_->GetState(true); s != GRPC_CHANNEL_READY; s = channel_->GetState(true))
+    if (!channel_->WaitForStateChange(s, deadline)) return;
 }
 
 }  // namespace c960::cli

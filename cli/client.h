@@ -88,6 +88,9 @@ class Client {
   // address is said within seconds, and a TLS mismatch at once, with what to fix
   // (cluster::diagnose_connection); later calls retry through restarts as usual.
   absl::Status connect();
+  // Polls the channel until it is READY, at most `ms`: this is what moves a (TLS) connection on
+  // between a watch's attempts.
+  void await_channel(int64_t ms);
 
   cluster::ChannelOptions options_;
   RetryPolicy policy_;

@@ -107,14 +107,6 @@ class CliWatchTest : public ClusterFixture {
     *err = errs.str();
     return rc;
   }
-
-  bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout) {
-    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-      if (absl::StrContains(read_file(path), text)) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
 };
 
 TEST_F(CliWatchTest, SubmitQuietPrintsTheIdAndSubmitWatchFollowsTheJob) {

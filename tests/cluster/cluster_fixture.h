@@ -17,6 +17,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -85,6 +86,15 @@ class ClusterFixture : public ::testing::Test {
     argv.insert(argv.end(), flags.begin(), flags.end());
     workers_.push_back(std::make_unique<Process>(argv, absl::StrCat(dir_, "/worker", workers_.size(), ".log")));
     return workers_.back().get();
+  }
+
+  // Waits until the file at `path` (a process's log) contains `text`.
+  bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout) {
+    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
+      if (absl::StrContains(read_file(path), text)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
   }
 
   std::string dir_, db_;

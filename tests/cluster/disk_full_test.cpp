@@ -24,15 +24,6 @@ class DiskFullTest : public ClusterFixture {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.exit_code == 0;
   }
-
-  // Waits until the file at `path` contains `text`.
-  bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout) {
-    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-      if (absl::StrContains(read_file(path), text)) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
 };
 
 TEST_F(DiskFullTest, WorkerRetriesHelloUntilTheCoordinatorCanWriteAgain) {

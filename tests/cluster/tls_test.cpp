@@ -163,6 +163,36 @@ TEST_F(TlsTest, WorkersStartedBeforeTheCoordinatorJoinAndRejoinAfterARestart) {
   }
 }
 
+// A watch over TLS rides out a coordinator restart: it reconnected without TLS, but over TLS it
+// said "reconnecting ... Handshake read failed" for ever (a failed-fast call then a sleep left
+// the handshake unattended; the reconnecting calls now wait for the connection).
+TEST_F(TlsTest, AWatchReconnectsAfterACoordinatorRestart) {
+  const std::string submit = token_file("submit");
+  std::vector<std::string> flags = server_tls();
+  flags.push_back("--tokens=" + dir_ + "/tokens");
+  const int port = start_coordinator(0, flags);
+  ASSERT_GT(port, 0);
+  const std::string ca = "--tls-ca=" + pki_.ca(), tok = "--token-file=" + submit;
+  const RunResult r = cli({"submit", "perft", "--depth", "5", "--sps", "0-99", "--verify", "off", ca, tok});
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // no workers: it stays running
+  const std::string id = job_id(r.out), log = dir_ + "/watch.log";
+  Process watch({kCli, "watch", id, ca, tok, absl::StrCat("--coordinator=127.0.0.1:", port)}, log);
+  ASSERT_TRUE(wait_for_text(log, id + "  perft d5  RUNNING", 20s)) << read_file(log);
+  for (const int sig : {SIGKILL, SIGTERM}) {
+    write_file(log, "");
+    coordinator_->signal(sig);
+    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnecting to 127.0.0.1:", port, "... (since "), 20s))
+        << read_file(log);
+    ASSERT_TRUE(coordinator_->wait(20s)) << "the coordinator did not stop";
+    std::this_thread::sleep_for(3s);  // long enough for the watch's retries to back off
+    ASSERT_EQ(start_coordinator(port, flags), port);
+    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), 30s)) << read_file(log);
+    ASSERT_FALSE(watch.wait(0ms).has_value()) << "the watch ended: " << read_file(log);
+  }
+  ASSERT_EQ(cli({"cancel", id, ca, tok}).exit_code, 0);
+  EXPECT_EQ(watch.wait(30s), std::optional<int>(1)) << read_file(log);
+}
+
 TEST_F(TlsTest, RefusedPortFailsFast) {
   // Connecting is where TLS problems show, and where a wrong address must not cost long.
   port_ = 1;  // nothing listens on port 1 of loopback
