@@ -6,7 +6,9 @@
 #include <ctime>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace c960::cluster {
 namespace {
@@ -86,6 +88,11 @@ void set_log_format(LogFormat format) {
 LogFormat current_log_format() {
   std::lock_guard lock(g_mu);
   return g_format;
+}
+
+std::string enum_word(absl::string_view name, absl::string_view prefix) {
+  absl::ConsumePrefix(&name, prefix);
+  return absl::AsciiStrToLower(name);
 }
 
 std::string json_quote(absl::string_view s) {

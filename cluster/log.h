@@ -59,6 +59,10 @@ void log_event(LogLevel level, absl::string_view event, absl::string_view messag
 std::string format_log_line(LogFormat format, absl::string_view time, LogLevel level, absl::string_view program,
                             absl::string_view event, absl::string_view message, const LogFields& fields);
 
+// An enum value's name as logs and metrics say it: "TRUST_STATE_NEW" without its prefix
+// "TRUST_STATE_", in lower case: "new".
+std::string enum_word(absl::string_view name, absl::string_view prefix);
+
 // `s` as a JSON string literal, quotes included: control characters escaped, bytes that are not
 // UTF-8 replaced by U+FFFD, so that every line parses whatever a worker sent.
 std::string json_quote(absl::string_view s);

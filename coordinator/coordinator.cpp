@@ -326,7 +326,7 @@ std::string Coordinator::notice(const Job& j) const {
                         "' allows the job's options: ", refusal);
   if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able.size() < 2)
     return absl::StrCat("waiting: results are checked by a second worker with a credential of its own (verify ",
-                        absl::AsciiStrToLower(v1::VerifyMode_Name(j.verify).substr(12)), ") and ", able.size(),
+                        enum_word(v1::VerifyMode_Name(j.verify), "VERIFY_MODE_"), ") and ", able.size(),
                         " credential can compute this job; start a worker with another token (or one that enrolls), "
                         "or submit with --verify off");
   if (j.unit_failures > 0 && int(j.failing_workers.size()) < kMinFailingWorkers)
@@ -570,11 +570,11 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   const std::string owner = raw->owner.empty() ? "anonymous" : raw->owner;
   log_event(LogLevel::kInfo, "job_submitted",
             absl::StrCat("job ", raw->id, " submitted by ", owner, " (", kind->capability(), ", verify ",
-                         v1::VerifyMode_Name(raw->verify), ")"),
+                         enum_word(v1::VerifyMode_Name(raw->verify), "VERIFY_MODE_"), ")"),
             {{"job", raw->id},
              {"kind", kind->capability()},
              {"owner", owner},
-             {"verify", v1::VerifyMode_Name(raw->verify)},
+             {"verify", enum_word(v1::VerifyMode_Name(raw->verify), "VERIFY_MODE_")},
              {"request_id", raw->request_id}});
   log_event(LogLevel::kInfo, "job_planned",
             absl::StrCat("job ", raw->id, " planned in ", clock_->now_ms() - submitted_ms,

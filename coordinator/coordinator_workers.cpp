@@ -302,13 +302,14 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   s.last_seen_ms = now;
   log_event(LogLevel::kInfo, "worker_joined",
             absl::StrCat("worker ", key, " joined: ", w.rec.threads, " threads, version ", w.rec.version, ", engines ",
-                         w.rec.engines, ", ", v1::TrustState_Name(v1::TrustState(w.rec.trust))),
+                         w.rec.engines, ", trust ",
+                         enum_word(v1::TrustState_Name(v1::TrustState(w.rec.trust)), "TRUST_STATE_")),
             {{"worker", key},
              {"identity", w.rec.identity},
              {"threads", w.rec.threads},
              {"version", w.rec.version},
              {"engines", w.rec.engines},
-             {"trust", v1::TrustState_Name(v1::TrustState(w.rec.trust))}});
+             {"trust", enum_word(v1::TrustState_Name(v1::TrustState(w.rec.trust)), "TRUST_STATE_")}});
   v1::HelloResponse resp;
   resp.set_worker_id(s.id);
   resp.set_lease_seconds(options_.lease_ms / 1000);

@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "c960/v1/cluster.pb.h"
+#include "cluster/log.h"
 #include "core/version.h"
 
 namespace c960::cluster {
@@ -41,11 +42,6 @@ constexpr v1::CompletionOutcome kOutcomes[] = {
     v1::COMPLETION_OUTCOME_ACCEPTED,  v1::COMPLETION_OUTCOME_PENDING_VERIFICATION,
     v1::COMPLETION_OUTCOME_DUPLICATE, v1::COMPLETION_OUTCOME_MISMATCH,
     v1::COMPLETION_OUTCOME_DISCARDED, v1::COMPLETION_OUTCOME_FAILURE_RECORDED};
-
-// "JOB_STATE_RUNNING" -> "running": the enum name without its prefix, lower case.
-std::string enum_label(const std::string& name, absl::string_view prefix) {
-  return absl::AsciiStrToLower(absl::string_view(name).substr(prefix.size()));
-}
 
 MetricFamily family(std::string name, std::string help, MetricType type) {
   MetricFamily f;
@@ -204,7 +200,7 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   for (const char* kind : kKinds)
     for (v1::JobState state : kStates)
       add(&jobs, double(count_of(s.jobs, std::make_pair(std::string(kind), state))),
-          {{"kind", kind}, {"state", enum_label(v1::JobState_Name(state), "JOB_STATE_")}});
+          {{"kind", kind}, {"state", enum_word(v1::JobState_Name(state), "JOB_STATE_")}});
   out.push_back(std::move(jobs));
 
   MetricFamily units = family("c960_units",
@@ -228,7 +224,7 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   for (v1::TrustState t : kTrust)
     for (bool alive : {true, false})
       add(&workers, double(count_of(s.workers, std::make_pair(t, alive))),
-          {{"trust", enum_label(v1::TrustState_Name(t), "TRUST_STATE_")}, {"alive", alive ? "true" : "false"}});
+          {{"trust", enum_word(v1::TrustState_Name(t), "TRUST_STATE_")}, {"alive", alive ? "true" : "false"}});
   out.push_back(std::move(workers));
 
   MetricFamily watches = family("c960_watch_streams", "open WatchJob streams", MetricType::Gauge);
@@ -240,7 +236,7 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
       family("c960_unit_completions_total", "CompleteUnit calls answered, by outcome", MetricType::Counter);
   for (v1::CompletionOutcome o : kOutcomes)
     add(&completions, double(count_of(c.completions, o)),
-        {{"outcome", enum_label(v1::CompletionOutcome_Name(o), "COMPLETION_OUTCOME_")}});
+        {{"outcome", enum_word(v1::CompletionOutcome_Name(o), "COMPLETION_OUTCOME_")}});
   out.push_back(std::move(completions));
 
   const auto counter = [&](const char* name, const char* help, double value) {

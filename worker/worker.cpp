@@ -32,8 +32,8 @@ int64_t Worker::now_ms() const {
       .count();
 }
 
-void Worker::log(const std::string& msg) const {
-  log_info(absl::StrCat(worker_id_.empty() ? "-" : worker_id_, ": ", msg));
+void Worker::log(const std::string& msg, LogLevel level) const {
+  cluster::log(level, absl::StrCat(worker_id_.empty() ? "-" : worker_id_, ": ", msg));
 }
 
 namespace {
@@ -81,14 +81,18 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::ABORTED:
       backoff();
-      log(absl::StrCat(what, ": ", describe(s), "; retrying in ", backoff_ms_, " ms"));
+      // A stopping worker does not retry for long: it says so, not "retrying".
+      if (stop_requested_)
+        log(absl::StrCat(what, ": ", describe(s), " (stopping)"));
+      else
+        log(absl::StrCat(what, ": ", describe(s), "; retrying in ", backoff_ms_, " ms"), LogLevel::kWarning);
       return Rpc::kRetry;
     default: break;
   }
   switch (reason_of(s)) {
     case v1::ErrorInfo::REASON_UNKNOWN_WORKER: return Rpc::kUnknownWorker;
     case v1::ErrorInfo::REASON_QUARANTINED:
-      log(absl::StrCat(what, ": ", s.error_message(), "; stopping"));
+      log(absl::StrCat(what, ": ", s.error_message(), "; stopping"), LogLevel::kError);
       fatal_code_ = 1;
       request_stop();
       return Rpc::kFatal;
@@ -97,12 +101,12 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
       s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     // Credentials or versions that do not fit: retrying cannot help, the operator must act.
-    log(absl::StrCat(what, " refused: ", describe(s), "; stopping"));
+    log(absl::StrCat(what, " refused: ", describe(s), "; stopping"), LogLevel::kError);
     fatal_code_ = 2;
     request_stop();
     return Rpc::kFatal;
   }
-  log(absl::StrCat(what, " failed: ", describe(s)));
+  log(absl::StrCat(what, " failed: ", describe(s)), LogLevel::kWarning);
   return Rpc::kFailed;
 }
 

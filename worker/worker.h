@@ -18,6 +18,7 @@
 
 #include "c960/v1/cluster.pb.h"
 #include "cluster/config.h"
+#include "cluster/log.h"
 #include "core/perft.h"
 #include "worker/compute.h"
 #include "worker/connection.h"
@@ -62,7 +63,7 @@ class Worker {
   void compute_loop();
   int64_t now_ms() const;
   void backoff();
-  void log(const std::string& msg) const;
+  void log(const std::string& msg, LogLevel level = LogLevel::kInfo) const;
 
   std::unique_ptr<CoordinatorConnection> coordinator_;
   WorkerOptions options_;

@@ -269,6 +269,12 @@ TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {
   EXPECT_TRUE(wait_job(
       submitted.id(), [](const v1::Job& j) { return j.progress().workers_alive() == 2; }, 30s, &job))
       << job.progress().workers_alive() << " workers alive";
+  // The text log says states in words, not the protocol's enum names.
+  const std::string log = read_file(dir_ + "/coordinator1.log");
+  EXPECT_TRUE(absl::StrContains(log, "engines builtin, trust new")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "(perft, verify ")) << log;
+  for (const char* raw : {"TRUST_STATE_", "VERIFY_MODE_", "JOB_STATE_"})
+    EXPECT_FALSE(absl::StrContains(log, raw)) << log;
 }
 
 // Issue 19: SIGTERM while a big plan runs ends the coordinator within its grace period (it used

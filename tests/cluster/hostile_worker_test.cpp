@@ -501,6 +501,7 @@ TEST_F(HostileWorkerTest, WorkerWithAWrongTokenSaysWhyAndStops) {
     EXPECT_EQ(w->wait(30s), std::optional<int>(2)) << cases[k].first;
     const std::string log = read_file(absl::StrCat(dir_, "/worker", k, ".log"));
     EXPECT_TRUE(absl::StrContains(log, "hello refused: " + cases[k].second)) << log;
+    EXPECT_TRUE(absl::StrContains(log, "ERROR c960-worker: ")) << "a fatal refusal is an error: " << log;
     EXPECT_FALSE(absl::StrContains(log, "code 16")) << log;
   }
 }
