@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <grpc/support/log.h>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -75,9 +76,26 @@ std::optional<LogFormat> parse_log_format(absl::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// gRPC's own lines (a refused handshake, a name that does not match) as this program's, in its
+// format: event "grpc", the source file and line as fields.
+void grpc_log_line(gpr_log_func_args* a) {
+  const LogLevel level = a->severity == GPR_LOG_SEVERITY_ERROR ? LogLevel::kError : LogLevel::kInfo;
+  absl::string_view file = a->file ? a->file : "";
+  if (const size_t slash = file.rfind('/'); slash != absl::string_view::npos) file.remove_prefix(slash + 1);
+  log_event(level, "grpc", absl::StrCat("grpc: ", a->message ? a->message : ""),
+            {{"file", std::string(file)}, {"line", a->line}});
+}
+
+}  // namespace
+
 void set_log_program(absl::string_view name) {
-  std::lock_guard lock(g_mu);
-  g_program = std::string(name);
+  {
+    std::lock_guard lock(g_mu);
+    g_program = std::string(name);
+  }
+  gpr_set_log_function(grpc_log_line);
 }
 
 void set_log_format(LogFormat format) {

@@ -1,7 +1,13 @@
 // The daemons' command lines (cluster/flags.h).
 #include "cluster/flags.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
+#include <grpc/support/log.h>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -127,6 +133,35 @@ TEST_F(DaemonFlags, LogFormatIsCommonToEveryDaemon) {
   setenv("C960_LOG_FORMAT", "json", 1);
   EXPECT_EQ(parse({}), std::nullopt);
   EXPECT_EQ(current_log_format(), LogFormat::kJson);
+}
+
+// gRPC's own lines go through the log, in its format, instead of raw "E1201 ..." lines in a JSON
+// stream.
+TEST(DaemonLog, GrpcLinesGoThroughTheLog) {
+  const std::string path = ::testing::TempDir() + "/grpc_log_" + std::to_string(getpid());
+  std::fflush(stderr);
+  const int saved = dup(2), fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  dup2(fd, 2);
+  set_log_silenced(false);
+  set_log_format(LogFormat::kJson);
+  set_log_program("c960-test");
+  gpr_log_verbosity_init();  // what grpc_init does: errors are printed
+  gpr_log(GPR_ERROR, "handshake failed: %s", "No match found for server name");
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  set_log_format(LogFormat::kText);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  EXPECT_NE(
+      text.find("\"level\":\"ERROR\",\"program\":\"c960-test\",\"event\":\"grpc\","
+                "\"message\":\"grpc: handshake failed: No match found for server name\",\"file\":\"flags_test.cpp\""),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("E1"), std::string::npos) << text;  // no raw gRPC line
 }
 
 }  // namespace
