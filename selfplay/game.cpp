@@ -26,8 +26,8 @@ absl::string_view pgn_termination(Termination t) {
     case Termination::kAdjudicatedDraw:
     case Termination::kAdjudicatedResign: return "adjudication";
     case Termination::kIllegalMove: return "rules infraction";
+    case Termination::kEngineHang: return "time forfeit";  // no move within the time allowed
     case Termination::kEngineCrash:
-    case Termination::kEngineHang:
     case Termination::kEngineError: return "abandoned";
     default: return "normal";
   }

@@ -206,6 +206,24 @@ TEST(GameRules, RandomGamesEndByTheRules) {
   EXPECT_GT(seen[size_t(Termination::kInsufficientMaterial)], 0);
 }
 
+// The Termination tag takes the values PGN readers know, whatever ended the game.
+TEST(Pgn, TerminationTagUsesThePgnValues) {
+  GameRecord g = scripted("bqnnrbkr/pppppppp/8/8/8/8/PPPPPPPP/BQNNRBKR w KQkq - 0 1", "g2g3 g7g6");
+  const std::pair<Termination, const char*> cases[] = {{Termination::kCheckmate, "normal"},
+                                                       {Termination::kThreefoldRepetition, "normal"},
+                                                       {Termination::kMaxPlies, "adjudication"},
+                                                       {Termination::kAdjudicatedResign, "adjudication"},
+                                                       {Termination::kIllegalMove, "rules infraction"},
+                                                       {Termination::kEngineHang, "time forfeit"},
+                                                       {Termination::kEngineCrash, "abandoned"},
+                                                       {Termination::kEngineError, "abandoned"}};
+  for (const auto& [t, want] : cases) {
+    g.termination = t;
+    const std::string pgn = to_pgn(g, GameOptions{});
+    EXPECT_NE(pgn.find(absl::StrCat("[Termination \"", want, "\"]")), std::string::npos) << termination_name(t) << pgn;
+  }
+}
+
 TEST(Pgn, TagsAndCastlingAndRoundTrip) {
   RandomPlayer w(7), b(8);
   std::vector<GameRecord> games;
