@@ -385,6 +385,10 @@ std::string status_table(const std::vector<v1::Job>& jobs, int64_t now) {
     }
     out += std::string(absl::StripTrailingAsciiWhitespace(line)) + "\n";
   }
+  // Why a running job does not move (a one-worker cluster under --verify adaptive, no worker
+  // offering its engine...), under the table: only `watch` said it before.
+  for (const v1::Job& j : jobs)
+    if (!is_final(j) && !j.notice().empty()) absl::StrAppend(&out, j.id(), ": ", j.notice(), "\n");
   return out;
 }
 

@@ -110,7 +110,8 @@ std::string progress_line(const v1::Job& job, int64_t now_unix_ms);
 std::string job_description(const v1::Job& job, int64_t now_unix_ms);
 
 // `c960 status`: a header and a row per job in aligned columns (ID, KIND, STATE, DONE, UNITS,
-// AGE since submit, DURATION of a finished job).
+// AGE since submit, DURATION of a finished job), then "ID: notice" for each running job that
+// waits for something (Job.notice).
 std::string status_table(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
 // The jobs' JSON (cluster/job_json.h), shared with the coordinator's /api/v2/jobs.
 using cluster::job_json;

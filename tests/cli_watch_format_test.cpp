@@ -254,6 +254,13 @@ TEST(StatusFormat, TableHasAHeaderAndAlignedColumns) {
   EXPECT_EQ(lines[0], "ID          KIND      STATE        DONE        UNITS     AGE  DURATION") << table;
   EXPECT_EQ(lines[1], "job-000123  perft d7  RUNNING     42.3%  40600/96000  3d 00h         -") << table;
   EXPECT_EQ(lines[2], "job-7       selfplay  SUCCEEDED  100.0%    9600/9600  3d 00h   0:05:12") << table;
+  // A running job that waits says why under the table; a finished one's notice is old news.
+  v1::Job waiting = perft_job();
+  waiting.set_notice("waiting: results are checked by a second worker with a credential of its own");
+  done.set_notice("stale");
+  const std::vector<std::string> noted = absl::StrSplit(status_table({waiting, done}, kT0), '\n', absl::SkipEmpty());
+  ASSERT_EQ(noted.size(), 4u);
+  EXPECT_EQ(noted[3], "job-000123: waiting: results are checked by a second worker with a credential of its own");
 }
 
 TEST(StatusFormat, JsonHasStableKeysAndTypes) {
