@@ -167,16 +167,7 @@ TEST_F(CliWatchTest, TheWatchSaysWhileTheCoordinatorIsAway) {
   Process watch({kCliBin, "watch", id, absl::StrCat("--coordinator=127.0.0.1:", port)}, log);
   ASSERT_TRUE(wait_for_text(log, id + "  perft d5  RUNNING", 20s)) << read_file(log);
   // Killed, then stopped gracefully (its streams end CANCELLED, and so may the first new one).
-  for (const int sig : {SIGKILL, SIGTERM}) {
-    write_file(log, "");
-    coordinator_->signal(sig);
-    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnecting to 127.0.0.1:", port, "... (since "), 20s))
-        << read_file(log);
-    ASSERT_TRUE(coordinator_->wait(20s)) << "the coordinator did not stop";
-    ASSERT_EQ(start_coordinator(port), port);
-    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), 30s)) << read_file(log);
-    ASSERT_FALSE(watch.wait(0ms).has_value()) << "the watch ended: " << read_file(log);
-  }
+  for (const int sig : {SIGKILL, SIGTERM}) ASSERT_NO_FATAL_FAILURE(restart_under_watch(watch, log, port, sig, {}, 0ms));
   std::string out, err;
   ASSERT_EQ(cli({"cancel", id}, &out, &err), 0) << err;
   EXPECT_EQ(watch.wait(30s), std::optional<int>(1)) << read_file(log);

@@ -97,6 +97,25 @@ class ClusterFixture : public ::testing::Test {
     return false;
   }
 
+  // Stops the coordinator on `port` with `sig` and, `away` later, starts it again with `flags`,
+  // under a running `watch` that writes to `log`: the watch says it is reconnecting, then that it
+  // reconnected, and goes on. Call it in ASSERT_NO_FATAL_FAILURE.
+  void restart_under_watch(Process& watch, const std::string& log, int port, int sig,
+                           const std::vector<std::string>& flags, std::chrono::milliseconds away) {
+    write_file(log, "");
+    coordinator_->signal(sig);
+    ASSERT_TRUE(
+        wait_for_text(log, absl::StrCat("reconnecting to 127.0.0.1:", port, "... (since "), std::chrono::seconds(20)))
+        << read_file(log);
+    ASSERT_TRUE(coordinator_->wait(std::chrono::seconds(20))) << "the coordinator did not stop";
+    std::this_thread::sleep_for(away);
+    ASSERT_EQ(start_coordinator(port, flags), port);
+    ASSERT_TRUE(
+        wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), std::chrono::seconds(30)))
+        << read_file(log);
+    ASSERT_FALSE(watch.wait(std::chrono::milliseconds(0)).has_value()) << "the watch ended: " << read_file(log);
+  }
+
   std::string dir_, db_;
   int port_ = 0;
   int coordinator_starts_ = 0;

@@ -178,17 +178,9 @@ TEST_F(TlsTest, AWatchReconnectsAfterACoordinatorRestart) {
   const std::string id = job_id(r.out), log = dir_ + "/watch.log";
   Process watch({kCli, "watch", id, ca, tok, absl::StrCat("--coordinator=127.0.0.1:", port)}, log);
   ASSERT_TRUE(wait_for_text(log, id + "  perft d5  RUNNING", 20s)) << read_file(log);
-  for (const int sig : {SIGKILL, SIGTERM}) {
-    write_file(log, "");
-    coordinator_->signal(sig);
-    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnecting to 127.0.0.1:", port, "... (since "), 20s))
-        << read_file(log);
-    ASSERT_TRUE(coordinator_->wait(20s)) << "the coordinator did not stop";
-    std::this_thread::sleep_for(3s);  // long enough for the watch's retries to back off
-    ASSERT_EQ(start_coordinator(port, flags), port);
-    ASSERT_TRUE(wait_for_text(log, absl::StrCat("reconnected to 127.0.0.1:", port, " after "), 30s)) << read_file(log);
-    ASSERT_FALSE(watch.wait(0ms).has_value()) << "the watch ended: " << read_file(log);
-  }
+  // Away 3 s: long enough for the watch's retries to back off.
+  for (const int sig : {SIGKILL, SIGTERM})
+    ASSERT_NO_FATAL_FAILURE(restart_under_watch(watch, log, port, sig, flags, 3s));
   ASSERT_EQ(cli({"cancel", id, ca, tok}).exit_code, 0);
   EXPECT_EQ(watch.wait(30s), std::optional<int>(1)) << read_file(log);
 }
