@@ -52,6 +52,14 @@ const CommandSpec kSpec = {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
         if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
+      // A cluster job names an engine the workers offer, never a path on this machine.
+      for (OptionSpec& sp : o)
+        if (sp.name == "engine") {
+          sp.metavar = "builtin|NAME";
+          sp.help =
+              "selfplay: the built-in engine, or a UCI engine the workers offer by NAME (c960-worker --engine "
+              "NAME=PATH)";
+        }
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});

@@ -251,6 +251,11 @@ TEST(Cli, HelpForEveryCommand) {
   }
   EXPECT_EQ(c960({"--help"}).exit_code, 0);
   EXPECT_EQ(c960({}).exit_code, 2);
+  // A cluster job's engine is a name the workers offer: submit's help does not offer a path.
+  const test::RunResult submit = c960({"submit", "--help"});
+  EXPECT_EQ(submit.exit_code, 0);
+  EXPECT_NE(submit.out.find("  --engine builtin|NAME "), std::string::npos) << submit.out;
+  EXPECT_EQ(submit.out.find("builtin|PATH"), std::string::npos) << submit.out;
 }
 
 }  // namespace
