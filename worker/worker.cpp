@@ -325,7 +325,7 @@ void Worker::release_queued() {
     for (const v1::CompleteUnitRequest& r : results_) req.add_keep_unit_ids(r.unit_id());
   }
   if (req.keep_unit_ids_size() > kMaxUnitIdsPerCall) {  // too many to name: the listed ones only
-    req.set_release_all_others(true);
+    req.set_release_all_others(false);
     req.clear_keep_unit_ids();
   }
   v1::ReleaseUnitsResponse resp;
