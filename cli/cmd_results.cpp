@@ -158,6 +158,9 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
     ps.complete = r.complete();
     stats.set_position(std::move(ps));
   }
+  const absl::StatusOr<selfplay::SelfPlaySpec> job_spec = selfplay::spec_from_proto(job.spec().selfplay());
+  if (job_spec.ok() && job_spec->adaptive.enabled())
+    stats.set_adaptive(job_spec->adaptive, job_spec->games_per_position);
   const bool partial = p.has("partial");
   if (incomplete > 0 && !partial) return incomplete_fail(io, job, incomplete, positions);
   if (p.has("pgn")) {
@@ -185,11 +188,11 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
     case OutputFormat::kJson: break;
   }
   std::vector<MetadataValue> metadata = job_metadata(job);
-  if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay()); spec.ok()) {
-    const std::vector<MetadataValue> values = selfplay::metadata_values(*spec);
+  if (job_spec.ok()) {
+    const std::vector<MetadataValue> values = selfplay::metadata_values(*job_spec);
     metadata.insert(metadata.end(), values.begin(), values.end());
   } else {
-    metadata.push_back({"spec_error", std::string(spec.status().message())});
+    metadata.push_back({"spec_error", std::string(job_spec.status().message())});
   }
   return emit(p, io, stats.to_json(metadata, partial));
 }

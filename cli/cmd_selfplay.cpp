@@ -7,9 +7,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -47,7 +49,11 @@ const CommandSpec kSpec = {
     "score with a 95% confidence interval, Elo difference with its interval, draw rate, mean game "
     "length, duplicate games and termination counts; each distinct game counts once (a game that "
     "repeats another is a duplicate, not new evidence), and a spec whose games would all repeat "
-    "is refused. The 'all' row is the whole run. The interval "
+    "is refused. The 'all' row is the whole run. With --target-width W or --band LO:HI the run is adaptive: each "
+    "position plays --batch games at a time until its anytime 95% interval (a confidence sequence, valid however "
+    "often it is looked at) is narrower than W, or inside or outside the band, or it reaches --games-per-position; "
+    "the neediest positions play first, the games played do not depend on the threads, and the outputs gain the "
+    "columns anytime_lo, anytime_hi and verdict. The interval "
     "is the hull of a score (Wilson-type) interval with the draw-aware variance and an "
     "Agresti-Coull interval with z^2/2 pseudo-wins and pseudo-losses: continuous in the counts, "
     "and covering the true score at least 93% of the time at n >= 20 for every win/draw/loss mix. "
@@ -79,6 +85,25 @@ const CommandSpec kSpec = {
           });
       return o;
     }()};
+
+// An adaptive run's outcome in a line or two: the verdicts, and the games against a fixed count.
+std::string adaptive_summary(const selfplay::SelfPlayStats& stats) {
+  std::map<selfplay::Verdict, int> verdicts;
+  int64_t games = 0, most = 0;
+  for (const selfplay::PositionStats* p : stats.rows()) {
+    ++verdicts[stats.verdict_of(*p)];
+    games += p->played();
+    most = std::max(most, p->played());
+  }
+  std::string list;
+  for (const auto& [v, n] : verdicts) absl::StrAppend(&list, list.empty() ? "" : ", ", n, " ", verdict_name(v));
+  const size_t positions = stats.rows().size();
+  return absl::StrFormat(
+      "c960 selfplay: adaptive (%s): %d positions: %s; %d games, %.0f%% of the %d a fixed count of %d per position "
+      "(the most any position needed) would play\n",
+      selfplay::describe(stats.adaptive()), positions, list, games,
+      most ? 100.0 * double(games) / double(most * int64_t(positions)) : 0.0, most * int64_t(positions), most);
+}
 
 // How often at most --out is rewritten while games finish.
 constexpr std::chrono::seconds kTableRewritePeriod{5};
@@ -137,12 +162,27 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   }
   if (absl::Status s = selfplay::check_engine(*spec); !s.ok()) return fail(io, kName, s);
 
-  // Every finished game by its place (position, then index); the PGN holds the longest run of
-  // them from the first.
-  std::vector<std::optional<selfplay::GameRecord>> finished(total);
-  for (selfplay::PlayedGame& g : resumed) finished[g.position * per_position + size_t(g.index)] = g.record;
-  size_t pgn_written = 0;
-  while (pgn_written < total && finished[pgn_written]) ++pgn_written;
+  // Every finished game by its place (position, then index), each position's games growing as an
+  // adaptive run plans them. The PGN holds the longest run of them from the first (an adaptive
+  // run's PGN is written at the end, since a position's last game is known only then).
+  const bool adaptive = spec->adaptive.enabled();
+  std::vector<std::vector<std::optional<selfplay::GameRecord>>> finished(spec->positions.size());
+  if (!adaptive)
+    for (auto& f : finished) f.resize(per_position);
+  const auto keep = [&](const selfplay::PlayedGame& g) {
+    std::vector<std::optional<selfplay::GameRecord>>& f = finished[g.position];
+    if (f.size() <= size_t(g.index)) f.resize(size_t(g.index) + 1);
+    f[size_t(g.index)] = g.record;
+  };
+  for (const selfplay::PlayedGame& g : resumed) keep(g);
+  // The PGN's cursor: the next game to write, by position and index.
+  size_t pgn_position = 0, pgn_index = 0;
+  const auto next_pgn = [&]() -> const selfplay::GameRecord* {
+    if (adaptive) return nullptr;
+    for (; pgn_position < finished.size() && pgn_index >= per_position; ++pgn_position) pgn_index = 0;
+    if (pgn_position >= finished.size() || !finished[pgn_position][pgn_index]) return nullptr;
+    return &*finished[pgn_position][pgn_index];
+  };
   std::unique_ptr<ResumeLog> log;
   int pgn_fd = -1;
   if (has_out || has_pgn) {
@@ -155,7 +195,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   }
   if (has_pgn) {
     std::string text;
-    for (size_t k = 0; k < pgn_written; ++k) text += finished[k]->pgn;
+    for (const selfplay::GameRecord* g; (g = next_pgn()) != nullptr; ++pgn_index) text += g->pgn;
     if (absl::Status s = write_output("--pgn", pgn_path, text); !s.ok()) return fail(io, kName, s);
     pgn_fd = ::open(pgn_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (pgn_fd < 0)
@@ -169,13 +209,15 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   // The statistics of the games finished so far, in game order.
   const auto table = [&] {
     selfplay::SelfPlayStats stats;
-    for (size_t k = 0; k < total; ++k)
-      if (finished[k]) stats.add(spec->positions[k / per_position], *finished[k]);
-    return std::make_pair(format == "text"
-                              ? selfplay_text_table(stats, io.out_is_tty && !has_out ? stdout_columns() : 0)
-                          : format == "csv" ? stats.to_csv()
-                                            : stats.to_json(metadata),
-                          stats.total().duplicates);
+    if (adaptive) stats.set_adaptive(spec->adaptive, spec->games_per_position);
+    for (size_t k = 0; k < finished.size(); ++k)
+      for (const std::optional<selfplay::GameRecord>& g : finished[k])
+        if (g) stats.add(spec->positions[k], *g);
+    return std::make_tuple(format == "text"
+                               ? selfplay_text_table(stats, io.out_is_tty && !has_out ? stdout_columns() : 0)
+                           : format == "csv" ? stats.to_csv()
+                                             : stats.to_json(metadata),
+                           stats.total().duplicates, adaptive ? adaptive_summary(stats) : std::string());
   };
 
   const bool quiet = p->has("quiet");
@@ -190,22 +232,25 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   ProgressLine line(io, !quiet, [&] {
     std::lock_guard lock(mu);
     const double secs = seconds();
+    if (adaptive)
+      return absl::StrFormat("selfplay: %d games (adaptive: at most %d), %.1f games/min", before + played, total,
+                             secs > 0 ? double(played) * 60 / secs : 0.0);
     return absl::StrFormat("selfplay: %d/%d games, %.1f games/min, ETA %s", before + played, total,
                            secs > 0 ? double(played) * 60 / secs : 0.0,
                            hms(eta_seconds(double(played), double(total - before), secs)));
   });
   // Called by play_local one game at a time.
   const auto on_game = [&](const selfplay::PlayedGame& g) {
-    const size_t k = g.position * per_position + size_t(g.index);
     {
       std::lock_guard lock(mu);
-      finished[k] = g.record;
+      keep(g);
       ++played;
     }
     if (!write_error.ok()) return;
     if (log) write_error = log->append(game_record(g));
-    for (; write_error.ok() && pgn_fd >= 0 && pgn_written < total && finished[pgn_written]; ++pgn_written) {
-      const std::string& text = finished[pgn_written]->pgn;
+    for (const selfplay::GameRecord* next; write_error.ok() && pgn_fd >= 0 && (next = next_pgn()) != nullptr;
+         ++pgn_index) {
+      const std::string& text = next->pgn;
       for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(pgn_fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
@@ -218,16 +263,17 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
       }
     }
     if (write_error.ok() && has_out && std::chrono::steady_clock::now() - last_table >= kTableRewritePeriod) {
-      write_error = write_output("--out", out_path, table().first);
+      write_error = write_output("--out", out_path, std::get<0>(table()));
       last_table = std::chrono::steady_clock::now();
     }
     if (!write_error.ok()) write_failed = true;
   };
   absl::StatusOr<std::vector<selfplay::PlayedGame>> games;
+  bool complete = false;
   {
     InterruptScope interrupts;
-    games = selfplay::play_local(*spec, int(*threads), on_game, resumed,
-                                 [&] { return interrupt_signal() != 0 || write_failed; });
+    games = selfplay::play_local(
+        *spec, int(*threads), on_game, resumed, [&] { return interrupt_signal() != 0 || write_failed; }, &complete);
   }
   line.stop();
   if (pgn_fd >= 0) {
@@ -239,15 +285,23 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   if (!write_error.ok()) return fail(io, kName, write_error);
   const double secs = seconds();
 
-  const auto [text, duplicates] = table();
+  const auto [text, duplicates, summary] = table();
+  if (adaptive && has_pgn && write_error.ok()) {
+    std::string pgn;
+    for (const auto& position : finished)
+      for (const std::optional<selfplay::GameRecord>& g : position)
+        if (g) pgn += g->pgn;
+    if (absl::Status s = write_output("--pgn", pgn_path, pgn); !s.ok()) return fail(io, kName, s);
+  }
   if (has_out) {
     if (absl::Status s = write_output("--out", out_path, text); !s.ok()) return fail(io, kName, s);
   } else {
     io.out << text << std::flush;
   }
   const int signo = interrupt_signal();
-  if (games->size() < total) {
-    io.err << absl::StrFormat("c960 selfplay: interrupted after %d of %d games%s\n", games->size(), total,
+  if (!complete) {
+    io.err << absl::StrFormat("c960 selfplay: interrupted after %d of %s games%s\n", games->size(),
+                              adaptive ? absl::StrCat("at most ", total) : absl::StrCat(total),
                               log ? absl::StrCat("; the same command with --resume plays the rest") : "");
     return kExitSignalBase + (signo ? signo : SIGINT);
   }
@@ -255,9 +309,9 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
     if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
   if (!quiet)
     io.err << absl::StrFormat(
-        "c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games (counted once)%s\n", total,
-        secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
-        before ? absl::StrFormat(" (%d played before)", before) : "");
+        "c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games (counted once)%s\n%s",
+        games->size(), secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
+        before ? absl::StrFormat(" (%d played before)", before) : "", summary);
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/prng.h"
@@ -50,6 +51,19 @@ const std::vector<SpecOption>& spec_options() {
        kMaxGamesPerPosition,
        1,
        [](SelfPlaySpec& s, long long v) { s.games_per_position = int(v); }},
+      {{"target-width", Arity::kOne, "W",
+        "adaptive: play each position until its anytime 95% interval is narrower than W (then "
+        "--games-per-position is the most a position plays)"}},
+      {{"band", Arity::kOne, "LO:HI|C+-H",
+        "adaptive: play each position until its anytime 95% interval is inside the band of White scores or wholly "
+        "above or below it, e.g. 0.50+-0.03 (then --games-per-position is the most a position plays)"}},
+      {{"batch", Arity::kOne, "N",
+        with_range("adaptive: games a position plays between looks at its interval", kMinAdaptiveBatch,
+                   kMaxAdaptiveBatch, absl::StrCat(kDefaultAdaptiveBatch, " or --games-per-position if less"))},
+       kMinAdaptiveBatch,
+       kMaxAdaptiveBatch,
+       kDefaultAdaptiveBatch,
+       [](SelfPlaySpec& s, long long v) { s.adaptive.batch = int(v); }},
       {{"engine", Arity::kOne, "builtin|PATH|NAME=PATH",
         "the built-in engine, or a UCI engine binary (NAME=PATH: known as NAME, as cluster workers offer it)"}},
       {{"option", Arity::kMany, "NAME=VALUE", "UCI option for the engine (repeatable)"}},
@@ -261,6 +275,20 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
     if (!v.ok()) return v.status();
     o.set(spec, *v);
   }
+  if (p.has("target-width")) {
+    const std::string& w = p.get("target-width");
+    if (!absl::SimpleAtod(w, &spec.adaptive.target_width) || !(spec.adaptive.target_width > 0))
+      return absl::InvalidArgumentError(absl::StrCat("--target-width: '", w.substr(0, 40), "' is not a number in (",
+                                                     selfplay::kMinTargetWidth, ", 1)"));
+  }
+  if (p.has("band"))
+    if (absl::Status s = selfplay::parse_band("--band", p.get("band"), &spec.adaptive); !s.ok()) return s;
+  if (p.has("target-width") && p.has("band"))
+    return absl::InvalidArgumentError("--band: give --band or --target-width, not both");
+  if (p.has("batch") && !spec.adaptive.enabled())
+    return absl::InvalidArgumentError("--batch goes with --target-width or --band");
+  // Unless given, a batch is at most the cap.
+  if (!p.has("batch")) spec.adaptive.batch = std::min(spec.adaptive.batch, std::max(2, spec.games_per_position));
   absl::StatusOr<std::vector<selfplay::StartPosition>> positions = positions_from_args(p, spec.seed);
   if (!positions.ok()) return positions.status();
   spec.positions = *std::move(positions);

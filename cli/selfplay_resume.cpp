@@ -66,6 +66,8 @@ std::vector<ResumeOption> selfplay_resume_options(const SelfPlaySpec& spec, cons
       {"pgn", pgn},
   };
   r.insert(r.end(), rest.begin(), rest.end());
+  // Only when on, so that the resume files of fixed-count runs read as before.
+  if (spec.adaptive.enabled()) r.push_back({"adaptive", describe(spec.adaptive)});
   return r;
 }
 

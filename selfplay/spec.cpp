@@ -71,6 +71,7 @@ absl::Status SelfPlaySpec::validate_settings() const {
   };
   if (games_per_position < 1 || games_per_position > kMaxGamesPerPosition)
     return bad("games_per_position", games_per_position, " is not in 1..", kMaxGamesPerPosition);
+  if (absl::Status s = adaptive.validate(games_per_position); !s.ok()) return s;
   if (engine.empty()) return bad("engine", "empty (give builtin or a path)");
   if (engine == kBuiltinEngine && !options.empty()) return bad("options", "the built-in engine takes no UCI options");
   const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0);
@@ -120,7 +121,7 @@ std::string describe(const SelfPlaySpec& s) {
   return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ",
                       limit, ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
                       s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ",
-                      s.seed);
+                      s.seed, s.adaptive.enabled() ? absl::StrCat(", adaptive: ", describe(s.adaptive)) : "");
 }
 
 std::vector<StartPosition> chess960_positions(const std::vector<int>& sps) {
@@ -155,6 +156,18 @@ std::vector<MetadataValue> metadata_values(const SelfPlaySpec& s) {
       {"date", s.date.empty() ? "????.??.??" : s.date},
   };
   out.insert(out.end(), rest.begin(), rest.end());
+  if (s.adaptive.enabled()) {
+    const AdaptiveRule& r = s.adaptive;
+    out.push_back({"allocation", "adaptive"});
+    if (r.band()) {
+      out.push_back({"band_lo", absl::StrCat(r.band_lo), true});
+      out.push_back({"band_hi", absl::StrCat(r.band_hi), true});
+    } else {
+      out.push_back({"target_width", absl::StrCat(r.target_width), true});
+    }
+    out.push_back({"batch", absl::StrCat(r.batch), true});
+    out.push_back({"anytime_confidence", absl::StrCat(1 - kDefaultAnytimeAlpha), true});
+  }
   return out;
 }
 

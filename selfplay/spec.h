@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/startpos.h"
+#include "selfplay/adaptive.h"
 #include "selfplay/game.h"
 #include "selfplay/positions.h"
 #include "selfplay/uci_engine.h"
@@ -55,7 +56,10 @@ inline constexpr int kMaxEngineTimeoutMs = 3'600'000;
 
 struct SelfPlaySpec {
   std::vector<StartPosition> positions;  // in the order results list them; ids unique
+  // Games from each position; with an adaptive rule, the most a position may play (the cap).
   int games_per_position = 1;
+  // Off by default: every position plays games_per_position games (selfplay/adaptive.h).
+  AdaptiveRule adaptive;
   // The engine's name: "builtin", or a name for a UCI engine (in the PGN, the job's identity).
   std::string engine = std::string(kBuiltinEngine);
   // The UCI engine's binary where it runs; empty: `engine` is the path itself (local runs).

@@ -279,6 +279,8 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
   std::string out =
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
       "duplicates,uncounted,shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank";
+  const bool adaptive = adaptive_.enabled();
+  if (adaptive) out += ",anytime_lo,anytime_hi,verdict";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += complete_column ? ",complete\n" : "\n";
   const Ranking ranking = shrinkage();
@@ -289,6 +291,12 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
                     csv_number(s.hi, 4), ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",",
                     csv_number(e.hi, 1), ",", csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1),
                     ",", p.duplicates, ",", p.uncounted, ",", r);
+    if (adaptive && sp == "all") {
+      out += ",,,";
+    } else if (adaptive) {
+      const AnytimeInterval a = anytime(p);
+      absl::StrAppend(&out, ",", csv_number(a.lo, 4), ",", csv_number(a.hi, 4), ",", verdict_name(verdict_of(p)));
+    }
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     if (complete_column) out += p.complete ? ",true" : ",false";
     out += "\n";
@@ -299,7 +307,22 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
   return out;
 }
 
+AnytimeInterval SelfPlayStats::anytime(const PositionStats& p) const {
+  return anytime_interval(p.counts.white_wins, p.counts.draws, p.counts.black_wins);
+}
+
+Verdict SelfPlayStats::verdict_of(const PositionStats& p) const {
+  // A position with games outstanding (a running job's) has no verdict yet.
+  if (!p.complete) return Verdict::kOpen;
+  return verdict(adaptive_, anytime(p), p.played(), cap_);
+}
+
 std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, bool complete_field) const {
+  const auto json_anytime = [this](const PositionStats& p) {
+    const AnytimeInterval a = anytime(p);
+    return absl::StrCat("\"anytime_lo\": ", json_number(a.lo, 4), ", \"anytime_hi\": ", json_number(a.hi, 4),
+                        ", \"verdict\": ", json_string(verdict_name(verdict_of(p))), ", ");
+  };
   const Ranking ranking = shrinkage();
   const auto object = [complete_field](const PositionStats& p, const std::string& head) {
     const Interval s = p.counts.score(), e = p.counts.elo();
@@ -332,7 +355,8 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
         &out, i ? ",\n  " : "\n  ",
         object(*p, absl::StrCat("\"id\": ", json_string(p->id),
                                 ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
-                                ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]))));
+                                ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]),
+                                adaptive_.enabled() ? json_anytime(*p) : "")));
   }
   absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");
   for (size_t i = 0; i < ranking.order.size(); ++i)

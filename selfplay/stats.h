@@ -122,9 +122,23 @@ class SelfPlayStats {
   // "mirror_pairs": each Chess960 position against its mirror image (selfplay/mirror.h).
   // complete_field adds "complete": true|false after each position's rank and first in the total.
   std::string to_json(const std::vector<MetadataValue>& metadata = {}, bool complete_field = false) const;
+  // An adaptive run (selfplay/adaptive.h): to_csv adds columns "anytime_lo,anytime_hi,verdict"
+  // after "rank" (empty on the 'all' row, whose games were not drawn from one position), to_json
+  // "anytime_lo", "anytime_hi" and "verdict" after each position's "rank". `cap` is the spec's
+  // games_per_position.
+  void set_adaptive(const AdaptiveRule& rule, int cap) {
+    adaptive_ = rule;
+    cap_ = cap;
+  }
+  const AdaptiveRule& adaptive() const { return adaptive_; }
+  // A position's anytime interval and verdict under the rule.
+  AnytimeInterval anytime(const PositionStats& p) const;
+  Verdict verdict_of(const PositionStats& p) const;
 
  private:
   std::vector<PositionStats> positions_;  // in the order first added
+  AdaptiveRule adaptive_;
+  int cap_ = 0;
   std::map<std::string, size_t, std::less<>> index_;
 };
 
