@@ -27,6 +27,8 @@ std::string proto_field(absl::string_view field) {
   if (field == "limits") return "limits (nodes, depth, movetime_ms)";
   if (field == "movetime") return "movetime_ms";
   if (field.substr(0, 13) == "adjudication.") return std::string(field.substr(13));
+  if (field == "batch") return "adaptive_batch";
+  if (field == "band") return "band_lo, band_hi";
   return std::string(field);
 }
 
@@ -85,6 +87,12 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   s.engine_timeout_ms = p.engine_timeout_ms() ? p.engine_timeout_ms() : spec_defaults.engine_timeout_ms;
   if (p.games_per_unit() < 0 || p.games_per_unit() > cluster::kMaxSelfPlayGamesPerUnit)
     return bad("games_per_unit", absl::StrCat(p.games_per_unit(), " is not in 0..", cluster::kMaxSelfPlayGamesPerUnit));
+  s.adaptive.target_width = p.target_width();
+  s.adaptive.band_lo = p.band_lo();
+  s.adaptive.band_hi = p.band_hi();
+  if (p.adaptive_batch() < 0) return bad("adaptive_batch", "negative");
+  s.adaptive.batch =
+      p.adaptive_batch() ? p.adaptive_batch() : std::min(kDefaultAdaptiveBatch, std::max(2, p.games_per_position()));
   if (absl::Status st = s.validate(); !st.ok()) {
     const absl::string_view msg = st.message();
     const size_t colon = msg.find(':');
@@ -148,6 +156,12 @@ v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
   p.set_resign_score_cp(s.adjudication.resign_score_cp);
   p.set_hash_mb(s.hash_mb);
   p.set_engine_timeout_ms(s.engine_timeout_ms);
+  if (s.adaptive.enabled()) {
+    p.set_target_width(s.adaptive.target_width);
+    p.set_band_lo(s.adaptive.band_lo);
+    p.set_band_hi(s.adaptive.band_hi);
+    p.set_adaptive_batch(s.adaptive.batch);
+  }
   return p;
 }
 

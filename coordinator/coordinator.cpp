@@ -236,6 +236,11 @@ absl::Status Coordinator::load_locked(bool startup) {
       if (raw->state == v1::JOB_STATE_RUNNING) {
         for (int64_t i = raw->units.first(); i < int64_t(raw->units.size()); ++i)
           if (raw->units.live(i)) enqueue(raw, i);
+        // A look due when the last start stopped (its settlement was stored, its look not yet).
+        if (raw->kind->plans_from_results(raw->plan)) {
+          raw->refilling = true;
+          polls_.refill_event = true;
+        }
         log_event(LogLevel::kInfo, "job_resumed",
                   absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->total(), " units done"),
                   {{"job", raw->id},

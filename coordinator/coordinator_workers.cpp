@@ -457,20 +457,45 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     const JobKind* kind;
     std::string before;  // the plan as it was: a job that changed meanwhile is left alone
     v1::store::JobPlan plan;
+    v1::JobSpec spec;
+    int64_t done = 0;  // units settled when the looks read the store
     std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
+    absl::Status error;
   };
   std::vector<Work> work;
   for (Job* j : table_.by_seq)
-    if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, {}});
-  // Expanding roots takes tens of milliseconds each: without the lock.
+    if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, j->spec, j->done, {}, {}});
+  // Expanding roots takes tens of milliseconds each, looks read the store: without the lock.
   lock.unlock();
-  for (Work& w : work) w.units = w.kind->expand(&w.plan, options_.lazy_window_units);
+  for (Work& w : work) {
+    if (!w.kind->plans_from_results(w.plan)) {
+      w.units = w.kind->expand(&w.plan, options_.lazy_window_units);
+      continue;
+    }
+    absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> units =
+        w.kind->expand_from_results(store_, w.job, w.spec, &w.plan);
+    if (units.ok()) {
+      w.units = *std::move(units);
+    } else {
+      w.error = units.status();
+    }
+  }
   lock.lock();
   for (Work& w : work) {
     Job* j = find_job(w.job);
     if (!j) continue;
     j->refilling = false;
+    // Units that settled while the looks read the store are looked at again.
+    if (j->state == v1::JOB_STATE_RUNNING && j->kind->plans_from_results(j->plan) && j->done != w.done) {
+      j->refilling = true;
+      polls_.refill_event = true;
+    }
     if (j->state != v1::JOB_STATE_RUNNING || j->plan.SerializeAsString() != w.before) continue;
+    if (!w.error.ok()) {
+      log_error(absl::StrCat("job ", j->id, ": planning its next units: ", w.error.message()));
+      continue;
+    }
+    if (w.units.empty() && w.plan.SerializeAsString() == w.before) continue;  // nothing new
     if (absl::Status s = add_planned(j, std::move(w.plan), std::move(w.units)); !s.ok()) {
       // Tried again at the next acquire.
       log_error(absl::StrCat("job ", j->id, ": planning its next units: ", s.message()));
@@ -1195,6 +1220,12 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
   group_settled(j, i, -1);
   // Leases still out on it (spot checks) may finish: their results are compared, not counted.
   if (finishes) finish_job(j, now);
+  // A plan that waits for results looks at them now (on the refill thread, without the lock).
+  if (!finishes && j->kind->plans_from_results(j->plan) && !j->refilling) {
+    j->refilling = true;
+    polls_.refill_event = true;
+    polls_.cv.notify_one();
+  }
   return absl::OkStatus();
 }
 

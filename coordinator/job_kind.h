@@ -68,6 +68,17 @@ class JobKind {
                                                                            int64_t /*min_units*/) const {
     return {};
   }
+  // Planning from results (an adaptive self-play job): whether the plan waits for results to
+  // decide its next units, and those units: read from the job's figures in the store, advancing
+  // the plan. Called without the coordinator's lock after units settle; the coordinator stores
+  // the units with the new plan in one transaction (a plan whose looks found nothing new is left
+  // as it was).
+  virtual bool plans_from_results(const v1::store::JobPlan& /*plan*/) const { return false; }
+  virtual absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
+      Store* /*store*/, const std::string& /*job_id*/, const v1::JobSpec& /*spec*/,
+      v1::store::JobPlan* /*plan*/) const {
+    return std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>{};
+  }
   // Units keep only what tells them apart (in memory and in the store); what all of a job's
   // units share, such as a self-play job's engine and options, is kept once per job: shared()
   // of its spec, made when the job is created or loaded. work_spec() is a unit as a worker

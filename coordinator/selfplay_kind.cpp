@@ -14,6 +14,7 @@
 #include "coordinator/job_kind.h"
 #include "coordinator/selfplay_codec.h"
 #include "core/startpos.h"
+#include "selfplay/adaptive.h"
 #include "selfplay/positions.h"
 #include "selfplay/uci_engine.h"
 
@@ -34,6 +35,34 @@ absl::Status check_engine_name(const std::string& engine) {
 
 int position_count(const v1::store::SelfPlayPlan& plan) {
   return plan.other_positions_size() > 0 ? plan.other_positions_size() : plan.positions_size();
+}
+
+// The units of games [first, end) of position k of the plan.
+void add_units(const v1::store::SelfPlayPlan& sp, int k, int first, int end, int per_unit,
+               std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>* out) {
+  const bool by_number = sp.other_positions_size() == 0;
+  for (int at = first; at < end; at += per_unit) {
+    v1::UnitSpec us;
+    v1::SelfPlayUnitSpec* u = us.mutable_selfplay();
+    if (by_number) {
+      u->set_start_position(sp.positions(k));
+    } else {
+      u->set_start_position(-1);
+      u->mutable_position()->set_id(sp.other_positions(k).id());
+      u->mutable_position()->set_fen(sp.other_positions(k).fen());
+      u->set_position_index(int32_t(k));
+    }
+    u->set_first_game(at);
+    u->set_games(std::min(per_unit, end - at));
+    v1::store::UnitMeta meta;
+    meta.mutable_selfplay()->set_position(int32_t(k));
+    out->emplace_back(std::move(us), std::move(meta));
+  }
+}
+
+// The games planned for position k: its planned count in an adaptive plan, else all.
+int planned_games(const v1::store::SelfPlayPlan& sp, int k) {
+  return k < sp.planned_games_size() ? sp.planned_games(k) : sp.games_per_position();
 }
 
 class SelfPlayKind : public JobKind {
@@ -93,23 +122,63 @@ class SelfPlayKind : public JobKind {
         o->set_id(pos.id);
         o->set_fen(pos.fen);
       }
-      for (int first = 0; first < s->games_per_position; first += per_unit) {
-        v1::UnitSpec us;
-        v1::SelfPlayUnitSpec* u = us.mutable_selfplay();
-        if (by_number) {
-          u->set_start_position(pos.number);
-        } else {
-          u->set_start_position(-1);
-          u->mutable_position()->set_id(pos.id);
-          u->mutable_position()->set_fen(pos.fen);
-          u->set_position_index(int32_t(k));
-        }
-        u->set_first_game(first);
-        u->set_games(std::min(per_unit, s->games_per_position - first));
-        v1::store::UnitMeta meta;
-        meta.mutable_selfplay()->set_position(int32_t(k));
-        out.units.emplace_back(std::move(us), std::move(meta));
+      // An adaptive job plans each position's first batch; its looks plan the rest.
+      const int planned =
+          s->adaptive.enabled() ? std::min(s->adaptive.batch, s->games_per_position) : s->games_per_position;
+      if (s->adaptive.enabled()) {
+        sp->add_planned_games(planned);
+        sp->add_verdicts(int32_t(selfplay::Verdict::kOpen));
       }
+      add_units(*sp, int(k), 0, planned, per_unit, &out.units);
+    }
+    return out;
+  }
+
+  // An adaptive plan is complete once every position has its verdict.
+  bool fully_planned(const v1::store::JobPlan& plan) const override {
+    const v1::store::SelfPlayPlan& sp = plan.selfplay();
+    return std::all_of(sp.verdicts().begin(), sp.verdicts().end(),
+                       [](int32_t v) { return v != int32_t(selfplay::Verdict::kOpen); });
+  }
+  bool plans_from_results(const v1::store::JobPlan& plan) const override { return !fully_planned(plan); }
+
+  // The looks of an adaptive job: each open position whose planned games have all settled gets
+  // its verdict from its counts in the store (the same figures a local run looks at: the games'
+  // order does not matter to the interval), or its next batch. The neediest positions' units
+  // come first.
+  absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
+      Store* store, const std::string& job_id, const v1::JobSpec& spec, v1::store::JobPlan* plan) const override {
+    v1::store::SelfPlayPlan* sp = plan->mutable_selfplay();
+    absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec.selfplay());
+    if (!s.ok()) return absl::InternalError(absl::StrCat("job spec: ", s.status().message()));
+    const int n = position_count(*sp);
+    if (sp->planned_games_size() != n || sp->verdicts_size() != n)
+      return absl::DataLossError(
+          absl::StrCat("job ", job_id, ": adaptive plan of ", sp->planned_games_size(), " positions for ", n));
+    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    if (!totals.ok()) return totals.status();
+    const int per_unit =
+        spec.selfplay().games_per_unit() > 0 ? spec.selfplay().games_per_unit() : kDefaultSelfPlayGamesPerUnit;
+    std::vector<std::pair<double, int>> next;  // (need, position) of those that play on
+    for (const PositionTotals& t : *totals) {
+      const int k = t.sp;
+      if (k < 0 || k >= n || sp->verdicts(k) != int32_t(selfplay::Verdict::kOpen) || t.games != sp->planned_games(k))
+        continue;
+      const selfplay::AnytimeInterval interval = selfplay::anytime_interval(t.white_wins, t.draws, t.black_wins);
+      const selfplay::Verdict v = selfplay::verdict(s->adaptive, interval, t.games, s->games_per_position);
+      if (v != selfplay::Verdict::kOpen) {
+        sp->set_verdicts(k, int32_t(v));
+        continue;
+      }
+      next.emplace_back(-selfplay::need(s->adaptive, interval), k);
+    }
+    std::sort(next.begin(), next.end());
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> out;
+    for (const auto& [need, k] : next) {
+      const int first = sp->planned_games(k);
+      const int end = int(selfplay::next_look(s->adaptive, first, s->games_per_position));
+      sp->set_planned_games(k, end);
+      add_units(*sp, k, first, end, per_unit, &out);
     }
     return out;
   }
@@ -231,13 +300,17 @@ class SelfPlayKind : public JobKind {
   void fill_progress(const v1::store::JobPlan& plan, NodeCount work_done, double work_per_second,
                      v1::Progress* out) const override {
     out->set_games_done(int64_t(work_done));
-    out->set_games_total(int64_t(position_count(plan.selfplay())) * plan.selfplay().games_per_position());
+    // An adaptive job's total is what its looks have planned so far (it grows until the last).
+    int64_t total = 0;
+    for (int k = 0; k < position_count(plan.selfplay()); ++k) total += planned_games(plan.selfplay(), k);
+    out->set_games_total(total);
     out->set_games_per_second(work_per_second);
   }
 
   std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
-    return absl::StrCat(position_count(plan.selfplay()), " positions x ", plan.selfplay().games_per_position(),
-                        " games, ", units, " units");
+    return absl::StrCat(position_count(plan.selfplay()), " positions x ",
+                        plan.selfplay().planned_games_size() > 0 ? "at most " : "",
+                        plan.selfplay().games_per_position(), " games, ", units, " units");
   }
 
   std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " games"); }
@@ -277,7 +350,7 @@ class SelfPlayKind : public JobKind {
         p->set_fen(startpos_fen(pp.positions(k)).value_or(""));
         p->set_position_id(absl::StrCat(pp.positions(k)));
       }
-      p->set_games_planned(pp.games_per_position());
+      p->set_games_planned(planned_games(pp, k));
       while (next < totals->size() && (*totals)[next].sp < k) ++next;
       if (next < totals->size() && (*totals)[next].sp == k) {
         const PositionTotals& t = (*totals)[next];
@@ -292,8 +365,10 @@ class SelfPlayKind : public JobKind {
         for (int64_t n : t.terminations) p->add_terminations(n);
       }
       while (p->terminations_size() < int(selfplay::Termination::kCount)) p->add_terminations(0);
-      // Every game of a position is counted once its unit settles, so the counts tell.
-      p->set_complete(p->games() == pp.games_per_position());
+      // Every game of a position is counted once its unit settles, so the counts tell (and an
+      // adaptive job's position is complete once its verdict is in).
+      p->set_complete(p->games() == planned_games(pp, k) &&
+                      (k >= pp.verdicts_size() || pp.verdicts(k) != int32_t(selfplay::Verdict::kOpen)));
       if (omit_games || p->games_stored() == 0) {
         if (!sink(head)) return absl::OkStatus();
         continue;

@@ -3,12 +3,15 @@
 // completions never counted twice (also across a restart), and unit failure reports.
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
 #include <map>
+#include <set>
 #include <sqlite3.h>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -474,6 +477,79 @@ TEST_F(SelfPlayJobTest, ARestartMidJobLosesNothing) {
   EXPECT_EQ(games, 6);
   EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
   EXPECT_EQ(pgn, local_pgn);
+}
+
+// An adaptive job (selfplay/adaptive.h) plays batch after batch per position, each next batch
+// planned by a look at the position's settled counts: the games are a local run's under the same
+// rule, through a restart of the coordinator between batches, and its results carry each
+// position's verdict.
+TEST_F(SelfPlayJobTest, AnAdaptiveJobPlaysTheGamesALocalRunPlays) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_start_positions("0,518,959");
+  s.set_games_per_position(24);
+  s.set_target_width(0.7);
+  s.set_adaptive_batch(4);
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->progress().games_total(), 12);  // the first batch of each position
+  std::vector<v1::Lease> first = acquire(100);
+  EXPECT_EQ(first.size(), 6u);  // 3 positions x 4 games, 2 games per unit; nothing beyond yet
+  int completed = 0;
+  bool restarted = false;
+  for (const v1::Lease& l : first) {
+    ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    ++completed;
+  }
+  // Looks run on the coordinator's refill thread: play whatever it plans until the job ends.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    v1::Job now = coordinator_->get_job(Caller::local(), j->id()).value();
+    if (now.state() != v1::JOB_STATE_RUNNING) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the job never finished";
+    std::vector<v1::Lease> ls = acquire(2);
+    if (ls.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    for (const v1::Lease& l : ls) {
+      ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+      ++completed;
+    }
+    if (!restarted && completed >= 8) {
+      open();  // a look due at the stop is made when the job is loaded again
+      restarted = true;
+    }
+  }
+  v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+
+  const selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(s);
+  ASSERT_TRUE(local_spec.adaptive.enabled());
+  auto local = selfplay::play_local(local_spec, 2);
+  ASSERT_TRUE(local.ok()) << local.status();
+  selfplay::SelfPlayStats local_stats, stats;
+  local_stats.set_adaptive(local_spec.adaptive, local_spec.games_per_position);
+  stats.set_adaptive(local_spec.adaptive, local_spec.games_per_position);
+  std::string local_pgn, pgn;
+  for (const selfplay::PlayedGame& g : *local) {
+    local_stats.add(local_spec.positions[g.position], g.record);
+    local_pgn += g.record.pgn;
+  }
+  int64_t games = 0;
+  cluster_figures(j->id(), &stats, &pgn, &games);
+  EXPECT_EQ(games, int64_t(local->size()));
+  EXPECT_EQ(done.progress().games_total(), int64_t(local->size()));
+  EXPECT_EQ(done.progress().games_done(), int64_t(local->size()));
+  EXPECT_EQ(stats.to_csv(), local_stats.to_csv());
+  EXPECT_EQ(pgn, local_pgn);
+  // Every position ended with a verdict, and the rule made them play different counts here.
+  std::set<int64_t> counts;
+  for (const selfplay::PositionStats* p : stats.rows()) {
+    EXPECT_EQ(stats.verdict_of(*p), selfplay::Verdict::kNarrow) << p->id;
+    counts.insert(p->played());
+  }
+  EXPECT_GT(counts.size(), 1u);
+  EXPECT_NE(stats.to_csv().find(",verdict,"), std::string::npos);
 }
 
 // Schema 8 counts each distinct game once: opened, a store of schema 7 has every self-play
