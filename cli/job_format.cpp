@@ -200,13 +200,6 @@ std::string job_kind(const v1::Job& j) {
   return "?";
 }
 
-int terminal_width(int ioctl_columns, const char* columns_env) {
-  int w = ioctl_columns;
-  if (w <= 0 && columns_env && !absl::SimpleAtoi(columns_env, &w)) w = 0;
-  if (w <= 0) w = kDefaultTerminalWidth;
-  return std::max(w, kMinTerminalWidth);
-}
-
 void RateWindow::add(int64_t t_ms, double count) {
   if (!samples_.empty() && samples_.back().second == count) return;
   samples_.emplace_back(t_ms, count);

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
 #include "cluster/job_json.h"
+#include "cluster/text_wrap.h"
 #include "selfplay/ranking.h"
 
 namespace c960::cli {
@@ -33,11 +34,10 @@ std::string job_kind(const v1::Job& job);
 using cluster::job_elapsed_seconds;
 using cluster::job_fraction;
 
-// The columns of the terminal: `ioctl_columns` (TIOCGWINSZ) when positive, else $COLUMNS when it
-// is a number, else 80; at least kMinTerminalWidth.
-inline constexpr int kDefaultTerminalWidth = 80;
-inline constexpr int kMinTerminalWidth = 20;
-int terminal_width(int ioctl_columns, const char* columns_env);
+// The columns of the terminal (cluster/text_wrap.h).
+using cluster::kDefaultTerminalWidth;
+using cluster::kMinTerminalWidth;
+using cluster::terminal_width;
 
 // The rate of a counter (games done) over a window of recent changes, and an ETA from it that
 // counts down between changes instead of climbing, as a rate measured up to `now` would while a

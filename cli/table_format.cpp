@@ -1,15 +1,12 @@
 #include "cli/table_format.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
-#include <sys/ioctl.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cli/job_format.h"
 #include "cluster/log.h"
 #include "report/stats.h"
@@ -286,12 +283,6 @@ std::string position_matters_line(const selfplay::SelfPlayStats& stats) {
   if (t.share_expected_below_5 > 0.2)
     out += "(few games per position: c960 report's permutation test is the one to trust)\n";
   return out;
-}
-
-int stdout_columns() {
-  winsize ws{};
-  const int cols = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-  return terminal_width(cols, std::getenv("COLUMNS"));
 }
 
 }  // namespace c960::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cluster/text_wrap.h"
 #include "core/perft.h"
 #include "selfplay/ranking.h"
 #include "selfplay/spec.h"
@@ -78,6 +79,6 @@ std::string ranking_note(const selfplay::Ranking& ranking);
 // games; a second line when expected counts are small.
 std::string position_matters_line(const selfplay::SelfPlayStats& stats);
 // The columns of this process's stdout when it is a terminal, else $COLUMNS, else 80.
-int stdout_columns();
+using cluster::stdout_columns;
 
 }  // namespace c960::cli
