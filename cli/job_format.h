@@ -103,11 +103,10 @@ std::string watch_plain_line(const v1::Job& job, const WatchView& view, int64_t 
 // drawing) with `lines`, leaving the cursor at the end of the last.
 std::string redraw_block(int previous_lines, const std::vector<std::string>& lines);
 
-// "ID [####....] 40.0% 4/10 units, ..." as watch_plain_line: the progress line of job_description.
-std::string progress_line(const v1::Job& job, int64_t now_unix_ms);
-// The job's spec, request id, times, progress and any mismatches or unit failures, a line each.
-// The first line is "job ID STATE"; a line holds "DONE/TOTAL units".
-std::string job_description(const v1::Job& job, int64_t now_unix_ms);
+// The job's spec, request id, times, progress and any mismatches or unit failures, each on lines
+// of at most `width` columns (a word longer than that aside): the first line is "job ID
+// STATE"; a line holds "DONE/TOTAL units" (the progress breaks only between its fields).
+std::string job_description(const v1::Job& job, int64_t now_unix_ms, int width = kDefaultTerminalWidth);
 
 // `c960 status`: a header and a row per job in aligned columns (ID, KIND, STATE, DONE, UNITS,
 // AGE since submit, DURATION of a finished job), then "ID: notice" for each running job that
