@@ -252,8 +252,13 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
     uncounted = absl::StrCat(total.uncounted, total.uncounted == 1 ? " game" : " games",
                              " not counted: an engine failed before both engines had played a move from the position "
                              "(CSV and JSON: 'uncounted')\n");
-  return table + incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
-         position_matters_line(stats);
+  // The notes under the table fit it too: wrapped, each continuation indented 2.
+  std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
+                      position_matters_line(stats);
+  if (width <= 0) return table + notes;
+  for (absl::string_view note : absl::StrSplit(notes, '\n', absl::SkipEmpty()))
+    table += cluster::wrap_text(note, size_t(width), "", 2);
+  return table;
 }
 
 std::string ranking_note(const selfplay::Ranking& r) {
