@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/text_wrap.h"
 
 namespace c960::cli {
 
@@ -120,7 +121,7 @@ std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std:
                                  ParsedArgs* out) {
   for (const std::string& a : args)
     if (a == "--help" || a == "-h") {
-      io.out << help_text(spec);
+      io.out << help_text(spec, cluster::stdout_columns());
       return kExitOk;
     }
   absl::StatusOr<ParsedArgs> p = parse_args(spec, args);
@@ -129,19 +130,18 @@ std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std:
   return std::nullopt;
 }
 
-std::string help_text(const CommandSpec& spec) {
-  std::string s = absl::StrCat("usage: ", spec.usage, "\n\n", spec.summary, "\n\noptions:\n");
+std::string help_text(const CommandSpec& spec, int width) {
+  constexpr size_t kColumn = 28;
+  const size_t w = size_t(std::max(width, 0));
+  std::string s =
+      absl::StrCat(cluster::help_usage(spec.usage, w), "\n", cluster::wrap_text(spec.summary, w), "\noptions:\n");
   for (const OptionSpec& o : spec.options) {
-    std::string left = absl::StrCat("  --", o.name);
+    std::string left = absl::StrCat("--", o.name);
     if (o.arity == Arity::kOne) absl::StrAppend(&left, " ", o.metavar);
     if (o.arity == Arity::kMany) absl::StrAppend(&left, " ", o.metavar, " ...");
-    if (left.size() < 28)
-      left.resize(28, ' ');
-    else
-      left += "\n" + std::string(28, ' ');
-    absl::StrAppend(&s, left, o.help, "\n");
+    s += cluster::help_option(left, o.help, kColumn, w);
   }
-  absl::StrAppend(&s, "  --help                    show this help\n");
+  s += cluster::help_option("--help", "show this help", kColumn, w);
   return s;
 }
 

@@ -62,6 +62,8 @@ std::optional<std::string> closest_name(std::string_view typed, const std::vecto
 // otherwise fills *out and returns nullopt.
 std::optional<int> parse_command(const CommandSpec& spec, const std::vector<std::string>& args, const Io& io,
                                  ParsedArgs* out);
-std::string help_text(const CommandSpec& spec);
+// The --help text, wrapped to `width` columns (cluster/text_wrap.h; 0: a line per paragraph
+// and option); the commands print it at the terminal's width (cluster::stdout_columns).
+std::string help_text(const CommandSpec& spec, int width = 0);
 
 }  // namespace c960::cli

@@ -42,7 +42,8 @@ int cmd_status(const std::vector<std::string>& args, const Io& io) {
   if (!p.positional().empty()) {
     v1::Job job;
     if (absl::Status s = client.get_job(p.positional()[0], &job); !s.ok()) return rpc_fail(io, kName, client, s);
-    io.out << (json ? job_json(job, unix_ms_now()) + "\n" : job_description(job, unix_ms_now()));
+    io.out << (json ? job_json(job, unix_ms_now()) + "\n"
+                    : job_description(job, unix_ms_now(), cluster::stdout_columns()));
     return kExitOk;
   }
   v1::ListJobsResponse resp;

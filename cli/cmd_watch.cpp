@@ -1,12 +1,9 @@
 // c960 watch JOB: the job's progress until it ends; exit 0 when it succeeds, 1 when it fails or
 // is cancelled.
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
-#include <sys/ioctl.h>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -53,11 +50,7 @@ int64_t unix_ms_now() {
 }
 
 // The columns of the process's terminal (its stdout), else $COLUMNS, else 80.
-int current_width() {
-  winsize ws{};
-  const int cols = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-  return terminal_width(cols, std::getenv("COLUMNS"));
-}
+int current_width() { return cluster::stdout_columns(); }
 
 // The watch's state, shared by the stream's callbacks and, on a terminal, the redraw thread.
 class Watcher {

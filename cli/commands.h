@@ -11,6 +11,10 @@ namespace c960::cli {
 
 // The whole tool: `args` are the words after the program name ("perft", "--depth", "3", ...).
 int run(const std::vector<std::string>& args, const Io& io);
+// The names of the subcommands, in the order `c960 --help` lists them, and that list (`c960
+// --help`) at `width` columns (0: a line per command).
+std::vector<std::string> command_names();
+std::string usage_text(int width);
 
 int cmd_startpos(const std::vector<std::string>& args, const Io& io);
 int cmd_perft(const std::vector<std::string>& args, const Io& io);

@@ -132,6 +132,24 @@ std::vector<Field> header_fields(const v1::Job& j) {
           {{absl::StrFormat("%5.1f%%", 100 * job_fraction(j))}, 0}};
 }
 
+// `fields` joined as join_fields does, in lines of at most `width` columns that begin with
+// `indent`: a line ends before a field that would not fit; a field is never broken.
+std::string field_lines(const std::vector<Field>& fields, size_t width, const std::string& indent) {
+  std::string out, line;
+  for (const Field& f : fields) {
+    const std::string text(absl::StripLeadingAsciiWhitespace(f.text()));
+    if (text.empty()) continue;
+    if (!line.empty() && indent.size() + line.size() + sizeof kSep - 1 + text.size() > width) {
+      absl::StrAppend(&out, indent, line, "\n");
+      line.clear();
+    }
+    if (!line.empty()) line += kSep;
+    line += text;
+  }
+  if (!line.empty()) absl::StrAppend(&out, indent, line, "\n");
+  return out;
+}
+
 // "[#####.....]" filling what is left of a line of `limit` after `used` characters; "" when
 // fewer than 5 would show.
 std::string bar(double frac, size_t used, size_t limit) {
@@ -198,13 +216,6 @@ std::string job_kind(const v1::Job& j) {
   if (j.spec().has_selfplay()) return "selfplay";
   if (j.spec().has_perft()) return absl::StrCat("perft d", j.spec().perft().depth());
   return "?";
-}
-
-int terminal_width(int ioctl_columns, const char* columns_env) {
-  int w = ioctl_columns;
-  if (w <= 0 && columns_env && !absl::SimpleAtoi(columns_env, &w)) w = 0;
-  if (w <= 0) w = kDefaultTerminalWidth;
-  return std::max(w, kMinTerminalWidth);
 }
 
 void RateWindow::add(int64_t t_ms, double count) {
@@ -317,42 +328,44 @@ std::string redraw_block(int previous_lines, const std::vector<std::string>& lin
   return out;
 }
 
-std::string progress_line(const v1::Job& j, int64_t now) {
-  return absl::StrCat(fit_fields(header_fields(j), 0), kSep, fit_fields(detail_fields(j, WatchView(), now), 0));
-}
-
-std::string job_description(const v1::Job& j, int64_t now) {
+std::string job_description(const v1::Job& j, int64_t now, int width) {
+  // Each part of the description a line, indented 2, wrapped to `width` at its words (4 for the
+  // lines that continue one); the progress at its fields, which are never broken.
+  const size_t w = size_t(std::max(width, kMinTerminalWidth));
+  const auto line = [w](absl::string_view text) { return cluster::wrap_text(text, w, "  ", 4); };
   std::string out = absl::StrCat("job ", j.id(), " ", state_name(j.state()), "\n");
   if (j.spec().has_perft()) {
     const v1::PerftJobSpec& s = j.spec().perft();
-    absl::StrAppend(&out, "  perft depth ", s.depth(), ", ",
-                    s.fens_size()
-                        ? absl::StrCat(s.fens_size(), " FENs")
-                        : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
-                    ", split depth ", j.split_depth(), "\n");
+    out += line(absl::StrCat(
+        "perft depth ", s.depth(), ", ",
+        s.fens_size() ? absl::StrCat(s.fens_size(), " FENs")
+                      : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
+        ", split depth ", j.split_depth()));
   }
   if (j.spec().has_selfplay()) {
     const v1::SelfPlayJobSpec& s = j.spec().selfplay();
     absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(s);
-    absl::StrAppend(&out, "  selfplay ", s.games_per_position(), " games per position, start positions ",
-                    s.start_positions().empty() ? std::string(selfplay::kDefaultPositions) : s.start_positions(), ", ",
-                    spec.ok() ? selfplay::describe(*spec) : std::string(spec.status().message()), "\n");
+    out +=
+        line(absl::StrCat("selfplay ", s.games_per_position(), " games per position, start positions ",
+                          s.start_positions().empty() ? std::string(selfplay::kDefaultPositions) : s.start_positions(),
+                          ", ", spec.ok() ? selfplay::describe(*spec) : std::string(spec.status().message())));
   }
-  if (!j.request_id().empty()) absl::StrAppend(&out, "  request id ", j.request_id(), "\n");
+  if (!j.request_id().empty()) out += line(absl::StrCat("request id ", j.request_id()));
   if (j.created_unix_ms() > 0) {
-    absl::StrAppend(&out, "  submitted ", iso8601_utc(j.created_unix_ms()), " (",
-                    format_duration((now - j.created_unix_ms()) / 1000.0), " ago)");
+    out += line(absl::StrCat("submitted ", iso8601_utc(j.created_unix_ms()), " (",
+                             format_duration((now - j.created_unix_ms()) / 1000.0), " ago)"));
     if (j.finished_unix_ms() > 0)
-      absl::StrAppend(&out, ", finished ", iso8601_utc(j.finished_unix_ms()), " (took ",
-                      format_duration(job_elapsed_seconds(j, now)), ")");
-    out += "\n";
+      out += line(absl::StrCat("finished ", iso8601_utc(j.finished_unix_ms()), " (took ",
+                               format_duration(job_elapsed_seconds(j, now)), ")"));
   }
-  absl::StrAppend(&out, "  ", progress_line(j, now), "\n");
-  if (!j.notice().empty()) absl::StrAppend(&out, "  notice: ", j.notice(), "\n");
+  std::vector<Field> progress = header_fields(j);
+  for (Field& f : detail_fields(j, WatchView(), now)) progress.push_back(std::move(f));
+  out += field_lines(progress, w, "  ");
+  if (!j.notice().empty()) out += line(absl::StrCat("notice: ", j.notice()));
   if (j.result_mismatches() > 0)
-    absl::StrAppend(&out, "  RESULT MISMATCHES: ", j.result_mismatches(), "; first: ", j.mismatch_detail(), "\n");
+    out += line(absl::StrCat("RESULT MISMATCHES: ", j.result_mismatches(), "; first: ", j.mismatch_detail()));
   if (j.unit_failures() > 0)
-    absl::StrAppend(&out, "  unit failures: ", j.unit_failures(), "; last: ", j.failure_detail(), "\n");
+    out += line(absl::StrCat("unit failures: ", j.unit_failures(), "; last: ", j.failure_detail()));
   return out;
 }
 

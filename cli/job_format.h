@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
 #include "cluster/job_json.h"
+#include "cluster/text_wrap.h"
 #include "selfplay/ranking.h"
 
 namespace c960::cli {
@@ -33,11 +34,10 @@ std::string job_kind(const v1::Job& job);
 using cluster::job_elapsed_seconds;
 using cluster::job_fraction;
 
-// The columns of the terminal: `ioctl_columns` (TIOCGWINSZ) when positive, else $COLUMNS when it
-// is a number, else 80; at least kMinTerminalWidth.
-inline constexpr int kDefaultTerminalWidth = 80;
-inline constexpr int kMinTerminalWidth = 20;
-int terminal_width(int ioctl_columns, const char* columns_env);
+// The columns of the terminal (cluster/text_wrap.h).
+using cluster::kDefaultTerminalWidth;
+using cluster::kMinTerminalWidth;
+using cluster::terminal_width;
 
 // The rate of a counter (games done) over a window of recent changes, and an ETA from it that
 // counts down between changes instead of climbing, as a rate measured up to `now` would while a
@@ -103,11 +103,10 @@ std::string watch_plain_line(const v1::Job& job, const WatchView& view, int64_t 
 // drawing) with `lines`, leaving the cursor at the end of the last.
 std::string redraw_block(int previous_lines, const std::vector<std::string>& lines);
 
-// "ID [####....] 40.0% 4/10 units, ..." as watch_plain_line: the progress line of job_description.
-std::string progress_line(const v1::Job& job, int64_t now_unix_ms);
-// The job's spec, request id, times, progress and any mismatches or unit failures, a line each.
-// The first line is "job ID STATE"; a line holds "DONE/TOTAL units".
-std::string job_description(const v1::Job& job, int64_t now_unix_ms);
+// The job's spec, request id, times, progress and any mismatches or unit failures, each on lines
+// of at most `width` columns (a word longer than that aside): the first line is "job ID
+// STATE"; a line holds "DONE/TOTAL units" (the progress breaks only between its fields).
+std::string job_description(const v1::Job& job, int64_t now_unix_ms, int width = kDefaultTerminalWidth);
 
 // `c960 status`: a header and a row per job in aligned columns (ID, KIND, STATE, DONE, UNITS,
 // AGE since submit, DURATION of a finished job), then "ID: notice" for each running job that

@@ -1,7 +1,9 @@
 // The command table of the c960 tool.
-#include "absl/strings/str_format.h"
+#include <algorithm>
+
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cluster/text_wrap.h"
 #include "core/bitboard.h"
 #include "core/version.h"
 
@@ -32,12 +34,28 @@ constexpr Subcommand kCommands[] = {
     {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token},
 };
 
-void usage(std::ostream& out) {
-  out << "usage: c960 <command> [options]   (c960 <command> --help for details)\n\ncommands:\n";
-  for (const Subcommand& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
-  out << absl::StrFormat("  %-10s %s\n", "version",
-                         "print the version and the slider method in use (--version: the version)");
+}  // namespace
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const Subcommand& c : kCommands) names.emplace_back(c.name);
+  return names;
 }
+
+std::string usage_text(int width) {
+  constexpr size_t kColumn = 13;
+  const size_t w = size_t(std::max(width, 0));
+  std::string s = cluster::wrap_text("usage: c960 <command> [options]   (c960 <command> --help for details)", w, "", 7);
+  s += "\ncommands:\n";
+  for (const Subcommand& c : kCommands) s += cluster::help_option(c.name, c.summary, kColumn, w);
+  s += cluster::help_option("version", "print the version and the slider method in use (--version: the version)",
+                            kColumn, w);
+  return s;
+}
+
+namespace {
+
+void usage(std::ostream& out) { out << usage_text(cluster::stdout_columns()); }
 
 }  // namespace
 

@@ -1,15 +1,12 @@
 #include "cli/table_format.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
-#include <sys/ioctl.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cli/job_format.h"
 #include "cluster/log.h"
 #include "report/stats.h"
@@ -255,8 +252,13 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
     uncounted = absl::StrCat(total.uncounted, total.uncounted == 1 ? " game" : " games",
                              " not counted: an engine failed before both engines had played a move from the position "
                              "(CSV and JSON: 'uncounted')\n");
-  return table + incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
-         position_matters_line(stats);
+  // The notes under the table fit it too: wrapped, each continuation indented 2.
+  std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
+                      position_matters_line(stats);
+  if (width <= 0) return table + notes;
+  for (absl::string_view note : absl::StrSplit(notes, '\n', absl::SkipEmpty()))
+    table += cluster::wrap_text(note, size_t(width), "", 2);
+  return table;
 }
 
 std::string ranking_note(const selfplay::Ranking& r) {
@@ -286,12 +288,6 @@ std::string position_matters_line(const selfplay::SelfPlayStats& stats) {
   if (t.share_expected_below_5 > 0.2)
     out += "(few games per position: c960 report's permutation test is the one to trust)\n";
   return out;
-}
-
-int stdout_columns() {
-  winsize ws{};
-  const int cols = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-  return terminal_width(cols, std::getenv("COLUMNS"));
 }
 
 }  // namespace c960::cli

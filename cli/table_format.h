@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cluster/text_wrap.h"
 #include "core/perft.h"
 #include "selfplay/ranking.h"
 #include "selfplay/spec.h"
@@ -68,7 +69,7 @@ std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
 // counted in a line below, then the ranking_note and the position_matters_line. `width` > 0 (a
 // terminal's columns): the columns that matter least are left out until the table fits (Elo,
 // plies, draw rate, duplicates, the rank interval, the shrunk score's interval, back rank, the
-// shrunk score).
+// shrunk score), and the notes under it are wrapped to the width.
 std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width = 0);
 // How the positions are ranked (the shrinkage model's mean and true spread, how many are not
 // ranked), or why none is; "" with fewer than two positions.
@@ -78,6 +79,6 @@ std::string ranking_note(const selfplay::Ranking& ranking);
 // games; a second line when expected counts are small.
 std::string position_matters_line(const selfplay::SelfPlayStats& stats);
 // The columns of this process's stdout when it is a terminal, else $COLUMNS, else 80.
-int stdout_columns();
+using cluster::stdout_columns;
 
 }  // namespace c960::cli

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cluster/log.h"
+#include "cluster/text_wrap.h"
 
 // Every daemon's: documented and applied by parse_daemon_flags itself.
 ABSL_FLAG(std::string, log_format, "text",
@@ -59,17 +60,11 @@ std::vector<std::string> own_flag_names() {
   return out;
 }
 
-std::string daemon_help(const DaemonCommand& cmd) {
-  std::string s = absl::StrCat("usage: ", cmd.usage, "\n\n", cmd.summary, "\n\noptions:\n");
+std::string daemon_help(const DaemonCommand& cmd, int width) {
+  const size_t w = size_t(std::max(width, 0));
+  std::string s = absl::StrCat(help_usage(cmd.usage, w), "\n", wrap_text(cmd.summary, w), "\noptions:\n");
   constexpr size_t kColumn = 30;
-  auto row = [&](std::string left, absl::string_view help) {
-    left = absl::StrCat("  ", left);
-    if (left.size() < kColumn)
-      left.resize(kColumn, ' ');
-    else
-      left = absl::StrCat(left, "\n", std::string(kColumn, ' '));
-    absl::StrAppend(&s, left, help, "\n");
-  };
+  auto row = [&](const std::string& left, absl::string_view help) { s += help_option(left, help, kColumn, w); };
   for (const FlagDoc& d : all_docs(cmd)) {
     const absl::CommandLineFlag* f = absl::FindCommandLineFlag(d.name);
     if (!f) continue;
@@ -98,7 +93,7 @@ std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand
   for (const std::string& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h" || a == "--helpfull" || a == "--helpshort") {
-      std::fputs(daemon_help(cmd).c_str(), stdout);
+      std::fputs(daemon_help(cmd, stdout_columns()).c_str(), stdout);
       return 0;
     }
     if (a == "--version") {

@@ -38,8 +38,9 @@ struct DaemonCommand {
 // or --version, 2 after a usage error, with the message printed), or nullopt to go on.
 std::optional<int> parse_daemon_flags(int argc, char** argv, const DaemonCommand& cmd);
 
-// The --help text.
-std::string daemon_help(const DaemonCommand& cmd);
+// The --help text, wrapped to `width` columns (cluster/text_wrap.h; 0: a line per paragraph
+// and flag); --help prints it at the terminal's width (stdout_columns).
+std::string daemon_help(const DaemonCommand& cmd, int width = 0);
 
 // The names of the absl flags defined in the project's own sources (not absl's internals), so
 // that tests can check that DaemonCommand::flags documents every one of them.

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/address.h"
 #include "cluster/config.h"
 
@@ -237,6 +239,33 @@ int last_ssl_reason() {
 
 bool is_alert(int reason) { return reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256; }
 
+// The host names and addresses a certificate is made for: its subjectAltName's DNS names and IP
+// addresses, in its order ("coordinator, localhost, 127.0.0.1, ::1"); without any, its CN, which
+// clients no longer match against ("" when it has neither).
+std::string certificate_hosts(X509* cert) {
+  std::vector<std::string> names;
+  GENERAL_NAMES* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); ++i) {
+    const GENERAL_NAME* n = sk_GENERAL_NAME_value(sans, i);
+    if (n->type == GEN_DNS) {
+      const ASN1_IA5STRING* dns = n->d.dNSName;
+      names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(dns)), size_t(ASN1_STRING_length(dns)));
+    } else if (n->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* ip = n->d.iPAddress;
+      const int len = ASN1_STRING_length(ip);
+      char text[INET6_ADDRSTRLEN] = {};
+      if ((len == 4 || len == 16) &&
+          inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(ip), text, sizeof text))
+        names.emplace_back(text);
+    }
+  }
+  GENERAL_NAMES_free(sans);
+  if (!names.empty()) return absl::StrJoin(names, ", ");
+  X509_NAME* subject = X509_get_subject_name(cert);
+  const int cn = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+  return cn < 0 ? "" : absl::StrCat("no subjectAltName, only the CN ", utf8_entry(subject, cn));
+}
+
 std::string verify_problem(long result, X509* peer, const HostPort& hp) {
   const std::string expiry = peer ? time_text(X509_get0_notAfter(peer)) : "";
   switch (result) {
@@ -246,10 +275,15 @@ std::string verify_problem(long result, X509* peer, const HostPort& hp) {
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return "the coordinator's certificate is not valid yet: check the clocks of both machines";
     case X509_V_ERR_HOSTNAME_MISMATCH:
-    case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return absl::StrCat("the coordinator's certificate is not made for '", hp.host,
-                          "': connect by a name or address in its subjectAltName, or make it a certificate that "
-                          "names this one");
+    case X509_V_ERR_IP_ADDRESS_MISMATCH: {
+      const std::string names = peer ? certificate_hosts(peer) : "";
+      return absl::StrCat("the coordinator's certificate is not made for '", hp.host, "': ",
+                          names.empty() ? "(openssl x509 -in FILE -noout -ext subjectAltName shows what it names)"
+                                        : absl::StrCat("it names ", names),
+                          "; connect by a name or address it names, or give the coordinator a certificate that also "
+                          "names '",
+                          hp.host, "' (deploy/make-secrets.sh DIR --hosts ", hp.host, ")");
+    }
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:

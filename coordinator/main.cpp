@@ -82,14 +82,15 @@ const c960::cluster::DaemonCommand kCommand = {
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
     "                        [--http-listen HOST:PORT [--http-port-file FILE] [--http-max-connections N]\n"
     "                        [--http-max-connections-per-address N]] [--insecure] [--log-format text|json]",
-    "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel),\n"
-    "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file\n"
-    "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n"
-    "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure.\n"
-    "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.\n"
-    "--http-listen adds a web dashboard, Prometheus metrics (/metrics), health endpoints (/healthz, /readyz) and\n"
-    "a read-only JSON API (/api/v1/), with the same TLS and tokens (role read or admin; the health endpoints are\n"
-    "open); beyond loopback it too needs TLS and authentication, unless --insecure.",
+    // Paragraphs; --help wraps them to the terminal (cluster/text_wrap.h).
+    "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel), "
+    "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file "
+    "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n\n"
+    "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure. "
+    "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.\n\n"
+    "--http-listen adds a web dashboard, Prometheus metrics (/metrics), health endpoints (/healthz, /readyz) and "
+    "a read-only JSON API (/api/v1/), with the same TLS and tokens (role read or admin; the health endpoints are "
+    "open): HTTPS with --tls-cert. Beyond loopback it too needs TLS and authentication, unless --insecure.",
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"listen", "HOST:PORT"},
      {"port_file", "FILE"},

@@ -12,8 +12,11 @@
 #                                 --credential-file FILE), so that each is one voter when
 #                                 results are verified; --workers N bounds how many (default 16)
 # Keys and tokens are mode 600, certificates 644. DIR must not hold any of these files yet.
-#   deploy/make-secrets.sh DIR [--hosts coordinator,localhost,127.0.0.1] [--workers 16] [--days 825] [--c960 PATH]
-# --hosts: comma-separated DNS names and IP addresses (the first is the certificate's CN).
+#   deploy/make-secrets.sh DIR [--hosts NAME,ADDRESS,...] [--workers 16] [--days 825] [--c960 PATH]
+# The certificate always names coordinator, localhost, 127.0.0.1 and ::1 (what the compose file's
+# workers and the health checks dial, and a first try on one machine).
+# --hosts: comma-separated DNS names and IP addresses that clients and workers dial besides those
+# (added to them, not instead; the first is the certificate's CN, else coordinator).
 # --workers: the worker credentials the join token may be traded for (replaced containers and
 # VMs enroll again: leave room for them).
 # --c960: the c960 tool for the tokens (default: c960 on PATH, else build/release/cli/c960).
@@ -23,14 +26,20 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 usage() {
   sed -n 's/^#   \(deploy\/make-secrets.sh .*\)/usage: \1/p' "$0" >&2
+  echo "(deploy/make-secrets.sh --help: what it makes and its options)" >&2
   exit 2
+}
+help() {  # the comment above, from its second line to the exit status
+  sed -n '2,/^# Exit status/s/^# \{0,1\}//p' "$0"
+  exit 0
 }
 die() {  # die STATUS MESSAGE
   echo "make-secrets.sh: $2" >&2
   exit "$1"
 }
 
-dir="" hosts="coordinator,localhost,127.0.0.1" days=825 c960="" workers=16
+default_hosts="coordinator,localhost,127.0.0.1,::1"
+dir="" hosts="" days=825 c960="" workers=16
 while (($#)); do
   case "$1" in
     --workers) (($# >= 2)) || die 2 "--workers needs a value"; workers="$2"; shift 2 ;;
@@ -41,7 +50,7 @@ while (($#)); do
     --days=*) days="${1#*=}"; shift ;;
     --c960) (($# >= 2)) || die 2 "--c960 needs a value"; c960="$2"; shift 2 ;;
     --c960=*) c960="${1#*=}"; shift ;;
-    -h | --help) usage ;;
+    -h | --help) help ;;
     -*) echo "make-secrets.sh: unknown option '$1'" >&2; usage ;;
     *) [[ -z "$dir" ]] || die 2 "one DIR only ('$dir', then '$1')"; dir="$1"; shift ;;
   esac
@@ -52,10 +61,13 @@ done
 
 # The subjectAltName: IP: for addresses, DNS: for names; anything else is refused here rather
 # than making a certificate no client accepts.
-san="" cn=""
+san="" cn="" seen=","
 IFS=, read -r -a host_list <<<"$hosts"
-((${#host_list[@]})) || die 2 "--hosts: give at least one host name or address"
-for h in "${host_list[@]}"; do
+IFS=, read -r -a default_list <<<"$default_hosts"
+for h in "${host_list[@]}" "${default_list[@]}"; do
+  [[ -n "$h" ]] || continue
+  [[ "$seen" != *",$h,"* ]] || continue  # named twice (or also a default): once in the certificate
+  seen+="$h,"
   if [[ "$h" =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}$ || ("$h" == *:* && "$h" =~ ^[0-9A-Fa-f:.]+$) ]]; then
     san+=",IP:$h"
   elif [[ "$h" =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$ && ${#h} -le 253 ]]; then

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/selfplay_args.h"
+#include "cluster/text_wrap.h"
 #include "gtest/gtest.h"
 #include "selfplay/spec.h"
 #include "tests/test_util.h"
@@ -138,7 +139,7 @@ TEST(CliArgs, HelpAnywhereWins) {
     Captured c;
     ParsedArgs p;
     EXPECT_EQ(parse_command(kSpec, args, c.io, &p), std::optional<int>(kExitOk));
-    EXPECT_EQ(c.out.str(), help_text(kSpec));
+    EXPECT_EQ(c.out.str(), help_text(kSpec, cluster::stdout_columns()));  // the terminal's width, else 80
     EXPECT_EQ(c.err.str(), "");
   }
   const std::string help = help_text(kSpec);

@@ -2,6 +2,7 @@
 // terminal and keeps its most important fields, numbers and times read well, the self-play ETA
 // does not climb between units, best and worst positions never overlap, and the status table
 // and JSON have their header, columns and keys.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,46 @@ TEST(StatusFormat, DescriptionKeepsWhatScriptsParse) {
   EXPECT_TRUE(absl::StartsWith(d, "job job-000123 RUNNING\n")) << d;
   EXPECT_TRUE(absl::StrContains(d, " 40600/96000 units")) << d;
   EXPECT_TRUE(absl::StrContains(d, "submitted 2026-09-21T14:13:20.000Z (0:01:01 ago)")) << d;
+}
+
+// Issue 21: `c960 status JOB`'s progress was one line of about 150 columns, and a finished job's
+// times another of about 100. At 80 columns every line fits, the progress breaks only between
+// its fields (so "DONE/TOTAL units" stays whole), and no word is lost or split.
+TEST(StatusFormat, DescriptionFitsTheWidth) {
+  v1::Job running = perft_job();
+  running.set_request_id("nightly-2026-09-21");
+  running.set_result_mismatches(2);
+  running.set_mismatch_detail("unit 17 (sp 518, e2e4): workers:3 counted 1,234,567,890, workers:5 1,234,567,891");
+  running.set_notice("waiting for a second worker: every unit is verified by another worker (--verify always)");
+  v1::Job finished = perft_job();
+  finished.set_state(v1::JOB_STATE_SUCCEEDED);
+  finished.set_finished_unix_ms(kT0 + 5 * 3600'000);
+  finished.mutable_spec()->mutable_perft()->set_start_positions("0-9,12,15,17,100-120,200,300,400,500-510,518,959");
+  finished.set_unit_failures(1);
+  finished.set_failure_detail("a worker's engine did not start: /usr/games/stockfish: No such file or directory");
+  const auto words = [](const std::string& t) {
+    return std::vector<std::string>(absl::StrSplit(t, absl::ByAnyChar(" \n"), absl::SkipEmpty()));
+  };
+  for (const v1::Job& j : {running, finished, selfplay_job()}) {
+    const std::string wide = job_description(j, kT0 + 61'000, 1000), narrow = job_description(j, kT0 + 61'000, 80);
+    size_t widest = 0;
+    for (absl::string_view l : absl::StrSplit(wide, '\n')) widest = std::max(widest, l.size());
+    EXPECT_GT(widest, 80u) << wide;  // else there would be nothing to fit
+    for (absl::string_view l : absl::StrSplit(narrow, '\n')) EXPECT_LE(l.size(), 80u) << l << "\n" << narrow;
+    EXPECT_EQ(words(narrow), words(wide)) << narrow;
+    EXPECT_TRUE(absl::StartsWith(narrow, absl::StrCat("job ", j.id(), " "))) << narrow;
+    bool units = false;
+    for (absl::string_view l : absl::StrSplit(narrow, '\n'))
+      units |=
+          absl::StrContains(l, absl::StrCat(" ", j.progress().units_done(), "/", j.progress().units_total(), " units"));
+    EXPECT_TRUE(units) << narrow;
+  }
+  const std::string d = job_description(finished, kT0 + 61'000, 80);
+  EXPECT_TRUE(absl::StrContains(d, "\n  finished 2026-09-21T19:13:20.000Z (took 5:00:00)\n")) << d;
+  EXPECT_TRUE(absl::StrContains(d,
+                                "\n  unit failures: 1; last: a worker's engine did not start: /usr/games/stockfish:\n"
+                                "    No such file or directory\n"))
+      << d;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // additions to SelfPlayStats they use: incomplete positions and positions without games.
 #include "cli/table_format.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <string>
 #include <vector>
@@ -216,6 +217,37 @@ TEST(SelfPlayTextTable, RanksByTheShrunkScoreWithRankIntervals) {
   const std::string narrow = selfplay_text_table(stats, 80);
   for (const std::string& l : lines_of(narrow)) EXPECT_LE(l.size(), 80u) << narrow;
   EXPECT_TRUE(absl::StrContains(narrow, " shrunk")) << narrow;
+}
+
+// Issue 21: at 80 columns the notes under the table fit too (the uncounted games' note was about
+// 120 columns, the ranking's over 80 with 10 or more positions unranked); wrapped at their
+// words, none lost. Without a width (piped --format text) they stay one line each.
+TEST(SelfPlayTextTable, NotesUnderTheTableFitTheWidth) {
+  selfplay::SelfPlayStats stats;
+  for (int sp = 0; sp < 3; ++sp) stats.set_position(position(sp, 10 + sp, 10, 10));  // ranked
+  for (int sp = 3; sp < 15; ++sp) stats.set_position(position(sp, 2, 1, 1, sp != 14));
+  selfplay::PositionStats uncounted = position(15, 1, 0, 0);
+  uncounted.uncounted = 3;
+  stats.set_position(uncounted);
+  const std::string full = selfplay_text_table(stats), narrow = selfplay_text_table(stats, 80);
+  const auto words = [](const std::string& t) {
+    return std::vector<std::string>(absl::StrSplit(t, absl::ByAnyChar(" \n"), absl::SkipEmpty()));
+  };
+  const std::vector<std::string> full_lines = lines_of(full);
+  const std::string uncounted_note = "3 games not counted: an engine failed before both engines had played a move";
+  ASSERT_TRUE(std::any_of(full_lines.begin(), full_lines.end(), [&](const std::string& l) {
+    return absl::StartsWith(l, uncounted_note) && l.size() > 80;
+  })) << full;
+  ASSERT_TRUE(absl::StrContains(full, "; 13 positions under 20 games unranked\n")) << full;
+  for (const std::string& l : lines_of(narrow)) EXPECT_LE(l.size(), 80u) << l << "\n" << narrow;
+  // The table itself lost columns; the notes lost nothing.
+  const size_t at_full = full.find("\n1 of 16 positions are incomplete"),
+               at_narrow = narrow.find("\n1 of 16 positions are incomplete");
+  ASSERT_NE(at_full, std::string::npos) << full;
+  ASSERT_NE(at_narrow, std::string::npos) << narrow;
+  const std::string notes_narrow = narrow.substr(at_narrow);
+  EXPECT_EQ(words(notes_narrow), words(full.substr(at_full))) << narrow;
+  EXPECT_TRUE(absl::StrContains(notes_narrow, "\n  ")) << narrow;  // a continuation, indented
 }
 
 TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {

@@ -18,6 +18,7 @@
 #include "cluster/config.h"
 #include "cluster/errors.h"
 #include "cluster/log.h"
+#include "cluster/tls.h"
 
 namespace c960::cluster {
 
@@ -84,8 +85,12 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
       return absl::Status(
           absl::StatusCode(s.error_code()),
           absl::StrCat("--enroll-token-file: the coordinator refused the join token: ", s.error_message()));
-    if (attempt == 1 || attempt % 10 == 0)
-      log_warning(absl::StrCat("enrolling: ", s.error_message(), "; still trying"));
+    if (attempt == 1 || attempt % 10 == 0) {
+      // gRPC says only that the call failed; the probe says why (a wrong CA, a certificate not
+      // made for the host dialled, ...), as the worker does once it has its credential.
+      const std::string why = diagnose_connection(options.address, options.tls ? &*options.tls : nullptr).message;
+      log_warning(absl::StrCat("enrolling: ", why.empty() ? s.error_message() : why, "; still trying"));
+    }
     // A call that waited out its deadline goes again at once (a pause would leave a handshake
     // in progress unattended); a coordinator that answered UNAVAILABLE gets a moment.
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) std::this_thread::sleep_for(std::chrono::seconds(1));

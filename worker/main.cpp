@@ -59,14 +59,16 @@ const c960::cluster::DaemonCommand kCommand = {
     "                   [--engine NAME=PATH]... [--engine-option NAME:OPTION[=MIN..MAX]]...\n"
     "                   [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "                   [--token-file FILE | --enroll-token-file FILE --credential-file FILE]",
-    "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or\n"
-    "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds,\n"
-    "delivers their results and exits. Self-play jobs name their engine; a worker plays only builtin and\n"
-    "the engines it offers with --engine, and a job sets only the engine options this worker allows\n"
-    "(--engine-option; Hash and Threads, bounded, by default; string options, which name files, never).\n"
-    "A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca).\n"
-    "Each worker needs a credential of its own (each is one voter when results are verified): a token of\n"
-    "its own, or a join token that it trades once for one (--enroll-token-file), kept in --credential-file.",
+    // Paragraphs; --help wraps them to the terminal (cluster/text_wrap.h).
+    "Computes units of c960 cluster jobs leased from a coordinator (c960-coordinator) until SIGTERM or "
+    "SIGINT; then it takes no new units, finishes or releases the ones it holds within --grace-seconds, "
+    "delivers their results and exits.\n\n"
+    "Self-play jobs name their engine; a worker plays only builtin and the engines it offers with --engine, and "
+    "a job sets only the engine options this worker allows (--engine-option; Hash and Threads, bounded, by "
+    "default; string options, which name files, never).\n\n"
+    "A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca). Each worker needs a credential of its own "
+    "(each is one voter when results are verified): a token of its own, or a join token that it trades once "
+    "for one (--enroll-token-file), kept in --credential-file.",
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
      {"threads", "N"},

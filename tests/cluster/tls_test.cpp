@@ -213,6 +213,27 @@ TEST_F(TlsTest, WrongCaRefusedWithAClearMessage) {
   EXPECT_TRUE(w->running());
 }
 
+// Issue 21: a certificate not made for the host dialled. The error lists the names the
+// certificate does carry, so that one can dial one of them or make a certificate that names
+// this host; the worker, which enrolls first, says the same in its log.
+TEST_F(TlsTest, CertificateForAnotherHostRefusedWithItsNames) {
+  write_file(dir_ + "/elsewhere.ext", "subjectAltName=DNS:elsewhere.example,IP:192.0.2.1,IP:2001:db8::7\n");
+  ASSERT_TRUE(sh(dir_, new_key_and_csr("elsewhere", "/CN=elsewhere.example") +
+                           " && openssl x509 -req -in elsewhere.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+                           "-extfile elsewhere.ext -out elsewhere.pem 2>/dev/null"));
+  ASSERT_GT(start_coordinator(0, {"--tls-cert=" + dir_ + "/elsewhere.pem", "--tls-key=" + dir_ + "/elsewhere.key"}), 0);
+  const std::string names = "it names elsewhere.example, 192.0.2.1, 2001:db8::7;";
+  const RunResult r = cli({"status", "--tls-ca=" + pki_.ca()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "the coordinator's certificate is not made for '127.0.0.1': " + names)) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "--hosts 127.0.0.1")) << r.err;
+  Process* w = start_worker(port_, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + token_file("enroll"),
+                                    "--credential-file=" + dir_ + "/elsewhere.credential"});
+  EXPECT_TRUE(wait_for_text(dir_ + "/worker0.log", names, std::chrono::seconds(20)))
+      << read_file(dir_ + "/worker0.log");
+  EXPECT_TRUE(w->running());
+}
+
 TEST_F(TlsTest, PlaintextClientAgainstTlsServerRefused) {
   ASSERT_GT(start_coordinator(0, server_tls()), 0);
   const RunResult r = cli({"status"});

@@ -8,8 +8,8 @@ binaries first on PATH, in a scratch directory, and must exit 0. Only three kind
 made, all listed below so that a reader can see what "as written" means here:
   - sizes shrink (SIZES: depths, games, nodes, position ranges), so that the whole run takes
     seconds;
-  - placeholders get values (PLACEHOLDERS: HOST, JOB, "FEN", /var/lib/...), JOB being the id the
-    last `c960 submit` printed as its last word;
+  - placeholders get values (placeholders(): HOST, the ports 7960 and 7961, JOB, "FEN",
+    /var/lib/...), JOB being the id the last `c960 submit` printed as its last word;
   - daemons (c960-coordinator, c960-worker) run in the background on an ephemeral loopback port,
     two workers for each worker line (the docs say "two at least"), each with its own
     --credential-file (two machines), stopped at the end.
@@ -39,7 +39,7 @@ SKIPPED = [
     ("build/release/bench/", "benchmarks take minutes"),
     ("bench/", "benchmarks take minutes"),
     ("c960-coordinator ... ", "an elided command line"),
-    ("curl ", "needs the elided coordinator above"),
+    ("curl -s http://127.0.0.1:7961", "needs the elided coordinator above"),
     ("c960 report --from selfplay.csv --reference other.csv", "needs a reference table of the reader's"),
 ]
 
@@ -65,31 +65,35 @@ FEN1 = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 FEN2 = "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1"
 
 
-def placeholders(line, port):
+def placeholders(line, port, http_port):
     line = line.replace('"FEN 1" "FEN 2"', f'"{FEN1}" "{FEN2}"').replace('"FEN"', f'"{FEN1}"')
     line = line.replace("/var/lib/c960/coordinator.db", "coordinator.db")
-    line = line.replace("0.0.0.0:7960", f"127.0.0.1:{port}")
-    line = line.replace("HOST:7960", f"localhost:{port}").replace("--hosts HOST", "--hosts localhost,127.0.0.1")
+    line = line.replace("0.0.0.0:7960", f"127.0.0.1:{port}").replace("0.0.0.0:7961", f"127.0.0.1:{http_port}")
+    line = line.replace("HOST:7960", f"localhost:{port}").replace("HOST:7961", f"localhost:{http_port}")
+    line = line.replace("--hosts HOST", "--hosts localhost,127.0.0.1")
     # docs/cluster.md's hand-made certificate names these; here they are the loopback.
     line = line.replace("coord.example.org", "localhost").replace("203.0.113.7", "127.0.0.1")
     line = line.replace("127.0.0.1:7961", "127.0.0.1:0")
     return re.sub(r"\bJOB\b(?!=)", "$JOB", line)  # JOB=$(...) sets it
 
 
-def commands(path):
-    """(line number, command) of every ```sh block, comments dropped, continuations joined; blocks
-    that make certificates first (docs/cluster.md uses them before it shows how they are made)."""
-    blocks, out, block, pending, start = [], [], False, "", 0
+def sh_blocks(path):
+    """The ```sh blocks of a file, in order: (the heading above the block, [(line number, command)]),
+    comments dropped, continuations joined."""
+    blocks, out, block, pending, start, heading, fenced = [], [], False, "", 0, "", False
     with open(os.path.join(ROOT, path)) as f:
         for n, raw in enumerate(f, 1):
             line = raw.rstrip("\n")
             if line.startswith("```"):
                 if block:
-                    blocks.append(out)
+                    blocks.append((heading, out))
                     out = []
                 block = line.strip() == "```sh" if not block else False
+                fenced = not fenced
                 continue
             if not block:
+                if line.startswith("#") and not fenced:
+                    heading = line.strip()
                 continue
             # A comment: '#' at the start or after whitespace, outside quotes.
             code, quote = [], None
@@ -111,6 +115,13 @@ def commands(path):
             pending = ""
             if cmd:
                 out.append((start, cmd))
+    return blocks
+
+
+def commands(path):
+    """(line number, command) of every ```sh block (sh_blocks); blocks that make certificates first
+    (docs/cluster.md uses them before it shows how they are made)."""
+    blocks = [b for _, b in sh_blocks(path)]
     makes_certificates = [b for b in blocks if any(c.startswith("openssl req -x509") for _, c in b)]
     return [c for b in makes_certificates + [b for b in blocks if b not in makes_certificates] for c in b]
 
@@ -144,7 +155,7 @@ def main():
             shutil.copytree(os.path.join(ROOT, "tests"), os.path.join(session, "tests"), dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.cpp", "*.h"))
             shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(session, "deploy"))
-            port = free_port()
+            port, http_port = free_port(), free_port()
             senv = dict(env)
             job = None
             for n, cmd in commands(doc):
@@ -153,7 +164,7 @@ def main():
                 if skip:
                     print(f"skip {where}: {cmd[:60]} ({skip})")
                     continue
-                line = placeholders(cmd, port)
+                line = placeholders(cmd, port, http_port)
                 for pattern, repl in SIZES:
                     line = re.sub(pattern, repl, line)
                 if "$JOB" in line:

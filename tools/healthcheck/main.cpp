@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "cluster/address.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
+#include "cluster/text_wrap.h"
 #include "core/version.h"
 #include "tools/healthcheck/health.grpc.pb.h"
 
@@ -26,22 +29,34 @@ constexpr const char* kDefaultAddress = c960::cluster::kDefaultCoordinator;
 constexpr double kDefaultTimeoutSeconds = 5;
 constexpr double kMaxTimeoutSeconds = 3600;
 
+// The help, wrapped to the terminal's width (cluster/text_wrap.h).
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: c960-healthcheck [--addr HOST:PORT] [--service NAME] [--timeout SECONDS]\n"
-               "                        [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n\n"
-               "Asks a gRPC server's health service (grpc.health.v1.Health/Check) whether it is serving.\n"
-               "Exit status: 0 serving, 1 not serving or unreachable, 2 bad usage.\n\n"
-               "options:\n"
-               "  --addr HOST:PORT     the server (default %s, or $C960_COORDINATOR)\n"
-               "  --service NAME       the service to ask about (default: the empty name, the whole server)\n"
-               "  --timeout SECONDS    deadline of the call (default %g, at most %g)\n"
-               "  --tls-ca FILE        the coordinator serves TLS signed by this CA [env C960_TLS_CA]\n"
-               "  --tls-cert FILE      client certificate, where the coordinator requires one [env C960_TLS_CERT]\n"
-               "  --tls-key FILE       its key [env C960_TLS_KEY]\n"
-               "  --version            print the version\n"
-               "  --help               show this help\n",
-               kDefaultAddress, kDefaultTimeoutSeconds, kMaxTimeoutSeconds);
+  namespace cluster = c960::cluster;
+  const size_t width = size_t(cluster::stdout_columns());
+  constexpr size_t kColumn = 23;
+  std::string s = cluster::help_usage(
+      "c960-healthcheck [--addr HOST:PORT] [--service NAME] [--timeout SECONDS] "
+      "[--tls-ca FILE [--tls-cert FILE --tls-key FILE]]",
+      width);
+  s += "\n";
+  s += cluster::wrap_text(
+      "Asks a gRPC server's health service (grpc.health.v1.Health/Check) whether it is serving.\n"
+      "Exit status: 0 serving, 1 not serving or unreachable, 2 bad usage.",
+      width);
+  s += "\noptions:\n";
+  const std::pair<const char*, std::string> options[] = {
+      {"--addr HOST:PORT", absl::StrCat("the server (default ", kDefaultAddress, ", or $C960_COORDINATOR)")},
+      {"--service NAME", "the service to ask about (default: the empty name, the whole server)"},
+      {"--timeout SECONDS",
+       absl::StrCat("deadline of the call (default ", kDefaultTimeoutSeconds, ", at most ", kMaxTimeoutSeconds, ")")},
+      {"--tls-ca FILE", "the coordinator serves TLS signed by this CA [env C960_TLS_CA]"},
+      {"--tls-cert FILE", "client certificate, where the coordinator requires one [env C960_TLS_CERT]"},
+      {"--tls-key FILE", "its key [env C960_TLS_KEY]"},
+      {"--version", "print the version"},
+      {"--help", "show this help"},
+  };
+  for (const auto& [left, help] : options) s += cluster::help_option(left, help, kColumn, width);
+  std::fputs(s.c_str(), out);
 }
 
 const char* status_name(grpc::health::v1::HealthCheckResponse::ServingStatus s) {
