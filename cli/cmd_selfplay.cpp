@@ -28,6 +28,7 @@
 #include "core/startpos.h"
 #include "core/version.h"
 #include "selfplay/local_runner.h"
+#include "selfplay/match.h"
 #include "selfplay/stats.h"
 
 namespace c960::cli {
@@ -41,7 +42,9 @@ const CommandSpec kSpec = {
     kName,
     "c960 selfplay [--sps RANGE | --sp N | --fen FEN... | --epd FILE | --dfrc RANGE|all] [--random N]\n"
     "                     --games-per-position N --engine builtin|PATH [--option NAME=VALUE ...]\n"
-    "                     (--nodes N | --depth D | --movetime MS) [--random-plies K] [--seed S]\n"
+    "                     [--opponent builtin|PATH [--opponent-option NAME=VALUE ...] [--sprt elo0=E,elo1=E]]\n"
+    "                     (--nodes N | --depth D | --movetime MS | --tc BASE[+INC]) [--random-plies K] [--seed S]\n"
+    "                     [--target-width W | --band LO:HI [--batch N]]\n"
     "                     [--threads T] [--format text|csv|json] [--out FILE] [--pgn FILE] [--resume] [--quiet]",
     "Plays games of an engine against itself on local threads, from Chess960 start positions (all "
     "960 by default), given FENs, an opening book, or Double Fischer Random pairs, and prints "
@@ -53,7 +56,10 @@ const CommandSpec kSpec = {
     "position plays --batch games at a time until its anytime 95% interval (a confidence sequence, valid however "
     "often it is looked at) is narrower than W, or inside or outside the band, or it reaches --games-per-position; "
     "the neediest positions play first, the games played do not depend on the threads, and the outputs gain the "
-    "columns anytime_lo, anytime_hi and verdict. The interval "
+    "columns anytime_lo, anytime_hi and verdict. With --opponent the run is a match of two engines: colour-reversed "
+    "pairs from one opening, counted as pentanomial pairs of --engine's points (Elo, nElo, LOS, which positions "
+    "favour which engine, an optional SPRT). --tc BASE+INC gives each side a clock (seconds, Fischer increment). "
+    "The interval "
     "is the hull of a score (Wilson-type) interval with the draw-aware variance and an "
     "Agresti-Coull interval with z^2/2 pseudo-wins and pseudo-losses: continuous in the counts, "
     "and covering the true score at least 93% of the time at n >= 20 for every win/draw/loss mix. "
@@ -166,6 +172,9 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   // adaptive run plans them. The PGN holds the longest run of them from the first (an adaptive
   // run's PGN is written at the end, since a position's last game is known only then).
   const bool adaptive = spec->adaptive.enabled();
+  // Runs whose last games are known only at the end (adaptive, or stopped by an SPRT) write
+  // their PGN at the end (and at an interrupt).
+  const bool pgn_at_end = adaptive || spec->sprt.enabled();
   std::vector<std::vector<std::optional<selfplay::GameRecord>>> finished(spec->positions.size());
   if (!adaptive)
     for (auto& f : finished) f.resize(per_position);
@@ -178,7 +187,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   // The PGN's cursor: the next game to write, by position and index.
   size_t pgn_position = 0, pgn_index = 0;
   const auto next_pgn = [&]() -> const selfplay::GameRecord* {
-    if (adaptive) return nullptr;
+    if (pgn_at_end) return nullptr;
     for (; pgn_position < finished.size() && pgn_index >= per_position; ++pgn_position) pgn_index = 0;
     if (pgn_position >= finished.size() || !finished[pgn_position][pgn_index]) return nullptr;
     return &*finished[pgn_position][pgn_index];
@@ -208,6 +217,23 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
     metadata.push_back(std::move(v));
   // The statistics of the games finished so far, in game order.
   const auto table = [&] {
+    if (spec->match()) {
+      selfplay::MatchStats match(spec->engine, spec->opponent);
+      match.set_sprt(spec->sprt);
+      for (size_t k = 0; k < finished.size(); ++k)
+        for (size_t i = 0; i < finished[k].size(); i += 2) {
+          const selfplay::GameRecord* a = finished[k][i] ? &*finished[k][i] : nullptr;
+          const selfplay::GameRecord* b =
+              i + 1 < finished[k].size() && finished[k][i + 1] ? &*finished[k][i + 1] : nullptr;
+          if (a || b) match.add_pair(spec->positions[k], a, b);
+        }
+      int64_t duplicates = 0;
+      for (const selfplay::MatchPositionStats* r : match.rows()) duplicates += r->duplicates;
+      return std::make_tuple(format == "text"  ? match.to_text()
+                             : format == "csv" ? match.to_csv()
+                                               : match.to_json(metadata),
+                             duplicates, std::string());
+    }
     selfplay::SelfPlayStats stats;
     if (adaptive) stats.set_adaptive(spec->adaptive, spec->games_per_position);
     for (size_t k = 0; k < finished.size(); ++k)
@@ -276,6 +302,11 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
         *spec, int(*threads), on_game, resumed, [&] { return interrupt_signal() != 0 || write_failed; }, &complete);
   }
   line.stop();
+  // What the run counts: the games play_local kept (a decided SPRT drops those played past it).
+  if (games.ok() && complete) {
+    for (auto& f : finished) f.assign(f.size(), std::nullopt);
+    for (const selfplay::PlayedGame& g : *games) keep(g);
+  }
   if (pgn_fd >= 0) {
     if (::fsync(pgn_fd) != 0 && write_error.ok())
       write_error = absl::InvalidArgumentError(absl::StrCat("--pgn: cannot write '", pgn_path, "': ", strerror(errno)));
@@ -286,7 +317,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   const double secs = seconds();
 
   const auto [text, duplicates, summary] = table();
-  if (adaptive && has_pgn && write_error.ok()) {
+  if (pgn_at_end && has_pgn && write_error.ok()) {
     std::string pgn;
     for (const auto& position : finished)
       for (const std::optional<selfplay::GameRecord>& g : position)

@@ -1,6 +1,7 @@
 #include "cli/selfplay_args.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <fstream>
@@ -67,6 +68,13 @@ const std::vector<SpecOption>& spec_options() {
       {{"engine", Arity::kOne, "builtin|PATH|NAME=PATH",
         "the built-in engine, or a UCI engine binary (NAME=PATH: known as NAME, as cluster workers offer it)"}},
       {{"option", Arity::kMany, "NAME=VALUE", "UCI option for the engine (repeatable)"}},
+      {{"opponent", Arity::kOne, "builtin|PATH|NAME=PATH",
+        "a match: the second engine (B); games come in colour-reversed pairs from one opening, and the "
+        "outputs are pentanomial pair counts, Elo, nElo and LOS of --engine (A) against it"}},
+      {{"opponent-option", Arity::kMany, "NAME=VALUE", "UCI option for the opponent (repeatable)"}},
+      {{"sprt", Arity::kOne, "elo0=E,elo1=E[,alpha=A,beta=B,model=logistic|normalized]",
+        "a match: stop once a sequential probability ratio test on the pairs decides between elo0 and elo1 "
+        "(alpha and beta default 0.05, model logistic; pairs are played round by round over the positions)"}},
       {{"nodes", Arity::kOne, "N", with_range("limit each move to N nodes", 1, kMaxNodesLimit)},
        1,
        kMaxNodesLimit,
@@ -83,6 +91,9 @@ const std::vector<SpecOption>& spec_options() {
        kMaxMovetimeMs,
        0,
        [](SelfPlaySpec& s, long long v) { s.limits.movetime_ms = int(v); }},
+      {{"tc", Arity::kOne, "BASE[+INC]",
+        "a time control in seconds, e.g. 10+0.1: each side's clock starts at BASE and gains INC after each of its "
+        "moves; an engine out of time loses (time forfeit); not reproducible"}},
       {{"random-plies", Arity::kOne, "K",
         with_range("random legal moves at the start of each game", 0, kMaxRandomPlies, "0")},
        0,
@@ -267,8 +278,42 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
     if (!v.ok()) return v.status();
     spec.options.push_back(*v);
   }
-  if (int(p.has("nodes")) + int(p.has("depth")) + int(p.has("movetime")) != 1)
-    return absl::InvalidArgumentError("give exactly one of --nodes, --depth, --movetime");
+  if (p.has("opponent")) {
+    spec.opponent = p.get("opponent");
+    if (const size_t eq = spec.opponent.find('='); eq != std::string::npos) {
+      spec.opponent_path = spec.opponent.substr(eq + 1);
+      spec.opponent.resize(eq);
+      if (spec.opponent.empty() || spec.opponent_path.empty())
+        return absl::InvalidArgumentError("--opponent: NAME=PATH needs both a name and a path");
+    }
+    if (spec.opponent.empty()) return absl::InvalidArgumentError("--opponent: empty");
+  }
+  for (const std::string& o : p.all("opponent-option")) {
+    absl::StatusOr<selfplay::UciOptionValue> v = selfplay::parse_option_assignment(o);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--opponent-option: ", v.status().message()));
+    spec.opponent_options.push_back(*v);
+  }
+  if (p.has("opponent-option") && !p.has("opponent"))
+    return absl::InvalidArgumentError("--opponent-option goes with --opponent");
+  if (p.has("sprt")) {
+    if (!p.has("opponent")) return absl::InvalidArgumentError("--sprt goes with --opponent (a match of two engines)");
+    if (absl::Status s = selfplay::parse_sprt("--sprt", p.get("sprt"), &spec.sprt); !s.ok()) return s;
+  }
+  if (int(p.has("nodes")) + int(p.has("depth")) + int(p.has("movetime")) + int(p.has("tc")) != 1)
+    return absl::InvalidArgumentError("give exactly one of --nodes, --depth, --movetime, --tc");
+  if (p.has("tc")) {
+    const std::string& tc = p.get("tc");
+    const size_t plus = tc.find('+');
+    double base = 0, inc = 0;
+    if (!absl::SimpleAtod(tc.substr(0, plus), &base) ||
+        (plus != std::string::npos && !absl::SimpleAtod(tc.substr(plus + 1), &inc)) || !(base > 0) || !(inc >= 0) ||
+        base * 1000 > double(selfplay::kMaxTcBaseMs) || inc * 1000 > double(selfplay::kMaxTcIncrementMs))
+      return absl::InvalidArgumentError(absl::StrCat("--tc: '", tc.substr(0, 40),
+                                                     "' is not BASE[+INC] in seconds (e.g. 10+0.1; BASE above 0, "
+                                                     "at most 86400, INC at most 3600)"));
+    spec.limits.tc_base_ms = std::max<int64_t>(1, std::llround(base * 1000));
+    spec.limits.tc_increment_ms = std::llround(inc * 1000);
+  }
   for (const SpecOption& o : spec_options()) {
     if (!o.set) continue;
     absl::StatusOr<long long> v = p.get_int(o.option.name, o.fallback, o.lo, o.hi);

@@ -48,6 +48,8 @@ std::vector<ResumeOption> selfplay_resume_options(const SelfPlaySpec& spec, cons
   if (spec.limits.nodes) r.push_back({"nodes", absl::StrCat(spec.limits.nodes)});
   if (spec.limits.depth) r.push_back({"depth", absl::StrCat(spec.limits.depth)});
   if (spec.limits.movetime_ms) r.push_back({"movetime", absl::StrCat(spec.limits.movetime_ms)});
+  if (spec.limits.timed())
+    r.push_back({"tc", absl::StrCat(spec.limits.tc_base_ms, "+", spec.limits.tc_increment_ms, " ms")});
   const std::vector<ResumeOption> rest = {
       {"random-plies", absl::StrCat(spec.random_plies)},
       {"node-jitter", absl::StrCat(spec.node_jitter_percent)},
@@ -68,6 +70,14 @@ std::vector<ResumeOption> selfplay_resume_options(const SelfPlaySpec& spec, cons
   r.insert(r.end(), rest.begin(), rest.end());
   // Only when on, so that the resume files of fixed-count runs read as before.
   if (spec.adaptive.enabled()) r.push_back({"adaptive", describe(spec.adaptive)});
+  if (spec.match()) {
+    std::vector<std::string> o;
+    for (const selfplay::UciOptionValue& v : spec.opponent_options) o.push_back(absl::StrCat(v.name, "=", v.value));
+    r.push_back({"opponent",
+                 spec.opponent_path.empty() ? spec.opponent : absl::StrCat(spec.opponent, "=", spec.opponent_path)});
+    r.push_back({"opponent-option", absl::StrJoin(o, " ")});
+    if (spec.sprt.enabled()) r.push_back({"sprt", describe(spec.sprt)});
+  }
   return r;
 }
 

@@ -1,6 +1,7 @@
 #include "selfplay/game.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +17,7 @@ namespace {
 constexpr absl::string_view kTerminationNames[] = {
     "checkmate",   "stalemate",        "threefold_repetition", "fifty_move_rule", "insufficient_material",
     "max_plies",   "adjudicated_draw", "adjudicated_resign",   "illegal_move",    "engine_crash",
-    "engine_hang", "engine_error"};
+    "engine_hang", "engine_error",     "time_forfeit"};
 static_assert(std::size(kTerminationNames) == size_t(Termination::kCount));
 
 // The PGN standard's Termination values.
@@ -26,7 +27,8 @@ absl::string_view pgn_termination(Termination t) {
     case Termination::kAdjudicatedDraw:
     case Termination::kAdjudicatedResign: return "adjudication";
     case Termination::kIllegalMove: return "rules infraction";
-    case Termination::kEngineHang: return "time forfeit";  // no move within the time allowed
+    case Termination::kEngineHang:  // no move within the time allowed
+    case Termination::kTimeForfeit: return "time forfeit";
     case Termination::kEngineCrash:
     case Termination::kEngineError: return "abandoned";
     default: return "normal";
@@ -177,16 +179,32 @@ absl::StatusOr<GameRecord> play_game(absl::string_view start_fen, Player& white,
   game.white = name_of(white);
   game.black = name_of(black);
 
+  // The clocks of a time control, in milliseconds.
+  int64_t clock[2] = {white_limits.tc_base_ms, black_limits.tc_base_ms};
   while (!ending) {
     const Color us = pos.side_to_move();
     Player& player = us == WHITE ? white : black;
     MoveLimits limits = us == WHITE ? white_limits : black_limits;
+    limits.wtime_ms = clock[WHITE];
+    limits.btime_ms = clock[BLACK];
     if (options.node_jitter_percent && limits.nodes) {
       const int pct = int(prng.below(2 * options.node_jitter_percent + 1)) - options.node_jitter_percent;
       limits.nodes = std::max<uint64_t>(1, limits.nodes * uint64_t(100 + pct) / 100);
     }
     const std::string start = game.start_fen;
+    const auto asked = std::chrono::steady_clock::now();
     PlayerMove answer = player.choose(MoveRequest{pos, start, game.moves, limits, prng.rand64()});
+    if (limits.timed()) {
+      clock[us] -=
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked).count();
+      if (clock[us] < 0 && !answer.failed()) {
+        ending =
+            Ending{win_for(~us), Termination::kTimeForfeit,
+                   absl::StrCat(us == WHITE ? game.white : game.black, " lost on time (", -clock[us], " ms over)")};
+        break;
+      }
+      clock[us] += limits.tc_increment_ms;
+    }
     if (answer.failed()) {
       ending = Ending{win_for(~us), answer.failure,
                       absl::StrCat(us == WHITE ? game.white : game.black, ": ", answer.detail)};

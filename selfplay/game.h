@@ -31,6 +31,7 @@ enum class Termination : uint8_t {
   kEngineCrash,        // the player to move loses
   kEngineHang,         // the player to move loses (no move within the time allowed)
   kEngineError,        // any other player failure (bad output, cannot start): the player loses
+  kTimeForfeit,        // under a time control: the player to move ran out of time and loses
   kCount
 };
 
@@ -43,6 +44,14 @@ struct MoveLimits {
   uint64_t nodes = 0;
   int depth = 0;
   int movetime_ms = 0;
+  // A time control (a limit of its own): each side's clock starts at tc_base_ms and gains
+  // tc_increment_ms after each of its moves (Fischer increment, as cutechess-cli and fastchess
+  // keep it); the time a player takes to answer is taken off its clock, and a player whose clock
+  // runs out loses (time forfeit). play_game sets the clocks of each move's request.
+  int64_t tc_base_ms = 0;
+  int64_t tc_increment_ms = 0;
+  int64_t wtime_ms = 0, btime_ms = 0;  // the clocks when the move is asked for
+  bool timed() const { return tc_base_ms > 0; }
 };
 
 // What a player answers. A failure makes it lose the game; `detail` explains it.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "selfplay/match.h"
 #include "selfplay/stats.h"
 #include "selfplay/uci_engine.h"
 
@@ -15,13 +16,21 @@ namespace c960::selfplay {
 
 absl::Status check_engine(const SelfPlaySpec& spec) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
-  if (spec.engine == kBuiltinEngine) return absl::OkStatus();
-  UciConfig config;
-  config.path = spec.engine_binary();
-  config.options = spec.options;
-  config.policy = spec.option_policy;
-  absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
-  return e.ok() ? absl::OkStatus() : e.status();
+  const auto check = [&](const std::string& engine, const std::string& binary,
+                         const std::vector<UciOptionValue>& options) -> absl::Status {
+    if (engine == kBuiltinEngine) return absl::OkStatus();
+    UciConfig config;
+    config.path = binary;
+    config.options = options;
+    config.policy = spec.option_policy;
+    absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
+    return e.ok() ? absl::OkStatus() : e.status();
+  };
+  if (absl::Status s = check(spec.engine, spec.engine_binary(), spec.options); !s.ok()) return s;
+  if (!spec.match()) return absl::OkStatus();
+  if (absl::Status s = check(spec.opponent, spec.opponent_binary(), spec.opponent_options); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("opponent: ", s.message()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int threads,
@@ -90,14 +99,42 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
   int64_t in_flight = 0;
   bool stopping = false;
   absl::Status error;
+  // A match's SPRT: pairs are handed out round by round over the positions, and the pairs done,
+  // taken in that order up to the first missing one, are the prefix the test reads. Once it
+  // decides, no game starts, and the result is the prefix alone (games past it are dropped):
+  // the same games whatever the threads.
+  const bool sprt = spec.sprt.enabled();
+  const int64_t rounds = cap / 2;
+  int64_t prefix_round = 0;
+  size_t prefix_position = 0;
+  bool decided = false;
+  MatchStats prefix(spec.engine, spec.opponent);
+  prefix.set_sprt(spec.sprt);
+  const auto advance_prefix = [&] {
+    while (!decided && prefix_round < rounds) {
+      Position& p = positions[prefix_position];
+      const size_t first = size_t(2 * prefix_round);
+      if (!p.games[first] || !p.games[first + 1]) return;
+      prefix.add_pair(spec.positions[prefix_position], &*p.games[first], &*p.games[first + 1]);
+      if (++prefix_position == positions.size()) prefix_position = 0, ++prefix_round;
+      decided = sprt_result(spec.sprt, prefix.llr()) != SprtResult::kContinue;
+    }
+  };
+  const auto in_prefix = [&](size_t k, int64_t index) {
+    const int64_t round = index / 2;
+    return round < prefix_round || (round == prefix_round && k < prefix_position);
+  };
   // The next game to play (position, index), the neediest position first; nullopt when there is
   // none now. Called under mu.
   const auto take = [&]() -> std::optional<std::pair<size_t, int64_t>> {
     std::optional<size_t> best;
+    if (decided) return std::nullopt;
     for (size_t k = 0; k < positions.size(); ++k) {
       Position& p = positions[k];
       while (p.next < p.planned && p.games[size_t(p.next)]) ++p.next;
-      if (p.next < p.planned && (!best || p.need > positions[*best].need)) best = k;
+      if (p.next >= p.planned) continue;
+      // SPRT: the earliest round first; else the neediest position.
+      if (!best || (sprt ? p.next / 2 < positions[*best].next / 2 : p.need > positions[*best].need)) best = k;
     }
     if (!best) return std::nullopt;
     return std::make_pair(*best, positions[*best].next++);
@@ -146,9 +183,11 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
       ++p.finished;
       if (on_game) on_game(PlayedGame{k, int(index), *p.games[size_t(index)]});
       look(p);
+      if (sprt) advance_prefix();
       changed.notify_all();
     }
   };
+  if (sprt) advance_prefix();  // resumed games may decide it already
   // No more threads (and engines) than the first games to play.
   int64_t first = 0;
   for (const Position& p : positions) first += p.planned - p.finished;
@@ -158,11 +197,13 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (!error.ok()) return error;
-  if (complete) *complete = std::all_of(positions.begin(), positions.end(), [](const Position& p) { return p.final; });
+  if (complete)
+    *complete = decided || std::all_of(positions.begin(), positions.end(), [](const Position& p) { return p.final; });
   std::vector<PlayedGame> out;
   for (size_t k = 0; k < positions.size(); ++k)
     for (size_t i = 0; i < positions[k].games.size(); ++i)
-      if (positions[k].games[i]) out.push_back(PlayedGame{k, int(i), *std::move(positions[k].games[i])});
+      if (positions[k].games[i] && (!decided || in_prefix(k, int64_t(i))))
+        out.push_back(PlayedGame{k, int(i), *std::move(positions[k].games[i])});
   return out;
 }
 

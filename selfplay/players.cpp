@@ -22,8 +22,15 @@ PlayerMove RandomPlayer::choose(const MoveRequest& request) {
 }
 
 PlayerMove BuiltinPlayer::choose(const MoveRequest& request) {
-  const engine::Limits limits{request.limits.nodes, request.limits.depth, request.limits.movetime_ms, sample_margin_cp_,
-                              request.random};
+  // Under a time control the built-in engine thinks for a share of its clock: a thirtieth of
+  // what is left and most of the increment, never more than half of what is left.
+  int movetime = request.limits.movetime_ms;
+  if (request.limits.timed()) {
+    const int64_t left = request.pos.side_to_move() == WHITE ? request.limits.wtime_ms : request.limits.btime_ms;
+    const int64_t share = left / 30 + request.limits.tc_increment_ms * 3 / 4;
+    movetime = int(std::max<int64_t>(1, std::min(share, left / 2)));
+  }
+  const engine::Limits limits{request.limits.nodes, request.limits.depth, movetime, sample_margin_cp_, request.random};
   const engine::SearchResult r = engine_.search(request.pos, limits);
   last_nodes_ = r.nodes;
   PlayerMove pm;
@@ -63,7 +70,14 @@ PlayerMove UciPlayer::choose(const MoveRequest& request) {
   std::vector<std::string> moves;
   moves.reserve(request.moves.size());
   for (Move m : request.moves) moves.push_back(to_uci(m, CastlingNotation::kKingTakesRook));
-  const UciGoLimits limits{request.limits.nodes, request.limits.depth, request.limits.movetime_ms};
+  UciGoLimits limits{request.limits.nodes, request.limits.depth, request.limits.movetime_ms};
+  if (request.limits.timed()) {
+    limits.timed = true;
+    limits.wtime_ms = request.limits.wtime_ms;
+    limits.btime_ms = request.limits.btime_ms;
+    limits.winc_ms = limits.binc_ms = request.limits.tc_increment_ms;
+    limits.white_to_move = request.pos.side_to_move() == WHITE;
+  }
   absl::StatusOr<UciSearchReply> reply = engine_->go(request.start_fen, moves, limits);
   if (!reply.ok()) {
     const absl::Status& s = reply.status();

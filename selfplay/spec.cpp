@@ -1,5 +1,6 @@
 #include "selfplay/spec.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "absl/strings/match.h"
@@ -34,7 +35,7 @@ bool valid_date(absl::string_view d) {
 }  // namespace
 
 bool games_repeat(const SelfPlaySpec& spec) {
-  if (spec.games_per_position < 2 || spec.limits.movetime_ms > 0) return false;
+  if (spec.games_per_position < 2 || spec.limits.movetime_ms > 0 || spec.limits.timed()) return false;
   if (spec.random_plies > 0 || spec.node_jitter_percent > 0 || spec.sample_margin_cp > 0) return false;
   for (const UciOptionValue& o : spec.options) {
     int threads = 0;
@@ -74,8 +75,31 @@ absl::Status SelfPlaySpec::validate_settings() const {
   if (absl::Status s = adaptive.validate(games_per_position); !s.ok()) return s;
   if (engine.empty()) return bad("engine", "empty (give builtin or a path)");
   if (engine == kBuiltinEngine && !options.empty()) return bad("options", "the built-in engine takes no UCI options");
-  const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0);
-  if (kinds != 1) return bad("limits", "give exactly one of nodes, depth, movetime");
+  if (match()) {
+    if (opponent == engine && opponent_path == engine_path && opponent_options.size() == options.size() &&
+        std::equal(
+            options.begin(), options.end(), opponent_options.begin(),
+            [](const UciOptionValue& a, const UciOptionValue& b) { return a.name == b.name && a.value == b.value; }))
+      return bad("opponent", "the same engine with the same options as engine: that is self-play");
+    if (opponent == kBuiltinEngine && !opponent_options.empty())
+      return bad("opponent_options", "the built-in engine takes no UCI options");
+    if (games_per_position % 2 != 0)
+      return bad("games_per_position", games_per_position, " is odd: a match plays colour-reversed pairs");
+    if (adaptive.enabled()) return bad("opponent", "a match does not take an adaptive rule (use its SPRT)");
+  } else {
+    if (!opponent_options.empty()) return bad("opponent_options", "given without an opponent");
+    if (sprt.enabled()) return bad("sprt", "needs two engines (an opponent)");
+  }
+  if (sprt.enabled())
+    if (absl::Status s = sprt.validate(); !s.ok()) return s;
+  const int kinds = (limits.nodes > 0) + (limits.depth > 0) + (limits.movetime_ms > 0) + limits.timed();
+  if (kinds != 1) return bad("limits", "give exactly one of nodes, depth, movetime, tc");
+  if (limits.tc_base_ms < 0 || limits.tc_base_ms > kMaxTcBaseMs)
+    return bad("tc", limits.tc_base_ms, " ms is not in 1..", kMaxTcBaseMs, " ms");
+  if (limits.tc_increment_ms < 0 || limits.tc_increment_ms > kMaxTcIncrementMs)
+    return bad("tc", "increment ", limits.tc_increment_ms, " ms is not in 0..", kMaxTcIncrementMs, " ms");
+  if (limits.tc_increment_ms && !limits.timed()) return bad("tc", "an increment without a base time");
+  if (limits.wtime_ms || limits.btime_ms) return bad("tc", "clocks are the game's, not the spec's");
   if (limits.depth < 0 || limits.depth > kMaxDepthLimit)
     return bad("depth", limits.depth, " is not in 1..", kMaxDepthLimit);
   if (limits.movetime_ms < 0 || limits.movetime_ms > kMaxMovetimeMs)
@@ -88,7 +112,7 @@ absl::Status SelfPlaySpec::validate_settings() const {
   if (node_jitter_percent && !limits.nodes) return bad("node_jitter_percent", "only applies with a nodes limit");
   if (sample_margin_cp < 0 || sample_margin_cp > kMaxSampleMarginCp)
     return bad("sample_margin_cp", sample_margin_cp, " is not in 0..", kMaxSampleMarginCp);
-  if (sample_margin_cp && engine != kBuiltinEngine)
+  if (sample_margin_cp && engine != kBuiltinEngine && opponent != kBuiltinEngine)
     return bad("sample_margin_cp", "only the built-in engine samples moves");
   if (max_plies < 0 || max_plies > kMaxPlyLimit) return bad("max_plies", max_plies, " is not in 0..", kMaxPlyLimit);
   if (max_plies && max_plies <= random_plies) return bad("max_plies", "must be more than random_plies");
@@ -113,15 +137,18 @@ absl::Status SelfPlaySpec::validate_settings() const {
 }
 
 std::string describe(const SelfPlaySpec& s) {
-  std::string limit = s.limits.nodes   ? absl::StrCat("nodes ", s.limits.nodes)
-                      : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
-                                       : absl::StrCat("movetime ", s.limits.movetime_ms);
+  std::string limit = s.limits.nodes     ? absl::StrCat("nodes ", s.limits.nodes)
+                      : s.limits.depth   ? absl::StrCat("depth ", s.limits.depth)
+                      : s.limits.timed() ? absl::StrCat("tc ", time_control(s.limits))
+                                         : absl::StrCat("movetime ", s.limits.movetime_ms);
   std::vector<std::string> opts;
   for (const UciOptionValue& o : s.options) opts.push_back(absl::StrCat(o.name, "=", o.value));
   return absl::StrCat("engine ", s.engine, opts.empty() ? "" : absl::StrCat(" [", absl::StrJoin(opts, ","), "]"), ", ",
                       limit, ", random plies ", s.random_plies, ", node jitter ", s.node_jitter_percent, "%",
                       s.sample_margin_cp ? absl::StrCat(", sample margin ", s.sample_margin_cp, " cp") : "", ", seed ",
-                      s.seed, s.adaptive.enabled() ? absl::StrCat(", adaptive: ", describe(s.adaptive)) : "");
+                      s.seed, s.adaptive.enabled() ? absl::StrCat(", adaptive: ", describe(s.adaptive)) : "",
+                      s.match() ? absl::StrCat(", vs ", s.opponent) : "",
+                      s.sprt.enabled() ? absl::StrCat(", SPRT ", describe(s.sprt)) : "");
 }
 
 std::vector<StartPosition> chess960_positions(const std::vector<int>& sps) {
@@ -138,6 +165,11 @@ std::vector<MetadataValue> metadata_values(const SelfPlaySpec& s) {
   if (s.limits.nodes) out.push_back({"nodes", absl::StrCat(s.limits.nodes), true});
   if (s.limits.depth) out.push_back({"depth", absl::StrCat(s.limits.depth), true});
   if (s.limits.movetime_ms) out.push_back({"movetime_ms", absl::StrCat(s.limits.movetime_ms), true});
+  if (s.limits.timed()) {
+    out.push_back({"tc", time_control(s.limits)});
+    out.push_back({"tc_base_ms", absl::StrCat(s.limits.tc_base_ms), true});
+    out.push_back({"tc_increment_ms", absl::StrCat(s.limits.tc_increment_ms), true});
+  }
   const Adjudication& a = s.adjudication;
   const std::vector<MetadataValue> rest = {
       {"positions", absl::StrCat(s.positions.size()), true},
@@ -156,6 +188,13 @@ std::vector<MetadataValue> metadata_values(const SelfPlaySpec& s) {
       {"date", s.date.empty() ? "????.??.??" : s.date},
   };
   out.insert(out.end(), rest.begin(), rest.end());
+  if (s.match()) {
+    std::vector<std::string> o;
+    for (const UciOptionValue& v : s.opponent_options) o.push_back(absl::StrCat(v.name, "=", v.value));
+    out.push_back({"opponent", s.opponent});
+    out.push_back({"opponent_options", absl::StrJoin(o, " ")});
+    if (s.sprt.enabled()) out.push_back({"sprt", describe(s.sprt)});
+  }
   if (s.adaptive.enabled()) {
     const AdaptiveRule& r = s.adaptive;
     out.push_back({"allocation", "adaptive"});
@@ -172,6 +211,11 @@ std::vector<MetadataValue> metadata_values(const SelfPlaySpec& s) {
 }
 
 std::string time_control(const MoveLimits& limits) {
+  // PGN's "base+increment" in seconds, e.g. "10+0.1".
+  if (limits.timed())
+    return limits.tc_increment_ms
+               ? absl::StrCat(double(limits.tc_base_ms) / 1000, "+", double(limits.tc_increment_ms) / 1000)
+               : absl::StrCat(double(limits.tc_base_ms) / 1000);
   if (!limits.movetime_ms) return "-";
   return limits.movetime_ms % 1000 == 0 ? absl::StrCat("1/", limits.movetime_ms / 1000) : "?";
 }
@@ -180,22 +224,29 @@ uint64_t game_seed(uint64_t spec_seed, uint64_t position_key, int game_index) {
   return mix(mix(mix(spec_seed) ^ position_key) ^ uint64_t(uint32_t(game_index)));
 }
 
+namespace {
+
+std::unique_ptr<Player> make_player(const SelfPlaySpec& spec, const std::string& engine, const std::string& binary,
+                                    const std::vector<UciOptionValue>& options) {
+  if (engine == kBuiltinEngine) return std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
+  UciConfig config;
+  config.path = binary;
+  config.options = options;
+  config.policy = spec.option_policy;
+  config.move_margin_ms = spec.engine_timeout_ms;
+  return std::make_unique<UciPlayer>(config);
+}
+
+}  // namespace
+
 absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
   if (absl::Status s = spec.validate_settings(); !s.ok()) return s;
+  // Each side its own player (a UCI engine its own process), so that neither reads the other's
+  // hash. A match: `white` is engine A and `black` engine B, whichever colour each game gives them.
   Players p;
-  if (spec.engine == kBuiltinEngine) {
-    p.white = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
-    p.black = std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
-  } else {
-    UciConfig config;
-    config.path = spec.engine_binary();
-    config.options = spec.options;
-    config.policy = spec.option_policy;
-    config.move_margin_ms = spec.engine_timeout_ms;
-    // Each side its own process, so that neither reads the other's hash.
-    p.white = std::make_unique<UciPlayer>(config);
-    p.black = std::make_unique<UciPlayer>(config);
-  }
+  p.white = make_player(spec, spec.engine, spec.engine_binary(), spec.options);
+  p.black = spec.match() ? make_player(spec, spec.opponent, spec.opponent_binary(), spec.opponent_options)
+                         : make_player(spec, spec.engine, spec.engine_binary(), spec.options);
   return p;
 }
 
@@ -208,6 +259,10 @@ absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, const StartPo
   if (!start.ok())
     return absl::InvalidArgumentError(absl::StrCat("position ", position.id, ": ", start.status().message()));
   Prng prng(game_seed(spec.seed, position_key(position), game_index));
+  // A match's pair shares its opening: drawn from the pair's own stream.
+  Prng pair(game_seed(spec.seed, position_key(position), game_index / 2));
+  pair.rand64();
+  Prng& opening = spec.match() ? pair : prng;
   GameOptions options;
   options.max_plies = spec.max_plies;
   options.adjudication = spec.adjudication;
@@ -224,7 +279,7 @@ absl::StatusOr<GameOptions> game_options(const SelfPlaySpec& spec, const StartPo
     MoveList list;
     generate_legal(pos, list);
     if (list.size() == 0) break;
-    const Move m = list.moves[prng.below(uint64_t(list.size()))];
+    const Move m = list.moves[opening.below(uint64_t(list.size()))];
     options.opening.push_back(m);
     pos.do_move(m, states[size_t(i)]);
   }
@@ -302,6 +357,10 @@ absl::StatusOr<GameRecord> check_game(const SelfPlaySpec& spec, const StartPosit
         if (!adj.resign_moves || g.result == GameResult::kDraw)
           return bad("resignation that the spec does not allow here");
         break;
+      case Termination::kTimeForfeit:
+        if (!spec.limits.timed()) return bad("time forfeit without a time control");
+        if (g.result != win_for(~to_move)) return bad("time_forfeit must lose the game for the side to move");
+        break;
       case Termination::kIllegalMove:
       case Termination::kEngineCrash:
       case Termination::kEngineHang:
@@ -327,6 +386,8 @@ absl::StatusOr<GameRecord> play_selfplay_game(const SelfPlaySpec& spec, const St
   absl::StatusOr<GameOptions> options = game_options(spec, position, game_index);
   if (!options.ok()) return options.status();
   if (!players.white || !players.black) return absl::InvalidArgumentError("players: not created (use make_players)");
+  if (spec.match() && game_index % 2 == 1)  // engine B White
+    return play_game(position.fen, *players.black, *players.white, spec.limits, spec.limits, *options);
   return play_game(position.fen, *players.white, *players.black, spec.limits, spec.limits, *options);
 }
 

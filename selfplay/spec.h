@@ -15,6 +15,7 @@
 #include "selfplay/adaptive.h"
 #include "selfplay/game.h"
 #include "selfplay/positions.h"
+#include "selfplay/sprt.h"
 #include "selfplay/uci_engine.h"
 
 namespace c960::selfplay {
@@ -31,6 +32,9 @@ inline constexpr int kMaxGamesPerPosition = 1'000'000;
 inline constexpr uint64_t kMaxNodesLimit = uint64_t(1) << 40;
 inline constexpr int kMaxDepthLimit = 64;
 inline constexpr int kMaxMovetimeMs = 3'600'000;
+// A time control (--tc BASE[+INC], seconds): the base and the increment, in ms.
+inline constexpr int64_t kMaxTcBaseMs = 24 * 3'600'000;
+inline constexpr int64_t kMaxTcIncrementMs = 3'600'000;
 inline constexpr int kMaxRandomPlies = 40;
 inline constexpr int kMaxNodeJitterPercent = 90;
 // The node jitter `c960 selfplay` and `c960 submit selfplay` give a --nodes limit unless told:
@@ -69,10 +73,21 @@ struct SelfPlaySpec {
   // runs, which take any option the engine declares).
   std::optional<OptionPolicy> option_policy;
   std::vector<UciOptionValue> options;  // UCI options (UCI engines only)
-  MoveLimits limits;                    // exactly one of nodes, depth, movetime
-  int random_plies = 0;                 // random legal moves at the start of each game
-  int node_jitter_percent = 0;          // per-move node limit varies by up to this much (nodes limit only)
-  int sample_margin_cp = 0;             // built-in engine: pick among root moves within this of the best
+  // A match: the second engine ("B"; empty: self-play), its binary where it runs (as
+  // engine_path) and its UCI options. Games come in colour-reversed pairs from one opening: game
+  // 2k has `engine` ("A") White, game 2k+1 the opponent; games_per_position is even.
+  std::string opponent;
+  std::string opponent_path;
+  std::vector<UciOptionValue> opponent_options;
+  bool match() const { return !opponent.empty(); }
+  const std::string& opponent_binary() const { return opponent_path.empty() ? opponent : opponent_path; }
+  // A match's SPRT (off unless set): the run stops once the pairs played, taken round by round
+  // over the positions (pair 0 of every position, then pair 1, ...), decide it.
+  SprtRule sprt;
+  MoveLimits limits;            // exactly one of nodes, depth, movetime
+  int random_plies = 0;         // random legal moves at the start of each game
+  int node_jitter_percent = 0;  // per-move node limit varies by up to this much (nodes limit only)
+  int sample_margin_cp = 0;     // built-in engine: pick among root moves within this of the best
   uint64_t seed = 0;
   int max_plies = 0;  // 0 = no limit
   Adjudication adjudication;
@@ -108,7 +123,7 @@ struct MetadataValue {
 };
 std::vector<MetadataValue> metadata_values(const SelfPlaySpec& spec);
 // The PGN TimeControl tag of the spec's limit: "-" (none: nodes or depth), "1/S" for a movetime
-// of whole seconds (one move per period of S seconds), else "?".
+// of whole seconds (one move per period of S seconds), "B+I" (seconds) for a time control, else "?".
 std::string time_control(const MoveLimits& limits);
 
 // The seed of game i of a position, from position_key() (the start position number for the 960):

@@ -406,11 +406,17 @@ absl::StatusOr<UciSearchReply> UciEngine::go(absl::string_view fen, const std::v
   if (limits.nodes) absl::StrAppend(&go, " nodes ", limits.nodes);
   if (limits.depth) absl::StrAppend(&go, " depth ", limits.depth);
   if (limits.movetime_ms) absl::StrAppend(&go, " movetime ", limits.movetime_ms);
+  if (limits.timed)
+    absl::StrAppend(&go, " wtime ", std::max(0LL, limits.wtime_ms), " btime ", std::max(0LL, limits.btime_ms), " winc ",
+                    limits.winc_ms, " binc ", limits.binc_ms);
   if (go == "go") go = "go depth 1";  // never an infinite search
   if (absl::Status s = send(go); !s.ok()) return s;
 
   std::vector<std::string> info;
-  absl::StatusOr<std::string> best = wait_for("bestmove", limits.movetime_ms + config_.move_margin_ms, &info);
+  const long long budget =
+      limits.timed ? std::max(0LL, limits.white_to_move ? limits.wtime_ms : limits.btime_ms) : limits.movetime_ms;
+  absl::StatusOr<std::string> best =
+      wait_for("bestmove", int(std::min<long long>(budget, 1LL << 30)) + config_.move_margin_ms, &info);
   if (!best.ok()) return best.status();
   UciSearchReply reply;
   const std::vector<absl::string_view> w = words(*best);

@@ -81,6 +81,11 @@ struct UciGoLimits {
   unsigned long long nodes = 0;
   int depth = 0;
   int movetime_ms = 0;
+  // A time control: "go wtime btime winc binc" (the clocks in ms); the engine's answer is awaited
+  // for its own clock's remaining time (plus the move margin).
+  bool timed = false;
+  long long wtime_ms = 0, btime_ms = 0, winc_ms = 0, binc_ms = 0;
+  bool white_to_move = true;
 };
 
 struct UciSearchReply {

@@ -1,8 +1,10 @@
 // Self-play end to end: reproducible games from a spec, and `c960 selfplay` with the built-in
 // engine and with Stockfish, every game read back by pgn-extract.
+#include <array>
 #include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "selfplay/local_runner.h"
@@ -201,6 +203,121 @@ TEST(SelfPlayCommand, StockfishRun) {
   for (size_t at = 0; (at = pgn.find("[White \"Stockfish", at)) != std::string::npos; ++at) ++named;
   EXPECT_EQ(named, 4u);
   expect_pgn_accepted(dir.file("games.pgn"), 4);
+}
+
+// A match of the built-in engine (A) against Stockfish (B) at low nodes: the pentanomial counts
+// of the JSON are the ones the PGN's games give, pair by pair (Round "id.N": games 2k+1 and 2k+2
+// of a position are a pair, A White in the first), and A and B hold the colours they should.
+TEST(SelfPlayCommand, AMatchsPentanomialCountsAgreeWithItsPgn) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  c960::test::ScratchDir dir;
+  const c960::test::CommandResult r =
+      run_command(c960_binary() + " selfplay --engine builtin --opponent " + sf +
+                  " --opponent-option 'Skill Level=0' --opponent-option Hash=4 --sps 0-2 --games-per-position 8"
+                  " --nodes 2000 --random-plies 4 --max-plies 200 --threads 2 --quiet --format json --out " +
+                  dir.file("m.json") + " --pgn " + dir.file("m.pgn"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string pgn = c960::test::read_file(dir.file("m.pgn"));
+  expect_pgn_accepted(dir.file("m.pgn"), 24);
+  // Each game's tags, in file order.
+  std::map<std::string, std::array<int64_t, 5>> penta;  // by position id
+  std::map<std::string, std::map<int, int>> a_half;     // position -> game number -> A's half points
+  size_t games = 0;
+  for (size_t at = 0; (at = pgn.find("[Event ", at)) != std::string::npos; ++at) {
+    const auto tag = [&](const std::string& name) {
+      const size_t t = pgn.find("[" + name + " \"", at);
+      const size_t from = t + name.size() + 3;
+      return pgn.substr(from, pgn.find('"', from) - from);
+    };
+    const std::string round = tag("Round"), white = tag("White"), black = tag("Black"), result = tag("Result");
+    const std::string id = round.substr(0, round.find('.'));
+    const int number = std::stoi(round.substr(round.find('.') + 1));  // 1-based
+    const bool a_white = number % 2 == 1;
+    EXPECT_EQ(absl::StartsWith(a_white ? white : black, "c960"), true) << round << " " << white << " " << black;
+    EXPECT_EQ(absl::StartsWith(a_white ? black : white, "Stockfish"), true) << round;
+    const int white_half = result == "1-0" ? 2 : result == "1/2-1/2" ? 1 : 0;
+    ASSERT_NE(result, "*");
+    a_half[id][number] = a_white ? white_half : 2 - white_half;
+    ++games;
+  }
+  EXPECT_EQ(games, 24u);
+  for (const auto& [id, by_number] : a_half)
+    for (int first = 1; first <= 8; first += 2) {
+      ASSERT_TRUE(by_number.count(first) && by_number.count(first + 1)) << id << " " << first;
+      ++penta[id][size_t(by_number.at(first) + by_number.at(first + 1))];
+    }
+  const std::string json = c960::test::read_file(dir.file("m.json"));
+  for (const auto& [id, cells] : penta) {
+    const size_t at = json.find("{\"id\": \"" + id + "\"");
+    ASSERT_NE(at, std::string::npos) << id;
+    const size_t from = json.find("\"pentanomial\": [", at) + 16;
+    EXPECT_EQ(json.substr(from, json.find(']', from) - from),
+              absl::StrCat(cells[0], ", ", cells[1], ", ", cells[2], ", ", cells[3], ", ", cells[4]))
+        << id;
+  }
+  EXPECT_NE(json.find("\"engines\": {\"a\": \"builtin\""), std::string::npos);
+}
+
+// An SPRT stops a match where the pairs, taken round by round over the positions, decide it:
+// the same games on one thread or two, fewer than the cap. (Deterministic engines: Stockfish's
+// Skill Level draws from a clock-seeded generator, so it is not used here.)
+TEST(SelfPlayMatch, AnSprtStopsAtTheSamePairWhateverTheThreads) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  SelfPlaySpec s;
+  s.positions = chess960_positions({0, 1, 2, 3, 4});
+  s.games_per_position = 60;
+  s.engine = "builtin";
+  s.hash_mb = 2;
+  s.opponent = sf;
+  s.opponent_options = {{"Threads", "1"}, {"Hash", "4"}};
+  s.limits.nodes = 1000;
+  s.random_plies = 4;
+  s.max_plies = 200;
+  s.seed = 3;
+  s.sprt.elo0 = 0;
+  s.sprt.elo1 = 50;
+  bool complete1 = false, complete2 = false;
+  const auto one = play_local(s, 1, {}, {}, {}, &complete1);
+  const auto two = play_local(s, 2, {}, {}, {}, &complete2);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_TRUE(complete1);
+  EXPECT_TRUE(complete2);
+  ASSERT_EQ(one->size(), two->size());
+  EXPECT_LT(one->size(), s.positions.size() * size_t(s.games_per_position));
+  EXPECT_EQ(one->size() % 2, 0u);
+  for (size_t i = 0; i < one->size(); ++i) {
+    EXPECT_EQ((*one)[i].position, (*two)[i].position);
+    EXPECT_EQ((*one)[i].index, (*two)[i].index);
+    EXPECT_EQ((*one)[i].record.moves, (*two)[i].record.moves);
+  }
+}
+
+// A time control with an increment, the built-in engine against Stockfish: the games finish,
+// and the PGN names the time control; a time control without a base is a usage error.
+TEST(SelfPlayCommand, AMatchUnderATimeControl) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  c960::test::ScratchDir dir;
+  const c960::test::CommandResult r =
+      run_command(c960_binary() + " selfplay --engine builtin --opponent " + sf +
+                  " --opponent-option Hash=4 --sps 518 --games-per-position 2 --tc 0.6+0.05 --max-plies 60 --quiet"
+                  " --format csv --out " +
+                  dir.file("m.csv") + " --pgn " + dir.file("m.pgn"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string pgn = c960::test::read_file(dir.file("m.pgn"));
+  size_t games = 0;
+  for (size_t at = 0; (at = pgn.find("[TimeControl \"0.6+0.05\"]", at)) != std::string::npos; ++at) ++games;
+  EXPECT_EQ(games, 2u);
+  expect_pgn_accepted(dir.file("m.pgn"), 2);
+  const CsvTable t = parse_csv(c960::test::read_file(dir.file("m.csv")));
+  EXPECT_EQ(t.get(0, "pairs"), "1");
+  const c960::test::CommandResult bad =
+      run_command(c960_binary() + " selfplay --engine builtin --sps 518 --games-per-position 2 --tc 0+1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--tc"), std::string::npos) << bad.output;
 }
 
 TEST(SelfPlayCommand, BadUsageExitsTwoNamingTheProblem) {

@@ -1,5 +1,7 @@
 // The game runner: each termination rule, adjudication, player failures, PGN.
+#include <chrono>
 #include <deque>
+#include <thread>
 
 #include "absl/strings/str_split.h"
 #include "core/movegen.h"
@@ -157,6 +159,55 @@ TEST(GameRules, IllegalMoveAndFailuresLose) {
   const GameRecord h = scripted(kClassical, "!hang");
   EXPECT_EQ(h.termination, Termination::kEngineHang);
   EXPECT_EQ(h.result, GameResult::kBlackWins);
+}
+
+// A time control: each player sees both clocks at each move, the time it takes comes off its
+// clock and the increment is added after its move; a player out of time loses on time, and the
+// PGN says "time forfeit" with the TimeControl of the limit.
+class ClockedPlayer : public Player {
+ public:
+  ClockedPlayer(std::string name, int think_ms) : name_(std::move(name)), think_ms_(think_ms) {}
+  std::string name() const override { return name_; }
+  absl::Status new_game() override { return absl::OkStatus(); }
+  PlayerMove choose(const MoveRequest& r) override {
+    clocks.emplace_back(r.limits.wtime_ms, r.limits.btime_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(think_ms_));
+    MoveList list;
+    generate_legal(r.pos, list);
+    PlayerMove m;
+    m.move = list.moves[0];
+    return m;
+  }
+  std::vector<std::pair<int64_t, int64_t>> clocks;
+
+ private:
+  std::string name_;
+  int think_ms_;
+};
+
+TEST(GameRules, ATimeControlKeepsBothClocksAndForfeitsOnTime) {
+  MoveLimits tc;
+  tc.tc_base_ms = 300;
+  tc.tc_increment_ms = 10;
+  ClockedPlayer fast("fast", 0), slow("slow", 60);
+  GameOptions options;
+  options.time_control = "0.3+0.01";
+  absl::StatusOr<GameRecord> g = play_game(kClassical, fast, slow, tc, tc, options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->termination, Termination::kTimeForfeit);
+  EXPECT_EQ(g->result, GameResult::kWhiteWins);
+  EXPECT_NE(g->detail.find("slow lost on time"), std::string::npos) << g->detail;
+  EXPECT_NE(g->pgn.find("[Termination \"time forfeit\"]"), std::string::npos) << g->pgn;
+  EXPECT_NE(g->pgn.find("[TimeControl \"0.3+0.01\"]"), std::string::npos);
+  // Black thinks 60 ms a move and gains 10: out of its 300 ms after 5 or 6 moves (more under load
+  // only if the sleeps run long, which makes it lose sooner).
+  ASSERT_GE(slow.clocks.size(), 3u);
+  EXPECT_LE(slow.clocks.size(), 6u);
+  EXPECT_EQ(fast.clocks[0], std::make_pair(int64_t(300), int64_t(300)));
+  for (size_t i = 1; i < slow.clocks.size(); ++i) {
+    EXPECT_LT(slow.clocks[i].second, slow.clocks[i - 1].second - 40);  // 60 taken, 10 given
+    EXPECT_GE(fast.clocks[i].first, 300);                              // White thinks ~0 and gains 10
+  }
 }
 
 TEST(GameRules, BadInputIsAnError) {

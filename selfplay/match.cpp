@@ -1,0 +1,291 @@
+#include "selfplay/match.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "selfplay/significance.h"
+#include "selfplay/stats.h"
+
+namespace c960::selfplay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kScores[kPentanomialCells] = {0, 0.25, 0.5, 0.75, 1};
+const double kNeloScale = 800 / std::log(10.0);
+
+// A's points in a game, in half points: 2 win, 1 draw, 0 loss.
+int a_half_points(const GameRecord& g, bool a_white) {
+  if (g.result == GameResult::kDraw) return 1;
+  return (g.result == GameResult::kWhiteWins) == a_white ? 2 : 0;
+}
+
+std::string csv_num(double v, int digits) { return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : ""; }
+std::string json_num(double v, int digits) {
+  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : std::string("null");
+}
+std::string json_str(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int64_t MatchPositionStats::pairs() const {
+  int64_t n = 0;
+  for (int64_t c : penta) n += c;
+  return n;
+}
+
+namespace {
+
+// Two-sided exact binomial test of k successes in n against 1/2.
+double sign_test(int64_t k, int64_t n) {
+  if (n == 0) return 1;
+  const int64_t low = std::min(k, n - k);
+  double tail = 0;
+  for (int64_t i = 0; i <= low; ++i)
+    tail += std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) -
+                     double(n) * std::log(2.0));
+  return std::min(1.0, 2 * tail);
+}
+
+}  // namespace
+
+MatchFigures match_figures(const Pentanomial& penta) {
+  MatchFigures f;
+  for (int64_t c : penta) f.pairs += c;
+  if (f.pairs == 0) {
+    f.score = f.score_lo = f.score_hi = f.elo = f.elo_lo = f.elo_hi = f.nelo = f.los = f.p = kNaN;
+    return f;
+  }
+  f.a_pairs = penta[3] + penta[4];
+  f.b_pairs = penta[0] + penta[1];
+  f.sign_p = sign_test(f.a_pairs, f.a_pairs + f.b_pairs);
+  const double n = double(f.pairs);
+  double mu = 0, var = 0;
+  for (int i = 0; i < kPentanomialCells; ++i) mu += double(penta[size_t(i)]) / n * kScores[i];
+  for (int i = 0; i < kPentanomialCells; ++i)
+    var += double(penta[size_t(i)]) / n * (kScores[i] - mu) * (kScores[i] - mu);
+  const double se = std::sqrt(var / n);
+  f.score = mu;
+  f.score_lo = std::max(0.0, mu - kZ95 * se);
+  f.score_hi = std::min(1.0, mu + kZ95 * se);
+  f.elo = elo_from_score(mu);
+  f.elo_lo = elo_from_score(f.score_lo);
+  f.elo_hi = elo_from_score(f.score_hi);
+  if (se > 0) {
+    const double z = (mu - 0.5) / se;
+    f.nelo = (mu - 0.5) / std::sqrt(2 * var) * kNeloScale;
+    f.los = 1 - normal_sf(z);
+    f.p = normal_two_sided_p(z);
+  } else {
+    f.nelo = mu == 0.5 ? 0 : kNaN;
+    f.los = mu > 0.5 ? 1 : mu < 0.5 ? 0 : 0.5;
+    f.p = mu == 0.5 ? 1 : 0;
+  }
+  return f;
+}
+
+void MatchStats::add_pair(const StartPosition& position, const GameRecord* a_white, const GameRecord* b_white) {
+  auto [it, added] = index_.try_emplace(position.id, positions_.size());
+  if (added) {
+    MatchPositionStats p;
+    p.id = position.id;
+    p.sp = position.kind == PositionKind::kChess960 ? position.number : -1;
+    p.fen = xfen_of(position);
+    positions_.push_back(std::move(p));
+  }
+  MatchPositionStats& p = positions_[it->second];
+  const bool both = a_white && b_white && is_evidence(*a_white) && is_evidence(*b_white);
+  if (!both) {
+    p.unpaired += int64_t(a_white != nullptr) + int64_t(b_white != nullptr);
+    return;
+  }
+  const uint64_t h = game_hash(*a_white) * 0x9e3779b97f4a7c15ULL ^ game_hash(*b_white);
+  if (!p.pair_hashes.insert(h).second) {
+    ++p.duplicates;
+    return;
+  }
+  const int first = a_half_points(*a_white, true), second = a_half_points(*b_white, false);
+  ++p.penta[size_t(first + second)];
+  for (int half : {first, second}) (half == 2 ? p.wins : half == 1 ? p.draws : p.losses)++;
+}
+
+std::vector<const MatchPositionStats*> MatchStats::rows() const {
+  std::vector<const MatchPositionStats*> out;
+  for (const MatchPositionStats& p : positions_) out.push_back(&p);
+  return out;
+}
+
+Pentanomial MatchStats::total() const {
+  Pentanomial t{};
+  for (const MatchPositionStats& p : positions_)
+    for (int i = 0; i < kPentanomialCells; ++i) t[size_t(i)] += p.penta[size_t(i)];
+  return t;
+}
+
+MatchStats::Tests MatchStats::tests() const {
+  Tests t;
+  // Heterogeneity: one-way analysis of the pair scores, each position's mean against the match's
+  // with the match's pair variance pooled (the variance when the position does not matter):
+  // sum n_k (mu_k - mu)^2 / var against chi-square with (positions with pairs) - 1 dof.
+  const Pentanomial all_penta = total();
+  const MatchFigures all = match_figures(all_penta);
+  double var = 0;
+  for (int i = 0; i < kPentanomialCells; ++i)
+    var += all.pairs
+               ? double(all_penta[size_t(i)]) / double(all.pairs) * (kScores[i] - all.score) * (kScores[i] - all.score)
+               : 0;
+  int with_pairs = 0;
+  for (const MatchPositionStats& p : positions_) {
+    const MatchFigures f = match_figures(p.penta);
+    t.p.push_back(f.pairs > 0 ? f.sign_p : kNaN);
+    if (f.pairs == 0) continue;
+    ++with_pairs;
+    if (var > 0) t.chi_square += double(f.pairs) * (f.score - all.score) * (f.score - all.score) / var;
+  }
+  t.dof = var > 0 ? std::max(0, with_pairs - 1) : 0;
+  t.heterogeneity_p = t.dof > 0 ? chi_square_sf(t.chi_square, t.dof) : kNaN;
+  t.holm = holm_adjust(t.p);
+  t.bh = benjamini_hochberg_adjust(t.p);
+  return t;
+}
+
+namespace {
+
+std::string favours(const MatchFigures& f, double holm) {
+  if (!(holm < 0.05)) return "";
+  return f.score > 0.5 ? "A" : "B";
+}
+
+}  // namespace
+
+std::string MatchStats::to_csv() const {
+  std::string out =
+      "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,p,"
+      "p_holm,p_bh,favours,duplicates,unpaired\n";
+  const Tests t = tests();
+  const auto row = [&](const std::string& sp, const std::string& fen, const Pentanomial& penta, int64_t w, int64_t d,
+                       int64_t l, const std::string& adjusted, int64_t dups, int64_t unpaired) {
+    const MatchFigures f = match_figures(penta);
+    absl::StrAppend(&out, sp, ",", fen, ",", f.pairs);
+    for (int64_t c : penta) absl::StrAppend(&out, ",", c);
+    absl::StrAppend(&out, ",", w + d + l, ",", w, ",", d, ",", l, ",", csv_num(f.score, 4), ",", csv_num(f.score_lo, 4),
+                    ",", csv_num(f.score_hi, 4), ",", csv_num(f.elo, 1), ",", csv_num(f.elo_lo, 1), ",",
+                    csv_num(f.elo_hi, 1), ",", csv_num(f.nelo, 1), ",", csv_num(f.los, 4), ",",
+                    csv_num(sp == "all" ? f.p : f.sign_p, 4), ",", adjusted, ",", dups, ",", unpaired, "\n");
+  };
+  int64_t w = 0, d = 0, l = 0, dups = 0, unpaired = 0;
+  for (size_t k = 0; k < positions_.size(); ++k) {
+    const MatchPositionStats& p = positions_[k];
+    const MatchFigures f = match_figures(p.penta);
+    row(p.id, p.fen, p.penta, p.wins, p.draws, p.losses,
+        absl::StrCat(csv_num(t.holm[k], 4), ",", csv_num(t.bh[k], 4), ",", favours(f, t.holm[k])), p.duplicates,
+        p.unpaired);
+    w += p.wins, d += p.draws, l += p.losses, dups += p.duplicates, unpaired += p.unpaired;
+  }
+  row("all", "", total(), w, d, l, ",,", dups, unpaired);
+  return out;
+}
+
+std::string MatchStats::to_json(const std::vector<MetadataValue>& metadata) const {
+  const Tests t = tests();
+  const auto figures = [](const Pentanomial& penta, int64_t w, int64_t d, int64_t l) {
+    const MatchFigures f = match_figures(penta);
+    std::string o = absl::StrCat("\"pairs\": ", f.pairs, ", \"a_pairs\": ", f.a_pairs, ", \"b_pairs\": ", f.b_pairs,
+                                 ", \"sign_p\": ", json_num(f.sign_p, 4), ", \"pentanomial\": [");
+    for (int i = 0; i < kPentanomialCells; ++i) absl::StrAppend(&o, i ? ", " : "", penta[size_t(i)]);
+    absl::StrAppend(&o, "], \"games\": ", w + d + l, ", \"wins\": ", w, ", \"draws\": ", d, ", \"losses\": ", l,
+                    ", \"score\": ", json_num(f.score, 4), ", \"score_lo\": ", json_num(f.score_lo, 4),
+                    ", \"score_hi\": ", json_num(f.score_hi, 4), ", \"elo\": ", json_num(f.elo, 1),
+                    ", \"elo_lo\": ", json_num(f.elo_lo, 1), ", \"elo_hi\": ", json_num(f.elo_hi, 1),
+                    ", \"nelo\": ", json_num(f.nelo, 1), ", \"los\": ", json_num(f.los, 4),
+                    ", \"p\": ", json_num(f.p, 4));
+    return o;
+  };
+  std::string out = "{";
+  if (!metadata.empty()) {
+    out += "\"metadata\": {";
+    for (size_t i = 0; i < metadata.size(); ++i)
+      absl::StrAppend(&out, i ? ", " : "", json_str(metadata[i].key), ": ",
+                      metadata[i].number ? metadata[i].value : json_str(metadata[i].value));
+    out += "},\n";
+  }
+  absl::StrAppend(&out, "\"engines\": {\"a\": ", json_str(a_), ", \"b\": ", json_str(b_), "},\n\"positions\": [");
+  int64_t w = 0, d = 0, l = 0;
+  for (size_t k = 0; k < positions_.size(); ++k) {
+    const MatchPositionStats& p = positions_[k];
+    const MatchFigures f = match_figures(p.penta);
+    absl::StrAppend(&out, k ? ",\n  " : "\n  ", "{\"id\": ", json_str(p.id),
+                    ", \"sp\": ", p.sp >= 0 ? absl::StrCat(p.sp) : std::string("null"), ", \"fen\": ", json_str(p.fen),
+                    ", ", figures(p.penta, p.wins, p.draws, p.losses), ", \"p_holm\": ", json_num(t.holm[k], 4),
+                    ", \"p_bh\": ", json_num(t.bh[k], 4), ", \"favours\": ", json_str(favours(f, t.holm[k])),
+                    ", \"duplicates\": ", p.duplicates, ", \"unpaired\": ", p.unpaired, "}");
+    w += p.wins, d += p.draws, l += p.losses;
+  }
+  absl::StrAppend(&out, "\n],\n\"total\": {", figures(total(), w, d, l),
+                  "},\n\"heterogeneity\": {\"chi_square\": ", json_num(t.chi_square, 3), ", \"dof\": ", t.dof,
+                  ", \"p\": ", json_num(t.heterogeneity_p, 4), "}");
+  if (sprt_.enabled()) {
+    const double llr = this->llr();
+    absl::StrAppend(&out, ",\n\"sprt\": {\"elo0\": ", sprt_.elo0, ", \"elo1\": ", sprt_.elo1,
+                    ", \"alpha\": ", sprt_.alpha, ", \"beta\": ", sprt_.beta,
+                    ", \"model\": ", json_str(sprt_.normalized ? "normalized" : "logistic"),
+                    ", \"llr\": ", json_num(llr, 3), ", \"lower\": ", json_num(sprt_.lower(), 3),
+                    ", \"upper\": ", json_num(sprt_.upper(), 3),
+                    ", \"result\": ", json_str(sprt_result_name(sprt_result(sprt_, llr))), "}");
+  }
+  return out + "\n}\n";
+}
+
+std::string MatchStats::to_text() const {
+  const Tests t = tests();
+  const MatchFigures all = match_figures(total());
+  const Pentanomial tp = total();
+  std::string out = absl::StrFormat("A %s vs B %s: %d pairs, pentanomial (A's points 0..2) %d %d %d %d %d\n", a_, b_,
+                                    all.pairs, tp[0], tp[1], tp[2], tp[3], tp[4]);
+  const auto elo = [](double e) {
+    return std::isfinite(e) ? absl::StrFormat("%+.1f", e) : std::string(e > 0 ? "+inf" : e < 0 ? "-inf" : "-");
+  };
+  if (all.pairs > 0)
+    absl::StrAppendFormat(&out, "A's score %.3f [%.3f, %.3f], Elo %s [%s, %s], nElo %s, LOS %.1f%%\n", all.score,
+                          all.score_lo, all.score_hi, elo(all.elo), elo(all.elo_lo), elo(all.elo_hi), elo(all.nelo),
+                          100 * all.los);
+  if (sprt_.enabled()) {
+    const double llr = this->llr();
+    absl::StrAppendFormat(&out, "SPRT %s: LLR %.2f (%.2f, %.2f): %s\n", describe(sprt_), llr, sprt_.lower(),
+                          sprt_.upper(), sprt_result_name(sprt_result(sprt_, llr)));
+  }
+  if (t.dof > 0)
+    absl::StrAppendFormat(&out, "Does the difference depend on the position? chi-square %.1f on %d dof, p %.3g\n",
+                          t.chi_square, t.dof, t.heterogeneity_p);
+  absl::StrAppend(&out, "\n");
+  absl::StrAppendFormat(&out, "%-8s %5s %5s %5s %5s %5s %5s %6s %7s %6s %6s %s\n", "pos", "pairs", "LL", "LD", "DD+WL",
+                        "WD", "WW", "score", "Elo", "sign p", "Holm", "favours");
+  for (size_t k = 0; k < positions_.size(); ++k) {
+    const MatchPositionStats& p = positions_[k];
+    const MatchFigures f = match_figures(p.penta);
+    absl::StrAppendFormat(&out, "%-8s %5d %5d %5d %5d %5d %5d %6s %7s %6s %6s %s\n", p.id.substr(0, 8), f.pairs,
+                          p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_num(f.score, 3),
+                          std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo) : std::string(""),
+                          csv_num(f.sign_p, 3), csv_num(t.holm[k], 3), favours(f, t.holm[k]));
+  }
+  return out;
+}
+
+}  // namespace c960::selfplay

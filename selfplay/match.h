@@ -1,0 +1,98 @@
+// Two engines, position by position: colour-reversed game pairs from one opening (game 2k has
+// the first engine, "A", White; game 2k+1 the second, "B"), counted as pentanomial pairs from
+// A's side (its points in the pair: 0, 1/2, 1, 3/2, 2), as cutechess-cli, fastchess, OpenBench
+// and Fishtest count them; A's score with its interval, Elo, normalized Elo and LOS from the
+// pairs' variance (which colour reversal makes smaller than the games'); a generalized SPRT
+// (logistic or normalized Elo bounds, as fastchess gives them); and per position, whether it
+// favours one engine (A's pair score against 1/2, Holm and Benjamini-Hochberg over the
+// positions, by the exact sign test on the pairs each engine won), and whether the engines'
+// difference depends on the position at all.
+//
+// The SPRT's log-likelihood ratio is Van den Bergh's: for each hypothesis, the distribution of
+// the five pair scores closest to the observed one (maximum likelihood) among those whose mean
+// (logistic: the score of elo0 or elo1) or normalized mean ((mu - 1/2) / sigma, normalized:
+// from nelo0 or nelo1) the hypothesis gives; LLR = N sum p_i log(p1_i / p0_i). Stop for H1 at
+// log((1 - beta) / alpha), for H0 at log(beta / (1 - alpha)).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "selfplay/game.h"
+#include "selfplay/positions.h"
+#include "selfplay/spec.h"
+#include "selfplay/sprt.h"
+
+namespace c960::selfplay {
+
+struct MatchFigures {
+  int64_t pairs = 0;
+  double score = 0, score_lo = 0, score_hi = 0;  // A's mean score a game, 95% interval
+  double elo = 0, elo_lo = 0, elo_hi = 0;        // logistic Elo of A over B
+  double nelo = 0;                               // normalized Elo (pentanomial)
+  double los = 0;                                // P(A is stronger), normal approximation
+  double p = 0;                                  // two-sided, H0: score 1/2 (normal approximation)
+  // The sign test on the pairs either engine won (more than 1 of the pair's 2 points), tied
+  // pairs left out: exact binomial, two-sided; valid at any count (the per-position test).
+  int64_t a_pairs = 0, b_pairs = 0;
+  double sign_p = 1;
+};
+// NaN figures without pairs; with pairs but no variance (every pair alike) the interval is the
+// point and p is 0 or 1.
+MatchFigures match_figures(const Pentanomial& penta);
+
+struct MatchPositionStats {
+  std::string id;
+  int sp = -1;
+  std::string fen;
+  Pentanomial penta{};
+  int64_t wins = 0, draws = 0, losses = 0;  // A's, over the paired games counted
+  int64_t duplicates = 0;                   // pairs that repeat an earlier pair of the position move for move
+  int64_t unpaired = 0;                     // games whose partner is missing or not evidence (not counted)
+  std::set<uint64_t> pair_hashes;
+  int64_t pairs() const;
+};
+
+class MatchStats {
+ public:
+  // engines: A's and B's names for the outputs.
+  MatchStats(std::string a, std::string b) : a_(std::move(a)), b_(std::move(b)) {}
+  // Both games of pair k of a position (game 2k with A White, 2k+1 with B White); either may be
+  // missing (null) in a partial run.
+  void add_pair(const StartPosition& position, const GameRecord* a_white, const GameRecord* b_white);
+  void set_sprt(const SprtRule& rule) { sprt_ = rule; }
+  std::vector<const MatchPositionStats*> rows() const;
+  Pentanomial total() const;
+  double llr() const { return sprt_llr(sprt_, total()); }
+  // CSV: "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,
+  // elo_lo,elo_hi,nelo,los,p,p_holm,p_bh,favours,duplicates,unpaired" (wins, draws and losses
+  // A's; p: the sign test's, adjusted by Holm and Benjamini-Hochberg over the positions;
+  // favours: A, B or empty, by Holm at 5%), then the row 'all' (p: the normal approximation's,
+  // no adjustment, no favours).
+  std::string to_csv() const;
+  // {"metadata", "engines": {"a", "b"}, "positions": [...], "total": {...}, "heterogeneity":
+  // {chi_square, dof, p}, "sprt": {...} (when set)}.
+  std::string to_json(const std::vector<MetadataValue>& metadata = {}) const;
+  // A table for a terminal: the totals first, then one row a position.
+  std::string to_text() const;
+
+ private:
+  struct Tests {
+    std::vector<double> p, holm, bh;
+    double chi_square = 0, heterogeneity_p = 1;
+    int dof = 0;
+  };
+  Tests tests() const;
+  std::string a_, b_;
+  SprtRule sprt_;
+  std::vector<MatchPositionStats> positions_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+}  // namespace c960::selfplay
