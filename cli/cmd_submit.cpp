@@ -36,7 +36,7 @@ const CommandSpec kSpec = {
     "c960 submit perft --depth D [--sp N | --sps 0-959 | --fen FEN ...] [--split-depth K] [--request-id ID]\n"
     "       c960 submit selfplay [--sp N | --sps RANGE | --fen FEN ... | --epd FILE | --dfrc RANGE] [--random N]\n"
     "                  --games-per-position N --engine builtin|NAME\n"
-    "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS)\n"
+    "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS | --tc BASE[+INC])\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
     "                  [--store-games all|none|sample:N]\n"
     "       (both: [--verify off|adaptive|all] [--watch] [--quiet])",
@@ -51,7 +51,10 @@ const CommandSpec kSpec = {
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
-        if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
+        // Matches of two engines are local runs only (c960 selfplay --opponent): not offered here.
+        if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen" && sp.name != "opponent" &&
+            sp.name != "opponent-option" && sp.name != "sprt")
+          o.push_back(sp);
       // A cluster job names an engine the workers offer, never a path on this machine.
       for (OptionSpec& sp : o)
         if (sp.name == "engine") {
@@ -192,6 +195,10 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.submit(req, &job); !s.ok()) return rpc_fail(io, kName, client, s);
+  // What would keep the job waiting, said now (no worker offers its engine, or verification
+  // needs a second credential that no connected worker has): on stderr, and before the job id,
+  // which stays the last word printed (`JOB=$(... --quiet)` reads the id alone).
+  if (!job.notice().empty()) io.err << "c960 submit: note: job " << job.id() << " is " << job.notice() << std::endl;
   if (p.has("quiet")) {
     io.out << job.id() << "\n";
   } else if (job.spec().has_selfplay()) {

@@ -26,6 +26,7 @@ std::string proto_field(absl::string_view field) {
   if (field == "positions") return "start_positions";
   if (field == "limits") return "limits (nodes, depth, movetime_ms)";
   if (field == "movetime") return "movetime_ms";
+  if (field == "tc") return "tc_base_ms, tc_increment_ms";
   if (field.substr(0, 13) == "adjudication.") return std::string(field.substr(13));
   if (field == "batch") return "adaptive_batch";
   if (field == "band") return "band_lo, band_hi";
@@ -73,6 +74,8 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   if (p.depth() < 0 || p.movetime_ms() < 0) return bad(p.depth() < 0 ? "depth" : "movetime_ms", "negative");
   s.games_per_position = p.games_per_position();
   s.limits = MoveLimits{p.nodes(), p.depth(), p.movetime_ms()};
+  s.limits.tc_base_ms = p.tc_base_ms();
+  s.limits.tc_increment_ms = p.tc_increment_ms();
   s.random_plies = p.random_plies();
   s.seed = p.seed();
   s.node_jitter_percent = p.node_jitter_percent();
@@ -144,6 +147,8 @@ v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
   p.set_nodes(s.limits.nodes);
   p.set_depth(s.limits.depth);
   p.set_movetime_ms(s.limits.movetime_ms);
+  p.set_tc_base_ms(s.limits.tc_base_ms);
+  p.set_tc_increment_ms(s.limits.tc_increment_ms);
   p.set_random_plies(s.random_plies);
   p.set_seed(s.seed);
   p.set_node_jitter_percent(s.node_jitter_percent);

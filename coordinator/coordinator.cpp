@@ -310,6 +310,7 @@ std::string Coordinator::notice(const Job& j) const {
   bool alive = false, capable = false, offered = engine.empty(), allowed = engine.empty();
   std::string refusal;         // why an offering worker does not allow the job's options
   std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
+  bool trusted = false;        // one of them is trusted (adaptive verification takes its word)
   for (const auto& [id, s] : registry_.sessions) {
     if (s.lost) continue;
     alive = true;
@@ -319,7 +320,10 @@ std::string Coordinator::notice(const Job& j) const {
     capable |= computes;
     offered |= has_engine;
     allowed |= runs_it;
-    if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) able.insert(s.voter);
+    if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) {
+      able.insert(s.voter);
+      trusted |= registry_.workers.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
+    }
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
@@ -329,7 +333,11 @@ std::string Coordinator::notice(const Job& j) const {
   if (!allowed)
     return absl::StrCat("waiting: no connected worker offering engine '", engine,
                         "' allows the job's options: ", refusal);
-  if (j.verify != v1::VERIFY_MODE_OFF && (!j.verifying.empty() || !j.replicas.empty()) && able.size() < 2)
+  // Waiting for a second credential now, or bound to at submit: every unit of a job verified
+  // twice, or of workers not trusted yet, needs one.
+  const bool needs_second =
+      !j.verifying.empty() || !j.replicas.empty() || (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || !trusted));
+  if (j.verify != v1::VERIFY_MODE_OFF && needs_second && able.size() < 2)
     return absl::StrCat("waiting: results are checked by a second worker with a credential of its own (verify ",
                         enum_word(v1::VerifyMode_Name(j.verify), "VERIFY_MODE_"), ") and ", able.size(),
                         " credential can compute this job; start a worker with another token (or one that enrolls), "

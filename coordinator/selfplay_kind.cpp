@@ -96,10 +96,11 @@ class SelfPlayKind : public JobKind {
           absl::StrCat("store_games_sample: ", p.store_games_sample(), " is not in 1..", 1 << 30));
     if (p.store_games() != v1::STORE_GAMES_SAMPLE && p.store_games_sample() != 0)
       return absl::InvalidArgumentError("store_games_sample: given without store_games SAMPLE");
-    if (p.movetime_ms() > 0 && (spec.verify() == v1::VERIFY_MODE_ADAPTIVE || spec.verify() == v1::VERIFY_MODE_ALL))
+    if ((p.movetime_ms() > 0 || p.tc_base_ms() > 0) &&
+        (spec.verify() == v1::VERIFY_MODE_ADAPTIVE || spec.verify() == v1::VERIFY_MODE_ALL))
       return absl::InvalidArgumentError(
-          "verify: games under a time limit (movetime) are not reproducible, so workers cannot check each other's; "
-          "use verify off, or a nodes or depth limit");
+          "verify: games under a time limit (movetime, tc) are not reproducible, so workers cannot check each "
+          "other's; use verify off, or a nodes or depth limit");
     const int per_unit = p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
     const uint64_t units_per_position = (uint64_t(s->games_per_position) + uint64_t(per_unit) - 1) / uint64_t(per_unit);
     if (units_per_position * s->positions.size() > kMaxPlanUnits)
@@ -288,7 +289,8 @@ class SelfPlayKind : public JobKind {
   // jobs are not verified unless asked (and plan() refuses the asking).
   v1::VerifyMode verify_mode(const v1::JobSpec& spec) const override {
     if (spec.verify() == v1::VERIFY_MODE_UNSPECIFIED)
-      return spec.selfplay().movetime_ms() > 0 ? v1::VERIFY_MODE_OFF : v1::VERIFY_MODE_ADAPTIVE;
+      return spec.selfplay().movetime_ms() > 0 || spec.selfplay().tc_base_ms() > 0 ? v1::VERIFY_MODE_OFF
+                                                                                   : v1::VERIFY_MODE_ADAPTIVE;
     return spec.verify();
   }
 

@@ -187,6 +187,26 @@ TEST_F(ClusterTest, All960AtDepth4ThroughTheCliMatchTheTable) {
   EXPECT_TRUE(absl::StrContains(out, "960/960 units")) << out;
 }
 
+// c960 submit says at once what will keep a job waiting (on stderr, so that the id alone is on
+// stdout): one worker, a single credential, under the default adaptive verification; and an
+// engine no connected worker offers.
+TEST_F(ClusterTest, SubmitSaysWhatWillKeepTheJobWaiting) {
+  const int port = start_coordinator();
+  start_worker(port);
+  ASSERT_TRUE(wait_for_text(dir_ + "/worker0.log", "registered as", std::chrono::seconds(20)));
+  std::string out, err;
+  ASSERT_EQ(cli("submit perft --depth 2 --sps 0-3 --quiet", &out, &err), 0) << err;
+  EXPECT_TRUE(absl::StartsWith(out, "job-")) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+  EXPECT_TRUE(absl::StrContains(err, "note: job job-")) << err;
+  EXPECT_TRUE(absl::StrContains(err, "checked by a second worker with a credential of its own")) << err;
+  ASSERT_EQ(cli("submit selfplay --sps 0 --games-per-position 2 --engine sf --nodes 100 --verify off", &out, &err), 0)
+      << err;
+  EXPECT_TRUE(absl::StrContains(err, "no connected worker offers engine 'sf'")) << err;
+  ASSERT_EQ(cli("submit perft --depth 2 --sps 0 --verify off", &out, &err), 0) << err;
+  EXPECT_EQ(err, "");
+}
+
 TEST_F(ClusterTest, FenRootsWithDivideThroughTheCli) {
   const int port = start_coordinator();
   start_worker(port);
