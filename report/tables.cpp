@@ -220,9 +220,13 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
                               uncounted_col = h.find("uncounted"), rank_col = h.find("rank");
   SelfPlayTable table;
   std::vector<size_t> term_cols;
+  // After "rank": an adaptive run's anytime interval and verdict, then the terminations, then
+  // (c960 results --partial) "complete"; only the terminations are counts.
   if (rank_col)
     for (size_t i = *rank_col + 1; i < h.names().size(); ++i) {
-      table.termination_names.push_back(h.names()[i]);
+      const std::string& name = h.names()[i];
+      if (name == "anytime_lo" || name == "anytime_hi" || name == "verdict" || name == "complete") continue;
+      table.termination_names.push_back(name);
       term_cols.push_back(i);
     }
 

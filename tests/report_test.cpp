@@ -105,6 +105,24 @@ TEST(ReportTables, PositionsBeyondThe960AndQuotedFields) {
   EXPECT_EQ(t->rows[2].counts.black_wins, 1);
 }
 
+// The CSV of an adaptive run (anytime_lo, anytime_hi, verdict after rank) and of c960 results
+// --partial (complete last): those columns are not terminations.
+TEST(ReportTables, AdaptiveAndPartialColumnsAreNotTerminations) {
+  selfplay::SelfPlayStats st;
+  selfplay::AdaptiveRule rule;
+  rule.target_width = 0.5;
+  st.set_adaptive(rule, 40);
+  for (int i = 0; i < 6; ++i) st.add(518, game(GameResult::kWhiteWins, Termination::kCheckmate, 40, i));
+  for (const std::string& csv : {st.to_csv(false), st.to_csv(true)}) {
+    ASSERT_NE(csv.find(",verdict,"), std::string::npos);
+    absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
+    ASSERT_TRUE(t.ok()) << t.status() << "\n" << csv;
+    ASSERT_EQ(t->termination_names.size(), size_t(Termination::kCount));
+    EXPECT_EQ(t->termination_names[0], "checkmate");
+    EXPECT_EQ(t->rows[0].terminations[size_t(Termination::kCheckmate)], 6);
+  }
+}
+
 TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
   const std::string good = selfplay_csv({{1, 1, 1, 1}, {2, 2, 0, 0}});
   const std::vector<std::string> lines = absl::StrSplit(good, '\n');
