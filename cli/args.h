@@ -29,6 +29,8 @@ struct CommandSpec {
   std::string summary;  // a paragraph
   std::vector<OptionSpec> options;
   int max_positional = 0;  // plain words allowed outside options
+  // The words the first positional may be (submit perft|selfplay), for shell completion.
+  std::vector<std::string> first_words = {};
 };
 
 class ParsedArgs {

@@ -28,4 +28,6 @@ int cmd_cancel(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& cancel_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -99,46 +99,76 @@ std::string where(const PerftCase& c) {
   return c.id == line ? line : absl::StrCat(c.id, ", ", line);
 }
 
+// A FEN as one shell word, for the commands a message suggests.
+std::string shell_quoted(absl::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   absl::StatusOr<long long> max_depth = p.get_int("max-depth", 64, 1, 64);
   if (!max_depth.ok()) return fail(io, kName, max_depth.status());
   const std::string path = p.get("epd");
   absl::StatusOr<std::string> text = read_file(path);
   if (!text.ok()) return fail(io, kName, text.status());
-  absl::StatusOr<std::vector<PerftCase>> cases = parse_perft_suite(*text);
-  if (!cases.ok())
-    return fail(io, kName, absl::InvalidArgumentError(absl::StrCat(path, ": ", cases.status().message())));
+  // A malformed line is a bad position, as an illegal FEN is: counted, named, and the rest of
+  // the suite still checked.
+  const std::vector<PerftCase> cases = parse_perft_suite_entries(*text);
 
   const auto t0 = std::chrono::steady_clock::now();
   int checks = 0, mismatches = 0, errors = 0, skipped = 0;
   NodeCount nodes = 0;
-  for (const PerftCase& c : *cases) {
+  for (const PerftCase& c : cases) {
+    if (!c.error.empty()) {
+      ++errors;
+      io.out << absl::StrFormat("ERROR %s (%s:%d): %s\n", c.id, path, c.line, c.error);
+      continue;
+    }
     absl::StatusOr<Position> pos = Position::from_fen(c.fen);
     if (!pos.ok()) {
       ++errors;
       io.out << absl::StrFormat("ERROR %s (%s:%d): %s\n", c.id, path, c.line, pos.status().message());
       continue;
     }
+    int lowest_mismatch = 0;
+    PerftResult divided;  // at lowest_mismatch
     for (const auto& [depth, expected] : c.expected) {
       if (depth > *max_depth) {
         ++skipped;
         continue;
       }
-      const NodeCount got = runner.run(*pos, depth).nodes;
+      PerftResult result = runner.run(*pos, depth);
+      const NodeCount got = result.nodes;
       ++checks;
       nodes += got;
       if (got != expected) {
         ++mismatches;
         io.out << absl::StrFormat("MISMATCH %s depth %d expected %d actual %s (%s)\n", c.fen, depth, expected,
                                   to_string(got), where(c));
+        if (lowest_mismatch == 0 || depth < lowest_mismatch) {
+          lowest_mismatch = depth;
+          divided = std::move(result);
+        }
       }
     }
+    if (lowest_mismatch == 0) continue;
+    // Where the counts part: c960's divide at the lowest depth that differs, to set beside a
+    // trusted engine's ("go perft D" in Stockfish); the move whose counts differ is the next step.
+    io.out << absl::StrFormat("  c960's divide at depth %d (%s):\n", lowest_mismatch, where(c));
+    for (const DivideEntry& e : divided.divide) io.out << "  " << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";
+    if (lowest_mismatch > 1)
+      io.out << absl::StrFormat(
+          "  compare with a trusted engine's divide, then bisect below the move that differs:\n"
+          "  c960 perft --depth %d --fen %s --moves MOVE --divide\n",
+          lowest_mismatch - 1, shell_quoted(c.fen));
+    else
+      io.out << "  compare with a trusted engine's legal moves: one is missing or extra\n";
   }
   const double secs = seconds_since(t0);
   io.out << absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s (%s)\n",
-                            path, cases->size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches",
-                            errors, errors == 1 ? "position" : "positions", skipped, to_string(nodes), secs,
-                            rate(nodes, secs));
+                            path, cases.size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches", errors,
+                            errors == 1 ? "position" : "positions", skipped, to_string(nodes), secs, rate(nodes, secs));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
@@ -365,10 +395,17 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
     if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
     io.out << "wrote " << out_path << "\n";
   }
-  if (!quiet)
-    io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)%s\n", depth, total,
-                              to_string(prefix.nodes + done.nodes), secs, rate(done.nodes, secs),
-                              resuming ? absl::StrFormat(" (%d positions done before)", prefix.rows) : "");
+  // Totals over every row of the table; time and rate are this run's, and a resumed run says
+  // which part was its own.
+  if (!quiet && !resuming)
+    io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, total,
+                              to_string(done.nodes), secs, rate(done.nodes, secs));
+  if (!quiet && resuming)
+    io.err << absl::StrFormat(
+        "perft table depth %d: %d positions, %s nodes; this run (resumed after %d positions done before): %d "
+        "positions, %s nodes in %.2f s (%s)\n",
+        depth, total, to_string(prefix.nodes + done.nodes), prefix.rows, done.rows, to_string(done.nodes), secs,
+        rate(done.nodes, secs));
   return kExitOk;
 }
 
@@ -478,5 +515,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   if (!p->has("quiet")) io.err << absl::StrFormat("time %.3f s, %s\n", secs, rate(nodes, secs));
   return kExitOk;
 }
+
+const CommandSpec& perft_spec() { return kSpec; }
 
 }  // namespace c960::cli

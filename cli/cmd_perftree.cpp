@@ -59,4 +59,6 @@ int cmd_perftree(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& perftree_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -225,4 +225,6 @@ int cmd_report(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& report_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -250,4 +250,6 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   return perft_results(p, io, *format, job, chunks);
 }
 
+const CommandSpec& results_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -346,4 +346,6 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& selfplay_spec() { return kSpec; }
+
 }  // namespace c960::cli

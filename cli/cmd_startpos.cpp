@@ -68,4 +68,6 @@ int cmd_startpos(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& startpos_spec() { return kSpec; }
+
 }  // namespace c960::cli

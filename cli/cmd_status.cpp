@@ -56,4 +56,6 @@ int cmd_status(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& status_spec() { return kSpec; }
+
 }  // namespace c960::cli

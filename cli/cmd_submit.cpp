@@ -77,7 +77,8 @@ const CommandSpec kSpec = {
       o.push_back({"quiet", Arity::kFlag, "", "print only the job id"});
       return with_cluster_options(std::move(o));
     }(),
-    1};
+    1,
+    {"perft", "selfplay"}};
 
 // The self-play part of submit: the same options and checks as the local command.
 absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
@@ -211,5 +212,7 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   if (p.has("watch")) return follow_job(client, job.id(), io, kName);
   return kExitOk;
 }
+
+const CommandSpec& submit_spec() { return kSpec; }
 
 }  // namespace c960::cli

@@ -23,10 +23,11 @@ const CommandSpec kSpec = {
     "bounds how many, default 1). NAME: 1..64 "
     "characters of A-Z a-z 0-9 . _ -, unique in the file; it names the holder in the coordinator's logs and "
     "a worker's identity.",
-    {{"role", Arity::kOne, "ROLE", "admin, submit, read, worker or enroll"},
+    {{"role", Arity::kOne, "admin|submit|read|worker|enroll", "the role the token gives its holder"},
      {"name", Arity::kOne, "NAME", "the token holder's name"},
      {"uses", Arity::kOne, "N", "enroll: the worker credentials the join token may be traded for (default 1)"}},
-    1};
+    1,
+    {"new"}};
 
 }  // namespace
 
@@ -54,5 +55,7 @@ int cmd_token(const std::vector<std::string>& args, const Io& io) {
          << (*role == cluster::Role::kEnroll ? absl::StrCat(" uses=", uses) : "") << "\n";
   return kExitOk;
 }
+
+const CommandSpec& token_spec() { return kSpec; }
 
 }  // namespace c960::cli

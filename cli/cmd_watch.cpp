@@ -204,4 +204,6 @@ int cmd_watch(const std::vector<std::string>& args, const Io& io) {
   return follow_job(client, p.positional()[0], io, kName);
 }
 
+const CommandSpec& watch_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -98,4 +98,6 @@ int cmd_workers(const std::vector<std::string>& args, const Io& io) {
   return kExitOk;
 }
 
+const CommandSpec& workers_spec() { return kSpec; }
+
 }  // namespace c960::cli

@@ -17,21 +17,25 @@ struct Subcommand {
   const char* name;
   const char* summary;
   int (*run)(const std::vector<std::string>&, const Io&);
+  const CommandSpec& (*spec)();
 };
 
 constexpr Subcommand kCommands[] = {
-    {"startpos", "FEN and number of Chess960 start positions", cmd_startpos},
-    {"perft", "count leaf nodes: one position, a suite, or a table over start positions", cmd_perft},
-    {"perftree", "perft divide for the perftree debugger: perftree DEPTH FEN [MOVES]", cmd_perftree},
-    {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay},
-    {"submit", "submit a job to the cluster coordinator", cmd_submit},
-    {"status", "show cluster jobs and their progress", cmd_status},
-    {"watch", "follow a cluster job until it ends", cmd_watch},
-    {"results", "fetch a cluster job's results as CSV or JSON", cmd_results},
-    {"cancel", "cancel a cluster job", cmd_cancel},
-    {"workers", "list the cluster's workers and their trust state", cmd_workers},
-    {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report},
-    {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token},
+    {"startpos", "FEN and number of Chess960 start positions", cmd_startpos, startpos_spec},
+    {"perft", "count leaf nodes: one position, a suite, or a table over start positions", cmd_perft, perft_spec},
+    {"perftree", "perft divide for the perftree debugger: perftree DEPTH FEN [MOVES]", cmd_perftree, perftree_spec},
+    {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay,
+     selfplay_spec},
+    {"submit", "submit a job to the cluster coordinator", cmd_submit, submit_spec},
+    {"status", "show cluster jobs and their progress", cmd_status, status_spec},
+    {"watch", "follow a cluster job until it ends", cmd_watch, watch_spec},
+    {"results", "fetch a cluster job's results as CSV or JSON", cmd_results, results_spec},
+    {"cancel", "cancel a cluster job", cmd_cancel, cancel_spec},
+    {"workers", "list the cluster's workers and their trust state", cmd_workers, workers_spec},
+    {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report, report_spec},
+    {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token, token_spec},
+    {"uci", "a UCI engine on stdin/stdout (perft, the built-in engine) for GUIs and match runners", cmd_uci, uci_spec},
+    {"completion", "print a bash or zsh completion script: c960 completion bash|zsh", cmd_completion, completion_spec},
 };
 
 }  // namespace
@@ -40,6 +44,12 @@ std::vector<std::string> command_names() {
   std::vector<std::string> names;
   for (const Subcommand& c : kCommands) names.emplace_back(c.name);
   return names;
+}
+
+std::vector<CommandInfo> command_table() {
+  std::vector<CommandInfo> out;
+  for (const Subcommand& c : kCommands) out.push_back({c.name, c.summary, &c.spec()});
+  return out;
 }
 
 std::string usage_text(int width) {

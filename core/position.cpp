@@ -114,8 +114,15 @@ void Position::set_castling_right(Color c, Square rook_from) {
 
 absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
   std::vector<absl::string_view> f = absl::StrSplit(fen, ' ', absl::SkipEmpty());
-  if (f.size() != 4 && f.size() != 6)
-    return fen_error("field count", absl::StrCat("has ", f.size(), " fields; expected 6 (or 4 without clocks)"));
+  // As Stockfish: the fields after the side to move may be left off from the end; castling and
+  // en passant then default to "-", the clocks to 0 and 1.
+  if (f.size() < 2 || f.size() > 6)
+    return fen_error("field count", absl::StrCat("has ", f.size(),
+                                                 " fields; expected 6 (or 2 to 5: placement and side to move, "
+                                                 "then castling, en passant and clocks as far as given)"));
+  const size_t given = f.size();
+  static constexpr absl::string_view kDefaults[6] = {"", "", "-", "-", "0", "1"};
+  for (size_t i = given; i < 6; ++i) f.push_back(kDefaults[i]);
 
   Position pos;
   pos.st_ = &pos.root_st_;
@@ -219,14 +226,12 @@ absl::StatusOr<Position> Position::from_fen(absl::string_view fen) {
 
   // 5, 6. Clocks.
   int rule50 = 0, fullmove = 1;
-  if (f.size() == 6) {
-    if (!parse_int(f[4], rule50) || rule50 < 0)
-      return fen_error("halfmove clock", absl::StrCat("'", f[4], "' is not a non-negative integer"));
-    if (!parse_int(f[5], fullmove) || fullmove < 1)
-      return fen_error("fullmove number", absl::StrCat("'", f[5], "' is not a positive integer"));
-    if (rule50 > 100000 || fullmove > 100000)
-      return fen_error(rule50 > 100000 ? "halfmove clock" : "fullmove number", "is out of range (at most 100000)");
-  }
+  if (!parse_int(f[4], rule50) || rule50 < 0)
+    return fen_error("halfmove clock", absl::StrCat("'", f[4], "' is not a non-negative integer"));
+  if (!parse_int(f[5], fullmove) || fullmove < 1)
+    return fen_error("fullmove number", absl::StrCat("'", f[5], "' is not a positive integer"));
+  if (rule50 > 100000 || fullmove > 100000)
+    return fen_error(rule50 > 100000 ? "halfmove clock" : "fullmove number", "is out of range (at most 100000)");
   pos.st_->rule50 = rule50;
   pos.game_ply_ = 2 * (fullmove - 1) + (pos.side_ == BLACK);
 

@@ -62,7 +62,8 @@ class Position {
   Position(const Position& other);
   Position& operator=(const Position& other);
 
-  // Parses any of plain FEN, X-FEN and Shredder-FEN. 4 fields (no clocks) or 6.
+  // Parses any of plain FEN, X-FEN and Shredder-FEN. 6 fields, or 2..5 as Stockfish takes them:
+  // the missing ones from the end default to castling "-", en passant "-", clocks 0 and 1.
   static absl::StatusOr<Position> from_fen(absl::string_view fen);
   std::string fen(FenDialect dialect = FenDialect::kXFen) const;
 

@@ -23,6 +23,8 @@ PACKAGES=(
   help2man file dpkg-dev
   # systemd-analyze checks the systemd units.
   systemd
+  # The zsh completion script's test (tests/completion_test.cpp) runs it in zsh.
+  zsh
 )
 DEPLOY_PACKAGES=(
   docker.io debootstrap qemu-user cloud-init iproute2 iptables curl ca-certificates

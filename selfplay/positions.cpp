@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/movegen.h"
 #include "core/position.h"
@@ -146,13 +147,18 @@ absl::StatusOr<std::vector<StartPosition>> parse_opening_book(absl::string_view 
         break;
       }
     }
-    if (fields.size() < 4) return bad("not a FEN or EPD line (fewer than four fields)");
-    absl::StatusOr<std::unordered_map<std::string, std::string>> ops = epd_opcodes(line.substr(i));
+    // A FEN cut short after the side to move (as Stockfish takes it: Position::from_fen fills in
+    // the rest) ends the line or is followed by ';' only; EPD opcodes need all four fields.
+    const bool short_fen = fields.size() >= 2 && fields.size() < 4 && (i >= line.size() || line[i] == ';');
+    if (fields.size() < 4 && !short_fen)
+      return bad(
+          "not a FEN or EPD line (a FEN has at least its placement and side to move, an EPD line four "
+          "fields before its opcodes)");
+    absl::StatusOr<std::unordered_map<std::string, std::string>> ops =
+        short_fen ? std::unordered_map<std::string, std::string>{} : epd_opcodes(line.substr(i));
     if (!ops.ok()) return bad(ops.status().message());
-    std::string fen = absl::StrCat(fields[0], " ", fields[1], " ", fields[2], " ", fields[3]);
-    if (fields.size() == 6) {
-      absl::StrAppend(&fen, " ", fields[4], " ", fields[5]);
-    } else {
+    std::string fen = absl::StrJoin(fields, " ");
+    if (fields.size() == 4) {  // EPD: the clocks from its opcodes
       const auto op = [&](const char* name, const char* fallback) {
         const auto it = ops->find(name);
         return it == ops->end() || !is_uint(it->second) ? std::string(fallback) : it->second;

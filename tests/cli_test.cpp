@@ -143,11 +143,57 @@ TEST(Cli, PerftSuiteExitCodes) {
   const std::string broken_fen = write_temp("8/8/8/8/8/8/8/8 w - - ;D1 0\n");
   EXPECT_EQ(c960({"perft", "--epd", broken_fen}).exit_code, 1);
   const std::string broken_syntax = write_temp("4k3/8/8/8/8/8/8/4K3 w - - ;D1 five\n");
-  expect_usage_error({"perft", "--epd", broken_syntax}, "line 1");
+  const test::RunResult syntax = c960({"perft", "--epd", broken_syntax});
+  EXPECT_EQ(syntax.exit_code, 1) << syntax.out << syntax.err;
+  EXPECT_NE(syntax.out.find("ERROR line 1 (" + broken_syntax + ":1): line 1: 'D1 five' is not a depth"),
+            std::string::npos)
+      << syntax.out;
   // --max-depth skips deeper entries.
   const test::RunResult skipped = c960({"perft", "--epd", bad, "--max-depth", "1"});
   EXPECT_EQ(skipped.exit_code, 0);
   for (const std::string& f : {good, bad, broken_fen, broken_syntax}) std::remove(f.c_str());
+}
+
+// Issue 21: a malformed line and an illegal FEN are both bad positions (counted, named by line,
+// exit 1 after the whole suite); a mismatch prints c960's divide at the lowest depth that differs
+// and the command that bisects below it.
+TEST(Cli, PerftSuiteBadLinesAndMismatchDivide) {
+  const std::string suite = write_temp(
+      "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D2 400\n"
+      "4k3/8/8/8/8/8/8/4K3 w - - ;D1 five\n"
+      "8/8/8/8/8/8/8/8 w - - ;D1 0\n"
+      "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1 ;D1 20 ;D3 8000 ;D2 401\n");
+  const test::RunResult r = c960({"perft", "--epd", suite});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(": 4 positions, 5 checks, 2 mismatches, 2 bad positions, 0 skipped;"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("ERROR line 2 (" + suite + ":2): line 2: 'D1 five'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ERROR line 3 (" + suite + ":3): FEN piece placement"), std::string::npos) << r.out;
+  // Depths 3 and 2 mismatch on line 4: the divide is the one at depth 2, c960's counts of it.
+  const size_t divide = r.out.find("  c960's divide at depth 2 (line 4):\n");
+  ASSERT_NE(divide, std::string::npos) << r.out;
+  const std::vector<std::string> after = lines(r.out.substr(divide));
+  ASSERT_GE(after.size(), 24u) << r.out;
+  uint64_t sum = 0;
+  for (size_t i = 1; i <= 20; ++i) {
+    const size_t colon = after[i].find(": ");
+    ASSERT_NE(colon, std::string::npos) << after[i];
+    EXPECT_EQ(after[i].substr(0, 2), "  ") << after[i];
+    sum += std::stoull(after[i].substr(colon + 2));
+  }
+  EXPECT_EQ(sum, 400u);  // the true count at depth 2
+  EXPECT_EQ(after[22],
+            "  c960 perft --depth 1 --fen 'rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1' --moves MOVE "
+            "--divide");
+  // The command it names runs as printed (one of the moves of the divide).
+  const std::string move = after[1].substr(2, after[1].find(':') - 2);
+  const test::RunResult bisect =
+      c960({"perft", "--depth", "1", "--fen", "rqnbbkrn/pppppppp/8/8/8/8/PPPPPPPP/RQNBBKRN w GAga - 0 1", "--moves",
+            move, "--divide", "--quiet"});
+  EXPECT_EQ(bisect.exit_code, 0) << bisect.err;
+  EXPECT_NE(bisect.out.find("Nodes searched: " + after[1].substr(after[1].find(": ") + 2) + "\n"), std::string::npos)
+      << bisect.out;
+  std::remove(suite.c_str());
 }
 
 TEST(Cli, PerftTableCsv) {
@@ -200,14 +246,24 @@ TEST(Cli, PerftTableCtrlCKeepsRowsAndResumeFinishesTheTable) {
   resume.insert(resume.end(), {"--resume", "--threads", "2"});
   const test::RunResult r = c960(resume);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find(absl::StrCat("(", kept - 1, " positions done before)")), std::string::npos) << r.err;
   // The file an uninterrupted run writes: every row in order, with the reference counts.
   const std::vector<std::string> l = lines(test::slurp(out));
   ASSERT_EQ(l.size(), 961u);
   EXPECT_EQ(l[0], "sp,fen,depth,nodes");
   const std::vector<test::StartposRow> ref = test::startpos_table();
-  for (int sp = 0; sp < 960; ++sp)
+  uint64_t all_nodes = 0, before = 0;
+  for (int sp = 0; sp < 960; ++sp) {
     ASSERT_EQ(l[sp + 1], absl::StrCat(sp, ",", test::pos_of(ref[sp].fen).fen(), ",4,", ref[sp].perft[4]));
+    all_nodes += ref[sp].perft[4];
+    if (size_t(sp) < kept - 1) before += ref[sp].perft[4];
+  }
+  // Issue 21: the summary's totals are the whole table's (positions and nodes alike), and the
+  // resumed run's own part is named as such, its rate from its own nodes.
+  EXPECT_NE(r.err.find(absl::StrCat(
+                "perft table depth 4: 960 positions, ", all_nodes, " nodes; this run (resumed after ", kept - 1,
+                " positions done before): ", 961 - kept, " positions, ", all_nodes - before, " nodes in ")),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(test::slurp(out + ".c960-resume"), "");
 }
 

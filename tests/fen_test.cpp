@@ -1,6 +1,7 @@
 #include <string>
 #include <vector>
 
+#include "core/perft.h"
 #include "core/startpos.h"
 #include "core/suite.h"
 #include "gtest/gtest.h"
@@ -52,6 +53,23 @@ TEST(Fen, ExactOutput) {
   EXPECT_EQ(test::pos_of("4k3/8/8/8/8/8/8/4K3 b - -").fen(), "4k3/8/8/8/8/8/8/4K3 b - - 0 1");
 }
 
+// Issue 21: Stockfish takes a FEN cut short after the side to move; so does c960, each missing
+// field from the end defaulting (castling -, en passant -, halfmove 0, fullmove 1).
+TEST(Fen, FieldsAfterTheSideToMoveMayBeLeftOff) {
+  const std::string sp0 = "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR";
+  EXPECT_EQ(test::pos_of(sp0 + " w KQkq").fen(), sp0 + " w KQkq - 0 1");  // 3 fields
+  EXPECT_EQ(test::pos_of(sp0 + " w KQkq").castling_rights(), ANY_CASTLING);
+  EXPECT_EQ(test::pos_of(sp0 + " b").fen(), sp0 + " b - - 0 1");  // 2 fields: no castling rights
+  EXPECT_EQ(test::pos_of(sp0 + " b").castling_rights(), NO_CASTLING);
+  EXPECT_EQ(test::pos_of(sp0 + " w HFhf - 7").fen(), sp0 + " w KQkq - 7 1");  // 5: fullmove 1
+  EXPECT_EQ(test::pos_of(sp0 + " w HFhf - 7").rule50(), 7);
+  // A 3-field position counts as the full FEN does.
+  EXPECT_EQ(perft(test::pos_of(sp0 + " w KQkq"), 3), perft(test::pos_of(sp0 + " w KQkq - 0 1"), 3));
+  // Given fields are still checked.
+  EXPECT_FALSE(Position::from_fen(sp0 + " w KQkx").ok());
+  EXPECT_FALSE(Position::from_fen(sp0 + " w KQkq - x").ok());
+}
+
 TEST(Fen, EnPassantIsKeptOnlyWhenAPawnCanTake) {
   EXPECT_EQ(test::pos_of("4k3/8/8/8/4P3/8/8/4K3 b - e3 0 1").ep_square(), SQ_NONE);
   EXPECT_EQ(test::pos_of("4k3/8/8/8/3pP3/8/8/4K3 b - e3 0 1").ep_square(), SQ_E3);
@@ -66,7 +84,9 @@ struct BadFen {
 TEST(Fen, BadInputIsRejectedWithTheFieldNamed) {
   const BadFen cases[] = {
       {"", "field count"},
-      {"8/8/8/8/8/8/8/8 w - - 0", "field count"},
+      {"4k3/8/8/8/8/8/8/4K3", "field count"},  // placement alone
+      {"4k3/8/8/8/8/8/8/4K3 w - - 0 1 1", "field count"},
+      {"8/8/8/8/8/8/8/8 w - - 0", "piece placement"},  // 5 fields: fullmove 1, but no kings
       {"4k3/8/8/8/8/8/8/4K3 w - - 0 1 extra", "field count"},
       {"4k3/8/8/8/8/8/4K3 w - - 0 1", "piece placement"},      // 7 ranks
       {"4k3/8/8/8/8/8/8/4K3/8 w - - 0 1", "piece placement"},  // 9 ranks

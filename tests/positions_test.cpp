@@ -63,6 +63,13 @@ TEST(Positions, OpeningBookTakesEpdAndFenLines) {
   EXPECT_EQ((*p)[1].id, "4");  // no id: the line number
   EXPECT_EQ((*p)[2].id, "5");
   EXPECT_EQ((*p)[1].fen, (*p)[2].fen);
+  // A FEN cut short after its castling field (as Stockfish takes it): en passant and clocks
+  // default; the same position as the full FEN.
+  const absl::StatusOr<std::vector<StartPosition>> short_fen =
+      parse_opening_book("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w HFhf\n");
+  ASSERT_TRUE(short_fen.ok()) << short_fen.status();
+  EXPECT_EQ(short_fen->front().fen, *startpos_fen(0, true));
+  EXPECT_EQ(short_fen->front().sp, 0);
 }
 
 TEST(Positions, OpeningBookErrorsNameTheLine) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -143,6 +145,106 @@ class Process {
 
  private:
   pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// A child process spoken to line by line on its stdin and stdout (a UCI engine); stderr stays the
+// test's. Killed (SIGKILL) and reaped by the destructor, also when an assertion fails halfway.
+class Conversation {
+ public:
+  explicit Conversation(const std::vector<std::string>& argv) {
+    std::signal(SIGPIPE, SIG_IGN);  // a child that died must fail a send, not the test
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      dup2(in[0], STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+  }
+  ~Conversation() {
+    close_input();
+    if (from_ >= 0) close(from_);
+    if (pid_ > 0 && !status_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  Conversation(const Conversation&) = delete;
+  Conversation& operator=(const Conversation&) = delete;
+
+  bool send(const std::string& line) {
+    const std::string text = line + "\n";
+    return to_ >= 0 && write(to_, text.data(), text.size()) == ssize_t(text.size());
+  }
+  void close_input() {
+    if (to_ >= 0) close(to_);
+    to_ = -1;
+  }
+  // The next line (without '\n') within `timeout`; nothing at the end of output or on timeout.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || from_ < 0) return std::nullopt;
+      pollfd p{from_, POLLIN, 0};
+      if (poll(&p, 1, int(left.count())) <= 0) return std::nullopt;
+      char buf[4096];
+      const ssize_t n = read(from_, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      buffer_.append(buf, size_t(n));
+    }
+  }
+  // Every line up to and including the first that starts with `prefix`; nothing if the output
+  // ends or `timeout` passes first (the lines read are then in *seen, if given).
+  std::optional<std::vector<std::string>> read_until(const std::string& prefix, std::chrono::milliseconds timeout,
+                                                     std::vector<std::string>* seen = nullptr) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    std::vector<std::string> lines;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      std::optional<std::string> l = read_line(std::max(left, std::chrono::milliseconds(0)));
+      if (!l) {
+        if (seen) *seen = lines;
+        return std::nullopt;
+      }
+      lines.push_back(*l);
+      if (l->rfind(prefix, 0) == 0) return lines;
+    }
+  }
+  // The exit code (128 + signal), or nothing if it still runs after `timeout`.
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0 && !status_) {
+      int st = 0;
+      const pid_t r = waitpid(pid_, &st, WNOHANG);
+      if (r == pid_) status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (r < 0) status_ = -1;
+      if (status_ || std::chrono::steady_clock::now() >= end) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  std::string buffer_;
   std::optional<int> status_;
 };
 

@@ -80,11 +80,17 @@ void Engine::new_game() {
 
 bool Engine::should_stop() {
   if (stopped_) return true;
-  if (limits_.nodes && nodes_ >= limits_.nodes) stopped_ = true;
-  // The clock is read every 1024 nodes: reading it costs about as much as a node.
-  else if (limits_.movetime_ms && (nodes_ & 1023) == 0 &&
-           std::chrono::steady_clock::now() - start_ >= std::chrono::milliseconds(limits_.movetime_ms))
+  if (limits_.nodes && nodes_ >= limits_.nodes) {
     stopped_ = true;
+  } else if ((nodes_ & 1023) == 0) {
+    // The clock and the stop flag are read every 1024 nodes: reading the clock costs about as
+    // much as a node.
+    if (stop_ && stop_->load(std::memory_order_relaxed))
+      stopped_ = true;
+    else if (limits_.movetime_ms &&
+             std::chrono::steady_clock::now() - start_ >= std::chrono::milliseconds(limits_.movetime_ms))
+      stopped_ = true;
+  }
   return stopped_;
 }
 
@@ -118,8 +124,9 @@ void Engine::score_moves(const Position& pos, const Move* moves, int n, int* sco
   }
 }
 
-SearchResult Engine::search(Position& pos, const Limits& limits) {
+SearchResult Engine::search(Position& pos, const Limits& limits, const SearchHooks& hooks) {
   limits_ = limits;
+  stop_ = hooks.stop;
   nodes_ = 0;
   stopped_ = false;
   start_ = std::chrono::steady_clock::now();
@@ -176,6 +183,10 @@ SearchResult Engine::search(Position& pos, const Limits& limits) {
       if (!stopped_) result.depth = depth;
     }
     if (stopped_) break;
+    if (hooks.on_iteration) {
+      result.nodes = nodes_;
+      hooks.on_iteration(result);
+    }
     // A mate found within the full-width depth cannot be bettered by searching deeper.
     if (is_mate_score(result.score) && VALUE_MATE - std::abs(result.score) <= depth) break;
   }

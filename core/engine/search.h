@@ -4,9 +4,11 @@
 // the position, its history and what this Engine searched since new_game().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/engine/eval.h"
@@ -35,6 +37,16 @@ struct SearchResult {
   std::vector<Move> pv;
 };
 
+// What a caller outside the search may do while it runs (the UCI front end, cli/uci.h): stop it
+// from another thread (read every 1024 nodes, so a stop lands within microseconds; a search
+// stopped so returns as one stopped by its limits does) and hear of each completed iteration.
+// Neither changes what a search under node or depth limits finds.
+struct SearchHooks {
+  const std::atomic<bool>* stop = nullptr;
+  // After each completed iteration: the result so far (best, score, depth, nodes, pv).
+  std::function<void(const SearchResult&)> on_iteration;
+};
+
 class Engine {
  public:
   explicit Engine(size_t hash_mb = 16);
@@ -47,7 +59,7 @@ class Engine {
 
   // pos may carry its game history (states linked by do_move), which the search uses to see
   // repetitions; it is restored before returning.
-  SearchResult search(Position& pos, const Limits& limits);
+  SearchResult search(Position& pos, const Limits& limits, const SearchHooks& hooks = {});
 
  private:
   struct TTEntry {
@@ -75,6 +87,7 @@ class Engine {
   StateInfo states_[MAX_PLY + 1];
 
   Limits limits_;
+  const std::atomic<bool>* stop_ = nullptr;
   uint64_t nodes_ = 0;
   bool stopped_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -36,6 +36,7 @@ for f in ./usr/bin/c960 ./usr/bin/c960-coordinator ./usr/bin/c960-worker ./usr/b
   ./usr/lib/systemd/system/c960-coordinator.service ./usr/lib/systemd/system/c960-worker.service \
   ./etc/default/c960-coordinator ./etc/default/c960-worker ./usr/share/man/man1/c960.1.gz \
   ./usr/share/man/man1/c960-coordinator.1.gz ./usr/share/man/man1/c960-worker.1.gz \
+  ./usr/share/bash-completion/completions/c960 ./usr/share/zsh/vendor-completions/_c960 \
   ./usr/share/doc/c960/examples/compose.yaml ./usr/share/doc/c960/examples/cloud-init/worker.yaml; do
   grep -qx -- "$f" <<<"$contents" || fail "the package lacks $f"
 done
@@ -44,7 +45,7 @@ dpkg-deb -e "$deb" "$work/control"
   fail "conffiles: $(cat "$work/control/conffiles")"
 grep -q 'ExecStart=/usr/bin/c960-worker ' <(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/c960-worker.service) ||
   fail "c960-worker.service does not run /usr/bin/c960-worker"
-log "contents: binaries, units, conffiles, man pages, examples"
+log "contents: binaries, units, conffiles, man pages, completion scripts, examples"
 
 # The build's own version, as the installed binaries must print it.
 dpkg-deb -x "$deb" "$work/extracted"
