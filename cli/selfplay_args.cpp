@@ -265,34 +265,29 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   if (!p.has("engine")) return absl::InvalidArgumentError("--engine is required (builtin or the path of a UCI engine)");
   // NAME=PATH runs PATH under the name NAME (as a cluster worker offers it), so that a local run
   // and a job naming NAME are the same games, PGN tags included.
-  spec.engine = p.get("engine");
-  if (const size_t eq = spec.engine.find('='); eq != std::string::npos) {
-    spec.engine_path = spec.engine.substr(eq + 1);
-    spec.engine.resize(eq);
-    if (spec.engine.empty() || spec.engine_path.empty())
-      return absl::InvalidArgumentError("--engine: NAME=PATH needs both a name and a path");
-  }
-  if (spec.engine.empty()) return absl::InvalidArgumentError("--engine: empty");
-  for (const std::string& o : p.all("option")) {
-    absl::StatusOr<selfplay::UciOptionValue> v = selfplay::parse_option_assignment(o);
-    if (!v.ok()) return v.status();
-    spec.options.push_back(*v);
-  }
-  if (p.has("opponent")) {
-    spec.opponent = p.get("opponent");
-    if (const size_t eq = spec.opponent.find('='); eq != std::string::npos) {
-      spec.opponent_path = spec.opponent.substr(eq + 1);
-      spec.opponent.resize(eq);
-      if (spec.opponent.empty() || spec.opponent_path.empty())
-        return absl::InvalidArgumentError("--opponent: NAME=PATH needs both a name and a path");
+  const auto engine = [&](const char* option, const char* options_option, std::string* name, std::string* path,
+                          std::vector<selfplay::UciOptionValue>* options) -> absl::Status {
+    *name = p.get(option);
+    if (const size_t eq = name->find('='); eq != std::string::npos) {
+      *path = name->substr(eq + 1);
+      name->resize(eq);
+      if (name->empty() || path->empty())
+        return absl::InvalidArgumentError(absl::StrCat("--", option, ": NAME=PATH needs both a name and a path"));
     }
-    if (spec.opponent.empty()) return absl::InvalidArgumentError("--opponent: empty");
-  }
-  for (const std::string& o : p.all("opponent-option")) {
-    absl::StatusOr<selfplay::UciOptionValue> v = selfplay::parse_option_assignment(o);
-    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--opponent-option: ", v.status().message()));
-    spec.opponent_options.push_back(*v);
-  }
+    if (name->empty()) return absl::InvalidArgumentError(absl::StrCat("--", option, ": empty"));
+    for (const std::string& o : p.all(options_option)) {
+      absl::StatusOr<selfplay::UciOptionValue> v = selfplay::parse_option_assignment(o);
+      if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--", options_option, ": ", v.status().message()));
+      options->push_back(*v);
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = engine("engine", "option", &spec.engine, &spec.engine_path, &spec.options); !s.ok()) return s;
+  if (p.has("opponent"))
+    if (absl::Status s =
+            engine("opponent", "opponent-option", &spec.opponent, &spec.opponent_path, &spec.opponent_options);
+        !s.ok())
+      return s;
   if (p.has("opponent-option") && !p.has("opponent"))
     return absl::InvalidArgumentError("--opponent-option goes with --opponent");
   if (p.has("sprt")) {

@@ -24,25 +24,6 @@ int a_half_points(const GameRecord& g, bool a_white) {
   return (g.result == GameResult::kWhiteWins) == a_white ? 2 : 0;
 }
 
-std::string csv_num(double v, int digits) { return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : ""; }
-std::string json_num(double v, int digits) {
-  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : std::string("null");
-}
-std::string json_str(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 int64_t MatchPositionStats::pairs() const {
@@ -185,17 +166,18 @@ std::string MatchStats::to_csv() const {
     const MatchFigures f = match_figures(penta);
     absl::StrAppend(&out, sp, ",", fen, ",", f.pairs);
     for (int64_t c : penta) absl::StrAppend(&out, ",", c);
-    absl::StrAppend(&out, ",", w + d + l, ",", w, ",", d, ",", l, ",", csv_num(f.score, 4), ",", csv_num(f.score_lo, 4),
-                    ",", csv_num(f.score_hi, 4), ",", csv_num(f.elo, 1), ",", csv_num(f.elo_lo, 1), ",",
-                    csv_num(f.elo_hi, 1), ",", csv_num(f.nelo, 1), ",", csv_num(f.los, 4), ",",
-                    csv_num(sp == "all" ? f.p : f.sign_p, 4), ",", adjusted, ",", dups, ",", unpaired, "\n");
+    absl::StrAppend(&out, ",", w + d + l, ",", w, ",", d, ",", l, ",", csv_number(f.score, 4), ",",
+                    csv_number(f.score_lo, 4), ",", csv_number(f.score_hi, 4), ",", csv_number(f.elo, 1), ",",
+                    csv_number(f.elo_lo, 1), ",", csv_number(f.elo_hi, 1), ",", csv_number(f.nelo, 1), ",",
+                    csv_number(f.los, 4), ",", csv_number(sp == "all" ? f.p : f.sign_p, 4), ",", adjusted, ",", dups,
+                    ",", unpaired, "\n");
   };
   int64_t w = 0, d = 0, l = 0, dups = 0, unpaired = 0;
   for (size_t k = 0; k < positions_.size(); ++k) {
     const MatchPositionStats& p = positions_[k];
     const MatchFigures f = match_figures(p.penta);
     row(p.id, p.fen, p.penta, p.wins, p.draws, p.losses,
-        absl::StrCat(csv_num(t.holm[k], 4), ",", csv_num(t.bh[k], 4), ",", favours(f, t.holm[k])), p.duplicates,
+        absl::StrCat(csv_number(t.holm[k], 4), ",", csv_number(t.bh[k], 4), ",", favours(f, t.holm[k])), p.duplicates,
         p.unpaired);
     w += p.wins, d += p.draws, l += p.losses, dups += p.duplicates, unpaired += p.unpaired;
   }
@@ -208,47 +190,42 @@ std::string MatchStats::to_json(const std::vector<MetadataValue>& metadata) cons
   const auto figures = [](const Pentanomial& penta, int64_t w, int64_t d, int64_t l) {
     const MatchFigures f = match_figures(penta);
     std::string o = absl::StrCat("\"pairs\": ", f.pairs, ", \"a_pairs\": ", f.a_pairs, ", \"b_pairs\": ", f.b_pairs,
-                                 ", \"sign_p\": ", json_num(f.sign_p, 4), ", \"pentanomial\": [");
+                                 ", \"sign_p\": ", json_number(f.sign_p, 4), ", \"pentanomial\": [");
     for (int i = 0; i < kPentanomialCells; ++i) absl::StrAppend(&o, i ? ", " : "", penta[size_t(i)]);
     absl::StrAppend(&o, "], \"games\": ", w + d + l, ", \"wins\": ", w, ", \"draws\": ", d, ", \"losses\": ", l,
-                    ", \"score\": ", json_num(f.score, 4), ", \"score_lo\": ", json_num(f.score_lo, 4),
-                    ", \"score_hi\": ", json_num(f.score_hi, 4), ", \"elo\": ", json_num(f.elo, 1),
-                    ", \"elo_lo\": ", json_num(f.elo_lo, 1), ", \"elo_hi\": ", json_num(f.elo_hi, 1),
-                    ", \"nelo\": ", json_num(f.nelo, 1), ", \"los\": ", json_num(f.los, 4),
-                    ", \"p\": ", json_num(f.p, 4));
+                    ", \"score\": ", json_number(f.score, 4), ", \"score_lo\": ", json_number(f.score_lo, 4),
+                    ", \"score_hi\": ", json_number(f.score_hi, 4), ", \"elo\": ", json_number(f.elo, 1),
+                    ", \"elo_lo\": ", json_number(f.elo_lo, 1), ", \"elo_hi\": ", json_number(f.elo_hi, 1),
+                    ", \"nelo\": ", json_number(f.nelo, 1), ", \"los\": ", json_number(f.los, 4),
+                    ", \"p\": ", json_number(f.p, 4));
     return o;
   };
   std::string out = "{";
-  if (!metadata.empty()) {
-    out += "\"metadata\": {";
-    for (size_t i = 0; i < metadata.size(); ++i)
-      absl::StrAppend(&out, i ? ", " : "", json_str(metadata[i].key), ": ",
-                      metadata[i].number ? metadata[i].value : json_str(metadata[i].value));
-    out += "},\n";
-  }
-  absl::StrAppend(&out, "\"engines\": {\"a\": ", json_str(a_), ", \"b\": ", json_str(b_), "},\n\"positions\": [");
+  if (!metadata.empty()) absl::StrAppend(&out, "\"metadata\": ", metadata_json(metadata), ",\n");
+  absl::StrAppend(&out, "\"engines\": {\"a\": ", json_string(a_), ", \"b\": ", json_string(b_), "},\n\"positions\": [");
   int64_t w = 0, d = 0, l = 0;
   for (size_t k = 0; k < positions_.size(); ++k) {
     const MatchPositionStats& p = positions_[k];
     const MatchFigures f = match_figures(p.penta);
-    absl::StrAppend(&out, k ? ",\n  " : "\n  ", "{\"id\": ", json_str(p.id),
-                    ", \"sp\": ", p.sp >= 0 ? absl::StrCat(p.sp) : std::string("null"), ", \"fen\": ", json_str(p.fen),
-                    ", ", figures(p.penta, p.wins, p.draws, p.losses), ", \"p_holm\": ", json_num(t.holm[k], 4),
-                    ", \"p_bh\": ", json_num(t.bh[k], 4), ", \"favours\": ", json_str(favours(f, t.holm[k])),
-                    ", \"duplicates\": ", p.duplicates, ", \"unpaired\": ", p.unpaired, "}");
+    absl::StrAppend(&out, k ? ",\n  " : "\n  ", "{\"id\": ", json_string(p.id),
+                    ", \"sp\": ", p.sp >= 0 ? absl::StrCat(p.sp) : std::string("null"),
+                    ", \"fen\": ", json_string(p.fen), ", ", figures(p.penta, p.wins, p.draws, p.losses),
+                    ", \"p_holm\": ", json_number(t.holm[k], 4), ", \"p_bh\": ", json_number(t.bh[k], 4),
+                    ", \"favours\": ", json_string(favours(f, t.holm[k])), ", \"duplicates\": ", p.duplicates,
+                    ", \"unpaired\": ", p.unpaired, "}");
     w += p.wins, d += p.draws, l += p.losses;
   }
   absl::StrAppend(&out, "\n],\n\"total\": {", figures(total(), w, d, l),
-                  "},\n\"heterogeneity\": {\"chi_square\": ", json_num(t.chi_square, 3), ", \"dof\": ", t.dof,
-                  ", \"p\": ", json_num(t.heterogeneity_p, 4), "}");
+                  "},\n\"heterogeneity\": {\"chi_square\": ", json_number(t.chi_square, 3), ", \"dof\": ", t.dof,
+                  ", \"p\": ", json_number(t.heterogeneity_p, 4), "}");
   if (sprt_.enabled()) {
     const double llr = this->llr();
     absl::StrAppend(&out, ",\n\"sprt\": {\"elo0\": ", sprt_.elo0, ", \"elo1\": ", sprt_.elo1,
                     ", \"alpha\": ", sprt_.alpha, ", \"beta\": ", sprt_.beta,
-                    ", \"model\": ", json_str(sprt_.normalized ? "normalized" : "logistic"),
-                    ", \"llr\": ", json_num(llr, 3), ", \"lower\": ", json_num(sprt_.lower(), 3),
-                    ", \"upper\": ", json_num(sprt_.upper(), 3),
-                    ", \"result\": ", json_str(sprt_result_name(sprt_result(sprt_, llr))), "}");
+                    ", \"model\": ", json_string(sprt_.normalized ? "normalized" : "logistic"),
+                    ", \"llr\": ", json_number(llr, 3), ", \"lower\": ", json_number(sprt_.lower(), 3),
+                    ", \"upper\": ", json_number(sprt_.upper(), 3),
+                    ", \"result\": ", json_string(sprt_result_name(sprt_result(sprt_, llr))), "}");
   }
   return out + "\n}\n";
 }
@@ -281,9 +258,9 @@ std::string MatchStats::to_text() const {
     const MatchPositionStats& p = positions_[k];
     const MatchFigures f = match_figures(p.penta);
     absl::StrAppendFormat(&out, "%-8s %5d %5d %5d %5d %5d %5d %6s %7s %6s %6s %s\n", p.id.substr(0, 8), f.pairs,
-                          p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_num(f.score, 3),
+                          p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_number(f.score, 3),
                           std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo) : std::string(""),
-                          csv_num(f.sign_p, 3), csv_num(t.holm[k], 3), favours(f, t.holm[k]));
+                          csv_number(f.sign_p, 3), csv_number(t.holm[k], 3), favours(f, t.holm[k]));
   }
   return out;
 }

@@ -17,6 +17,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+}  // namespace
+
 std::string csv_number(double x, int decimals) {
   if (std::isnan(x)) return "";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
@@ -42,7 +44,13 @@ std::string json_string(absl::string_view s) {
   return out + "\"";
 }
 
-}  // namespace
+std::string metadata_json(const std::vector<MetadataValue>& metadata) {
+  std::string out = "{";
+  for (size_t i = 0; i < metadata.size(); ++i)
+    absl::StrAppend(&out, i ? ", " : "", json_string(metadata[i].key), ": ",
+                    metadata[i].number ? metadata[i].value : json_string(metadata[i].value));
+  return out + "}";
+}
 
 namespace {
 
@@ -340,13 +348,7 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
     return o + "}}";
   };
   std::string out = "{";
-  if (!metadata.empty()) {
-    out += "\"metadata\": {";
-    for (size_t i = 0; i < metadata.size(); ++i)
-      absl::StrAppend(&out, i ? ", " : "", json_string(metadata[i].key), ": ",
-                      metadata[i].number ? metadata[i].value : json_string(metadata[i].value));
-    out += "},\n";
-  }
+  if (!metadata.empty()) absl::StrAppend(&out, "\"metadata\": ", metadata_json(metadata), ",\n");
   out += "\"positions\": [";
   const std::vector<const PositionStats*> v = rows();
   for (size_t i = 0; i < v.size(); ++i) {

@@ -52,6 +52,13 @@ struct ResultCounts {
 
 double elo_from_score(double p);
 
+// The number formats of the tables: CSV (empty for NaN, "inf"/"-inf"), JSON (null for NaN and
+// infinities), a JSON string, and metadata as a JSON object (numbers unquoted).
+std::string csv_number(double x, int decimals);
+std::string json_number(double x, int decimals);
+std::string json_string(absl::string_view s);
+std::string metadata_json(const std::vector<MetadataValue>& metadata);
+
 // Whether a game is evidence about its start position. Not when an engine failed (an illegal
 // move, a crash, a hang, bad output or no start) before both engines had played a move of their
 // own from it: the position had no part in how such a game ended, and nothing can check it (a
