@@ -95,7 +95,7 @@ TEST(AnytimeInterval, CoversTheTrueScoreAtEveryLook) {
   const std::vector<Truth> mixes = {{0, 0.234, 0.571, 0.195}, {0, 0.30, 0.397, 0.303}, {0, 0.1, 0.8, 0.1},
                                     {0, 0.5, 0, 0.5},         {0, 0.85, 0.15, 0},      {0, 0.02, 0.03, 0.95}};
   std::mt19937_64 rng(20261203);
-  constexpr int kRuns = 300, kLooks = 100, kBatch = 20;
+  constexpr int kRuns = 150, kLooks = 100, kBatch = 20;
   int fixed_missed_total = 0;
   for (const Truth& t : mixes) {
     int missed = 0, fixed_missed = 0;
@@ -400,9 +400,9 @@ TEST(AdaptiveSimulation, TheStudyTableHasTheSpreadItSays) {
   EXPECT_NEAR(hi, 0.712, 0.002);
 }
 
-// A tenth of the table (every 10th position), so that the default run stays short.
+// A twentieth of the table (every 20th position), so that the default run stays short.
 TEST(AdaptiveSimulation, AdaptiveNeedsFewerGamesForTheSamePrecisionAndDecisions) {
-  const std::vector<Truth> table = every(sf16_table(), 10);
+  const std::vector<Truth> table = every(sf16_table(), 20);
   const Comparison w = compare_width(table, 0.1, 20, 4000, 7);
   print_width("sample", w, 0.1);
   EXPECT_LT(w.adaptive_games, w.uniform_games);
