@@ -39,11 +39,16 @@ const CommandSpec kSpec = {
     "mirror image, and with --reference a comparison with another table; for perft the counts by "
     "position and their growth by depth. --from reads a CSV of 'c960 selfplay' or 'c960 perft --table' "
     "(several depths may be concatenated); JOB fetches a finished cluster job's results and metadata "
-    "(engine, limits, seed, verification, dates, workers). Exits 1 while the job is unfinished.",
-    with_cluster_options({{"from", Arity::kOne, "FILE", "a results table (CSV) instead of a job"},
-                          {"reference", Arity::kOne, "FILE", "self-play: another table (CSV) to compare with"},
-                          {"title", Arity::kOne, "T", "the page's title"},
-                          {"out", Arity::kOne, "FILE", "write here instead of stdout"}}),
+    "(engine, limits, seed, verification, dates, workers); a self-play job's statistics are its "
+    "per-position counts over every game, stored or not. Exits 1 while the job is unfinished, unless "
+    "--partial: then the report is of what the job has done so far (a running, cancelled or failed "
+    "job), and says so in its title and metadata.",
+    with_cluster_options(
+        {{"from", Arity::kOne, "FILE", "a results table (CSV) instead of a job"},
+         {"partial", Arity::kFlag, "", "JOB: report what a running, cancelled or failed job has done so far"},
+         {"reference", Arity::kOne, "FILE", "self-play: another table (CSV) to compare with"},
+         {"title", Arity::kOne, "T", "the page's title"},
+         {"out", Arity::kOne, "FILE", "write here instead of stdout"}}),
     1};
 
 absl::StatusOr<std::string> read_input(const std::string& option, const std::string& path) {
@@ -130,7 +135,8 @@ report::Metadata job_metadata(const v1::Job& job, Client& client) {
 absl::StatusOr<report::PerftTable> perft_table(const std::vector<v1::ResultChunk>& chunks) {
   report::PerftTable t;
   for (const v1::ResultChunk& c : chunks) {
-    if (!c.has_perft()) continue;
+    // A partial job's roots with units outstanding have no count yet: left out.
+    if (!c.has_perft() || !c.perft().complete()) continue;
     const v1::PerftRootResult& r = c.perft();
     report::PerftRow row;
     row.key.sp = r.start_position();
@@ -151,28 +157,29 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
   Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.get_job(id, &job); !s.ok()) return rpc_fail(io, kName, client, s);
-  if (job.state() != v1::JOB_STATE_SUCCEEDED)
+  const bool partial = job.state() != v1::JOB_STATE_SUCCEEDED;
+  if (partial && !p.has("partial"))
     return fail(io, kName,
                 absl::StrCat("job ", id, " is ", state_name(job.state()),
-                             job.state() == v1::JOB_STATE_RUNNING ? absl::StrCat(" (c960 watch ", id, ")")
-                                                                  : ": only a finished job's results make a report"),
+                             job.state() == v1::JOB_STATE_RUNNING
+                                 ? absl::StrCat(" (c960 watch ", id, "; --partial reports what it has done so far)")
+                                 : ": --partial reports what it did"),
                 kExitCheckFailed);
+  // Self-play: the counts alone (omit_games), which cover every game whether the job stored it.
   std::vector<v1::ResultChunk> chunks;
-  if (absl::Status s = client.results(id, false, false, &chunks); !s.ok()) return rpc_fail(io, kName, client, s);
+  if (absl::Status s = client.results(id, false, job.spec().has_selfplay(), &chunks); !s.ok())
+    return rpc_fail(io, kName, client, s);
   options.metadata = job_metadata(job, client);
+  if (partial)
+    options.metadata.insert(
+        options.metadata.begin(),
+        {"partial", absl::StrCat("yes: the job is ", state_name(job.state()), "; these are the results so far")});
   if (options.title.empty())
-    options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft", " report: ", id);
+    options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft", " report: ", id,
+                                 partial ? absl::StrCat(" (partial, ", state_name(job.state()), ")") : "");
   absl::StatusOr<std::string> out;
   if (job.spec().has_selfplay()) {
-    selfplay::SelfPlayStats stats;
-    for (const v1::ResultChunk& c : chunks)
-      for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
-        absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
-        if (!rec.ok())
-          return fail(io, kName, absl::StrCat("a stored game does not replay: ", rec.status().message()),
-                      kExitCheckFailed);
-        stats.add(c.selfplay().start_position(), *rec);
-      }
+    const selfplay::SelfPlayStats stats = selfplay_stats_from_results(job, chunks);
     out = report::report_from_data(report::selfplay_table_from_stats(stats), options);
   } else {
     absl::StatusOr<report::PerftTable> table = perft_table(chunks);

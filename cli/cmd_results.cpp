@@ -120,47 +120,14 @@ std::vector<MetadataValue> job_metadata(const v1::Job& job) {
   return m;
 }
 
-// The position a result row is about: a start position by number, else its id and FEN (a
-// coordinator before position ids: the number).
-selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
-  if (r.start_position() >= 0)
-    if (absl::StatusOr<selfplay::StartPosition> p = selfplay::chess960_position(r.start_position()); p.ok()) return *p;
-  return selfplay::StartPosition{selfplay::PositionKind::kFen, r.position_id(), r.fen(), -1, -1};
-}
-
 // Statistics from each position's figures, which the coordinator counts over every game as
 // 'c960 selfplay' does, so the two agree; with --pgn the games then stream into the file, so
 // neither side holds them all.
 int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Client& client, const v1::Job& job,
                      const std::vector<v1::ResultChunk>& heads) {
   size_t incomplete = 0, positions = 0;
-  std::string last_id;
-  selfplay::SelfPlayStats stats;
-  for (const v1::ResultChunk& c : heads) {
-    const v1::SelfPlayPositionResult& r = c.selfplay();
-    const selfplay::StartPosition position = result_position(r);
-    if (positions > 0 && position.id == last_id) continue;  // a further chunk of the same position
-    last_id = position.id;
-    ++positions;
-    incomplete += !r.complete();
-    selfplay::PositionStats ps;
-    ps.counts.white_wins = r.white_wins();
-    ps.counts.draws = r.draws();
-    ps.counts.black_wins = r.black_wins();
-    ps.total_plies = r.total_plies();
-    ps.duplicates = r.duplicates();
-    ps.uncounted = r.uncounted();
-    for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
-      ps.terminations[size_t(t)] = r.terminations(t);
-    ps.id = position.id;
-    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
-    ps.fen = selfplay::xfen_of(position);
-    ps.complete = r.complete();
-    stats.set_position(std::move(ps));
-  }
+  selfplay::SelfPlayStats stats = selfplay_stats_from_results(job, heads, &incomplete, &positions);
   const absl::StatusOr<selfplay::SelfPlaySpec> job_spec = selfplay::spec_from_proto(job.spec().selfplay());
-  if (job_spec.ok() && job_spec->adaptive.enabled())
-    stats.set_adaptive(job_spec->adaptive, job_spec->games_per_position);
   const bool partial = p.has("partial");
   if (incomplete > 0 && !partial) return incomplete_fail(io, job, incomplete, positions);
   if (p.has("pgn")) {

@@ -405,4 +405,52 @@ std::string status_table(const std::vector<v1::Job>& jobs, int64_t now) {
   return out;
 }
 
+namespace {
+
+// The position a result row is about: a start position by number, else its id and FEN (a
+// coordinator before position ids: the number).
+selfplay::StartPosition result_position(const v1::SelfPlayPositionResult& r) {
+  if (r.start_position() >= 0)
+    if (absl::StatusOr<selfplay::StartPosition> p = selfplay::chess960_position(r.start_position()); p.ok()) return *p;
+  return selfplay::StartPosition{selfplay::PositionKind::kFen, r.position_id(), r.fen(), -1, -1};
+}
+
+}  // namespace
+
+selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
+                                                    size_t* incomplete, size_t* positions) {
+  size_t open = 0, count = 0;
+  std::string last_id;
+  selfplay::SelfPlayStats stats;
+  for (const v1::ResultChunk& c : chunks) {
+    if (!c.has_selfplay()) continue;
+    const v1::SelfPlayPositionResult& r = c.selfplay();
+    const selfplay::StartPosition position = result_position(r);
+    if (count > 0 && position.id == last_id) continue;  // a further chunk of the same position
+    last_id = position.id;
+    ++count;
+    open += !r.complete();
+    selfplay::PositionStats ps;
+    ps.counts.white_wins = r.white_wins();
+    ps.counts.draws = r.draws();
+    ps.counts.black_wins = r.black_wins();
+    ps.total_plies = r.total_plies();
+    ps.duplicates = r.duplicates();
+    ps.uncounted = r.uncounted();
+    for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
+      ps.terminations[size_t(t)] = r.terminations(t);
+    ps.id = position.id;
+    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
+    ps.fen = selfplay::xfen_of(position);
+    ps.complete = r.complete();
+    stats.set_position(std::move(ps));
+  }
+  if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay());
+      spec.ok() && spec->adaptive.enabled())
+    stats.set_adaptive(spec->adaptive, spec->games_per_position);
+  if (incomplete) *incomplete = open;
+  if (positions) *positions = count;
+  return stats;
+}
+
 }  // namespace c960::cli

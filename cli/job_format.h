@@ -16,6 +16,7 @@
 #include "cluster/job_json.h"
 #include "cluster/text_wrap.h"
 #include "selfplay/ranking.h"
+#include "selfplay/stats.h"
 
 namespace c960::cli {
 
@@ -115,5 +116,13 @@ std::string status_table(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
 // The jobs' JSON (cluster/job_json.h), shared with the coordinator's /api/v2/jobs.
 using cluster::job_json;
 using cluster::jobs_json;
+
+// A self-play job's statistics from its results' per-position figures (the counts the
+// coordinator keeps over every game, stored or not; a position's further chunks of games are
+// skipped), with its adaptive rule where it has one: what `c960 results` and `c960 report JOB`
+// show. `incomplete` and `positions` (optional) count the positions with games outstanding and
+// all of them.
+selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
+                                                    size_t* incomplete = nullptr, size_t* positions = nullptr);
 
 }  // namespace c960::cli

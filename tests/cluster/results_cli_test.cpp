@@ -276,6 +276,38 @@ TEST_F(ResultsCliTest, SelfPlayJobCancelledGivesItsPartialStatistics) {
   EXPECT_TRUE(absl::StartsWith(table[11], "Not ranked yet: ranks need 3 positions with 20 games each")) << r.out;
   EXPECT_TRUE(absl::StartsWith(table[12], "Does the start position matter?")) << r.out;
   for (const std::string& line : table) EXPECT_LE(line.size(), 80u) << line;  // fits the terminal
+
+  // The report: refused without --partial (naming it), and with it the games so far, said to be
+  // partial in the title and the metadata.
+  r = cli({"report", job});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "--partial reports what it did")) << r.err;
+  r = cli({"report", job, "--partial"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, absl::StrCat("report: ", job, " (partial, CANCELLED)"))) << r.out.substr(0, 400);
+  EXPECT_TRUE(absl::StrContains(r.out, "these are the results so far"));
+}
+
+// The report of a job that kept no games: its statistics are the counts over every game, as
+// `c960 results` gives them, not the stored games (there are none).
+TEST_F(ResultsCliTest, ASelfPlayReportCountsEveryGameStoredOrNot) {
+  start_coordinator();
+  const std::string job =
+      submit({"submit", "selfplay", "--sps", "0-1", "--games-per-position", "3", "--engine", "builtin", "--nodes",
+              "500", "--random-plies", "2", "--max-plies", "80", "--store-games", "none", "--verify", "off"});
+  ASSERT_TRUE(absl::StartsWith(job, "job-")) << job;
+  start_worker(port_, {"--threads=1", "--hash=0"});
+  v1::Job j;
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& x) { return x.state() == v1::JOB_STATE_SUCCEEDED; }, &j));
+  CliResult r = cli({"report", job});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The page's summary counts the 6 games, as the results' 'all' row does.
+  const CliResult csv = cli({"results", job});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_TRUE(absl::StrContains(csv.out, "\nall,,6,")) << csv.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "<div class=\"k\">games</div><div class=\"v\">6</div>"))
+      << r.out.substr(0, 2000);
 }
 
 }  // namespace
