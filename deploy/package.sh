@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 # Installed under /usr, configuration in /etc: the prefix is baked into the units and conffiles.
 cmake --preset portable -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-./deploy/build.sh portable c960 c960-coordinator c960-worker c960-healthcheck
+# The man pages and completion scripts are build targets of their own (made from the binaries).
+./deploy/build.sh portable c960 c960-coordinator c960-worker c960-healthcheck man completion
 rm -rf build/package
 cpack --config build/portable/CPackConfig.cmake -B build/package
 deb=$(ls build/package/c960_*_amd64.deb)
