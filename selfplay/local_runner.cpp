@@ -157,8 +157,9 @@ absl::StatusOr<std::vector<PlayedGame>> play_local(const SelfPlaySpec& spec, int
         return next.has_value() || in_flight == 0;
       });
       if (!next) return;
+      const bool stopped = stopping;  // read under the lock; `stop` is asked without it
       lock.unlock();
-      const bool stop_now = stopping || (stop && stop());
+      const bool stop_now = stopped || (stop && stop());
       lock.lock();
       if (stop_now) {
         --positions[next->first].next;  // not started
