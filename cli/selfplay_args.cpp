@@ -328,7 +328,7 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   if (p.has("batch") && !spec.adaptive.enabled())
     return absl::InvalidArgumentError("--batch goes with --target-width or --band");
   // Unless given, a batch is at most the cap.
-  if (!p.has("batch")) spec.adaptive.batch = std::min(spec.adaptive.batch, std::max(2, spec.games_per_position));
+  if (!p.has("batch")) spec.adaptive.batch = selfplay::default_batch(spec.games_per_position);
   absl::StatusOr<std::vector<selfplay::StartPosition>> positions = positions_from_args(p, spec.seed);
   if (!positions.ok()) return positions.status();
   spec.positions = *std::move(positions);

@@ -35,6 +35,15 @@ std::string proto_field(absl::string_view field) {
 
 }  // namespace
 
+AdaptiveRule adaptive_rule_from_proto(const v1::SelfPlayJobSpec& p) {
+  AdaptiveRule r;
+  r.target_width = p.target_width();
+  r.band_lo = p.band_lo();
+  r.band_hi = p.band_hi();
+  r.batch = p.adaptive_batch() ? p.adaptive_batch() : default_batch(p.games_per_position());
+  return r;
+}
+
 absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   SelfPlaySpec s;
   if (int(!p.start_positions().empty()) + int(p.positions_size() > 0) + int(!p.dfrc_pairs().empty()) > 1)
@@ -90,12 +99,8 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   s.engine_timeout_ms = p.engine_timeout_ms() ? p.engine_timeout_ms() : spec_defaults.engine_timeout_ms;
   if (p.games_per_unit() < 0 || p.games_per_unit() > cluster::kMaxSelfPlayGamesPerUnit)
     return bad("games_per_unit", absl::StrCat(p.games_per_unit(), " is not in 0..", cluster::kMaxSelfPlayGamesPerUnit));
-  s.adaptive.target_width = p.target_width();
-  s.adaptive.band_lo = p.band_lo();
-  s.adaptive.band_hi = p.band_hi();
   if (p.adaptive_batch() < 0) return bad("adaptive_batch", "negative");
-  s.adaptive.batch =
-      p.adaptive_batch() ? p.adaptive_batch() : std::min(kDefaultAdaptiveBatch, std::max(2, p.games_per_position()));
+  s.adaptive = adaptive_rule_from_proto(p);
   if (absl::Status st = s.validate(); !st.ok()) {
     const absl::string_view msg = st.message();
     const size_t colon = msg.find(':');

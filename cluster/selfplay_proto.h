@@ -15,6 +15,9 @@ namespace c960::selfplay {
 // positions, dfrc_pairs, engine, options, nodes, depth, movetime_ms, limits, games_per_unit,
 // date, ...).
 absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p);
+// The spec's adaptive rule alone (unchecked: spec_from_proto checks it with the rest), for
+// callers that need no positions (the coordinator's looks).
+AdaptiveRule adaptive_rule_from_proto(const v1::SelfPlayJobSpec& p);
 // The inverse (games_per_unit left 0): start positions and DFRC pairs as ranges ("0-9,518"),
 // other positions one by one (a mix of kinds as positions).
 v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& spec);

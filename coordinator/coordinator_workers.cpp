@@ -457,14 +457,22 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     const JobKind* kind;
     std::string before;  // the plan as it was: a job that changed meanwhile is left alone
     v1::store::JobPlan plan;
-    v1::JobSpec spec;
+    v1::JobSpec spec;  // the job's shared part, for looks at results (no positions: copied under the lock)
     int64_t done = 0;  // units settled when the looks read the store
     std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> units;
     absl::Status error;
   };
   std::vector<Work> work;
   for (Job* j : table_.by_seq)
-    if (j->refilling) work.push_back({j->id, j->kind, j->plan.SerializeAsString(), j->plan, j->spec, j->done, {}, {}});
+    if (j->refilling)
+      work.push_back({j->id,
+                      j->kind,
+                      j->plan.SerializeAsString(),
+                      j->plan,
+                      j->kind->plans_from_results(j->plan) ? j->shared : v1::JobSpec(),
+                      j->done,
+                      {},
+                      {}});
   // Expanding roots takes tens of milliseconds each, looks read the store: without the lock.
   lock.unlock();
   for (Work& w : work) {

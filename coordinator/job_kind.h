@@ -70,7 +70,8 @@ class JobKind {
   }
   // Planning from results (an adaptive self-play job): whether the plan waits for results to
   // decide its next units, and those units: read from the job's figures in the store, advancing
-  // the plan. Called without the coordinator's lock after units settle; the coordinator stores
+  // the plan; `spec` is the job's shared part (shared()). Called without the coordinator's lock
+  // after units settle; the coordinator stores
   // the units with the new plan in one transaction (a plan whose looks found nothing new is left
   // as it was).
   virtual bool plans_from_results(const v1::store::JobPlan& /*plan*/) const { return false; }

@@ -60,6 +60,10 @@ void add_units(const v1::store::SelfPlayPlan& sp, int k, int first, int end, int
   }
 }
 
+int games_per_unit(const v1::SelfPlayJobSpec& p) {
+  return p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
+}
+
 // The games planned for position k: its planned count in an adaptive plan, else all.
 int planned_games(const v1::store::SelfPlayPlan& sp, int k) {
   return k < sp.planned_games_size() ? sp.planned_games(k) : sp.games_per_position();
@@ -101,7 +105,7 @@ class SelfPlayKind : public JobKind {
       return absl::InvalidArgumentError(
           "verify: games under a time limit (movetime, tc) are not reproducible, so workers cannot check each "
           "other's; use verify off, or a nodes or depth limit");
-    const int per_unit = p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
+    const int per_unit = games_per_unit(p);
     const uint64_t units_per_position = (uint64_t(s->games_per_position) + uint64_t(per_unit) - 1) / uint64_t(per_unit);
     if (units_per_position * s->positions.size() > kMaxPlanUnits)
       return absl::ResourceExhaustedError(absl::StrCat("games_per_position: ", units_per_position * s->positions.size(),
@@ -124,8 +128,8 @@ class SelfPlayKind : public JobKind {
         o->set_fen(pos.fen);
       }
       // An adaptive job plans each position's first batch; its looks plan the rest.
-      const int planned =
-          s->adaptive.enabled() ? std::min(s->adaptive.batch, s->games_per_position) : s->games_per_position;
+      const int planned = s->adaptive.enabled() ? int(selfplay::next_look(s->adaptive, 0, s->games_per_position))
+                                                : s->games_per_position;
       if (s->adaptive.enabled()) {
         sp->add_planned_games(planned);
         sp->add_verdicts(int32_t(selfplay::Verdict::kOpen));
@@ -150,34 +154,34 @@ class SelfPlayKind : public JobKind {
   absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
       Store* store, const std::string& job_id, const v1::JobSpec& spec, v1::store::JobPlan* plan) const override {
     v1::store::SelfPlayPlan* sp = plan->mutable_selfplay();
-    absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec.selfplay());
-    if (!s.ok()) return absl::InternalError(absl::StrCat("job spec: ", s.status().message()));
+    // The rule and the cap only: `spec` is the job's shared part, without its positions.
+    const selfplay::AdaptiveRule rule = selfplay::adaptive_rule_from_proto(spec.selfplay());
+    const int cap = spec.selfplay().games_per_position();
     const int n = position_count(*sp);
     if (sp->planned_games_size() != n || sp->verdicts_size() != n)
       return absl::DataLossError(
           absl::StrCat("job ", job_id, ": adaptive plan of ", sp->planned_games_size(), " positions for ", n));
     absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
     if (!totals.ok()) return totals.status();
-    const int per_unit =
-        spec.selfplay().games_per_unit() > 0 ? spec.selfplay().games_per_unit() : kDefaultSelfPlayGamesPerUnit;
+    const int per_unit = games_per_unit(spec.selfplay());
     std::vector<std::pair<double, int>> next;  // (need, position) of those that play on
     for (const PositionTotals& t : *totals) {
       const int k = t.sp;
       if (k < 0 || k >= n || sp->verdicts(k) != int32_t(selfplay::Verdict::kOpen) || t.games != sp->planned_games(k))
         continue;
       const selfplay::AnytimeInterval interval = selfplay::anytime_interval(t.white_wins, t.draws, t.black_wins);
-      const selfplay::Verdict v = selfplay::verdict(s->adaptive, interval, t.games, s->games_per_position);
+      const selfplay::Verdict v = selfplay::verdict(rule, interval, t.games, cap);
       if (v != selfplay::Verdict::kOpen) {
         sp->set_verdicts(k, int32_t(v));
         continue;
       }
-      next.emplace_back(-selfplay::need(s->adaptive, interval), k);
+      next.emplace_back(-selfplay::need(rule, interval), k);
     }
     std::sort(next.begin(), next.end());
     std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> out;
     for (const auto& [need, k] : next) {
       const int first = sp->planned_games(k);
-      const int end = int(selfplay::next_look(s->adaptive, first, s->games_per_position));
+      const int end = int(selfplay::next_look(rule, first, cap));
       sp->set_planned_games(k, end);
       add_units(*sp, k, first, end, per_unit, &out);
     }

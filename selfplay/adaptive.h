@@ -29,6 +29,7 @@
 // many, interrupted and resumed or not.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -46,6 +47,12 @@ inline constexpr double kDefaultAnytimeAlpha = 0.05;
 // Bet fractions of the mixture: geometric from kMinBet to kMaxBet.
 inline constexpr int kBetGrid = 40;
 inline constexpr double kMinBet = 1.0 / 4096, kMaxBet = 0.75;
+
+// The batch when none is given: kDefaultAdaptiveBatch, or the cap if less (at least
+// kMinAdaptiveBatch, so that validate() names a cap below it).
+inline int default_batch(int cap) {
+  return cap < kDefaultAdaptiveBatch ? std::max(kMinAdaptiveBatch, cap) : kDefaultAdaptiveBatch;
+}
 
 struct AdaptiveRule {
   double target_width = 0;            // > 0: stop a position once its interval is narrower

@@ -303,7 +303,7 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
       out += ",,,";
     } else if (adaptive) {
       const AnytimeInterval a = anytime(p);
-      absl::StrAppend(&out, ",", csv_number(a.lo, 4), ",", csv_number(a.hi, 4), ",", verdict_name(verdict_of(p)));
+      absl::StrAppend(&out, ",", csv_number(a.lo, 4), ",", csv_number(a.hi, 4), ",", verdict_name(verdict_of(p, a)));
     }
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     if (complete_column) out += p.complete ? ",true" : ",false";
@@ -319,17 +319,19 @@ AnytimeInterval SelfPlayStats::anytime(const PositionStats& p) const {
   return anytime_interval(p.counts.white_wins, p.counts.draws, p.counts.black_wins);
 }
 
-Verdict SelfPlayStats::verdict_of(const PositionStats& p) const {
+Verdict SelfPlayStats::verdict_of(const PositionStats& p) const { return verdict_of(p, anytime(p)); }
+
+Verdict SelfPlayStats::verdict_of(const PositionStats& p, const AnytimeInterval& interval) const {
   // A position with games outstanding (a running job's) has no verdict yet.
   if (!p.complete) return Verdict::kOpen;
-  return verdict(adaptive_, anytime(p), p.played(), cap_);
+  return verdict(adaptive_, interval, p.played(), cap_);
 }
 
 std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, bool complete_field) const {
   const auto json_anytime = [this](const PositionStats& p) {
     const AnytimeInterval a = anytime(p);
     return absl::StrCat("\"anytime_lo\": ", json_number(a.lo, 4), ", \"anytime_hi\": ", json_number(a.hi, 4),
-                        ", \"verdict\": ", json_string(verdict_name(verdict_of(p))), ", ");
+                        ", \"verdict\": ", json_string(verdict_name(verdict_of(p, a))), ", ");
   };
   const Ranking ranking = shrinkage();
   const auto object = [complete_field](const PositionStats& p, const std::string& head) {

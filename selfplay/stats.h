@@ -141,6 +141,7 @@ class SelfPlayStats {
   // A position's anytime interval and verdict under the rule.
   AnytimeInterval anytime(const PositionStats& p) const;
   Verdict verdict_of(const PositionStats& p) const;
+  Verdict verdict_of(const PositionStats& p, const AnytimeInterval& interval) const;
 
  private:
   std::vector<PositionStats> positions_;  // in the order first added
