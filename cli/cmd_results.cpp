@@ -127,6 +127,7 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
                      const std::vector<v1::ResultChunk>& heads) {
   size_t incomplete = 0, positions = 0;
   selfplay::SelfPlayStats stats = selfplay_stats_from_results(job, heads, &incomplete, &positions);
+  const bool match = !job.spec().selfplay().opponent().empty();
   const absl::StatusOr<selfplay::SelfPlaySpec> job_spec = selfplay::spec_from_proto(job.spec().selfplay());
   const bool partial = p.has("partial");
   if (incomplete > 0 && !partial) return incomplete_fail(io, job, incomplete, positions);
@@ -148,10 +149,13 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
     if (!s.ok()) return rpc_fail(io, kName, client, s);
     if (absl::Status c = out.commit(); !c.ok()) return fail(io, kName, c);
   }
+  // A match: the pairs' statistics, as 'c960 selfplay --opponent' gives them.
+  const selfplay::MatchStats pairs = match ? match_stats_from_results(job, heads) : selfplay::MatchStats("", "");
   switch (format) {
     case OutputFormat::kText:
+      if (match) return emit(p, io, pairs.to_text());
       return emit(p, io, selfplay_text_table(stats, io.out_is_tty && !p.has("out") ? stdout_columns() : 0));
-    case OutputFormat::kCsv: return emit(p, io, stats.to_csv(partial));
+    case OutputFormat::kCsv: return emit(p, io, match ? pairs.to_csv() : stats.to_csv(partial));
     case OutputFormat::kJson: break;
   }
   std::vector<MetadataValue> metadata = job_metadata(job);
@@ -161,7 +165,7 @@ int selfplay_results(const ParsedArgs& p, const Io& io, OutputFormat format, Cli
   } else {
     metadata.push_back({"spec_error", std::string(job_spec.status().message())});
   }
-  return emit(p, io, stats.to_json(metadata, partial));
+  return emit(p, io, match ? pairs.to_json(metadata) : stats.to_json(metadata, partial));
 }
 
 int perft_results(const ParsedArgs& p, const Io& io, OutputFormat format, const v1::Job& job,

@@ -39,29 +39,35 @@ const CommandSpec kSpec = {
     "                  [--option NAME=VALUE ...] (--nodes N | --depth D | --movetime MS | --tc BASE[+INC])\n"
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
     "                  [--store-games all|none|sample:N]\n"
+    "                  [--opponent builtin|NAME [--opponent-option NAME=VALUE ...] [--sprt elo0=E,elo1=E]]\n"
     "       (both: [--verify off|adaptive|all] [--watch] [--quiet])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
     "--fen; for selfplay also --epd or --dfrc) the job covers all 960 start positions. Give several FENs as quoted "
     "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
     "the games; the engine is a NAME the workers offer (c960-worker --engine NAME=PATH; builtin "
-    "always), never a path. Results are checked by the coordinator and, as --verify says, by "
+    "always), never a path. With --opponent NAME the job is a match of two engines, played by workers that offer "
+    "both: colour-reversed pairs as in 'c960 selfplay --opponent', and 'c960 results' gives the pentanomial "
+    "counts, Elo and LOS; with --sprt the job plays rounds of pairs (20 games a position between looks) until the "
+    "test decides or --games-per-position. Results are checked by the coordinator and, as --verify says, by "
     "other workers. Submitting again with the same --request-id returns the same job. With --quiet "
     "only the job id is printed (JOB=$(c960 submit ... --quiet)); with --watch the job is then "
     "followed as 'c960 watch' does, with its exit codes.",
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
-        // Matches of two engines are local runs only (c960 selfplay --opponent): not offered here.
-        if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen" && sp.name != "opponent" &&
-            sp.name != "opponent-option" && sp.name != "sprt")
-          o.push_back(sp);
-      // A cluster job names an engine the workers offer, never a path on this machine.
+        if (sp.name != "sps" && sp.name != "sp" && sp.name != "depth" && sp.name != "fen") o.push_back(sp);
+      // A cluster job names engines the workers offer, never a path on this machine.
       for (OptionSpec& sp : o)
         if (sp.name == "engine") {
           sp.metavar = "builtin|NAME";
           sp.help =
               "selfplay: the built-in engine, or a UCI engine the workers offer by NAME (c960-worker --engine "
               "NAME=PATH)";
+        } else if (sp.name == "opponent") {
+          sp.metavar = "builtin|NAME";
+          sp.help =
+              "selfplay: a match: the second engine (B), builtin or a NAME the workers offer; its units go to workers "
+              "that offer both engines";
         }
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
@@ -86,10 +92,11 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
     if (p.has(perft_only))
       return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
   // Workers offer engines by name; a job never makes them start a program of its choosing.
-  if (p.get("engine").find('/') != std::string::npos)
-    return absl::InvalidArgumentError(absl::StrCat("--engine: '", p.get("engine"),
-                                                   "' is a path; name an engine the workers offer (builtin, or NAME "
-                                                   "from c960-worker --engine NAME=PATH)"));
+  for (const char* option : {"engine", "opponent"})
+    if (p.has(option) && (p.get(option).find('/') != std::string::npos || p.get(option).find('=') != std::string::npos))
+      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", p.get(option),
+                                                     "' is a path; name an engine the workers offer (builtin, or NAME "
+                                                     "from c960-worker --engine NAME=PATH)"));
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay_spec_from_args(p);
   if (!spec.ok()) return spec.status();
   v1::SelfPlayJobSpec* s = req->mutable_spec()->mutable_selfplay();

@@ -252,6 +252,11 @@ Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks) {
     entries.push_back({p.start_position(), p.position_id(), 0, 0, 0, p.games()});
     counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
     l.games += p.games();
+    if (p.has_match()) {
+      l.match = true;
+      for (int i = 0; i < selfplay::kPentanomialCells && i < p.match().pentanomial_size(); ++i)
+        l.pairs[size_t(i)] += p.match().pentanomial(i);
+    }
   }
   const selfplay::Ranking r = selfplay::rank_positions(counts);
   l.most_games = r.most_games;
@@ -283,12 +288,22 @@ std::string leader_text(const LeaderEntry& e) {
   return absl::StrFormat("%s %.2f (%sn=%d)", name, e.score, ranks, e.games);
 }
 
+std::string match_line(const Leaders& l) {
+  int64_t pairs = 0;
+  for (int64_t n : l.pairs) pairs += n;
+  if (pairs == 0) return "A (the engine) against B (the opponent): no pairs yet";
+  const selfplay::MatchFigures f = selfplay::match_figures(l.pairs);
+  return absl::StrFormat("A: score %.3f [%.3f, %.3f], Elo %+.0f [%+.0f, %+.0f], LOS %.1f%% (%d pairs)", f.score,
+                         f.score_lo, f.score_hi, f.elo, f.elo_lo, f.elo_hi, 100 * f.los, pairs);
+}
+
 std::string leaders_missing(const Leaders& l) {
   if (l.games == 0) return "no games yet";
   return absl::StrCat("not ranked yet: ", l.min_games, " games a position (most so far: ", l.most_games, ")");
 }
 
 std::string leaders_line(const Leaders& l) {
+  if (l.match) return match_line(l);
   if (!l.any()) return leaders_missing(l);
   std::string out = leaders_list("best:", l.best, 0);
   if (!l.worst.empty()) absl::StrAppend(&out, "; ", leaders_list("worst:", l.worst, 0));
@@ -302,7 +317,14 @@ std::vector<std::string> watch_lines(const v1::Job& j, const WatchView& v, int64
   const std::string b = bar(job_fraction(j), head.size(), limit);
   if (!b.empty()) absl::StrAppend(&head, kSep, b);
   std::vector<std::string> lines = {head, fit_fields(detail_fields(j, v, now), limit)};
-  if (j.spec().has_selfplay()) {
+  if (j.spec().has_selfplay() && !j.spec().selfplay().opponent().empty()) {
+    // A match: A's figures, then the pairs by A's points (pentanomial).
+    const selfplay::Pentanomial& n = v.leaders.pairs;
+    lines.push_back(cut(match_line(v.leaders), limit));
+    lines.push_back(cut(absl::StrCat("pairs LL ", n[0], ", LD ", n[1], ", DD/WL ", n[2], ", WD ", n[3], ", WW ", n[4],
+                                     " (", j.spec().selfplay().engine(), " vs ", j.spec().selfplay().opponent(), ")"),
+                        limit));
+  } else if (j.spec().has_selfplay()) {
     if (!v.leaders.any()) {
       lines.push_back(cut(absl::StrCat("best:  ", leaders_missing(v.leaders)), limit));
       lines.push_back("worst:");
@@ -448,6 +470,40 @@ selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const st
   if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay());
       spec.ok() && spec->adaptive.enabled())
     stats.set_adaptive(spec->adaptive, spec->games_per_position);
+  if (incomplete) *incomplete = open;
+  if (positions) *positions = count;
+  return stats;
+}
+
+selfplay::MatchStats match_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
+                                              size_t* incomplete, size_t* positions) {
+  const v1::SelfPlayJobSpec& spec = job.spec().selfplay();
+  selfplay::MatchStats stats(spec.engine(), spec.opponent());
+  if (absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec); s.ok()) stats.set_sprt(s->sprt);
+  size_t open = 0, count = 0;
+  std::string last_id;
+  for (const v1::ResultChunk& c : chunks) {
+    if (!c.has_selfplay()) continue;
+    const v1::SelfPlayPositionResult& r = c.selfplay();
+    const selfplay::StartPosition position = result_position(r);
+    if (count > 0 && position.id == last_id) continue;  // a further chunk of the same position
+    last_id = position.id;
+    ++count;
+    open += !r.complete();
+    selfplay::MatchPositionStats ps;
+    ps.id = position.id;
+    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
+    ps.fen = selfplay::xfen_of(position);
+    const v1::MatchCounts& m = r.match();
+    for (int i = 0; i < selfplay::kPentanomialCells && i < m.pentanomial_size(); ++i)
+      ps.penta[size_t(i)] = m.pentanomial(i);
+    ps.wins = m.wins();
+    ps.draws = m.draws();
+    ps.losses = m.losses();
+    ps.duplicates = m.duplicates();
+    ps.unpaired = m.unpaired();
+    stats.set_position(std::move(ps));
+  }
   if (incomplete) *incomplete = open;
   if (positions) *positions = count;
   return stats;

@@ -15,6 +15,7 @@
 #include "c960/v1/cluster.pb.h"
 #include "cluster/job_json.h"
 #include "cluster/text_wrap.h"
+#include "selfplay/match.h"
 #include "selfplay/ranking.h"
 #include "selfplay/stats.h"
 
@@ -75,8 +76,13 @@ struct Leaders {
   int64_t games = 0;       // of every position
   int64_t most_games = 0;  // of any one position
   int64_t min_games = selfplay::kMinGamesToRank;
+  // A match job (results with MatchCounts): its pairs so far instead of positions by score.
+  bool match = false;
+  selfplay::Pentanomial pairs{};
   bool any() const { return !best.empty(); }
 };
+// A match's line: "A: score 0.431 [0.380, 0.482], Elo -48 [-84, -13], LOS 0.4% (40 pairs)".
+std::string match_line(const Leaders& leaders);
 inline constexpr int kLeadersShown = 3;  // at most, in each list
 Leaders leaders_of(const std::vector<v1::ResultChunk>& chunks);
 // "#518 RNBQKBNR 0.55 (rank 1-12, n=40)"
@@ -124,5 +130,9 @@ using cluster::jobs_json;
 // all of them.
 selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
                                                     size_t* incomplete = nullptr, size_t* positions = nullptr);
+// A match job's (SelfPlayJobSpec.opponent) statistics from the same chunks: the figures of
+// 'c960 selfplay --opponent' over the pairs the coordinator counted, with the job's SPRT.
+selfplay::MatchStats match_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
+                                              size_t* incomplete = nullptr, size_t* positions = nullptr);
 
 }  // namespace c960::cli

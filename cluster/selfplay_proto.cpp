@@ -1,6 +1,7 @@
 #include "cluster/selfplay_proto.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
@@ -30,6 +31,7 @@ std::string proto_field(absl::string_view field) {
   if (field.substr(0, 13) == "adjudication.") return std::string(field.substr(13));
   if (field == "batch") return "adaptive_batch";
   if (field == "band") return "band_lo, band_hi";
+  if (field == "sprt") return "sprt_elo0, sprt_elo1, sprt_alpha, sprt_beta";
   return std::string(field);
 }
 
@@ -72,13 +74,32 @@ absl::StatusOr<SelfPlaySpec> spec_from_proto(const v1::SelfPlayJobSpec& p) {
   if (p.engine().size() > size_t(cluster::kMaxEnginePathLength) || !printable(p.engine()))
     return bad("engine", "not a printable path of at most 4096 characters");
   s.engine = p.engine();
-  if (p.options_size() > cluster::kMaxUciOptions)
-    return bad("options", absl::StrCat("more than ", cluster::kMaxUciOptions));
-  for (const v1::UciOption& o : p.options()) {
-    if (o.name().empty() || o.name().size() > size_t(cluster::kMaxUciOptionLength) ||
-        o.value().size() > size_t(cluster::kMaxUciOptionLength) || !printable(o.name()) || !printable(o.value()))
-      return bad("options", "names must be 1..256 and values 0..256 printable characters");
-    s.options.push_back({o.name(), o.value()});
+  const auto options = [](absl::string_view field, const google::protobuf::RepeatedPtrField<v1::UciOption>& in,
+                          std::vector<UciOptionValue>* out) -> absl::Status {
+    if (in.size() > cluster::kMaxUciOptions) return bad(field, absl::StrCat("more than ", cluster::kMaxUciOptions));
+    for (const v1::UciOption& o : in) {
+      if (o.name().empty() || o.name().size() > size_t(cluster::kMaxUciOptionLength) ||
+          o.value().size() > size_t(cluster::kMaxUciOptionLength) || !printable(o.name()) || !printable(o.value()))
+        return bad(field, "names must be 1..256 and values 0..256 printable characters");
+      out->push_back({o.name(), o.value()});
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status st = options("options", p.options(), &s.options); !st.ok()) return st;
+  if (p.opponent().size() > size_t(cluster::kMaxEnginePathLength) || !printable(p.opponent()))
+    return bad("opponent", "not a printable name of at most 4096 characters");
+  s.opponent = p.opponent();
+  if (absl::Status st = options("opponent_options", p.opponent_options(), &s.opponent_options); !st.ok()) return st;
+  if (p.sprt_elo0() != 0 || p.sprt_elo1() != 0) {
+    if (!std::isfinite(p.sprt_elo0()) || !std::isfinite(p.sprt_elo1()) || p.sprt_elo1() <= p.sprt_elo0())
+      return bad("sprt_elo1", absl::StrCat(p.sprt_elo1(), " is not more than sprt_elo0 ", p.sprt_elo0()));
+    s.sprt.elo0 = p.sprt_elo0();
+    s.sprt.elo1 = p.sprt_elo1();
+    if (p.sprt_alpha() != 0) s.sprt.alpha = p.sprt_alpha();
+    if (p.sprt_beta() != 0) s.sprt.beta = p.sprt_beta();
+    s.sprt.normalized = p.sprt_normalized();
+  } else if (p.sprt_alpha() != 0 || p.sprt_beta() != 0 || p.sprt_normalized()) {
+    return bad("sprt_elo0", "sprt_alpha, sprt_beta or sprt_normalized given without the bounds sprt_elo0 < sprt_elo1");
   }
   if (p.depth() < 0 || p.movetime_ms() < 0) return bad(p.depth() < 0 ? "depth" : "movetime_ms", "negative");
   s.games_per_position = p.games_per_position();
@@ -164,6 +185,19 @@ v1::SelfPlayJobSpec spec_to_proto(const SelfPlaySpec& s) {
   p.set_draw_min_ply(s.adjudication.draw_min_ply);
   p.set_resign_moves(s.adjudication.resign_moves);
   p.set_resign_score_cp(s.adjudication.resign_score_cp);
+  p.set_opponent(s.opponent);
+  for (const UciOptionValue& o : s.opponent_options) {
+    v1::UciOption* u = p.add_opponent_options();
+    u->set_name(o.name);
+    u->set_value(o.value);
+  }
+  if (s.sprt.enabled()) {
+    p.set_sprt_elo0(s.sprt.elo0);
+    p.set_sprt_elo1(s.sprt.elo1);
+    p.set_sprt_alpha(s.sprt.alpha);
+    p.set_sprt_beta(s.sprt.beta);
+    p.set_sprt_normalized(s.sprt.normalized);
+  }
   p.set_hash_mb(s.hash_mb);
   p.set_engine_timeout_ms(s.engine_timeout_ms);
   if (s.adaptive.enabled()) {

@@ -304,10 +304,10 @@ absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, con
 
 std::string Coordinator::notice(const Job& j) const {
   if (j.state != v1::JOB_STATE_RUNNING) return "";
-  const std::string engine = j.kind->required_engine(j.spec);
-  // One pass over the sessions: is anyone there, computing this kind, offering the engine, and
+  const std::vector<JobKind::EngineNeed> needs = j.kind->required_engines(j.spec);
+  // One pass over the sessions: is anyone there, computing this kind, offering the engines, and
   // how many (not quarantined) could run the job.
-  bool alive = false, capable = false, offered = engine.empty(), allowed = engine.empty();
+  bool alive = false, capable = false, offered = needs.empty(), allowed = needs.empty();
   std::string refusal;         // why an offering worker does not allow the job's options
   std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
   bool trusted = false;        // one of them is trusted (adaptive verification takes its word)
@@ -315,7 +315,7 @@ std::string Coordinator::notice(const Job& j) const {
     if (s.lost) continue;
     alive = true;
     const bool computes = s.capabilities.count(j.kind->capability()) > 0;
-    const bool has_engine = engine.empty() || s.engines.count(engine) > 0;
+    const bool has_engine = offers_all(s, *j.kind, j.spec);
     const bool runs_it = has_engine && runs(s, *j.kind, j.spec, refusal.empty() ? &refusal : nullptr);
     capable |= computes;
     offered |= has_engine;
@@ -327,12 +327,15 @@ std::string Coordinator::notice(const Job& j) const {
   }
   if (!alive) return "waiting: no worker is connected";
   if (!capable) return absl::StrCat("waiting: no connected worker computes ", j.kind->capability(), " units");
-  if (!offered)
-    return absl::StrCat("waiting: no connected worker offers engine '", engine, "' (c960-worker --engine ", engine,
-                        "=PATH)");
+  if (!offered) {
+    std::string flags;
+    for (const JobKind::EngineNeed& n : needs)
+      if (n.engine != "builtin") absl::StrAppend(&flags, flags.empty() ? "" : " ", "--engine ", n.engine, "=PATH");
+    return absl::StrCat("waiting: no connected worker offers ", engines_named(needs), " (c960-worker ", flags, ")");
+  }
   if (!allowed)
-    return absl::StrCat("waiting: no connected worker offering engine '", engine,
-                        "' allows the job's options: ", refusal);
+    return absl::StrCat("waiting: no connected worker offering ", engines_named(needs),
+                        " allows the job's options: ", refusal);
   // Waiting for a second credential now, or bound to at submit: every unit of a job verified
   // twice, or of workers not trusted yet, needs one.
   const bool needs_second =

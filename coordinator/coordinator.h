@@ -363,6 +363,8 @@ class Coordinator {
   // At submit: FAILED_PRECONDITION when workers offering the job's engine are connected and
   // none of them allows its options (none connected: the job waits for one).
   absl::Status check_offers(const JobKind& kind, const v1::JobSpec& spec) const;
+  // Whether the session offers every engine the job needs (their options aside).
+  bool offers_all(const Session& s, const JobKind& kind, const v1::JobSpec& spec) const;
   void add_sample(Job* j);
   v1::Job snapshot(const Job& j, bool with_spec = true) const;
   std::string notice(const Job& j) const;

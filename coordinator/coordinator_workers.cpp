@@ -113,30 +113,39 @@ std::string Coordinator::voter_of(const std::string& key) const {
 }
 
 bool Coordinator::runs(const Session& s, const JobKind& kind, const v1::JobSpec& spec, std::string* why) const {
-  const std::string e = kind.required_engine(spec);
-  if (e.empty()) return true;
-  if (!s.engines.count(e)) {
-    if (why) *why = absl::StrCat("engine '", e, "' is not offered");
-    return false;
+  for (const JobKind::EngineNeed& need : kind.required_engines(spec)) {
+    if (!s.engines.count(need.engine)) {
+      if (why) *why = absl::StrCat("engine '", need.engine, "' is not offered");
+      return false;
+    }
+    auto p = s.policies.find(need.engine);
+    if (p == s.policies.end()) continue;  // the worker checks alone
+    absl::Status allowed = p->second.check(need.options);
+    if (!allowed.ok()) {
+      if (why) *why = std::string(allowed.message());
+      return false;
+    }
   }
-  auto p = s.policies.find(e);
-  if (p == s.policies.end()) return true;  // the worker checks alone
-  absl::Status allowed = p->second.check(kind.engine_options(spec));
-  if (!allowed.ok() && why) *why = std::string(allowed.message());
-  return allowed.ok();
+  return true;
+}
+
+bool Coordinator::offers_all(const Session& s, const JobKind& kind, const v1::JobSpec& spec) const {
+  for (const JobKind::EngineNeed& need : kind.required_engines(spec))
+    if (!s.engines.count(need.engine)) return false;
+  return true;
 }
 
 absl::Status Coordinator::check_offers(const JobKind& kind, const v1::JobSpec& spec) const {
-  const std::string e = kind.required_engine(spec);
-  if (e.empty()) return absl::OkStatus();
+  const std::vector<JobKind::EngineNeed> needs = kind.required_engines(spec);
+  if (needs.empty()) return absl::OkStatus();
   std::string why;
   for (const auto& [id, s] : registry_.sessions) {
-    if (s.lost || !s.engines.count(e)) continue;
+    if (s.lost || !offers_all(s, kind, spec)) continue;
     if (runs(s, kind, spec, why.empty() ? &why : nullptr)) return absl::OkStatus();
   }
-  if (why.empty()) return absl::OkStatus();  // nobody offers it now
+  if (why.empty()) return absl::OkStatus();  // nobody offers them now
   return absl::FailedPreconditionError(
-      absl::StrCat("options: no connected worker offering engine '", e, "' allows them: ", why));
+      absl::StrCat("options: no connected worker offering ", engines_named(needs), " allows them: ", why));
 }
 
 void Coordinator::take_lease(Copy& c, const Session& s) {
@@ -1510,7 +1519,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   Unit& u = j->units[index];
   // Only a unit that runs an engine can fail on a worker (a missing or crashing engine):
   // anything else a worker cannot compute is its own fault, and must not fail others' jobs.
-  if (j->kind->required_engine(j->spec).empty())
+  if (j->kind->required_engines(j->spec).empty())
     return absl::InvalidArgumentError(
         absl::StrCat("failure: ", j->kind->capability(), " units run no engine and cannot fail; send the result"));
   if (u.result || c.result || c.discarded || j->state != v1::JOB_STATE_RUNNING) {

@@ -95,10 +95,14 @@ class JobKind {
   virtual v1::VerifyMode verify_mode(const v1::JobSpec& spec) const {
     return spec.verify() == v1::VERIFY_MODE_UNSPECIFIED ? v1::VERIFY_MODE_ADAPTIVE : spec.verify();
   }
-  // The engine a worker must offer to get this job's units ("" when any worker will do).
-  virtual std::string required_engine(const v1::JobSpec& /*spec*/) const { return ""; }
-  // The options the job sets on that engine (checked against each worker's offer).
-  virtual std::vector<selfplay::UciOptionValue> engine_options(const v1::JobSpec& /*spec*/) const { return {}; }
+  // The engines a worker must offer, all of them, to get this job's units (none when any worker
+  // will do: perft; a match two), each with the options the job sets on it (checked against
+  // each worker's offer).
+  struct EngineNeed {
+    std::string engine;
+    std::vector<selfplay::UciOptionValue> options;
+  };
+  virtual std::vector<EngineNeed> required_engines(const v1::JobSpec& /*spec*/) const { return {}; }
   // What copies keep of a checked result, and are compared by (in memory and in the store):
   // the canonical result itself, or for self-play its digest.
   virtual std::string kept(const v1::UnitResult& canonical) const { return canonical.SerializeAsString(); }
@@ -193,6 +197,14 @@ class JobKind {
     return absl::UnimplementedError("results are not in the store");
   }
 };
+
+// "engine 'sf'" or "engines 'builtin' and 'sf'", for messages.
+inline std::string engines_named(const std::vector<JobKind::EngineNeed>& needs) {
+  std::string out = needs.size() == 1 ? "engine " : "engines ";
+  for (size_t i = 0; i < needs.size(); ++i)
+    out += (i == 0 ? "'" : i + 1 == needs.size() ? " and '" : ", '") + needs[i].engine + "'";
+  return out;
+}
 
 // Perft plans that would walk more than lazy_walk positions up to the split ply (or that an
 // eager plan refuses as too large) are planned lazily, the first window at submit.

@@ -235,6 +235,7 @@ absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec,
   SelfPlayCompact out;
   out.settlement.sp = sp;
   out.settlement.first_game = spec.first_game();
+  out.settlement.match = !spec.job().opponent().empty();
   for (const v1::SelfPlayGame& g : canonical.selfplay().games()) {
     absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g);
     if (!rec.ok()) return rec.status();

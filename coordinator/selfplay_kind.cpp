@@ -16,19 +16,20 @@
 #include "core/startpos.h"
 #include "selfplay/adaptive.h"
 #include "selfplay/positions.h"
+#include "selfplay/sprt.h"
 #include "selfplay/uci_engine.h"
 
 namespace c960::cluster {
 namespace {
 
-absl::Status check_engine_name(const std::string& engine) {
+absl::Status check_engine_name(absl::string_view field, const std::string& engine) {
   const bool name = !engine.empty() && engine.size() <= size_t(kMaxEngineNameLength) &&
                     std::all_of(engine.begin(), engine.end(), [](char c) {
                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
                     });
   if (name) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "engine: '", engine.substr(0, 64),
+      field, ": '", engine.substr(0, 64),
       "' is not an engine name: name one the workers offer (builtin, or NAME from c960-worker --engine NAME=PATH); "
       "a job cannot give a path"));
 }
@@ -64,6 +65,12 @@ int games_per_unit(const v1::SelfPlayJobSpec& p) {
   return p.games_per_unit() > 0 ? p.games_per_unit() : kDefaultSelfPlayGamesPerUnit;
 }
 
+// A match with an SPRT plays this many games a position (whole rounds of pairs) between looks.
+int sprt_batch(const v1::SelfPlayJobSpec& p) {
+  const int batch = p.adaptive_batch() > 0 ? p.adaptive_batch() : selfplay::default_batch(p.games_per_position());
+  return std::clamp(batch - batch % 2, 2, std::max(2, p.games_per_position()));
+}
+
 // The games planned for position k: its planned count in an adaptive plan, else all.
 int planned_games(const v1::store::SelfPlayPlan& sp, int k) {
   return k < sp.planned_games_size() ? sp.planned_games(k) : sp.games_per_position();
@@ -79,14 +86,25 @@ class SelfPlayKind : public JobKind {
     absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(p);
     if (!s.ok()) return s.status();
     // A job names an engine the workers offer; it never makes them start a program of its choosing.
-    if (absl::Status e = check_engine_name(p.engine()); !e.ok()) return e;
+    if (absl::Status e = check_engine_name("engine", p.engine()); !e.ok()) return e;
+    if (s->match())
+      if (absl::Status e = check_engine_name("opponent", p.opponent()); !e.ok()) return e;
     // Nor does it choose files on a worker's host (logs, networks, tablebases): workers refuse
     // such options whatever they allow, so a job setting one could never run.
-    for (const v1::UciOption& o : p.options())
-      if (selfplay::names_a_file(o.name()))
-        return absl::InvalidArgumentError(absl::StrCat("options: '", o.name().substr(0, 64),
-                                                       "' names a file or directory on the workers' hosts; only "
-                                                       "their operators set those (c960-worker --engine-option)"));
+    for (const auto& [field, options] :
+         {std::pair{"options", &p.options()}, {"opponent_options", &p.opponent_options()}})
+      for (const v1::UciOption& o : *options)
+        if (selfplay::names_a_file(o.name()))
+          return absl::InvalidArgumentError(absl::StrCat(field, ": '", o.name().substr(0, 64),
+                                                         "' names a file or directory on the workers' hosts; only "
+                                                         "their operators set those (c960-worker --engine-option)"));
+    // A match's unit holds whole colour-reversed pairs, so that a pair settles at once.
+    if (s->match() && games_per_unit(p) % 2 != 0)
+      return absl::InvalidArgumentError(absl::StrCat("games_per_unit: ", games_per_unit(p),
+                                                     " is odd: a match's units hold whole colour-reversed pairs"));
+    if (s->sprt.enabled() && p.adaptive_batch() % 2 != 0)
+      return absl::InvalidArgumentError(absl::StrCat("adaptive_batch: ", p.adaptive_batch(),
+                                                     " is odd: an SPRT match plays whole pairs between its looks"));
     // A spec whose games all repeat the first would count copies as evidence.
     if (selfplay::games_repeat(*s))
       return absl::InvalidArgumentError(
@@ -127,10 +145,13 @@ class SelfPlayKind : public JobKind {
         o->set_id(pos.id);
         o->set_fen(pos.fen);
       }
-      // An adaptive job plans each position's first batch; its looks plan the rest.
+      // An adaptive job plans each position's first batch, an SPRT match its first rounds; their
+      // looks plan the rest.
+      const bool looks = s->adaptive.enabled() || s->sprt.enabled();
       const int planned = s->adaptive.enabled() ? int(selfplay::next_look(s->adaptive, 0, s->games_per_position))
+                          : s->sprt.enabled()   ? std::min(sprt_batch(p), s->games_per_position)
                                                 : s->games_per_position;
-      if (s->adaptive.enabled()) {
+      if (looks) {
         sp->add_planned_games(planned);
         sp->add_verdicts(int32_t(selfplay::Verdict::kOpen));
       }
@@ -140,11 +161,7 @@ class SelfPlayKind : public JobKind {
   }
 
   // An adaptive plan is complete once every position has its verdict.
-  bool fully_planned(const v1::store::JobPlan& plan) const override {
-    const v1::store::SelfPlayPlan& sp = plan.selfplay();
-    return std::all_of(sp.verdicts().begin(), sp.verdicts().end(),
-                       [](int32_t v) { return v != int32_t(selfplay::Verdict::kOpen); });
-  }
+  bool fully_planned(const v1::store::JobPlan& plan) const override { return fully_planned_plan(plan.selfplay()); }
   bool plans_from_results(const v1::store::JobPlan& plan) const override { return !fully_planned(plan); }
 
   // The looks of an adaptive job: each open position whose planned games have all settled gets
@@ -154,6 +171,7 @@ class SelfPlayKind : public JobKind {
   absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
       Store* store, const std::string& job_id, const v1::JobSpec& spec, v1::store::JobPlan* plan) const override {
     v1::store::SelfPlayPlan* sp = plan->mutable_selfplay();
+    if (spec.selfplay().sprt_elo1() > spec.selfplay().sprt_elo0()) return sprt_look(store, job_id, spec.selfplay(), sp);
     // The rule and the cap only: `spec` is the job's shared part, without its positions.
     const selfplay::AdaptiveRule rule = selfplay::adaptive_rule_from_proto(spec.selfplay());
     const int cap = spec.selfplay().games_per_position();
@@ -186,6 +204,55 @@ class SelfPlayKind : public JobKind {
       add_units(*sp, k, first, end, per_unit, &out);
     }
     return out;
+  }
+
+  // The look of a match with an SPRT, once every position has played the rounds planned: the
+  // test on the pairs of those rounds (all of them, so the same pairs whatever order units
+  // settled in), then the end (decided, or the cap) or the next rounds for every position.
+  static absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> sprt_look(
+      Store* store, const std::string& job_id, const v1::SelfPlayJobSpec& spec, v1::store::SelfPlayPlan* sp) {
+    const int n = position_count(*sp);
+    if (sp->planned_games_size() != n || sp->verdicts_size() != n)
+      return absl::DataLossError(
+          absl::StrCat("job ", job_id, ": SPRT plan of ", sp->planned_games_size(), " positions for ", n));
+    if (fully_planned_plan(*sp)) return std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>{};
+    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    if (!totals.ok()) return totals.status();
+    std::vector<int64_t> settled(size_t(n), 0);
+    selfplay::Pentanomial penta{};
+    for (const PositionTotals& t : *totals) {
+      if (t.sp < 0 || t.sp >= n) continue;
+      settled[size_t(t.sp)] = t.games;
+      for (int i = 0; i < selfplay::kPentanomialCells && size_t(i) < t.pairs.size(); ++i)
+        penta[size_t(i)] += t.pairs[size_t(i)];
+    }
+    for (int k = 0; k < n; ++k)
+      if (settled[size_t(k)] != sp->planned_games(k))
+        return std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>{};
+    selfplay::SprtRule rule;
+    rule.elo0 = spec.sprt_elo0();
+    rule.elo1 = spec.sprt_elo1();
+    if (spec.sprt_alpha() != 0) rule.alpha = spec.sprt_alpha();
+    if (spec.sprt_beta() != 0) rule.beta = spec.sprt_beta();
+    rule.normalized = spec.sprt_normalized();
+    const selfplay::SprtResult result = selfplay::sprt_result(rule, selfplay::sprt_llr(rule, penta));
+    const int cap = spec.games_per_position();
+    if (result != selfplay::SprtResult::kContinue || sp->planned_games(0) >= cap) {
+      sp->set_sprt_result(int32_t(result));
+      for (int k = 0; k < n; ++k) sp->set_verdicts(k, int32_t(selfplay::Verdict::kCap));
+      return std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>{};
+    }
+    std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>> out;
+    const int first = sp->planned_games(0), end = std::min(cap, first + sprt_batch(spec));
+    for (int k = 0; k < n; ++k) {
+      sp->set_planned_games(k, end);
+      add_units(*sp, k, first, end, games_per_unit(spec), &out);
+    }
+    return out;
+  }
+  static bool fully_planned_plan(const v1::store::SelfPlayPlan& sp) {
+    return std::all_of(sp.verdicts().begin(), sp.verdicts().end(),
+                       [](int32_t v) { return v != int32_t(selfplay::Verdict::kOpen); });
   }
 
   // What a unit needs of its job: the job's spec without its list of positions (each unit names
@@ -282,10 +349,22 @@ class SelfPlayKind : public JobKind {
     return absl::StrCat(k.games(), " games, digest ", hex, "...");
   }
 
-  std::string required_engine(const v1::JobSpec& spec) const override { return spec.selfplay().engine(); }
-  std::vector<selfplay::UciOptionValue> engine_options(const v1::JobSpec& spec) const override {
-    std::vector<selfplay::UciOptionValue> out;
-    for (const v1::UciOption& o : spec.selfplay().options()) out.push_back({o.name(), o.value()});
+  std::vector<EngineNeed> required_engines(const v1::JobSpec& spec) const override {
+    const auto need = [](const std::string& engine, const google::protobuf::RepeatedPtrField<v1::UciOption>& options) {
+      EngineNeed n{engine, {}};
+      for (const v1::UciOption& o : options) n.options.push_back({o.name(), o.value()});
+      return n;
+    };
+    std::vector<EngineNeed> out = {need(spec.selfplay().engine(), spec.selfplay().options())};
+    if (!spec.selfplay().opponent().empty()) {
+      if (spec.selfplay().opponent() == spec.selfplay().engine()) {
+        // One engine under two sets of options: both must be allowed.
+        for (const v1::UciOption& o : spec.selfplay().opponent_options())
+          out[0].options.push_back({o.name(), o.value()});
+      } else {
+        out.push_back(need(spec.selfplay().opponent(), spec.selfplay().opponent_options()));
+      }
+    }
     return out;
   }
 
@@ -369,7 +448,19 @@ class SelfPlayKind : public JobKind {
         p->set_uncounted(t.uncounted);
         p->set_games_stored(t.stored);
         for (int64_t n : t.terminations) p->add_terminations(n);
+        if (t.pairs.size() == kPairFigures) {
+          v1::MatchCounts* m = p->mutable_match();
+          for (int i = 0; i < selfplay::kPentanomialCells; ++i) m->add_pentanomial(t.pairs[size_t(i)]);
+          m->set_wins(t.pairs[5]);
+          m->set_draws(t.pairs[6]);
+          m->set_losses(t.pairs[7]);
+          m->set_duplicates(t.pairs[8]);
+          m->set_unpaired(t.pairs[9]);
+        }
       }
+      // A match position without settled pairs yet has its counts all 0.
+      if (s->match() && !p->has_match())
+        for (int i = 0; i < selfplay::kPentanomialCells; ++i) p->mutable_match()->add_pentanomial(0);
       while (p->terminations_size() < int(selfplay::Termination::kCount)) p->add_terminations(0);
       // Every game of a position is counted once its unit settles, so the counts tell (and an
       // adaptive job's position is complete once its verdict is in).

@@ -243,6 +243,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   if (absl::Status s = store->migrate(up_to); !s.ok())
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   store->binds_ = up_to >= 8;
+  store->pairs_ = up_to >= 9;
   return store;
 }
 
@@ -578,6 +579,12 @@ absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
+  if (pairs_) {
+    Stmt q(db_, "DELETE FROM sp_pair_hashes WHERE job_id = ?");
+    if (!q.ok()) return error("delete job");
+    q.bind_text(1, job_id);
+    if (!q.run()) return error("delete job");
+  }
   for (const char* sql : {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
                           "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
                           "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",

@@ -111,7 +111,10 @@ struct StoredGame {
 // games' summaries (games first_game.. of position sp) and the games the job stores.
 struct SelfPlaySettlement {
   int32_t sp = 0;
-  int64_t first_game = 0;
+  int64_t first_game = 0;  // even in a match, whose units hold whole pairs
+  // A match's games (SelfPlayJobSpec.opponent): also counted as colour-reversed pairs. Taking a
+  // unit back needs not say so: its position's row has pairs already.
+  bool match = false;
   std::vector<GameSummary> games;
   std::vector<StoredGame> stored;
 };
@@ -122,7 +125,11 @@ struct PositionTotals {
   int64_t games = 0, white_wins = 0, draws = 0, black_wins = 0, plies = 0, duplicates = 0, stored = 0;
   int64_t uncounted = 0;              // games that are not evidence: in games, plies and terminations only
   std::vector<int64_t> terminations;  // by selfplay::Termination
+  // A match's pairs (v1.MatchCounts): pentanomial 0..4, wins, draws, losses, duplicates,
+  // unpaired; empty for self-play.
+  std::vector<int64_t> pairs;
 };
+inline constexpr size_t kPairFigures = 10;
 
 // A worker as it is known across its sessions and the coordinator's restarts.
 struct StoredWorker {
@@ -153,7 +160,7 @@ struct StoredCredential {
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
@@ -296,6 +303,7 @@ class Store {
   FaultInjector fault_;
   // The file has schema 8's bindings (tests write older stores through this same code).
   bool binds_ = false;
+  bool pairs_ = false;  // schema 9: sp_totals.pairs, sp_pair_hashes
   std::function<void(double)> commit_observer_;
 };
 

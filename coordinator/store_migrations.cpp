@@ -122,6 +122,16 @@ UPDATE units SET bound = )sql" C960_UNIT_BINDING R"sql(;
 UPDATE copies SET bound = )sql" C960_COPY_BINDING R"sql(;
 UPDATE folded SET bound = )sql" C960_FOLD_BINDING R"sql(;
 )sql",
+    // 9: two-engine matches (SelfPlayJobSpec.opponent). A match position's colour-reversed pairs
+    // are counted as its units settle: sp_totals.pairs (MatchCounts' figures, 8-byte counts:
+    // pentanomial 0..4, wins, draws, losses, duplicates, unpaired; NULL for self-play), with
+    // sp_pair_hashes counting each distinct pair as sp_hashes counts games.
+    R"sql(
+ALTER TABLE sp_totals ADD COLUMN pairs BLOB;
+CREATE TABLE sp_pair_hashes (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, hash INTEGER NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY (job_id, sp, hash)) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

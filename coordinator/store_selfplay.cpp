@@ -17,6 +17,22 @@ using store_sql::Stmt;
 
 namespace {
 
+// Counts as 8-byte little-endian integers (terminations, pairs).
+std::string pack_counts(const std::vector<int64_t>& counts) {
+  std::string out(counts.size() * 8, '\0');
+  for (size_t k = 0; k < counts.size(); ++k) std::memcpy(out.data() + 8 * k, &counts[k], 8);
+  return out;
+}
+std::vector<int64_t> unpack_counts(const std::string& b) {
+  std::vector<int64_t> out;
+  for (size_t k = 0; k + 8 <= b.size(); k += 8) {
+    int64_t v = 0;
+    std::memcpy(&v, b.data() + k, 8);
+    out.push_back(v);
+  }
+  return out;
+}
+
 // An sp_totals row's counts, from column `first` on: games, white_wins, draws, black_wins,
 // plies, duplicates, stored, terminations (8-byte little-endian counts), uncounted.
 void read_totals(Stmt& q, int first, PositionTotals* t) {
@@ -27,12 +43,7 @@ void read_totals(Stmt& q, int first, PositionTotals* t) {
   t->plies = q.i64(first + 4);
   t->duplicates = q.i64(first + 5);
   t->stored = q.i64(first + 6);
-  const std::string b = q.blob(first + 7);
-  for (size_t k = 0; k + 8 <= b.size(); k += 8) {
-    int64_t v = 0;
-    std::memcpy(&v, b.data() + k, 8);
-    t->terminations.push_back(v);
-  }
+  t->terminations = unpack_counts(q.blob(first + 7));
   t->uncounted = q.i64(first + 8);
 }
 
@@ -70,6 +81,16 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     q.bind(2, int64_t(sp.sp));
     if (q.step() == SQLITE_ROW) read_totals(q, 0, &t);
   }
+  if (pairs_) {
+    Stmt q(*statements_, "SELECT pairs FROM sp_totals WHERE job_id = ? AND sp = ? AND pairs IS NOT NULL");
+    if (!q.ok()) return error("position pairs");
+    q.bind_text(1, job_id);
+    q.bind(2, int64_t(sp.sp));
+    if (q.step() == SQLITE_ROW) t.pairs = unpack_counts(q.blob(0));
+  }
+  const bool match = sp.match || !t.pairs.empty();
+  if (match && !pairs_) return absl::FailedPreconditionError("a match needs store schema 9");
+  if (match) t.pairs.resize(kPairFigures, 0);
   // Each distinct game of a position is counted in sp_hashes; a game is a duplicate when its
   // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
   Stmt h(*statements_,
@@ -112,6 +133,54 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
       if (!hz.run()) return error("game hashes");
     }
   }
+  // A match counts its pairs (games 2k and 2k+1, both in the unit) as selfplay::MatchStats does:
+  // a pair with a game that is not evidence is unpaired; a pair that repeats another (both games
+  // move for move) is a duplicate, counted once, whatever order units settle in.
+  if (match) {
+    if (sp.first_game % 2 != 0 || sp.games.size() % 2 != 0)
+      return absl::InternalError(
+          absl::StrCat("match unit of games ", sp.first_game, "+", sp.games.size(), " does not hold whole pairs"));
+    Stmt ph(*statements_,
+            "INSERT INTO sp_pair_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO "
+            "UPDATE SET n = n + 1 RETURNING n");
+    Stmt phd(*statements_, "UPDATE sp_pair_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
+    Stmt phz(*statements_, "DELETE FROM sp_pair_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
+    if (!ph.ok() || !phd.ok() || !phz.ok()) return error("pair hashes");
+    // A's points in half points: game 2k has A White, 2k+1 B White (GameResult: 0 1-0, 1 draw, 2 0-1).
+    const auto a_half = [](const GameSummary& g, bool a_white) {
+      return g.result == 1 ? 1 : (g.result == 0) == a_white ? 2 : 0;
+    };
+    for (size_t k = 0; k + 1 < sp.games.size(); k += 2) {
+      const GameSummary &a = sp.games[k], &b = sp.games[k + 1];
+      if (!a.evidence || !b.evidence) {
+        t.pairs[9] += 2 * sign;
+        continue;
+      }
+      const uint64_t h = a.hash * 0x9e3779b97f4a7c15ULL ^ b.hash;
+      Stmt& q = sign > 0 ? ph : phd;
+      q.reset();
+      q.bind_text(1, job_id);
+      q.bind(2, int64_t(sp.sp));
+      q.bind(3, int64_t(h));
+      if (q.step() != SQLITE_ROW) return error("pair hashes");
+      const int64_t n = q.i64(0);
+      q.reset();
+      if (sign > 0 ? n == 1 : n <= 0) {
+        const int first = a_half(a, true), second = a_half(b, false);
+        t.pairs[size_t(first + second)] += sign;
+        for (int half : {first, second}) t.pairs[half == 2 ? 5 : half == 1 ? 6 : 7] += sign;
+      } else {
+        t.pairs[8] += sign;
+      }
+      if (sign < 0 && n <= 0) {
+        phz.reset();
+        phz.bind_text(1, job_id);
+        phz.bind(2, int64_t(sp.sp));
+        phz.bind(3, int64_t(h));
+        if (!phz.run()) return error("pair hashes");
+      }
+    }
+  }
   if (sign > 0 && !sp.stored.empty()) {
     // Plain INSERT: a game already stored fails the whole transaction (primary key).
     Stmt g(*statements_,
@@ -151,8 +220,7 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
     if (!d.run()) return error("delete games");
     t.stored -= sqlite3_changes(db_);
   }
-  std::string terms(t.terminations.size() * 8, '\0');
-  for (size_t k = 0; k < t.terminations.size(); ++k) std::memcpy(terms.data() + 8 * k, &t.terminations[k], 8);
+  const std::string terms = pack_counts(t.terminations);
   Stmt u(*statements_, binds_,
          "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
          "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -171,6 +239,14 @@ absl::Status Store::apply_settlement(const std::string& job_id, const SelfPlaySe
   u.bind(10, terms);
   if (binds_) u.bind(11, t.uncounted);
   if (!u.run()) return error("position totals");
+  if (match) {
+    Stmt p(*statements_, "UPDATE sp_totals SET pairs = ? WHERE job_id = ? AND sp = ?");
+    if (!p.ok()) return error("position pairs");
+    p.bind(1, pack_counts(t.pairs));
+    p.bind_text(2, job_id);
+    p.bind(3, int64_t(sp.sp));
+    if (!p.run()) return error("position pairs");
+  }
   return absl::OkStatus();
 }
 
@@ -191,6 +267,18 @@ absl::StatusOr<std::vector<PositionTotals>> Store::load_position_totals(const st
     read_totals(q, 1, &t);
   }
   if (rc != SQLITE_DONE) return error("position totals");
+  if (pairs_) {
+    Stmt p(*statements_, "SELECT sp, pairs FROM sp_totals WHERE job_id = ? AND pairs IS NOT NULL ORDER BY sp");
+    if (!p.ok()) return error("position pairs");
+    p.bind_text(1, job_id);
+    size_t at = 0;
+    while ((rc = p.step()) == SQLITE_ROW) {
+      const int32_t sp = int32_t(p.i64(0));
+      while (at < out.size() && out[at].sp < sp) ++at;
+      if (at < out.size() && out[at].sp == sp) out[at].pairs = unpack_counts(p.blob(1));
+    }
+    if (rc != SQLITE_DONE) return error("position pairs");
+  }
   return out;
 }
 

@@ -17,18 +17,20 @@ namespace c960::selfplay {
 absl::Status check_engine(const SelfPlaySpec& spec) {
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   const auto check = [&](const std::string& engine, const std::string& binary,
-                         const std::vector<UciOptionValue>& options) -> absl::Status {
+                         const std::vector<UciOptionValue>& options,
+                         const std::optional<OptionPolicy>& policy) -> absl::Status {
     if (engine == kBuiltinEngine) return absl::OkStatus();
     UciConfig config;
     config.path = binary;
     config.options = options;
-    config.policy = spec.option_policy;
+    config.policy = policy;
     absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config);
     return e.ok() ? absl::OkStatus() : e.status();
   };
-  if (absl::Status s = check(spec.engine, spec.engine_binary(), spec.options); !s.ok()) return s;
+  if (absl::Status s = check(spec.engine, spec.engine_binary(), spec.options, spec.option_policy); !s.ok()) return s;
   if (!spec.match()) return absl::OkStatus();
-  if (absl::Status s = check(spec.opponent, spec.opponent_binary(), spec.opponent_options); !s.ok())
+  if (absl::Status s = check(spec.opponent, spec.opponent_binary(), spec.opponent_options, spec.opponent_option_policy);
+      !s.ok())
     return absl::Status(s.code(), absl::StrCat("opponent: ", s.message()));
   return absl::OkStatus();
 }

@@ -107,6 +107,14 @@ void MatchStats::add_pair(const StartPosition& position, const GameRecord* a_whi
   for (int half : {first, second}) (half == 2 ? p.wins : half == 1 ? p.draws : p.losses)++;
 }
 
+void MatchStats::set_position(MatchPositionStats position) {
+  auto [it, added] = index_.try_emplace(position.id, positions_.size());
+  if (added)
+    positions_.push_back(std::move(position));
+  else
+    positions_[it->second] = std::move(position);
+}
+
 std::vector<const MatchPositionStats*> MatchStats::rows() const {
   std::vector<const MatchPositionStats*> out;
   for (const MatchPositionStats& p : positions_) out.push_back(&p);

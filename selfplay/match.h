@@ -66,6 +66,9 @@ class MatchStats {
   // Both games of pair k of a position (game 2k with A White, 2k+1 with B White); either may be
   // missing (null) in a partial run.
   void add_pair(const StartPosition& position, const GameRecord* a_white, const GameRecord* b_white);
+  // A position's figures as counted elsewhere (a cluster job's, over the same pairs): replaces
+  // the position's row, or adds it after the others. pair_hashes are not needed.
+  void set_position(MatchPositionStats position);
   void set_sprt(const SprtRule& rule) { sprt_ = rule; }
   std::vector<const MatchPositionStats*> rows() const;
   Pentanomial total() const;

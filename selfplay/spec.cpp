@@ -227,12 +227,13 @@ uint64_t game_seed(uint64_t spec_seed, uint64_t position_key, int game_index) {
 namespace {
 
 std::unique_ptr<Player> make_player(const SelfPlaySpec& spec, const std::string& engine, const std::string& binary,
-                                    const std::vector<UciOptionValue>& options) {
+                                    const std::vector<UciOptionValue>& options,
+                                    const std::optional<OptionPolicy>& policy) {
   if (engine == kBuiltinEngine) return std::make_unique<BuiltinPlayer>(size_t(spec.hash_mb), spec.sample_margin_cp);
   UciConfig config;
   config.path = binary;
   config.options = options;
-  config.policy = spec.option_policy;
+  config.policy = policy;
   config.move_margin_ms = spec.engine_timeout_ms;
   return std::make_unique<UciPlayer>(config);
 }
@@ -244,9 +245,10 @@ absl::StatusOr<Players> make_players(const SelfPlaySpec& spec) {
   // Each side its own player (a UCI engine its own process), so that neither reads the other's
   // hash. A match: `white` is engine A and `black` engine B, whichever colour each game gives them.
   Players p;
-  p.white = make_player(spec, spec.engine, spec.engine_binary(), spec.options);
-  p.black = spec.match() ? make_player(spec, spec.opponent, spec.opponent_binary(), spec.opponent_options)
-                         : make_player(spec, spec.engine, spec.engine_binary(), spec.options);
+  p.white = make_player(spec, spec.engine, spec.engine_binary(), spec.options, spec.option_policy);
+  p.black = spec.match() ? make_player(spec, spec.opponent, spec.opponent_binary(), spec.opponent_options,
+                                       spec.opponent_option_policy)
+                         : make_player(spec, spec.engine, spec.engine_binary(), spec.options, spec.option_policy);
   return p;
 }
 

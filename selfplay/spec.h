@@ -79,6 +79,8 @@ struct SelfPlaySpec {
   std::string opponent;
   std::string opponent_path;
   std::vector<UciOptionValue> opponent_options;
+  // The opponent's option policy where it runs (as option_policy for the engine).
+  std::optional<OptionPolicy> opponent_option_policy;
   bool match() const { return !opponent.empty(); }
   const std::string& opponent_binary() const { return opponent_path.empty() ? opponent : opponent_path; }
   // A match's SPRT (off unless set): the run stops once the pairs played, taken round by round

@@ -22,16 +22,23 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
   thread_local std::optional<selfplay::Players> players;
   absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(u.job());
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("spec.selfplay.job.", spec.status().message()));
-  // Jobs name engines; only this worker knows which binary a name stands for.
-  if (spec->engine != selfplay::kBuiltinEngine) {
-    const auto it = engines.find(spec->engine);
+  // Jobs name engines (a match two); only this worker knows which binary a name stands for.
+  // The job's options are checked against the operator's policy for that engine before it
+  // starts (check_engine below: UciEngine::start).
+  const auto resolve = [&](const std::string& name, std::string* path,
+                           std::optional<selfplay::OptionPolicy>* policy) -> absl::Status {
+    if (name == selfplay::kBuiltinEngine) return absl::OkStatus();
+    const auto it = engines.find(name);
     if (it == engines.end())
-      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "' is not offered by this worker"));
-    spec->engine_path = it->second.path;
-    // The job's options are checked against the operator's policy before the engine starts
-    // (check_engine below: UciEngine::start).
-    spec->option_policy = it->second.policy;
-  }
+      return absl::FailedPreconditionError(absl::StrCat("engine '", name, "' is not offered by this worker"));
+    *path = it->second.path;
+    *policy = it->second.policy;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = resolve(spec->engine, &spec->engine_path, &spec->option_policy); !s.ok()) return s;
+  if (spec->match())
+    if (absl::Status s = resolve(spec->opponent, &spec->opponent_path, &spec->opponent_option_policy); !s.ok())
+      return s;
   if (u.first_game() < 0 || u.games() < 1 || u.games() > kMaxSelfPlayGamesPerUnit)
     return absl::InvalidArgumentError("spec.selfplay: first_game or games out of range");
   absl::StatusOr<selfplay::StartPosition> position = selfplay::unit_position(u);
@@ -42,7 +49,9 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
     // The engine is checked once per job and thread: a missing binary or a bad option fails the
     // unit with the reason, rather than losing every game by "engine error".
     if (absl::Status s = selfplay::check_engine(*spec); !s.ok())
-      return absl::FailedPreconditionError(absl::StrCat("engine '", spec->engine, "': ", s.message()));
+      return absl::FailedPreconditionError(s.message().substr(0, 9) == "opponent:"
+                                               ? absl::StrCat("engine '", spec->opponent, "'", s.message().substr(8))
+                                               : absl::StrCat("engine '", spec->engine, "': ", s.message()));
     absl::StatusOr<selfplay::Players> p = selfplay::make_players(*spec);
     if (!p.ok()) return absl::FailedPreconditionError(p.status().message());
     players = std::move(*p);

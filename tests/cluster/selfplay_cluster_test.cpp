@@ -158,6 +158,51 @@ TEST_F(SelfPlayClusterTest, StockfishJobWithAKilledWorkerEqualsLocalRun) {
   expect_equal_to_local(job, "--sps 0,518 --games-per-position 3 --engine sf=" + sf + limits, 6);
 }
 
+// A match of two engines through the client: `c960 submit selfplay --opponent NAME` (a path is
+// refused), units only for the workers that offer both engines, a worker killed mid-job, and
+// `c960 results` (CSV, PGN) equal to `c960 selfplay --opponent` with the same names; `c960 watch`
+// shows A's figures and the pair counts.
+TEST_F(SelfPlayClusterTest, AMatchJobWithAKilledWorkerEqualsALocalMatch) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed";
+  start_coordinator();
+  int rc = -1;
+  const std::string refused = cli("submit selfplay --sps 0 --games-per-position 2 --engine builtin --opponent " + sf +
+                                      " --nodes 100 --random-plies 2",
+                                  &rc);
+  EXPECT_EQ(rc, 2) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "--opponent: '" + sf + "' is a path")) << refused;
+  const std::string limits = " --nodes 1500 --random-plies 4 --seed 9 --max-plies 120";
+  const std::string job = submit("--sps 0,518,959 --games-per-position 6 --engine builtin --opponent sf" + limits +
+                                 " --games-per-unit 2 --verify off");
+  start_worker(1);  // the built-in engine only: never leased a unit of the match
+  start_worker(1, {"sf=" + sf});
+  v1::Job j;
+  ASSERT_TRUE(wait_job(
+      job, [&](const v1::Job& x) { return x.progress().units_done() >= 1 && x.progress().units_leased() >= 1; }, &j))
+      << j.ShortDebugString();
+  workers_[1]->kill_now();
+  start_worker(1, {"sf=" + sf});
+  ASSERT_TRUE(wait_job(
+      job, [](const v1::Job& x) { return x.state() != v1::JOB_STATE_RUNNING; }, &j));
+  EXPECT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED) << j.failure_detail();
+  std::string out = cli("watch " + job, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "A: score ")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "(9 pairs)")) << out;
+  out = cli("results " + job + " --format csv --out " + dir_ + "/d.csv --pgn " + dir_ + "/d.pgn", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = run_command(absl::StrCat(kCliBin, " selfplay --sps 0,518,959 --games-per-position 6 --engine builtin ",
+                                 "--opponent sf=", sf, limits, " --quiet --format csv --out ", dir_, "/l.csv --pgn ",
+                                 dir_, "/l.pgn"))
+            .output;
+  const std::string local_csv = read_file(dir_ + "/l.csv");
+  ASSERT_FALSE(local_csv.empty()) << out;
+  EXPECT_TRUE(absl::StartsWith(local_csv, "sp,fen,pairs,ll,ld,dd_wl,wd,ww,")) << local_csv;
+  EXPECT_EQ(read_file(dir_ + "/d.csv"), local_csv);
+  EXPECT_EQ(read_file(dir_ + "/d.pgn"), read_file(dir_ + "/l.pgn"));
+}
+
 // --store-games sample:N and none: `c960 results` gives the local run's statistics all the same
 // (the coordinator counts every game as it settles), and --pgn the games kept: the first N of
 // each position, or none.

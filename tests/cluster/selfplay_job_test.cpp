@@ -15,11 +15,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/job_format.h"
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/selfplay_codec.h"
 #include "core/startpos.h"
 #include "selfplay/local_runner.h"
+#include "selfplay/match.h"
 #include "selfplay/stats.h"
 #include "tests/selfplay_test_util.h"
 #include "worker/compute.h"
@@ -1312,6 +1314,212 @@ TEST(SelfPlayStoreTest, OldStoresGainTheFailureColumn) {
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   EXPECT_EQ((*jobs)[0].failure_detail, "no engine");
   EXPECT_EQ((*jobs)[0].state, v1::JOB_STATE_FAILED);
+  store->reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+// A match of two engines on the cluster (SelfPlayJobSpec.opponent): units of whole
+// colour-reversed pairs go to a worker offering both engines, and the coordinator counts the
+// pairs as they settle, so that `c960 results` (match_stats_from_results) gives a local match's
+// statistics over the same games, byte for byte, through a restart and a repeated completion.
+TEST_F(SelfPlayJobTest, AMatchJobCountsThePairsALocalMatchCounts) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed (deploy/install-deps.sh installs it)";
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_start_positions("0,518,959");
+  s.set_games_per_position(6);
+  s.set_opponent("sf");
+  // Odd units would split pairs: refused, naming the field.
+  s.set_games_per_unit(3);
+  auto odd = submit(s);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(odd.status().message(), "games_per_unit: 3 is odd")) << odd.status();
+  // A path is not an engine name, for the opponent as for the engine.
+  s.set_games_per_unit(2);
+  s.set_opponent("/usr/games/stockfish");
+  auto path = submit(s);
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(path.status().message(), "opponent: '/usr/games/stockfish'")) << path.status();
+  s.set_opponent("sf");
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  // A worker that offers the built-in engine only gets none of its units.
+  v1::HelloRequest builtin_only = hello_request("builtin-only");
+  builtin_only.clear_engines();
+  const std::string lone = coordinator_->hello(Caller::local(), builtin_only).value().worker_id();
+  EXPECT_TRUE(acquire(4, lone).empty());
+
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  int completed = 0;
+  for (;;) {
+    std::vector<v1::Lease> ls = acquire(2);
+    if (ls.empty()) break;
+    for (const v1::Lease& l : ls) {
+      EXPECT_EQ(l.spec().selfplay().first_game() % 2, 0);
+      EXPECT_EQ(l.spec().selfplay().games() % 2, 0);
+      auto r = compute_unit(l.spec(), nullptr, offers);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(complete(l, *r).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+      // The same result again is a duplicate, never a second count of the pairs.
+      EXPECT_NE(complete(l, *r).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+      if (++completed == 4) open();
+    }
+  }
+  v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  auto chunks = coordinator_->results(Caller::local(), j->id(), false, true);
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  size_t incomplete = 9, positions = 0;
+  const selfplay::MatchStats cluster = cli::match_stats_from_results(done, *chunks, &incomplete, &positions);
+  EXPECT_EQ(incomplete, 0u);
+  EXPECT_EQ(positions, 3u);
+
+  selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(s);
+  local_spec.opponent_path = sf;
+  auto local = selfplay::play_local(local_spec, 2);
+  ASSERT_TRUE(local.ok()) << local.status();
+  std::map<std::pair<size_t, int>, selfplay::GameRecord> games;
+  for (const selfplay::PlayedGame& g : *local) games[{g.position, g.index}] = g.record;
+  selfplay::MatchStats expected(local_spec.engine, local_spec.opponent);
+  for (size_t k = 0; k < local_spec.positions.size(); ++k)
+    for (int i = 0; i < local_spec.games_per_position; i += 2)
+      expected.add_pair(local_spec.positions[k], &games.at({k, i}), &games.at({k, i + 1}));
+  EXPECT_EQ(cluster.to_csv(), expected.to_csv());
+  EXPECT_EQ(cluster.to_json(), expected.to_json());
+  int64_t pairs = 0;
+  for (int64_t c : cluster.total()) pairs += c;
+  int64_t duplicates = 0, unpaired = 0;
+  for (const selfplay::MatchPositionStats* r : cluster.rows()) duplicates += r->duplicates, unpaired += r->unpaired;
+  EXPECT_EQ(pairs + duplicates + unpaired / 2, 9);  // 3 positions x 3 pairs, each counted once
+}
+
+// A match with an SPRT on the cluster plays rounds of pairs, `adaptive_batch` games a position at
+// a time, and stops at the first look whose pairs decide the test: fewer games than the cap, the
+// decision the results' SPRT gives, and the games those of a local match of that length.
+TEST_F(SelfPlayJobTest, AnSprtMatchJobStopsAtTheFirstLookThatDecides) {
+  const std::string sf = c960::test::stockfish_path();
+  if (sf.empty()) GTEST_SKIP() << "stockfish not installed (deploy/install-deps.sh installs it)";
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_start_positions("0,518,959");
+  s.set_games_per_position(200);
+  s.set_opponent("sf");
+  s.set_depth(3);
+  s.set_games_per_unit(2);
+  s.set_sprt_elo0(-30);
+  s.set_sprt_elo1(0);
+  s.set_sprt_alpha(0.1);
+  s.set_sprt_beta(0.1);
+  s.set_adaptive_batch(3);
+  auto odd = submit(s);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(odd.status().message(), "adaptive_batch: 3 is odd")) << odd.status();
+  s.set_adaptive_batch(4);
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->progress().games_total(), 12);  // two rounds of three positions
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool restarted = false;
+  for (;;) {
+    v1::Job now = coordinator_->get_job(Caller::local(), j->id()).value();
+    if (now.state() != v1::JOB_STATE_RUNNING) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the job never finished";
+    std::vector<v1::Lease> ls = acquire(2);
+    if (ls.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    for (const v1::Lease& l : ls) {
+      auto r = compute_unit(l.spec(), nullptr, offers);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(complete(l, *r).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    }
+    if (!restarted && now.progress().games_done() >= 12) {
+      open();  // a look due at the stop is made when the job is loaded again
+      restarted = true;
+    }
+  }
+  v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  const int64_t played = done.progress().games_done();
+  EXPECT_LT(played, 3 * 200) << "the SPRT never decided";
+  EXPECT_EQ(played % 12, 0) << "a look is at a whole number of batches of every position";
+  auto chunks = coordinator_->results(Caller::local(), j->id(), false, true);
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  const selfplay::MatchStats cluster = cli::match_stats_from_results(done, *chunks);
+  const std::string json = cluster.to_json();
+  EXPECT_TRUE(absl::StrContains(json, "\"result\": \"H0\"") || absl::StrContains(json, "\"result\": \"H1\"")) << json;
+  // One batch fewer would not have decided: the job stopped at its first deciding look.
+  selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(s);
+  local_spec.opponent_path = sf;
+  local_spec.sprt = {};
+  local_spec.games_per_position = int(played / 3);
+  auto local = selfplay::play_local(local_spec, 2);
+  ASSERT_TRUE(local.ok()) << local.status();
+  std::map<std::pair<size_t, int>, selfplay::GameRecord> games;
+  for (const selfplay::PlayedGame& g : *local) games[{g.position, g.index}] = g.record;
+  const auto prefix = [&](int per_position) {
+    selfplay::MatchStats m(local_spec.engine, local_spec.opponent);
+    m.set_sprt(selfplay::spec_from_proto(s)->sprt);
+    for (size_t k = 0; k < local_spec.positions.size(); ++k)
+      for (int i = 0; i < per_position; i += 2)
+        m.add_pair(local_spec.positions[k], &games.at({k, i}), &games.at({k, i + 1}));
+    return m;
+  };
+  const selfplay::MatchStats all = prefix(int(played / 3));
+  EXPECT_EQ(cluster.to_csv(), all.to_csv());
+  EXPECT_EQ(cluster.to_json(), all.to_json());
+  const selfplay::SprtRule rule = selfplay::spec_from_proto(s)->sprt;
+  EXPECT_NE(selfplay::sprt_result(rule, all.llr()), selfplay::SprtResult::kContinue);
+  if (played > 12) {
+    const selfplay::MatchStats before = prefix(int(played / 3) - 4);
+    EXPECT_EQ(selfplay::sprt_result(rule, before.llr()), selfplay::SprtResult::kContinue);
+  }
+}
+
+// The store counts a match unit's pairs, and takes them back, as MatchStats counts them: a pair
+// that repeats another is a duplicate whichever settles first, and goes with its last copy.
+TEST(SelfPlayStoreMatch, PairsAreCountedOnceAndTakenBack) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/c960-match-store-", getpid(), ".db");
+  std::filesystem::remove(path);
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Two units of two pairs each: pairs (1-0, 0-1) = A wins both (WW), and a drawn pair with a
+  // game that is not evidence (unpaired); the second unit repeats the first's WW pair.
+  const auto game = [](uint8_t result, uint64_t hash, bool evidence) {
+    GameSummary g;
+    g.result = result;
+    g.hash = hash;
+    g.plies = 40;
+    g.evidence = evidence;
+    return g;
+  };
+  SelfPlaySettlement a;
+  a.sp = 0;
+  a.first_game = 0;
+  a.match = true;
+  a.games = {game(0, 11, true), game(2, 12, true), game(1, 13, true), game(1, 14, false)};
+  SelfPlaySettlement b = a;
+  b.first_game = 4;
+  b.games = {game(0, 11, true), game(2, 12, true), game(0, 15, true), game(1, 16, true)};
+  const auto pairs = [&] {
+    auto t = (*store)->load_position_totals("j");
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() && !t->empty() ? (*t)[0].pairs : std::vector<int64_t>();
+  };
+  ASSERT_TRUE((*store)->apply_settlement("j", a, 1).ok());
+  // penta[4] (WW) 1, wins 2, unpaired 2.
+  EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 0, 1, 2, 0, 0, 0, 2}));
+  ASSERT_TRUE((*store)->apply_settlement("j", b, 1).ok());
+  // The repeat is a duplicate; the new pair (1-0, 1/2) is WD: penta[3].
+  EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 1, 1, 3, 1, 0, 1, 2}));
+  // Taken back without saying it is a match (a unit taken back knows its row only).
+  a.match = false;
+  ASSERT_TRUE((*store)->apply_settlement("j", a, -1).ok());
+  EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 1, 1, 3, 1, 0, 0, 0}));
+  b.match = false;
+  ASSERT_TRUE((*store)->apply_settlement("j", b, -1).ok());
+  EXPECT_EQ(pairs(), (std::vector<int64_t>(10, 0)));
   store->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
