@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/startpos.h"
+#include "selfplay/adaptive.h"
 
 namespace c960::report {
 namespace {
@@ -200,12 +201,13 @@ absl::StatusOr<TableKind> detect_table_kind(absl::string_view text) {
   if (!records.ok()) return records.status();
   if (records->empty()) return absl::InvalidArgumentError("the table is empty");
   const Header h(records->front());
+  if (h.find("pairs") && h.find("ll") && h.find("ww")) return TableKind::kMatch;
   if (h.find("white_wins") && h.find("games")) return TableKind::kSelfPlay;
   if (h.find("depth") && h.find("nodes")) return TableKind::kPerft;
   return absl::InvalidArgumentError(
       absl::StrCat("line ", records->front().line, ": header '", absl::StrJoin(h.names(), ","),
-                   "' is neither a self-play table (sp,fen,games,white_wins,draws,black_wins,...) nor a perft table "
-                   "(sp,fen,depth,nodes)"));
+                   "' is not a self-play table (sp,fen,games,white_wins,draws,black_wins,...), a match table "
+                   "(sp,fen,pairs,ll,ld,dd_wl,wd,ww,...) or a perft table (sp,fen,depth,nodes)"));
 }
 
 absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
@@ -229,6 +231,21 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       table.termination_names.push_back(name);
       term_cols.push_back(i);
     }
+
+  // An adaptive run's columns come as a set.
+  const std::optional<size_t> lo_col = h.find("anytime_lo"), hi_col = h.find("anytime_hi"),
+                              verdict_col = h.find("verdict");
+  table.adaptive = lo_col || hi_col || verdict_col;
+  if (table.adaptive) {
+    const std::vector<std::string> adaptive_names = {"anytime_lo", "anytime_hi", "verdict"};
+    if (absl::StatusOr<std::vector<size_t>> a = require(h, records->front(), adaptive_names, "adaptive self-play");
+        !a.ok())
+      return a.status();
+  }
+  // The first verdict that names the rule's kind (a target width's "narrow", a band's "inside",
+  // "above" or "below"): one run has one rule.
+  std::string rule_verdict;
+  int rule_line = 0;
 
   Seen seen;
   std::optional<Record> all_row;
@@ -263,7 +280,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       row.mean_plies = *x;
     }
     if (dup_col) {
-      absl::StatusOr<int64_t> x = read_int(r, *dup_col, "duplicates", v[0]);
+      // Repeats may outnumber the distinct games (an engine that plays the same game again).
+      absl::StatusOr<int64_t> x = read_int(r, *dup_col, "duplicates", int64_t(1) << 50);
       if (!x.ok()) return x.status();
       row.duplicates = *x;
     }
@@ -277,6 +295,37 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
           read_int(r, term_cols[t], table.termination_names[t], v[0] + row.uncounted + row.duplicates);
       if (!x.ok()) return x.status();
       row.terminations.push_back(*x);
+    }
+    if (table.adaptive) {
+      absl::StatusOr<double> lo = read_double(r, *lo_col, "anytime_lo");
+      if (!lo.ok()) return lo.status();
+      absl::StatusOr<double> hi = read_double(r, *hi_col, "anytime_hi");
+      if (!hi.ok()) return hi.status();
+      if (!(*lo <= 1))
+        return cell_error(r, *lo_col, "anytime_lo", absl::StrCat("'", r.fields[*lo_col], "' is not a score in 0..1"));
+      if (!(*hi <= 1))
+        return cell_error(r, *hi_col, "anytime_hi", absl::StrCat("'", r.fields[*hi_col], "' is not a score in 0..1"));
+      if (!(*lo <= *hi))
+        return cell_error(r, *hi_col, "anytime_hi",
+                          absl::StrCat(r.fields[*hi_col], " is below anytime_lo (", r.fields[*lo_col], ")"));
+      const std::string& v = r.fields[*verdict_col];
+      if (v != "open" && v != "narrow" && v != "inside" && v != "above" && v != "below" && v != "cap")
+        return cell_error(r, *verdict_col, "verdict",
+                          absl::StrCat("'", v, "' is not open, narrow, inside, above, below or cap"));
+      const bool band = v == "inside" || v == "above" || v == "below";
+      if (band || v == "narrow") {
+        if (rule_verdict.empty()) {
+          rule_verdict = v;
+          rule_line = r.line;
+        } else if (band != (rule_verdict != "narrow")) {
+          return cell_error(r, *verdict_col, "verdict",
+                            absl::StrCat("'", v, "' is a ", band ? "band's" : "target width's", " verdict, but line ",
+                                         rule_line, " has '", rule_verdict, "' (one run has one rule)"));
+        }
+      }
+      row.anytime_lo = *lo;
+      row.anytime_hi = *hi;
+      row.verdict = v;
     }
     if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
     table.rows.push_back(std::move(row));
@@ -347,8 +396,88 @@ absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text) {
   return table;
 }
 
+absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
+  absl::StatusOr<std::vector<Record>> records = read_csv(text);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::InvalidArgumentError("the table is empty");
+  const Header h(records->front());
+  // Counts, in this order; the derived columns must be there too (a table cut short is refused).
+  const std::vector<std::string> names = {"sp",         "fen",      "pairs", "ll",     "ld",     "dd_wl",
+                                          "wd",         "ww",       "games", "wins",   "draws",  "losses",
+                                          "duplicates", "unpaired", "score", "p_holm", "favours"};
+  absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "match");
+  if (!cols.ok()) return cols.status();
+  const auto col = [&](size_t k) { return (*cols)[k]; };
+  constexpr int64_t kMax = int64_t(1) << 50;
+
+  MatchTable table;
+  MatchRow sum;
+  Seen seen;
+  for (size_t ri = 1; ri < records->size(); ++ri) {
+    const Record& r = (*records)[ri];
+    if (absl::Status s = check_width(r, h); !s.ok()) return s;
+    const std::string& id = r.fields[col(0)];
+    if (id.empty()) return cell_error(r, col(0), "sp", "empty");
+    const bool all = id == "all";
+    if (!all && sum.key.id == "all")
+      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a position after the 'all' row"));
+    int64_t v[12] = {};  // pairs, ll, ld, dd_wl, wd, ww, games, wins, draws, losses, duplicates, unpaired
+    for (size_t k = 0; k < 12; ++k) {
+      absl::StatusOr<int64_t> x = read_int(r, col(k + 2), names[k + 2], all ? kMax * 1024 : kMax);
+      if (!x.ok()) return x.status();
+      v[k] = *x;
+    }
+    MatchRow row;
+    for (size_t i = 0; i < 5; ++i) row.penta[i] = v[i + 1];
+    row.wins = v[7], row.draws = v[8], row.losses = v[9], row.duplicates = v[10], row.unpaired = v[11];
+    if (row.pairs() != v[0])
+      return cell_error(r, col(2), "pairs",
+                        absl::StrCat(v[0], " pairs, but ll + ld + dd_wl + wd + ww = ", row.pairs()));
+    if (v[6] != row.wins + row.draws + row.losses)
+      return cell_error(r, col(8), "games",
+                        absl::StrCat(v[6], " games, but wins + draws + losses = ", row.wins + row.draws + row.losses));
+    if (v[6] != 2 * v[0])
+      return cell_error(r, col(8), "games", absl::StrCat(v[6], " games, but ", v[0], " pairs make ", 2 * v[0]));
+    // A's points, in half points: from the games and from the pairs.
+    const int64_t from_games = 2 * row.wins + row.draws,
+                  from_pairs = row.penta[1] + 2 * row.penta[2] + 3 * row.penta[3] + 4 * row.penta[4];
+    if (from_games != from_pairs)
+      return cell_error(r, col(9), "wins",
+                        absl::StrCat("A's points from wins and draws (", from_games / 2, from_games % 2 ? ".5" : "",
+                                     ") differ from the pairs' (", from_pairs / 2, from_pairs % 2 ? ".5" : "", ")"));
+    const std::string& favours = r.fields[col(16)];
+    if (!favours.empty() && favours != "A" && favours != "B")
+      return cell_error(r, col(16), "favours", absl::StrCat("'", favours, "' is not A, B or empty"));
+    if (all) {
+      if (sum.key.id == "all") return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a second 'all' row"));
+      // A truncated or edited file shows here: the 'all' row must be the rows' sum.
+      const int64_t want[12] = {sum.pairs(),  sum.penta[0], sum.penta[1],    sum.penta[2],
+                                sum.penta[3], sum.penta[4], 2 * sum.pairs(), sum.wins,
+                                sum.draws,    sum.losses,   sum.duplicates,  sum.unpaired};
+      for (size_t k = 0; k < 12; ++k)
+        if (v[k] != want[k])
+          return cell_error(r, col(k + 2), names[k + 2],
+                            absl::StrCat("the 'all' row says ", v[k], " but the positions add up to ", want[k]));
+      sum.key.id = "all";
+      continue;
+    }
+    row.key = resolve_key(id, r.fields[col(1)]);
+    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    for (size_t i = 0; i < 5; ++i) sum.penta[i] += row.penta[i];
+    sum.wins += row.wins, sum.draws += row.draws, sum.losses += row.losses;
+    sum.duplicates += row.duplicates, sum.unpaired += row.unpaired;
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  return table;
+}
+
 SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
   SelfPlayTable table;
+  if (stats.adaptive().enabled()) {
+    table.adaptive = true;
+    table.adaptive_rule = selfplay::describe(stats.adaptive());
+  }
   for (size_t t = 0; t < size_t(selfplay::Termination::kCount); ++t)
     table.termination_names.emplace_back(selfplay::termination_name(selfplay::Termination(t)));
   for (const selfplay::PositionStats* p : stats.rows()) {
@@ -359,6 +488,12 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
     row.duplicates = p->duplicates;
     row.uncounted = p->uncounted;
     row.terminations.assign(p->terminations.begin(), p->terminations.end());
+    if (stats.adaptive().enabled()) {
+      const selfplay::AnytimeInterval a = stats.anytime(*p);
+      row.anytime_lo = a.lo;
+      row.anytime_hi = a.hi;
+      row.verdict = std::string(selfplay::verdict_name(stats.verdict_of(*p, a)));
+    }
     table.rows.push_back(std::move(row));
   }
   return table;

@@ -178,8 +178,8 @@ std::string MatchStats::to_csv() const {
     const MatchPositionStats& p = positions_[k];
     const MatchFigures f = match_figures(p.penta);
     row(p.id, p.fen, p.penta, p.wins, p.draws, p.losses,
-        absl::StrCat(csv_number(t.holm[k], 4), ",", csv_number(t.bh[k], 4), ",", match_favours(f, t.holm[k])), p.duplicates,
-        p.unpaired);
+        absl::StrCat(csv_number(t.holm[k], 4), ",", csv_number(t.bh[k], 4), ",", match_favours(f, t.holm[k])),
+        p.duplicates, p.unpaired);
     w += p.wins, d += p.draws, l += p.losses, dups += p.duplicates, unpaired += p.unpaired;
   }
   row("all", "", total(), w, d, l, ",,", dups, unpaired);
