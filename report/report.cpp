@@ -668,8 +668,9 @@ Benjamini&ndash;Hochberg's (false discovery rate: at most 5% of the positions li
 the match's pair variance pooled: &sum; n<sub>k</sub> (&mu;<sub>k</sub> &minus; &mu;)&sup2; / var against
 chi-square with (positions with pairs &minus; 1) degrees of freedom. With few pairs a position the chi-square
 distribution is a rough guide.</li>
-<li><b>SPRT</b>: a match run with --sprt stops when its log-likelihood ratio crosses a bound; the CSV does not
-record the test, its JSON (--format json) does.</li></ul></section>
+<li><b>SPRT</b>: a match run with --sprt stops when its log-likelihood ratio crosses a bound. A CSV does not
+record the test; from a match's JSON (--format json) the report takes the rule and computes the ratio from the
+pentanomial counts (selfplay/sprt.h).</li></ul></section>
 )";
 
 // "+12.3", "&minus;4.5" (a real minus sign), "+&infin;".
@@ -756,9 +757,32 @@ std::string match_body(const MatchTable& t, const MatchAnalysis& a, const Report
   if (!left_out.empty()) absl::StrAppend(&b, "<p class=\"note\">Not counted: ", absl::StrJoin(left_out, "; "), ".</p>");
   b += "</section>\n";
 
-  b += "<section id=\"sprt\"><h2>SPRT</h2><p class=\"note\">Not in the CSV: a run with --sprt writes its "
-       "result (log-likelihood ratio, bounds, and whether it accepted H0 or H1) in its JSON (--format json) and "
-       "text tables.</p></section>\n";
+  b += "<section id=\"sprt\"><h2>SPRT</h2>";
+  if (t.sprt.enabled()) {
+    // The log-likelihood ratio from the counts, with the rule the run used.
+    const double llr = selfplay::sprt_llr(t.sprt, a.total);
+    const selfplay::SprtResult r = selfplay::sprt_result(t.sprt, llr);
+    const std::string unit = t.sprt.normalized ? " nElo" : " Elo";
+    absl::StrAppend(
+        &b, "<p class=\"verdict\" id=\"sprt-result\">",
+        r == selfplay::SprtResult::kH1
+            ? absl::StrCat("<b>H1 accepted</b>: the test rejects H0 (", signed_elo(t.sprt.elo0), unit,
+                           ") in favour of H1 (", signed_elo(t.sprt.elo1), unit, "): A is the stronger engine.")
+        : r == selfplay::SprtResult::kH0
+            ? absl::StrCat("<b>H0 accepted</b>: the test rejects H1 (", signed_elo(t.sprt.elo1), unit,
+                           ") in favour of H0 (", signed_elo(t.sprt.elo0), unit, "): A is not that much stronger.")
+            : std::string("<b>Not decided</b>: the ratio had not crossed a bound."),
+        " Log-likelihood ratio <b>", signed_fixed(llr), "</b>, bounds ", signed_fixed(t.sprt.lower()), " and ",
+        signed_fixed(t.sprt.upper()), " (", html(selfplay::describe(t.sprt)), ").</p>",
+        "<p class=\"legend\">A generalized SPRT on the pentanomial counts (Van den Bergh's log-likelihood ratio, "
+        "as fastchess and Fishtest compute it), recomputed here from the pairs. It decides between H0 (A is elo0 "
+        "stronger) and H1 (elo1) with error rates &alpha; and &beta;; it does not estimate the difference (the totals "
+        "above do). The bounds are log(&beta; / (1 &minus; &alpha;)) and log((1 &minus; &beta;) / &alpha;).</p>");
+  } else {
+    b += "<p class=\"note\">Not recorded: a CSV has no SPRT. A run with --sprt writes its rule in its JSON "
+         "(--format json), from which this report computes the test.</p>";
+  }
+  b += "</section>\n";
 
   // Heterogeneity and which positions favour which engine.
   const selfplay::MatchTests& mt = a.tests;
@@ -807,8 +831,13 @@ std::string match_body(const MatchTable& t, const MatchAnalysis& a, const Report
                                             : "",
                   "<table class=\"positions sortable\" id=\"positions\">", match_positions_header(), "<tbody>\n");
   for (size_t k = 0; k < shown; ++k) b += match_position_row(t.rows[a.by_score[k]], a, a.by_score[k]);
-  b += "</tbody></table></section>\n";
-  b += metadata_section(o.metadata, "");
+  b += "</tbody></table><p class=\"legend\">A position's interval, like the match's, is a normal approximation "
+       "from its pairs' variance: rough with few pairs, and where all of a position's pairs are alike it shrinks to "
+       "the score itself (two WW pairs: 1.000&ndash;1.000). Which positions favour an engine is decided by the sign "
+       "test, exact at any number of pairs.</p></section>\n";
+  Metadata metadata = t.metadata;
+  metadata.insert(metadata.end(), o.metadata.begin(), o.metadata.end());
+  b += metadata_section(metadata, "");
   b += kMatchMethods;
   return b +
          "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
@@ -1031,6 +1060,12 @@ absl::StatusOr<std::string> report_from_data(const MatchTable& table, const Repo
 }
 
 absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const ReportOptions& options) {
+  // A match's JSON (the only JSON the report reads).
+  if (const size_t at = csv_text.find_first_not_of(" \t\r\n"); at != std::string::npos && csv_text[at] == '{') {
+    absl::StatusOr<MatchTable> t = parse_match_json(csv_text);
+    if (!t.ok()) return t.status();
+    return report_from_data(*t, options);
+  }
   absl::StatusOr<TableKind> kind = detect_table_kind(csv_text);
   if (!kind.ok()) return kind.status();
   if (*kind == TableKind::kMatch) {

@@ -28,7 +28,8 @@ struct ReportOptions {
 Metadata spec_metadata(const selfplay::SelfPlaySpec& spec);
 
 // A table as `c960 selfplay --format csv` (one engine, or a match with --opponent) or
-// `c960 perft --table` writes it; the kind is read
+// `c960 perft --table` writes it, or a match's JSON (`--opponent --format json`: engines' names
+// and the SPRT too); the kind is read
 // from the header. Errors (InvalidArgument) name the line and column; a reference table's errors
 // say so.
 absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const ReportOptions& options);

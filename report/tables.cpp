@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/startpos.h"
+#include "report/json.h"
 #include "selfplay/adaptive.h"
 
 namespace c960::report {
@@ -469,6 +470,134 @@ absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
     table.rows.push_back(std::move(row));
   }
   if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  return table;
+}
+
+namespace {
+
+absl::Status json_error(const JsonValue& v, const std::string& path, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat("line ", v.line, ", ", path, ": ", problem));
+}
+
+const JsonValue* member(const JsonValue& object, absl::string_view key, JsonValue::Type type) {
+  const JsonValue* v = object.find(key);
+  return v && v->type == type ? v : nullptr;
+}
+
+absl::StatusOr<int64_t> json_count(const JsonValue& object, const std::string& path, absl::string_view key) {
+  const JsonValue* v = object.find(key);
+  const std::string where = absl::StrCat(path, ".", key);
+  if (!v) return json_error(object, where, "missing");
+  int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), n);
+  if (v->type != JsonValue::Type::kNumber || ec != std::errc() || p != v->text.data() + v->text.size() || n < 0 ||
+      n > (int64_t(1) << 50))
+    return json_error(*v, where, absl::StrCat("'", v->text, "' is not a whole number in 0..2^50"));
+  return n;
+}
+
+absl::StatusOr<double> json_double(const JsonValue& object, const std::string& path, absl::string_view key) {
+  const JsonValue* v = object.find(key);
+  const std::string where = absl::StrCat(path, ".", key);
+  if (!v) return json_error(object, where, "missing");
+  double x = 0;
+  const auto [p, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), x);
+  if (v->type != JsonValue::Type::kNumber || ec != std::errc() || p != v->text.data() + v->text.size())
+    return json_error(*v, where, "not a number");
+  return x;
+}
+
+// The checks every match row passes, CSV or JSON: counts that add up.
+std::string match_row_problem(const MatchRow& row, int64_t pairs, int64_t games) {
+  if (row.pairs() != pairs) return absl::StrCat(pairs, " pairs, but the pentanomial counts add up to ", row.pairs());
+  if (games != row.wins + row.draws + row.losses)
+    return absl::StrCat(games, " games, but wins + draws + losses = ", row.wins + row.draws + row.losses);
+  if (games != 2 * pairs) return absl::StrCat(games, " games, but ", pairs, " pairs make ", 2 * pairs);
+  const int64_t from_games = 2 * row.wins + row.draws,
+                from_pairs = row.penta[1] + 2 * row.penta[2] + 3 * row.penta[3] + 4 * row.penta[4];
+  if (from_games != from_pairs)
+    return absl::StrCat("A's points from wins and draws (", from_games / 2, from_games % 2 ? ".5" : "",
+                        ") differ from the pairs' (", from_pairs / 2, from_pairs % 2 ? ".5" : "", ")");
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<MatchTable> parse_match_json(absl::string_view text) {
+  absl::StatusOr<JsonValue> doc = parse_json(text);
+  if (!doc.ok()) return doc.status();
+  if (doc->type != JsonValue::Type::kObject) return json_error(*doc, "the document", "not an object");
+  const JsonValue* positions = member(*doc, "positions", JsonValue::Type::kArray);
+  if (!positions || !doc->find("total"))
+    return json_error(*doc, "the document",
+                      "not a match's JSON (c960 selfplay --opponent --format json has \"positions\" and \"total\")");
+  MatchTable table;
+  if (const JsonValue* engines = member(*doc, "engines", JsonValue::Type::kObject)) {
+    const JsonValue *a = member(*engines, "a", JsonValue::Type::kString),
+                    *b = member(*engines, "b", JsonValue::Type::kString);
+    if (!a || !b) return json_error(*engines, "engines", "needs the strings \"a\" and \"b\"");
+    table.engine_a = a->text;
+    table.engine_b = b->text;
+  }
+  if (const JsonValue* m = member(*doc, "metadata", JsonValue::Type::kObject))
+    for (const auto& [k, v] : m->members)
+      if (v.type == JsonValue::Type::kString || v.type == JsonValue::Type::kNumber || v.type == JsonValue::Type::kBool)
+        table.metadata.emplace_back(k, v.type == JsonValue::Type::kBool ? (v.boolean ? "true" : "false") : v.text);
+  if (const JsonValue* sprt = doc->find("sprt"); sprt && sprt->type != JsonValue::Type::kNull) {
+    if (sprt->type != JsonValue::Type::kObject) return json_error(*sprt, "sprt", "not an object");
+    selfplay::SprtRule rule;
+    double* fields[] = {&rule.elo0, &rule.elo1, &rule.alpha, &rule.beta};
+    const char* names[] = {"elo0", "elo1", "alpha", "beta"};
+    for (size_t k = 0; k < 4; ++k) {
+      absl::StatusOr<double> x = json_double(*sprt, "sprt", names[k]);
+      if (!x.ok()) return x.status();
+      *fields[k] = *x;
+    }
+    const JsonValue* model = member(*sprt, "model", JsonValue::Type::kString);
+    if (!model || (model->text != "logistic" && model->text != "normalized"))
+      return json_error(*sprt, "sprt.model", "not \"logistic\" or \"normalized\"");
+    rule.normalized = model->text == "normalized";
+    if (absl::Status s = rule.validate(); !s.ok()) return json_error(*sprt, "sprt", std::string(s.message()));
+    table.sprt = rule;
+  }
+  Seen seen;
+  for (size_t i = 0; i < positions->items.size(); ++i) {
+    const JsonValue& p = positions->items[i];
+    const std::string path = absl::StrCat("positions[", i, "]");
+    if (p.type != JsonValue::Type::kObject) return json_error(p, path, "not an object");
+    const JsonValue* id = member(p, "id", JsonValue::Type::kString);
+    if (!id || id->text.empty()) return json_error(p, path + ".id", "missing or empty");
+    const JsonValue* fen = member(p, "fen", JsonValue::Type::kString);
+    MatchRow row;
+    row.key = resolve_key(id->text, fen ? fen->text : "");
+    const JsonValue* penta = member(p, "pentanomial", JsonValue::Type::kArray);
+    if (!penta || penta->items.size() != 5)
+      return json_error(p, path + ".pentanomial", "needs five counts (LL, LD, DD or WL, WD, WW)");
+    for (size_t k = 0; k < 5; ++k) {
+      const JsonValue& c = penta->items[k];
+      int64_t n = -1;
+      const auto [end, ec] = std::from_chars(c.text.data(), c.text.data() + c.text.size(), n);
+      if (c.type != JsonValue::Type::kNumber || ec != std::errc() || end != c.text.data() + c.text.size() || n < 0 ||
+          n > (int64_t(1) << 50))
+        return json_error(c, absl::StrCat(path, ".pentanomial[", k, "]"),
+                          absl::StrCat("'", c.text, "' is not a count"));
+      row.penta[k] = n;
+    }
+    int64_t v[7] = {};
+    const char* keys[] = {"pairs", "games", "wins", "draws", "losses", "duplicates", "unpaired"};
+    for (size_t k = 0; k < 7; ++k) {
+      absl::StatusOr<int64_t> x = json_count(p, path, keys[k]);
+      if (!x.ok()) return x.status();
+      v[k] = *x;
+    }
+    row.wins = v[2], row.draws = v[3], row.losses = v[4], row.duplicates = v[5], row.unpaired = v[6];
+    if (std::string problem = match_row_problem(row, v[0], v[1]); !problem.empty()) return json_error(p, path, problem);
+    Record r;
+    r.line = p.line;
+    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the match has no positions");
   return table;
 }
 

@@ -61,6 +61,9 @@ struct PerftTable {
   std::vector<PerftRow> rows;  // at most one per (id, depth)
 };
 
+// Key/value lines for the metadata section (engine, options, limits, seed, version, dates, ...).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 // A two-engine match, position by position (selfplay/match.h), from A's side: the pentanomial
 // counts of its pairs (A's points in a colour-reversed pair: LL 0, LD 1/2, DD or WL 1, WD 3/2,
 // WW 2) and A's wins, draws and losses over the paired games counted.
@@ -75,10 +78,10 @@ struct MatchRow {
 struct MatchTable {
   std::vector<MatchRow> rows;
   std::string engine_a, engine_b;  // empty when the input does not name them
+  // From a match's JSON only: the SPRT it ran (disabled when none) and its metadata.
+  selfplay::SprtRule sprt;
+  Metadata metadata;
 };
-
-// Key/value lines for the metadata section (engine, options, limits, seed, version, dates, ...).
-using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 // The table of `c960 selfplay --format csv`: header "sp,fen,games,white_wins,draws,black_wins,..."
 // (columns found by name; after "rank" come the terminations), one row per position, and a last
@@ -98,6 +101,12 @@ absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text);
 // (wins + draws / 2) = ld / 2 + dd_wl + 3 wd / 2 + 2 ww. Derived columns (score, Elo, p, favours)
 // are not read: the report computes them from the counts.
 absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text);
+
+// The JSON of the same match (`--format json`, selfplay::MatchStats::to_json): the counts of
+// each position as in the CSV (the same checks), the engines' names, the SPRT's rule (the
+// report computes its log-likelihood ratio from the counts) and the metadata. Errors name the
+// line and the field ("positions[3].pentanomial").
+absl::StatusOr<MatchTable> parse_match_json(absl::string_view text);
 
 enum class TableKind { kSelfPlay, kPerft, kMatch };
 // Which table a CSV holds, from its header; an error names what was expected.

@@ -15,6 +15,7 @@
 #include "core/startpos.h"
 #include "gtest/gtest.h"
 #include "report/analysis.h"
+#include "report/json.h"
 #include "report/tables.h"
 #include "selfplay/mirror.h"
 #include "tests/process.h"
@@ -752,7 +753,7 @@ TEST(ReportMatch, FiguresAndPositionsThatFavourAnEngine) {
   EXPECT_NE(html->find("\"legend\":\"A's score\""), std::string::npos);
   EXPECT_NE(html->find(absl::StrFormat("{\"sp\":0,\"value\":%.6g,", (5 * 0.5 + 10 * 0.75 + 15) / 30)),
             std::string::npos);
-  EXPECT_NE(html->find("Not in the CSV"), std::string::npos);  // the SPRT
+  EXPECT_NE(html->find("Not recorded: a CSV has no SPRT"), std::string::npos);
   for (const char* id : {"id=\"summary\"", "id=\"pentanomial\"", "id=\"favours\"", "id=\"heatmap\"", "id=\"positions\"",
                          "id=\"metadata\"", "id=\"methods\""})
     EXPECT_NE(html->find(id), std::string::npos) << id;
@@ -813,6 +814,84 @@ TEST(ReportMatch, MalformedTablesAreRefusedNamingLineAndField) {
     ASSERT_FALSE(bad.ok()) << c.message;
     EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status() << "\nexpected: " << c.message;
   }
+}
+
+TEST(ReportJson, ValuesEscapesAndErrors) {
+  absl::StatusOr<JsonValue> v =
+      parse_json("{\"a\": [1, -2.5e3, true, false, null],\n \"s\": \"x\\\"\\\\\\n\\u00e9\\ud83d\\ude00\", \"o\": {}}");
+  ASSERT_TRUE(v.ok()) << v.status();
+  const JsonValue* a = v->find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->items.size(), 5u);
+  EXPECT_EQ(a->items[1].text, "-2.5e3");
+  EXPECT_TRUE(a->items[2].boolean);
+  EXPECT_EQ(a->items[3].type, JsonValue::Type::kBool);
+  EXPECT_FALSE(a->items[3].boolean);
+  EXPECT_EQ(a->items[4].type, JsonValue::Type::kNull);
+  EXPECT_EQ(v->find("s")->text, "x\"\\\n\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(v->find("s")->line, 2);
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"a\": 1,\n \"a\": 2}", "line 2, column 2: key 'a' appears twice"},
+           {"[1, 2", "line 1, column 6: expected ',' or ']'"},
+           {"{\"a\": tru}", "line 1, column 7: 'tru}' is not a JSON value"},
+           {"\"\\x\"", "'\\x' is not a JSON escape"},
+           {"[1] 2", "text after the JSON value"},
+           {"[1.]", "a number's fraction has no digits"},
+       }) {
+    absl::StatusOr<JsonValue> bad = parse_json(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status() << "\nexpected: " << message;
+  }
+}
+
+TEST(ReportMatch, JsonWithEnginesAndSprt) {
+  const std::string json = fixture("match-sprt.json");
+  ASSERT_FALSE(json.empty()) << "tests/data/report/match-sprt.json (see make.sh)";
+  absl::StatusOr<JsonValue> doc = parse_json(json);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const JsonValue& sprt = *doc->find("sprt");
+  const JsonValue& total = *doc->find("total");
+  absl::StatusOr<std::string> html = report_from_csv(json, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string a = doc->find("engines")->find("a")->text, b = doc->find("engines")->find("b")->text;
+  EXPECT_NE(html->find(absl::StrCat("<title>c960 match report: ", a, " vs ", b, "</title>")), std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("Engine <b>A</b>: ", a, "; engine <b>B</b>: ", b)), std::string::npos);
+  // The SPRT: the run's own log-likelihood ratio and result, recomputed by the report from the counts.
+  const double llr = std::stod(sprt.find("llr")->text);
+  const std::string result = sprt.find("result")->text;
+  const std::string shown = result == "H1"   ? "<b>H1 accepted</b>"
+                            : result == "H0" ? "<b>H0 accepted</b>"
+                                             : "<b>Not decided</b>";
+  const size_t at = html->find("id=\"sprt-result\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = html->substr(at, html->find("</p>", at) - at);
+  EXPECT_NE(line.find(shown), std::string::npos) << line;
+  const std::string llr_text = absl::StrFormat("%.3f", std::abs(llr));
+  EXPECT_NE(line.find(absl::StrCat("Log-likelihood ratio <b>", llr < 0 ? "&minus;" : "+", llr_text, "</b>")),
+            std::string::npos)
+      << line << " (the run's LLR: " << llr << ")";
+  EXPECT_NE(html->find(absl::StrFormat("id=\"match-score\">%.3f<", std::stod(total.find("score")->text))),
+            std::string::npos);
+  EXPECT_NE(html->find("<th>opponent_options</th><td>Skill Level=0</td>"), std::string::npos);  // the run's metadata
+
+  // Errors name the line and the field.
+  const size_t penta = json.find("\"pentanomial\": [");
+  ASSERT_NE(penta, std::string::npos);
+  const int line_of_first = 1 + int(std::count(json.begin(), json.begin() + long(penta), '\n'));
+  std::string broken = json;
+  broken.replace(penta, std::string("\"pentanomial\": [").size(), "\"pentanomial\": [7, ");
+  absl::StatusOr<std::string> bad = report_from_csv(broken, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(absl::StrCat("line ", line_of_first, ", positions[0].pentanomial")),
+            std::string::npos)
+      << bad.status();
+  bad = report_from_csv(absl::StrReplaceAll(json, {{"\"model\": \"logistic\"", "\"model\": \"probit\""}}), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sprt.model: not \"logistic\" or \"normalized\""), std::string::npos)
+      << bad.status();
+  bad = report_from_csv("{\"positions\": []}", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a match's JSON"), std::string::npos) << bad.status();
 }
 
 }  // namespace

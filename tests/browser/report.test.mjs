@@ -5,6 +5,7 @@
 //   C960_PERFT_REPORT, C960_PERFT_CSV        a perft report of several depths and its table
 //   C960_ADAPTIVE_REPORT, C960_ADAPTIVE_CSV  the report of an adaptive run (--band) and its table
 //   C960_MATCH_REPORT, C960_MATCH_CSV        a two-engine match's report and its table
+//   C960_MATCH_JSON_REPORT, C960_MATCH_JSON  a match with an SPRT, from its JSON
 //   C960_SCREENSHOT, C960_SCREENSHOT_ADAPTIVE, C960_SCREENSHOT_MATCH  where to save screenshots
 //                                            (optional; docs/report-*.png)
 //   C960_ARTIFACTS                           where screenshots of failures go
@@ -149,7 +150,8 @@ test('match report: totals, favouring positions, heatmap of A\'s score', async (
   await withPage(process.env.C960_MATCH_REPORT, { name: 'match-report', artifactsDir }, async (page, problems) => {
     await page.waitForSelector('body[data-rendered]');
     assert.equal(pageNumber(await page.locator('#pairs').innerText()), pairsOf(sum));
-    assert.equal(await page.locator('#match-score').innerText(), score.toFixed(3));
+    const shownScore = Number(await page.locator('#match-score').innerText());
+    assert.ok(Math.abs(shownScore - score) <= 0.0005 + 1e-9, `score ${shownScore}, expected ${score}`);
     const eloText = await page.locator('#match-elo').innerText();
     assert.ok(!eloText.includes('-'), `Elo with a hyphen for a minus: ${eloText}`);
     assert.ok(Math.abs(pageNumber(eloText) - elo) <= 0.051, `Elo ${eloText}, expected ${elo.toFixed(1)}`);
@@ -173,5 +175,22 @@ test('match report: totals, favouring positions, heatmap of A\'s score', async (
       await heatmapTooltip(page, 518);
       await page.screenshot({ path: process.env.C960_SCREENSHOT_MATCH, fullPage: false });
     }
+  });
+});
+
+test('match report from JSON: engines named, SPRT decided', async () => {
+  const run = JSON.parse(fs.readFileSync(process.env.C960_MATCH_JSON, 'utf8'));
+  await withPage(process.env.C960_MATCH_JSON_REPORT, { name: 'match-json-report', artifactsDir }, async (page, problems) => {
+    await page.waitForSelector('body[data-rendered]');
+    assert.equal(await page.title(), `c960 match report: ${run.engines.a} vs ${run.engines.b}`);
+    const sprt = await page.locator('#sprt-result').innerText();
+    const expected = { H1: 'H1 accepted', H0: 'H0 accepted', continue: 'Not decided' }[run.sprt.result];
+    assert.ok(sprt.startsWith(expected), sprt);
+    const llr = pageNumber(sprt.match(/ratio ([\u2212+]?[\d.]+)/)[1]);
+    assert.ok(Math.abs(llr - run.sprt.llr) < 0.0015, `LLR ${llr}, the run's ${run.sprt.llr}`);
+    // A's score at the page's precision (half-way cases round either way: compare the values).
+    const score = Number(await page.locator('#match-score').innerText());
+    assert.ok(Math.abs(score - run.total.score) <= 0.0005 + 1e-9, `score ${score}, the run's ${run.total.score}`);
+    noProblems(problems);
   });
 });

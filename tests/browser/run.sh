@@ -28,10 +28,12 @@ for d in 1 2 3; do "$build/cli/c960" perft --table --depth "$d" --sps 0-959 2>/d
 "$build/cli/c960" report --from "$data/adaptive-band.csv" --out "$work/adaptive.html" >/dev/null
 "$build/cli/c960" report --from "$data/match-builtin-stockfish.csv" --title "builtin vs Stockfish" \
   --out "$work/match.html" >/dev/null
+"$build/cli/c960" report --from "$data/match-sprt.json" --out "$work/match-sprt.html" >/dev/null
 
 export C960_SELFPLAY_REPORT="$work/selfplay.html" C960_SELFPLAY_CSV="$data/selfplay-seed1.csv"
 export C960_ADAPTIVE_REPORT="$work/adaptive.html" C960_ADAPTIVE_CSV="$data/adaptive-band.csv"
 export C960_MATCH_REPORT="$work/match.html" C960_MATCH_CSV="$data/match-builtin-stockfish.csv"
+export C960_MATCH_JSON_REPORT="$work/match-sprt.html" C960_MATCH_JSON="$data/match-sprt.json"
 export C960_PERFT_REPORT="$work/perft.html" C960_PERFT_CSV="$work/perft.csv"
 cd "$here"
 node --test --test-reporter=spec report.test.mjs

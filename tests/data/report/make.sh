@@ -2,7 +2,8 @@
 # Regenerates the sample tables of this folder (tests/data/report/README.md): two real self-play
 # runs of the built-in engine over all 960 start positions, 4 games each, seeds 1 and 2 (a few
 # minutes per run on one core); an adaptive run (--band); and a match of the built-in engine
-# against Stockfish (Debian's /usr/games/stockfish at Skill Level 0; a few minutes on two threads).
+# against Stockfish (Debian's /usr/games/stockfish at Skill Level 0; a few minutes on two threads),
+# as CSV and, with an SPRT, as JSON.
 #   tests/data/report/make.sh [BUILD_DIR]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -17,3 +18,6 @@ done
 "$c960" selfplay --sps 0-959 --games-per-position 4 --engine builtin --opponent /usr/games/stockfish \
   --opponent-option "Skill Level=0" --nodes 1000 --node-jitter 25 --seed 1 --threads 2 --format csv \
   --out "$here/match-builtin-stockfish.csv"
+"$c960" selfplay --sps 0-959 --games-per-position 2 --engine builtin --opponent stockfish=/usr/games/stockfish \
+  --opponent-option "Skill Level=0" --nodes 1000 --node-jitter 25 --seed 2 --threads 1 \
+  --sprt elo0=0,elo1=60 --format json --out "$here/match-sprt.json"
