@@ -682,7 +682,13 @@ std::string signed_elo(double x) {
   return absl::StrCat(x < 0 ? "&minus;" : "+", digits);
 }
 
-std::string percent(double x) { return std::isnan(x) ? "&ndash;" : absl::StrCat(fixed(100 * x, 1), "%"); }
+// 12.3%; a probability that rounds to 0% or 100% without being it is shown as below 0.1% or above 99.9%.
+std::string percent(double x) {
+  if (std::isnan(x)) return "&ndash;";
+  if (x > 0.9995 && x < 1) return "&gt;99.9%";
+  if (x > 0 && x < 0.0005) return "&lt;0.1%";
+  return absl::StrCat(fixed(100 * x, 1), "%");
+}
 
 constexpr const char* kPentaNames[selfplay::kPentanomialCells] = {"LL", "LD", "DD or WL", "WD", "WW"};
 
