@@ -528,17 +528,17 @@ absl::StatusOr<MatchTable> parse_match_json(absl::string_view text) {
   if (!doc.ok()) return doc.status();
   if (doc->type != JsonValue::Type::kObject) return json_error(*doc, "the document", "not an object");
   const JsonValue* positions = member(*doc, "positions", JsonValue::Type::kArray);
-  if (!positions || !doc->find("total"))
+  const JsonValue* engines = member(*doc, "engines", JsonValue::Type::kObject);
+  if (!positions || !engines || !doc->find("total"))
     return json_error(*doc, "the document",
-                      "not a match's JSON (c960 selfplay --opponent --format json has \"positions\" and \"total\")");
+                      "not a match's JSON (c960 selfplay --opponent --format json has \"engines\", \"positions\" "
+                      "and \"total\"); of a self-play run the report reads the CSV");
   MatchTable table;
-  if (const JsonValue* engines = member(*doc, "engines", JsonValue::Type::kObject)) {
-    const JsonValue *a = member(*engines, "a", JsonValue::Type::kString),
-                    *b = member(*engines, "b", JsonValue::Type::kString);
-    if (!a || !b) return json_error(*engines, "engines", "needs the strings \"a\" and \"b\"");
-    table.engine_a = a->text;
-    table.engine_b = b->text;
-  }
+  const JsonValue *a = member(*engines, "a", JsonValue::Type::kString),
+                  *b = member(*engines, "b", JsonValue::Type::kString);
+  if (!a || !b) return json_error(*engines, "engines", "needs the strings \"a\" and \"b\"");
+  table.engine_a = a->text;
+  table.engine_b = b->text;
   if (const JsonValue* m = member(*doc, "metadata", JsonValue::Type::kObject))
     for (const auto& [k, v] : m->members)
       if (v.type == JsonValue::Type::kString || v.type == JsonValue::Type::kNumber || v.type == JsonValue::Type::kBool)

@@ -889,9 +889,12 @@ TEST(ReportMatch, JsonWithEnginesAndSprt) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("sprt.model: not \"logistic\" or \"normalized\""), std::string::npos)
       << bad.status();
-  bad = report_from_csv("{\"positions\": []}", {});
+  // A self-play run's JSON has positions and a total too, but no engines.
+  selfplay::SelfPlayStats st;
+  st.add(518, game(GameResult::kDraw, Termination::kStalemate, 60, 1));
+  bad = report_from_csv(st.to_json(), {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("not a match's JSON"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("line 1, the document: not a match's JSON"), std::string::npos) << bad.status();
 }
 
 }  // namespace
