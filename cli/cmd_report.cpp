@@ -36,15 +36,20 @@ const CommandSpec kSpec = {
     "960-cell heatmap of White's score, the table by score with intervals, whether the start position "
     "matters (chi-square, per-position tests with Holm and Benjamini-Hochberg), the histogram against "
     "sampling noise, the best and worst by the shrunk score with rank intervals, each position against its "
-    "mirror image, and with --reference a comparison with another table; for perft the counts by "
-    "position and their growth by depth. --from reads a CSV of 'c960 selfplay' or 'c960 perft --table' "
-    "(several depths may be concatenated); JOB fetches a finished cluster job's results and metadata "
+    "mirror image, with --reference a comparison with another table, and for an adaptive run (--band, "
+    "--target-width) its verdicts, games played and anytime intervals; for a two-engine match (c960 selfplay "
+    "--opponent) the pentanomial counts, A's score, Elo, nElo and LOS, which positions favour which engine "
+    "(sign tests with Holm and Benjamini-Hochberg), whether the difference depends on the position, and a "
+    "heatmap of A's score; for perft the counts by position and their growth by depth. --from reads a CSV of "
+    "'c960 selfplay' (one engine or a match; a match's JSON too, with its engines' names and SPRT) or "
+    "'c960 perft --table' (several depths may be concatenated); JOB fetches "
+    "a finished cluster job's results and metadata "
     "(engine, limits, seed, verification, dates, workers); a self-play job's statistics are its "
     "per-position counts over every game, stored or not. Exits 1 while the job is unfinished, unless "
     "--partial: then the report is of what the job has done so far (a running, cancelled or failed "
     "job), and says so in its title and metadata.",
     with_cluster_options(
-        {{"from", Arity::kOne, "FILE", "a results table (CSV) instead of a job"},
+        {{"from", Arity::kOne, "FILE", "a results table (CSV; a match's JSON) instead of a job"},
          {"partial", Arity::kFlag, "", "JOB: report what a running, cancelled or failed job has done so far"},
          {"reference", Arity::kOne, "FILE", "self-play: another table (CSV) to compare with"},
          {"title", Arity::kOne, "T", "the page's title"},

@@ -230,6 +230,71 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   return a;
 }
 
+AdaptiveSummary summarise_adaptive(const SelfPlayTable& table, const SelfPlayAnalysis& analysis) {
+  AdaptiveSummary s;
+  std::map<std::string, int> count;
+  std::vector<int64_t> played;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    const SelfPlayRow& r = table.rows[i];
+    ++count[r.verdict];
+    if (r.verdict == "narrow") s.mode = "target width";
+    if (r.verdict == "inside" || r.verdict == "above" || r.verdict == "below") s.mode = "band";
+    played.push_back(r.played());
+    s.played += r.played();
+    const selfplay::Interval& fixed = analysis.positions[i].score;
+    if (r.counts.games() > 0 && fixed.hi > fixed.lo)
+      ratios.push_back((r.anytime_hi - r.anytime_lo) / (fixed.hi - fixed.lo));
+  }
+  for (const char* v : kVerdictOrder)
+    if (auto it = count.find(v); it != count.end()) s.verdicts.emplace_back(v, it->second);
+  const auto median = [](auto v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? kNaN : n % 2 ? double(v[n / 2]) : (double(v[n / 2 - 1]) + double(v[n / 2])) / 2;
+  };
+  if (!played.empty()) {
+    s.min_played = *std::min_element(played.begin(), played.end());
+    s.max_played = *std::max_element(played.begin(), played.end());
+  }
+  s.median_played = median(played);
+  s.median_width_ratio = median(ratios);
+  const auto rank_of = [](const std::string& v) {
+    return size_t(std::find(std::begin(kVerdictOrder), std::end(kVerdictOrder), v) - std::begin(kVerdictOrder));
+  };
+  for (size_t i = 0; i < table.rows.size(); ++i) s.order.push_back(i);
+  std::stable_sort(s.order.begin(), s.order.end(), [&](size_t x, size_t y) {
+    const SelfPlayRow &a = table.rows[x], &b = table.rows[y];
+    if (rank_of(a.verdict) != rank_of(b.verdict)) return rank_of(a.verdict) < rank_of(b.verdict);
+    return a.anytime_lo + a.anytime_hi > b.anytime_lo + b.anytime_hi;
+  });
+  return s;
+}
+
+MatchAnalysis analyse_match(const MatchTable& table) {
+  MatchAnalysis a;
+  std::vector<selfplay::Pentanomial> pentas;
+  for (const MatchRow& r : table.rows) {
+    pentas.push_back(r.penta);
+    for (size_t i = 0; i < a.total.size(); ++i) a.total[i] += r.penta[i];
+    a.wins += r.wins, a.draws += r.draws, a.losses += r.losses;
+    a.duplicates += r.duplicates, a.unpaired += r.unpaired;
+    a.positions.push_back(selfplay::match_figures(r.penta));
+  }
+  a.figures = selfplay::match_figures(a.total);
+  a.tests = selfplay::match_tests(pentas);
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    if (a.positions[i].pairs > 0) a.by_score.push_back(i);
+    const std::string f = selfplay::match_favours(a.positions[i], a.tests.holm[i]);
+    a.favours_a += f == "A";
+    a.favours_b += f == "B";
+    a.significant_bh += a.tests.bh[i] < 0.05;
+  }
+  std::stable_sort(a.by_score.begin(), a.by_score.end(),
+                   [&](size_t x, size_t y) { return a.positions[x].score > a.positions[y].score; });
+  return a;
+}
+
 PerftAnalysis analyse_perft(const PerftTable& table) {
   PerftAnalysis a;
   std::map<std::string, size_t> index;

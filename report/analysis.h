@@ -13,6 +13,7 @@
 
 #include "report/stats.h"
 #include "report/tables.h"
+#include "selfplay/match.h"
 #include "selfplay/mirror.h"
 #include "selfplay/ranking.h"
 
@@ -74,6 +75,42 @@ struct SelfPlayAnalysis {
   std::vector<GroupSummary> groups;  // only for Chess960 start positions
   std::optional<ReferenceComparison> reference;
 };
+
+// An adaptive run (SelfPlayTable::adaptive): what its positions' verdicts were, the games they
+// took, and their anytime intervals against the fixed-count ones.
+struct AdaptiveSummary {
+  // "band" (a verdict inside, above or below), "target width" (narrow), or "" when no verdict
+  // says which.
+  std::string mode;
+  // Positions per verdict, in kVerdictOrder, only verdicts that occur.
+  std::vector<std::pair<std::string, int>> verdicts;
+  int64_t played = 0;  // every game played, over the positions
+  int64_t min_played = 0, max_played = 0;
+  double median_played = kNaN;  // mean of the two middle ones for an even count
+  // Median over positions with games of (anytime width) / (fixed-count 95% interval's width).
+  double median_width_ratio = kNaN;
+  // Table rows: by verdict in kVerdictOrder, then by the anytime interval's midpoint, highest first.
+  std::vector<size_t> order;
+};
+// The order of verdicts in the report: decided ones first, the band's edges before its inside.
+inline constexpr const char* kVerdictOrder[] = {"above", "below", "inside", "narrow", "cap", "open"};
+
+AdaptiveSummary summarise_adaptive(const SelfPlayTable& table, const SelfPlayAnalysis& analysis);
+
+// A two-engine match from A's side (selfplay/match.h): the totals, each position's figures, and
+// the tests across positions (sign tests with Holm and Benjamini-Hochberg, heterogeneity).
+struct MatchAnalysis {
+  selfplay::Pentanomial total{};
+  selfplay::MatchFigures figures;  // of the whole match
+  int64_t wins = 0, draws = 0, losses = 0, duplicates = 0, unpaired = 0;
+  std::vector<selfplay::MatchFigures> positions;  // in the table's order
+  selfplay::MatchTests tests;
+  std::vector<size_t> by_score;      // rows with pairs, best for A first
+  int favours_a = 0, favours_b = 0;  // Holm below 0.05
+  int significant_bh = 0;            // Benjamini-Hochberg below 0.05
+};
+
+MatchAnalysis analyse_match(const MatchTable& table);
 
 struct AnalysisOptions {
   uint64_t seed = 1;        // of the permutation test

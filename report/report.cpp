@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "core/startpos.h"
 #include "report/analysis.h"
@@ -430,6 +431,122 @@ std::string reference_section(const SelfPlayTable& t, const SelfPlayAnalysis& a,
   return b;
 }
 
+// What a verdict means, for the table's legend and the counts.
+std::string verdict_meaning(const std::string& v) {
+  if (v == "above") return "interval wholly above the band";
+  if (v == "below") return "interval wholly below the band";
+  if (v == "inside") return "interval inside the band";
+  if (v == "narrow") return "interval narrower than the target width";
+  if (v == "cap") return "undecided at the most games a position may play";
+  return "undecided, still playing";
+}
+
+// What a band run's verdicts say of its band, which a CSV does not record: a position inside it
+// puts the lower edge at or below its interval's lower end and the upper edge at or above its
+// upper end; one below it, the lower edge above its upper end; one above it, the upper edge
+// below its lower end.
+std::string band_bounds(const SelfPlayTable& t, const AdaptiveSummary& s) {
+  if (s.mode != "band") return "";
+  double lo_above = 0, lo_at_most = 1, hi_at_least = 0, hi_below = 1;
+  bool inside = false, below = false, above = false;
+  for (const SelfPlayRow& r : t.rows) {
+    if (r.verdict == "inside") {
+      inside = true;
+      lo_at_most = std::min(lo_at_most, r.anytime_lo);
+      hi_at_least = std::max(hi_at_least, r.anytime_hi);
+    } else if (r.verdict == "below") {
+      below = true;
+      lo_above = std::max(lo_above, r.anytime_hi);
+    } else if (r.verdict == "above") {
+      above = true;
+      hi_below = std::min(hi_below, r.anytime_lo);
+    }
+  }
+  const auto edge = [](bool at_most, double at_most_value, bool above_known, double above_value) -> std::string {
+    if (at_most && above_known) return absl::StrCat("between ", fixed(above_value), " and ", fixed(at_most_value));
+    if (at_most) return absl::StrCat("at most ", fixed(at_most_value));
+    if (above_known) return absl::StrCat("above ", fixed(above_value));
+    return "";
+  };
+  // Lower edge: above the below positions' upper ends, at most the inside ones' lower ends; the
+  // upper edge: at least the inside ones' upper ends, below the above ones' lower ends.
+  const std::string lower = edge(inside, lo_at_most, below, lo_above);
+  std::string upper;
+  if (inside && above)
+    upper = absl::StrCat("between ", fixed(hi_at_least), " and ", fixed(hi_below));
+  else if (inside)
+    upper = absl::StrCat("at least ", fixed(hi_at_least));
+  else if (above)
+    upper = absl::StrCat("below ", fixed(hi_below));
+  std::vector<std::string> parts;
+  if (!lower.empty()) parts.push_back(absl::StrCat("its lower edge ", lower));
+  if (!upper.empty()) parts.push_back(absl::StrCat("its upper edge ", upper));
+  return absl::StrCat(" (the band is not recorded either; the decided positions' intervals put ",
+                      absl::StrJoin(parts, " and "), ")");
+}
+
+// Adaptive allocation: the rule, the verdicts, the games they took, the anytime intervals.
+std::string adaptive_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
+  if (!t.adaptive) return "";
+  const AdaptiveSummary s = summarise_adaptive(t, a);
+  std::string b = "<section id=\"adaptive\"><h2>Adaptive allocation</h2><p class=\"verdict\">";
+  if (!t.adaptive_rule.empty())
+    absl::StrAppend(&b, "Each position played in batches until its question was answered: <b>", html(t.adaptive_rule),
+                    "</b>.");
+  else if (!s.mode.empty())
+    absl::StrAppend(&b,
+                    "Each position played in batches until its question was answered. The rule is not recorded "
+                    "in the table; its verdicts say it was a <b>",
+                    s.mode, "</b>", band_bounds(t, s), ".");
+  else
+    b += "Each position played in batches until its question was answered. The rule is not recorded in the table, "
+         "and no verdict says which kind it was.";
+  b += "</p><div class=\"pair\"><table class=\"positions\" id=\"verdicts\"><caption>Verdicts</caption><thead><tr>"
+       "<th>verdict</th><th>positions</th><th class=\"text\">meaning</th></tr></thead><tbody>";
+  for (const auto& [v, n] : s.verdicts)
+    absl::StrAppend(&b, "<tr data-verdict=\"", v, "\"><td class=\"text\">", v, "</td><td>", n,
+                    "</td><td class=\"text\">", verdict_meaning(v), "</td></tr>");
+  absl::StrAppend(&b, "</tbody></table><table class=\"positions\" id=\"spent\"><caption>Games played</caption><tbody>",
+                  "<tr><th>in all</th><td>", count(s.played), "</td></tr><tr><th>fewest a position</th><td>",
+                  count(s.min_played), "</td></tr><tr><th>median</th><td>",
+                  fixed(s.median_played, std::floor(s.median_played) == s.median_played ? 0 : 1),
+                  "</td></tr><tr><th>most a position</th><td>", count(s.max_played),
+                  "</td></tr></tbody></table></div>");
+  if (s.max_played > 0)
+    absl::StrAppend(&b, "<p>Playing every position as many games as the most-played one (", count(s.max_played),
+                    ") would have taken ", count(s.max_played * int64_t(t.rows.size())), " games; this run played ",
+                    fixed(100.0 * double(s.played) / double(s.max_played * int64_t(t.rows.size())), 0),
+                    "% of that.</p>");
+  absl::StrAppend(
+      &b,
+      "<p class=\"legend\">The <b>anytime</b> 95% interval is a confidence sequence: the chance that it ever misses "
+      "a position's true score, at any of the looks after each batch, is at most 5%. So the run could stop each "
+      "position when its interval answered the question, and the intervals it stopped with keep the 95% promise. "
+      "The fixed-count interval of the other columns is valid only for a number of games chosen in advance and read "
+      "once. The price of looking at any time is width: here the anytime intervals are a median ",
+      fixed(s.median_width_ratio, 2), " times as wide as the fixed-count ones of the same games.</p>",
+      "<div class=\"scroll\"><table class=\"positions sortable\" id=\"anytime\"><caption>Positions, decided ones "
+      "first (click a heading to sort)</caption><thead><tr><th>position</th><th>back rank</th><th>played</th>"
+      "<th>counted</th><th>score</th><th>95% fixed-count</th><th>95% anytime</th><th class=\"bar\">anytime, 0 &hellip; "
+      "1</th><th>width</th><th class=\"text\">verdict</th></tr></thead><tbody>\n");
+  const size_t shown = std::min(s.order.size(), kMaxTableRows);
+  for (size_t k = 0; k < shown; ++k) {
+    const size_t i = s.order[k];
+    const SelfPlayRow& r = t.rows[i];
+    const selfplay::Interval anytime{a.positions[i].score.value, r.anytime_lo, r.anytime_hi};
+    const size_t verdict_rank =
+        size_t(std::find(std::begin(kVerdictOrder), std::end(kVerdictOrder), r.verdict) - std::begin(kVerdictOrder));
+    absl::StrAppend(&b, "<tr><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+                    count(r.played()), "</td><td>", count(r.counts.games()), "</td><td>",
+                    fixed(a.positions[i].score.value), "</td><td>", interval_text(a.positions[i].score), "</td><td>",
+                    interval_text(anytime), "</td><td>", interval_bar(anytime), "</td><td>",
+                    fixed(r.anytime_hi - r.anytime_lo), "</td><td class=\"text\" data-sort=\"", verdict_rank, "\">",
+                    r.verdict, "</td></tr>\n");
+  }
+  b += "</tbody></table></div></section>\n";
+  return b;
+}
+
 // All positions.
 std::string positions_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
   std::string b;
@@ -448,6 +565,7 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
                           const SelfPlayTable* ref, const std::string& title) {
   std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
   b += summary_section(a);
+  b += adaptive_section(t, a);
   b += tests_section(t, a);
   b += heatmap_section(t);
   b += histogram_section();
@@ -529,6 +647,240 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     d += "]}";
   }
   return d + "}";
+}
+
+// --- two-engine match ---
+
+// How the match page computes what it shows.
+constexpr const char* kMatchMethods = R"(<section id="methods"><h2>Methods</h2><ul>
+<li><b>Pairs</b>: each opening is played twice with colours reversed (A White, then B White), and the pair is
+counted once by A's points in it: LL 0, LD &frac12;, DD or WL 1, WD 1&frac12;, WW 2 (the pentanomial counts). A
+pair that repeats an earlier one move for move, or whose partner is missing or not evidence, is not counted.</li>
+<li><b>Score, Elo, nElo, LOS</b>: A's mean score a game over the pairs, its 95% interval from the pairs' variance
+(normal approximation; the colour reversal makes it smaller than the games' variance), logistic Elo of the score
+and of the interval's ends, normalized Elo ((score &minus; &frac12;) / &radic;(2 var) &times; 800 / ln 10, as
+fastchess gives it) and the likelihood of superiority (normal approximation).</li>
+<li><b>Which positions favour which engine</b>: per position, the exact two-sided sign test on the pairs each
+engine won (more than one of the pair's two points), tied pairs left out; Holm's step-down correction over the
+positions (family-wise error: a position listed under Holm favours its engine at 5% for the whole table) and
+Benjamini&ndash;Hochberg's (false discovery rate: at most 5% of the positions listed are expected to be wrong).</li>
+<li><b>Does the difference depend on the position?</b> The positions' mean pair scores against the match's, with
+the match's pair variance pooled: &sum; n<sub>k</sub> (&mu;<sub>k</sub> &minus; &mu;)&sup2; / var against
+chi-square with (positions with pairs &minus; 1) degrees of freedom. With few pairs a position the chi-square
+distribution is a rough guide.</li>
+<li><b>SPRT</b>: a match run with --sprt stops when its log-likelihood ratio crosses a bound. A CSV does not
+record the test; from a match's JSON (--format json) the report takes the rule and computes the ratio from the
+pentanomial counts (selfplay/sprt.h).</li></ul></section>
+)";
+
+// "+12.3", "&minus;4.5" (a real minus sign), "+&infin;".
+std::string signed_elo(double x) {
+  if (std::isnan(x)) return "&ndash;";
+  if (std::isinf(x)) return x > 0 ? "+&infin;" : "&minus;&infin;";
+  const std::string digits = absl::StrFormat("%.1f", std::abs(x));
+  if (digits == "0.0") return digits;
+  return absl::StrCat(x < 0 ? "&minus;" : "+", digits);
+}
+
+// 12.3%; a probability that rounds to 0% or 100% without being it is shown as below 0.1% or above 99.9%.
+std::string percent(double x) {
+  if (std::isnan(x)) return "&ndash;";
+  if (x > 0.9995 && x < 1) return "&gt;99.9%";
+  if (x > 0 && x < 0.0005) return "&lt;0.1%";
+  return absl::StrCat(fixed(100 * x, 1), "%");
+}
+
+constexpr const char* kPentaNames[selfplay::kPentanomialCells] = {"LL", "LD", "DD or WL", "WD", "WW"};
+
+std::string match_position_row(const MatchRow& r, const MatchAnalysis& a, size_t i) {
+  const selfplay::MatchFigures& f = a.positions[i];
+  const selfplay::Interval score{f.score, f.score_lo, f.score_hi};
+  std::string out = absl::StrCat("<tr><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+                                 count(f.pairs), "</td>");
+  for (int64_t c : r.penta) absl::StrAppend(&out, "<td>", count(c), "</td>");
+  absl::StrAppend(&out, "<td>", count(f.a_pairs), " / ", count(f.b_pairs), "</td><td>", fixed(f.score), "</td><td>",
+                  interval_text(score), "</td><td>", interval_bar(score), "</td><td>", p_value(a.tests.p[i]),
+                  "</td><td>", p_value(a.tests.holm[i]), "</td><td>", p_value(a.tests.bh[i]),
+                  "</td><td class=\"text\">", selfplay::match_favours(f, a.tests.holm[i]), "</td></tr>\n");
+  return out;
+}
+
+std::string match_positions_header() {
+  std::string out = "<thead><tr><th>position</th><th>back rank</th><th>pairs</th>";
+  for (const char* n : kPentaNames) absl::StrAppend(&out, "<th>", n, "</th>");
+  return out +
+         "<th>pairs won A / B</th><th>A's score</th><th>95% interval</th><th class=\"bar\">0 &hellip; 1</th>"
+         "<th>sign p</th><th>Holm</th><th>BH</th><th class=\"text\">favours</th></tr></thead>";
+}
+
+std::string match_body(const MatchTable& t, const MatchAnalysis& a, const ReportOptions& o, const std::string& title) {
+  const std::string name_a = t.engine_a.empty() ? "A" : t.engine_a, name_b = t.engine_b.empty() ? "B" : t.engine_b;
+  std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
+  const selfplay::MatchFigures& f = a.figures;
+  if (t.engine_a.empty())
+    b += "<p class=\"engines\">Engine <b>A</b> is the one of <code>--engine</code>, <b>B</b> the one of "
+         "<code>--opponent</code> (the table does not name them). ";
+  else
+    absl::StrAppend(&b, "<p class=\"engines\">Engine <b>A</b>: ", html(name_a), "; engine <b>B</b>: ", html(name_b),
+                    ". ");
+  b += "Figures are A's: above &frac12; (or 0 Elo) A is the stronger.</p>";
+  absl::StrAppend(
+      &b, "<section id=\"summary\" class=\"cards\">",
+      "<div class=\"card\"><div class=\"k\">positions</div><div class=\"v\">", a.by_score.size(),
+      "</div></div><div class=\"card\"><div class=\"k\">pairs</div><div class=\"v\" id=\"pairs\">", count(f.pairs),
+      "</div><div class=\"s\">", count(2 * f.pairs), " games</div></div>",
+      "<div class=\"card\"><div class=\"k\">A's score</div><div class=\"v\" id=\"match-score\">", fixed(f.score),
+      "</div><div class=\"s\">95%: ", fixed(f.score_lo), "&ndash;", fixed(f.score_hi), "</div></div>",
+      "<div class=\"card\"><div class=\"k\">Elo (A &minus; B)</div><div class=\"v\" id=\"match-elo\">",
+      signed_elo(f.elo), "</div><div class=\"s\">95%: ", signed_elo(f.elo_lo), " &hellip; ", signed_elo(f.elo_hi),
+      "</div></div><div class=\"card\"><div class=\"k keep\">nElo</div><div class=\"v\">", signed_elo(f.nelo),
+      "</div></div><div class=\"card\"><div class=\"k keep\">LOS (A)</div><div class=\"v\">", percent(f.los),
+      "</div></div><div class=\"card\"><div class=\"k\">W / D / L (A)</div><div class=\"v\">", count(a.wins), " / ",
+      count(a.draws), " / ", count(a.losses), "</div></div></section>\n");
+
+  // The pentanomial counts, as a table with bars.
+  b += "<section id=\"pentanomial\"><h2>Pairs by A's points</h2><table class=\"positions\" id=\"penta\"><thead>"
+       "<tr><th class=\"text\">pair</th><th>A's points</th><th>pairs</th><th>share</th><th></th></tr></thead><tbody>";
+  int64_t most = 1;
+  for (int64_t c : a.total) most = std::max(most, c);
+  const char* points[selfplay::kPentanomialCells] = {"0", "&frac12;", "1", "1&frac12;", "2"};
+  for (size_t i = 0; i < a.total.size(); ++i)
+    absl::StrAppend(&b, "<tr><td class=\"text\">", kPentaNames[i], "</td><td>", points[i], "</td><td>",
+                    count(a.total[i]), "</td><td>", percent(f.pairs ? double(a.total[i]) / double(f.pairs) : kNaN),
+                    "</td><td class=\"text\"><span class=\"hbar\" style=\"width:",
+                    absl::StrFormat("%.1f", 240.0 * double(a.total[i]) / double(most)), "px\"></span></td></tr>");
+  b += "</tbody></table><p class=\"legend\">Each opening is played twice with colours reversed; L, D, W are A's "
+       "loss, draw and win in the two games. DD and WL both give A one point of two and are one cell.</p>";
+  std::vector<std::string> left_out;
+  if (a.duplicates > 0)
+    left_out.push_back(absl::StrCat(count(a.duplicates),
+                                    a.duplicates == 1 ? " pair that repeats" : " pairs that repeat",
+                                    " an earlier pair of its position move for move"));
+  if (a.unpaired > 0)
+    left_out.push_back(absl::StrCat(count(a.unpaired), a.unpaired == 1 ? " game" : " games",
+                                    " whose partner is missing or ended in an engine failure before both engines "
+                                    "moved"));
+  if (!left_out.empty()) absl::StrAppend(&b, "<p class=\"note\">Not counted: ", absl::StrJoin(left_out, "; "), ".</p>");
+  b += "</section>\n";
+
+  b += "<section id=\"sprt\"><h2>SPRT</h2>";
+  if (t.sprt.enabled()) {
+    // The log-likelihood ratio from the counts, with the rule the run used.
+    const double llr = selfplay::sprt_llr(t.sprt, a.total);
+    const selfplay::SprtResult r = selfplay::sprt_result(t.sprt, llr);
+    const std::string unit = t.sprt.normalized ? " nElo" : " Elo";
+    absl::StrAppend(
+        &b, "<p class=\"verdict\" id=\"sprt-result\">",
+        r == selfplay::SprtResult::kH1
+            ? absl::StrCat("<b>H1 accepted</b>: the test rejects H0 (", signed_elo(t.sprt.elo0), unit,
+                           ") in favour of H1 (", signed_elo(t.sprt.elo1), unit, "): A is the stronger engine.")
+        : r == selfplay::SprtResult::kH0
+            ? absl::StrCat("<b>H0 accepted</b>: the test rejects H1 (", signed_elo(t.sprt.elo1), unit,
+                           ") in favour of H0 (", signed_elo(t.sprt.elo0), unit, "): A is not that much stronger.")
+            : std::string("<b>Not decided</b>: the ratio had not crossed a bound."),
+        " Log-likelihood ratio <b>", signed_fixed(llr), "</b>, bounds ", signed_fixed(t.sprt.lower()), " and ",
+        signed_fixed(t.sprt.upper()), " (", html(selfplay::describe(t.sprt)), ").</p>",
+        "<p class=\"legend\">A generalized SPRT on the pentanomial counts (Van den Bergh's log-likelihood ratio, "
+        "as fastchess and Fishtest compute it), recomputed here from the pairs. It decides between H0 (A is elo0 "
+        "stronger) and H1 (elo1) with error rates &alpha; and &beta;; it does not estimate the difference (the totals "
+        "above do). The bounds are log(&beta; / (1 &minus; &alpha;)) and log((1 &minus; &beta;) / &alpha;).</p>");
+  } else {
+    b += "<p class=\"note\">Not recorded: a CSV has no SPRT. A run with --sprt writes its rule in its JSON "
+         "(--format json), from which this report computes the test.</p>";
+  }
+  b += "</section>\n";
+
+  // Heterogeneity and which positions favour which engine.
+  const selfplay::MatchTests& mt = a.tests;
+  b += "<section id=\"favours\"><h2>Which positions favour which engine</h2><p class=\"verdict\">";
+  if (mt.dof > 0)
+    absl::StrAppend(&b,
+                    "Does the engines' difference depend on the position? The positions' pair scores against the "
+                    "match's: &chi;&sup2; = ",
+                    fixed(mt.chi_square, 1), " on ", mt.dof,
+                    " degrees of freedom, <b>p = ", p_value(mt.heterogeneity_p), "</b>",
+                    mt.heterogeneity_p < 0.05 ? ": it does." : ": no sign that it does.", "</p><p>");
+  else
+    b += "Whether the difference depends on the position is not computable here (fewer than two positions with "
+         "pairs, or every pair alike).</p><p>";
+  absl::StrAppend(&b, "Sign test per position (pairs A won against pairs B won), corrected for the ", a.by_score.size(),
+                  " positions: <b>", a.favours_a, "</b> favour A and <b>", a.favours_b,
+                  "</b> favour B after Holm's correction (family-wise error 5%); ", a.significant_bh,
+                  " differ after Benjamini&ndash;Hochberg's (false discovery rate 5%).</p>");
+  std::vector<size_t> listed;
+  for (size_t i : a.by_score)
+    if (mt.bh[i] < 0.05 || mt.holm[i] < 0.05) listed.push_back(i);
+  std::stable_sort(listed.begin(), listed.end(), [&](size_t x, size_t y) { return mt.p[x] < mt.p[y]; });
+  if (!listed.empty()) {
+    absl::StrAppend(&b,
+                    "<table class=\"positions\" id=\"favouring\"><caption>Positions below 5% after "
+                    "Benjamini&ndash;Hochberg's correction, smallest p first (favours: by Holm's)</caption>",
+                    match_positions_header(), "<tbody>");
+    for (size_t i : listed) b += match_position_row(t.rows[i], a, i);
+    b += "</tbody></table>";
+  } else {
+    b += "<p class=\"note\">No position differs from an even match after either correction.</p>";
+  }
+  b += "</section>\n";
+
+  if (std::any_of(t.rows.begin(), t.rows.end(), [](const MatchRow& r) { return r.key.sp >= 0; }))
+    absl::StrAppend(&b, "<section id=\"heatmap-section\"><h2>A's score by start position</h2>",
+                    "<div id=\"heatmap\" class=\"c960-heatmap\"></div>",
+                    heatmap_legend("Colour: A's score, centred on &frac12; (an even match); red favours A, blue B; "
+                                   "grey: not played."),
+                    "</section>\n");
+
+  const size_t shown = std::min(a.by_score.size(), kMaxTableRows);
+  absl::StrAppend(&b, "<section id=\"all\"><h2>All positions by A's score</h2>",
+                  shown < a.by_score.size() ? absl::StrCat("<p class=\"note\">The first ", shown, " of ",
+                                                           a.by_score.size(), " positions.</p>")
+                                            : "",
+                  "<table class=\"positions sortable\" id=\"positions\">", match_positions_header(), "<tbody>\n");
+  for (size_t k = 0; k < shown; ++k) b += match_position_row(t.rows[a.by_score[k]], a, a.by_score[k]);
+  b += "</tbody></table><p class=\"legend\">A position's interval, like the match's, is a normal approximation "
+       "from its pairs' variance: rough with few pairs, and where all of a position's pairs are alike it shrinks to "
+       "the score itself (two WW pairs: 1.000&ndash;1.000). Which positions favour an engine is decided by the sign "
+       "test, exact at any number of pairs.</p></section>\n";
+  Metadata metadata = t.metadata;
+  metadata.insert(metadata.end(), o.metadata.begin(), o.metadata.end());
+  b += metadata_section(metadata, "");
+  b += kMatchMethods;
+  return b +
+         "</main>\n<footer>Made by c960 report. Charts: Chart.js 3.9.1 (MIT licence), included in this file."
+         "</footer>";
+}
+
+std::string match_data(const MatchTable& t, const MatchAnalysis& a) {
+  // Colours centred on an even match; the range covers 95% of the deviations.
+  std::vector<double> dev;
+  for (size_t i : a.by_score) dev.push_back(std::abs(a.positions[i].score - 0.5));
+  std::sort(dev.begin(), dev.end());
+  double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
+  half = std::clamp(half, 0.02, 0.5);
+  std::string d =
+      absl::StrCat("{\"kind\":\"match\",\"heatmap\":{\"domain\":[", json_number(0.5 - half), ",0.5,",
+                   json_number(0.5 + half), "],\"palette\":\"diverging\",\"legend\":\"A's score\",\"rows\":[");
+  bool first = true;
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const MatchRow& r = t.rows[i];
+    if (r.key.sp < 0) continue;
+    const selfplay::MatchFigures& f = a.positions[i];
+    std::vector<std::string> lines = {absl::StrCat(r.key.sp, " ", backrank(r.key.sp))};
+    if (f.pairs > 0) {
+      lines.push_back(absl::StrCat("pairs ", f.pairs, " (LL ", r.penta[0], ", LD ", r.penta[1], ", DD/WL ", r.penta[2],
+                                   ", WD ", r.penta[3], ", WW ", r.penta[4], ")"));
+      lines.push_back(absl::StrFormat("A's score %.3f, 95%% interval %.3f\u2013%.3f", f.score, f.score_lo, f.score_hi));
+      lines.push_back(absl::StrFormat("sign test p %.3g, Holm %.3g", a.tests.p[i], a.tests.holm[i]));
+    } else {
+      lines.push_back("no pairs");
+    }
+    absl::StrAppend(&d, first ? "" : ",", "\n{\"sp\":", r.key.sp, ",\"value\":", json_number(f.pairs ? f.score : kNaN),
+                    ",\"lines\":[");
+    for (size_t k = 0; k < lines.size(); ++k) absl::StrAppend(&d, k ? "," : "", json_string(lines[k]));
+    d += "]}";
+    first = false;
+  }
+  return d + "]}}";
 }
 
 // --- perft ---
@@ -656,6 +1008,9 @@ Metadata spec_metadata(const selfplay::SelfPlaySpec& s) {
                                    : s.limits.depth ? absl::StrCat("depth ", s.limits.depth)
                                                     : absl::StrCat(s.limits.movetime_ms, " ms"));
   m.emplace_back("games per position", absl::StrCat(s.games_per_position));
+  if (s.adaptive.enabled())
+    m.emplace_back("adaptive", absl::StrCat(selfplay::describe(s.adaptive), ", at most ", s.games_per_position,
+                                            " games a position"));
   m.emplace_back("openings", absl::StrCat(s.random_plies, " random plies, node jitter ", s.node_jitter_percent,
                                           "%, sample margin ", s.sample_margin_cp, " cp"));
   m.emplace_back("seed", absl::StrCat(s.seed));
@@ -697,9 +1052,33 @@ absl::StatusOr<std::string> report_from_data(const PerftTable& table, const Repo
   return page(title, perft_body(a, options, title), perft_data(a));
 }
 
+absl::StatusOr<std::string> report_from_data(const MatchTable& table, const ReportOptions& options) {
+  if (table.rows.empty()) return absl::InvalidArgumentError("the match table has no positions");
+  if (!options.reference_csv.empty())
+    return absl::InvalidArgumentError("a reference table goes with self-play tables only");
+  const MatchAnalysis a = analyse_match(table);
+  if (a.figures.pairs == 0) return absl::InvalidArgumentError("the match table has no pairs");
+  const std::string title = !options.title.empty() ? options.title
+                            : table.engine_a.empty()
+                                ? "c960 match report"
+                                : absl::StrCat("c960 match report: ", table.engine_a, " vs ", table.engine_b);
+  return page(title, match_body(table, a, options, title), match_data(table, a));
+}
+
 absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const ReportOptions& options) {
+  // A match's JSON (the only JSON the report reads).
+  if (const size_t at = csv_text.find_first_not_of(" \t\r\n"); at != std::string::npos && csv_text[at] == '{') {
+    absl::StatusOr<MatchTable> t = parse_match_json(csv_text);
+    if (!t.ok()) return t.status();
+    return report_from_data(*t, options);
+  }
   absl::StatusOr<TableKind> kind = detect_table_kind(csv_text);
   if (!kind.ok()) return kind.status();
+  if (*kind == TableKind::kMatch) {
+    absl::StatusOr<MatchTable> t = parse_match_csv(csv_text);
+    if (!t.ok()) return t.status();
+    return report_from_data(*t, options);
+  }
   if (*kind == TableKind::kSelfPlay) {
     absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv_text);
     if (!t.ok()) return t.status();

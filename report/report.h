@@ -27,13 +27,17 @@ struct ReportOptions {
 // workers and verification level.
 Metadata spec_metadata(const selfplay::SelfPlaySpec& spec);
 
-// A table as `c960 selfplay --format csv` or `c960 perft --table` writes it; the kind is read
+// A table as `c960 selfplay --format csv` (one engine, or a match with --opponent) or
+// `c960 perft --table` writes it, or a match's JSON (`--opponent --format json`: engines' names
+// and the SPRT too); the kind is read
 // from the header. Errors (InvalidArgument) name the line and column; a reference table's errors
 // say so.
 absl::StatusOr<std::string> report_from_csv(const std::string& csv_text, const ReportOptions& options);
 
 absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const ReportOptions& options);
 absl::StatusOr<std::string> report_from_data(const PerftTable& table, const ReportOptions& options);
+// A two-engine match (engines named A and B unless the table names them).
+absl::StatusOr<std::string> report_from_data(const MatchTable& table, const ReportOptions& options);
 
 // Text made safe for HTML text and attribute values (& < > " ' as entities); the report and the
 // coordinator's dashboard pages both use it.

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/startpos.h"
+#include "report/json.h"
+#include "selfplay/adaptive.h"
 
 namespace c960::report {
 namespace {
@@ -200,12 +202,13 @@ absl::StatusOr<TableKind> detect_table_kind(absl::string_view text) {
   if (!records.ok()) return records.status();
   if (records->empty()) return absl::InvalidArgumentError("the table is empty");
   const Header h(records->front());
+  if (h.find("pairs") && h.find("ll") && h.find("ww")) return TableKind::kMatch;
   if (h.find("white_wins") && h.find("games")) return TableKind::kSelfPlay;
   if (h.find("depth") && h.find("nodes")) return TableKind::kPerft;
   return absl::InvalidArgumentError(
       absl::StrCat("line ", records->front().line, ": header '", absl::StrJoin(h.names(), ","),
-                   "' is neither a self-play table (sp,fen,games,white_wins,draws,black_wins,...) nor a perft table "
-                   "(sp,fen,depth,nodes)"));
+                   "' is not a self-play table (sp,fen,games,white_wins,draws,black_wins,...), a match table "
+                   "(sp,fen,pairs,ll,ld,dd_wl,wd,ww,...) or a perft table (sp,fen,depth,nodes)"));
 }
 
 absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
@@ -229,6 +232,21 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       table.termination_names.push_back(name);
       term_cols.push_back(i);
     }
+
+  // An adaptive run's columns come as a set.
+  const std::optional<size_t> lo_col = h.find("anytime_lo"), hi_col = h.find("anytime_hi"),
+                              verdict_col = h.find("verdict");
+  table.adaptive = lo_col || hi_col || verdict_col;
+  if (table.adaptive) {
+    const std::vector<std::string> adaptive_names = {"anytime_lo", "anytime_hi", "verdict"};
+    if (absl::StatusOr<std::vector<size_t>> a = require(h, records->front(), adaptive_names, "adaptive self-play");
+        !a.ok())
+      return a.status();
+  }
+  // The first verdict that names the rule's kind (a target width's "narrow", a band's "inside",
+  // "above" or "below"): one run has one rule.
+  std::string rule_verdict;
+  int rule_line = 0;
 
   Seen seen;
   std::optional<Record> all_row;
@@ -263,7 +281,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       row.mean_plies = *x;
     }
     if (dup_col) {
-      absl::StatusOr<int64_t> x = read_int(r, *dup_col, "duplicates", v[0]);
+      // Repeats may outnumber the distinct games (an engine that plays the same game again).
+      absl::StatusOr<int64_t> x = read_int(r, *dup_col, "duplicates", int64_t(1) << 50);
       if (!x.ok()) return x.status();
       row.duplicates = *x;
     }
@@ -277,6 +296,37 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
           read_int(r, term_cols[t], table.termination_names[t], v[0] + row.uncounted + row.duplicates);
       if (!x.ok()) return x.status();
       row.terminations.push_back(*x);
+    }
+    if (table.adaptive) {
+      absl::StatusOr<double> lo = read_double(r, *lo_col, "anytime_lo");
+      if (!lo.ok()) return lo.status();
+      absl::StatusOr<double> hi = read_double(r, *hi_col, "anytime_hi");
+      if (!hi.ok()) return hi.status();
+      if (!(*lo <= 1))
+        return cell_error(r, *lo_col, "anytime_lo", absl::StrCat("'", r.fields[*lo_col], "' is not a score in 0..1"));
+      if (!(*hi <= 1))
+        return cell_error(r, *hi_col, "anytime_hi", absl::StrCat("'", r.fields[*hi_col], "' is not a score in 0..1"));
+      if (!(*lo <= *hi))
+        return cell_error(r, *hi_col, "anytime_hi",
+                          absl::StrCat(r.fields[*hi_col], " is below anytime_lo (", r.fields[*lo_col], ")"));
+      const std::string& v = r.fields[*verdict_col];
+      if (v != "open" && v != "narrow" && v != "inside" && v != "above" && v != "below" && v != "cap")
+        return cell_error(r, *verdict_col, "verdict",
+                          absl::StrCat("'", v, "' is not open, narrow, inside, above, below or cap"));
+      const bool band = v == "inside" || v == "above" || v == "below";
+      if (band || v == "narrow") {
+        if (rule_verdict.empty()) {
+          rule_verdict = v;
+          rule_line = r.line;
+        } else if (band != (rule_verdict != "narrow")) {
+          return cell_error(r, *verdict_col, "verdict",
+                            absl::StrCat("'", v, "' is a ", band ? "band's" : "target width's", " verdict, but line ",
+                                         rule_line, " has '", rule_verdict, "' (one run has one rule)"));
+        }
+      }
+      row.anytime_lo = *lo;
+      row.anytime_hi = *hi;
+      row.verdict = v;
     }
     if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
     table.rows.push_back(std::move(row));
@@ -347,8 +397,216 @@ absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text) {
   return table;
 }
 
+absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
+  absl::StatusOr<std::vector<Record>> records = read_csv(text);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::InvalidArgumentError("the table is empty");
+  const Header h(records->front());
+  // Counts, in this order; the derived columns must be there too (a table cut short is refused).
+  const std::vector<std::string> names = {"sp",         "fen",      "pairs", "ll",     "ld",     "dd_wl",
+                                          "wd",         "ww",       "games", "wins",   "draws",  "losses",
+                                          "duplicates", "unpaired", "score", "p_holm", "favours"};
+  absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "match");
+  if (!cols.ok()) return cols.status();
+  const auto col = [&](size_t k) { return (*cols)[k]; };
+  constexpr int64_t kMax = int64_t(1) << 50;
+
+  MatchTable table;
+  MatchRow sum;
+  Seen seen;
+  for (size_t ri = 1; ri < records->size(); ++ri) {
+    const Record& r = (*records)[ri];
+    if (absl::Status s = check_width(r, h); !s.ok()) return s;
+    const std::string& id = r.fields[col(0)];
+    if (id.empty()) return cell_error(r, col(0), "sp", "empty");
+    const bool all = id == "all";
+    if (!all && sum.key.id == "all")
+      return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a position after the 'all' row"));
+    int64_t v[12] = {};  // pairs, ll, ld, dd_wl, wd, ww, games, wins, draws, losses, duplicates, unpaired
+    for (size_t k = 0; k < 12; ++k) {
+      absl::StatusOr<int64_t> x = read_int(r, col(k + 2), names[k + 2], all ? kMax * 1024 : kMax);
+      if (!x.ok()) return x.status();
+      v[k] = *x;
+    }
+    MatchRow row;
+    for (size_t i = 0; i < 5; ++i) row.penta[i] = v[i + 1];
+    row.wins = v[7], row.draws = v[8], row.losses = v[9], row.duplicates = v[10], row.unpaired = v[11];
+    if (row.pairs() != v[0])
+      return cell_error(r, col(2), "pairs",
+                        absl::StrCat(v[0], " pairs, but ll + ld + dd_wl + wd + ww = ", row.pairs()));
+    if (v[6] != row.wins + row.draws + row.losses)
+      return cell_error(r, col(8), "games",
+                        absl::StrCat(v[6], " games, but wins + draws + losses = ", row.wins + row.draws + row.losses));
+    if (v[6] != 2 * v[0])
+      return cell_error(r, col(8), "games", absl::StrCat(v[6], " games, but ", v[0], " pairs make ", 2 * v[0]));
+    // A's points, in half points: from the games and from the pairs.
+    const int64_t from_games = 2 * row.wins + row.draws,
+                  from_pairs = row.penta[1] + 2 * row.penta[2] + 3 * row.penta[3] + 4 * row.penta[4];
+    if (from_games != from_pairs)
+      return cell_error(r, col(9), "wins",
+                        absl::StrCat("A's points from wins and draws (", from_games / 2, from_games % 2 ? ".5" : "",
+                                     ") differ from the pairs' (", from_pairs / 2, from_pairs % 2 ? ".5" : "", ")"));
+    const std::string& favours = r.fields[col(16)];
+    if (!favours.empty() && favours != "A" && favours != "B")
+      return cell_error(r, col(16), "favours", absl::StrCat("'", favours, "' is not A, B or empty"));
+    if (all) {
+      if (sum.key.id == "all") return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a second 'all' row"));
+      // A truncated or edited file shows here: the 'all' row must be the rows' sum.
+      const int64_t want[12] = {sum.pairs(),  sum.penta[0], sum.penta[1],    sum.penta[2],
+                                sum.penta[3], sum.penta[4], 2 * sum.pairs(), sum.wins,
+                                sum.draws,    sum.losses,   sum.duplicates,  sum.unpaired};
+      for (size_t k = 0; k < 12; ++k)
+        if (v[k] != want[k])
+          return cell_error(r, col(k + 2), names[k + 2],
+                            absl::StrCat("the 'all' row says ", v[k], " but the positions add up to ", want[k]));
+      sum.key.id = "all";
+      continue;
+    }
+    row.key = resolve_key(id, r.fields[col(1)]);
+    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    for (size_t i = 0; i < 5; ++i) sum.penta[i] += row.penta[i];
+    sum.wins += row.wins, sum.draws += row.draws, sum.losses += row.losses;
+    sum.duplicates += row.duplicates, sum.unpaired += row.unpaired;
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  return table;
+}
+
+namespace {
+
+absl::Status json_error(const JsonValue& v, const std::string& path, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat("line ", v.line, ", ", path, ": ", problem));
+}
+
+const JsonValue* member(const JsonValue& object, absl::string_view key, JsonValue::Type type) {
+  const JsonValue* v = object.find(key);
+  return v && v->type == type ? v : nullptr;
+}
+
+absl::StatusOr<int64_t> json_count(const JsonValue& object, const std::string& path, absl::string_view key) {
+  const JsonValue* v = object.find(key);
+  const std::string where = absl::StrCat(path, ".", key);
+  if (!v) return json_error(object, where, "missing");
+  int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), n);
+  if (v->type != JsonValue::Type::kNumber || ec != std::errc() || p != v->text.data() + v->text.size() || n < 0 ||
+      n > (int64_t(1) << 50))
+    return json_error(*v, where, absl::StrCat("'", v->text, "' is not a whole number in 0..2^50"));
+  return n;
+}
+
+absl::StatusOr<double> json_double(const JsonValue& object, const std::string& path, absl::string_view key) {
+  const JsonValue* v = object.find(key);
+  const std::string where = absl::StrCat(path, ".", key);
+  if (!v) return json_error(object, where, "missing");
+  double x = 0;
+  const auto [p, ec] = std::from_chars(v->text.data(), v->text.data() + v->text.size(), x);
+  if (v->type != JsonValue::Type::kNumber || ec != std::errc() || p != v->text.data() + v->text.size())
+    return json_error(*v, where, "not a number");
+  return x;
+}
+
+// The checks every match row passes, CSV or JSON: counts that add up.
+std::string match_row_problem(const MatchRow& row, int64_t pairs, int64_t games) {
+  if (row.pairs() != pairs) return absl::StrCat(pairs, " pairs, but the pentanomial counts add up to ", row.pairs());
+  if (games != row.wins + row.draws + row.losses)
+    return absl::StrCat(games, " games, but wins + draws + losses = ", row.wins + row.draws + row.losses);
+  if (games != 2 * pairs) return absl::StrCat(games, " games, but ", pairs, " pairs make ", 2 * pairs);
+  const int64_t from_games = 2 * row.wins + row.draws,
+                from_pairs = row.penta[1] + 2 * row.penta[2] + 3 * row.penta[3] + 4 * row.penta[4];
+  if (from_games != from_pairs)
+    return absl::StrCat("A's points from wins and draws (", from_games / 2, from_games % 2 ? ".5" : "",
+                        ") differ from the pairs' (", from_pairs / 2, from_pairs % 2 ? ".5" : "", ")");
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<MatchTable> parse_match_json(absl::string_view text) {
+  absl::StatusOr<JsonValue> doc = parse_json(text);
+  if (!doc.ok()) return doc.status();
+  if (doc->type != JsonValue::Type::kObject) return json_error(*doc, "the document", "not an object");
+  const JsonValue* positions = member(*doc, "positions", JsonValue::Type::kArray);
+  const JsonValue* engines = member(*doc, "engines", JsonValue::Type::kObject);
+  if (!positions || !engines || !doc->find("total"))
+    return json_error(*doc, "the document",
+                      "not a match's JSON (c960 selfplay --opponent --format json has \"engines\", \"positions\" "
+                      "and \"total\"); of a self-play run the report reads the CSV");
+  MatchTable table;
+  const JsonValue *a = member(*engines, "a", JsonValue::Type::kString),
+                  *b = member(*engines, "b", JsonValue::Type::kString);
+  if (!a || !b) return json_error(*engines, "engines", "needs the strings \"a\" and \"b\"");
+  table.engine_a = a->text;
+  table.engine_b = b->text;
+  if (const JsonValue* m = member(*doc, "metadata", JsonValue::Type::kObject))
+    for (const auto& [k, v] : m->members)
+      if (v.type == JsonValue::Type::kString || v.type == JsonValue::Type::kNumber || v.type == JsonValue::Type::kBool)
+        table.metadata.emplace_back(k, v.type == JsonValue::Type::kBool ? (v.boolean ? "true" : "false") : v.text);
+  if (const JsonValue* sprt = doc->find("sprt"); sprt && sprt->type != JsonValue::Type::kNull) {
+    if (sprt->type != JsonValue::Type::kObject) return json_error(*sprt, "sprt", "not an object");
+    selfplay::SprtRule rule;
+    double* fields[] = {&rule.elo0, &rule.elo1, &rule.alpha, &rule.beta};
+    const char* names[] = {"elo0", "elo1", "alpha", "beta"};
+    for (size_t k = 0; k < 4; ++k) {
+      absl::StatusOr<double> x = json_double(*sprt, "sprt", names[k]);
+      if (!x.ok()) return x.status();
+      *fields[k] = *x;
+    }
+    const JsonValue* model = member(*sprt, "model", JsonValue::Type::kString);
+    if (!model || (model->text != "logistic" && model->text != "normalized"))
+      return json_error(*sprt, "sprt.model", "not \"logistic\" or \"normalized\"");
+    rule.normalized = model->text == "normalized";
+    if (absl::Status s = rule.validate(); !s.ok()) return json_error(*sprt, "sprt", std::string(s.message()));
+    table.sprt = rule;
+  }
+  Seen seen;
+  for (size_t i = 0; i < positions->items.size(); ++i) {
+    const JsonValue& p = positions->items[i];
+    const std::string path = absl::StrCat("positions[", i, "]");
+    if (p.type != JsonValue::Type::kObject) return json_error(p, path, "not an object");
+    const JsonValue* id = member(p, "id", JsonValue::Type::kString);
+    if (!id || id->text.empty()) return json_error(p, path + ".id", "missing or empty");
+    const JsonValue* fen = member(p, "fen", JsonValue::Type::kString);
+    MatchRow row;
+    row.key = resolve_key(id->text, fen ? fen->text : "");
+    const JsonValue* penta = member(p, "pentanomial", JsonValue::Type::kArray);
+    if (!penta || penta->items.size() != 5)
+      return json_error(p, path + ".pentanomial", "needs five counts (LL, LD, DD or WL, WD, WW)");
+    for (size_t k = 0; k < 5; ++k) {
+      const JsonValue& c = penta->items[k];
+      int64_t n = -1;
+      const auto [end, ec] = std::from_chars(c.text.data(), c.text.data() + c.text.size(), n);
+      if (c.type != JsonValue::Type::kNumber || ec != std::errc() || end != c.text.data() + c.text.size() || n < 0 ||
+          n > (int64_t(1) << 50))
+        return json_error(c, absl::StrCat(path, ".pentanomial[", k, "]"),
+                          absl::StrCat("'", c.text, "' is not a count"));
+      row.penta[k] = n;
+    }
+    int64_t v[7] = {};
+    const char* keys[] = {"pairs", "games", "wins", "draws", "losses", "duplicates", "unpaired"};
+    for (size_t k = 0; k < 7; ++k) {
+      absl::StatusOr<int64_t> x = json_count(p, path, keys[k]);
+      if (!x.ok()) return x.status();
+      v[k] = *x;
+    }
+    row.wins = v[2], row.draws = v[3], row.losses = v[4], row.duplicates = v[5], row.unpaired = v[6];
+    if (std::string problem = match_row_problem(row, v[0], v[1]); !problem.empty()) return json_error(p, path, problem);
+    Record r;
+    r.line = p.line;
+    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) return absl::InvalidArgumentError("the match has no positions");
+  return table;
+}
+
 SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
   SelfPlayTable table;
+  if (stats.adaptive().enabled()) {
+    table.adaptive = true;
+    table.adaptive_rule = selfplay::describe(stats.adaptive());
+  }
   for (size_t t = 0; t < size_t(selfplay::Termination::kCount); ++t)
     table.termination_names.emplace_back(selfplay::termination_name(selfplay::Termination(t)));
   for (const selfplay::PositionStats* p : stats.rows()) {
@@ -359,6 +617,12 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
     row.duplicates = p->duplicates;
     row.uncounted = p->uncounted;
     row.terminations.assign(p->terminations.begin(), p->terminations.end());
+    if (stats.adaptive().enabled()) {
+      const selfplay::AnytimeInterval a = stats.anytime(*p);
+      row.anytime_lo = a.lo;
+      row.anytime_hi = a.hi;
+      row.verdict = std::string(selfplay::verdict_name(stats.verdict_of(*p, a)));
+    }
     table.rows.push_back(std::move(row));
   }
   return table;

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "core/perft.h"
 #include "report/stats.h"
+#include "selfplay/sprt.h"
 #include "selfplay/stats.h"
 
 namespace c960::report {
@@ -32,11 +33,22 @@ struct SelfPlayRow {
   int64_t duplicates = 0;
   int64_t uncounted = 0;              // games played that are not evidence (selfplay::is_evidence)
   std::vector<int64_t> terminations;  // one per SelfPlayTable::termination_names, over every game played
+  // An adaptive run's (SelfPlayTable::adaptive): the anytime 95% interval for White's score and
+  // the verdict (selfplay::verdict_name: "narrow", "inside", "above", "below", "cap", or "open"
+  // while the position plays on).
+  double anytime_lo = kNaN, anytime_hi = kNaN;
+  std::string verdict;
+  // Every game played: distinct evidence games, repeats and games that are not evidence.
+  int64_t played() const { return counts.games() + duplicates + uncounted; }
 };
 
 struct SelfPlayTable {
   std::vector<SelfPlayRow> rows;
   std::vector<std::string> termination_names;
+  // An adaptive run (selfplay/adaptive.h): the rows have anytime intervals and verdicts. The
+  // rule (selfplay::describe) when known; a CSV does not record it.
+  bool adaptive = false;
+  std::string adaptive_rule;
 };
 
 struct PerftRow {
@@ -52,6 +64,25 @@ struct PerftTable {
 // Key/value lines for the metadata section (engine, options, limits, seed, version, dates, ...).
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+// A two-engine match, position by position (selfplay/match.h), from A's side: the pentanomial
+// counts of its pairs (A's points in a colour-reversed pair: LL 0, LD 1/2, DD or WL 1, WD 3/2,
+// WW 2) and A's wins, draws and losses over the paired games counted.
+struct MatchRow {
+  PositionKey key;
+  selfplay::Pentanomial penta{};
+  int64_t wins = 0, draws = 0, losses = 0;
+  int64_t duplicates = 0, unpaired = 0;  // pairs repeated move for move; games without a partner
+  int64_t pairs() const { return penta[0] + penta[1] + penta[2] + penta[3] + penta[4]; }
+};
+
+struct MatchTable {
+  std::vector<MatchRow> rows;
+  std::string engine_a, engine_b;  // empty when the input does not name them
+  // From a match's JSON only: the SPRT it ran (disabled when none) and its metadata.
+  selfplay::SprtRule sprt;
+  Metadata metadata;
+};
+
 // The table of `c960 selfplay --format csv`: header "sp,fen,games,white_wins,draws,black_wins,..."
 // (columns found by name; after "rank" come the terminations), one row per position, and a last
 // row "all" whose counts must equal the rows' sums. Derived columns (score, intervals, Elo) are
@@ -63,7 +94,21 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text);
 // summed over its moves.
 absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text);
 
-enum class TableKind { kSelfPlay, kPerft };
+// The table of `c960 selfplay --engine A --opponent B --format csv` (selfplay::MatchStats::to_csv):
+// header "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,...,duplicates,unpaired", one row
+// per position, and a last row "all" whose counts must equal the rows' sums. Each row must add
+// up: pairs = ll + ld + dd_wl + wd + ww, games = wins + draws + losses = 2 pairs, and A's points
+// (wins + draws / 2) = ld / 2 + dd_wl + 3 wd / 2 + 2 ww. Derived columns (score, Elo, p, favours)
+// are not read: the report computes them from the counts.
+absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text);
+
+// The JSON of the same match (`--format json`, selfplay::MatchStats::to_json): the counts of
+// each position as in the CSV (the same checks), the engines' names, the SPRT's rule (the
+// report computes its log-likelihood ratio from the counts) and the metadata. Errors name the
+// line and the field ("positions[3].pentanomial").
+absl::StatusOr<MatchTable> parse_match_json(absl::string_view text);
+
+enum class TableKind { kSelfPlay, kPerft, kMatch };
 // Which table a CSV holds, from its header; an error names what was expected.
 absl::StatusOr<TableKind> detect_table_kind(absl::string_view text);
 

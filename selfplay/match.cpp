@@ -128,12 +128,11 @@ Pentanomial MatchStats::total() const {
   return t;
 }
 
-MatchStats::Tests MatchStats::tests() const {
-  Tests t;
-  // Heterogeneity: one-way analysis of the pair scores, each position's mean against the match's
-  // with the match's pair variance pooled (the variance when the position does not matter):
-  // sum n_k (mu_k - mu)^2 / var against chi-square with (positions with pairs) - 1 dof.
-  const Pentanomial all_penta = total();
+MatchTests match_tests(const std::vector<Pentanomial>& positions) {
+  MatchTests t;
+  Pentanomial all_penta{};
+  for (const Pentanomial& p : positions)
+    for (int i = 0; i < kPentanomialCells; ++i) all_penta[size_t(i)] += p[size_t(i)];
   const MatchFigures all = match_figures(all_penta);
   double var = 0;
   for (int i = 0; i < kPentanomialCells; ++i)
@@ -141,8 +140,8 @@ MatchStats::Tests MatchStats::tests() const {
                ? double(all_penta[size_t(i)]) / double(all.pairs) * (kScores[i] - all.score) * (kScores[i] - all.score)
                : 0;
   int with_pairs = 0;
-  for (const MatchPositionStats& p : positions_) {
-    const MatchFigures f = match_figures(p.penta);
+  for (const Pentanomial& p : positions) {
+    const MatchFigures f = match_figures(p);
     t.p.push_back(f.pairs > 0 ? f.sign_p : kNaN);
     if (f.pairs == 0) continue;
     ++with_pairs;
@@ -155,20 +154,22 @@ MatchStats::Tests MatchStats::tests() const {
   return t;
 }
 
-namespace {
+MatchTests MatchStats::tests() const {
+  std::vector<Pentanomial> v;
+  for (const MatchPositionStats& p : positions_) v.push_back(p.penta);
+  return match_tests(v);
+}
 
-std::string favours(const MatchFigures& f, double holm) {
+std::string match_favours(const MatchFigures& f, double holm) {
   if (!(holm < 0.05)) return "";
   return f.score > 0.5 ? "A" : "B";
 }
-
-}  // namespace
 
 std::string MatchStats::to_csv() const {
   std::string out =
       "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,p,"
       "p_holm,p_bh,favours,duplicates,unpaired\n";
-  const Tests t = tests();
+  const MatchTests t = tests();
   const auto row = [&](const std::string& sp, const std::string& fen, const Pentanomial& penta, int64_t w, int64_t d,
                        int64_t l, const std::string& adjusted, int64_t dups, int64_t unpaired) {
     const MatchFigures f = match_figures(penta);
@@ -185,8 +186,8 @@ std::string MatchStats::to_csv() const {
     const MatchPositionStats& p = positions_[k];
     const MatchFigures f = match_figures(p.penta);
     row(p.id, p.fen, p.penta, p.wins, p.draws, p.losses,
-        absl::StrCat(csv_number(t.holm[k], 4), ",", csv_number(t.bh[k], 4), ",", favours(f, t.holm[k])), p.duplicates,
-        p.unpaired);
+        absl::StrCat(csv_number(t.holm[k], 4), ",", csv_number(t.bh[k], 4), ",", match_favours(f, t.holm[k])),
+        p.duplicates, p.unpaired);
     w += p.wins, d += p.draws, l += p.losses, dups += p.duplicates, unpaired += p.unpaired;
   }
   row("all", "", total(), w, d, l, ",,", dups, unpaired);
@@ -194,7 +195,7 @@ std::string MatchStats::to_csv() const {
 }
 
 std::string MatchStats::to_json(const std::vector<MetadataValue>& metadata) const {
-  const Tests t = tests();
+  const MatchTests t = tests();
   const auto figures = [](const Pentanomial& penta, int64_t w, int64_t d, int64_t l) {
     const MatchFigures f = match_figures(penta);
     std::string o = absl::StrCat("\"pairs\": ", f.pairs, ", \"a_pairs\": ", f.a_pairs, ", \"b_pairs\": ", f.b_pairs,
@@ -219,7 +220,7 @@ std::string MatchStats::to_json(const std::vector<MetadataValue>& metadata) cons
                     ", \"sp\": ", p.sp >= 0 ? absl::StrCat(p.sp) : std::string("null"),
                     ", \"fen\": ", json_string(p.fen), ", ", figures(p.penta, p.wins, p.draws, p.losses),
                     ", \"p_holm\": ", json_number(t.holm[k], 4), ", \"p_bh\": ", json_number(t.bh[k], 4),
-                    ", \"favours\": ", json_string(favours(f, t.holm[k])), ", \"duplicates\": ", p.duplicates,
+                    ", \"favours\": ", json_string(match_favours(f, t.holm[k])), ", \"duplicates\": ", p.duplicates,
                     ", \"unpaired\": ", p.unpaired, "}");
     w += p.wins, d += p.draws, l += p.losses;
   }
@@ -239,7 +240,7 @@ std::string MatchStats::to_json(const std::vector<MetadataValue>& metadata) cons
 }
 
 std::string MatchStats::to_text() const {
-  const Tests t = tests();
+  const MatchTests t = tests();
   const MatchFigures all = match_figures(total());
   const Pentanomial tp = total();
   std::string out = absl::StrFormat("A %s vs B %s: %d pairs, pentanomial (A's points 0..2) %d %d %d %d %d\n", a_, b_,
@@ -268,7 +269,7 @@ std::string MatchStats::to_text() const {
     absl::StrAppendFormat(&out, "%-8s %5d %5d %5d %5d %5d %5d %6s %7s %6s %6s %s\n", p.id.substr(0, 8), f.pairs,
                           p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_number(f.score, 3),
                           std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo) : std::string(""),
-                          csv_number(f.sign_p, 3), csv_number(t.holm[k], 3), favours(f, t.holm[k]));
+                          csv_number(f.sign_p, 3), csv_number(t.holm[k], 3), match_favours(f, t.holm[k]));
   }
   return out;
 }

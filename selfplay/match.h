@@ -47,6 +47,22 @@ struct MatchFigures {
 // point and p is 0 or 1.
 MatchFigures match_figures(const Pentanomial& penta);
 
+// Across positions (each one's pentanomial, in table order): per position the sign test's p
+// (NaN without pairs) and its Holm and Benjamini-Hochberg adjustments over the positions; and
+// whether the engines' difference depends on the position: the positions' mean pair scores
+// against the match's, with the match's pair variance pooled (the variance when the position
+// does not matter), sum n_k (mu_k - mu)^2 / var against chi-square with (positions with pairs) - 1
+// degrees of freedom (dof 0 and p NaN when that is not computable).
+struct MatchTests {
+  std::vector<double> p, holm, bh;
+  double chi_square = 0, heterogeneity_p = 1;
+  int dof = 0;
+};
+MatchTests match_tests(const std::vector<Pentanomial>& positions);
+
+// "A" or "B" for a position whose Holm-adjusted sign test is below 0.05 (by its score), else "".
+std::string match_favours(const MatchFigures& f, double holm);
+
 struct MatchPositionStats {
   std::string id;
   int sp = -1;
@@ -86,12 +102,7 @@ class MatchStats {
   std::string to_text() const;
 
  private:
-  struct Tests {
-    std::vector<double> p, holm, bh;
-    double chi_square = 0, heterogeneity_p = 1;
-    int dof = 0;
-  };
-  Tests tests() const;
+  MatchTests tests() const;
   std::string a_, b_;
   SprtRule sprt_;
   std::vector<MatchPositionStats> positions_;

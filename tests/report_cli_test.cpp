@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -75,6 +77,43 @@ TEST(ReportCli, BadUsageNamesTheProblem) {
   std::fclose(f);
   usage({"--from", junk}, "--from " + junk + ":");
   std::filesystem::remove(junk);
+}
+
+// Issue 20: the report of an adaptive run and of a two-engine match, from the tables c960
+// selfplay wrote (tests/data/report/README.md says how).
+TEST(ReportCli, AdaptiveAndMatchTables) {
+  const std::string data = std::string(C960_TEST_DATA_DIR) + "/report/";
+  Ran r = report({"--from", data + "adaptive-band.csv"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_NE(r.out.find("<h2>Adaptive allocation</h2>"), std::string::npos);
+  EXPECT_NE(r.out.find("<th>table</th><td>adaptive-band.csv</td>"), std::string::npos);
+
+  r = report({"--from", data + "match-builtin-stockfish.csv", "--title", "builtin vs Stockfish"});
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_NE(r.out.find("<title>builtin vs Stockfish</title>"), std::string::npos);
+  EXPECT_NE(r.out.find("<h2>Which positions favour which engine</h2>"), std::string::npos);
+  EXPECT_EQ(r.out.find("id=\"adaptive\""), std::string::npos);
+
+  // A match table with a broken count: refused, naming the file, the line and the field.
+  std::vector<std::string> lines = absl::StrSplit(test::slurp(data + "match-builtin-stockfish.csv"), '\n');
+  std::vector<std::string> fields = absl::StrSplit(lines[1], ',');
+  fields[2] = "x";  // pairs
+  lines[1] = absl::StrJoin(fields, ",");
+  const std::string csv = absl::StrJoin(lines, "\n");
+  const std::string bad = ::testing::TempDir() + "/c960-report-match-" + std::to_string(getpid()) + ".csv";
+  std::FILE* f = std::fopen(bad.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(csv.c_str(), f);
+  std::fclose(f);
+  r = report({"--from", bad});
+  std::filesystem::remove(bad);
+  EXPECT_EQ(r.code, cli::kExitUsage) << r.err;
+  EXPECT_NE(r.err.find("--from " + bad + ": line 2, column 3 (pairs): 'x' is not a whole number"), std::string::npos)
+      << r.err;
+  // A match table goes without --reference.
+  r = report({"--from", data + "match-builtin-stockfish.csv", "--reference", kReference});
+  EXPECT_EQ(r.code, cli::kExitUsage) << r.err;
+  EXPECT_NE(r.err.find("a reference table goes with self-play tables only"), std::string::npos) << r.err;
 }
 
 }  // namespace

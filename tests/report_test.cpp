@@ -4,17 +4,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/startpos.h"
 #include "gtest/gtest.h"
 #include "report/analysis.h"
+#include "report/json.h"
 #include "report/tables.h"
 #include "selfplay/mirror.h"
+#include "tests/process.h"
 
 namespace c960::report {
 namespace {
@@ -156,7 +160,8 @@ TEST(ReportTables, SelfPlayErrorsNameLineAndColumn) {
   }
   absl::StatusOr<TableKind> kind = detect_table_kind("a,b\n1,2\n");
   ASSERT_FALSE(kind.ok());
-  EXPECT_NE(kind.status().message().find("line 1: header 'a,b' is neither"), std::string::npos) << kind.status();
+  EXPECT_NE(kind.status().message().find("line 1: header 'a,b' is not a self-play table"), std::string::npos)
+      << kind.status();
 }
 
 TEST(ReportTables, PerftTablesOfSeveralDepthsAndDivides) {
@@ -474,6 +479,422 @@ TEST(ReportHtml, SpecMetadata) {
   EXPECT_EQ(value("limit per move"), "depth 9");
   EXPECT_EQ(value("seed"), "42");
   EXPECT_EQ(value("adjudication"), "no draw adjudication; resign after 4 moves beyond 600 cp");
+}
+
+// --- adaptive runs and two-engine matches (issue 20) ---
+
+const std::string kDataDir = std::string(C960_TEST_DATA_DIR) + "/report/";
+
+// A CSV file as rows of named fields, read here with no help from report/ (quotes not needed: the
+// fixtures' ids are numbers and their FENs have no commas).
+struct RawCsv {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::string>> rows;
+  std::string get(size_t row, const std::string& name) const {
+    const size_t i = size_t(std::find(names.begin(), names.end(), name) - names.begin());
+    return i < names.size() ? rows[row][i] : "";
+  }
+  int64_t num(size_t row, const std::string& name) const { return std::stoll(get(row, name)); }
+};
+
+RawCsv read_raw(const std::string& text) {
+  RawCsv c;
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  c.names = absl::StrSplit(lines[0], ',');
+  for (size_t i = 1; i < lines.size(); ++i) c.rows.push_back(absl::StrSplit(lines[i], ','));
+  return c;
+}
+
+// As the report groups digits: narrow no-break spaces between groups of three.
+std::string grouped_digits(int64_t n) {
+  const std::string d = absl::StrCat(n);
+  std::string out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += "\u202f";
+    out += d[i];
+  }
+  return out;
+}
+
+std::string fixture(const std::string& name) { return test::slurp(kDataDir + name); }
+
+TEST(ReportAdaptive, SectionFromARealBandRun) {
+  const std::string csv = fixture("adaptive-band.csv");
+  ASSERT_FALSE(csv.empty()) << "tests/data/report/adaptive-band.csv (see make.sh)";
+  const RawCsv raw = read_raw(csv);
+  ASSERT_EQ(raw.get(raw.rows.size() - 1, "sp"), "all");
+  // The figures, from the CSV's own columns.
+  std::map<std::string, int> verdicts;
+  std::vector<int64_t> played;
+  for (size_t i = 0; i + 1 < raw.rows.size(); ++i) {
+    ++verdicts[raw.get(i, "verdict")];
+    played.push_back(raw.num(i, "games") + raw.num(i, "duplicates") + raw.num(i, "uncounted"));
+  }
+  ASSERT_GE(verdicts.size(), 2u) << "the fixture should reach more than one verdict";
+  int64_t total = 0;
+  for (int64_t n : played) total += n;
+  std::vector<int64_t> sorted = played;
+  std::sort(sorted.begin(), sorted.end());
+
+  absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->adaptive);
+  EXPECT_EQ(t->adaptive_rule, "");  // a CSV does not record it
+  const SelfPlayAnalysis a = analyse_selfplay(*t, nullptr, {});
+  const AdaptiveSummary s = summarise_adaptive(*t, a);
+  EXPECT_EQ(s.mode, "band");
+  EXPECT_EQ(s.played, total);
+  EXPECT_EQ(s.min_played, sorted.front());
+  EXPECT_EQ(s.max_played, sorted.back());
+  // The anytime intervals are wider than the fixed-count ones.
+  EXPECT_GT(s.median_width_ratio, 1.2);
+
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string text = visible_text(*html);
+  EXPECT_NE(html->find("<section id=\"adaptive\"><h2>Adaptive allocation</h2>"), std::string::npos);
+  EXPECT_NE(text.find("The rule is not recorded in the table; its verdicts say it was a band"), std::string::npos);
+  // The band's edges as the decided positions bound them (the fixture's band is 0.42:0.58).
+  double lo_at_most = 1, lo_above = 0, hi_at_least = 0;
+  for (size_t i = 0; i + 1 < raw.rows.size(); ++i) {
+    const double lo = std::stod(raw.get(i, "anytime_lo")), hi = std::stod(raw.get(i, "anytime_hi"));
+    if (raw.get(i, "verdict") == "inside")
+      lo_at_most = std::min(lo_at_most, lo), hi_at_least = std::max(hi_at_least, hi);
+    if (raw.get(i, "verdict") == "below") lo_above = std::max(lo_above, hi);
+  }
+  ASSERT_TRUE(lo_above < 0.42 && 0.42 <= lo_at_most && hi_at_least <= 0.58);
+  EXPECT_NE(text.find(absl::StrFormat("its lower edge between %.3f and %.3f and its upper edge at least %.3f", lo_above,
+                                      lo_at_most, hi_at_least)),
+            std::string::npos);
+  for (const auto& [v, n] : verdicts)
+    EXPECT_NE(html->find(absl::StrCat("<tr data-verdict=\"", v, "\"><td class=\"text\">", v, "</td><td>", n, "</td>")),
+              std::string::npos)
+        << v << " " << n;
+  EXPECT_NE(html->find(absl::StrCat("<th>in all</th><td>", grouped_digits(total), "</td>")), std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("<th>most a position</th><td>", grouped_digits(sorted.back()), "</td>")),
+            std::string::npos);
+  EXPECT_NE(text.find("valid"), std::string::npos);
+  // Each position's anytime interval as the CSV gives it, in the table, decided positions first.
+  const size_t table = html->find("id=\"anytime\"");
+  ASSERT_NE(table, std::string::npos);
+  std::vector<std::pair<size_t, std::string>> at;  // where each row is, and its verdict
+  for (size_t i = 0; i + 1 < raw.rows.size(); ++i) {
+    const std::string interval =
+        absl::StrFormat("%.3f&ndash;%.3f", std::stod(raw.get(i, "anytime_lo")), std::stod(raw.get(i, "anytime_hi")));
+    const size_t row = html->find(absl::StrCat("<tr><td>", raw.get(i, "sp"), "</td>"), table);
+    ASSERT_NE(row, std::string::npos) << raw.get(i, "sp");
+    const size_t end = html->find("</tr>", row);
+    EXPECT_NE(html->substr(row, end - row).find(interval), std::string::npos) << interval;
+    at.emplace_back(row, raw.get(i, "verdict"));
+  }
+  std::sort(at.begin(), at.end());
+  const auto rank = [](const std::string& v) {
+    return std::find(std::begin(kVerdictOrder), std::end(kVerdictOrder), v) - std::begin(kVerdictOrder);
+  };
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_LE(rank(at[i - 1].second), rank(at[i].second)) << i;
+
+  // Not in a report of a plain table.
+  absl::StatusOr<std::string> plain = report_from_csv(fixture("selfplay-seed1.csv"), {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("id=\"adaptive\""), std::string::npos);
+}
+
+TEST(ReportAdaptive, KnownRuleAndBadColumns) {
+  // A table from statistics that carry the rule (a job's report) names it.
+  selfplay::SelfPlayStats st;
+  selfplay::AdaptiveRule rule;
+  rule.target_width = 0.9;
+  rule.batch = 10;
+  st.set_adaptive(rule, 40);
+  for (int sp : {3, 4, 5})
+    for (int i = 0; i < 10; ++i)
+      st.add(sp, game(i % 2 ? GameResult::kWhiteWins : GameResult::kDraw, Termination::kCheckmate, 40,
+                      uint16_t(100 * sp + i)));
+  const SelfPlayTable t = selfplay_table_from_stats(st);
+  ASSERT_TRUE(t.adaptive);
+  absl::StatusOr<std::string> html = report_from_data(t, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find(absl::StrCat("<b>", selfplay::describe(rule), "</b>")), std::string::npos);
+  const selfplay::AnytimeInterval want = selfplay::anytime_interval(5, 5, 0);
+  EXPECT_NE(html->find(absl::StrFormat("%.3f&ndash;%.3f", want.lo, want.hi)), std::string::npos);
+
+  const std::string csv = st.to_csv();
+  ASSERT_TRUE(parse_selfplay_csv(csv).ok());
+  const RawCsv raw = read_raw(csv);
+  const auto column = [&](const std::string& n) {
+    return size_t(std::find(raw.names.begin(), raw.names.end(), n) - raw.names.begin());
+  };
+  struct Case {
+    std::string csv, message;
+  };
+  const std::vector<Case> cases = {
+      {with_field(csv, 2, column("verdict"), "maybe"),
+       absl::StrCat("line 3, column ", column("verdict") + 1, " (verdict): 'maybe' is not open, narrow")},
+      {with_field(csv, 1, column("anytime_lo"), "1.5"),
+       absl::StrCat("line 2, column ", column("anytime_lo") + 1, " (anytime_lo): '1.5' is not a score in 0..1")},
+      {with_field(csv, 1, column("anytime_hi"), ""),
+       absl::StrCat("line 2, column ", column("anytime_hi") + 1, " (anytime_hi)")},
+      {with_field(csv, 3, column("anytime_hi"), "0.01"),
+       absl::StrCat("line 4, column ", column("anytime_hi") + 1, " (anytime_hi): 0.01 is below anytime_lo")},
+      // One run has one rule: a target width's verdict and a band's cannot both be there.
+      {with_field(csv, 3, column("verdict"), "inside"),
+       absl::StrCat("line 4, column ", column("verdict") + 1, " (verdict): 'inside' is a band's verdict, but line 2")},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<SelfPlayTable> bad = parse_selfplay_csv(c.csv);
+    ASSERT_FALSE(bad.ok()) << c.message;
+    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status() << "\nexpected: " << c.message;
+  }
+}
+
+// A's points in a pair of each pentanomial cell, and the games that make it (a DD/WL pair is
+// written as two draws).
+constexpr double kPairScore[5] = {0, 0.25, 0.5, 0.75, 1};
+
+// A match CSV in the shape MatchStats::to_csv writes, from pentanomial counts per start
+// position; derived columns left empty (the report does not read them).
+std::string match_csv(const std::vector<std::pair<int, std::array<int64_t, 5>>>& rows) {
+  std::string out =
+      "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,p,"
+      "p_holm,p_bh,favours,duplicates,unpaired\n";
+  std::array<int64_t, 5> sum{};
+  int64_t sw = 0, sd = 0, sl = 0;
+  for (const auto& [sp, c] : rows) {
+    const int64_t w = c[3] + 2 * c[4], d = c[1] + 2 * c[2] + c[3], l = 2 * c[0] + c[1];
+    const int64_t pairs = c[0] + c[1] + c[2] + c[3] + c[4];
+    absl::StrAppend(&out, sp, ",", *startpos_fen(sp), ",", pairs, ",", absl::StrJoin(c, ","), ",", 2 * pairs, ",", w,
+                    ",", d, ",", l, ",,,,,,,,,,,,,0,0\n");
+    for (size_t i = 0; i < 5; ++i) sum[i] += c[i];
+    sw += w, sd += d, sl += l;
+  }
+  const int64_t pairs = sum[0] + sum[1] + sum[2] + sum[3] + sum[4];
+  absl::StrAppend(&out, "all,,", pairs, ",", absl::StrJoin(sum, ","), ",", 2 * pairs, ",", sw, ",", sd, ",", sl,
+                  ",,,,,,,,,,,,,0,0\n");
+  return out;
+}
+
+// "+12.3" / "&minus;4.5", as the match report writes Elo.
+std::string signed_html(double x) {
+  const std::string d = absl::StrFormat("%.1f", std::abs(x));
+  return d == "0.0" ? d : absl::StrCat(x < 0 ? "&minus;" : "+", d);
+}
+
+// The sign test, Holm and the heterogeneity chi-square, computed here from the counts.
+double binomial_two_sided(int64_t k, int64_t n) {
+  double tail = 0;
+  for (int64_t i = 0; i <= std::min(k, n - k); ++i)
+    tail += std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1)) /
+            std::pow(2.0, double(n));
+  return std::min(1.0, 2 * tail);
+}
+
+TEST(ReportMatch, FiguresAndPositionsThatFavourAnEngine) {
+  // Position 0 favours A (25 pairs won, none lost), 1 favours B, the rest are even.
+  std::vector<std::pair<int, std::array<int64_t, 5>>> rows = {{0, {0, 0, 5, 10, 15}}, {1, {14, 11, 5, 0, 0}}};
+  for (int sp = 2; sp < 12; ++sp) rows.push_back({sp, {2, 3, 10 + sp % 3, 3, 2}});
+  const std::string csv = match_csv(rows);
+  ASSERT_EQ(detect_table_kind(csv).value(), TableKind::kMatch);
+  absl::StatusOr<MatchTable> t = parse_match_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->rows.size(), rows.size());
+  EXPECT_EQ(t->rows[1].key.sp, 1);
+  EXPECT_EQ(t->rows[1].penta[0], 14);
+
+  // Totals, from the counts.
+  std::array<int64_t, 5> sum{};
+  for (const auto& [sp, c] : rows)
+    for (size_t i = 0; i < 5; ++i) sum[i] += c[i];
+  int64_t pairs = 0;
+  double mu = 0, var = 0;
+  for (size_t i = 0; i < 5; ++i) pairs += sum[i], mu += double(sum[i]) * kPairScore[i];
+  mu /= double(pairs);
+  for (size_t i = 0; i < 5; ++i) var += double(sum[i]) / double(pairs) * (kPairScore[i] - mu) * (kPairScore[i] - mu);
+  const double elo = -400 * std::log10(1 / mu - 1);
+  // Heterogeneity: sum n_k (mu_k - mu)^2 / var over positions.
+  double chi = 0;
+  for (const auto& [sp, c] : rows) {
+    double n = 0, m = 0;
+    for (size_t i = 0; i < 5; ++i) n += double(c[i]), m += double(c[i]) * kPairScore[i];
+    chi += n * (m / n - mu) * (m / n - mu) / var;
+  }
+  // Holm over 12 positions: the smallest p times 12 (each extreme position: 25 of 25 pairs).
+  const double p_extreme = binomial_two_sided(0, 25);
+
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string text = visible_text(*html);
+  EXPECT_NE(html->find("<title>c960 match report</title>"), std::string::npos);
+  EXPECT_NE(text.find("Engine A is the one of --engine, B the one of --opponent (the table does not name them)"),
+            std::string::npos)
+      << text.substr(0, 400);
+  EXPECT_NE(html->find(absl::StrCat("id=\"pairs\">", pairs, "<")), std::string::npos);
+  EXPECT_NE(html->find(absl::StrFormat("id=\"match-score\">%.3f<", mu)), std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("id=\"match-elo\">", signed_html(elo), "<")), std::string::npos)
+      << signed_html(elo);
+  EXPECT_NE(html->find(absl::StrFormat("95%%: %.3f&ndash;%.3f",
+                                       std::max(0.0, mu - 1.959963984540054 * std::sqrt(var / double(pairs))),
+                                       mu + 1.959963984540054 * std::sqrt(var / double(pairs)))),
+            std::string::npos);
+  EXPECT_NE(html->find(absl::StrFormat("&chi;&sup2; = %.1f on %d degrees of freedom", chi, int(rows.size()) - 1)),
+            std::string::npos);
+  EXPECT_NE(text.find("1 favour A and 1 favour B after Holm's correction"), std::string::npos);
+  // The favouring positions' table: 0 and 1 with their Holm p, the even ones not listed.
+  const size_t fav = html->find("id=\"favouring\"");
+  ASSERT_NE(fav, std::string::npos);
+  const std::string fav_table = html->substr(fav, html->find("</table>", fav) - fav);
+  EXPECT_NE(fav_table.find("<tr><td>0</td>"), std::string::npos);
+  EXPECT_NE(fav_table.find("<tr><td>1</td>"), std::string::npos);
+  EXPECT_EQ(fav_table.find("<tr><td>5</td>"), std::string::npos);
+  EXPECT_NE(fav_table.find(absl::StrFormat("%.1e", std::min(1.0, 12 * p_extreme))), std::string::npos) << fav_table;
+  EXPECT_NE(fav_table.find("<td class=\"text\">A</td>"), std::string::npos);
+  EXPECT_NE(fav_table.find("<td class=\"text\">B</td>"), std::string::npos);
+  // Pentanomial totals and the heatmap of A's score.
+  for (size_t i = 0; i < 5; ++i) EXPECT_NE(html->find(absl::StrCat("<td>", sum[i], "</td>")), std::string::npos) << i;
+  EXPECT_NE(html->find("\"legend\":\"A's score\""), std::string::npos);
+  EXPECT_NE(html->find(absl::StrFormat("{\"sp\":0,\"value\":%.6g,", (5 * 0.5 + 10 * 0.75 + 15) / 30)),
+            std::string::npos);
+  EXPECT_NE(html->find("Not recorded: a CSV has no SPRT"), std::string::npos);
+  for (const char* id : {"id=\"summary\"", "id=\"pentanomial\"", "id=\"favours\"", "id=\"heatmap\"", "id=\"positions\"",
+                         "id=\"metadata\"", "id=\"methods\""})
+    EXPECT_NE(html->find(id), std::string::npos) << id;
+  // No adaptive or self-play sections.
+  EXPECT_EQ(html->find("id=\"adaptive\""), std::string::npos);
+  EXPECT_EQ(html->find("id=\"mirrors\""), std::string::npos);
+}
+
+TEST(ReportMatch, RealMatchFixture) {
+  const std::string csv = fixture("match-builtin-stockfish.csv");
+  ASSERT_FALSE(csv.empty()) << "tests/data/report/match-builtin-stockfish.csv (see make.sh)";
+  const RawCsv raw = read_raw(csv);
+  const size_t last = raw.rows.size() - 1;
+  ASSERT_EQ(raw.get(last, "sp"), "all");
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  // The totals as the CSV's 'all' row gives them, at the report's precision.
+  EXPECT_NE(html->find(absl::StrCat("id=\"pairs\">", grouped_digits(raw.num(last, "pairs")), "<")), std::string::npos);
+  EXPECT_NE(html->find(absl::StrFormat("id=\"match-score\">%.3f<", std::stod(raw.get(last, "score")))),
+            std::string::npos);
+  // Positions that favour an engine: as many as the CSV's favours column has.
+  int a = 0, b = 0, bh = 0;
+  for (size_t i = 0; i < last; ++i) {
+    a += raw.get(i, "favours") == "A";
+    b += raw.get(i, "favours") == "B";
+    bh += std::stod(raw.get(i, "p_bh")) < 0.05;
+  }
+  const std::string text = visible_text(*html);
+  EXPECT_NE(text.find(absl::StrCat(a, " favour A and ", b, " favour B after Holm's correction (family-wise error 5%); ",
+                                   bh, " differ after Benjamini")),
+            std::string::npos);
+  // One heatmap cell per position.
+  size_t cells = 0;
+  for (size_t at = html->find("{\"sp\":"); at != std::string::npos; at = html->find("{\"sp\":", at + 1)) ++cells;
+  EXPECT_EQ(cells, last);
+}
+
+TEST(ReportMatch, MalformedTablesAreRefusedNamingLineAndField) {
+  const std::string good = match_csv({{0, {1, 2, 3, 2, 1}}, {1, {0, 1, 4, 1, 0}}});
+  ASSERT_TRUE(parse_match_csv(good).ok());
+  struct Case {
+    std::string csv, message;
+  };
+  const std::vector<Case> cases = {
+      {with_field(good, 2, 6, "x"), "line 3, column 7 (wd): 'x' is not a whole number"},
+      {with_field(good, 1, 3, "2"), "line 2, column 3 (pairs): 9 pairs, but ll + ld + dd_wl + wd + ww = 10"},
+      {with_field(good, 1, 8, "19"), "line 2, column 9 (games): 19 games, but wins + draws + losses = 18"},
+      {with_field(with_field(good, 1, 9, "5"), 1, 10, "9"),
+       "line 2, column 10 (wins): A's points from wins and draws (9.5) differ from the pairs' (9)"},
+      {with_field(good, 2, 23, "C"), "line 3, column 24 (favours): 'C' is not A, B or empty"},
+      {with_field(good, 3, 24, "3"),
+       "line 4, column 25 (duplicates): the 'all' row says 3 but the positions add up to 0"},
+      {with_line(good, 2, "1,x,1"), "line 3: 3 columns, but the header has 26"},
+      {absl::StrReplaceAll(good, {{",dd_wl,", ",dd,"}}), "line 1: the header has no column 'dd_wl'"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::string> bad = report_from_csv(c.csv, {});
+    ASSERT_FALSE(bad.ok()) << c.message;
+    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status() << "\nexpected: " << c.message;
+  }
+}
+
+TEST(ReportJson, ValuesEscapesAndErrors) {
+  absl::StatusOr<JsonValue> v =
+      parse_json("{\"a\": [1, -2.5e3, true, false, null],\n \"s\": \"x\\\"\\\\\\n\\u00e9\\ud83d\\ude00\", \"o\": {}}");
+  ASSERT_TRUE(v.ok()) << v.status();
+  const JsonValue* a = v->find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->items.size(), 5u);
+  EXPECT_EQ(a->items[1].text, "-2.5e3");
+  EXPECT_TRUE(a->items[2].boolean);
+  EXPECT_EQ(a->items[3].type, JsonValue::Type::kBool);
+  EXPECT_FALSE(a->items[3].boolean);
+  EXPECT_EQ(a->items[4].type, JsonValue::Type::kNull);
+  EXPECT_EQ(v->find("s")->text, "x\"\\\n\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(v->find("s")->line, 2);
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"a\": 1,\n \"a\": 2}", "line 2, column 2: key 'a' appears twice"},
+           {"[1, 2", "line 1, column 6: expected ',' or ']'"},
+           {"{\"a\": tru}", "line 1, column 7: 'tru}' is not a JSON value"},
+           {"\"\\x\"", "'\\x' is not a JSON escape"},
+           {"[1] 2", "text after the JSON value"},
+           {"[1.]", "a number's fraction has no digits"},
+       }) {
+    absl::StatusOr<JsonValue> bad = parse_json(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status() << "\nexpected: " << message;
+  }
+}
+
+TEST(ReportMatch, JsonWithEnginesAndSprt) {
+  const std::string json = fixture("match-sprt.json");
+  ASSERT_FALSE(json.empty()) << "tests/data/report/match-sprt.json (see make.sh)";
+  absl::StatusOr<JsonValue> doc = parse_json(json);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const JsonValue& sprt = *doc->find("sprt");
+  const JsonValue& total = *doc->find("total");
+  absl::StatusOr<std::string> html = report_from_csv(json, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string a = doc->find("engines")->find("a")->text, b = doc->find("engines")->find("b")->text;
+  EXPECT_NE(html->find(absl::StrCat("<title>c960 match report: ", a, " vs ", b, "</title>")), std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("Engine <b>A</b>: ", a, "; engine <b>B</b>: ", b)), std::string::npos);
+  // The SPRT: the run's own log-likelihood ratio and result, recomputed by the report from the counts.
+  const double llr = std::stod(sprt.find("llr")->text);
+  const std::string result = sprt.find("result")->text;
+  const std::string shown = result == "H1"   ? "<b>H1 accepted</b>"
+                            : result == "H0" ? "<b>H0 accepted</b>"
+                                             : "<b>Not decided</b>";
+  const size_t at = html->find("id=\"sprt-result\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = html->substr(at, html->find("</p>", at) - at);
+  EXPECT_NE(line.find(shown), std::string::npos) << line;
+  const std::string llr_text = absl::StrFormat("%.3f", std::abs(llr));
+  EXPECT_NE(line.find(absl::StrCat("Log-likelihood ratio <b>", llr < 0 ? "&minus;" : "+", llr_text, "</b>")),
+            std::string::npos)
+      << line << " (the run's LLR: " << llr << ")";
+  EXPECT_NE(html->find(absl::StrFormat("id=\"match-score\">%.3f<", std::stod(total.find("score")->text))),
+            std::string::npos);
+  EXPECT_NE(html->find("<th>opponent_options</th><td>Skill Level=0</td>"), std::string::npos);  // the run's metadata
+
+  // Errors name the line and the field.
+  const size_t penta = json.find("\"pentanomial\": [");
+  ASSERT_NE(penta, std::string::npos);
+  const int line_of_first = 1 + int(std::count(json.begin(), json.begin() + long(penta), '\n'));
+  std::string broken = json;
+  broken.replace(penta, std::string("\"pentanomial\": [").size(), "\"pentanomial\": [7, ");
+  absl::StatusOr<std::string> bad = report_from_csv(broken, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(absl::StrCat("line ", line_of_first, ", positions[0].pentanomial")),
+            std::string::npos)
+      << bad.status();
+  bad = report_from_csv(absl::StrReplaceAll(json, {{"\"model\": \"logistic\"", "\"model\": \"probit\""}}), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sprt.model: not \"logistic\" or \"normalized\""), std::string::npos)
+      << bad.status();
+  // A self-play run's JSON has positions and a total too, but no engines.
+  selfplay::SelfPlayStats st;
+  st.add(518, game(GameResult::kDraw, Termination::kStalemate, 60, 1));
+  bad = report_from_csv(st.to_json(), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 1, the document: not a match's JSON"), std::string::npos) << bad.status();
 }
 
 }  // namespace

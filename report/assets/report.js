@@ -84,6 +84,35 @@
     }));
   }
 
+  // Tables of class "sortable": a click on a heading sorts by that column (numbers by value, with
+  // real minus signs and thin-space groups read as such; text alphabetically), a second click
+  // reverses. A cell's data-sort, when present, is the key (the table's own order).
+  function sortKey(cell) {
+    const raw = cell.dataset.sort ?? cell.textContent;
+    const t = raw.replace(/\u2212/g, '-').replace(/\u202f/g, '').trim();  // parseFloat stops at an interval's dash
+    const x = parseFloat(t);
+    return Number.isNaN(x) ? raw.trim().toLowerCase() : x;
+  }
+  for (const table of document.querySelectorAll('table.sortable')) {
+    const heads = table.querySelectorAll('thead th');
+    heads.forEach((th, col) => {
+      th.addEventListener('click', () => {
+        const up = th.getAttribute('aria-sort') !== 'ascending';
+        heads.forEach((h) => { h.removeAttribute('aria-sort'); delete h.dataset.arrow; });
+        th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+        th.dataset.arrow = up ? ' \u25b2' : ' \u25bc';
+        const body = table.tBodies[0];
+        const rows = Array.from(body.rows).map((r) => [sortKey(r.cells[col]), r]);
+        rows.sort(([a], [b]) => {
+          if (typeof a !== typeof b) return typeof a === 'number' ? -1 : 1;  // numbers before text
+          const c = a < b ? -1 : a > b ? 1 : 0;
+          return up ? c : -c;
+        });
+        for (const [, r] of rows) body.appendChild(r);
+      });
+    });
+  }
+
   // For tests and scripts: everything is drawn.
   document.body.dataset.rendered = String(charts.length);
 })();

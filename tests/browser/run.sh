@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Browser tests (ctest label "browser"): makes a self-play and a perft report with the release
+# Browser tests (ctest label "browser"): makes a self-play, a perft, an adaptive and a match report with the release
 # build's c960-report-dev and c960, and checks them in headless Chromium (report.test.mjs).
 # Needs deploy/install-browser-test-deps.sh first. Screenshots of failures go to
 # $C960_ARTIFACTS (default build/release/browser-artifacts).
@@ -24,7 +24,16 @@ data="$root/tests/data/report"
 for d in 1 2 3; do "$build/cli/c960" perft --table --depth "$d" --sps 0-959 2>/dev/null; done > "$work/perft.csv"
 "$build/report/c960-report-dev" --from "$work/perft.csv" --out "$work/perft.html"
 
+# The adaptive and match sections, through the command itself.
+"$build/cli/c960" report --from "$data/adaptive-band.csv" --out "$work/adaptive.html" >/dev/null
+"$build/cli/c960" report --from "$data/match-builtin-stockfish.csv" --title "builtin vs Stockfish" \
+  --out "$work/match.html" >/dev/null
+"$build/cli/c960" report --from "$data/match-sprt.json" --out "$work/match-sprt.html" >/dev/null
+
 export C960_SELFPLAY_REPORT="$work/selfplay.html" C960_SELFPLAY_CSV="$data/selfplay-seed1.csv"
+export C960_ADAPTIVE_REPORT="$work/adaptive.html" C960_ADAPTIVE_CSV="$data/adaptive-band.csv"
+export C960_MATCH_REPORT="$work/match.html" C960_MATCH_CSV="$data/match-builtin-stockfish.csv"
+export C960_MATCH_JSON_REPORT="$work/match-sprt.html" C960_MATCH_JSON="$data/match-sprt.json"
 export C960_PERFT_REPORT="$work/perft.html" C960_PERFT_CSV="$work/perft.csv"
 cd "$here"
 node --test --test-reporter=spec report.test.mjs
