@@ -1,6 +1,6 @@
-// A small JSON reader for the report's inputs (a match's `c960 selfplay --format json`): the
-// whole text into a tree, each value with the line it starts on. RFC 8259 values; numbers keep
-// their text, so that counts up to 2^63 read exactly. Errors name the line and column.
+// The report's JSON inputs (a match's `c960 selfplay --format json`) as a tree, read by
+// protobuf's JSON parser (google.protobuf.Value, RFC 8259): numbers as their text (whole numbers
+// as digits, exact up to 2^53), an object's members by key. Errors say what the parser found.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,7 @@ struct JsonValue {
   bool boolean = false;
   std::string text;  // a string's value, or a number as written
   std::vector<JsonValue> items;
-  std::vector<std::pair<std::string, JsonValue>> members;  // in order; a repeated key is an error
-  int line = 0;
+  std::vector<std::pair<std::string, JsonValue>> members;  // by key
 
   const JsonValue* find(absl::string_view key) const;
 };

@@ -475,8 +475,8 @@ absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
 
 namespace {
 
-absl::Status json_error(const JsonValue& v, const std::string& path, const std::string& problem) {
-  return absl::InvalidArgumentError(absl::StrCat("line ", v.line, ", ", path, ": ", problem));
+absl::Status json_error(const JsonValue& /*v*/, const std::string& path, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
 }
 
 const JsonValue* member(const JsonValue& object, absl::string_view key, JsonValue::Type type) {
@@ -593,8 +593,9 @@ absl::StatusOr<MatchTable> parse_match_json(absl::string_view text) {
     row.wins = v[2], row.draws = v[3], row.losses = v[4], row.duplicates = v[5], row.unpaired = v[6];
     if (std::string problem = match_row_problem(row, v[0], v[1]); !problem.empty()) return json_error(p, path, problem);
     Record r;
-    r.line = p.line;
-    if (absl::Status s = seen.add(r, row.key); !s.ok()) return s;
+    r.line = int(i) + 1;  // the position's number in the list: JSON rows have no lines of their own
+    if (absl::Status s = seen.add(r, row.key); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat(path, " (position ", i + 1, "): ", s.message()));
     table.rows.push_back(std::move(row));
   }
   if (table.rows.empty()) return absl::InvalidArgumentError("the match has no positions");

@@ -64,8 +64,16 @@ MatchFigures match_figures(const Pentanomial& penta) {
     var += double(penta[size_t(i)]) / n * (kScores[i] - mu) * (kScores[i] - mu);
   const double se = std::sqrt(var / n);
   f.score = mu;
-  f.score_lo = std::max(0.0, mu - kZ95 * se);
-  f.score_hi = std::min(1.0, mu + kZ95 * se);
+  // The normal interval of the pair scores (as fastchess and OpenBench give it). Where every pair
+  // is alike it would be a point: then the Agresti-Coull interval of the counts with z^2/2
+  // pseudo-pairs lost and z^2/2 won (2 pairs won: 0.29..1, not 1..1).
+  const double z2 = kZ95 * kZ95, na = n + z2;
+  const double ma = (mu * n + z2 / 2) / na;
+  double sa = 0;
+  for (int i = 0; i < kPentanomialCells; ++i) sa += double(penta[size_t(i)]) * kScores[i] * kScores[i];
+  const double va = std::max(0.0, (sa + z2 / 2) / na - ma * ma), se_a = std::sqrt(va / na);
+  f.score_lo = std::max(0.0, se > 0 ? mu - kZ95 * se : std::min(mu, ma - kZ95 * se_a));
+  f.score_hi = std::min(1.0, se > 0 ? mu + kZ95 * se : std::max(mu, ma + kZ95 * se_a));
   f.elo = elo_from_score(mu);
   f.elo_lo = elo_from_score(f.score_lo);
   f.elo_hi = elo_from_score(f.score_hi);
@@ -75,9 +83,12 @@ MatchFigures match_figures(const Pentanomial& penta) {
     f.los = 1 - normal_sf(z);
     f.p = normal_two_sided_p(z);
   } else {
+    // Every pair alike: no spread to measure, so LOS and p come from the adjusted counts'
+    // (a few pairs won are not certainty).
     f.nelo = mu == 0.5 ? 0 : kNaN;
-    f.los = mu > 0.5 ? 1 : mu < 0.5 ? 0 : 0.5;
-    f.p = mu == 0.5 ? 1 : 0;
+    const double z = se_a > 0 ? (mu - 0.5) / se_a : 0;
+    f.los = 1 - normal_sf(z);
+    f.p = normal_two_sided_p(z);
   }
   return f;
 }

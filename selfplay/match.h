@@ -43,8 +43,9 @@ struct MatchFigures {
   int64_t a_pairs = 0, b_pairs = 0;
   double sign_p = 1;
 };
-// NaN figures without pairs; with pairs but no variance (every pair alike) the interval is the
-// point and p is 0 or 1.
+// NaN figures without pairs. The interval is the pair scores' normal one; with every pair alike
+// (no spread to measure, so that would be a point) the Agresti-Coull one of the counts with z^2/2
+// pseudo-pairs lost and as many won, from which LOS and p then come too.
 MatchFigures match_figures(const Pentanomial& penta);
 
 // Across positions (each one's pentanomial, in table order): per position the sign test's p

