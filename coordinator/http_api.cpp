@@ -93,10 +93,12 @@ int http_status(absl::StatusCode code) {
   }
 }
 
-HttpResponse api_error(const absl::Status& s) {
-  return json(http_status(s.code()), absl::StrCat("{\"error\":{\"code\":", http_status(s.code()),
-                                                  ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
-                                                  ",\"message\":", json_quote(s.message()), "}}\n"));
+// The API's error answer; `status` overrides the usual HTTP status of the code.
+HttpResponse api_error(const absl::Status& s, int status = 0) {
+  if (status == 0) status = http_status(s.code());
+  return json(status, absl::StrCat("{\"error\":{\"code\":", status,
+                                   ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
+                                   ",\"message\":", json_quote(s.message()), "}}\n"));
 }
 
 std::string proto_json(const google::protobuf::Message& m) {
@@ -566,6 +568,9 @@ HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) 
 
 namespace {
 
+// The most a PGN download may hold (the stored games of a job are bounded only by the store).
+constexpr size_t kMaxPgnDownloadBytes = size_t(256) << 20;
+
 // A state-changing request that a browser may have been made to send by another site: the
 // cookie goes along with it (SameSite=Strict aside). Refused unless it says it comes from this
 // site's own page: the header only its fetches add, and no Origin or Sec-Fetch-Site naming
@@ -610,14 +615,9 @@ HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, co
   if (!chunks.ok()) return api_error(chunks.status());
   absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, id);
   if (!job.ok()) return api_error(job.status());
+  // Not finished: 409 (the job's state conflicts with a whole file): ask with partial=1.
   const auto refused = [](const absl::Status& s) {
-    HttpResponse r = api_error(s);
-    if (s.code() == absl::StatusCode::kFailedPrecondition) {  // not finished: 409, ask for partial=1
-      r.status = 409;
-      r.body = absl::StrCat(
-          "{\"error\":{\"code\":409,\"status\":\"FAILED_PRECONDITION\",\"message\":", json_quote(s.message()), "}}\n");
-    }
-    return r;
+    return api_error(s, s.code() == absl::StatusCode::kFailedPrecondition ? 409 : 0);
   };
   HttpResponse r;
   std::string extension;
@@ -632,7 +632,10 @@ HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, co
           absl::StrCat("job ", id, " is ", state_name(job->state()), " (", positions - open, " of ", positions,
                        " positions complete): ask with partial=1 for what is done")));
     // Every stored game, as `c960 results --pgn` writes them: each must replay.
+    // The answer is built in memory: past kMaxPgnDownloadBytes the tool, which streams them into
+    // a file, is the way.
     std::string bad;
+    bool too_large = false;
     absl::Status s = coordinator_->results(caller, id, false, false, [&](const v1::ResultChunk& c) {
       for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
         if (absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g); !rec.ok()) {
@@ -640,10 +643,21 @@ HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, co
           return false;
         }
         r.body += g.pgn();
+        if (r.body.size() > kMaxPgnDownloadBytes) {
+          too_large = true;
+          return false;
+        }
       }
       return true;
     });
     if (!bad.empty()) return api_error(absl::InternalError(absl::StrCat("a stored game does not replay: ", bad)));
+    if (too_large) {
+      // The answer, not the request, would be too large; no status says that better than 413.
+      return api_error(
+          absl::ResourceExhaustedError(absl::StrCat("job ", id, ": its games are over ", kMaxPgnDownloadBytes >> 20,
+                                                    " MiB as PGN: write them with c960 results ", id, " --pgn FILE")),
+          413);
+    }
     if (!s.ok()) return api_error(s);
     r.content_type = "application/x-chess-pgn";
     extension = "pgn";
