@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
 #include "cluster/job_json.h"
+#include "cluster/results_export.h"
 #include "cluster/text_wrap.h"
 #include "selfplay/match.h"
 #include "selfplay/ranking.h"
@@ -123,16 +124,10 @@ std::string status_table(const std::vector<v1::Job>& jobs, int64_t now_unix_ms);
 using cluster::job_json;
 using cluster::jobs_json;
 
-// A self-play job's statistics from its results' per-position figures (the counts the
-// coordinator keeps over every game, stored or not; a position's further chunks of games are
-// skipped), with its adaptive rule where it has one: what `c960 results` and `c960 report JOB`
-// show. `incomplete` and `positions` (optional) count the positions with games outstanding and
-// all of them.
-selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
-                                                    size_t* incomplete = nullptr, size_t* positions = nullptr);
-// A match job's (SelfPlayJobSpec.opponent) statistics from the same chunks: the figures of
-// 'c960 selfplay --opponent' over the pairs the coordinator counted, with the job's SPRT.
-selfplay::MatchStats match_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
-                                              size_t* incomplete = nullptr, size_t* positions = nullptr);
+// A self-play job's statistics from its results (cluster/results_export.h, shared with the
+// coordinator's downloads): what `c960 results` and `c960 report JOB` show.
+using cluster::selfplay_stats_from_results;
+// A match job's: cluster/results_export.h.
+using cluster::match_stats_from_results;
 
 }  // namespace c960::cli

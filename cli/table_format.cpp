@@ -68,51 +68,6 @@ std::string incomplete_note(size_t incomplete, size_t rows, absl::string_view wh
 
 }  // namespace
 
-std::string perft_csv(const std::vector<PerftRow>& rows, bool divide, bool complete_column) {
-  const char* tail = complete_column ? ",complete\n" : "\n";
-  std::string out = absl::StrCat(divide ? "sp,fen,depth,move,nodes" : "sp,fen,depth,nodes", tail);
-  for (const PerftRow& r : rows) {
-    const char* end = !complete_column ? "\n" : r.complete ? ",true\n" : ",false\n";
-    if (!divide) {
-      absl::StrAppend(&out, sp_text(r.sp), ",", r.fen, ",", r.depth, ",", to_string(r.nodes), end);
-      continue;
-    }
-    for (const auto& [move, nodes] : r.divide)
-      absl::StrAppend(&out, sp_text(r.sp), ",", r.fen, ",", r.depth, ",", move, ",", to_string(nodes), end);
-  }
-  return out;
-}
-
-std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
-                       const std::vector<selfplay::MetadataValue>& metadata, bool complete_field) {
-  std::string out = "{";
-  if (!metadata.empty()) {
-    out += "\"metadata\": {";
-    for (size_t i = 0; i < metadata.size(); ++i)
-      absl::StrAppend(&out, i ? ", " : "", cluster::json_quote(metadata[i].key), ": ",
-                      metadata[i].number ? metadata[i].value : cluster::json_quote(metadata[i].value));
-    out += "},\n";
-  }
-  out += "\"positions\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const PerftRow& r = rows[i];
-    // Counts are written as exact integers, even beyond 2^53.
-    absl::StrAppend(&out, "  {\"sp\": ", r.sp >= 0 ? absl::StrCat(r.sp) : "null",
-                    ", \"fen\": ", cluster::json_quote(r.fen), ", \"depth\": ", r.depth,
-                    ", \"nodes\": ", to_string(r.nodes));
-    if (divide) {
-      out += ", \"divide\": {";
-      for (size_t k = 0; k < r.divide.size(); ++k)
-        absl::StrAppend(&out, k ? ", " : "", cluster::json_quote(r.divide[k].first), ": ",
-                        to_string(r.divide[k].second));
-      out += "}";
-    }
-    if (complete_field) out += r.complete ? ", \"complete\": true" : ", \"complete\": false";
-    absl::StrAppend(&out, "}", i + 1 < rows.size() ? "," : "", "\n");
-  }
-  return out + "]}\n";
-}
-
 std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide) {
   std::vector<const PerftRow*> order;
   for (const PerftRow& r : rows) order.push_back(&r);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cluster/results_export.h"
 #include "cluster/text_wrap.h"
 #include "core/perft.h"
 #include "selfplay/ranking.h"
@@ -35,24 +36,11 @@ struct TextColumn {
 };
 std::string render_columns(const std::vector<TextColumn>& columns, const std::vector<std::vector<std::string>>& rows);
 
-// One root of a perft table.
-struct PerftRow {
-  int sp = -1;  // the Chess960 start position, else -1 (a root given as FEN)
-  std::string fen;
-  int depth = 0;
-  NodeCount nodes = 0;  // so far, where not complete
-  bool complete = true;
-  std::vector<std::pair<std::string, NodeCount>> divide;  // first move (UCI) and the count below it
-};
-
-// CSV: "sp,fen,depth,nodes" (with divide: "sp,fen,depth,move,nodes", a row per first move), rows
-// in the given order; complete_column adds a last column "complete" (true/false).
-std::string perft_csv(const std::vector<PerftRow>& rows, bool divide, bool complete_column = false);
-// JSON: {"metadata": {...}, "positions": [{"sp": N|null, "fen": ..., "depth": D, "nodes": N,
-// ["divide": {move: nodes, ...},] ["complete": bool]}, ...]}; counts as exact integers, even
-// beyond 2^53. No "metadata" key when there is none.
-std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
-                       const std::vector<selfplay::MetadataValue>& metadata, bool complete_field = false);
+// One root of a perft table, and its CSV and JSON (cluster/results_export.h, shared with the
+// coordinator's downloads).
+using cluster::perft_csv;
+using cluster::perft_json;
+using cluster::PerftRow;
 // Text: a header, the roots by start position (roots given as FEN after them, in the given order),
 // each with its back rank (selfplay::position_label), node counts right-aligned with thousands
 // separators, and a last row "total"; with divide, a row per first move under its root. Roots not

@@ -811,6 +811,7 @@ bool Coordinator::shutting_down() const {
 CoordinatorMetrics Coordinator::metrics() const {
   std::lock_guard lock(mu_);
   CoordinatorMetrics m;
+  for (const auto& k : kinds_) m.kinds.push_back(k->capability());
   for (const Job* j : table_.by_seq) {
     ++m.jobs[{j->kind->capability(), j->state}];
     if (j->state != v1::JOB_STATE_RUNNING) continue;

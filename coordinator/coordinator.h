@@ -96,6 +96,8 @@ struct CoordinatorCounters {
 
 // A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
 struct CoordinatorMetrics {
+  // The registered job kinds (JobKind::capability): every scrape reports each, zeros included.
+  std::vector<std::string> kinds;
   std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
   // The units of running jobs, each in one state: settled (done); with a result that waits for
   // another worker's (verifying); leased, without a result yet (leased); the rest (pending).

@@ -3,16 +3,21 @@
 #include <chrono>
 #include <cmath>
 #include <google/protobuf/util/json_util.h>
+#include <regex>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cluster/job_json.h"
 #include "cluster/log.h"
+#include "cluster/results_export.h"
+#include "cluster/selfplay_proto.h"
 #include "cluster/tls.h"
 #include "cluster/u128.h"
 #include "coordinator/dashboard_assets.h"
@@ -28,6 +33,18 @@ namespace c960::cluster {
 namespace {
 
 using Handler = HttpApi::Handler;
+using Route = HttpApi::Route;
+
+// The gRPC methods the rows mirror (cluster/auth.h decides who may call them).
+constexpr char kListJobsRpc[] = "/c960.v1.JobService/ListJobs";
+constexpr char kGetJobRpc[] = "/c960.v1.JobService/GetJob";
+constexpr char kResultsRpc[] = "/c960.v1.JobService/GetResults";
+constexpr char kWorkersRpc[] = "/c960.v1.JobService/ListWorkers";
+constexpr char kCancelRpc[] = "/c960.v1.JobService/CancelJob";
+// Logging in is for whoever may see the dashboard; /metrics has cluster-wide figures (every job,
+// every worker), for whoever may list the workers.
+constexpr const char* kDashboardRpc = kListJobsRpc;
+constexpr const char* kMetricsRpc = kWorkersRpc;
 
 // Pages run only the coordinator's own scripts and styles; nothing is framed or fetched from
 // elsewhere. Scripts set styles through the CSSOM (element.style), which 'self' allows.
@@ -55,7 +72,9 @@ HttpResponse json(int status, std::string body) {
 }
 
 bool is_api(Handler h) {
-  return h == Handler::kApiJobs || h == Handler::kApiJob || h == Handler::kApiResults || h == Handler::kApiWorkers;
+  return h == Handler::kApiJobs || h == Handler::kApiJob || h == Handler::kApiResults || h == Handler::kApiWorkers ||
+         h == Handler::kApiCancel || h == Handler::kResultsCsv || h == Handler::kResultsJson ||
+         h == Handler::kResultsPgn;
 }
 bool is_page(Handler h) { return h == Handler::kDashboard || h == Handler::kJobPage; }
 
@@ -74,10 +93,12 @@ int http_status(absl::StatusCode code) {
   }
 }
 
-HttpResponse api_error(const absl::Status& s) {
-  return json(http_status(s.code()), absl::StrCat("{\"error\":{\"code\":", http_status(s.code()),
-                                                  ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
-                                                  ",\"message\":", json_quote(s.message()), "}}\n"));
+// The API's error answer; `status` overrides the usual HTTP status of the code.
+HttpResponse api_error(const absl::Status& s, int status = 0) {
+  if (status == 0) status = http_status(s.code());
+  return json(status, absl::StrCat("{\"error\":{\"code\":", status,
+                                   ",\"status\":", json_quote(absl::StatusCodeToString(s.code())),
+                                   ",\"message\":", json_quote(s.message()), "}}\n"));
 }
 
 std::string proto_json(const google::protobuf::Message& m) {
@@ -126,12 +147,14 @@ HttpResponse login_page(int status, const std::string& next, const std::string& 
       ".error{color:#b2182b;margin:0 0 8px}.hint{color:#666;font-size:13px;margin-top:14px}</style></head><body>"
       "<form method=\"post\" action=\"/login\"><h1>c960 coordinator</h1>",
       message.empty() ? "" : absl::StrCat("<p class=\"error\" role=\"alert\">", report::html_escape(message), "</p>"),
-      "<label for=\"token\">Token (role read or admin)</label>"
+      "<label for=\"token\">Token (role ", roles_allowed(kDashboardRpc),
+      ")</label>"
       "<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"current-password\" autofocus required>"
       "<input type=\"hidden\" name=\"next\" value=\"",
       report::html_escape(safe_next(next)),
       "\"><button type=\"submit\">Log in</button>"
-      "<p class=\"hint\">A token from <code>c960 token new --role read --name NAME</code>, listed in the "
+      "<p class=\"hint\">A token from <code>c960 token new --role read --name NAME</code> (or a submit "
+      "token: its own jobs), listed in the "
       "coordinator's <code>--tokens</code> file. It is kept in an HttpOnly cookie for this site only.</p>"
       "</form></body></html>\n");
   return r;
@@ -170,10 +193,12 @@ std::string shell(const std::string& title, const std::string& page, const std::
       "</title><link rel=\"stylesheet\" href=\"/assets/heatmap.css\"><link rel=\"stylesheet\" "
       "href=\"/assets/dashboard.css\"></head>"
       "<body data-page=\"",
-      page, "\" data-job=\"", report::html_escape(job),
+      page, "\" data-job=\"", report::html_escape(job), "\" data-role=\"", role_name(caller.role), "\" data-caller=\"",
+      report::html_escape(caller.identity), "\" data-workers=\"", role_may_call(caller.role, kWorkersRpc) ? "1" : "0",
       "\"><header class=\"top\"><a class=\"brand\" href=\"/\">c960</a>", "<span class=\"version\">coordinator ",
       report::html_escape(std::string(c960::version())), "</span><nav>",
-      "<a href=\"/\">jobs and workers</a><a href=\"/metrics\">metrics</a>",
+      role_may_call(caller.role, kWorkersRpc) ? "<a href=\"/\">jobs and workers</a>" : "<a href=\"/\">jobs</a>",
+      role_may_call(caller.role, kMetricsRpc) ? "<a href=\"/metrics\">metrics</a>" : "",
       who.empty() ? "" : absl::StrCat("<span class=\"who\">", report::html_escape(who), "</span>"),
       logout ? "<form method=\"post\" action=\"/logout\"><button type=\"submit\">log out</button></form>" : "",
       "</nav></header><main id=\"main\"><p class=\"loading\">loading…</p></main>"
@@ -194,6 +219,17 @@ int64_t param_int(const HttpRequest& req, const std::string& name, int64_t fallb
 bool param_flag(const HttpRequest& req, const std::string& name) {
   auto it = req.query.find(name);
   return it != req.query.end() && (it->second == "1" || it->second == "true" || it->second.empty());
+}
+
+// A yes/no parameter, strictly: absent, "", "1" or "true" (yes), "0" or "false" (no).
+bool param_bool(const HttpRequest& req, const std::string& name, absl::Status* error) {
+  auto it = req.query.find(name);
+  if (it == req.query.end()) return false;
+  const std::string& v = it->second;
+  if (v.empty() || v == "1" || v == "true") return true;
+  if (v == "0" || v == "false") return false;
+  *error = absl::InvalidArgumentError(absl::StrCat(name, ": '", v.substr(0, 32), "' is not 1, true, 0 or false"));
+  return false;
 }
 
 // page_size and page_token of a listing, into its request (ListJobsRequest, ListWorkersRequest).
@@ -218,63 +254,112 @@ std::string HttpResponse::header(const std::string& name) const {
 }
 
 HttpApi::HttpApi(Coordinator* coordinator, Store* store, Metrics* metrics, HttpOptions options)
-    : coordinator_(coordinator), store_(store), metrics_(metrics), options_(std::move(options)) {}
-
-const char* HttpApi::handler_name(Handler h) {
-  switch (h) {
-    case Handler::kHealthz: return "healthz";
-    case Handler::kReadyz: return "readyz";
-    case Handler::kLogin: return "login";
-    case Handler::kLogout: return "logout";
-    case Handler::kDashboard: return "dashboard";
-    case Handler::kJobPage: return "job_page";
-    case Handler::kAsset: return "asset";
-    case Handler::kMetrics: return "metrics";
-    case Handler::kApiJobs: return "api_jobs";
-    case Handler::kApiJob: return "api_job";
-    case Handler::kApiResults: return "api_results";
-    case Handler::kApiWorkers: return "api_workers";
-    case Handler::kNotFound: return "not_found";
-  }
-  return "not_found";
+    : coordinator_(coordinator), store_(store), metrics_(metrics), options_(std::move(options)) {
+  if (!metrics_) return;
+  std::vector<std::string> names;
+  for (const Route& r : routes()) names.push_back(r.name);
+  metrics_->declare_http_handlers(names, kNotFoundName);
 }
 
-HttpApi::Route HttpApi::route(const std::string& path) {
-  static const std::pair<const char*, Handler> kFixed[] = {
-      {"/healthz", Handler::kHealthz},     {"/readyz", Handler::kReadyz},
-      {"/login", Handler::kLogin},         {"/logout", Handler::kLogout},
-      {"/", Handler::kDashboard},          {"/metrics", Handler::kMetrics},
-      {"/api/v1/jobs", Handler::kApiJobs}, {"/api/v1/workers", Handler::kApiWorkers},
+const std::vector<Route>& HttpApi::routes() {
+  // Ids and asset names are one path segment: "[^/]+".
+  static const std::vector<Route> kRoutes = {
+      {"GET", "/healthz", Handler::kHealthz, "healthz", nullptr},
+      {"GET", "/readyz", Handler::kReadyz, "readyz", nullptr},
+      {"GET", "/login", Handler::kLoginForm, "login", nullptr},
+      {"POST", "/login", Handler::kLogin, "login", nullptr},
+      {"POST", "/logout", Handler::kLogout, "logout", nullptr},
+      {"GET", "/", Handler::kDashboard, "dashboard", kListJobsRpc},
+      {"GET", "/jobs/([^/]+)", Handler::kJobPage, "job_page", kGetJobRpc},
+      {"GET", "/assets/([^/]+)", Handler::kAsset, "asset", kListJobsRpc},
+      {"GET", "/metrics", Handler::kMetrics, "metrics", kMetricsRpc},
+      {"GET", "/api/v1/jobs", Handler::kApiJobs, "api_jobs", kListJobsRpc},
+      {"GET", "/api/v1/jobs/([^/]+)", Handler::kApiJob, "api_job", kGetJobRpc},
+      {"GET", "/api/v1/jobs/([^/]+)/results", Handler::kApiResults, "api_results", kResultsRpc},
+      // The files `c960 results JOB --format csv|json` and `--pgn` write, the same bytes.
+      {"GET", "/api/v1/jobs/([^/]+)/results\\.csv", Handler::kResultsCsv, "results_csv", kResultsRpc},
+      {"GET", "/api/v1/jobs/([^/]+)/results\\.json", Handler::kResultsJson, "results_json", kResultsRpc},
+      {"GET", "/api/v1/jobs/([^/]+)/results\\.pgn", Handler::kResultsPgn, "results_pgn", kResultsRpc},
+      {"POST", "/api/v1/jobs/([^/]+)/cancel", Handler::kApiCancel, "api_cancel", kCancelRpc},
+      {"GET", "/api/v1/workers", Handler::kApiWorkers, "api_workers", kWorkersRpc},
+      // Version 2 of the jobs API: the same clean JSON as `c960 status --format json`.
+      {"GET", "/api/v2/jobs", Handler::kApiJobs, "api_jobs", kListJobsRpc, 2},
+      {"GET", "/api/v2/jobs/([^/]+)", Handler::kApiJob, "api_job", kGetJobRpc, 2},
   };
-  for (const auto& [p, h] : kFixed)
-    if (path == p) return {h, ""};
-  absl::string_view rest = path;
-  if (absl::ConsumePrefix(&rest, "/jobs/") && !rest.empty() && !absl::StrContains(rest, '/'))
-    return {Handler::kJobPage, std::string(rest)};
-  if (absl::ConsumePrefix(&rest, "/assets/") && !rest.empty() && !absl::StrContains(rest, '/'))
-    return {Handler::kAsset, std::string(rest)};
-  // Version 2 of the jobs API: the same clean JSON as `c960 status --format json`.
-  if (path == "/api/v2/jobs") return {Handler::kApiJobs, "", 2};
-  if (absl::ConsumePrefix(&rest, "/api/v2/jobs/") && !rest.empty() && !absl::StrContains(rest, '/'))
-    return {Handler::kApiJob, std::string(rest), 2};
-  if (absl::ConsumePrefix(&rest, "/api/v1/jobs/") && !rest.empty()) {
-    if (absl::ConsumeSuffix(&rest, "/results") && !rest.empty() && !absl::StrContains(rest, '/'))
-      return {Handler::kApiResults, std::string(rest)};
-    if (!absl::StrContains(rest, '/')) return {Handler::kApiJob, std::string(rest)};
+  return kRoutes;
+}
+
+namespace {
+
+// The rows' patterns compiled once, as httplib compiles them (std::regex, ECMAScript).
+const std::vector<std::regex>& route_regexes() {
+  static const std::vector<std::regex> kRegexes = [] {
+    std::vector<std::regex> out;
+    for (const Route& r : HttpApi::routes()) out.emplace_back(r.pattern);
+    return out;
+  }();
+  return kRegexes;
+}
+
+// The rows whose path matches, of any method.
+std::vector<size_t> rows_for_path(const std::string& path) {
+  std::vector<size_t> out;
+  const std::vector<std::regex>& res = route_regexes();
+  for (size_t i = 0; i < res.size(); ++i)
+    if (std::regex_match(path, res[i])) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+HttpApi::Match HttpApi::match(const std::string& method, const std::string& path) {
+  const std::string m = method == "HEAD" ? "GET" : method;
+  const std::vector<Route>& rows = routes();
+  const std::vector<std::regex>& res = route_regexes();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::smatch sm;
+    if (m != rows[i].method || !std::regex_match(path, sm, res[i])) continue;
+    return {&rows[i], sm.size() > 1 ? sm[1].str() : std::string()};
   }
-  return {Handler::kNotFound, ""};
+  return {};
 }
 
 HttpResponse HttpApi::handle(const HttpRequest& req) const {
-  const Route r = route(req.path);
-  HttpResponse resp = dispatch(req, r);
+  const Match m = match(req.method, req.path);
+  return m.route ? serve(*m.route, m.arg, req) : unrouted(req);
+}
+
+HttpResponse HttpApi::finish(HttpResponse resp, const char* name, bool asset) const {
   resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
   resp.headers.emplace_back("Referrer-Policy", "no-referrer");
   resp.headers.emplace_back("X-Frame-Options", "DENY");
-  resp.headers.emplace_back("Cache-Control",
-                            r.handler == Handler::kAsset && resp.status == 200 ? "no-cache" : "no-store");
-  if (metrics_) metrics_->count_http(handler_name(r.handler), resp.status);
+  resp.headers.emplace_back("Cache-Control", asset && resp.status == 200 ? "no-cache" : "no-store");
+  if (metrics_) metrics_->count_http(name, resp.status);
   return resp;
+}
+
+HttpResponse HttpApi::serve(const Route& route, const std::string& arg, const HttpRequest& req) const {
+  return finish(dispatch(req, route, arg), route.name, route.handler == Handler::kAsset);
+}
+
+HttpResponse HttpApi::unrouted(const HttpRequest& req) const {
+  std::set<std::string> allow;
+  const char* name = kNotFoundName;
+  for (size_t i : rows_for_path(req.path)) {
+    const Route& r = routes()[i];
+    if (std::string(r.method) == "GET") allow.insert({"GET", "HEAD"});
+    allow.insert(r.method);
+    name = r.name;
+  }
+  if (allow.empty()) {
+    const bool api = absl::StartsWith(req.path, "/api/");
+    return finish(api ? api_error(absl::NotFoundError(absl::StrCat("no such path: ", req.path.substr(0, 200))))
+                      : text(404, "not found\n"),
+                  name, false);
+  }
+  HttpResponse r = text(405, absl::StrCat("method ", req.method.substr(0, 16), " not allowed here\n"));
+  r.headers.emplace_back("Allow", absl::StrJoin(allow, ", "));
+  return finish(std::move(r), name, false);
 }
 
 absl::StatusOr<Caller> HttpApi::identify(const HttpRequest& req) const {
@@ -307,15 +392,18 @@ std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Rou
     *caller = Caller::local();
     return std::nullopt;
   }
-  absl::StatusOr<Caller> who = identify(req);
-  if (who.ok() && (who->role == Role::kRead || who->role == Role::kAdmin)) {
-    *caller = *who;
+  // The gRPC side's decision (cluster/auth.h) for the method the row mirrors.
+  const absl::StatusOr<Caller> who = identify(req);
+  const absl::StatusOr<std::optional<Caller>> decision = cluster::authorize(route.rpc, who);
+  if (decision.ok()) {
+    *caller = **decision;
     return std::nullopt;
   }
   const int status = who.ok() ? 403 : 401;
-  const std::string why = who.ok() ? absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
-                                                  ": the dashboard, the metrics and the API need role read or admin")
-                                   : std::string(who.status().message());
+  const std::string why =
+      who.ok() ? absl::StrCat("'", who->identity, "' has role ", role_name(who->role), ": ", route.method, " ",
+                              req.path.substr(0, 200), " (as ", route.rpc, ") needs role ", roles_allowed(route.rpc))
+               : std::string(who.status().message());
   HttpResponse r;
   if (is_page(route.handler) && options_.tokens) {
     r = login_page(status, req.path, status == 401 && !cookie_value(req.cookie, kLoginCookie) ? "" : why);
@@ -331,58 +419,45 @@ std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Rou
   return r;
 }
 
-HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route) const {
-  const bool get = req.method == "GET" || req.method == "HEAD";
+HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const {
   switch (route.handler) {
-    case Handler::kHealthz:
-      if (!get) break;
-      return text(200, "ok\n");
-    case Handler::kReadyz:
-      if (!get) break;
-      return ready_ ? text(200, "ready\n") : text(503, "not ready\n");
-    case Handler::kLogin:
-      if (get) {
-        if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
-        auto next = req.query.find("next");
-        return login_page(200, next == req.query.end() ? "/" : next->second, "");
-      }
-      if (req.method == "POST") return login(req);
-      break;
-    case Handler::kLogout:
-      if (req.method == "POST") return logout();
-      break;
-    default: {
-      // Everything else: the one check, then the handler.
-      Caller caller;
-      if (std::optional<HttpResponse> refused = authorize(req, route, &caller)) return *refused;
-      if (!get) break;
-      switch (route.handler) {
-        case Handler::kDashboard:
-        case Handler::kJobPage: return page(route, caller);
-        case Handler::kAsset: {
-          const char* type = nullptr;
-          const std::string_view* data = asset(route.arg, &type);
-          if (!data) return text(404, "no such asset\n");
-          HttpResponse r;
-          r.content_type = type;
-          r.body = std::string(*data);
-          return r;
-        }
-        case Handler::kMetrics: return metrics();
-        case Handler::kApiJobs: return api_jobs(req, caller, route.version);
-        case Handler::kApiJob: return api_job(route.arg, caller, route.version);
-        case Handler::kApiResults: return api_results(req, route.arg, caller);
-        case Handler::kApiWorkers: return api_workers(req, caller);
-        default:
-          return is_api(route.handler) ? api_error(absl::NotFoundError("no such path")) : text(404, "not found\n");
-      }
+    case Handler::kHealthz: return text(200, "ok\n");
+    case Handler::kReadyz: return ready_ ? text(200, "ready\n") : text(503, "not ready\n");
+    case Handler::kLoginForm: {
+      if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
+      auto next = req.query.find("next");
+      return login_page(200, next == req.query.end() ? "/" : next->second, "");
     }
+    case Handler::kLogin: return login(req);
+    case Handler::kLogout: return logout();
+    default: break;
   }
-  HttpResponse r = text(405, absl::StrCat("method ", req.method.substr(0, 16), " not allowed here\n"));
-  r.headers.emplace_back("Allow", route.handler == Handler::kLogin    ? "GET, HEAD, POST"
-                                  : route.handler == Handler::kLogout ? "POST"
-                                                                      : "GET, HEAD");
-  return r;
+  // Everything else: the one check, then the handler.
+  Caller caller;
+  if (std::optional<HttpResponse> refused = authorize(req, route, &caller)) return *refused;
+  switch (route.handler) {
+    case Handler::kDashboard:
+    case Handler::kJobPage: return page(route, arg, caller);
+    case Handler::kAsset: {
+      const char* type = nullptr;
+      const std::string_view* data = asset(arg, &type);
+      if (!data) return text(404, "no such asset\n");
+      HttpResponse r;
+      r.content_type = type;
+      r.body = std::string(*data);
+      return r;
+    }
+    case Handler::kMetrics: return metrics();
+    case Handler::kApiJobs: return api_jobs(req, caller, route.version);
+    case Handler::kApiJob: return api_job(arg, caller, route.version);
+    case Handler::kApiResults: return api_results(req, arg, caller);
+    case Handler::kApiWorkers: return api_workers(req, caller);
+    case Handler::kApiCancel: return api_cancel(req, arg, caller);
+    case Handler::kResultsCsv:
+    case Handler::kResultsJson:
+    case Handler::kResultsPgn: return download(req, arg, caller, route.handler);
+    default: return text(500, "no handler\n");
+  }
 }
 
 HttpResponse HttpApi::login(const HttpRequest& req) const {
@@ -401,10 +476,10 @@ HttpResponse HttpApi::login(const HttpRequest& req) const {
     log_event(LogLevel::kWarning, "http_login_refused", "HTTP login with an unknown token", {{"reason", "unknown"}});
     return login_page(401, next, "unknown token (revoked, or not in the coordinator's --tokens file)");
   }
-  if (who->role != Role::kRead && who->role != Role::kAdmin)
+  if (!role_may_call(who->role, kDashboardRpc))
     return login_page(403, next,
                       absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
-                                   ": the dashboard needs role read or admin"));
+                                   ": the dashboard needs role ", roles_allowed(kDashboardRpc)));
   log_event(LogLevel::kInfo, "http_login", absl::StrCat("HTTP login by ", who->identity),
             {{"caller", who->identity}, {"role", std::string(role_name(who->role))}});
   HttpResponse r = text(303, "logged in\n");
@@ -420,10 +495,10 @@ HttpResponse HttpApi::logout() const {
   return r;
 }
 
-HttpResponse HttpApi::page(const Route& route, const Caller& caller) const {
+HttpResponse HttpApi::page(const Route& route, const std::string& job_id, const Caller& caller) const {
   std::string title = "c960 coordinator", page_name = "dashboard";
   if (route.handler == Handler::kJobPage) {
-    absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, route.arg);
+    absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, job_id);
     if (!job.ok()) {
       HttpResponse r = text(http_status(job.status().code()), absl::StrCat(job.status().message(), "\n"));
       return r;
@@ -434,7 +509,7 @@ HttpResponse HttpApi::page(const Route& route, const Caller& caller) const {
   HttpResponse r;
   r.content_type = "text/html; charset=utf-8";
   r.headers.emplace_back("Content-Security-Policy", kPagePolicy);
-  r.body = shell(title, page_name, route.arg, caller, options_.tokens != nullptr);
+  r.body = shell(title, page_name, job_id, caller, options_.tokens != nullptr);
   return r;
 }
 
@@ -489,6 +564,117 @@ HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) 
   absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller, lr);
   if (!resp.ok()) return api_error(resp.status());
   return json(200, proto_json(*resp));
+}
+
+namespace {
+
+// The most a PGN download may hold (the stored games of a job are bounded only by the store).
+constexpr size_t kMaxPgnDownloadBytes = size_t(256) << 20;
+
+// A state-changing request that a browser may have been made to send by another site: the
+// cookie goes along with it (SameSite=Strict aside). Refused unless it says it comes from this
+// site's own page: the header only its fetches add, and no Origin or Sec-Fetch-Site naming
+// another site. Requests with an Authorization header are not a browser's doing.
+absl::Status same_origin(const HttpRequest& req, bool tls) {
+  if (!req.authorization.empty()) return absl::OkStatus();
+  if (!req.fetch_site.empty() && req.fetch_site != "same-origin")
+    return absl::PermissionDeniedError(
+        absl::StrCat("Sec-Fetch-Site: '", req.fetch_site.substr(0, 32), "': cancel from this dashboard's own pages"));
+  if (!req.origin.empty() && req.origin != absl::StrCat(tls ? "https://" : "http://", req.host))
+    return absl::PermissionDeniedError(
+        absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (", req.host.substr(0, 200), ")"));
+  if (req.requested_with != kDashboardRequest)
+    return absl::PermissionDeniedError(
+        absl::StrCat("X-Requested-With: ",
+                     req.requested_with.empty() ? "missing" : absl::StrCat("'", req.requested_with.substr(0, 32), "'"),
+                     ": a cancel comes from the dashboard's page (X-Requested-With: ", kDashboardRequest,
+                     ") or with an Authorization header"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+HttpResponse HttpApi::api_cancel(const HttpRequest& req, const std::string& id, const Caller& caller) const {
+  if (absl::Status s = same_origin(req, options_.tls); !s.ok()) return api_error(s);
+  absl::StatusOr<v1::Job> job = coordinator_->cancel(caller, id);
+  if (!job.ok()) return api_error(job.status());
+  return json(200, proto_json(*job));
+}
+
+HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, const Caller& caller,
+                               Handler handler) const {
+  absl::Status error;
+  const bool divide = param_bool(req, "divide", &error), partial = param_bool(req, "partial", &error);
+  if (!error.ok()) return api_error(error);
+  for (const auto& [k, v] : req.query)
+    if (k != "divide" && k != "partial")
+      return api_error(
+          absl::InvalidArgumentError(absl::StrCat(k.substr(0, 32), ": no such parameter (divide, partial)")));
+  // The results, then the job, as `c960 results` reads them: a state no older than the results.
+  absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(caller, id, divide, true);
+  if (!chunks.ok()) return api_error(chunks.status());
+  absl::StatusOr<v1::Job> job = coordinator_->get_job(caller, id);
+  if (!job.ok()) return api_error(job.status());
+  // Not finished: 409 (the job's state conflicts with a whole file): ask with partial=1.
+  const auto refused = [](const absl::Status& s) {
+    return api_error(s, s.code() == absl::StatusCode::kFailedPrecondition ? 409 : 0);
+  };
+  HttpResponse r;
+  std::string extension;
+  if (handler == Handler::kResultsPgn) {
+    if (!job->spec().has_selfplay())
+      return api_error(
+          absl::InvalidArgumentError(absl::StrCat("job ", id, " is a perft job: only self-play jobs have games")));
+    size_t open = 0, positions = 0;
+    selfplay_stats_from_results(*job, *chunks, &open, &positions);
+    if (open > 0 && !partial)
+      return refused(absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", state_name(job->state()), " (", positions - open, " of ", positions,
+                       " positions complete): ask with partial=1 for what is done")));
+    // Every stored game, as `c960 results --pgn` writes them: each must replay.
+    // The answer is built in memory: past kMaxPgnDownloadBytes the tool, which streams them into
+    // a file, is the way.
+    std::string bad;
+    bool too_large = false;
+    absl::Status s = coordinator_->results(caller, id, false, false, [&](const v1::ResultChunk& c) {
+      for (const v1::SelfPlayGame& g : c.selfplay().game_records()) {
+        if (absl::StatusOr<selfplay::GameRecord> rec = selfplay::game_from_proto(g); !rec.ok()) {
+          bad = std::string(rec.status().message());
+          return false;
+        }
+        r.body += g.pgn();
+        if (r.body.size() > kMaxPgnDownloadBytes) {
+          too_large = true;
+          return false;
+        }
+      }
+      return true;
+    });
+    if (!bad.empty()) return api_error(absl::InternalError(absl::StrCat("a stored game does not replay: ", bad)));
+    if (too_large) {
+      // The answer, not the request, would be too large; no status says that better than 413.
+      return api_error(
+          absl::ResourceExhaustedError(absl::StrCat("job ", id, ": its games are over ", kMaxPgnDownloadBytes >> 20,
+                                                    " MiB as PGN: write them with c960 results ", id, " --pgn FILE")),
+          413);
+    }
+    if (!s.ok()) return api_error(s);
+    r.content_type = "application/x-chess-pgn";
+    extension = "pgn";
+  } else {
+    const bool csv = handler == Handler::kResultsCsv;
+    absl::StatusOr<std::string> file =
+        results_file(*job, *chunks, csv ? ResultsFormat::kCsv : ResultsFormat::kJson, divide, partial);
+    if (!file.ok()) return refused(file.status());
+    r.body = std::move(*file);
+    r.content_type = csv ? "text/csv; charset=utf-8" : "application/json";
+    extension = csv ? "csv" : "json";
+  }
+  // Job ids are [A-Za-z0-9._-] (validation.h): nothing to quote in the file name.
+  r.headers.emplace_back("Content-Disposition",
+                         absl::StrCat("attachment; filename=\"", job->id(), "-results", divide ? "-divide" : "",
+                                      partial ? "-partial" : "", ".", extension, "\""));
+  return r;
 }
 
 std::string results_json(const std::string& job_id, const std::vector<v1::ResultChunk>& chunks) {

@@ -2,21 +2,30 @@
 // (http_server.h, over cpp-httplib) only converts requests and responses; tests call handle()
 // directly, as the gRPC services are thin adapters over Coordinator.
 //
-// What it serves (docs/operations.md):
+// What it serves is one table, routes() (docs/operations.md lists it): each row a method, a path
+// pattern, the handler and the gRPC method the row mirrors. The server registers every row with
+// cpp-httplib's router, in the table's order; handle() matches the same patterns the same way
+// (std::regex_match over the whole decoded path, the first row of the method wins), so tests and
+// the server cannot route differently.
 //   /healthz, /readyz          open to all: alive; ready (store loaded, not draining) or 503
 //   /login (GET form, POST)    open: a token in, an HttpOnly Secure SameSite=Strict cookie out
 //   /logout (POST)             clears the cookie
-//   /                          the dashboard: jobs with progress, workers
-//   /jobs/ID                   one job, live: the self-play heatmap, or perft counts and divide
-//   /assets/NAME               the pages' JavaScript and CSS, compiled into the binary
-//   /metrics                   Prometheus text format (metrics.h)
-//   /api/v1/jobs[?page_size=N&page_token=T], /api/v1/jobs/ID, /api/v1/jobs/ID/results[?divide=1],
-//   /api/v1/workers[?include_lost=1]: read-only JSON mirroring the JobService messages
+//   /                          the dashboard: jobs with progress, workers        (ListJobs)
+//   /jobs/ID                   one job, live: the heatmap, or perft counts       (GetJob)
+//   /assets/NAME               the pages' JavaScript and CSS, compiled in        (ListJobs)
+//   /metrics                   Prometheus text format (metrics.h)                (ListWorkers)
+//   /api/v1/jobs, /api/v2/jobs (ListJobs), /api/v1/jobs/ID, /api/v2/jobs/ID (GetJob),
+//   /api/v1/jobs/ID/results[?divide=1] (GetResults), /api/v1/workers (ListWorkers): JSON
+//   /api/v1/jobs/ID/results.csv, .json, .pgn[?divide=1&partial=1] (GetResults): the files
+//   `c960 results JOB --format csv|json [--divide] [--partial]` and `--pgn` write, byte for byte
+//   POST /api/v1/jobs/ID/cancel (CancelJob): the page's cancel button; same-origin only (CSRF)
 //
-// Who may see what is decided in one place, authorize(), before any handler runs: with tokens or
-// client certificates, every path but the open ones needs a caller of role read or admin (401
-// when there is none or it is unknown, 403 for another role); without either, the coordinator
-// authenticates nobody and listens on loopback only (or with --insecure), as on its gRPC side.
+// Who may see what is decided in one place, before any handler runs: the row's gRPC method and
+// cluster/auth.h's permission table, as on the gRPC side (401 when there is no caller or it is
+// unknown, 403 naming the roles allowed). A submit token sees and cancels its own jobs only (the
+// Coordinator filters by caller); /metrics mirrors ListWorkers (cluster-wide figures: read or
+// admin). Without tokens or client certificates, the coordinator authenticates nobody and listens
+// on loopback only (or with --insecure), as on its gRPC side.
 #pragma once
 
 #include <atomic>
@@ -37,7 +46,11 @@ namespace c960::cluster {
 
 struct HttpRequest {
   std::string method = "GET";
-  std::string path = "/";                         // decoded, without the query
+  std::string host;            // the Host header
+  std::string origin;          // the Origin header ("" when absent)
+  std::string fetch_site;      // the Sec-Fetch-Site header ("" when absent)
+  std::string requested_with;  // the X-Requested-With header: the dashboard's fetches send kDashboardRequest
+  std::string path = "/";      // decoded, without the query
   std::multimap<std::string, std::string> query;  // decoded query parameters
   std::vector<std::string> authorization;         // every Authorization header
   std::string cookie;                             // the Cookie header
@@ -64,6 +77,9 @@ struct HttpOptions {
 // The login cookie's name and lifetime.
 inline constexpr char kLoginCookie[] = "c960_token";
 inline constexpr int64_t kLoginCookieSeconds = 12 * 3600;
+// What the dashboard's state-changing fetches send as X-Requested-With: a header a page of another
+// site cannot add without a CORS preflight, which this server never grants.
+inline constexpr char kDashboardRequest[] = "c960-dashboard";
 
 class HttpApi {
  public:
@@ -75,10 +91,10 @@ class HttpApi {
   // /readyz answers 200 only while ready: from the store's load to the start of the drain.
   void set_ready(bool ready) { ready_ = ready; }
 
-  // The handlers, a fixed set (also the values of the "handler" label of the request counter).
   enum class Handler {
     kHealthz,
     kReadyz,
+    kLoginForm,
     kLogin,
     kLogout,
     kDashboard,
@@ -89,33 +105,61 @@ class HttpApi {
     kApiJob,
     kApiResults,
     kApiWorkers,
-    kNotFound
+    kApiCancel,
+    kResultsCsv,
+    kResultsJson,
+    kResultsPgn,
   };
-  static const char* handler_name(Handler h);
+  // One row of the routing table.
   struct Route {
-    Handler handler = Handler::kNotFound;
-    std::string arg;  // the job id or the asset's name
+    const char* method;   // "GET" (HEAD is served as GET) or "POST"
+    const char* pattern;  // ECMAScript regex over the whole decoded path; group 1, if any: the job or asset
+    Handler handler;
+    const char* name;  // the "handler" label of c960_http_requests_total
+    // The gRPC method whose permission (cluster/auth.h) the row takes; nullptr: open to all.
+    const char* rpc;
     int version = 1;  // of the jobs API: 1 protobuf's JSON mapping (the dashboard's), 2 cluster/job_json.h
   };
-  static Route route(const std::string& path);
+  static const std::vector<Route>& routes();
+  // The label value of requests no row serves.
+  static constexpr char kNotFoundName[] = "not_found";
+
+  // The row `method` and `path` take (nullptr: none) and its argument.
+  struct Match {
+    const Route* route = nullptr;
+    std::string arg;
+  };
+  static Match match(const std::string& method, const std::string& path);
+
+  // The server's entry points: a request a row matched (its group 1 in `arg`), and one no row
+  // matched (404, or 405 with Allow when another method's row has the path). handle() is match()
+  // and one of the two.
+  HttpResponse serve(const Route& route, const std::string& arg, const HttpRequest& req) const;
+  HttpResponse unrouted(const HttpRequest& req) const;
 
  private:
   bool authenticates() const { return options_.tokens || options_.client_certificates; }
-  // The one check. nullopt: go on, with *caller set; else the refusal (401 or 403).
+  // The one check: the row's gRPC method and the caller's role. nullopt: go on, with *caller set;
+  // else the refusal (401 or 403).
   std::optional<HttpResponse> authorize(const HttpRequest& req, const Route& route, Caller* caller) const;
   // Who the request's credentials name: a bearer token, else the login cookie, else a client
   // certificate; UNAUTHENTICATED saying why not.
   absl::StatusOr<Caller> identify(const HttpRequest& req) const;
-  HttpResponse dispatch(const HttpRequest& req, const Route& route) const;
+  HttpResponse dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const;
+  // Headers every answer carries, and the request counted.
+  HttpResponse finish(HttpResponse resp, const char* name, bool asset) const;
 
   HttpResponse login(const HttpRequest& req) const;
   HttpResponse logout() const;
-  HttpResponse page(const Route& route, const Caller& caller) const;
+  HttpResponse page(const Route& route, const std::string& job, const Caller& caller) const;
   HttpResponse metrics() const;
   HttpResponse api_jobs(const HttpRequest& req, const Caller& caller, int version) const;
   HttpResponse api_job(const std::string& id, const Caller& caller, int version) const;
   HttpResponse api_results(const HttpRequest& req, const std::string& id, const Caller& caller) const;
   HttpResponse api_workers(const HttpRequest& req, const Caller& caller) const;
+  HttpResponse api_cancel(const HttpRequest& req, const std::string& id, const Caller& caller) const;
+  // results.csv, .json, .pgn: the files `c960 results` writes (cluster/results_export.h).
+  HttpResponse download(const HttpRequest& req, const std::string& id, const Caller& caller, Handler handler) const;
 
   Coordinator* coordinator_;
   Store* store_;

@@ -377,12 +377,12 @@ absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls
   ev.data.u64 = kWakeId;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
 
-  // Every request goes to the HttpApi: it authorizes, routes and answers. Routes rather than
-  // httplib's pre-routing handler, which runs before the body is read. The pattern matches any
-  // path, newlines included; std::regex recurses per character, and httplib refuses request
-  // lines over 8 KiB (414) before routing, so the depth stays small.
-  const httplib::Server::Handler handler = [api = api_](const httplib::Request& in, httplib::Response& out) {
-    t_handled = true;
+  // httplib's router serves the HttpApi's one table (HttpApi::routes()), row by row in its order;
+  // a last catch-all route per method hands what no row matched to HttpApi::unrouted (404, 405).
+  // Routes rather than httplib's pre-routing handler, which runs before the body is read. The
+  // catch-all pattern matches any path, newlines included; std::regex recurses per character, and
+  // httplib refuses request lines over 8 KiB (414) before routing, so the depth stays small.
+  const auto request = [](const httplib::Request& in) {
     HttpRequest req;
     req.method = in.method;
     req.path = in.path;
@@ -391,22 +391,43 @@ absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls
       req.authorization.push_back(in.get_header_value("Authorization", i));
     req.cookie = in.get_header_value("Cookie");
     req.content_type = in.get_header_value("Content-Type");
+    req.host = in.get_header_value("Host");
+    req.origin = in.get_header_value("Origin");
+    req.fetch_site = in.get_header_value("Sec-Fetch-Site");
+    req.requested_with = in.get_header_value("X-Requested-With");
     req.body = in.body;
     req.client_certificate_pem = peer_certificate(in.ssl);
     // httplib parses a form body into params too: only the query string's belong there.
     if (in.method == "POST") req.query.clear();
-    HttpResponse resp = api->handle(req);
+    return req;
+  };
+  const auto answer = [](HttpResponse resp, httplib::Response& out) {
+    t_handled = true;
     out.status = resp.status;
     for (const auto& [k, v] : resp.headers) out.set_header(k, v);
     out.set_content(std::move(resp.body), resp.content_type);
   };
+  for (const HttpApi::Route& route : HttpApi::routes()) {
+    const httplib::Server::Handler handler = [api = api_, &route, request, answer](const httplib::Request& in,
+                                                                                   httplib::Response& out) {
+      answer(api->serve(route, in.matches.size() > 1 ? in.matches[1].str() : std::string(), request(in)), out);
+    };
+    if (std::string_view(route.method) == "GET")
+      processor_.Get(route.pattern, handler);
+    else
+      processor_.Post(route.pattern, handler);
+  }
+  const httplib::Server::Handler unrouted = [api = api_, request, answer](const httplib::Request& in,
+                                                                          httplib::Response& out) {
+    answer(api->unrouted(request(in)), out);
+  };
   const std::string any = "[\\s\\S]*";
-  processor_.Get(any, handler);
-  processor_.Post(any, handler);
-  processor_.Put(any, handler);
-  processor_.Patch(any, handler);
-  processor_.Delete(any, handler);
-  processor_.Options(any, handler);
+  processor_.Get(any, unrouted);
+  processor_.Post(any, unrouted);
+  processor_.Put(any, unrouted);
+  processor_.Patch(any, unrouted);
+  processor_.Delete(any, unrouted);
+  processor_.Options(any, unrouted);
   processor_.set_payload_max_length(options_.max_body_bytes);
   // What its Keep-Alive header announces.
   processor_.set_keep_alive_timeout(std::max<time_t>(1, time_t(options_.idle_timeout_ms / 1000)));

@@ -6,9 +6,9 @@
 // request whole, head and body, under total deadlines (a client trickling bytes is cut at the
 // deadline, not kept by per-read timeouts). A complete request goes to a small pool of request
 // threads (/healthz and /readyz to a thread of their own), which let cpp-httplib parse it from
-// the buffered bytes, route it (one catch-all route per method, so httplib reads the body before
-// the handler) to HttpApi::handle, and write the response into a buffer; the loop sends it and
-// keeps the connection for the next request. Only one thread at a time touches a connection.
+// the buffered bytes, route it by HttpApi's table (each row a route of httplib's router, then a
+// catch-all per method for what no row matches) to HttpApi::serve or unrouted, and write the response into a buffer;
+// the loop sends it and keeps the connection for the next request. Only one thread at a time touches a connection.
 //
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.

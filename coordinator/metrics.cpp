@@ -32,9 +32,8 @@ constexpr const char* kOtherMethods[] = {
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 };
 
-// The kinds and states every scrape reports, zeros included, so that a query for a series
-// finds it before the first job of its kind.
-constexpr const char* kKinds[] = {"perft", "selfplay"};
+// The states every scrape reports for every registered kind (CoordinatorMetrics::kinds), zeros
+// included, so that a query for a series finds it before the first job of its kind.
 constexpr v1::JobState kStates[] = {v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED,
                                     v1::JOB_STATE_CANCELLED};
 constexpr v1::TrustState kTrust[] = {v1::TRUST_STATE_NEW, v1::TRUST_STATE_TRUSTED, v1::TRUST_STATE_QUARANTINED};
@@ -161,10 +160,18 @@ void Metrics::observe_rpc(absl::string_view method, int code, double seconds) {
 
 void Metrics::observe_commit(double seconds) { commit_->Observe(seconds); }
 
+void Metrics::declare_http_handlers(const std::vector<std::string>& names, const std::string& other) {
+  std::lock_guard lock(mu_);
+  http_handlers_.insert(names.begin(), names.end());
+  http_handlers_.insert(other);
+  http_other_ = other;
+}
+
 void Metrics::count_http(absl::string_view handler, int status) {
   prometheus::Counter* c = nullptr;
   {
     std::lock_guard lock(mu_);
+    if (!http_handlers_.count(handler)) handler = http_other_;
     prometheus::Counter*& slot = http_series_[{std::string(handler), status}];
     if (!slot) slot = &http_->Add({{"handler", std::string(handler)}, {"code", absl::StrCat(status)}});
     c = slot;
@@ -197,9 +204,9 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   out.push_back(std::move(start));
 
   MetricFamily jobs = family("c960_jobs", "jobs by kind and state", MetricType::Gauge);
-  for (const char* kind : kKinds)
+  for (const std::string& kind : s.kinds)
     for (v1::JobState state : kStates)
-      add(&jobs, double(count_of(s.jobs, std::make_pair(std::string(kind), state))),
+      add(&jobs, double(count_of(s.jobs, std::make_pair(kind, state))),
           {{"kind", kind}, {"state", enum_word(v1::JobState_Name(state), "JOB_STATE_")}});
   out.push_back(std::move(jobs));
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/support/server_interceptor.h>
 
@@ -49,7 +50,11 @@ class Metrics {
   // after `seconds`. Methods the coordinator does not serve are counted as "other".
   void observe_rpc(absl::string_view method, int code, double seconds);
   void observe_commit(double seconds);
-  // An HTTP request answered by `handler` (one of a fixed set, see HttpApi) with `status`.
+  // The values of the HTTP request counter's "handler" label: HttpApi declares its routing
+  // table's names (HttpApi::routes()) and the one of requests no row serves, `other`, which an
+  // undeclared name is counted as.
+  void declare_http_handlers(const std::vector<std::string>& names, const std::string& other);
+  // An HTTP request answered by `handler` (a declared name) with `status`.
   void count_http(absl::string_view handler, int status);
   // The HTTP side's connections (http_server.h): open now; refused over a limit (reason
   // "max_connections" or "max_connections_per_address"); cut at a deadline (phase "handshake",
@@ -78,6 +83,8 @@ class Metrics {
   std::mutex mu_;  // the series maps
   std::map<std::pair<std::string, int>, prometheus::Histogram*> rpc_series_;
   std::map<std::pair<std::string, int>, prometheus::Counter*> http_series_;
+  std::set<std::string, std::less<>> http_handlers_;  // declare_http_handlers
+  std::string http_other_ = "other";
 };
 
 }  // namespace c960::cluster

@@ -4,7 +4,9 @@
 //   /jobs/ID   one job: progress, and for self-play the 960-cell heatmap of White's score with a
 //              tooltip per cell, for perft the counts per position and the first-move divide
 // Everything shown that came from the coordinator is set as text (textContent), never as HTML:
-// job notices and failure reasons come from workers.
+// job notices and failure reasons come from workers. Times are ISO 8601 in UTC, as the c960 tool
+// writes them. The page's body says who looks (data-role, data-caller) and whether the workers
+// are theirs to see (data-workers): a submit token sees its own jobs, and cancels them.
 (function () {
   'use strict';
 
@@ -12,6 +14,9 @@
   const JOB_POLL_MS = 1000;   // one job (results only when units were done since)
   const main = document.getElementById('main');
   const page = document.body.dataset.page;
+  const role = document.body.dataset.role;
+  const caller = document.body.dataset.caller;
+  const seesWorkers = document.body.dataset.workers === '1';
 
   // ------------------------------------------------------------------------------------------
   // Helpers
@@ -33,6 +38,21 @@
     const body = await r.json().catch(() => null);
     if (!r.ok) throw new Error((body && body.error && body.error.message) || `${url}: HTTP ${r.status}`);
     return body;
+  }
+
+  // A state-changing request: the header tells the coordinator it comes from this page (CSRF).
+  async function postJson(url) {
+    const r = await fetch(url, { method: 'POST', credentials: 'same-origin', cache: 'no-store',
+                                 headers: { 'X-Requested-With': 'c960-dashboard' } });
+    const body = await r.json().catch(() => null);
+    if (!r.ok) throw new Error((body && body.error && body.error.message) || `${url}: HTTP ${r.status}`);
+    return body;
+  }
+
+  // "2026-11-30T16:38:29Z" (UTC), as `c960 results` writes times; '—' for none.
+  function isoTime(ms) {
+    if (!num(ms)) return '—';
+    return new Date(num(ms)).toISOString().replace(/\.\d{3}Z$/, 'Z');
   }
 
   // Protobuf's JSON writes 64-bit integers as strings and UInt128 as {hi, lo}.
@@ -67,7 +87,13 @@
   const TRUST = { TRUST_STATE_NEW: 'new', TRUST_STATE_TRUSTED: 'trusted', TRUST_STATE_QUARANTINED: 'quarantined' };
   const stateName = (s) => STATE[s] || 'unknown';
   const kindOf = (job) => (job.spec && job.spec.selfplay ? 'selfplay' : 'perft');
-  const verifyName = (v) => (v && v !== 'VERIFY_MODE_UNSPECIFIED' ? v.slice(12).toLowerCase() : 'default');
+  // The coordinator's default (VERIFY_MODE_UNSPECIFIED) is adaptive.
+  const verifyName = (v) => (v && v !== 'VERIFY_MODE_UNSPECIFIED' ? v.slice(12).toLowerCase() : 'adaptive');
+  // The kind, with a perft job's depth: "perft depth 5".
+  const kindText = (job) => (kindOf(job) === 'perft' ? `perft depth ${num((job.spec.perft || {}).depth)}` : 'selfplay');
+  // Admin cancels any job, a submitter its own (the coordinator decides; this only hides the button).
+  const mayCancel = (job) => job.state === 'JOB_STATE_RUNNING' &&
+    (role === 'admin' || (role === 'submit' && job.owner === caller));
 
   function badge(text, kind) { return el('span', `badge badge-${kind || text}`, text); }
 
@@ -79,8 +105,14 @@
     wrap.setAttribute('aria-valuemax', String(total));
     wrap.setAttribute('aria-valuenow', String(done));
     const fill = el('div', 'bar-fill');
-    fill.style.width = `${(100 * frac).toFixed(1)}%`;
-    wrap.append(fill, el('span', 'bar-text', `${(100 * frac).toFixed(1)}%`));
+    const pct = `${(100 * frac).toFixed(1)}%`;
+    fill.style.width = pct;
+    // The percentage twice: dark over the empty part, light over the fill (clipped to it), so it
+    // reads wherever the fill ends.
+    const onFill = el('span', 'bar-text bar-text-fill', pct);
+    onFill.setAttribute('aria-hidden', 'true');
+    onFill.style.clipPath = `inset(0 ${(100 - 100 * frac).toFixed(1)}% 0 0)`;
+    wrap.append(fill, el('span', 'bar-text', pct), onFill);
     return wrap;
   }
 
@@ -105,7 +137,7 @@
       const sp = s.selfplay;
       const limit = num(sp.nodes) ? `${intText(sp.nodes)} nodes` : num(sp.depth) ? `depth ${sp.depth}` : `${sp.movetime_ms} ms`;
       return `${sp.engine || 'builtin'}, ${limit}/move, ${sp.games_per_position} games per position, ` +
-             `positions ${sp.start_positions || 'all'}, seed ${sp.seed}`;
+             `positions ${sp.start_positions || 'all'}, ${num(sp.random_plies)} random plies, seed ${sp.seed}`;
     }
     const p = s.perft || {};
     const roots = (p.fens || []).length ? `${p.fens.length} FENs` : `positions ${p.start_positions || 'all'}`;
@@ -146,7 +178,7 @@
 
   function stamp() {
     const u = document.getElementById('updated');
-    if (u) u.textContent = `updated ${new Date().toLocaleTimeString('en-GB')}`;
+    if (u) u.textContent = `updated ${isoTime(Date.now())}`;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -163,22 +195,26 @@
     const jobsTable = table(['job', 'kind', 'state', 'progress', 'done', 'rate', 'ETA', 'workers', 'submitted', 'owner'],
                             'jobs');
     jobs.appendChild(jobsTable);
-    const workers = section('Workers', 'workers');
+    // The workers only for who may list them (read, admin): a submitter sees its own jobs.
     const workersTable = table(['worker', 'host', 'threads', 'engines', 'version', 'units done', 'rate', 'last seen',
                                 'trust', 'alive'], 'workers');
-    workers.appendChild(workersTable);
+    if (seesWorkers) section('Workers', 'workers').appendChild(workersTable);
 
     async function refresh() {
       try {
         const [jl, wl] = await Promise.all([getJson('/api/v1/jobs?page_size=50'),
-                                            getJson('/api/v1/workers?include_lost=1&page_size=1000')]);
+                                            seesWorkers ? getJson('/api/v1/workers?include_lost=1&page_size=1000')
+                                                        : Promise.resolve(null)]);
         renderJobs(jobsTable.tBodies[0], jl.jobs || []);
-        renderWorkers(workersTable.tBodies[0], wl.workers || []);
         const running = (jl.jobs || []).filter((j) => j.state === 'JOB_STATE_RUNNING').length;
-        const alive = (wl.workers || []).filter((w) => w.alive);
-        const threads = alive.reduce((n, w) => n + num(w.threads), 0);
-        head.textContent = `${running} running job${running === 1 ? '' : 's'} · ${alive.length} worker` +
-                           `${alive.length === 1 ? '' : 's'} alive (${threads} threads)`;
+        let text = `${running} running job${running === 1 ? '' : 's'}` + (role === 'submit' ? ` of ${caller}` : '');
+        if (wl) {
+          renderWorkers(workersTable.tBodies[0], wl.workers || []);
+          const alive = (wl.workers || []).filter((w) => w.alive);
+          const threads = alive.reduce((n, w) => n + num(w.threads), 0);
+          text += ` · ${alive.length} worker${alive.length === 1 ? '' : 's'} alive (${threads} thread${threads === 1 ? '' : 's'})`;
+        }
+        head.textContent = text;
         clearError();
         stamp();
         document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
@@ -206,7 +242,7 @@
       const link = el('a', null, job.id);
       link.href = `/jobs/${encodeURIComponent(job.id)}`;
       tr.appendChild(el('td')).appendChild(link);
-      tr.appendChild(el('td', null, kindOf(job)));
+      tr.appendChild(el('td', null, kindText(job)));
       tr.appendChild(el('td')).appendChild(badge(stateName(job.state)));
       tr.appendChild(el('td', 'cell-bar')).appendChild(progressBar(p.unitsDone, p.unitsTotal));
       tr.appendChild(el('td', 'num', p.selfplay ? `${intText(p.gamesDone)}/${intText(p.gamesTotal)} games`
@@ -214,10 +250,19 @@
       tr.appendChild(el('td', 'num', p.rate));
       tr.appendChild(el('td', 'num', p.eta));
       tr.appendChild(el('td', 'num', `${p.workers}/${p.alive}`));
-      tr.appendChild(el('td', null, ago(job.created_unix_ms)));
+      const created = tr.appendChild(el('td', 'num', isoTime(job.created_unix_ms)));
+      created.title = ago(job.created_unix_ms);
       tr.appendChild(el('td', null, job.owner || '—'));
-      if (job.notice) tr.title = job.notice;
       tbody.appendChild(tr);
+      // Why a running job does not move (no worker, one worker under verification, ...): shown
+      // under its row, not hidden in a tooltip.
+      if (job.notice) {
+        const nr = el('tr', 'notice-row');
+        nr.dataset.noticeFor = job.id;
+        const td = nr.appendChild(el('td', 'notice', job.notice));
+        td.colSpan = 10;
+        tbody.appendChild(nr);
+      }
     }
   }
 
@@ -258,7 +303,10 @@
     const sub = el('p', 'spec');
     const updated = el('span', 'updated');
     updated.id = 'updated';
-    main.append(title, sub, updated);
+    const actions = el('div', 'actions');
+    const downloads = el('p', 'downloads');
+    downloads.id = 'downloads';
+    main.append(title, sub, actions, downloads, updated);
     const prog = section('Progress', 'progress');
     const bar = el('div', 'job-bar');
     const stats = el('dl', 'stats');
@@ -277,6 +325,8 @@
         title.append(el('span', null, `${job.id} `), badge(stateName(job.state)), el('span', 'kind', ` ${kindOf(job)}`));
         sub.textContent = `${specSummary(job)} · verify ${verifyName(job.spec.verify)}` +
                           (job.owner ? ` · submitted by ${job.owner}` : '');
+        renderActions(actions, job, refresh);
+        renderDownloads(downloads, job);
         bar.textContent = '';
         bar.appendChild(progressBar(p.unitsDone, p.unitsTotal));
         renderStats(stats, job, p);
@@ -317,12 +367,68 @@
     row('rate', p.rate);
     row('ETA', p.eta);
     row('workers', `${p.workers} holding units, ${p.alive} alive`);
-    row('submitted', new Date(num(job.created_unix_ms)).toLocaleString('en-GB'));
+    row('submitted', isoTime(job.created_unix_ms), 'submitted');
     if (num(job.finished_unix_ms)) {
-      row('finished', new Date(num(job.finished_unix_ms)).toLocaleString('en-GB'));
+      row('finished', isoTime(job.finished_unix_ms), 'finished');
       row('took', duration((num(job.finished_unix_ms) - num(job.created_unix_ms)) / 1000));
     }
     row('disagreements / mismatches', `${p.disagreements} / ${num(job.result_mismatches)}`);
+  }
+
+  // Links to the results as files: the bytes `c960 results JOB --format csv|json [--divide]` and
+  // `--pgn` write; while the job runs (or when it stopped short), what is done so far (partial=1).
+  function renderDownloads(box, job) {
+    const finished = job.state === 'JOB_STATE_SUCCEEDED';
+    const key = `${job.id}:${finished}`;
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
+    box.textContent = '';
+    box.appendChild(el('span', 'label', finished ? 'results: ' : 'results so far: '));
+    const base = `/api/v1/jobs/${encodeURIComponent(job.id)}/results`;
+    const files = [['CSV', '.csv', ''], ['JSON', '.json', '']];
+    if (kindOf(job) === 'perft') files.push(['CSV with divide', '.csv', 'divide=1'], ['JSON with divide', '.json', 'divide=1']);
+    else files.push(['PGN', '.pgn', '']);
+    files.forEach(([label, ext, query], i) => {
+      const params = [query, finished ? '' : 'partial=1'].filter(Boolean).join('&');
+      const a = el('a', 'download', label);
+      a.href = `${base}${ext}${params ? `?${params}` : ''}`;
+      a.setAttribute('download', '');
+      if (i) box.appendChild(document.createTextNode(' · '));
+      box.appendChild(a);
+    });
+  }
+
+  // The cancel button, for admin and the job's owner while it runs: one click arms it, a second
+  // within a few seconds cancels (POST, as CancelJob).
+  function renderActions(box, job, refresh) {
+    if (!mayCancel(job)) {
+      box.textContent = '';
+      return;
+    }
+    if (box.querySelector('button.cancel')) return;
+    const b = el('button', 'cancel', 'cancel job');
+    b.type = 'button';
+    let armed = null;
+    b.addEventListener('click', async () => {
+      if (!armed) {
+        b.textContent = 'click again to cancel';
+        b.classList.add('armed');
+        armed = setTimeout(() => { armed = null; b.textContent = 'cancel job'; b.classList.remove('armed'); }, 5000);
+        return;
+      }
+      clearTimeout(armed);
+      b.disabled = true;
+      try {
+        await postJson(`/api/v1/jobs/${encodeURIComponent(job.id)}/cancel`);
+        box.textContent = '';
+        refresh();
+      } catch (err) {
+        b.disabled = false;
+        showError(err);
+      }
+    });
+    box.textContent = '';
+    box.appendChild(b);
   }
 
   function renderNotes(box, job) {
@@ -362,7 +468,8 @@
         const mid = t.games ? t.score : 0.5;
         const dev = rows.filter((r) => r.games > 0).map((r) => Math.abs(r.score - mid)).sort((a, b) => a - b);
         const half = Math.max(0.02, dev.length ? dev[Math.min(dev.length - 1, Math.floor(0.95 * dev.length))] : 0.1);
-        const domain = [mid - half, mid, mid + half];
+        // Scores are in [0, 1]: the scale ends there too (a legend up to 1.17 would mean nothing).
+        const domain = [Math.max(0, mid - half), mid, Math.min(1, mid + half)];
         const cells = rows.filter((r) => r.start_position >= 0).map((r) => ({
           sp: r.start_position,
           value: r.games > 0 ? r.score : null,

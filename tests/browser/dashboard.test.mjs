@@ -1,11 +1,19 @@
-// The coordinator's live dashboard in headless Chromium: no console errors and no request beyond
-// the coordinator, the jobs and workers tables, a self-play job's page following the job as units
+// The coordinator's live dashboard in headless Chromium, over HTTPS, each page reached by logging
+// in with a token through the login form: no console errors and no request beyond the
+// coordinator, the jobs and workers tables, a self-play job's page following the job as units
 // complete (without reloading), its 960-cell heatmap with a tooltip whose numbers match the
-// results `c960 results` gives (gRPC, not the page's JSON API), and a perft job's per-position
-// counts and first-move divide. Run by tests/browser/dashboard.sh, which starts the cluster and sets:
-//   C960_DASHBOARD_URL            the coordinator's HTTP side
-//   C960_CLI, C960_COORDINATOR    the c960 binary and the coordinator's gRPC address
+// results `c960 results` gives (gRPC, not the page's JSON API), a perft job's per-position counts
+// and first-move divide, the downloads (the bytes `c960 results` writes), and who may do what: a
+// submitter sees its own jobs only and cancels them from the job page, a worker's token cannot
+// log in, a cancel not sent by the page is refused. Run by tests/browser/dashboard.sh, which
+// starts the cluster and sets:
+//   C960_DASHBOARD_URL            the coordinator's HTTPS side
+//   C960_CLI, C960_COORDINATOR    the c960 binary and the coordinator's gRPC address (with
+//                                 C960_TLS_CA and C960_TOKEN, the admin's, for the tool)
 //   C960_PERFT_JOB, C960_SELFPLAY_JOB   a perft job (depth 3, all 960) and a running self-play job
+//   C960_RANKED_JOB               a small self-play job with enough games to rank its positions
+//   C960_WAITING_JOB              the submitter's perft job, which one worker cannot verify
+//   C960_TOKEN_ADMIN, _READER, _SUBMITTER, _OTHER, _WORKER   a token per role (two submitters)
 //   C960_ARTIFACTS                where screenshots of failures go
 //   C960_SCREENSHOTS              optional: where screenshots of the passing pages go (docs)
 import { test } from 'node:test';
@@ -20,7 +28,13 @@ const artifactsDir = process.env.C960_ARTIFACTS || 'browser-artifacts';
 const screenshots = process.env.C960_SCREENSHOTS || '';
 const cli = process.env.C960_CLI, coordinator = process.env.C960_COORDINATOR;
 const perftJob = process.env.C960_PERFT_JOB, selfplayJob = process.env.C960_SELFPLAY_JOB;
-const rankedJob = process.env.C960_RANKED_JOB;
+const rankedJob = process.env.C960_RANKED_JOB, waitingJob = process.env.C960_WAITING_JOB;
+const token = {
+  admin: process.env.C960_TOKEN_ADMIN, reader: process.env.C960_TOKEN_READER,
+  submitter: process.env.C960_TOKEN_SUBMITTER, other: process.env.C960_TOKEN_OTHER, worker: process.env.C960_TOKEN_WORKER,
+};
+// "2026-11-30T16:38:29Z": how the pages write times (UTC), as the c960 tool does.
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
 // Rows of `c960 results JOB --format csv [--divide]`, by the header's names.
 function results(job, ...extra) {
@@ -30,6 +44,11 @@ function results(job, ...extra) {
   const names = header.split(',');
   // FENs have no commas; every other field is a number or a word.
   return lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i], v])));
+}
+
+// What `c960 results JOB ARGS...` writes to stdout, as bytes.
+function cliOutput(...args) {
+  return execFileSync(cli, ['results', ...args, '--coordinator', coordinator], { maxBuffer: 256 << 20 });
 }
 
 function jobState(job) {
@@ -46,16 +65,29 @@ async function shoot(page, name) {
 const unitsDone = (page) => page.evaluate(() => Number(document.body.dataset.unitsDone || -1));
 
 test('dashboard: jobs with progress bars, workers, no errors', async () => {
-  await withPage(`${base}/`, { name: 'dashboard', artifactsDir }, async (page, problems) => {
+  await withPage(`${base}/`, { name: 'dashboard', artifactsDir, login: token.reader }, async (page, problems) => {
     await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
     for (const job of [perftJob, selfplayJob]) {
       const row = page.locator(`table.jobs tr[data-job="${job}"]`);
       assert.equal(await row.count(), 1, `a row for ${job}`);
       assert.equal(await row.locator('.progress, [role="progressbar"]').count() >= 1, true, `a progress bar for ${job}`);
     }
-    await page.waitForSelector('table.workers tr[data-worker="browser-test-worker"]', { timeout: 15000 });
+    await page.waitForSelector('table.workers tr[data-worker="worker/browser-test-worker"]', { timeout: 15000 });
     const summary = await page.locator('#summary').innerText();
     assert.match(summary, /1 worker alive/);
+    // A perft job's kind says its depth; times are ISO 8601 UTC; the progress text is light on
+    // the fill and dark beside it.
+    const perftRow = page.locator(`table.jobs tr[data-job="${perftJob}"]`);
+    assert.equal(await perftRow.locator('td').nth(1).textContent(), 'perft depth 3');
+    assert.match(await perftRow.locator('td').nth(8).textContent(), ISO);
+    assert.match(await page.locator('#updated').textContent(), /^updated \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    const colors = await perftRow.evaluate((tr) => [...tr.querySelectorAll('.bar-text')].map((e) => getComputedStyle(e).color));
+    assert.deepEqual(colors, ['rgb(29, 35, 48)', 'rgb(255, 255, 255)']);
+    // The submitter's job waits for a second worker: the table says so under its row.
+    const notice = page.locator(`table.jobs tr[data-notice-for="${waitingJob}"] td.notice`);
+    await notice.waitFor({ timeout: 15000 });
+    assert.match(await notice.textContent(), /checked by a second worker/);
+    assert.equal(await notice.isVisible(), true);
     // The table follows the running job without a reload.
     const first = Number(await page.locator(`tr[data-job="${selfplayJob}"]`).getAttribute('data-units-done'));
     await page.waitForFunction(
@@ -67,13 +99,19 @@ test('dashboard: jobs with progress bars, workers, no errors', async () => {
 });
 
 test('self-play job page: follows the job live, 960 heatmap cells, tooltips with the right numbers', async () => {
-  await withPage(`${base}/jobs/${selfplayJob}`, { name: 'job-selfplay', artifactsDir }, async (page, problems) => {
+  await withPage(`${base}/jobs/${selfplayJob}`, { name: 'job-selfplay', artifactsDir, login: token.reader },
+                 async (page, problems) => {
     await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
     assert.equal(await page.locator('#heatmap .hm-cell').count(), 960);
     // The page updates while the job runs: more units done, the same document (no reload).
     const before = await unitsDone(page);
     const state = await page.evaluate(() => document.body.dataset.state);
     assert.equal(state, 'running', `the self-play job should still run when its page opens (${jobState(selfplayJob)})`);
+    // The spec line: random plies and the verify mode in words; a reader has no cancel button.
+    const spec = await page.locator('p.spec').textContent();
+    assert.match(spec, /, 6 random plies, /);
+    assert.match(spec, / · verify off/);
+    assert.equal(await page.locator('button.cancel').count(), 0);
     await page.evaluate(() => { window.__sameDocument = true; });
     await page.waitForFunction((n) => Number(document.body.dataset.unitsDone) > n, before, { timeout: 30000 });
     assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded instead of updating');
@@ -110,7 +148,8 @@ test('self-play job page: follows the job live, 960 heatmap cells, tooltips with
 });
 
 test('self-play leaders: ranked by the shrunk score, as c960 results ranks them', async () => {
-  await withPage(`${base}/jobs/${rankedJob}`, { name: 'job-ranked', artifactsDir }, async (page, problems) => {
+  await withPage(`${base}/jobs/${rankedJob}`, { name: 'job-ranked', artifactsDir, login: token.admin },
+                 async (page, problems) => {
     await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 120000 });
     const rows = results(rankedJob).filter((r) => r.sp !== 'all').sort((a, b) => Number(a.rank) - Number(b.rank));
     assert.equal(rows.length, 5);
@@ -141,7 +180,8 @@ test('self-play leaders: ranked by the shrunk score, as c960 results ranks them'
 });
 
 test('perft job page: counts per position and the first-move divide', async () => {
-  await withPage(`${base}/jobs/${perftJob}`, { name: 'job-perft', artifactsDir }, async (page, problems) => {
+  await withPage(`${base}/jobs/${perftJob}`, { name: 'job-perft', artifactsDir, login: token.admin },
+                 async (page, problems) => {
     await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 60000 });
     await page.waitForFunction(() => document.querySelectorAll('table.positions tbody tr').length === 960, null,
                                { timeout: 15000 });
@@ -163,5 +203,98 @@ test('perft job page: counts per position and the first-move divide', async () =
     assert.ok(tip.includes(`${Number(bySp.get('0')).toLocaleString('en')} nodes`), `tooltip "${tip}"`);
     await shoot(page, 'dashboard-perft');
     noProblems(problems);
+  });
+});
+
+// The download links give the bytes `c960 results` writes: CSV and JSON (with --divide too) of the
+// perft job, and the ranked self-play job's CSV, JSON and PGN.
+test('downloads: the files c960 results writes, byte for byte', async () => {
+  await withPage(`${base}/jobs/${perftJob}`, { name: 'downloads', artifactsDir, login: token.admin },
+                 async (page, problems) => {
+    await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 60000 });
+    const links = await page.$$eval('#downloads a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+    assert.deepEqual(links.map(([t]) => t), ['CSV', 'JSON', 'CSV with divide', 'JSON with divide']);
+    const want = [[perftJob, '--format', 'csv'], [perftJob, '--format', 'json'],
+                  [perftJob, '--format', 'csv', '--divide'], [perftJob, '--format', 'json', '--divide']];
+    for (const [i, [, href]] of links.entries()) {
+      const got = await page.request.get(`${base}${href}`);
+      assert.equal(got.status(), 200, href);
+      assert.ok(Buffer.from(await got.body()).equals(cliOutput(...want[i])), `${href} differs from c960 results ${want[i].join(' ')}`);
+    }
+    await page.goto(`${base}/jobs/${rankedJob}`, { waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.state === 'succeeded', null, { timeout: 120000 });
+    const sp = await page.$$eval('#downloads a', (as) => as.map((a) => a.getAttribute('href')));
+    assert.equal(sp.length, 3);
+    const pgnFile = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', 'c960-pgn-')), 'games.pgn');
+    const csv = cliOutput(rankedJob, '--format', 'csv', '--pgn', pgnFile);
+    for (const [href, bytes] of [[sp[0], csv], [sp[1], cliOutput(rankedJob, '--format', 'json')], [sp[2], fs.readFileSync(pgnFile)]]) {
+      const got = await page.request.get(`${base}${href}`);
+      assert.equal(got.status(), 200, href);
+      assert.ok(Buffer.from(await got.body()).equals(bytes), `${href} differs from c960 results`);
+    }
+    // 5 positions, 20 games each, every game stored (the default).
+    assert.equal((fs.readFileSync(pgnFile, 'utf8').match(/\[Variant "Chess960"\]/g) || []).length, 100);
+    fs.rmSync(path.dirname(pgnFile), { recursive: true, force: true });
+    noProblems(problems);
+  });
+});
+
+// A submit token logs in and sees its own job only (no workers, no others' jobs), with the notice
+// that says why it does not move, and cancels it from the job page.
+test('a submitter sees and cancels its own job; the notice says why it waits', async () => {
+  await withPage(`${base}/`, { name: 'submitter', artifactsDir, login: token.submitter }, async (page, problems) => {
+    await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
+    const ids = await page.$$eval('table.jobs tr[data-job]', (trs) => trs.map((tr) => tr.dataset.job));
+    assert.deepEqual(ids, [waitingJob]);
+    assert.equal(await page.locator('table.workers').count(), 0);
+    assert.equal(await page.locator('a[href="/metrics"]').count(), 0);
+    assert.match(await page.locator('header .who').textContent(), /^submitter \(submit\)$/);
+    assert.match(await page.locator(`tr[data-notice-for="${waitingJob}"]`).textContent(), /checked by a second worker/);
+    await shoot(page, 'dashboard-submitter');
+    // Others' pages are not found for it.
+    const other = await page.request.get(`${base}/jobs/${perftJob}`);
+    assert.equal(other.status(), 404);
+    await page.goto(`${base}/jobs/${waitingJob}`, { waitUntil: 'load' });
+    await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'running');
+    assert.match(await page.locator('p.spec').textContent(), /perft depth 2, positions 0-3, .* · verify adaptive · submitted by submitter/);
+    const notice = page.locator('.notes p.notice');
+    assert.equal(await notice.isVisible(), true);
+    assert.match(await notice.textContent(), /checked by a second worker/);
+    assert.equal(await page.locator('#units-done').textContent(), '0 of 4 done');
+    await shoot(page, 'job-waiting');
+    // A cancel that is not the page's own request (no X-Requested-With) is refused.
+    const forged = await page.evaluate(async (job) => {
+      const r = await fetch(`/api/v1/jobs/${job}/cancel`, { method: 'POST', credentials: 'same-origin' });
+      return [r.status, await r.text()];
+    }, waitingJob);
+    assert.equal(forged[0], 403);
+    assert.match(forged[1], /X-Requested-With: missing/);
+    // Chromium logs the refused fetch as a console error: that one was expected.
+    problems.console = problems.console.filter((m) => !/status of 403/.test(m));
+    // Nor from another origin, even with the header (Node's request: no browser sends this).
+    const cross = await page.request.post(`${base}/api/v1/jobs/${waitingJob}/cancel`,
+                                          { headers: { 'X-Requested-With': 'c960-dashboard', Origin: 'https://evil.example' } });
+    assert.equal(cross.status(), 403);
+    assert.match(await cross.text(), /Origin: 'https:\/\/evil.example' is not this site/);
+    assert.match(jobState(waitingJob), /RUNNING|running/);
+    // The button: one click arms it, a second cancels.
+    const button = page.locator('button.cancel');
+    await button.click();
+    assert.equal(await button.textContent(), 'click again to cancel');
+    await button.click();
+    await page.waitForFunction(() => document.body.dataset.state === 'cancelled', null, { timeout: 15000 });
+    assert.equal(await page.locator('button.cancel').count(), 0);
+    assert.match(jobState(waitingJob), /cancelled|CANCELLED/);
+    noProblems(problems);
+  });
+});
+
+test('a worker token cannot log in; the form says which roles may', async () => {
+  await withPage(`${base}/login`, { name: 'login-worker', artifactsDir }, async (page) => {
+    await page.fill('#token', token.worker);
+    const [answer] = await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('button[type=submit]')]);
+    assert.equal(answer.status(), 403);
+    assert.match(await page.locator('.error').textContent(), /has role worker: the dashboard needs role submit, read or admin/);
   });
 });

@@ -13,6 +13,10 @@ export const CHROMIUM_ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
+// A test coordinator's HTTPS certificate is signed by a CA made for the test, which Chromium does
+// not know: $C960_TLS_SPKI (base64 SHA-256 of the server key's SubjectPublicKeyInfo) makes it
+// accept that one key, and no other certificate error.
+if (process.env.C960_TLS_SPKI) CHROMIUM_ARGS.push(`--ignore-certificate-errors-spki-list=${process.env.C960_TLS_SPKI}`);
 
 // A page's address: a URL as given, or a file path as a file:// URL.
 export function addressOf(target) {
@@ -22,8 +26,10 @@ export function addressOf(target) {
 // Opens `target` (URL or file) and runs `check(page, problems)`. `allowedOrigins` are origins the
 // page may load from besides its own (none for a self-contained report). On any failure, a
 // screenshot and the collected problems go to `artifactsDir/name.{png,txt}`; the error is rethrown.
+// `login`: a token typed into the coordinator's login form first (a URL target only), as a person
+// logs in; the form then leads to the target.
 export async function withPage(target, { name, artifactsDir, viewport = { width: 1400, height: 1000 },
-                                         allowedOrigins = [] }, check) {
+                                         allowedOrigins = [], login = '' }, check) {
   const address = addressOf(target);
   const own = new URL(address);
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'c960-chromium-'));
@@ -45,7 +51,13 @@ export async function withPage(target, { name, artifactsDir, viewport = { width:
     page = context.pages()[0] || await context.newPage();
     page.on('console', (m) => { if (m.type() === 'error') problems.console.push(m.text()); });
     page.on('pageerror', (e) => problems.page.push(String(e)));
-    const response = await page.goto(address, { waitUntil: 'load' });
+    let response;
+    if (login) {
+      await logIn(page, own, login);
+      response = await page.goto(address, { waitUntil: 'load' });
+    } else {
+      response = await page.goto(address, { waitUntil: 'load' });
+    }
     if (response && !response.ok()) throw new Error(`${address}: HTTP ${response.status()}`);
     await check(page, problems);
   } catch (err) {
@@ -65,6 +77,21 @@ export async function withPage(target, { name, artifactsDir, viewport = { width:
 }
 
 // Problems a page must not have: console errors, uncaught exceptions, refused requests.
+// Logs in through the login form of `url`'s coordinator with `token`; throws with the form's
+// message when it is refused.
+export async function logIn(page, url, token) {
+  const target = new URL(url);
+  const form = await page.goto(`${target.origin}/login?next=${encodeURIComponent(target.pathname)}`,
+                               { waitUntil: 'load' });
+  if (!form || !form.ok()) throw new Error(`${target.origin}/login: HTTP ${form && form.status()}`);
+  await page.fill('#token', token);
+  const [answer] = await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('button[type=submit]')]);
+  if (!answer || !answer.ok()) {
+    const message = await page.locator('.error').textContent().catch(() => '');
+    throw new Error(`login refused: HTTP ${answer && answer.status()}: ${message}`);
+  }
+}
+
 export function noProblems(problems) {
   const all = [...problems.console.map((m) => `console: ${m}`), ...problems.page.map((m) => `page: ${m}`),
                ...problems.requests.map((u) => `request to ${u}`)];

@@ -1,8 +1,10 @@
-// The coordinator's HTTP side without sockets (coordinator/http_api.h): routes, who may see
-// what (health open, the rest read or admin when tokens are on), the JSON API against the
-// coordinator's own answers, /metrics moving with a job, and the log line formats.
+// The coordinator's HTTP side without sockets (coordinator/http_api.h): the routing table, who
+// may see what (health open, the rest as the gRPC method each row mirrors allows), cancelling
+// (own jobs, same origin only), the JSON API against the coordinator's own answers, /metrics
+// moving with a job, and the log line formats.
 #include "coordinator/http_api.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "cluster/log.h"
 #include "coordinator/clock.h"
 #include "coordinator/metrics.h"
+#include "core/version.h"
 #include "report/report.h"
 #include "worker/compute.h"
 
@@ -22,6 +25,10 @@ namespace {
 
 constexpr char kReadToken[] = "c960_read-token-for-tests-aaaaaaaaaaaaaaaaaaaaaaaa";
 constexpr char kSubmitToken[] = "c960_submit-token-for-tests-bbbbbbbbbbbbbbbbbbbbbbbb";
+constexpr char kOtherSubmitToken[] = "c960_submit-token-for-tests-cccccccccccccccccccccccc";
+constexpr char kWorkerToken[] = "c960_worker-token-for-tests-dddddddddddddddddddddddd";
+constexpr char kEnrollToken[] = "c960_enroll-token-for-tests-eeeeeeeeeeeeeeeeeeeeeeee";
+constexpr char kAdminToken[] = "c960_admin-token-for-tests-ffffffffffffffffffffffffff";
 
 class HttpApiTest : public ::testing::Test {
  protected:
@@ -35,13 +42,16 @@ class HttpApiTest : public ::testing::Test {
     store_->set_commit_observer([m = metrics_.get()](double seconds) { m->observe_commit(seconds); });
   }
 
-  // An API without tokens (loopback) or with a read and a submit token.
+  // An API without tokens (loopback) or with a token of each role (two submitters, bob and carol).
   std::unique_ptr<HttpApi> api(bool tokens) {
     HttpOptions o;
     if (tokens) {
-      auto set = TokenSet::parse(
-          absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ", token_hash(kSubmitToken), "\n"),
-          "tokens");
+      auto set =
+          TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ", token_hash(kSubmitToken),
+                                       "\nsubmit carol ", token_hash(kOtherSubmitToken), "\nworker w ",
+                                       token_hash(kWorkerToken), "\nenroll join ", token_hash(kEnrollToken),
+                                       " uses=2\nadmin root ", token_hash(kAdminToken), "\n"),
+                          "tokens");
       EXPECT_TRUE(set.ok()) << set.status();
       o.tokens = std::make_shared<TokenTable>(std::move(*set));
     }
@@ -60,15 +70,36 @@ class HttpApiTest : public ::testing::Test {
     return r;
   }
 
+  // A POST as the dashboard's cancel button sends it: the login cookie, same origin.
+  static HttpRequest cancel_from_page(const std::string& job, const std::string& token) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = absl::StrCat("/api/v1/jobs/", job, "/cancel");
+    r.cookie = absl::StrCat(kLoginCookie, "=", token);
+    r.host = "127.0.0.1:8080";
+    r.origin = "http://127.0.0.1:8080";
+    r.fetch_site = "same-origin";
+    r.requested_with = kDashboardRequest;
+    return r;
+  }
+
+  static Caller submitter(const std::string& name) {
+    Caller c;
+    c.identity = name;
+    c.role = Role::kSubmit;
+    c.authenticated = true;
+    return c;
+  }
+
   // A perft job on `sps`, by default of depth 2 with one unit per position.
-  std::string submit(const std::string& sps, v1::VerifyMode verify = v1::VERIFY_MODE_OFF, int depth = 2,
-                     int split = 0) {
+  std::string submit(const std::string& sps, v1::VerifyMode verify = v1::VERIFY_MODE_OFF, int depth = 2, int split = 0,
+                     const Caller& by = Caller::local()) {
     v1::SubmitJobRequest req;
     req.mutable_spec()->set_verify(verify);
     req.mutable_spec()->mutable_perft()->set_depth(depth);
     req.mutable_spec()->mutable_perft()->set_start_positions(sps);
     req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    auto job = coordinator_->submit(Caller::local(), req);
+    auto job = coordinator_->submit(by, req);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? job->id() : "";
   }
@@ -134,20 +165,74 @@ class HttpApiTest : public ::testing::Test {
   std::unique_ptr<Metrics> metrics_;
 };
 
-TEST_F(HttpApiTest, RoutesAreAFixedSet) {
-  EXPECT_EQ(HttpApi::route("/").handler, HttpApi::Handler::kDashboard);
-  EXPECT_EQ(HttpApi::route("/metrics").handler, HttpApi::Handler::kMetrics);
-  EXPECT_EQ(HttpApi::route("/jobs/job-3").arg, "job-3");
-  EXPECT_EQ(HttpApi::route("/api/v1/jobs/job-3").handler, HttpApi::Handler::kApiJob);
-  const HttpApi::Route results = HttpApi::route("/api/v1/jobs/job-3/results");
-  EXPECT_EQ(results.handler, HttpApi::Handler::kApiResults);
+TEST_F(HttpApiTest, RoutesAreOneTable) {
+  const auto handler = [](const std::string& method, const std::string& path) {
+    const HttpApi::Match m = HttpApi::match(method, path);
+    return m.route ? std::string(m.route->name) : std::string("none");
+  };
+  EXPECT_EQ(handler("GET", "/"), "dashboard");
+  EXPECT_EQ(handler("HEAD", "/"), "dashboard");
+  EXPECT_EQ(handler("GET", "/metrics"), "metrics");
+  EXPECT_EQ(HttpApi::match("GET", "/jobs/job-3").arg, "job-3");
+  EXPECT_EQ(handler("GET", "/api/v1/jobs/job-3"), "api_job");
+  const HttpApi::Match results = HttpApi::match("GET", "/api/v1/jobs/job-3/results");
+  ASSERT_NE(results.route, nullptr);
+  EXPECT_EQ(results.route->handler, HttpApi::Handler::kApiResults);
   EXPECT_EQ(results.arg, "job-3");
-  EXPECT_EQ(HttpApi::route("/api/v1/jobs/a/b").handler, HttpApi::Handler::kNotFound);
-  EXPECT_EQ(HttpApi::route("/assets/../x").handler, HttpApi::Handler::kNotFound);
-  EXPECT_EQ(HttpApi::route("/jobs/").handler, HttpApi::Handler::kNotFound);
+  EXPECT_EQ(handler("POST", "/api/v1/jobs/job-3/cancel"), "api_cancel");
+  EXPECT_EQ(handler("GET", "/api/v1/jobs/job-3/cancel"), "none");
+  EXPECT_EQ(handler("POST", "/api/v1/jobs/job-3"), "none");
+  EXPECT_EQ(handler("GET", "/api/v1/jobs/a/b"), "none");
+  EXPECT_EQ(handler("GET", "/assets/../x"), "none");
+  EXPECT_EQ(handler("GET", "/jobs/"), "none");
+  EXPECT_EQ(handler("GET", "/jobs/a\nb/c"), "none");
+  // Every row that is not open mirrors a gRPC method the permission table knows by name (an
+  // unknown method would be admin only).
+  for (const HttpApi::Route& r : HttpApi::routes()) {
+    if (!r.rpc) continue;
+    EXPECT_TRUE(absl::StartsWith(r.rpc, "/c960.v1.JobService/")) << r.pattern;
+    EXPECT_NE(permission_for(r.rpc).roles, 0u) << r.pattern << " " << r.rpc;
+  }
 }
 
-TEST_F(HttpApiTest, HealthIsOpenAndTheRestNeedsReadOrAdmin) {
+// Each row is authorized as the gRPC method it mirrors: for every role, the HTTP answer is a 403
+// exactly when cluster/auth.h says the role may not call that method, and the 403 names the roles
+// that may.
+TEST_F(HttpApiTest, EveryRouteTakesItsGrpcMethodsPermission) {
+  auto a = api(true);
+  const std::string job = submit("518", v1::VERIFY_MODE_OFF, 2, 0, submitter("bob"));
+  const std::pair<const char*, Role> tokens[] = {{kReadToken, Role::kRead},
+                                                 {kSubmitToken, Role::kSubmit},
+                                                 {kWorkerToken, Role::kWorker},
+                                                 {kEnrollToken, Role::kEnroll},
+                                                 {kAdminToken, Role::kAdmin}};
+  int refused = 0;
+  for (const HttpApi::Route& r : HttpApi::routes()) {
+    if (!r.rpc) continue;
+    std::string path = r.pattern;
+    if (const size_t dot = path.find("\\."); dot != std::string::npos) path.erase(dot, 1);
+    const size_t group = path.find("([^/]+)");
+    if (group != std::string::npos)
+      path.replace(group, 7, r.handler == HttpApi::Handler::kAsset ? "dashboard.css" : job);
+    for (const auto& [token, role] : tokens) {
+      HttpRequest req = get(path, token);
+      req.method = r.method;
+      const HttpResponse resp = a->handle(req);
+      if (role_may_call(role, r.rpc)) {
+        EXPECT_NE(resp.status, 403) << r.method << " " << path << " as " << role_name(role) << ": " << resp.body;
+        EXPECT_NE(resp.status, 401) << r.method << " " << path << " as " << role_name(role) << ": " << resp.body;
+      } else {
+        ++refused;
+        EXPECT_EQ(resp.status, 403) << r.method << " " << path << " as " << role_name(role);
+        EXPECT_TRUE(absl::StrContains(resp.body, absl::StrCat("needs role ", roles_allowed(r.rpc))))
+            << r.method << " " << path << ": " << resp.body;
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
+TEST_F(HttpApiTest, HealthIsOpenAndTheRestNeedsARoleThatMayCallItsMethod) {
   auto a = api(true);
   EXPECT_EQ(a->handle(get("/healthz")).status, 200);
   EXPECT_EQ(a->handle(get("/readyz")).status, 200);
@@ -158,9 +243,20 @@ TEST_F(HttpApiTest, HealthIsOpenAndTheRestNeedsReadOrAdmin) {
     EXPECT_EQ(none.status, 401) << path;
     EXPECT_EQ(none.header("WWW-Authenticate"), "Bearer realm=\"c960\"") << path;
     EXPECT_EQ(a->handle(get(path, "c960_unknown")).status, 401) << path;
-    EXPECT_EQ(a->handle(get(path, kSubmitToken)).status, 403) << path;
     EXPECT_EQ(a->handle(get(path, kReadToken)).status, 200) << path;
+    EXPECT_EQ(a->handle(get(path, kWorkerToken)).status, 403) << path;
   }
+  // A submitter lists (its own) jobs and loads the pages' assets; the workers and the
+  // cluster-wide metrics are not its business.
+  EXPECT_EQ(a->handle(get("/api/v1/jobs", kSubmitToken)).status, 200);
+  EXPECT_EQ(a->handle(get("/assets/dashboard.js", kSubmitToken)).status, 200);
+  const HttpResponse workers = a->handle(get("/api/v1/workers", kSubmitToken));
+  EXPECT_EQ(workers.status, 403);
+  EXPECT_TRUE(absl::StrContains(workers.body, "needs role read or admin")) << workers.body;
+  EXPECT_EQ(a->handle(get("/metrics", kSubmitToken)).status, 403);
+  const HttpResponse worker = a->handle(get("/api/v1/jobs", kWorkerToken));
+  EXPECT_TRUE(absl::StrContains(worker.body, "'w' has role worker")) << worker.body;
+  EXPECT_TRUE(absl::StrContains(worker.body, "needs role submit, read or admin")) << worker.body;
   // A page without credentials shows the login form; with the cookie it logs in.
   const HttpResponse page = a->handle(get("/"));
   EXPECT_EQ(page.status, 401);
@@ -177,6 +273,85 @@ TEST_F(HttpApiTest, HealthIsOpenAndTheRestNeedsReadOrAdmin) {
   EXPECT_EQ(a->handle(basic).status, 401);
 }
 
+// A submit token logs in to the dashboard and sees and cancels its own jobs only; others' are
+// NOT_FOUND, as on the gRPC side.
+TEST_F(HttpApiTest, ASubmitterSeesAndCancelsItsOwnJobsOnly) {
+  auto a = api(true);
+  const std::string mine = submit("518", v1::VERIFY_MODE_OFF, 2, 0, submitter("bob"));
+  const std::string theirs = submit("0", v1::VERIFY_MODE_OFF, 2, 0, submitter("carol"));
+  const HttpResponse list = a->handle(get("/api/v1/jobs", kSubmitToken));
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_TRUE(absl::StrContains(list.body, absl::StrCat("\"id\":\"", mine, "\""))) << list.body;
+  EXPECT_FALSE(absl::StrContains(list.body, absl::StrCat("\"id\":\"", theirs, "\""))) << list.body;
+  EXPECT_EQ(a->handle(get(absl::StrCat("/jobs/", mine), kSubmitToken)).status, 200);
+  EXPECT_EQ(a->handle(get(absl::StrCat("/jobs/", theirs), kSubmitToken)).status, 404);
+  EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", theirs, "/results"), kSubmitToken)).status, 404);
+  // The page tells its script who looks, so that it offers cancel to the owner.
+  const HttpResponse page = a->handle(get(absl::StrCat("/jobs/", mine), kSubmitToken));
+  EXPECT_TRUE(absl::StrContains(page.body, "data-role=\"submit\" data-caller=\"bob\" data-workers=\"0\"")) << page.body;
+  EXPECT_FALSE(absl::StrContains(page.body, "href=\"/metrics\"")) << page.body;
+
+  const HttpResponse other = a->handle(cancel_from_page(theirs, kSubmitToken));
+  EXPECT_EQ(other.status, 404) << other.body;
+  const HttpResponse read = a->handle(cancel_from_page(mine, kReadToken));
+  EXPECT_EQ(read.status, 403) << read.body;
+  EXPECT_TRUE(absl::StrContains(read.body, "needs role submit or admin")) << read.body;
+  auto state = [&](const std::string& id) {
+    auto job = coordinator_->get_job(Caller::local(), id);
+    return job.ok() ? job->state() : v1::JOB_STATE_UNSPECIFIED;
+  };
+  EXPECT_EQ(state(mine), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(state(theirs), v1::JOB_STATE_RUNNING);
+  const HttpResponse cancelled = a->handle(cancel_from_page(mine, kSubmitToken));
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_TRUE(absl::StrContains(cancelled.body, "\"state\":\"JOB_STATE_CANCELLED\"")) << cancelled.body;
+  EXPECT_EQ(state(mine), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(state(theirs), v1::JOB_STATE_RUNNING);
+  // An admin cancels anyone's; a GET does not cancel.
+  EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", theirs, "/cancel"), kAdminToken)).status, 405);
+  EXPECT_EQ(a->handle(cancel_from_page(theirs, kAdminToken)).status, 200);
+  EXPECT_EQ(state(theirs), v1::JOB_STATE_CANCELLED);
+}
+
+// The cancel button's POST carries the login cookie, which a page of another site could make a
+// browser send: it must say it comes from this site (CSRF).
+TEST_F(HttpApiTest, CancelFromAnotherSiteIsRefused) {
+  auto a = api(true);
+  const std::string job = submit("518", v1::VERIFY_MODE_OFF, 2, 0, submitter("bob"));
+  HttpRequest cross = cancel_from_page(job, kSubmitToken);
+  cross.fetch_site = "cross-site";
+  HttpResponse r = a->handle(cross);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(absl::StrContains(r.body, "Sec-Fetch-Site: 'cross-site'")) << r.body;
+  HttpRequest origin = cancel_from_page(job, kSubmitToken);
+  origin.fetch_site.clear();  // an older browser
+  origin.origin = "https://evil.example";
+  r = a->handle(origin);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(absl::StrContains(r.body, "Origin: 'https://evil.example' is not this site")) << r.body;
+  HttpRequest form = cancel_from_page(job, kSubmitToken);  // a plain form post: no such header
+  form.requested_with.clear();
+  r = a->handle(form);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(absl::StrContains(r.body, "X-Requested-With: missing")) << r.body;
+  // Nothing was cancelled; the page's own request does it, and so does a bearer token (no
+  // browser adds one by itself).
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), job)->state(), v1::JOB_STATE_RUNNING);
+  HttpRequest bearer = get(absl::StrCat("/api/v1/jobs/", job, "/cancel"), kSubmitToken);
+  bearer.method = "POST";
+  EXPECT_EQ(a->handle(bearer).status, 200);
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), job)->state(), v1::JOB_STATE_CANCELLED);
+  // Without tokens (loopback) the rule is the same: any site could post to localhost.
+  auto local = api(false);
+  const std::string job2 = submit("518");
+  HttpRequest bare = cancel_from_page(job2, kSubmitToken);
+  bare.cookie.clear();
+  bare.requested_with.clear();
+  EXPECT_EQ(local->handle(bare).status, 403);
+  bare.requested_with = kDashboardRequest;
+  EXPECT_EQ(local->handle(bare).status, 200);
+}
+
 TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {
   auto a = api(true);
   HttpRequest post;
@@ -191,8 +366,16 @@ TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {
   EXPECT_TRUE(absl::StrContains(r.header("Set-Cookie"), "SameSite=Strict")) << r.header("Set-Cookie");
   post.body = "token=c960_nobody&next=/jobs/job-1";
   EXPECT_EQ(a->handle(post).status, 401);
+  // A submit token may log in (its own jobs); a worker's or a join token may not, and the page
+  // says which roles may.
   post.body = absl::StrCat("token=", kSubmitToken);
-  EXPECT_EQ(a->handle(post).status, 403);
+  EXPECT_EQ(a->handle(post).status, 303);
+  for (const char* token : {kWorkerToken, kEnrollToken}) {
+    post.body = absl::StrCat("token=", token);
+    const HttpResponse refused = a->handle(post);
+    EXPECT_EQ(refused.status, 403);
+    EXPECT_TRUE(absl::StrContains(refused.body, "the dashboard needs role submit, read or admin")) << refused.body;
+  }
 }
 
 TEST_F(HttpApiTest, WithoutTokensEveryoneIsALocalAdmin) {
@@ -246,15 +429,58 @@ TEST_F(HttpApiTest, JsonApiMirrorsTheCoordinator) {
   EXPECT_TRUE(absl::StrContains(workers.body, "\"name\":\"w1\"")) << workers.body;
 }
 
+// The downloads are the files `c960 results` writes (cluster/results_export.h): CSV with the
+// header of `c960 perft --table`, JSON with the job's metadata; a job with positions outstanding
+// only with partial=1 (409 otherwise); the games only for self-play.
+TEST_F(HttpApiTest, ResultsDownloadAsTheToolWritesThem) {
+  auto a = api(false);
+  const std::string id = run_perft_job("518");
+  const HttpResponse csv = a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.csv")));
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_EQ(csv.content_type, "text/csv; charset=utf-8");
+  EXPECT_EQ(csv.body, "sp,fen,depth,nodes\n518,rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1,2,400\n");
+  EXPECT_EQ(csv.header("Content-Disposition"), absl::StrCat("attachment; filename=\"", id, "-results.csv\""));
+  const HttpResponse divide = a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.csv?divide=1")));
+  ASSERT_EQ(divide.status, 200) << divide.body;
+  EXPECT_TRUE(absl::StartsWith(divide.body, "sp,fen,depth,move,nodes\n")) << divide.body;
+  EXPECT_EQ(std::count(divide.body.begin(), divide.body.end(), '\n'), 21) << divide.body;  // 20 first moves
+  const HttpResponse json = a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.json")));
+  ASSERT_EQ(json.status, 200) << json.body;
+  EXPECT_TRUE(absl::StartsWith(json.body, absl::StrCat("{\"metadata\": {\"version\": \"", std::string(c960::version()),
+                                                       "\", \"job\": \"", id, "\", \"state\": \"SUCCEEDED\", ")))
+      << json.body;
+  EXPECT_TRUE(absl::StrContains(json.body,
+                                "\"verify\": \"off\", \"depth\": 2, \"split_depth\": 0, \"positions\": 1, "
+                                "\"start_positions\": \"518\"},\n\"positions\": [\n  {\"sp\": 518, "))
+      << json.body;
+  EXPECT_TRUE(absl::StrContains(json.body, "\"depth\": 2, \"nodes\": 400}\n]}\n")) << json.body;
+  const HttpResponse pgn = a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.pgn")));
+  EXPECT_EQ(pgn.status, 400);
+  EXPECT_TRUE(absl::StrContains(pgn.body, "only self-play jobs have games")) << pgn.body;
+  EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.csv?divide=yes"))).status, 400);
+  EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.csv?format=x"))).status, 400);
+  EXPECT_EQ(a->handle(get("/api/v1/jobs/job-99/results.csv")).status, 404);
+  EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", id, "/results.txt"))).status, 404);
+  // A running job: refused as `c960 results` refuses it, unless partial.
+  const std::string running = submit("0,1");
+  const HttpResponse refused = a->handle(get(absl::StrCat("/api/v1/jobs/", running, "/results.csv")));
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_TRUE(absl::StrContains(refused.body, "0 of 2 positions complete")) << refused.body;
+  const HttpResponse partial = a->handle(get(absl::StrCat("/api/v1/jobs/", running, "/results.csv?partial=1")));
+  ASSERT_EQ(partial.status, 200) << partial.body;
+  EXPECT_TRUE(absl::StartsWith(partial.body, "sp,fen,depth,nodes,complete\n0,")) << partial.body;
+  EXPECT_TRUE(absl::StrContains(partial.body, ",0,false\n")) << partial.body;
+}
+
 // Version 2 of the jobs API: the JSON of `c960 status --format json` (cluster/job_json.h), with
 // its version; the same roles as version 1.
 TEST_F(HttpApiTest, JobsApiVersion2IsCleanJson) {
-  EXPECT_EQ(HttpApi::route("/api/v2/jobs").version, 2);
-  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3").handler, HttpApi::Handler::kApiJob);
-  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3").version, 2);
-  EXPECT_EQ(HttpApi::route("/api/v1/jobs/job-3").version, 1);
-  EXPECT_EQ(HttpApi::route("/api/v2/jobs/job-3/results").handler, HttpApi::Handler::kNotFound);
-  EXPECT_EQ(HttpApi::route("/api/v2/workers").handler, HttpApi::Handler::kNotFound);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v2/jobs").route->version, 2);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v2/jobs/job-3").route->handler, HttpApi::Handler::kApiJob);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v2/jobs/job-3").route->version, 2);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v1/jobs/job-3").route->version, 1);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v2/jobs/job-3/results").route, nullptr);
+  EXPECT_EQ(HttpApi::match("GET", "/api/v2/workers").route, nullptr);
   auto a = api(false);
   const std::string id = run_perft_job("0,518");
   const HttpResponse jobs = a->handle(get("/api/v2/jobs"));
@@ -272,13 +498,11 @@ TEST_F(HttpApiTest, JobsApiVersion2IsCleanJson) {
     EXPECT_FALSE(absl::StrContains(job.body + jobs.body, raw)) << raw;
   EXPECT_EQ(a->handle(get("/api/v2/jobs/job-999")).status, 404);
   EXPECT_EQ(a->handle(get("/api/v2/jobs?page_size=x")).status, 400);
-  // With tokens: read may, submit may not, as for version 1.
+  // With tokens: as ListJobs, as for version 1.
   auto secured = api(true);
-  HttpRequest read = get("/api/v2/jobs"), submitter = get("/api/v2/jobs");
-  read.authorization = {absl::StrCat("Bearer ", kReadToken)};
-  submitter.authorization = {absl::StrCat("Bearer ", kSubmitToken)};
-  EXPECT_EQ(secured->handle(read).status, 200);
-  EXPECT_EQ(secured->handle(submitter).status, 403);
+  EXPECT_EQ(secured->handle(get("/api/v2/jobs", kReadToken)).status, 200);
+  EXPECT_EQ(secured->handle(get("/api/v2/jobs", kSubmitToken)).status, 200);
+  EXPECT_EQ(secured->handle(get("/api/v2/jobs", kWorkerToken)).status, 403);
   EXPECT_EQ(secured->handle(get("/api/v2/jobs")).status, 401);
 }
 
@@ -311,6 +535,28 @@ TEST_F(HttpApiTest, MetricsMoveWithAJob) {
   EXPECT_TRUE(absl::StrContains(m, "# TYPE c960_store_size_bytes gauge"));
   // The request to /metrics before this one was counted.
   EXPECT_GE(sample(m, "c960_http_requests_total{code=\"200\",handler=\"metrics\"}"), 1) << m;
+  // The kinds are the registered ones, each with every state from the start.
+  EXPECT_EQ(sample(m, "c960_jobs{kind=\"selfplay\",state=\"running\"}"), 0) << m;
+}
+
+// The request counter's handler label takes the routing table's names and "not_found" only: a
+// caller cannot add series.
+TEST_F(HttpApiTest, HttpRequestsAreCountedByTheTablesNames) {
+  auto a = api(false);
+  a->handle(get("/api/v1/jobs"));
+  a->handle(get("/nowhere/x1"));
+  a->handle(get("/nowhere/x2"));
+  HttpRequest put = get("/api/v1/jobs");
+  put.method = "PUT";
+  EXPECT_EQ(a->handle(put).status, 405);
+  metrics_->count_http("made_up", 200);
+  const std::string m = a->handle(get("/metrics")).body;
+  EXPECT_EQ(sample(m, "c960_http_requests_total{code=\"200\",handler=\"api_jobs\"}"), 1) << m;
+  EXPECT_EQ(sample(m, "c960_http_requests_total{code=\"404\",handler=\"not_found\"}"), 2) << m;
+  EXPECT_EQ(sample(m, "c960_http_requests_total{code=\"405\",handler=\"api_jobs\"}"), 1) << m;
+  EXPECT_EQ(sample(m, "c960_http_requests_total{code=\"200\",handler=\"not_found\"}"), 1) << m;
+  EXPECT_FALSE(absl::StrContains(m, "made_up")) << m;
+  EXPECT_FALSE(absl::StrContains(m, "nowhere")) << m;
 }
 
 // Replicas and disagreements as the coordinator sees them: a unit whose two workers sent

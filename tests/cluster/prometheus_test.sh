@@ -2,8 +2,10 @@
 # The coordinator's HTTP side as operators use it (ctest label "integration", test
 # cluster.prometheus), with TLS and tokens on, as every deploy artifact runs it:
 # - beyond loopback without TLS and tokens: refused at start;
-# - who may see what over HTTPS: /healthz open, /metrics 401 without a token, 403 for role submit,
-#   200 for role read; plain HTTP on the HTTPS port answers nothing;
+# - who may see what over HTTPS (each path as the gRPC method it mirrors): /healthz open, /metrics
+#   401 without a token, 403 for role submit (it mirrors ListWorkers), 200 for role read; the jobs
+#   API 200 for role submit (its own jobs), 403 for role worker; plain HTTP on the HTTPS port
+#   answers nothing;
 # - `promtool check metrics` on the endpoint's output before and after a job;
 # - a real Prometheus server (Debian's prometheus) scraping the coordinator every second over
 #   HTTPS with a read token (the configuration of docs/operations.md), queried through its HTTP
@@ -80,7 +82,9 @@ status() {
 [[ $(status /healthz "") == 200 ]] || fail "/healthz is not open"
 [[ $(status /readyz "") == 200 ]] || fail "/readyz is not open"
 [[ $(status /metrics "") == 401 ]] || fail "/metrics without a token is not 401"
-[[ $(status /api/v1/jobs submit) == 403 ]] || fail "/api/v1/jobs for role submit is not 403"
+[[ $(status /metrics submit) == 403 ]] || fail "/metrics for role submit is not 403"
+[[ $(status /api/v1/jobs submit) == 200 ]] || fail "/api/v1/jobs for role submit is not 200"
+[[ $(status /api/v1/jobs worker) == 403 ]] || fail "/api/v1/jobs for role worker is not 403"
 [[ $(status /metrics read) == 200 ]] || fail "/metrics for role read is not 200"
 if curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$http/healthz" 2>/dev/null; then
   fail "plain HTTP answered on the HTTPS port"

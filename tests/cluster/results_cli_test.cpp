@@ -19,6 +19,7 @@
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cli/commands.h"
 #include "cli/table_format.h"
+#include "cluster/results_export.h"
 #include "core/startpos.h"
 #include "core/version.h"
 #include "tests/cluster/cluster_fixture.h"
@@ -308,6 +309,64 @@ TEST_F(ResultsCliTest, ASelfPlayReportCountsEveryGameStoredOrNot) {
   EXPECT_TRUE(absl::StrContains(csv.out, "\nall,,6,")) << csv.out;
   EXPECT_TRUE(absl::StrContains(r.out, "<div class=\"k\">games</div><div class=\"v\">6</div>"))
       << r.out.substr(0, 2000);
+}
+
+// The coordinator's downloads (/api/v1/jobs/ID/results.csv, .json) are cluster::results_file of
+// the job and its results; `c960 results` writes its files with its own code: the two agree byte
+// for byte, for a finished perft job (with and without --divide), a running one (--partial) and a
+// finished self-play job.
+TEST_F(ResultsCliTest, TheCoordinatorsResultsFilesAreTheToolsBytes) {
+  start_coordinator();
+  const std::string perft = submit({"submit", "perft", "--depth", "2", "--sps", "518,0-3", "--verify", "off"});
+  const std::string selfplay =
+      submit({"submit", "selfplay", "--sps", "0-1", "--games-per-position", "2", "--engine", "builtin", "--nodes",
+              "300", "--random-plies", "2", "--max-plies", "60", "--verify", "off"});
+  const auto file = [&](const std::string& id, ResultsFormat format, bool divide, bool partial) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::GetResultsRequest req;
+    req.set_job_id(id);
+    req.set_divide(divide);
+    req.set_omit_games(true);
+    std::vector<v1::ResultChunk> chunks;
+    auto reader = jobs_->GetResults(&ctx, req);
+    for (v1::ResultChunk c; reader->Read(&c);) chunks.push_back(c);
+    EXPECT_TRUE(reader->Finish().ok());
+    v1::Job job;
+    EXPECT_TRUE(wait_job(
+        id, [](const v1::Job&) { return true; }, &job));
+    absl::StatusOr<std::string> text = results_file(job, chunks, format, divide, partial);
+    return text.ok() ? *text : std::string(text.status().message());
+  };
+  // Running, no worker yet: only with --partial, and refused alike without.
+  CliResult r = cli({"results", perft, "--format", "csv", "--partial"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, file(perft, ResultsFormat::kCsv, false, true));
+  EXPECT_TRUE(absl::StrContains(file(perft, ResultsFormat::kCsv, false, false), "0 of 5 positions complete"));
+
+  start_worker(port_, {"--threads=1", "--hash=0"});
+  v1::Job j;
+  for (const std::string& id : {perft, selfplay})
+    ASSERT_TRUE(wait_job(
+        id, [](const v1::Job& x) { return x.state() == v1::JOB_STATE_SUCCEEDED; }, &j));
+  for (const bool divide : {false, true}) {
+    std::vector<std::string> args = {"results", perft, "--format", "csv"};
+    if (divide) args.push_back("--divide");
+    r = cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, file(perft, ResultsFormat::kCsv, divide, false));
+    args[3] = "json";
+    r = cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, file(perft, ResultsFormat::kJson, divide, false));
+  }
+  r = cli({"results", selfplay, "--format", "csv"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, file(selfplay, ResultsFormat::kCsv, false, false));
+  r = cli({"results", selfplay, "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, file(selfplay, ResultsFormat::kJson, false, false));
+  EXPECT_TRUE(absl::StrContains(r.out, "\"metadata\": {\"version\": ")) << r.out;
 }
 
 }  // namespace
