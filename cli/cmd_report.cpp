@@ -183,7 +183,14 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
     options.title = absl::StrCat("c960 ", job.spec().has_selfplay() ? "self-play" : "perft", " report: ", id,
                                  partial ? absl::StrCat(" (partial, ", state_name(job.state()), ")") : "");
   absl::StatusOr<std::string> out;
-  if (job.spec().has_selfplay()) {
+  if (job.spec().has_selfplay() && !job.spec().selfplay().opponent().empty()) {
+    // A match: its JSON as `c960 results` writes it (engines, pairs, SPRT), read as a match table.
+    if (options.title.rfind("c960 self-play report: ", 0) == 0) options.title.replace(5, 9, "match");
+    const selfplay::MatchStats stats = match_stats_from_results(job, chunks);
+    absl::StatusOr<report::MatchTable> table = report::parse_match_json(stats.to_json());
+    if (!table.ok()) return fail(io, kName, table.status(), kExitCheckFailed);
+    out = report::report_from_data(*table, options);
+  } else if (job.spec().has_selfplay()) {
     const selfplay::SelfPlayStats stats = selfplay_stats_from_results(job, chunks);
     out = report::report_from_data(report::selfplay_table_from_stats(stats), options);
   } else {

@@ -201,6 +201,13 @@ TEST_F(SelfPlayClusterTest, AMatchJobWithAKilledWorkerEqualsALocalMatch) {
   EXPECT_TRUE(absl::StartsWith(local_csv, "sp,fen,pairs,ll,ld,dd_wl,wd,ww,")) << local_csv;
   EXPECT_EQ(read_file(dir_ + "/d.csv"), local_csv);
   EXPECT_EQ(read_file(dir_ + "/d.pgn"), read_file(dir_ + "/l.pgn"));
+  // The job's report is a match report, naming both engines, as the local CSV's is.
+  out = cli("report " + job + " --out " + dir_ + "/r.html", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string html = read_file(dir_ + "/r.html");
+  EXPECT_TRUE(absl::StrContains(html, "<title>c960 match report: " + job)) << html.substr(0, 400);
+  EXPECT_TRUE(absl::StrContains(html, "Pairs by A's points")) << html.substr(0, 400);
+  EXPECT_TRUE(absl::StrContains(html, "builtin")) << html.substr(0, 400);
 }
 
 // --store-games sample:N and none: `c960 results` gives the local run's statistics all the same
