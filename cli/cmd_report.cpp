@@ -126,6 +126,8 @@ report::Metadata job_metadata(const v1::Job& job, Client& client) {
                      ", split ply ", job.split_depth()));
   }
   m.emplace_back("verification", verification(job));
+  for (int i = 0; i < job.provenance_size(); ++i)
+    m.emplace_back(job.provenance_size() == 1 ? "worker" : absl::StrCat("worker ", i + 1), job.provenance(i));
   if (job.result_mismatches() > 0)
     m.emplace_back("result mismatches", absl::StrCat(job.result_mismatches(), ": ", job.mismatch_detail()));
   m.emplace_back("submitted", absl::StrCat(utc(job.created_unix_ms()), job.owner().empty() ? "" : " by ", job.owner()));

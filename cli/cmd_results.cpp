@@ -91,34 +91,8 @@ int emit(const ParsedArgs& p, const Io& io, const std::string& text) {
   return kExitOk;
 }
 
-// "2026-11-30T16:38:29Z".
-std::string utc_time(int64_t unix_ms) {
-  const std::time_t t = std::time_t(unix_ms / 1000);
-  std::tm tm{};
-  char text[32] = "";
-  if (gmtime_r(&t, &tm) == nullptr || std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "";
-  return text;
-}
-
-const char* verify_name(v1::VerifyMode mode) {
-  switch (mode) {
-    case v1::VERIFY_MODE_OFF: return "off";
-    case v1::VERIFY_MODE_ALL: return "all";
-    default: return "adaptive";
-  }
-}
-
-// What every job's JSON starts with: the client's version and the job as the coordinator has it.
-std::vector<MetadataValue> job_metadata(const v1::Job& job) {
-  std::vector<MetadataValue> m = {{"version", std::string(c960::version())},
-                                  {"job", job.id()},
-                                  {"state", state_name(job.state())},
-                                  {"created", utc_time(job.created_unix_ms())}};
-  if (job.finished_unix_ms() > 0) m.push_back({"finished", utc_time(job.finished_unix_ms())});
-  if (job.state() == v1::JOB_STATE_FAILED) m.push_back({"failure_detail", job.failure_detail()});
-  m.push_back({"verify", verify_name(job.spec().verify())});
-  return m;
-}
+// What every job's JSON starts with (cluster/results_export.h, as the dashboard's downloads).
+using cluster::job_metadata;
 
 // Statistics from each position's figures, which the coordinator counts over every game as
 // 'c960 selfplay' does, so the two agree; with --pgn the games then stream into the file, so

@@ -6,16 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "cluster/host_info.h"
 #include "selfplay/spec.h"
 
 namespace c960::cli {
 
-// The lower-case hex SHA-256 of a file's bytes; nullopt when it cannot be read.
-std::optional<std::string> file_sha256(const std::string& path);
+// cluster/host_info.h
+using cluster::cpu_model;
+using cluster::file_sha256;
+
 // A program named as it would be run: a path as it is, a bare name searched in $PATH.
 std::optional<std::string> find_program(const std::string& name);
-// /proc/cpuinfo's first "model name", else "unknown".
-std::string cpu_model();
 
 // The run's provenance as metadata values: engine_sha256 (UCI engines), book_sha256 (with
 // --epd FILE), cpu. Not the threads: a run's files are the same whatever --threads (and

@@ -173,6 +173,8 @@ inline constexpr int kMaxRequestIdLength = 128;
 inline constexpr int kMaxIdLength = 64;
 inline constexpr int kMaxNameLength = 128;
 inline constexpr int kMaxVersionLength = 64;
+// A worker's provenance texts at Hello: its CPU model, an engine's UCI id name.
+inline constexpr int kMaxProvenanceText = 128;
 inline constexpr int kMaxCapabilities = 16;
 inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxAcquire = 1024;

@@ -159,6 +159,8 @@ std::string utc_time(int64_t unix_ms) {
   return text;
 }
 
+}  // namespace
+
 // What every job's JSON starts with: this program's version and the job as the coordinator has it.
 std::vector<selfplay::MetadataValue> job_metadata(const v1::Job& job) {
   std::vector<selfplay::MetadataValue> m = {{"version", std::string(c960::version())},
@@ -168,8 +170,12 @@ std::vector<selfplay::MetadataValue> job_metadata(const v1::Job& job) {
   if (job.finished_unix_ms() > 0) m.push_back({"finished", utc_time(job.finished_unix_ms())});
   if (job.state() == v1::JOB_STATE_FAILED) m.push_back({"failure_detail", job.failure_detail()});
   m.push_back({"verify", verify_name(job.spec().verify())});
+  // Provenance: the workers whose results the job accepted, as they described themselves.
+  for (int i = 0; i < job.provenance_size(); ++i) m.push_back({absl::StrCat("worker_", i + 1), job.provenance(i)});
   return m;
 }
+
+namespace {
 
 absl::Status incomplete(const v1::Job& job, size_t open, size_t positions) {
   return absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " is ", state_name(job.state()), " (",

@@ -50,6 +50,11 @@ selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const st
 selfplay::MatchStats match_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
                                               size_t* incomplete = nullptr, size_t* positions = nullptr);
 
+// What every job's JSON metadata starts with: this program's version, the job as the
+// coordinator has it (id, state, times, failure, verify mode) and its workers' provenance
+// ("worker_1", ... : Job.provenance).
+std::vector<selfplay::MetadataValue> job_metadata(const v1::Job& job);
+
 enum class ResultsFormat { kCsv, kJson };
 // The job's results file as `c960 results JOB --format csv|json [--divide] [--partial]` writes it
 // (with this program's version in the JSON's metadata). `chunks` as GetResults streams them with

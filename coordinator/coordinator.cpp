@@ -364,6 +364,18 @@ v1::Job Coordinator::snapshot(const Job& j, bool with_spec) const {
   out.set_unit_failures(j.unit_failures);
   out.set_failure_detail(j.failure_detail);
   out.set_notice(notice(j));
+  if (with_spec) {
+    // The workers whose results the job accepted, by what they said of themselves.
+    std::set<std::string> keys, lines;
+    for (int64_t i = j.units.first(); i < int64_t(j.units.size()); ++i)
+      if (j.units.live(i))
+        for (const Copy& c : j.units[i].copies)
+          if (c.result && !c.discarded) keys.insert(c.worker);
+    for (const std::string& k : keys)
+      if (auto w = registry_.workers.find(k); w != registry_.workers.end() && !w->second.rec.provenance.empty())
+        lines.insert(absl::StrCat(k, ": ", w->second.rec.provenance));
+    for (const std::string& l : lines) out.add_provenance(l);
+  }
   j.kind->fill_job(j.plan, &out);
   v1::Progress* p = out.mutable_progress();
   p->set_units_total(j.total());

@@ -217,6 +217,20 @@ void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
+namespace {
+
+// What a worker said of itself at Hello, as one line for the jobs it computes (checked first).
+std::string worker_provenance(const v1::HelloRequest& req) {
+  std::string out = absl::StrCat("c960 ", req.version().empty() ? "?" : req.version(), "; CPU ",
+                                 req.cpu().empty() ? "unknown" : req.cpu());
+  for (const v1::EngineOffer& o : req.engine_offers())
+    absl::StrAppend(&out, "; ", o.engine(), " '", o.id_name().empty() ? "?" : o.id_name(), "' sha256 ",
+                    o.sha256().empty() ? "unknown" : o.sha256());
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const v1::HelloRequest& req) {
   if (req.protocol_version() < kMinProtocolVersion || req.protocol_version() > kProtocolVersion)
     return with_reason(
@@ -253,7 +267,14 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
     }
     if (!policies.emplace(o.engine(), std::move(p)).second)
       return absl::InvalidArgumentError(absl::StrCat("engine_offers.engine: '", o.engine(), "' given twice"));
+    if (!o.sha256().empty() && (o.sha256().size() != 64 ||
+                                !std::all_of(o.sha256().begin(), o.sha256().end(),
+                                             [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })))
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine_offers.sha256: '", o.sha256().substr(0, 80), "' is not 64 lower-case hex digits"));
+    if (absl::Status s = check_text(o.id_name(), "engine_offers.id_name", kMaxProvenanceText, false); !s.ok()) return s;
   }
+  if (absl::Status s = check_text(req.cpu(), "cpu", kMaxProvenanceText, false); !s.ok()) return s;
   // The worker is who its credentials say; the name only tells its processes apart.
   const std::string host = req.name().empty() ? "worker" : req.name();
   const std::string key = caller.identity.empty() ? host : absl::StrCat(caller.identity, "/", host);
@@ -286,6 +307,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   rec.threads = req.threads();
   rec.capabilities = absl::StrJoin(req.capabilities(), ",");
   rec.engines = absl::StrJoin(engines, ",");
+  rec.provenance = worker_provenance(req);
   rec.last_seen_ms = now;
   if (absl::Status st = store_->upsert_worker(rec); !st.ok())
     return absl::UnavailableError(absl::StrCat(st.message(), "; the worker was not registered: retry"));

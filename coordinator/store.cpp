@@ -360,13 +360,15 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
 absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   std::lock_guard lock(mu_);
   std::vector<StoredWorker> workers;
-  Stmt q(db_,
-         "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, agreeing, "
-         "trust, trust_reason FROM workers ORDER BY key");
+  Stmt q(db_, pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                       "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
+                     : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                       "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
   if (!q.ok()) return error("load workers");
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
     StoredWorker w;
+    if (pairs_) w.provenance = q.blob(12);
     w.key = q.blob(0);
     w.identity = q.blob(1);
     w.host = q.blob(2);
@@ -771,6 +773,8 @@ absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_
 absl::Status Store::upsert_worker(const StoredWorker& w) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
+  Transaction t(this);  // the row and its provenance together
+  if (!t.status().ok()) return t.status();
   Stmt q(*statements_,
          "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, "
          "agreeing, trust, trust_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
@@ -792,7 +796,14 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
   q.bind(11, int64_t(w.trust));
   q.bind_text(12, w.trust_reason);
   if (!q.run()) return error("upsert worker");
-  return absl::OkStatus();
+  if (pairs_) {
+    Stmt p(*statements_, "UPDATE workers SET provenance = ? WHERE key = ?");
+    if (!p.ok()) return error("upsert worker");
+    p.bind_text(1, w.provenance);
+    p.bind_text(2, w.key);
+    if (!p.run()) return error("upsert worker");
+  }
+  return t.commit();
 }
 
 }  // namespace c960::cluster

@@ -145,6 +145,8 @@ struct StoredWorker {
   int64_t agreeing = 0;  // results another worker confirmed
   int32_t trust = 0;     // v1.TrustState
   std::string trust_reason;
+  // "c960 VERSION; CPU MODEL; ENGINE 'ID NAME' sha256 HEX; ..." from its last Hello (schema 9).
+  std::string provenance;
 };
 
 // A worker credential issued by Enroll: its name (the worker's identity), the hash of its token
@@ -303,7 +305,7 @@ class Store {
   FaultInjector fault_;
   // The file has schema 8's bindings (tests write older stores through this same code).
   bool binds_ = false;
-  bool pairs_ = false;  // schema 9: sp_totals.pairs, sp_pair_hashes
+  bool pairs_ = false;  // schema 9: sp_totals.pairs, sp_pair_hashes, workers.provenance
   std::function<void(double)> commit_observer_;
 };
 

@@ -125,8 +125,11 @@ UPDATE folded SET bound = )sql" C960_FOLD_BINDING R"sql(;
     // 9: two-engine matches (SelfPlayJobSpec.opponent). A match position's colour-reversed pairs
     // are counted as its units settle: sp_totals.pairs (MatchCounts' figures, 8-byte counts:
     // pentanomial 0..4, wins, draws, losses, duplicates, unpaired; NULL for self-play), with
-    // sp_pair_hashes counting each distinct pair as sp_hashes counts games.
+    // sp_pair_hashes counting each distinct pair as sp_hashes counts games. Workers keep their
+    // provenance (c960 version, CPU, engines with their id names and SHA-256): the line that
+    // the jobs they computed list.
     R"sql(
+ALTER TABLE workers ADD COLUMN provenance TEXT NOT NULL DEFAULT '';
 ALTER TABLE sp_totals ADD COLUMN pairs BLOB;
 CREATE TABLE sp_pair_hashes (
   job_id TEXT NOT NULL, sp INTEGER NOT NULL, hash INTEGER NOT NULL, n INTEGER NOT NULL,

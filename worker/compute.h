@@ -16,6 +16,8 @@ namespace c960::cluster {
 struct EngineOffer {
   std::string path;
   selfplay::OptionPolicy policy;
+  // Provenance, said at Hello: the binary's SHA-256 and the engine's UCI id name ("": unknown).
+  std::string sha256, id_name;
 };
 // Hash 1..kDefaultEngineHashMaxMb and Threads 1..kDefaultEngineThreadsMax.
 selfplay::OptionPolicy default_engine_policy();

@@ -23,8 +23,10 @@
 #include "cluster/channel.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
+#include "cluster/host_info.h"
 #include "cluster/log.h"
 #include "core/version.h"
+#include "selfplay/uci_engine.h"
 #include "worker/enroll.h"
 #include "worker/worker.h"
 
@@ -106,7 +108,7 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
     struct stat st {};
     if (path.empty() || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0)
       return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": '", path, "' is not an executable file"));
-    if (!out.emplace(name, c960::cluster::EngineOffer{path, c960::cluster::default_engine_policy()}).second)
+    if (!out.emplace(name, c960::cluster::EngineOffer{path, c960::cluster::default_engine_policy(), "", ""}).second)
       return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": given twice"));
   }
   // What jobs may set: the defaults, with each --engine-option adding an option or replacing its
@@ -202,6 +204,15 @@ int main(int argc, char** argv) {
       return absl::IsInvalidArgument(token.status()) ? 2 : 1;
     }
     channel_options->token = *token;
+  }
+  // Provenance for the jobs this worker computes: the CPU, and each engine's binary and name.
+  options.cpu = c960::cluster::cpu_model().substr(0, c960::cluster::kMaxProvenanceText);
+  for (auto& [name, offer] : *engines) {
+    offer.sha256 = c960::cluster::file_sha256(offer.path).value_or("");
+    c960::selfplay::UciConfig config;
+    config.path = offer.path;
+    if (absl::StatusOr<std::unique_ptr<c960::selfplay::UciEngine>> e = c960::selfplay::UciEngine::start(config); e.ok())
+      offer.id_name = (*e)->id_name().substr(0, c960::cluster::kMaxProvenanceText);
   }
   options.engines = std::move(*engines);
   auto channel = c960::cluster::make_channel(*channel_options);

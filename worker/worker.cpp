@@ -129,10 +129,13 @@ bool Worker::hello() {
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
       req.set_protocol_version(kProtocolVersion);
+      req.set_cpu(options_.cpu);
       for (const auto& [name, offer] : options_.engines) {
         req.add_engines(name);
         v1::EngineOffer* o = req.add_engine_offers();
         o->set_engine(name);
+        o->set_sha256(offer.sha256);
+        o->set_id_name(offer.id_name);
         for (const selfplay::OptionPolicy::Allowed& a : offer.policy.allowed) {
           v1::AllowedOption* ao = o->add_options();
           ao->set_name(a.name);

@@ -32,6 +32,7 @@ struct WorkerOptions {
   std::string name;
   std::string version;
   std::map<std::string, EngineOffer> engines;  // engine name -> its binary and policy, besides "builtin"
+  std::string cpu;                             // the host's CPU model (provenance)
 };
 
 class Worker {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "c960/v1/cluster.grpc.pb.h"
+#include "cluster/host_info.h"
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/process.h"
 #include "tests/selfplay_test_util.h"
@@ -201,6 +202,12 @@ TEST_F(SelfPlayClusterTest, AMatchJobWithAKilledWorkerEqualsALocalMatch) {
   EXPECT_TRUE(absl::StartsWith(local_csv, "sp,fen,pairs,ll,ld,dd_wl,wd,ww,")) << local_csv;
   EXPECT_EQ(read_file(dir_ + "/d.csv"), local_csv);
   EXPECT_EQ(read_file(dir_ + "/d.pgn"), read_file(dir_ + "/l.pgn"));
+  // Its JSON names the workers that computed it: Stockfish's id name and binary's SHA-256.
+  const std::string json = cli("results " + job + " --format json", &rc);
+  ASSERT_EQ(rc, 0) << json;
+  EXPECT_TRUE(absl::StrContains(json, "\"worker_1\": ")) << json.substr(0, 2000);
+  EXPECT_TRUE(absl::StrContains(json, "sf 'Stockfish")) << json.substr(0, 2000);
+  EXPECT_TRUE(absl::StrContains(json, "sha256 " + cluster::file_sha256(sf).value_or("?"))) << json.substr(0, 2000);
   // The job's report is a match report, naming both engines, as the local CSV's is.
   out = cli("report " + job + " --out " + dir_ + "/r.html", &rc);
   ASSERT_EQ(rc, 0) << out;

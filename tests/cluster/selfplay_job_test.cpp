@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/job_format.h"
+#include "cluster/results_export.h"
 #include "cluster/selfplay_proto.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/selfplay_codec.h"
@@ -68,7 +69,8 @@ class SelfPlayJobTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{30'000});
-    ASSERT_TRUE(coordinator_->load().ok());
+    const absl::Status loaded = coordinator_->load();
+    ASSERT_TRUE(loaded.ok()) << loaded;
     worker_ = hello("w");
   }
 
@@ -1059,7 +1061,7 @@ TEST_F(SelfPlayJobTest, AJobCannotMakeAWorkerWriteFilesOrExceedItsBounds) {
   ASSERT_TRUE(j.ok()) << j.status();
   std::vector<v1::Lease> ls = acquire(1);
   ASSERT_EQ(ls.size(), 1u);
-  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy(), "", ""}}};
   auto with = [&](std::vector<std::pair<std::string, std::string>> options) {
     v1::UnitSpec spec = ls[0].spec();
     for (const auto& [name, value] : options) {
@@ -1161,7 +1163,8 @@ TEST_F(SelfPlayJobTest, ABrokenEngineFailsTheJobOnlyWhenTwoWorkersReportIt) {
   auto j = submit(s);
   ASSERT_TRUE(j.ok()) << j.status();
   const std::string w2 = hello("w2");
-  const std::map<std::string, EngineOffer> broken = {{"sf", {dir_ + "/no-such-engine", default_engine_policy()}}};
+  const std::map<std::string, EngineOffer> broken = {
+      {"sf", {dir_ + "/no-such-engine", default_engine_policy(), "", ""}}};
   auto fail_one = [&](const std::string& worker) {
     std::vector<v1::Lease> ls = acquire(1, worker);
     ASSERT_EQ(ls.size(), 1u);
@@ -1349,7 +1352,7 @@ TEST_F(SelfPlayJobTest, AMatchJobCountsThePairsALocalMatchCounts) {
   const std::string lone = coordinator_->hello(Caller::local(), builtin_only).value().worker_id();
   EXPECT_TRUE(acquire(4, lone).empty());
 
-  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy(), "", ""}}};
   int completed = 0;
   for (;;) {
     std::vector<v1::Lease> ls = acquire(2);
@@ -1393,6 +1396,46 @@ TEST_F(SelfPlayJobTest, AMatchJobCountsThePairsALocalMatchCounts) {
   EXPECT_EQ(pairs + duplicates + unpaired / 2, 9);  // 3 positions x 3 pairs, each counted once
 }
 
+// Provenance: a worker says at Hello what it runs on (CPU) and what each engine it offers is
+// (UCI id name, binary SHA-256); a job lists the workers whose results it accepted, by that,
+// also after a restart (the store keeps it), and `c960 results` puts them in its metadata.
+TEST_F(SelfPlayJobTest, AJobListsTheProvenanceOfTheWorkersWhoseResultsItAccepted) {
+  v1::HelloRequest req = hello_request("w2");
+  req.set_version("9.9.9");
+  req.set_cpu("Test CPU @ 3.0GHz");
+  v1::EngineOffer* offer = req.add_engine_offers();
+  offer->set_engine("sf");
+  offer->set_id_name("Stockfish 15.1");
+  offer->set_sha256("zz");
+  auto bad = coordinator_->hello(Caller::local(), req);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "engine_offers.sha256: 'zz'")) << bad.status();
+  offer->set_sha256(std::string(64, 'a'));
+  const std::string w2 = coordinator_->hello(Caller::local(), req).value().worker_id();
+  auto j = submit(small_spec());
+  ASSERT_TRUE(j.ok()) << j.status();
+  for (std::vector<v1::Lease> ls; !(ls = acquire(8, w2)).empty();)
+    for (const v1::Lease& l : ls) {
+      v1::CompleteUnitRequest c;
+      c.set_worker_id(w2);
+      c.set_unit_id(l.unit_id());
+      c.set_attempt(l.attempt());
+      *c.mutable_result() = compute(l);
+      ASSERT_EQ(coordinator_->complete(Caller::local(), c).value().outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    }
+  const std::string line = "w2: c960 9.9.9; CPU Test CPU @ 3.0GHz; sf 'Stockfish 15.1' sha256 " + std::string(64, 'a');
+  for (int pass = 0; pass < 2; ++pass) {
+    v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
+    EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+    ASSERT_EQ(done.provenance_size(), 1) << done.ShortDebugString();  // not "w", which computed nothing
+    EXPECT_EQ(done.provenance(0), line);
+    bool listed = false;
+    for (const selfplay::MetadataValue& m : job_metadata(done)) listed |= m.key == "worker_1" && m.value == line;
+    EXPECT_TRUE(listed);
+    open();  // the workers' provenance is in the store
+  }
+}
+
 // A match with an SPRT on the cluster plays rounds of pairs, `adaptive_batch` games a position at
 // a time, and stops at the first look whose pairs decide the test: fewer games than the cap, the
 // decision the results' SPRT gives, and the games those of a local match of that length.
@@ -1417,7 +1460,7 @@ TEST_F(SelfPlayJobTest, AnSprtMatchJobStopsAtTheFirstLookThatDecides) {
   auto j = submit(s);
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ(j->progress().games_total(), 12);  // two rounds of three positions
-  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy()}}};
+  const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy(), "", ""}}};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   bool restarted = false;
   for (;;) {
