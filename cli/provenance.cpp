@@ -33,6 +33,11 @@ std::vector<selfplay::MetadataValue> provenance(const selfplay::SelfPlaySpec& sp
     if (std::optional<std::string> program = find_program(spec.engine_binary())) sha = file_sha256(*program);
     out.push_back({"engine_sha256", sha.value_or("unknown")});
   }
+  if (spec.match() && spec.opponent != selfplay::kBuiltinEngine) {
+    std::optional<std::string> sha;
+    if (std::optional<std::string> program = find_program(spec.opponent_binary())) sha = file_sha256(*program);
+    out.push_back({"opponent_sha256", sha.value_or("unknown")});
+  }
   if (!book_path.empty()) out.push_back({"book_sha256", file_sha256(book_path).value_or("unknown")});
   out.push_back({"cpu", cpu_model()});
   return out;

@@ -18,7 +18,7 @@ using cluster::file_sha256;
 // A program named as it would be run: a path as it is, a bare name searched in $PATH.
 std::optional<std::string> find_program(const std::string& name);
 
-// The run's provenance as metadata values: engine_sha256 (UCI engines), book_sha256 (with
+// The run's provenance as metadata values: engine_sha256 and opponent_sha256 (UCI engines), book_sha256 (with
 // --epd FILE), cpu. Not the threads: a run's files are the same whatever --threads (and
 // --resume with other threads ends as an uninterrupted run's, byte for byte).
 std::vector<selfplay::MetadataValue> provenance(const selfplay::SelfPlaySpec& spec, const std::string& book_path);

@@ -424,6 +424,13 @@ TEST(CliSelfPlay, MetadataCarriesProvenance) {
   EXPECT_NE(r.out.find(absl::StrCat("\"book_sha256\": \"", *sha, "\"")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(absl::StrCat("\"cpu\": \"", cpu_model(), "\"")), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"threads\""), std::string::npos) << r.out;  // files never depend on --threads
+  // A match names both engines' binaries.
+  const std::string sf = "/usr/games/stockfish";
+  if (!file_sha256(sf)) GTEST_SKIP() << "stockfish not installed";
+  const Result m = run_io({"selfplay", "--sp", "518", "--games-per-position", "2", "--engine", "builtin", "--opponent",
+                           sf, "--depth", "1", "--random-plies", "2", "--format", "json", "--quiet"});
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find(absl::StrCat("\"opponent_sha256\": \"", *file_sha256(sf), "\"")), std::string::npos) << m.out;
 }
 
 TEST(CliResumeFile, TornLastLineIsDroppedAndOptionsAreCompared) {
