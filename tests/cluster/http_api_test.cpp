@@ -450,7 +450,8 @@ TEST_F(HttpApiTest, ResultsDownloadAsTheToolWritesThem) {
                                                        "\", \"job\": \"", id, "\", \"state\": \"SUCCEEDED\", ")))
       << json.body;
   EXPECT_TRUE(absl::StrContains(json.body,
-                                "\"verify\": \"off\", \"depth\": 2, \"split_depth\": 0, \"positions\": 1, "
+                                "\"verify\": \"off\", \"worker_1\": \"w1: c960 ?; CPU unknown\", \"depth\": 2, "
+                                "\"split_depth\": 0, \"positions\": 1, "
                                 "\"start_positions\": \"518\"},\n\"positions\": [\n  {\"sp\": 518, "))
       << json.body;
   EXPECT_TRUE(absl::StrContains(json.body, "\"depth\": 2, \"nodes\": 400}\n]}\n")) << json.body;
