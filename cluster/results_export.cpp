@@ -33,11 +33,15 @@ const char* verify_name(v1::VerifyMode mode) {
 
 }  // namespace
 
-selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
-                                                    size_t* incomplete, size_t* positions) {
+namespace {
+
+// Calls fn(result, position, sp, xfen) once per position of the chunks, in their order (a
+// position's further chunks of games skipped); *incomplete and *positions (optional) count the
+// positions with games outstanding and all of them.
+template <typename Fn>
+void for_each_position(const std::vector<v1::ResultChunk>& chunks, size_t* incomplete, size_t* positions, Fn fn) {
   size_t open = 0, count = 0;
   std::string last_id;
-  selfplay::SelfPlayStats stats;
   for (const v1::ResultChunk& c : chunks) {
     if (!c.has_selfplay()) continue;
     const v1::SelfPlayPositionResult& r = c.selfplay();
@@ -46,26 +50,38 @@ selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const st
     last_id = position.id;
     ++count;
     open += !r.complete();
-    selfplay::PositionStats ps;
-    ps.counts.white_wins = r.white_wins();
-    ps.counts.draws = r.draws();
-    ps.counts.black_wins = r.black_wins();
-    ps.total_plies = r.total_plies();
-    ps.duplicates = r.duplicates();
-    ps.uncounted = r.uncounted();
-    for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
-      ps.terminations[size_t(t)] = r.terminations(t);
-    ps.id = position.id;
-    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
-    ps.fen = selfplay::xfen_of(position);
-    ps.complete = r.complete();
-    stats.set_position(std::move(ps));
+    fn(r, position.id, position.kind == selfplay::PositionKind::kChess960 ? position.number : -1,
+       selfplay::xfen_of(position));
   }
+  if (incomplete) *incomplete = open;
+  if (positions) *positions = count;
+}
+
+}  // namespace
+
+selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const std::vector<v1::ResultChunk>& chunks,
+                                                    size_t* incomplete, size_t* positions) {
+  selfplay::SelfPlayStats stats;
+  for_each_position(chunks, incomplete, positions,
+                    [&](const v1::SelfPlayPositionResult& r, const std::string& id, int sp, std::string fen) {
+                      selfplay::PositionStats ps;
+                      ps.counts.white_wins = r.white_wins();
+                      ps.counts.draws = r.draws();
+                      ps.counts.black_wins = r.black_wins();
+                      ps.total_plies = r.total_plies();
+                      ps.duplicates = r.duplicates();
+                      ps.uncounted = r.uncounted();
+                      for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
+                        ps.terminations[size_t(t)] = r.terminations(t);
+                      ps.id = id;
+                      ps.sp = sp;
+                      ps.fen = std::move(fen);
+                      ps.complete = r.complete();
+                      stats.set_position(std::move(ps));
+                    });
   if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay());
       spec.ok() && spec->adaptive.enabled())
     stats.set_adaptive(spec->adaptive, spec->games_per_position);
-  if (incomplete) *incomplete = open;
-  if (positions) *positions = count;
   return stats;
 }
 
@@ -74,32 +90,22 @@ selfplay::MatchStats match_stats_from_results(const v1::Job& job, const std::vec
   const v1::SelfPlayJobSpec& spec = job.spec().selfplay();
   selfplay::MatchStats stats(spec.engine(), spec.opponent());
   if (absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec); s.ok()) stats.set_sprt(s->sprt);
-  size_t open = 0, count = 0;
-  std::string last_id;
-  for (const v1::ResultChunk& c : chunks) {
-    if (!c.has_selfplay()) continue;
-    const v1::SelfPlayPositionResult& r = c.selfplay();
-    const selfplay::StartPosition position = result_position(r);
-    if (count > 0 && position.id == last_id) continue;  // a further chunk of the same position
-    last_id = position.id;
-    ++count;
-    open += !r.complete();
-    selfplay::MatchPositionStats ps;
-    ps.id = position.id;
-    ps.sp = position.kind == selfplay::PositionKind::kChess960 ? position.number : -1;
-    ps.fen = selfplay::xfen_of(position);
-    const v1::MatchCounts& m = r.match();
-    for (int i = 0; i < selfplay::kPentanomialCells && i < m.pentanomial_size(); ++i)
-      ps.penta[size_t(i)] = m.pentanomial(i);
-    ps.wins = m.wins();
-    ps.draws = m.draws();
-    ps.losses = m.losses();
-    ps.duplicates = m.duplicates();
-    ps.unpaired = m.unpaired();
-    stats.set_position(std::move(ps));
-  }
-  if (incomplete) *incomplete = open;
-  if (positions) *positions = count;
+  for_each_position(chunks, incomplete, positions,
+                    [&](const v1::SelfPlayPositionResult& r, const std::string& id, int sp, std::string fen) {
+                      selfplay::MatchPositionStats ps;
+                      ps.id = id;
+                      ps.sp = sp;
+                      ps.fen = std::move(fen);
+                      const v1::MatchCounts& m = r.match();
+                      for (int i = 0; i < selfplay::kPentanomialCells && i < m.pentanomial_size(); ++i)
+                        ps.penta[size_t(i)] = m.pentanomial(i);
+                      ps.wins = m.wins();
+                      ps.draws = m.draws();
+                      ps.losses = m.losses();
+                      ps.duplicates = m.duplicates();
+                      ps.unpaired = m.unpaired();
+                      stats.set_position(std::move(ps));
+                    });
   return stats;
 }
 
