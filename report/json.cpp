@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -16,6 +17,31 @@ namespace {
 std::string number_text(double x) {
   if (std::nearbyint(x) == x && std::abs(x) < 9.007199254740992e15) return absl::StrCat(int64_t(x));
   return absl::StrFormat("%.17g", x);
+}
+
+// The members of a JSON object, read through reflection. Struct's map is built by libprotobuf, and
+// its inline accessors do not agree with the library on the map's layout when this file is built
+// with ThreadSanitizer (map_field.h adds fields under __SANITIZE_THREAD__): reflection runs the
+// library's own code, whatever this file is compiled with.
+template <class F>
+void for_each_member(const google::protobuf::Struct& s, F&& f) {
+  const google::protobuf::Reflection* reflection = s.GetReflection();
+  const google::protobuf::FieldDescriptor* fields = s.GetDescriptor()->FindFieldByName("fields");
+  const int n = reflection->FieldSize(s, fields);
+  for (int i = 0; i < n; ++i) {
+    const google::protobuf::Message& entry = reflection->GetRepeatedMessage(s, fields, i);
+    const google::protobuf::Reflection* er = entry.GetReflection();
+    const google::protobuf::Descriptor* ed = entry.GetDescriptor();
+    const std::string key = er->GetString(entry, ed->FindFieldByName("key"));
+    const google::protobuf::Message& value = er->GetMessage(entry, ed->FindFieldByName("value"));
+    if (const auto* v = dynamic_cast<const google::protobuf::Value*>(&value)) {
+      f(key, *v);
+    } else {
+      google::protobuf::Value copy;
+      copy.CopyFrom(value);
+      f(key, copy);
+    }
+  }
 }
 
 JsonValue convert(const google::protobuf::Value& v) {
@@ -39,7 +65,9 @@ JsonValue convert(const google::protobuf::Value& v) {
       break;
     case google::protobuf::Value::kStructValue:
       out.type = JsonValue::Type::kObject;
-      for (const auto& [key, value] : v.struct_value().fields()) out.members.emplace_back(key, convert(value));
+      for_each_member(v.struct_value(), [&](const std::string& key, const google::protobuf::Value& value) {
+        out.members.emplace_back(key, convert(value));
+      });
       // The map's order is not the text's: by key, so that outputs do not depend on it.
       std::sort(out.members.begin(), out.members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       break;
