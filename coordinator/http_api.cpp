@@ -429,7 +429,7 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const
       return login_page(200, next == req.query.end() ? "/" : next->second, "");
     }
     case Handler::kLogin: return login(req);
-    case Handler::kLogout: return logout();
+    case Handler::kLogout: return logout(req);
     default: break;
   }
   // Everything else: the one check, then the handler.
@@ -460,8 +460,43 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const
   }
 }
 
+namespace {
+
+// A state-changing request that a browser may have been made to send by another site: the
+// cookie goes along with it (SameSite=Strict aside). A browser says where a request comes from
+// (Sec-Fetch-Site, Origin): one naming another site is refused. This is the whole check for the
+// login and logout forms, which a plain form posts; `what` names the action in the error.
+absl::Status from_this_site(const HttpRequest& req, bool tls, const char* what) {
+  if (!req.fetch_site.empty() && req.fetch_site != "same-origin")
+    return absl::PermissionDeniedError(absl::StrCat("Sec-Fetch-Site: '", req.fetch_site.substr(0, 32), "': ", what,
+                                                    " from this dashboard's own pages"));
+  if (!req.origin.empty() && req.origin != absl::StrCat(tls ? "https://" : "http://", req.host))
+    return absl::PermissionDeniedError(
+        absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (", req.host.substr(0, 200), ")"));
+  return absl::OkStatus();
+}
+
+// A cancel must also say it comes from this site's own page: the header only its fetches add.
+// Requests with an Authorization header are not a browser's doing.
+absl::Status same_origin(const HttpRequest& req, bool tls) {
+  if (!req.authorization.empty()) return absl::OkStatus();
+  if (absl::Status s = from_this_site(req, tls, "cancel"); !s.ok()) return s;
+  if (req.requested_with != kDashboardRequest)
+    return absl::PermissionDeniedError(
+        absl::StrCat("X-Requested-With: ",
+                     req.requested_with.empty() ? "missing" : absl::StrCat("'", req.requested_with.substr(0, 32), "'"),
+                     ": a cancel comes from the dashboard's page (X-Requested-With: ", kDashboardRequest,
+                     ") or with an Authorization header"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 HttpResponse HttpApi::login(const HttpRequest& req) const {
   if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
+  // Another site's form could log a browser in under the other site's token (login CSRF).
+  if (absl::Status s = from_this_site(req, options_.tls, "log in"); !s.ok())
+    return text(403, absl::StrCat(s.message(), "\n"));
   if (!absl::StartsWith(absl::AsciiStrToLower(req.content_type), "application/x-www-form-urlencoded"))
     return text(400, "log in with the form at /login (application/x-www-form-urlencoded)\n");
   const std::multimap<std::string, std::string> form = parse_form(req.body);
@@ -488,7 +523,9 @@ HttpResponse HttpApi::login(const HttpRequest& req) const {
   return r;
 }
 
-HttpResponse HttpApi::logout() const {
+HttpResponse HttpApi::logout(const HttpRequest& req) const {
+  if (absl::Status s = from_this_site(req, options_.tls, "log out"); !s.ok())
+    return text(403, absl::StrCat(s.message(), "\n"));
   HttpResponse r = text(303, "logged out\n");
   r.headers.emplace_back("Location", options_.tokens ? "/login" : "/");
   r.headers.emplace_back("Set-Cookie", login_cookie("", 0, options_.tls));
@@ -570,27 +607,6 @@ namespace {
 
 // The most a PGN download may hold (the stored games of a job are bounded only by the store).
 constexpr size_t kMaxPgnDownloadBytes = size_t(256) << 20;
-
-// A state-changing request that a browser may have been made to send by another site: the
-// cookie goes along with it (SameSite=Strict aside). Refused unless it says it comes from this
-// site's own page: the header only its fetches add, and no Origin or Sec-Fetch-Site naming
-// another site. Requests with an Authorization header are not a browser's doing.
-absl::Status same_origin(const HttpRequest& req, bool tls) {
-  if (!req.authorization.empty()) return absl::OkStatus();
-  if (!req.fetch_site.empty() && req.fetch_site != "same-origin")
-    return absl::PermissionDeniedError(
-        absl::StrCat("Sec-Fetch-Site: '", req.fetch_site.substr(0, 32), "': cancel from this dashboard's own pages"));
-  if (!req.origin.empty() && req.origin != absl::StrCat(tls ? "https://" : "http://", req.host))
-    return absl::PermissionDeniedError(
-        absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (", req.host.substr(0, 200), ")"));
-  if (req.requested_with != kDashboardRequest)
-    return absl::PermissionDeniedError(
-        absl::StrCat("X-Requested-With: ",
-                     req.requested_with.empty() ? "missing" : absl::StrCat("'", req.requested_with.substr(0, 32), "'"),
-                     ": a cancel comes from the dashboard's page (X-Requested-With: ", kDashboardRequest,
-                     ") or with an Authorization header"));
-  return absl::OkStatus();
-}
 
 }  // namespace
 

@@ -8,8 +8,9 @@
 // (std::regex_match over the whole decoded path, the first row of the method wins), so tests and
 // the server cannot route differently.
 //   /healthz, /readyz          open to all: alive; ready (store loaded, not draining) or 503
-//   /login (GET form, POST)    open: a token in, an HttpOnly Secure SameSite=Strict cookie out
-//   /logout (POST)             clears the cookie
+//   /login (GET form, POST)    open: a token in, an HttpOnly Secure SameSite=Strict cookie out;
+//                              a POST another site's page sent is refused (Sec-Fetch-Site, Origin)
+//   /logout (POST)             clears the cookie; the same rule
 //   /                          the dashboard: jobs with progress, workers        (ListJobs)
 //   /jobs/ID                   one job, live: the heatmap, or perft counts       (GetJob)
 //   /assets/NAME               the pages' JavaScript and CSS, compiled in        (ListJobs)
@@ -150,7 +151,7 @@ class HttpApi {
   HttpResponse finish(HttpResponse resp, const char* name, bool asset) const;
 
   HttpResponse login(const HttpRequest& req) const;
-  HttpResponse logout() const;
+  HttpResponse logout(const HttpRequest& req) const;
   HttpResponse page(const Route& route, const std::string& job, const Caller& caller) const;
   HttpResponse metrics() const;
   HttpResponse api_jobs(const HttpRequest& req, const Caller& caller, int version) const;

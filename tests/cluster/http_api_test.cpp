@@ -378,6 +378,47 @@ TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {
   }
 }
 
+// The login and logout forms are plain form posts, which another site's page could make a
+// browser send: logging it in under the other site's token, or out. A browser says where the
+// post comes from; one from elsewhere is refused, one from this site's form (or no browser) is not.
+TEST_F(HttpApiTest, LoginAndLogoutFromAnotherSiteAreRefused) {
+  auto a = api(true);
+  auto form = [](const std::string& path, const std::string& body) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = path;
+    r.content_type = "application/x-www-form-urlencoded";
+    r.body = body;
+    r.host = "127.0.0.1:8080";
+    r.origin = "http://127.0.0.1:8080";
+    r.fetch_site = "same-origin";
+    return r;
+  };
+  const std::string token = absl::StrCat("token=", kReadToken);
+  EXPECT_EQ(a->handle(form("/login", token)).status, 303);
+  EXPECT_EQ(a->handle(form("/logout", "")).status, 303);
+  HttpRequest cross = form("/login", token);
+  cross.fetch_site = "cross-site";
+  HttpResponse r = a->handle(cross);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(absl::StrContains(r.body, "Sec-Fetch-Site: 'cross-site': log in from")) << r.body;
+  EXPECT_EQ(r.header("Set-Cookie"), "");
+  HttpRequest elsewhere = form("/logout", "");
+  elsewhere.fetch_site.clear();  // an older browser says only its Origin
+  elsewhere.origin = "https://evil.example";
+  r = a->handle(elsewhere);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(absl::StrContains(r.body, "Origin: 'https://evil.example' is not this site")) << r.body;
+  EXPECT_EQ(r.header("Set-Cookie"), "");
+  HttpRequest same_site = form("/logout", "");
+  same_site.fetch_site = "same-site";  // another port or subdomain is another origin
+  EXPECT_EQ(a->handle(same_site).status, 403);
+  HttpRequest curl = form("/login", token);  // not a browser: says nothing of where it comes from
+  curl.origin.clear();
+  curl.fetch_site.clear();
+  EXPECT_EQ(a->handle(curl).status, 303);
+}
+
 TEST_F(HttpApiTest, WithoutTokensEveryoneIsALocalAdmin) {
   auto a = api(false);
   EXPECT_EQ(a->handle(get("/api/v1/jobs")).status, 200);
