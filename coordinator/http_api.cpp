@@ -331,7 +331,8 @@ HttpResponse HttpApi::handle(const HttpRequest& req) const {
 
 HttpResponse HttpApi::finish(HttpResponse resp, const char* name, bool asset) const {
   resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  resp.headers.emplace_back("Referrer-Policy", "no-referrer");
+  // No address of a page here goes to another site; this site's own requests carry their origin.
+  resp.headers.emplace_back("Referrer-Policy", "same-origin");
   resp.headers.emplace_back("X-Frame-Options", "DENY");
   resp.headers.emplace_back("Cache-Control", asset && resp.status == 200 ? "no-cache" : "no-store");
   if (metrics_) metrics_->count_http(name, resp.status);
@@ -463,13 +464,18 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const
 namespace {
 
 // A state-changing request that a browser may have been made to send by another site: the
-// cookie goes along with it (SameSite=Strict aside). A browser says where a request comes from
-// (Sec-Fetch-Site, Origin): one naming another site is refused. This is the whole check for the
-// login and logout forms, which a plain form posts; `what` names the action in the error.
+// cookie goes along with it (SameSite=Strict aside). A browser says where a request comes from:
+// Sec-Fetch-Site, which a page cannot set, decides where it is sent; a browser without it is
+// judged by its Origin (a form posted under a no-referrer policy says "null" there, which is why
+// Origin is not asked of a browser that says Sec-Fetch-Site). One naming another site is
+// refused. This is the whole check for the login and logout forms, which a plain form posts;
+// `what` names the action in the error.
 absl::Status from_this_site(const HttpRequest& req, bool tls, const char* what) {
-  if (!req.fetch_site.empty() && req.fetch_site != "same-origin")
+  if (!req.fetch_site.empty()) {
+    if (req.fetch_site == "same-origin") return absl::OkStatus();
     return absl::PermissionDeniedError(absl::StrCat("Sec-Fetch-Site: '", req.fetch_site.substr(0, 32), "': ", what,
                                                     " from this dashboard's own pages"));
+  }
   if (!req.origin.empty() && req.origin != absl::StrCat(tls ? "https://" : "http://", req.host))
     return absl::PermissionDeniedError(
         absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (", req.host.substr(0, 200), ")"));

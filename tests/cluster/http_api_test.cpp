@@ -413,6 +413,11 @@ TEST_F(HttpApiTest, LoginAndLogoutFromAnotherSiteAreRefused) {
   HttpRequest same_site = form("/logout", "");
   same_site.fetch_site = "same-site";  // another port or subdomain is another origin
   EXPECT_EQ(a->handle(same_site).status, 403);
+  HttpRequest null_origin = form("/login", token);  // Chromium's form post under a no-referrer policy
+  null_origin.origin = "null";
+  EXPECT_EQ(a->handle(null_origin).status, 303);
+  null_origin.fetch_site.clear();  // without Sec-Fetch-Site, "null" is not this site
+  EXPECT_EQ(a->handle(null_origin).status, 403);
   HttpRequest curl = form("/login", token);  // not a browser: says nothing of where it comes from
   curl.origin.clear();
   curl.fetch_site.clear();
