@@ -502,6 +502,7 @@
             : 'No games yet.';
         const tbody = leadTable.tBodies[0];
         tbody.textContent = '';
+        leadTable.hidden = ranked.length === 0;  // no header row over an empty list
         const n = Math.min(5, Math.floor(ranked.length / 2));
         const pick = ranked.length <= 10 ? ranked : [...ranked.slice(0, n), ...ranked.slice(-n)];
         for (const r of pick) {

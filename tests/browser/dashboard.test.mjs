@@ -141,6 +141,7 @@ test('self-play job page: follows the job live, 960 heatmap cells, tooltips with
     // Two games a position: nothing is ranked, and the page says why instead of listing luck.
     assert.match(await page.locator('#leaders-note').textContent(), /^Not ranked yet: ranks need 20 games a position/);
     assert.equal(await page.locator('table.leaders tbody tr').count(), 0);
+    assert.equal(await page.locator('table.leaders').isVisible(), false, 'no empty leaders table');
     await page.hover('#heatmap .hm-cell[data-sp="518"]');
     await shoot(page, 'dashboard-selfplay');
     noProblems(problems);
@@ -167,6 +168,7 @@ test('self-play leaders: ranked by the shrunk score, as c960 results ranks them'
       assert.equal(cells[7], `${r.rank_lo}-${r.rank_hi}`);
     });
     assert.match(await page.locator('#leaders-note').textContent(), /^By White's score shrunk toward the positions' mean/);
+    assert.equal(await page.locator('table.leaders').isVisible(), true);
     // The caption says positions without games are hatched: they are (stripes over the colour).
     assert.match(await page.locator('#heatmap-section .caption').first().textContent(), /hatched: no games yet/);
     const looks = await page.$$eval('#heatmap .hm-cell', (cells) => cells.map((c) => [
