@@ -142,6 +142,38 @@ class SelfPlayJobTest : public ::testing::Test {
     return r.ok() ? *r : v1::UnitResult();
   }
 
+  // Plays job `id`'s units until it is no longer running. Adaptive and SPRT jobs plan their next
+  // batches on the coordinator's refill thread, so an empty acquire is waited out, not taken as
+  // the end. The first time `restart_when(job, units completed here)` says yes, the coordinator
+  // is restarted from its store (a look due then is made when the job is loaded again).
+  void play_until_final(const std::string& id,
+                        const std::function<absl::StatusOr<v1::UnitResult>(const v1::Lease&)>& play,
+                        const std::function<bool(const v1::Job&, int)>& restart_when) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    int completed = 0;
+    bool restarted = false;
+    for (;;) {
+      v1::Job now = coordinator_->get_job(Caller::local(), id).value();
+      if (now.state() != v1::JOB_STATE_RUNNING) return;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the job never finished";
+      std::vector<v1::Lease> ls = acquire(2);
+      if (ls.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      for (const v1::Lease& l : ls) {
+        absl::StatusOr<v1::UnitResult> r = play(l);
+        ASSERT_TRUE(r.ok()) << r.status();
+        ASSERT_EQ(complete(l, *r).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+        ++completed;
+      }
+      if (!restarted && restart_when(now, completed)) {
+        open();
+        restarted = true;
+      }
+    }
+  }
+
   // Plays every unit of the running jobs here.
   void play_all() {
     for (;;) {
@@ -498,32 +530,12 @@ TEST_F(SelfPlayJobTest, AnAdaptiveJobPlaysTheGamesALocalRunPlays) {
   EXPECT_EQ(j->progress().games_total(), 12);  // the first batch of each position
   std::vector<v1::Lease> first = acquire(100);
   EXPECT_EQ(first.size(), 6u);  // 3 positions x 4 games, 2 games per unit; nothing beyond yet
-  int completed = 0;
-  bool restarted = false;
-  for (const v1::Lease& l : first) {
-    ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
-    ++completed;
-  }
-  // Looks run on the coordinator's refill thread: play whatever it plans until the job ends.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    v1::Job now = coordinator_->get_job(Caller::local(), j->id()).value();
-    if (now.state() != v1::JOB_STATE_RUNNING) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the job never finished";
-    std::vector<v1::Lease> ls = acquire(2);
-    if (ls.empty()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      continue;
-    }
-    for (const v1::Lease& l : ls) {
-      ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
-      ++completed;
-    }
-    if (!restarted && completed >= 8) {
-      open();  // a look due at the stop is made when the job is loaded again
-      restarted = true;
-    }
-  }
+  for (const v1::Lease& l : first) ASSERT_EQ(complete(l, compute(l)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  // Looks run on the coordinator's refill thread: play whatever it plans until the job ends,
+  // restarting the coordinator once 8 units are in (the second batch under way).
+  ASSERT_NO_FATAL_FAILURE(play_until_final(
+      j->id(), [](const v1::Lease& l) { return compute_unit(l.spec(), nullptr); },
+      [](const v1::Job&, int completed) { return completed >= 2; }));
   v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
 
@@ -1461,27 +1473,10 @@ TEST_F(SelfPlayJobTest, AnSprtMatchJobStopsAtTheFirstLookThatDecides) {
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ(j->progress().games_total(), 12);  // two rounds of three positions
   const std::map<std::string, EngineOffer> offers = {{"sf", {sf, default_engine_policy(), "", ""}}};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool restarted = false;
-  for (;;) {
-    v1::Job now = coordinator_->get_job(Caller::local(), j->id()).value();
-    if (now.state() != v1::JOB_STATE_RUNNING) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the job never finished";
-    std::vector<v1::Lease> ls = acquire(2);
-    if (ls.empty()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      continue;
-    }
-    for (const v1::Lease& l : ls) {
-      auto r = compute_unit(l.spec(), nullptr, offers);
-      ASSERT_TRUE(r.ok()) << r.status();
-      ASSERT_EQ(complete(l, *r).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
-    }
-    if (!restarted && now.progress().games_done() >= 12) {
-      open();  // a look due at the stop is made when the job is loaded again
-      restarted = true;
-    }
-  }
+  // Restarted once the first round is in: the look due then is made when the job is loaded.
+  ASSERT_NO_FATAL_FAILURE(play_until_final(
+      j->id(), [&](const v1::Lease& l) { return compute_unit(l.spec(), nullptr, offers); },
+      [](const v1::Job& now, int) { return now.progress().games_done() >= 12; }));
   v1::Job done = coordinator_->get_job(Caller::local(), j->id()).value();
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
   const int64_t played = done.progress().games_done();
