@@ -288,6 +288,13 @@ test('a submitter sees and cancels its own job; the notice says why it waits', a
     await page.waitForFunction(() => document.body.dataset.state === 'cancelled', null, { timeout: 15000 });
     assert.equal(await page.locator('button.cancel').count(), 0);
     assert.match(jobState(waitingJob), /cancelled|CANCELLED/);
+    // Log out (a form post from this page): back at the login form, and the cookie no longer serves.
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('header form[action="/logout"] button')]);
+    assert.equal(new URL(page.url()).pathname, '/login');
+    const after = await page.goto(`${base}/`, { waitUntil: 'load' });
+    assert.equal(after.status(), 401);
+    assert.equal(await page.locator('#token').isVisible(), true);
+    problems.console = problems.console.filter((m) => !/status of 401/.test(m));
     noProblems(problems);
   });
 });
