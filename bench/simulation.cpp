@@ -61,7 +61,7 @@ int collusion(int roots, uint64_t seed) {
     W w{Caller{i < 4 ? absl::StrCat("honest", i) : absl::StrCat("colluder", i - 4), Role::kWorker, true}, "", i >= 4};
     v1::HelloRequest h;
     h.set_name("w");
-    h.set_threads(1);
+    h.set_threads(32);
     h.add_capabilities("perft");
     h.set_protocol_version(kProtocolVersion);
     w.session = c.hello(w.caller, h).value().worker_id();

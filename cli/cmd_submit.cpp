@@ -75,9 +75,13 @@ const CommandSpec kSpec = {
       o.push_back({"store-games", Arity::kOne, "all|none|sample:N",
                    "selfplay: which games the coordinator keeps for 'c960 results --pgn': every one (the default), "
                    "none, or the first N of each position; the statistics cover every game whatever this says"});
-      o.push_back({"verify", Arity::kOne, "off|adaptive|all",
-                   "how results are checked by other workers: all (every unit twice), adaptive (until a worker is "
-                   "trusted, then spot checks; the default), off (once; the default for --movetime games)"});
+      o.push_back({"verify", Arity::kOne, "off|adaptive|all|hosts",
+                   "how results are checked: all (every unit by two owners: catches lies), adaptive (until an owner "
+                   "is trusted, then spot checks; the default), hosts (every unit on two workers of any owners: "
+                   "catches faults, not lies), off (once; the default for --movetime games)"});
+      o.push_back({"audit-rate", Arity::kOne, "R",
+                   "share of units a trust root computes again before they settle (0..1; default: the "
+                   "coordinator's --audit-rate when it has trust roots)"});
       o.push_back({"request-id", Arity::kOne, "ID", "idempotency key (default: a random one, so retries are safe)"});
       o.push_back({"watch", Arity::kFlag, "", "then follow the job as 'c960 watch JOB' does, with its exit codes"});
       o.push_back({"quiet", Arity::kFlag, "", "print only the job id"});
@@ -129,7 +133,7 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
     const bool perft_option =
-        o.name == "request-id" || o.name == "verify" || o.name == "watch" || o.name == "quiet" ||
+        o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" || o.name == "watch" || o.name == "quiet" ||
         is_cluster_option(o.name) ||
         std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
@@ -186,11 +190,20 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
       req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
     else if (v == "adaptive")
       req.mutable_spec()->set_verify(v1::VERIFY_MODE_ADAPTIVE);
-    else if (v == "all")
+    else if (v == "all" || v == "owners")
       req.mutable_spec()->set_verify(v1::VERIFY_MODE_ALL);
+    else if (v == "hosts")
+      req.mutable_spec()->set_verify(v1::VERIFY_MODE_HOSTS);
     else
       return fail(io, kName,
-                  absl::InvalidArgumentError(absl::StrCat("--verify: '", v, "' is not off, adaptive or all")));
+                  absl::InvalidArgumentError(absl::StrCat("--verify: '", v, "' is not off, adaptive, all or hosts")));
+  }
+  if (p.has("audit-rate")) {
+    double r = -1;
+    if (!absl::SimpleAtod(p.get("audit-rate"), &r) || !(r >= 0 && r <= 1))
+      return fail(io, kName,
+                  absl::InvalidArgumentError(absl::StrCat("--audit-rate: '", p.get("audit-rate"), "' is not in 0..1")));
+    req.mutable_spec()->set_audit_rate(r);
   }
   if (p.has("request-id")) {
     req.set_request_id(p.get("request-id"));

@@ -12,7 +12,7 @@ constexpr char kName[] = "token";
 
 const CommandSpec kSpec = {
     kName,
-    "c960 token new --role admin|submit|read|worker|enroll --name NAME [--uses N]",
+    "c960 token new --role admin|submit|read|worker|enroll --name NAME [--uses N] [--owner OWNER]",
     "Makes a new token: prints the token on the first line and, on the second, the line to add to the "
     "coordinator's --tokens file (ROLE NAME sha256:HASH; the file holds only the hash). Give the token to "
     "its holder (c960 --token-file FILE, c960-worker --token-file FILE, or C960_TOKEN) and keep it secret; "
@@ -25,7 +25,10 @@ const CommandSpec kSpec = {
     "a worker's identity.",
     {{"role", Arity::kOne, "admin|submit|read|worker|enroll", "the role the token gives its holder"},
      {"name", Arity::kOne, "NAME", "the token holder's name"},
-     {"uses", Arity::kOne, "N", "enroll: the worker credentials the join token may be traded for (default 1)"}},
+     {"uses", Arity::kOne, "N", "enroll: the worker credentials the join token may be traded for (default 1)"},
+     {"owner", Arity::kOne, "OWNER",
+      "worker, enroll: the person or organisation behind the credential (default: NAME); all credentials of one "
+      "owner, and those traded for its join tokens, are one voter"}},
     1,
     {"new"}};
 
@@ -48,11 +51,19 @@ int cmd_token(const std::vector<std::string>& args, const Io& io) {
   }
   if (!cluster::valid_caller_name(p.get("name")))
     return fail(io, kName, absl::StrCat("--name: '", p.get("name"), "' is not 1..64 characters of A-Z a-z 0-9 . _ -"));
+  if (p.has("owner")) {
+    if (*role != cluster::Role::kWorker && *role != cluster::Role::kEnroll)
+      return fail(io, kName, "--owner: only for --role worker or enroll");
+    if (!cluster::valid_caller_name(p.get("owner")))
+      return fail(io, kName,
+                  absl::StrCat("--owner: '", p.get("owner"), "' is not 1..64 characters of A-Z a-z 0-9 . _ -"));
+  }
   absl::StatusOr<std::string> token = cluster::new_token();
   if (!token.ok()) return fail(io, kName, token.status(), kExitCheckFailed);
   io.out << *token << "\n"
          << cluster::role_name(*role) << " " << p.get("name") << " " << cluster::token_hash(*token)
-         << (*role == cluster::Role::kEnroll ? absl::StrCat(" uses=", uses) : "") << "\n";
+         << (*role == cluster::Role::kEnroll ? absl::StrCat(" uses=", uses) : "")
+         << (p.has("owner") ? absl::StrCat(" owner=", p.get("owner")) : "") << "\n";
   return kExitOk;
 }
 

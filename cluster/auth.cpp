@@ -141,9 +141,23 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
       continue;
     }
     const bool enroll = fields[0] == role_name(Role::kEnroll);
+    const bool owned = fields[0] == role_name(Role::kWorker) || enroll;
+    // A worker or enroll line may end with owner=NAME.
+    std::string owner;
+    if (owned && fields.size() == (enroll ? 5u : 4u)) {
+      absl::string_view o = fields.back();
+      if (!absl::ConsumePrefix(&o, "owner=") || !valid_caller_name(o))
+        return error(absl::StrCat("bad '", fields.back(), "': expected owner=NAME, NAME 1..", kMaxCallerNameLength,
+                                  " characters of A-Z a-z 0-9 . _ - (the person or organisation behind it)"));
+      owner = std::string(o);
+      fields.pop_back();
+    }
     if (fields.size() != (enroll ? 4 : 3))
-      return error(absl::StrCat("expected '", enroll ? "enroll NAME HASH uses=N" : "ROLE NAME HASH", "', found ",
-                                fields.size(), " field", fields.size() == 1 ? "" : "s"));
+      return error(absl::StrCat("expected '",
+                                enroll                                   ? "enroll NAME HASH uses=N [owner=OWNER]"
+                                : fields[0] == role_name(Role::kWorker) ? "worker NAME HASH [owner=OWNER]"
+                                                                         : "ROLE NAME HASH",
+                                "', found ", fields.size(), " field", fields.size() == 1 ? "" : "s"));
     const std::optional<Role> role = parse_role(fields[0]);
     if (!role) return error(absl::StrCat("unknown role '", fields[0], "' (admin, submit, read, worker or enroll)"));
     int32_t uses = 0;
@@ -164,7 +178,7 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
       return error(absl::StrCat("duplicate name '", name, "' (also on line ", it->second, ")"));
     if (auto [it, fresh] = digest_line.emplace(*digest, line_no); !fresh)
       return error(absl::StrCat("duplicate hash (also on line ", it->second, "): one token, two names"));
-    set.by_digest_[*digest] = TokenEntry{*role, name, uses};
+    set.by_digest_[*digest] = TokenEntry{*role, name, uses, owner};
   }
   return set;
 }
@@ -194,7 +208,7 @@ namespace {
 std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, absl::string_view token) {
   const TokenEntry* e = set ? set->find(token) : nullptr;
   if (!e) return std::nullopt;
-  return Caller{e->name, e->role, true, e->uses};
+  return Caller{e->name, e->role, true, e->uses, e->owner};
 }
 
 }  // namespace
@@ -213,15 +227,20 @@ std::optional<Caller> TokenTable::issued(absl::string_view token) const {
   const std::string digest = sha256(token);
   std::lock_guard lock(mu_);
   auto it = issued_.find(digest);
-  if (it == issued_.end() || set_->revokes(it->second)) return std::nullopt;
-  return Caller{it->second, Role::kWorker, true};
+  if (it == issued_.end() || set_->revokes(it->second.name)) return std::nullopt;
+  // An issued credential's owner is its join token's: the owner named when it was issued, else
+  // the join token itself (all credentials of one join token are one owner).
+  const std::string& name = it->second.name;
+  std::string owner = it->second.owner;
+  if (owner.empty()) owner = name.substr(0, name.find(':'));
+  return Caller{name, Role::kWorker, true, 0, std::move(owner)};
 }
 
-void TokenTable::add_issued(absl::string_view hash, const std::string& name) {
+void TokenTable::add_issued(absl::string_view hash, const std::string& name, const std::string& owner) {
   const std::optional<std::string> digest = parse_hash(hash);
   if (!digest) return;
   std::lock_guard lock(mu_);
-  issued_[*digest] = name;
+  issued_[*digest] = Issued{name, owner};
 }
 
 std::optional<Caller> TokenTable::find_recent(absl::string_view token) const {

@@ -36,8 +36,14 @@ struct Caller {
   bool authenticated = false;
   // An enroll token's bound: how many worker credentials it may be traded for in all.
   int32_t uses = 0;
+  // The person or organisation behind the credential (the tokens file's owner=NAME; a credential
+  // issued by Enroll inherits its join token's). Verification counts owners, not credentials:
+  // every credential and worker name of one owner is one voter. "" means the identity itself.
+  std::string owner{};
 
   static Caller local() { return {}; }
+  // The owner, or the identity where none was named (each such credential its own owner).
+  const std::string& owner_or_identity() const { return owner.empty() ? identity : owner; }
 };
 
 // "admin", "submit", "read", "worker".
@@ -66,6 +72,9 @@ bool valid_token_text(absl::string_view token);
 // lines are ignored. Names and hashes are unique.
 // A join token (role enroll) carries a fourth field, `uses=N`: the worker credentials it may be
 // traded for (Enroll), 1..kMaxEnrollUses.
+// Worker and enroll lines may end with `owner=OWNER`: the person or organisation behind the
+// credential (a name as for tokens). Without it a credential is its own owner. Credentials that
+// Enroll issues for a join token inherit its owner.
 // `revoke NAME` lines revoke credentials that Enroll issued (they live in the coordinator's
 // store, not in the file): `revoke JOIN:K` the one named so, `revoke JOIN` every one issued for
 // the join token JOIN. From the next call on (SIGHUP), they authenticate nobody.
@@ -73,6 +82,7 @@ struct TokenEntry {
   Role role = Role::kRead;
   std::string name;
   int32_t uses = 0;
+  std::string owner;  // worker and enroll lines: owner=NAME ("" when not given)
 };
 inline constexpr int32_t kMaxEnrollUses = 100000;
 class TokenSet {
@@ -106,13 +116,17 @@ class TokenTable {
   size_t size() const;
   // A worker credential issued by Enroll (kept in the coordinator's store, added at start and
   // when issued): `hash` as token_hash() gives it. Kept across replace().
-  void add_issued(absl::string_view hash, const std::string& name);
+  // `owner` is the join token's owner when it was issued ("" for the join token's name).
+  void add_issued(absl::string_view hash, const std::string& name, const std::string& owner);
 
  private:
   std::optional<Caller> issued(absl::string_view token) const;
+  struct Issued {
+    std::string name, owner;
+  };
   mutable std::mutex mu_;
   std::shared_ptr<const TokenSet> set_, previous_;
-  std::unordered_map<std::string, std::string> issued_;  // raw SHA-256 -> name (role worker)
+  std::unordered_map<std::string, Issued> issued_;  // raw SHA-256 -> its name and owner (role worker)
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -113,33 +113,43 @@ inline constexpr int kMaxEnginePathLength = 4096;
 inline constexpr int kMaxGamePlies = 20000;     // a stored game's moves
 inline constexpr int kMaxPgnBytes = 1 << 20;    // a stored game's PGN
 inline constexpr int kMaxFailureLength = 4096;  // a worker's unit failure report
-// A job FAILS after this many unit failure reports from at least kMinFailingWorkers different
-// workers (each puts the unit back in the queue, since another worker may have the engine; one
-// worker alone cannot fail a job).
+// A job FAILS after this many unit failure reports when a trusted owner sent one, or when
+// kMinFailingOwners different owners did (each puts the unit back in the queue, for another
+// owner: it may have the engine; untrusted owners alone, fewer than that, cannot fail a job).
 inline constexpr int kMaxUnitFailures = 3;
-inline constexpr int kMinFailingWorkers = 2;
+inline constexpr int kMinFailingOwners = 3;
 
 // Verification (BOINC's adaptive replication). A worker is trusted after this many of its
 // results were confirmed by another worker; a trusted worker's units are still computed twice
 // at this rate (spot checks). Flags of the coordinator override both.
 inline constexpr int kDefaultTrustAfter = 10;
 inline constexpr double kDefaultSpotCheckRate = 0.1;
+// Audits: the share of units settled without a trust root behind them that a trust root computes
+// again first (when the coordinator has trust roots and the job sets no rate). A group that
+// forged k units escapes with probability (1 - r)^k: at 0.05, 1 in 20 for 59 units.
+inline constexpr double kDefaultAuditRate = 0.05;
+// A copy placed with an owner that has not leased it this long later, or whose workers went
+// away, is placed again.
+inline constexpr int64_t kDefaultPlacementSeconds = 60;
 // A unit whose results disagree is given to further workers until two agree; after this many
 // results without two that agree, the job FAILS (something is wrong beyond one bad worker).
 inline constexpr int kMaxCopies = 5;
 // AcquireWork looks at most this many queued units of a job that the caller already computed
 // (they wait for another worker), so that a lone worker is not slowed by them.
 inline constexpr int kMaxReplicaScan = 64;
-// Leases one credential (all the workers behind one token or certificate) may hold at once, so
-// that one caller leasing everything cannot starve the others; and how long a lost worker
+// ... and at most this many fresh units (each is placed with an owner as it is looked at).
+inline constexpr int kMaxPlacementScan = 256;
+// Leases one owner (all the workers behind its tokens or certificates) may hold at once, at most
+// (each owner's cap is also what its connected workers' threads compute: threads x (1 +
+// kPrefetchPerThread)), so that one caller leasing everything cannot starve the others; and how long a lost worker
 // session is kept before it is forgotten (its worker's record stays, so its trust does too).
 inline constexpr int64_t kDefaultMaxLeasesPerCredential = 2048;
 // How long one lease may be held, renewals included (JobKind::max_hold_ms): a perft unit its
-// estimated leaves at this rate (about a hundredth of one core's), at least an hour; a unit
+// estimated leaves at this rate (about a hundredth of one core's), at least five minutes; a unit
 // without an estimate a week. A worker still on it then is told LOST and the unit goes to
 // another; its result is still taken if it comes.
 inline constexpr uint64_t kSlowestPerftLeavesPerSecond = 1'000'000;
-inline constexpr int64_t kMinLeaseHoldSeconds = 3600;
+inline constexpr int64_t kMinLeaseHoldSeconds = 300;
 inline constexpr int64_t kMaxLeaseHoldSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kDefaultForgetLostSeconds = 3600;
 

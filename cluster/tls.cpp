@@ -384,7 +384,16 @@ absl::StatusOr<Caller> caller_from_certificate(absl::string_view pem) {
     return absl::UnauthenticatedError(absl::StrCat("the client certificate of '", cn,
                                                    "' names no role: its subject needs OU=admin, submit, read or "
                                                    "worker (or send a token)"));
-  return Caller{cn, *role, true};
+  // The owner behind a worker certificate is its subject's organisation (O), when it has one.
+  std::string owner;
+  if (const int o = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); o >= 0) {
+    owner = utf8_entry(subject, o);
+    if (!valid_caller_name(owner))
+      return absl::UnauthenticatedError(absl::StrCat("the client certificate of '", cn, "' names an organisation (O) '",
+                                                     owner.substr(0, 80),
+                                                     "' that is not a name (1..64 characters of A-Z a-z 0-9 . _ -)"));
+  }
+  return Caller{cn, *role, true, 0, std::move(owner)};
 }
 
 ConnectionProblem diagnose_connection(absl::string_view address, const ClientTls* tls) {

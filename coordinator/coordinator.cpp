@@ -2,12 +2,16 @@
 // start from the store. The calls for workers are in coordinator_workers.cpp.
 #include "coordinator/coordinator.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <random>
 #include <set>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -79,7 +83,7 @@ absl::Status Coordinator::load_locked(bool startup) {
   registry_.enrolled.clear();
   for (const StoredCredential& c : *credentials) {
     ++registry_.enrolled[c.join_name];
-    if (tokens_) tokens_->add_issued(c.hash, c.name);
+    if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   }
   std::map<std::string, WorkerState> before;
   before.swap(registry_.workers);
@@ -87,6 +91,7 @@ absl::Status Coordinator::load_locked(bool startup) {
   table_.by_seq.clear();
   table_.by_request_id.clear();
   registry_.quarantined_voters.clear();
+  registry_.trusted_owners.clear();
   registry_.leases_held.clear();
   deadlines_.clear();  // its entries point into the jobs replaced here
   for (StoredWorker& w : *workers) {
@@ -94,8 +99,12 @@ absl::Status Coordinator::load_locked(bool startup) {
     ws.rec = std::move(w);
     if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
   }
-  for (const auto& [key, w] : registry_.workers)
-    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) registry_.quarantined_voters.insert(voter_of(key));
+  for (const auto& [key, w] : registry_.workers) {
+    // A fault found under verify hosts bars the worker alone; anything else its whole owner.
+    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED)
+      registry_.quarantined_voters.insert(absl::StartsWith(w.rec.trust_reason, kFaultPrefix) ? key : voter_of(key));
+    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) registry_.trusted_owners.insert(voter_of(key));
+  }
   // Sessions of workers the store does not know (their Hello was not kept) end.
   for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
     if (registry_.workers.count(it->second.key)) {
@@ -309,7 +318,8 @@ std::string Coordinator::notice(const Job& j) const {
   // how many (not quarantined) could run the job.
   bool alive = false, capable = false, offered = needs.empty(), allowed = needs.empty();
   std::string refusal;         // why an offering worker does not allow the job's options
-  std::set<std::string> able;  // credentials: verification needs two, whatever their workers' names
+  std::set<std::string> able;   // owners: verification needs two, whatever their credentials and names
+  std::set<std::string> hosts;  // workers (verify hosts)
   bool trusted = false;        // one of them is trusted (adaptive verification takes its word)
   for (const auto& [id, s] : registry_.sessions) {
     if (s.lost) continue;
@@ -322,7 +332,8 @@ std::string Coordinator::notice(const Job& j) const {
     allowed |= runs_it;
     if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) {
       able.insert(s.voter);
-      trusted |= registry_.workers.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
+      hosts.insert(s.key);
+      trusted |= rank_of(s.voter) >= kRankTrusted;
     }
   }
   if (!alive) return "waiting: no worker is connected";
@@ -339,14 +350,24 @@ std::string Coordinator::notice(const Job& j) const {
   // Waiting for a second credential now, or bound to at submit: every unit of a job verified
   // twice, or of workers not trusted yet, needs one.
   const bool needs_second =
-      !j.verifying.empty() || !j.replicas.empty() || (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || !trusted));
-  if (j.verify != v1::VERIFY_MODE_OFF && needs_second && able.size() < 2)
-    return absl::StrCat("waiting: results are checked by a second worker with a credential of its own (verify ",
+      !j.verifying.empty() || !j.replicas.empty() || (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_HOSTS || !trusted));
+  if (j.verify == v1::VERIFY_MODE_HOSTS) {
+    if (needs_second && hosts.size() < 2)
+      return "waiting: results are checked on a second worker (verify hosts) and 1 worker can compute this job";
+  } else if (j.verify != v1::VERIFY_MODE_OFF && needs_second && able.size() < 2) {
+    return absl::StrCat("waiting: results are checked by a second owner (verify ",
                         enum_word(v1::VerifyMode_Name(j.verify), "VERIFY_MODE_"), ") and ", able.size(),
-                        " credential can compute this job; start a worker with another token (or one that enrolls), "
-                        "or submit with --verify off");
-  if (j.unit_failures > 0 && int(j.failing_workers.size()) < kMinFailingWorkers)
-    return absl::StrCat("a worker could not compute a unit (", j.failure_detail, "); waiting for another worker");
+                        " owner can compute this job; start a worker of another owner (its own token, or a join "
+                        "token of another owner), or submit with --verify hosts (copies on distinct machines of one "
+                        "owner: faults, not lies) or --verify off");
+  }
+  if (j.stalled > 0)
+    return absl::StrCat("waiting: ", j.stalled, " unit", j.stalled == 1 ? "" : "s",
+                        " wait for an owner that may decide them (copies that disagree need a trusted owner not "
+                        "involved, audits a trust root: --trust-roots), and none is connected");
+  if (j.unit_failures > 0)
+    return absl::StrCat("a worker could not compute a unit (", j.failure_detail,
+                        "); waiting for another owner (untrusted owners alone cannot fail a job)");
   return "";
 }
 
@@ -382,6 +403,8 @@ v1::Job Coordinator::snapshot(const Job& j, bool with_spec) const {
   p->set_units_done(j.done);
   p->set_units_leased(int64_t(j.active.size()));
   p->set_units_verifying(int64_t(j.verifying.size()));
+  p->set_audit_rate(j.plan.audit_rate());
+  p->set_units_audited(j.audited);
   p->set_disagreements(j.disagreements);
   std::set<std::string> holders;
   for (int64_t i : j.active)
@@ -451,6 +474,18 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   j->verify = kind->verify_mode(j->spec);
   j->shared = kind->shared(j->spec);
   j->plan = std::move(plan.plan);
+  // Audits: the spec's rate, else the coordinator's where trust roots can audit; the sample's
+  // salt is secret (only the store keeps it).
+  j->plan.set_audit_rate(j->spec.has_audit_rate() ? j->spec.audit_rate()
+                         : options_.trust_roots.empty() || j->verify == v1::VERIFY_MODE_OFF ||
+                                 j->verify == v1::VERIFY_MODE_HOSTS
+                             ? 0.0
+                             : options_.audit_rate);
+  {
+    uint64_t salt = 0;
+    if (getrandom(&salt, sizeof salt, 0) != sizeof salt) salt = std::random_device{}();
+    j->plan.set_audit_salt(salt);
+  }
   j->kind = kind;
   j->created_ms = clock_->now_ms();
   StoredJob s;
@@ -527,6 +562,8 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
         absl::StrCat("spec: ", bytes, " bytes is more than the ", kMaxJobSpecBytes, " a job's spec may take"));
   if (!v1::VerifyMode_IsValid(req.spec().verify()))
     return absl::InvalidArgumentError(absl::StrCat("verify: ", int(req.spec().verify()), " is not a mode"));
+  if (req.spec().has_audit_rate() && !(req.spec().audit_rate() >= 0 && req.spec().audit_rate() <= 1))
+    return absl::InvalidArgumentError(absl::StrCat("audit_rate: ", req.spec().audit_rate(), " is not in 0..1"));
   // The job with this request id, if there is one; ALREADY_EXISTS for another spec. Request ids
   // are per caller: another caller's ids are not seen, nor taken (each caller has its own).
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
@@ -803,6 +840,8 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
     info->set_trust(v1::TrustState(w.rec.trust));
     info->set_trust_reason(w.rec.trust_reason);
     info->set_agreeing_results(w.rec.agreeing);
+    info->set_owner(voter_of(key));
+    info->set_trust_root(rank_of(voter_of(key)) == kRankRoot);
     bytes += info->ByteSizeLong();
   }
   return out;
@@ -866,12 +905,13 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
                                                      issued, " worker credentials, all its uses=", caller.uses,
                                                      " (make a new one: c960 token new --role enroll --uses N)"));
   // ':' is in no tokens file name: an issued credential never shares a name (a voter) with one.
+  // It inherits the join token's owner: every credential traded for one join token is one voter.
   StoredCredential c{absl::StrCat(caller.identity, ":", issued + 1), token_hash(*token), caller.identity, req.name(),
-                     clock_->now_ms()};
+                     clock_->now_ms(), caller.owner_or_identity()};
   if (absl::Status s = store_->add_credential(c); !s.ok())
     return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
   ++issued;
-  if (tokens_) tokens_->add_issued(c.hash, c.name);
+  if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   log_event(LogLevel::kInfo, "worker_enrolled",
             absl::StrCat("worker '", req.name(), "' enrolled with join token '", caller.identity, "' as ", c.name, " (",
                          issued, " of ", caller.uses, " uses)"),

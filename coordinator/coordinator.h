@@ -48,6 +48,7 @@
 #include "coordinator/job_kind.h"
 #include "coordinator/lease_deadlines.h"
 #include "coordinator/store.h"
+#include "coordinator/verification.h"
 
 namespace c960::cluster {
 
@@ -55,6 +56,14 @@ struct CoordinatorOptions {
   int64_t lease_ms = kDefaultLeaseSeconds * 1000;
   int trust_after = kDefaultTrustAfter;
   double spot_check_rate = kDefaultSpotCheckRate;
+  // Owners the operator trusts (--trust-roots): their results decide disagreements and audits,
+  // and trust grows outward from them. Without authentication every worker is a trust root.
+  std::set<std::string> trust_roots = {};
+  // A job's audit rate when its spec sets none and trust roots are named (--audit-rate).
+  double audit_rate = kDefaultAuditRate;
+  // A copy placed with an owner that does not lease it within this long, or whose workers are
+  // gone, is placed again.
+  int64_t placement_ms = kDefaultPlacementSeconds * 1000;
   int max_active_jobs = kDefaultMaxActiveJobs;
   int64_t max_planned_units = kDefaultMaxPlannedUnits;
   // Each caller's planning budget (cluster/config.h).
@@ -71,7 +80,8 @@ struct CoordinatorOptions {
   // Folds groups of settled units (JobKind::fold_group); false keeps every unit, as before
   // folding (the baseline of bench/lazy_fold.cpp).
   bool fold = true;
-  // Leases one credential may hold at once, over all its workers (hoarding).
+  // Leases one owner may hold at once, over all its workers (hoarding): at most this, and at
+  // most what its connected workers' threads compute in a lease period (verification.h).
   int64_t max_leases_per_credential = kDefaultMaxLeasesPerCredential;
   // A lost session is forgotten this long after it was last seen (its worker's record stays).
   int64_t forget_lost_ms = kDefaultForgetLostSeconds * 1000;
@@ -200,6 +210,9 @@ class Coordinator {
   CoordinatorMetrics metrics() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
+  // How a worker's quarantine reason starts when it was for a fault found under verify hosts
+  // (the worker alone is barred, not its owner).
+  static constexpr const char* kFaultPrefix = "fault: ";
 
   // The durable part of the state in memory, in one canonical text: jobs, units, their copies
   // and results, folded groups, workers and their trust. A coordinator loaded from the store
@@ -236,6 +249,8 @@ class Coordinator {
     std::string settled;                   // its kept form
     int32_t votes = 0;                     // copies that sent it
     bool queued = false;                   // in the job's fresh or replicas queue
+    std::string placed;                    // the owner its next copy is placed with (in job.placed)
+    int64_t placed_ms = 0;
     bool folded = false;                   // its group was folded: no state left (Units)
 
     int leases() const;
@@ -310,6 +325,11 @@ class Coordinator {
     // Units that want a copy: never leased yet (fresh), or wanting one more (replicas). Entries
     // may be stale: a popped unit is used only if it still needs a copy.
     std::deque<int64_t> fresh, replicas;
+    // Units whose next copy the coordinator placed with an owner, by owner: only that owner's
+    // workers lease them (entries may be stale: a unit is used only if still placed there).
+    std::map<std::string, std::deque<int64_t>> placed;
+    int64_t stalled = 0;      // units found with no eligible owner at the last look (the notice)
+    int64_t audited = 0;      // units settled through an audit (a root's copy beside untrusted ones)
     std::set<int64_t> active;     // units with a lease out
     std::set<int64_t> verifying;  // unsettled units with a result that waits for another
     bool damaged = false;         // its stored units disagree with its record: FAILED, no results
@@ -324,7 +344,8 @@ class Coordinator {
   struct Session {
     std::string id;
     std::string key;    // the worker's key
-    std::string voter;  // its credential (the identity, or the key when nobody is authenticated)
+    std::string voter;  // its owner (owner, else identity, else the key when nobody is authenticated)
+    int32_t threads = 1;
     std::set<std::string> capabilities, engines;
     // What a job may set on each engine, as the worker declared it (an engine without one: the
     // worker checks alone).
@@ -344,9 +365,29 @@ class Coordinator {
   absl::Status load_locked(bool startup);
   // A commit failed: memory is put back to what the store holds; the caller's answer.
   absl::Status restore_after(const absl::Status& failed);
-  // The credential behind a worker key, and whether it is quarantined.
+  // The owner behind a worker key (its credential's owner; the key without authentication), and
+  // whether it is quarantined.
   std::string voter_of(const std::string& key) const;
-  bool barred(const std::string& key) const { return registry_.quarantined_voters.count(voter_of(key)) > 0; }
+  // Who votes for a copy in job j: the owner, or under verify hosts the worker itself.
+  std::string voter_in(const Job& j, const std::string& key) const;
+  // An owner's rank (verification.h): root, trusted (earned), untrusted.
+  int rank_of(const std::string& owner) const;
+  int rank_in(const Job& j, const std::string& voter) const;
+  // The unit's votes as the policy reads them.
+  UnitVotes votes_of(const Job& j, int64_t i) const;
+  // Whether the coordinator places the job's copies (verify all and adaptive).
+  static bool places(const Job& j) {
+    return j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_ADAPTIVE;
+  }
+  // The owner that computes unit i's next copy, drawn among the eligible ones ("": none).
+  std::string place_copy(Job* j, int64_t i, int64_t now);
+  // Leases the owner may hold now (its live workers' threads, the ceiling).
+  int64_t owner_cap(const std::string& owner) const;
+  // Placements whose owner went away or did not lease them in time go back to the queues.
+  void replace_stale(int64_t now);
+  bool barred(const std::string& key) const {
+    return registry_.quarantined_voters.count(voter_of(key)) > 0 || registry_.quarantined_voters.count(key) > 0;
+  }
   // A copy's lease, counted per credential (max_leases_per_credential).
   void take_lease(Copy& c, const Session& s);
   void drop_lease(Copy& c);
@@ -370,6 +411,7 @@ class Coordinator {
   void add_sample(Job* j);
   v1::Job snapshot(const Job& j, bool with_spec = true) const;
   std::string notice(const Job& j) const;
+  double audit_rate(const Job& j) const { return j.plan.audit_rate(); }
   void changed();
   // Builds a job's units in memory and in the store; no lock held (big plans take seconds).
   absl::StatusOr<std::unique_ptr<Job>> store_new_job(const Caller& caller, const v1::SubmitJobRequest& req,
@@ -476,6 +518,7 @@ class Coordinator {
     std::map<std::string, Session> sessions;        // by session id
     std::map<std::string, std::string> session_of;  // worker key -> its current session
     std::set<std::string> quarantined_voters;
+    std::set<std::string> trusted_owners;  // owners with a TRUSTED worker (earned trust)
     std::map<std::string, int64_t> leases_held;
     std::map<std::string, int32_t> enrolled;
   };

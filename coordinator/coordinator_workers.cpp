@@ -85,7 +85,7 @@ void Coordinator::Units::fold(int64_t first, int64_t end) {
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
   if (!j->units.live(i)) return;
   Unit& u = j->units[i];
-  if (u.queued || !u.needs_copy() || j->state != v1::JOB_STATE_RUNNING) return;
+  if (u.queued || !u.placed.empty() || !u.needs_copy() || j->state != v1::JOB_STATE_RUNNING) return;
   std::deque<int64_t>& q = u.copies.empty() ? j->fresh : j->replicas;
   if (front)
     q.push_front(i);
@@ -101,15 +101,126 @@ int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
     case v1::VERIFY_MODE_ALL: return 2;
     default: break;
   }
-  // Adaptive: a new worker's units are all checked; a trusted one's at the spot-check rate.
-  if (w.rec.trust != v1::TRUST_STATE_TRUSTED) return 2;
+  if (j.verify == v1::VERIFY_MODE_HOSTS) return 2;
+  // Adaptive: an untrusted owner's units are all checked; a trusted one's (a root's too) at the
+  // spot-check rate.
+  if (rank_of(voter_of(w.rec.key)) < kRankTrusted) return 2;
   return std::uniform_real_distribution<double>(0, 1)(rng_) < options_.spot_check_rate ? 2 : 1;
 }
 
 std::string Coordinator::voter_of(const std::string& key) const {
   auto it = registry_.workers.find(key);
   if (it == registry_.workers.end() || it->second.rec.identity.empty()) return key;
-  return it->second.rec.identity;
+  return it->second.rec.owner.empty() ? it->second.rec.identity : it->second.rec.owner;
+}
+
+std::string Coordinator::voter_in(const Job& j, const std::string& key) const {
+  return j.verify == v1::VERIFY_MODE_HOSTS ? key : voter_of(key);
+}
+
+int Coordinator::rank_of(const std::string& owner) const {
+  if (options_.trust_roots.count(owner)) return kRankRoot;
+  // Without authentication every worker is the operator's own (a key with no identity).
+  if (auto it = registry_.workers.find(owner); it != registry_.workers.end() && it->second.rec.identity.empty())
+    return kRankRoot;
+  return registry_.trusted_owners.count(owner) ? kRankTrusted : kRankUntrusted;
+}
+
+int Coordinator::rank_in(const Job& j, const std::string& voter) const {
+  return rank_of(j.verify == v1::VERIFY_MODE_HOSTS ? voter_of(voter) : voter);
+}
+
+UnitVotes Coordinator::votes_of(const Job& j, int64_t i) const {
+  const Unit& u = j.units[i];
+  UnitVotes votes;
+  for (const Copy& c : u.copies) {
+    votes.copies.push_back({voter_in(j, c.worker), c.result, c.discarded});
+    const std::string& v = votes.copies.back().voter;
+    if (registry_.quarantined_voters.count(voter_of(c.worker)) || registry_.quarantined_voters.count(v))
+      votes.quarantined.insert(v);
+    votes.rank[v] = rank_in(j, v);
+  }
+  if (u.result) votes.settled = u.settled;
+  votes.wanted = u.wanted;
+  votes.needs_root = audited(j.plan.audit_salt(), i, j.plan.audit_rate());
+  return votes;
+}
+
+int64_t Coordinator::owner_cap(const std::string& owner) const {
+  int64_t threads = 0;
+  for (const auto& [id, s] : registry_.sessions)
+    if (!s.lost && s.voter == owner) threads += s.threads;
+  return lease_cap(threads, kPrefetchPerThread, options_.max_leases_per_credential);
+}
+
+std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now) {
+  Unit& u = j->units[i];
+  const UnitVotes votes = votes_of(*j, i);
+  // The least rank the next copy needs: a trusted voter not involved for copies that disagree
+  // (a root when trusted ones are tied), a root for an audited unit whose agreeing copies have
+  // none behind them.
+  int want_rank = kRankUntrusted;
+  {
+    std::map<std::string, std::string> by_voter;
+    int top = kRankUntrusted;
+    bool root_behind = false;
+    for (const VoteCopy& c : votes.copies) {
+      if (!c.result || c.discarded || votes.quarantined.count(c.voter)) continue;
+      by_voter[c.voter] = *c.result;
+      top = std::max(top, votes.rank_of(c.voter));
+      root_behind |= votes.rank_of(c.voter) == kRankRoot;
+    }
+    std::set<std::string> results;
+    for (const auto& [v, r] : by_voter) results.insert(r);
+    if (results.size() > 1)
+      want_rank = votes.needs_root ? kRankRoot : std::min(kRankRoot, top + 1);
+    else if (votes.needs_root && !root_behind && !by_voter.empty() && int32_t(by_voter.size()) + 1 >= u.wanted)
+      want_rank = kRankRoot;
+  }
+  // Owners that hold a copy (leased, sent, given up or held too long) are involved: never twice.
+  std::set<std::string> involved;
+  for (const Copy& c : u.copies)
+    if (c.result || c.discarded || c.leased() || c.overheld) involved.insert(voter_of(c.worker));
+  std::set<std::string> seen;
+  std::vector<std::string> eligible;
+  for (const auto& [id, s] : registry_.sessions) {
+    if (s.lost || seen.count(s.voter) || involved.count(s.voter) || registry_.quarantined_voters.count(s.voter))
+      continue;
+    if (!s.capabilities.count(j->kind->capability()) || !runs(s, *j->kind, j->spec)) continue;
+    if (rank_of(s.voter) < want_rank) continue;
+    seen.insert(s.voter);
+    eligible.push_back(s.voter);
+  }
+  std::sort(eligible.begin(), eligible.end());  // the draw depends on the seed, not on map order
+  const std::optional<std::string> owner = place(eligible, rng_);
+  if (!owner) return "";
+  u.placed = *owner;
+  u.placed_ms = now;
+  return *owner;
+}
+
+void Coordinator::replace_stale(int64_t now) {
+  std::set<std::string> live;
+  for (const auto& [id, s] : registry_.sessions)
+    if (!s.lost) live.insert(s.voter);
+  for (Job* j : table_.by_seq) {
+    if (j->state != v1::JOB_STATE_RUNNING) continue;
+    for (auto it = j->placed.begin(); it != j->placed.end();) {
+      std::deque<int64_t>& q = it->second;
+      const bool gone = !live.count(it->first) || registry_.quarantined_voters.count(it->first);
+      while (!q.empty()) {
+        const int64_t i = q.front();
+        if (j->units.live(i) && j->units[i].placed == it->first && !gone &&
+            now - j->units[i].placed_ms <= options_.placement_ms)
+          break;  // in placement order: the rest are newer
+        q.pop_front();
+        if (!j->units.live(i) || j->units[i].placed != it->first) continue;
+        j->units[i].placed.clear();
+        enqueue(j, i, true);
+      }
+      it = q.empty() ? j->placed.erase(it) : std::next(it);
+    }
+  }
 }
 
 bool Coordinator::runs(const Session& s, const JobKind& kind, const v1::JobSpec& spec, std::string* why) const {
@@ -279,15 +390,16 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   const std::string host = req.name().empty() ? "worker" : req.name();
   const std::string key = caller.identity.empty() ? host : absl::StrCat(caller.identity, "/", host);
 
-  const std::string voter = caller.identity.empty() ? key : caller.identity;
+  // The voter is the credential's owner: all credentials and names of one owner vote once.
+  const std::string voter = caller.identity.empty() ? key : caller.owner_or_identity();
 
   std::lock_guard lock(mu_);
-  // A credential is quarantined whole: none of its names may join again.
-  if (registry_.quarantined_voters.count(voter)) {
+  // An owner is quarantined whole: none of its credentials or names may join again.
+  if (registry_.quarantined_voters.count(voter) || registry_.quarantined_voters.count(key)) {
     auto it = registry_.workers.find(key);
     return quarantined(key, it != registry_.workers.end() && it->second.rec.trust == v1::TRUST_STATE_QUARANTINED
                                 ? it->second.rec.trust_reason
-                                : absl::StrCat("its credential '", voter, "' is quarantined"));
+                                : absl::StrCat("its owner '", voter, "' is quarantined"));
   }
   // Decide, commit, then apply: the record as it will be, stored before anything in memory
   // changes (a failed write leaves the old session and the old record as they were).
@@ -302,6 +414,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   std::set<std::string> engines = {req.engines().begin(), req.engines().end()};
   engines.insert("builtin");
   rec.identity = caller.identity;
+  rec.owner = caller.identity.empty() ? "" : caller.owner_or_identity();
   rec.host = host;
   rec.version = req.version();
   rec.threads = req.threads();
@@ -327,6 +440,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   s.id = new_session_id();
   s.key = key;
   s.voter = voter;
+  s.threads = w.rec.threads;
   s.capabilities = {req.capabilities().begin(), req.capabilities().end()};
   s.engines = std::move(engines);
   s.policies = std::move(policies);
@@ -378,37 +492,21 @@ void Coordinator::save_worker(const WorkerState& w) {
 
 absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
-  // One credential holds at most max_leases_per_credential leases, over all its workers.
+  // One owner holds at most what its connected workers compute in a lease period, over all its
+  // credentials and workers.
   const auto held_it = registry_.leases_held.find(s.voter);
   const int64_t held = held_it == registry_.leases_held.end() ? 0 : held_it->second;
-  max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, options_.max_leases_per_credential - held)));
+  max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, owner_cap(s.voter) - held)));
   if (max_units <= 0) return absl::OkStatus();
-  const bool trusted = registry_.workers.at(s.key).rec.trust == v1::TRUST_STATE_TRUSTED;
-  // Trusted credentials with a live session (found once, when a contested unit needs one).
-  std::optional<std::set<std::string>> trusted_live;
   // Whether unit u may have a copy computed by this session's worker: no other worker of its
-  // credential holds a copy (one vote per credential); the worker's own earlier copy only if it
-  // has no result, was not given up and is not leased already; and a contested unit (its
-  // copies disagree) goes to a trusted credential not involved yet when one is connected: the
-  // coordinator, not the fastest caller, chooses who decides.
-  auto may_compute = [&](const Unit& u) {
-    std::set<std::string> involved, results;
-    for (const Copy& c : u.copies) {
-      const std::string v = voter_of(c.worker);
-      if (v == s.voter && (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld)) return false;
-      involved.insert(v);
-      if (c.result && !c.discarded) results.insert(*c.result);
-    }
-    if (results.size() < 2 || trusted) return true;
-    if (!trusted_live) {
-      trusted_live.emplace();
-      for (const auto& [id, other] : registry_.sessions)
-        if (!other.lost && registry_.workers.at(other.key).rec.trust == v1::TRUST_STATE_TRUSTED &&
-            !registry_.quarantined_voters.count(other.voter))
-          trusted_live->insert(other.voter);
-    }
-    for (const std::string& v : *trusted_live)
-      if (!involved.count(v)) return false;  // one of them decides
+  // voter holds a copy (one vote per owner; per worker under verify hosts); the worker's own
+  // earlier copy only if it has no result, was not given up and is not leased already.
+  auto may_compute = [&](const Job& j, const Unit& u) {
+    const std::string me = voter_in(j, s.key);
+    for (const Copy& c : u.copies)
+      if (voter_in(j, c.worker) == me &&
+          (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld))
+        return false;
     return true;
   };
   std::unique_ptr<Store::Transaction> txn;  // every job's leases in one commit
@@ -420,38 +518,74 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       polls_.refill_event = true;
       polls_.cv.notify_one();
     }
-    if (j->fresh.empty() && j->replicas.empty()) continue;
+    auto mine = j->placed.find(s.voter);
+    if (j->fresh.empty() && j->replicas.empty() && (mine == j->placed.end() || mine->second.empty())) continue;
     if (!runs(s, *j->kind, j->spec)) continue;
     std::vector<Store::Lease> rows;
-    // First the units that wait for another credential's result, as long as this one may
-    // compute them (the others stay queued for others; a few looks at most), then fresh ones.
-    std::vector<int64_t> skipped;
-    for (int looked = 0;
-         resp->leases_size() + int(rows.size()) < max_units && !j->replicas.empty() && looked < kMaxReplicaScan;
-         ++looked) {
-      const int64_t i = j->replicas.front();
-      j->replicas.pop_front();
-      if (!j->units.live(i)) continue;  // folded since it was queued
-      Unit& u = j->units[i];
-      u.queued = false;
-      if (!u.needs_copy()) continue;  // stale entry
-      if (!may_compute(u)) {
-        skipped.push_back(i);
-        continue;
+    auto room = [&] { return resp->leases_size() + int(rows.size()) < max_units; };
+    // First the copies the coordinator placed with this owner.
+    if (mine != j->placed.end()) {
+      std::deque<int64_t>& q = mine->second;
+      while (room() && !q.empty()) {
+        const int64_t i = q.front();
+        q.pop_front();
+        if (!j->units.live(i) || j->units[i].placed != s.voter) continue;  // stale entry
+        Unit& u = j->units[i];
+        u.placed.clear();
+        if (!u.needs_copy()) continue;
+        if (!may_compute(*j, u)) {  // another worker of this owner took it meanwhile: placed again
+          enqueue(j, i, true);
+          continue;
+        }
+        lease(j, i, s, now, &rows);
       }
-      lease(j, i, s, now, &rows);
+      if (q.empty()) j->placed.erase(mine);
     }
-    for (auto it = skipped.rbegin(); it != skipped.rend(); ++it) {
-      j->replicas.push_front(*it);
-      j->units[*it].queued = true;
+    // Then the queues: units that wait for another voter's result, then fresh ones. Under verify
+    // all and adaptive the coordinator places each copy with an owner drawn at random among the
+    // eligible ones, whoever asks: a copy placed with another owner waits for it.
+    bool placed_elsewhere = false;
+    int64_t stalled = 0;
+    std::vector<int64_t> skipped;
+    auto take = [&](std::deque<int64_t>& q, int limit, bool replicas) {
+      for (int looked = 0; room() && !q.empty() && looked < limit; ++looked) {
+        const int64_t i = q.front();
+        q.pop_front();
+        if (!j->units.live(i)) continue;  // folded since it was queued
+        Unit& u = j->units[i];
+        u.queued = false;
+        if (!u.needs_copy()) continue;  // stale entry
+        if (!places(*j)) {
+          if (replicas && !may_compute(*j, u)) {
+            skipped.push_back(i);
+            continue;
+          }
+          lease(j, i, s, now, &rows);
+          continue;
+        }
+        const std::string owner = place_copy(j, i, now);
+        if (owner.empty()) {  // no eligible owner connected: it waits (the notice says so)
+          ++stalled;
+          skipped.push_back(i);
+          continue;
+        }
+        if (owner == s.voter && may_compute(*j, u)) {
+          u.placed.clear();
+          lease(j, i, s, now, &rows);
+          continue;
+        }
+        j->placed[owner].push_back(i);
+        placed_elsewhere = true;
+      }
+    };
+    take(j->replicas, kMaxReplicaScan, true);
+    take(j->fresh, kMaxPlacementScan, false);
+    for (int64_t i : skipped) {
+      j->replicas.push_back(i);
+      j->units[i].queued = true;
     }
-    while (resp->leases_size() + int(rows.size()) < max_units && !j->fresh.empty()) {
-      const int64_t i = j->fresh.front();
-      j->fresh.pop_front();
-      if (!j->units.live(i)) continue;
-      j->units[i].queued = false;
-      if (j->units[i].needs_copy()) lease(j, i, s, now, &rows);
-    }
+    j->stalled = stalled;
+    if (placed_elsewhere) work_arrived();
     for (const Store::Lease& r : rows) {
       const Unit& u = j->units[r.unit];
       v1::Lease* l = resp->add_leases();
@@ -852,6 +986,7 @@ void Coordinator::sweep() {
     any = true;
   });
   fold_finished(now);
+  replace_stale(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
   for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
@@ -1129,36 +1264,40 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
 v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
   // The decision is the pure function's (coordinator/verification.h); what follows applies it.
-  UnitVotes votes;
-  for (const Copy& c : u.copies) {
-    votes.copies.push_back({voter_of(c.worker), c.result, c.discarded});
-    if (registry_.quarantined_voters.count(votes.copies.back().voter))
-      votes.quarantined.insert(votes.copies.back().voter);
-  }
-  if (u.result) votes.settled = u.settled;
-  votes.wanted = u.wanted;
-  votes.newest_may_settle_alone = j->verify != v1::VERIFY_MODE_ADAPTIVE ||
-                                  registry_.workers.at(u.copies[ci].worker).rec.trust == v1::TRUST_STATE_TRUSTED;
+  UnitVotes votes = votes_of(*j, i);
+  votes.newest_may_settle_alone =
+      j->verify == v1::VERIFY_MODE_OFF ||
+      (j->verify == v1::VERIFY_MODE_ADAPTIVE && rank_of(voter_of(u.copies[ci].worker)) >= kRankTrusted);
   const Decision d = decide(votes, ci, kMaxCopies);
   const std::string worker = u.copies[ci].worker;
   // The worker key of a voter's copy of this unit (credit goes to the worker that computed it).
   auto key_of = [&](const std::string& voter) {
     for (const Copy& c : u.copies)
-      if (voter_of(c.worker) == voter && c.result) return c.worker;
+      if (voter_in(*j, c.worker) == voter && c.result) return c.worker;
     return voter;
   };
   auto quarantine_all = [&](const std::string& how) {
     for (const std::string& v : d.quarantine) {
-      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": credential ", v, " ", how));
-      quarantine_voter(v, absl::StrCat(how, " on ", j->id, "/", i));
+      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": ", j->verify == v1::VERIFY_MODE_HOSTS ? "worker " : "owner ",
+                                      v, " ", how));
+      if (j->verify == v1::VERIFY_MODE_HOSTS)
+        quarantine(v, absl::StrCat(kFaultPrefix, how, " on ", j->id, "/", i));
+      else
+        quarantine_voter(v, absl::StrCat(how, " on ", j->id, "/", i));
     }
   };
   auto disagree = [&] {
     ++j->disagreements;
     ++counters_.disagreements;
     log_event(LogLevel::kWarning, "unit_disagreement",
-              absl::StrCat("unit ", j->id, "/", i, ": workers disagree; asking another credential to decide"),
+              absl::StrCat("unit ", j->id, "/", i, ": copies disagree; a ",
+                           d.want_rank >= kRankRoot ? "trust root" : "trusted owner", " not involved decides"),
               {{"job", j->id}, {"unit", i}});
+  };
+  auto credit_all = [&] {
+    std::vector<std::string> credited;
+    for (const std::string& v : d.credit) credited.push_back(key_of(v));
+    for (const std::string& k : credited) credit(k);
   };
   switch (d.verdict) {
     case Verdict::kDiscard:
@@ -1171,12 +1310,10 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
       return u.result && u.settled == *u.copies[ci].result ? v1::COMPLETION_OUTCOME_DUPLICATE
                                                            : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     case Verdict::kConfirm: {
-      // A further credential agrees (a spot check, a late lease): it confirms the result.
-      std::vector<std::string> credited;
-      for (const std::string& v : d.credit) credited.push_back(key_of(v));
+      // A further voter agrees (a spot check, a late lease): it confirms the result.
       if (absl::Status s = store_->set_votes(j->id, i, d.votes); !s.ok()) log_error(s.message());
       u.votes = d.votes;
-      for (const std::string& k : credited) credit(k);
+      credit_all();
       return v1::COMPLETION_OUTCOME_DUPLICATE;
     }
     case Verdict::kMismatch: {
@@ -1184,18 +1321,34 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
           absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
                        " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)");
       record_mismatch(j, detail);
-      for (const std::string& v : d.quarantine) quarantine_voter(v, absl::StrCat("outvoted on ", j->id, "/", i));
+      quarantine_all(absl::StrCat("outvoted by a trusted owner"));
       return v1::COMPLETION_OUTCOME_MISMATCH;
     }
-    case Verdict::kReopen: {
-      record_mismatch(
-          j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
-                          " but the settled result is ", j->kind->describe_kept(u.settled), " (1 credential)"));
+    case Verdict::kReopen:
+    case Verdict::kOverturn: {
+      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ",
+                                      canonical_text(*j, u.copies[ci]), " but the settled result is ",
+                                      j->kind->describe_kept(u.settled), " (", u.votes, " votes)"));
       // A finished job's results are final (the store says so): the disagreement stays on
       // record (result_mismatches), and nothing is taken back.
       if (j->state != v1::JOB_STATE_RUNNING) return v1::COMPLETION_OUTCOME_DISCARDED;
-      // One credential against one: take the settled result back; the coordinator has one more
-      // credential decide.
+      if (d.verdict == Verdict::kOverturn && d.result == *u.copies[ci].result) {
+        // A trusted owner decides against the settled result: the result it sent replaces it,
+        // and the owners behind the old one are quarantined.
+        if (absl::Status s = unsettle(j, i, d.wanted); !s.ok()) {
+          log_error(s.message());
+          return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+        }
+        if (absl::Status s = settle(j, i, d.result, d.votes, form); !s.ok()) {
+          log_error(s.message());
+          return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+        }
+        credit_all();
+        quarantine_all("outvoted by a trusted owner");
+        return v1::COMPLETION_OUTCOME_ACCEPTED;
+      }
+      // Untrusted owners disagree with the settled result: take it back; a trusted owner not
+      // involved decides.
       if (absl::Status s = unsettle(j, i, d.wanted); !s.ok()) log_error(s.message());
       disagree();
       j->verifying.insert(i);
@@ -1203,19 +1356,18 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     }
     case Verdict::kSettle: {
-      std::vector<std::string> credited;
-      for (const std::string& v : d.credit) credited.push_back(key_of(v));
       if (absl::Status s = settle(j, i, d.result, d.votes, form); !s.ok()) {
         log_error(s.message());  // the call's commit fails with it
         return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
       }
-      for (const std::string& k : credited) credit(k);
-      quarantine_all(absl::StrCat("outvoted by ", d.votes, " credentials"));
+      if (votes.needs_root) ++j->audited;
+      credit_all();
+      quarantine_all("outvoted by a trusted owner");
       return v1::COMPLETION_OUTCOME_ACCEPTED;
     }
     case Verdict::kFail:
-      fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", kMaxCopies, " credentials sent different results, ",
-                               "and no two agree"));
+      fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", kMaxCopies, " owners sent results, ",
+                               "and the trusted ones among them are tied"));
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     case Verdict::kPending: break;
   }
@@ -1335,11 +1487,16 @@ void Coordinator::fold_ready(Job* j) {
       }
       views.push_back({&u.spec, &u.meta, &*u.result});
       work += j->kind->work(u.spec, u.meta, *u.result);
-      // A result that stands on one worker's word is taken back if that worker is quarantined:
-      // the group keeps who they are.
-      if (u.votes < 2)
-        for (const Copy& c : u.copies)
-          if (c.result && !c.discarded && *c.result == u.settled) sole.insert(c.worker);
+      // A result that stands on one worker's word, or on untrusted owners' alone, is taken back
+      // if one of them is quarantined: the group keeps who they are.
+      std::vector<std::string> behind;
+      bool trusted = false;
+      for (const Copy& c : u.copies)
+        if (c.result && !c.discarded && *c.result == u.settled) {
+          behind.push_back(c.worker);
+          trusted |= rank_of(voter_of(c.worker)) >= kRankTrusted;
+        }
+      if (u.votes < 2 || !trusted) sole.insert(behind.begin(), behind.end());
     }
     if (!wrong.empty()) {
       log_error(absl::StrCat("job ", j->id, ": group ", g, " not folded: ", wrong));
@@ -1446,12 +1603,15 @@ absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
 }
 
 void Coordinator::credit(const std::string& worker) {
-  WorkerState& w = registry_.workers.at(worker);
+  auto found = registry_.workers.find(worker);
+  if (found == registry_.workers.end()) return;
+  WorkerState& w = found->second;
   ++w.rec.agreeing;
   if (w.rec.trust == v1::TRUST_STATE_NEW) {
-    if (w.rec.agreeing >= options_.trust_after) {
+    if (earns_trust(w.rec.agreeing, options_.trust_after)) {
       w.rec.trust = v1::TRUST_STATE_TRUSTED;
-      w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " results confirmed by other workers");
+      registry_.trusted_owners.insert(voter_of(worker));
+      w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " results confirmed by trusted owners");
       log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason),
                 {{"worker", worker}, {"reason", w.rec.trust_reason}});
     } else {
@@ -1474,6 +1634,7 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
 
 void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
   registry_.quarantined_voters.insert(voter);
+  registry_.trusted_owners.erase(voter);
   std::vector<std::string> keys;
   for (const auto& [key, w] : registry_.workers)
     if (voter_of(key) == voter) keys.push_back(key);
@@ -1483,6 +1644,7 @@ void Coordinator::quarantine_voter(const std::string& voter, const std::string& 
 void Coordinator::quarantine(const std::string& worker, const std::string& why) {
   WorkerState& w = registry_.workers.at(worker);
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
+  registry_.quarantined_voters.insert(worker);  // (verify hosts quarantines one worker alone)
   w.rec.trust = v1::TRUST_STATE_QUARANTINED;
   w.rec.trust_reason = why;
   ++counters_.quarantines;
@@ -1521,9 +1683,20 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
       c->discarded = true;
       if (absl::Status s = store_->discard_copy(j->id, int64_t(i), int32_t(c - u.copies.data())); !s.ok())
         log_error(s.message());
-      if (u.result && u.votes == 1 && *c->result == u.settled) {
-        if (absl::Status s = unsettle(j, int64_t(i), std::max(u.wanted, int32_t(2))); !s.ok()) log_error(s.message());
-        ++revoked;
+      // A settled result it stood behind is taken back unless a trusted owner stands behind it
+      // too (two untrusted votes of which one is a proven liar's are no evidence).
+      if (u.result && *c->result == u.settled) {
+        bool backed = false;
+        for (const Copy& o : u.copies)
+          if (&o != c && o.result && !o.discarded && *o.result == u.settled &&
+              !registry_.quarantined_voters.count(voter_of(o.worker)) &&
+              !registry_.quarantined_voters.count(o.worker) && rank_of(voter_of(o.worker)) >= kRankTrusted)
+            backed = true;
+        if (!backed) {
+          if (absl::Status s = unsettle(j, int64_t(i), std::max(u.wanted, int32_t(2))); !s.ok())
+            log_error(s.message());
+          ++revoked;
+        }
       }
       if (!u.result && u.results() == 0) j->verifying.erase(int64_t(i));
       enqueue(j, int64_t(i), true);
@@ -1552,7 +1725,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())
     return absl::UnavailableError(absl::StrCat(s.message(), "; the failure was not recorded: retry"));
   ++j->unit_failures;
-  // Counted per credential: one credential's workers, whatever their names, are one reporter.
+  // Counted per owner: one owner's credentials and workers, whatever their names, are one reporter.
   j->failing_workers.insert(voter_of(c.worker));
   j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
   log_event(LogLevel::kWarning, "unit_failure",
@@ -1564,9 +1737,12 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   c.discarded = true;
   if (c.leased()) end_lease(j, index, c, false);
   enqueue(j, index);
-  // One worker alone (broken, or lying) cannot fail a job.
-  if (j->unit_failures >= kMaxUnitFailures && int(j->failing_workers.size()) >= kMinFailingWorkers)
-    fail_job(j, j->failure_detail);
+  // Untrusted owners cannot fail a job (they may lie): a trusted owner's report, or
+  // kMinFailingOwners owners', can.
+  std::map<std::string, int> ranks;
+  for (const std::string& o : j->failing_workers) ranks[o] = rank_of(o);
+  if (failures_fail_job(j->unit_failures, j->failing_workers, ranks, kMaxUnitFailures, kMinFailingOwners))
+    fail_job(j, absl::StrCat(j->failure_detail, " (reported by ", absl::StrJoin(j->failing_workers, ", "), ")"));
   changed();
   resp.set_outcome(v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
   return resp;

@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cluster/address.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
@@ -34,6 +35,12 @@ ABSL_FLAG(int32_t, trust_after, c960::cluster::kDefaultTrustAfter,
           "--verify adaptive: a worker is trusted after this many results that other workers confirmed (1..1000000)");
 ABSL_FLAG(double, spot_check_rate, c960::cluster::kDefaultSpotCheckRate,
           "--verify adaptive: the fraction of a trusted worker's units computed again by another (0..1)");
+ABSL_FLAG(std::string, trust_roots, "",
+          "owners (comma-separated) whose workers the operator trusts: they decide disagreements and audits, "
+          "and trust grows outward from them (without authentication every worker is one)");
+ABSL_FLAG(double, audit_rate, c960::cluster::kDefaultAuditRate,
+          "with --trust-roots: the share of units a trust root computes again before they settle, for jobs that "
+          "set none (0..1)");
 ABSL_FLAG(int32_t, max_active_jobs, c960::cluster::kDefaultMaxActiveJobs,
           "jobs one caller (token or certificate) may have queued or running at once (1..100000)");
 ABSL_FLAG(int64_t, max_planned_units, c960::cluster::kDefaultMaxPlannedUnits,
@@ -43,7 +50,8 @@ ABSL_FLAG(int32_t, max_watches_per_caller, c960::cluster::kDefaultMaxWatchesPerC
           "open c960 watch streams per caller (1..100000)");
 ABSL_FLAG(int32_t, max_watches, c960::cluster::kDefaultMaxWatches, "open c960 watch streams in all (1..100000)");
 ABSL_FLAG(int64_t, max_leases_per_credential, c960::cluster::kDefaultMaxLeasesPerCredential,
-          "leases one worker credential may hold at once, over all its workers (1..1000000)");
+          "leases one owner may hold at once, over all its credentials and workers, at most; each owner's cap is "
+          "also its connected workers' threads x 2 (1..1000000)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -98,6 +106,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"lease_seconds", "S"},
      {"trust_after", "K"},
      {"spot_check_rate", "P"},
+     {"trust_roots", "OWNER,..."},
+     {"audit_rate", "R"},
      {"max_active_jobs", "N"},
      {"max_planned_units", "N"},
      {"max_watches_per_caller", "N"},
@@ -247,6 +257,14 @@ int main(int argc, char** argv) {
   coordinator_options.spot_check_rate = absl::GetFlag(FLAGS_spot_check_rate);
   if (!(coordinator_options.spot_check_rate >= 0 && coordinator_options.spot_check_rate <= 1))
     return die("--spot-check-rate: not in 0..1");
+  for (absl::string_view o : absl::StrSplit(absl::GetFlag(FLAGS_trust_roots), ',', absl::SkipEmpty())) {
+    if (!c960::cluster::valid_caller_name(o))
+      return die(absl::StrCat("--trust-roots: '", o, "' is not an owner's name (1..64 characters of A-Z a-z 0-9 . _ -)"));
+    coordinator_options.trust_roots.insert(std::string(o));
+  }
+  coordinator_options.audit_rate = absl::GetFlag(FLAGS_audit_rate);
+  if (!(coordinator_options.audit_rate >= 0 && coordinator_options.audit_rate <= 1))
+    return die("--audit-rate: not in 0..1");
   coordinator_options.max_active_jobs = absl::GetFlag(FLAGS_max_active_jobs);
   if (coordinator_options.max_active_jobs < 1 || coordinator_options.max_active_jobs > 100'000)
     return die("--max-active-jobs: not in 1..100000");

@@ -244,6 +244,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   store->binds_ = up_to >= 8;
   store->pairs_ = up_to >= 9;
+  store->owners_ = up_to >= 10;
   return store;
 }
 
@@ -360,7 +361,9 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
 absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   std::lock_guard lock(mu_);
   std::vector<StoredWorker> workers;
-  Stmt q(db_, pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+  Stmt q(db_, owners_  ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                         "units_done, agreeing, trust, trust_reason, provenance, owner FROM workers ORDER BY key"
+              : pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
                        "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
                      : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
                        "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
@@ -369,6 +372,7 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   while ((rc = q.step()) == SQLITE_ROW) {
     StoredWorker w;
     if (pairs_) w.provenance = q.blob(12);
+    if (owners_) w.owner = q.blob(13);
     w.key = q.blob(0);
     w.identity = q.blob(1);
     w.host = q.blob(2);
@@ -390,10 +394,13 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
 absl::StatusOr<std::vector<StoredCredential>> Store::load_credentials() {
   std::lock_guard lock(mu_);
   std::vector<StoredCredential> out;
-  Stmt q(db_, "SELECT name, hash, join_name, worker, created_ms FROM credentials ORDER BY created_ms, name");
+  Stmt q(db_, owners_ ? "SELECT name, hash, join_name, worker, created_ms, owner FROM credentials "
+                        "ORDER BY created_ms, name"
+                      : "SELECT name, hash, join_name, worker, created_ms FROM credentials ORDER BY created_ms, name");
   if (!q.ok()) return error("load credentials");
   int rc;
-  while ((rc = q.step()) == SQLITE_ROW) out.push_back({q.blob(0), q.blob(1), q.blob(2), q.blob(3), q.i64(4)});
+  while ((rc = q.step()) == SQLITE_ROW)
+    out.push_back({q.blob(0), q.blob(1), q.blob(2), q.blob(3), q.i64(4), owners_ ? q.blob(5) : std::string()});
   if (rc != SQLITE_DONE) return error("load credentials");
   return out;
 }
@@ -401,13 +408,16 @@ absl::StatusOr<std::vector<StoredCredential>> Store::load_credentials() {
 absl::Status Store::add_credential(const StoredCredential& c) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, "INSERT INTO credentials (name, hash, join_name, worker, created_ms) VALUES (?, ?, ?, ?, ?)");
+  Stmt q(db_, owners_ ? "INSERT INTO credentials (name, hash, join_name, worker, created_ms, owner) "
+                        "VALUES (?, ?, ?, ?, ?, ?)"
+                      : "INSERT INTO credentials (name, hash, join_name, worker, created_ms) VALUES (?, ?, ?, ?, ?)");
   if (!q.ok()) return error("add credential");
   q.bind_text(1, c.name);
   q.bind_text(2, c.hash);
   q.bind_text(3, c.join_name);
   q.bind_text(4, c.worker);
   q.bind(5, c.created_ms);
+  if (owners_) q.bind_text(6, c.owner);
   if (!q.run()) return error("add credential");
   return absl::OkStatus();
 }
@@ -796,7 +806,14 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
   q.bind(11, int64_t(w.trust));
   q.bind_text(12, w.trust_reason);
   if (!q.run()) return error("upsert worker");
-  if (pairs_) {
+  if (owners_) {
+    Stmt p(*statements_, "UPDATE workers SET provenance = ?, owner = ? WHERE key = ?");
+    if (!p.ok()) return error("upsert worker");
+    p.bind_text(1, w.provenance);
+    p.bind_text(2, w.owner);
+    p.bind_text(3, w.key);
+    if (!p.run()) return error("upsert worker");
+  } else if (pairs_) {
     Stmt p(*statements_, "UPDATE workers SET provenance = ? WHERE key = ?");
     if (!p.ok()) return error("upsert worker");
     p.bind_text(1, w.provenance);

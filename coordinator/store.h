@@ -147,6 +147,8 @@ struct StoredWorker {
   std::string trust_reason;
   // "c960 VERSION; CPU MODEL; ENGINE 'ID NAME' sha256 HEX; ..." from its last Hello (schema 9).
   std::string provenance;
+  // The owner its credential had at its last Hello (schema 10; "": the identity, or the key).
+  std::string owner;
 };
 
 // A worker credential issued by Enroll: its name (the worker's identity), the hash of its token
@@ -157,12 +159,13 @@ struct StoredCredential {
   std::string join_name;
   std::string worker;  // the name the worker gave when it enrolled
   int64_t created_ms = 0;
+  std::string owner;  // the join token's owner when it was issued (schema 10; "": the join token)
 };
 
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
   // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
@@ -305,7 +308,8 @@ class Store {
   FaultInjector fault_;
   // The file has schema 8's bindings (tests write older stores through this same code).
   bool binds_ = false;
-  bool pairs_ = false;  // schema 9: sp_totals.pairs, sp_pair_hashes, workers.provenance
+  bool pairs_ = false;   // schema 9: sp_totals.pairs, sp_pair_hashes, workers.provenance
+  bool owners_ = false;  // schema 10: workers.owner, credentials.owner
   std::function<void(double)> commit_observer_;
 };
 

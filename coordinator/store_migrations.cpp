@@ -135,6 +135,13 @@ CREATE TABLE sp_pair_hashes (
   job_id TEXT NOT NULL, sp INTEGER NOT NULL, hash INTEGER NOT NULL, n INTEGER NOT NULL,
   PRIMARY KEY (job_id, sp, hash)) WITHOUT ROWID;
 )sql",
+    // 10: owners (the person or organisation behind a credential: verification counts owners).
+    // A worker keeps the owner its credential had at its last Hello; a credential issued by
+    // Enroll keeps its join token's owner ('' before: the join token's name stands for it).
+    R"sql(
+ALTER TABLE workers ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE credentials ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

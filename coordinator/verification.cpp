@@ -1,7 +1,7 @@
 #include "coordinator/verification.h"
 
 #include <algorithm>
-#include <map>
+#include <cmath>
 
 namespace c960::cluster {
 
@@ -13,6 +13,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::kDuplicate: return "duplicate";
     case Verdict::kReopen: return "reopen";
     case Verdict::kMismatch: return "mismatch";
+    case Verdict::kOverturn: return "overturn";
     case Verdict::kDiscard: return "discard";
     case Verdict::kFail: return "fail";
   }
@@ -43,6 +44,70 @@ struct Tally {
   }
 };
 
+int top_rank(const UnitVotes& u, const std::vector<std::string>& voters) {
+  int top = kRankUntrusted;
+  for (const std::string& v : voters) top = std::max(top, u.rank_of(v));
+  return top;
+}
+
+// Voters of `agreeing` whose agreement a trusted voter other than themselves confirms.
+std::vector<std::string> credited(const UnitVotes& u, const std::vector<std::string>& agreeing) {
+  std::vector<std::string> out;
+  for (const std::string& v : agreeing)
+    if (confirmation_counts(v, agreeing, u.rank)) out.push_back(v);
+  return out;
+}
+
+// Copies disagree: the result with the most voters of the highest rank present wins, if that
+// rank is trusted and the count is not tied.
+Decision contested(const UnitVotes& u, const Tally& now, Decision d, int max_voters) {
+  const int32_t voters = int32_t(now.by_voter.size());
+  int top = kRankUntrusted;
+  for (const auto& [voter, result] : now.by_voter) top = std::max(top, u.rank_of(voter));
+  std::map<std::string, int> at_top;  // result -> its voters of rank top
+  for (const auto& [voter, result] : now.by_voter)
+    if (u.rank_of(voter) == top) ++at_top[result];
+  std::string winner;
+  int best = 0;
+  bool tied = false;
+  for (const auto& [result, n] : at_top) {
+    if (n > best) {
+      best = n;
+      winner = result;
+      tied = false;
+    } else if (n == best) {
+      tied = true;
+    }
+  }
+  // An audited unit is decided by a root only.
+  if (u.needs_root && top != kRankRoot) tied = true;
+  if (top == kRankUntrusted || tied) {
+    // Nothing decides yet: one more voter, of a higher rank than those tied (a root for
+    // trusted ones), not involved.
+    d.disagreement = true;
+    d.want_rank = u.needs_root ? kRankRoot : std::min(kRankRoot, top + 1);
+    d.wanted = std::max<int32_t>(u.wanted, voters + 1);
+    if (top >= kRankTrusted && voters >= max_voters) {
+      d.verdict = Verdict::kFail;
+      return d;
+    }
+    d.verdict = u.settled ? Verdict::kReopen : Verdict::kPending;
+    return d;
+  }
+  for (const auto& [result, vs] : now.by_result)
+    if (result != winner) d.quarantine.insert(d.quarantine.end(), vs.begin(), vs.end());
+  d.votes = now.votes_for(winner);
+  d.backed = true;
+  if (u.settled && *u.settled == winner) {
+    d.verdict = Verdict::kMismatch;
+    return d;
+  }
+  d.result = winner;
+  d.credit = credited(u, now.by_result.at(winner));
+  d.verdict = u.settled ? Verdict::kOverturn : Verdict::kSettle;
+  return d;
+}
+
 }  // namespace
 
 Decision decide(const UnitVotes& u, size_t newest, int max_voters) {
@@ -55,8 +120,8 @@ Decision decide(const UnitVotes& u, size_t newest, int max_voters) {
   }
   const Tally before(u, newest);
   const Tally now(u, u.copies.size());
-  // Two different results from one credential: it lies (or two of its workers disagree, which
-  // an honest credential's never do). None of its copies count.
+  // Two different results from one voter: it lies (or two of its workers disagree, which an
+  // honest owner's never do). None of its copies count. This needs no trust: it is its own word.
   if (now.liars.count(mine.voter)) {
     d.quarantine.push_back(mine.voter);
     d.verdict = u.settled ? Verdict::kMismatch : Verdict::kDiscard;
@@ -64,63 +129,97 @@ Decision decide(const UnitVotes& u, size_t newest, int max_voters) {
   }
   const std::string& r = *mine.result;
   const bool new_voter = !before.by_voter.count(mine.voter);
-  if (u.settled) {
-    if (r == *u.settled) {
-      if (!new_voter) {
-        d.verdict = Verdict::kDuplicate;
-        d.votes = now.votes_for(r);
-        return d;
-      }
-      d.verdict = Verdict::kConfirm;
-      d.votes = now.votes_for(r);
-      // The settled result's first confirmation credits everyone behind it; later ones only
-      // the newcomer (the others were credited already).
-      if (d.votes == 2)
-        d.credit = now.by_result.at(r);
-      else if (d.votes > 2)
-        d.credit = {mine.voter};
-      return d;
-    }
-    const int32_t behind = now.votes_for(*u.settled);
-    if (behind >= 2) {
-      d.verdict = Verdict::kMismatch;
-      d.quarantine.push_back(mine.voter);
-      return d;
-    }
-    d.verdict = Verdict::kReopen;
-    d.disagreement = true;
-    d.wanted = std::max<int32_t>(u.wanted, int32_t(now.by_voter.size()) + 1);
-    return d;
-  }
   if (!new_voter) {  // the same voter's result again (another of its copies): no new evidence
     d.verdict = Verdict::kDuplicate;
+    if (u.settled) d.votes = now.votes_for(*u.settled);
+    return d;
+  }
+  if (now.by_result.size() > 1) return contested(u, now, d, max_voters);
+  // Every counting copy agrees.
+  const std::vector<std::string>& agreeing = now.by_result.at(r);
+  if (u.settled) {
+    d.verdict = Verdict::kConfirm;
+    d.votes = now.votes_for(r);
+    // Credit once a trusted voter other than the voter confirms it; later confirmations only
+    // the newcomer (the others were credited already).
+    auto prior = before.by_result.find(r);
+    const std::vector<std::string> earlier =
+        prior == before.by_result.end() ? std::vector<std::string>{} : credited(u, prior->second);
+    for (const std::string& v : credited(u, agreeing))
+      if (std::find(earlier.begin(), earlier.end(), v) == earlier.end()) d.credit.push_back(v);
+    d.backed = top_rank(u, agreeing) >= kRankTrusted;
     return d;
   }
   const int32_t need = u.wanted >= 2 || !u.newest_may_settle_alone ? 2 : 1;
   d.wanted = std::max(u.wanted, need);
   const int32_t votes = now.votes_for(r);
-  if (votes >= need && (need >= 2 || now.by_result.size() == 1)) {
+  const int top = top_rank(u, agreeing);
+  if (votes >= need && (!u.needs_root || top == kRankRoot)) {
     d.verdict = Verdict::kSettle;
     d.result = r;
     d.votes = votes;
-    if (votes >= 2) {
-      d.credit = now.by_result.at(r);
-      for (const auto& [other, voters] : now.by_result)
-        if (other != r) d.quarantine.insert(d.quarantine.end(), voters.begin(), voters.end());
-    }
+    d.credit = credited(u, agreeing);
+    d.backed = top >= kRankTrusted;
     return d;
   }
-  if (now.by_result.size() > 1) {
-    d.disagreement = true;
-    const int32_t voters = int32_t(now.by_voter.size());
-    if (voters >= max_voters) {
-      d.verdict = Verdict::kFail;
-      return d;
-    }
-    d.wanted = std::max<int32_t>(u.wanted, voters + 1);
-  }
   d.verdict = Verdict::kPending;
+  if (votes >= need) {  // audited: a root's copy too
+    d.wanted = std::max<int32_t>(d.wanted, votes + 1);
+    d.want_rank = kRankRoot;
+  }
   return d;
+}
+
+std::optional<std::string> place(const std::vector<std::string>& eligible, std::mt19937_64& rng) {
+  if (eligible.empty()) return std::nullopt;
+  return eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(rng)];
+}
+
+bool confirmation_counts(const std::string& voter, const std::vector<std::string>& agreeing,
+                         const std::map<std::string, int>& rank) {
+  for (const std::string& other : agreeing) {
+    if (other == voter) continue;
+    auto it = rank.find(other);
+    if (it != rank.end() && it->second >= kRankTrusted) return true;
+  }
+  return false;
+}
+
+bool audited(uint64_t salt, int64_t index, double rate) {
+  if (rate <= 0) return false;
+  // splitmix64 of (salt, index): a keyed draw, the same after a restart.
+  uint64_t z = salt + 0x9e3779b97f4a7c15ULL * (uint64_t(index) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return double(z >> 11) * 0x1.0p-53 < rate;
+}
+
+double audit_escape_probability(double rate, int64_t forged) {
+  if (forged <= 0) return 1;
+  if (rate <= 0) return 1;
+  if (rate >= 1) return 0;
+  return std::pow(1 - rate, double(forged));
+}
+
+int64_t forged_units_caught_with(double rate, double p) {
+  if (rate <= 0 || p <= 0) return -1;
+  if (rate >= 1) return 1;
+  return int64_t(std::ceil(std::log(p) / std::log(1 - rate)));
+}
+
+bool failures_fail_job(int64_t failures, const std::set<std::string>& reporters,
+                       const std::map<std::string, int>& rank, int max_failures, int min_owners) {
+  if (failures < max_failures) return false;
+  for (const std::string& r : reporters) {
+    auto it = rank.find(r);
+    if (it != rank.end() && it->second >= kRankTrusted) return true;
+  }
+  return int(reporters.size()) >= min_owners;
+}
+
+int64_t lease_cap(int64_t threads, int prefetch, int64_t ceiling) {
+  return std::max<int64_t>(1, std::min(ceiling, threads * (1 + prefetch)));
 }
 
 }  // namespace c960::cluster

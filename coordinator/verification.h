@@ -1,32 +1,45 @@
-// The verification rule as one pure function (as BOINC's check_set): a unit's copies, the
-// credentials behind them, which credentials are quarantined, and how many results the unit
-// wants go in; the decision comes out. Nothing here changes state: the coordinator commits the
-// decision's effects to its store and only then applies them to memory.
+// The verification policy as pure functions (as BOINC's check_set): decide, place, trust, audit,
+// fail, and the lease cap. Nothing here changes state or reads a clock: the coordinator passes in
+// what it knows, commits the decision's effects to its store and only then applies them.
 //
-// The rule:
-//  - a voter is a credential (a token's name, a certificate's CN), whatever worker names it
-//    uses: its copies count once, and a voter that sent two different results for one unit is
-//    a liar (quarantined) whose copies count for nothing;
-//  - a copy counts only if it is not discarded and its voter is not quarantined, whatever the
-//    order in which copies arrive (also within one batch);
-//  - a unit wanting one result settles on its first valid result; a unit wanting two settles
-//    when two voters agree, and then every voter that sent another result is quarantined (it
-//    was outvoted by two other credentials: one credential alone can never quarantine anyone);
-//  - one voter against one: a result settled on one vote is taken back, and one more voter,
-//    chosen by the coordinator, decides; more than `max_voters` voters without two agreeing
-//    fail the job.
+// Voters. Under `--verify all` and `adaptive` a voter is an owner: the person or organisation
+// behind a credential (the tokens file's owner=, a join token's for the credentials it was
+// traded for, a certificate's O), whatever credentials or worker names it holds; under `--verify
+// hosts` a voter is a worker (copies on distinct machines catch faults, not lies). Each voter has
+// a rank: 2 for a trust root (an owner the operator marked, --trust-roots; every worker when the
+// coordinator authenticates nobody), 1 for an owner that earned trust, 0 for the rest.
+//
+// The rule (decide):
+//  - a voter's copies count once; a voter that sent two different results for one unit is a
+//    liar (quarantined) whose copies count for nothing; copies of quarantined voters and
+//    discarded copies never count, in whatever order copies arrive;
+//  - when the counting copies agree, a unit settles once `wanted` voters agree (one, when its only
+//    voter may settle alone); an audited unit (`needs_root`) only once a trust root agrees too;
+//  - when they disagree, only trust decides: the result with the most voters of the highest rank
+//    present wins, and only if that rank is trusted (1 or 2); the voters of every other result are
+//    quarantined. Among untrusted voters alone nothing is decided: the unit waits for a trusted
+//    voter not involved (a result settled meanwhile is taken back), and no untrusted copy, however
+//    many agree, ever quarantines anyone;
+//  - voters of the highest rank that stay tied after `max_voters` voters fail the job.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace c960::cluster {
 
+// A voter's rank.
+inline constexpr int kRankUntrusted = 0;
+inline constexpr int kRankTrusted = 1;  // earned: results confirmed by trusted voters
+inline constexpr int kRankRoot = 2;     // a trust root
+
 struct VoteCopy {
-  std::string voter;                  // the credential behind the copy
+  std::string voter;                  // the owner (or, under verify hosts, the worker) behind the copy
   std::optional<std::string> result;  // the kept form of its result, once sent
   bool discarded = false;             // given up (a failure report, a quarantine)
 };
@@ -36,36 +49,80 @@ struct UnitVotes {
   std::optional<std::string> settled;  // the kept form the unit is settled with, if it is
   int32_t wanted = 1;                  // results wanted from different voters (1, or 2 when verified)
   std::set<std::string> quarantined;   // voters whose copies never count
+  std::map<std::string, int> rank;     // voters' ranks (absent: untrusted)
   // Whether the newest copy's voter may settle the unit alone when one result is wanted (under
-  // adaptive verification only a trusted credential may: a unit that first went to a trusted
-  // worker and then, its lease expired, to a new one wants two results from then on).
+  // adaptive verification only a trusted voter may).
   bool newest_may_settle_alone = true;
+  // An audited unit: it settles only with a trust root's vote behind its result.
+  bool needs_root = false;
+
+  int rank_of(const std::string& voter) const {
+    auto it = rank.find(voter);
+    return it == rank.end() ? kRankUntrusted : it->second;
+  }
 };
 
 enum class Verdict {
-  kPending,    // wait for more copies (wanted says how many voters)
+  kPending,    // wait for more copies (wanted says how many voters, want_rank of what rank)
   kSettle,     // settle with `result` on `votes` voters
   kConfirm,    // a further voter agrees with the settled result (`votes` now)
   kDuplicate,  // nothing new: a voter's repeated result
-  kReopen,     // one vote against one: take the settled result back, ask one more voter
-  kMismatch,   // the newest copy disagrees with a result settled on two voters or more
+  kReopen,     // untrusted voters disagree with the settled result: take it back, ask a trusted voter
+  kMismatch,   // the newest copy disagrees with a settled result that trust (or a liar's) decided
+  kOverturn,   // trust decides against the settled result: settle `result` instead
   kDiscard,    // the newest copy does not count (discarded, or its voter is quarantined)
-  kFail,       // max_voters voters and no two agree
+  kFail,       // max_voters voters and the highest-ranked ones still tied
 };
 
 struct Decision {
   Verdict verdict = Verdict::kPending;
-  std::string result;                   // kSettle: the winning kept form
-  int32_t votes = 0;                    // kSettle, kConfirm: voters behind the settled result
-  std::vector<std::string> credit;      // voters whose results other credentials confirmed now
-  std::vector<std::string> quarantine;  // outvoted by two voters, or two results from one voter
+  std::string result;                   // kSettle, kOverturn: the winning kept form
+  int32_t votes = 0;                    // kSettle, kConfirm, kOverturn: voters behind the result
+  std::vector<std::string> credit;      // voters confirmed now by a trusted voter other than themselves
+  std::vector<std::string> quarantine;  // outvoted by trust, or two results from one voter
   int32_t wanted = 0;                   // results wanted from different voters from now on
-  bool disagreement = false;            // the copies disagree and no majority decides
+  int want_rank = kRankUntrusted;       // the least rank of the voter the next copy goes to
+  bool disagreement = false;            // the copies disagree and no trusted voter decides yet
+  bool backed = false;                  // kSettle, kOverturn: a trusted voter is behind the result
 };
 
 const char* verdict_name(Verdict v);
 
 // The decision once copy `newest` (an index into u.copies, with a result) has arrived.
 Decision decide(const UnitVotes& u, size_t newest, int max_voters);
+
+// Placement: the voter (owner) that computes a unit's next copy, drawn uniformly from the
+// eligible ones (the coordinator passes those that are connected, run the job, are not
+// quarantined, hold no copy of the unit and have at least the rank wanted). nullopt when none is
+// eligible: the copy waits. Neither speed nor the order of requests enters: whatever the
+// colluders do, a given pair of k eligible owners holds both copies of a unit with probability
+// 2 / (k (k - 1)) when both copies are placed.
+std::optional<std::string> place(const std::vector<std::string>& eligible, std::mt19937_64& rng);
+
+// Trust: a voter's confirmed results count toward trust only when a voter of rank >= 1 other
+// than itself agreed (trust grows outward from the roots, never among untrusted voters).
+bool confirmation_counts(const std::string& voter, const std::vector<std::string>& agreeing,
+                         const std::map<std::string, int>& rank);
+// Whether `confirmed` confirmations make a voter trusted.
+inline bool earns_trust(int64_t confirmed, int trust_after) { return confirmed >= trust_after; }
+
+// Audits: whether unit `index` of a job with this salt is in its audit sample (rate r). Fixed by
+// the job's secret salt, so that a restart keeps the sample and no worker can compute it.
+bool audited(uint64_t salt, int64_t index, double rate);
+// The chance that a group which forged k settled units escapes every audit: (1 - r)^k.
+double audit_escape_probability(double rate, int64_t forged);
+// The forged units k that solves (1 - r)^k = p: a group forging more is caught with probability
+// at least 1 - p.
+int64_t forged_units_caught_with(double rate, double p);
+
+// Failures: whether engine-failure reports fail a job. Untrusted owners cannot: a job fails only
+// when a trusted owner reported (and `failures` reached max_failures) or `min_owners` distinct
+// owners did.
+bool failures_fail_job(int64_t failures, const std::set<std::string>& reporters,
+                       const std::map<std::string, int>& rank, int max_failures, int min_owners);
+
+// Leases one owner may hold at once: what its connected workers can compute in a lease period
+// (each thread one running and `prefetch` queued), at most `ceiling`, at least 1.
+int64_t lease_cap(int64_t threads, int prefetch, int64_t ceiling);
 
 }  // namespace c960::cluster

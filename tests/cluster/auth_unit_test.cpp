@@ -126,12 +126,12 @@ TEST(TokensFile, AJoinTokenCarriesItsUses) {
   EXPECT_EQ(e->role, Role::kEnroll);
   EXPECT_EQ(e->uses, 20);
   EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + "\n"),
-                       "tokens.txt:1: expected 'enroll NAME HASH uses=N'"));
+                       "tokens.txt:1: expected 'enroll NAME HASH uses=N [owner=OWNER]'"));
   for (const char* bad : {"uses=0", "uses=-1", "uses=x", "use=3", "uses=100001"})
     EXPECT_TRUE(contains(parse_error("enroll fleet " + token_hash("j") + " " + bad + "\n"), "expected uses=N")) << bad;
   // Issued credentials are found beside the file's, and survive a reload of it.
   TokenTable table(std::move(*set));
-  table.add_issued(token_hash("issued"), "fleet:1");
+  table.add_issued(token_hash("issued"), "fleet:1", "");
   ASSERT_TRUE(table.find("issued").has_value());
   EXPECT_EQ(table.find("issued")->identity, "fleet:1");
   EXPECT_EQ(table.find("issued")->role, Role::kWorker);
@@ -140,14 +140,42 @@ TEST(TokensFile, AJoinTokenCarriesItsUses) {
   EXPECT_FALSE(table.find("j").has_value());
 }
 
+// Worker and join tokens name their owner; credentials a join token was traded for inherit it,
+// and a credential without one is its own owner (one voter each, as before owners).
+TEST(TokensFile, OwnersAreNamedAndInherited) {
+  const std::string text = "worker ops-1 " + token_hash("w1") + " owner=ops\n" + "worker ops-2 " + token_hash("w2") +
+                           " owner=ops\n" + "worker solo " + token_hash("w3") + "\n" + "enroll alice-join " +
+                           token_hash("j") + " uses=4 owner=alice\n" + "enroll bob-join " + token_hash("k") +
+                           " uses=4\n";
+  absl::StatusOr<TokenSet> set = TokenSet::parse(text, "tokens.txt");
+  ASSERT_TRUE(set.ok()) << set.status();
+  TokenTable table(std::move(*set));
+  EXPECT_EQ(table.find("w1")->owner_or_identity(), "ops");
+  EXPECT_EQ(table.find("w2")->owner_or_identity(), "ops");
+  EXPECT_EQ(table.find("w3")->owner_or_identity(), "solo");
+  EXPECT_EQ(table.find("j")->owner_or_identity(), "alice");
+  // The coordinator issues with the join token's owner; older stores kept none (the join token's
+  // name stands for it).
+  table.add_issued(token_hash("a1"), "alice-join:1", "alice");
+  table.add_issued(token_hash("a2"), "alice-join:2", "alice");
+  table.add_issued(token_hash("b1"), "bob-join:1", "");
+  EXPECT_EQ(table.find("a1")->owner_or_identity(), "alice");
+  EXPECT_EQ(table.find("a2")->owner_or_identity(), "alice");
+  EXPECT_EQ(table.find("b1")->owner_or_identity(), "bob-join");
+  EXPECT_EQ(table.find("a1")->identity, "alice-join:1");
+  for (const char* bad : {"owner=", "owner=a/b", "ownr=x", "owner=x owner=y"})
+    EXPECT_TRUE(contains(parse_error("worker w " + token_hash("w") + " " + bad + "\n"), "tokens.txt:1:")) << bad;
+  EXPECT_TRUE(contains(parse_error("admin a " + token_hash("w") + " owner=x\n"), "expected 'ROLE NAME HASH'"));
+}
+
 // A stolen worker VM's enrolled credential is revoked in the tokens file: one credential, or
 // every one of a join token, from the reload on; the others, and the file's tokens, stay.
 TEST(TokensFile, RevokeLinesEndIssuedCredentials) {
   const std::string join = "enroll fleet " + token_hash("j") + " uses=20\n";
   TokenTable table(*TokenSet::parse(join, "tokens.txt"));
-  table.add_issued(token_hash("w1"), "fleet:1");
-  table.add_issued(token_hash("w2"), "fleet:2");
-  table.add_issued(token_hash("o1"), "other:1");
+  table.add_issued(token_hash("w1"), "fleet:1", "");
+  table.add_issued(token_hash("w2"), "fleet:2", "");
+  table.add_issued(token_hash("o1"), "other:1", "");
   ASSERT_TRUE(table.find("w2").has_value());
   absl::StatusOr<TokenSet> one = TokenSet::parse(join + "revoke fleet:2  # stolen VM\n", "tokens.txt");
   ASSERT_TRUE(one.ok()) << one.status();
@@ -162,7 +190,7 @@ TEST(TokensFile, RevokeLinesEndIssuedCredentials) {
   EXPECT_TRUE(table.find("o1").has_value());  // another join token's
   EXPECT_TRUE(table.find("j").has_value());   // the join token itself: remove its line for that
   // Credentials added after the reload are revoked too (the coordinator adds them at start).
-  table.add_issued(token_hash("w3"), "fleet:3");
+  table.add_issued(token_hash("w3"), "fleet:3", "");
   EXPECT_FALSE(table.find("w3").has_value());
   // Taken back out of the file, the revocation ends.
   table.replace(*TokenSet::parse(join, "tokens.txt"));

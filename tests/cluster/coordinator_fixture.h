@@ -34,7 +34,7 @@ class CoordinatorFixture : public ::testing::Test {
   std::string hello(const std::string& name, const Caller& caller = Caller::local()) {
     v1::HelloRequest req;
     req.set_name(name);
-    req.set_threads(1);
+    req.set_threads(32);  // room for the units tests lease at once (the lease cap: threads x 2)
     req.add_capabilities("perft");
     req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(caller, req);

@@ -59,7 +59,7 @@ class Hostile {
     v1::HelloRequest req;
     req.set_name(name);
     req.set_version("hostile");
-    req.set_threads(1);
+    req.set_threads(32);
     for (const std::string& c : capabilities) req.add_capabilities(c);
     req.set_protocol_version(cluster::kProtocolVersion);
     const grpc::Status s = stub_->Hello(context(token_).get(), req, resp);

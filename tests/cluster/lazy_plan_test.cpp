@@ -46,7 +46,7 @@ class LazyPlanTest : public ::testing::Test {
   std::string hello(const std::string& name) {
     v1::HelloRequest req;
     req.set_name(name);
-    req.set_threads(1);
+    req.set_threads(32);
     req.add_capabilities("perft");
     req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(Caller::local(), req);

@@ -78,7 +78,7 @@ class SelfPlayJobTest : public ::testing::Test {
   static v1::HelloRequest hello_request(const std::string& name) {
     v1::HelloRequest req;
     req.set_name(name);
-    req.set_threads(1);
+    req.set_threads(32);
     req.add_capabilities("selfplay");
     req.add_engines("sf");
     req.set_protocol_version(kProtocolVersion);
@@ -1041,7 +1041,7 @@ TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersOfferingTheEngine) {
   EXPECT_TRUE(absl::StrContains(j->notice(), "no connected worker offers engine 'other'")) << j->notice();
   v1::HelloRequest req;
   req.set_name("other-host");
-  req.set_threads(1);
+  req.set_threads(32);
   req.add_capabilities("selfplay");
   req.add_engines("other");
   req.set_protocol_version(kProtocolVersion);

@@ -134,7 +134,7 @@ class Simulation {
     auto add = [&](const std::string& cred, const std::string& name, Kind k, uint64_t lie) {
       SimWorker w;
       w.name = name;
-      w.caller = Caller{cred, Role::kWorker, true};
+      w.caller = Caller{cred, Role::kWorker, true, 0, ""};
       w.kind = k;
       w.lie = lie;
       workers_.push_back(std::move(w));
@@ -182,7 +182,7 @@ class Simulation {
   bool hello(SimWorker& w) {
     v1::HelloRequest req;
     req.set_name(w.name);
-    req.set_threads(1);
+    req.set_threads(8);
     req.add_capabilities("perft");
     req.set_protocol_version(kProtocolVersion);
     absl::StatusOr<v1::HelloResponse> r = coordinator_->hello(w.caller, req);

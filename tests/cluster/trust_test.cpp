@@ -91,7 +91,7 @@ TEST_P(TwoNamesTest, TwoNamesOfOneCredentialAreOneVoter) {
   // And none of its names may join again.
   v1::HelloRequest req;
   req.set_name("z");
-  req.set_threads(1);
+  req.set_threads(32);
   req.add_capabilities("perft");
   req.set_protocol_version(kProtocolVersion);
   EXPECT_EQ(reason_of(coordinator_->hello(kEvil, req).status()), v1::ErrorInfo::REASON_QUARANTINED);
@@ -335,7 +335,7 @@ TEST_F(TrustTest, AFailedReHelloLeavesTheOldSession) {
   fail_commit(1);
   v1::HelloRequest req;
   req.set_name("a");
-  req.set_threads(1);
+  req.set_threads(32);
   req.add_capabilities("perft");
   req.set_protocol_version(kProtocolVersion);
   EXPECT_EQ(coordinator_->hello(kHonest1, req).status().code(), absl::StatusCode::kUnavailable);

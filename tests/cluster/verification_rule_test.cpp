@@ -1,9 +1,13 @@
-// The verification rule (coordinator/verification.h) as a table: copies (voter:result, '!' for
-// discarded), the settled result, the wanted count and the quarantined voters in; the verdict,
-// votes, wanted count, credited and quarantined voters out. Then two properties over every
-// small case: no decision settles on a quarantined voter's copy, and one voter alone never
-// quarantines another.
+// The verification policy (coordinator/verification.h) as tables: copies (voter:result, '!' for
+// discarded; voters named R... are trust roots, T... trusted owners, the rest untrusted), the
+// settled result, the wanted count and the quarantined voters in; the verdict, votes, wanted
+// count, credited and quarantined voters out. Then properties over every small case: no
+// decision settles on a quarantined voter's copy, untrusted voters never quarantine anyone who
+// sent one result, and a lone voter frames nobody; and placement, audits, failures and caps.
 #include <gtest/gtest.h>
+
+#include <map>
+#include <random>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -42,38 +46,70 @@ struct Row {
   int wanted_after;
   const char* credit;
   const char* quarantine;
+  bool needs_root = false;
 };
+
+// Ranks from names: R... roots, T... trusted, the rest untrusted.
+std::map<std::string, int> ranks(const std::vector<VoteCopy>& cs) {
+  std::map<std::string, int> out;
+  for (const VoteCopy& c : cs) out[c.voter] = c.voter[0] == 'R' ? kRankRoot : c.voter[0] == 'T' ? kRankTrusted : 0;
+  return out;
+}
 
 const Row kRows[] = {
     // One result wanted: the first valid one settles.
     {"a:1", "", 1, "", Verdict::kSettle, 1, 1, "", ""},
-    // Two wanted: one waits; two voters agreeing settle and are credited.
+    // Two wanted: one waits; two untrusted voters agreeing settle, but earn no trust from each other.
     {"a:1", "", 2, "", Verdict::kPending, 0, 2, "", ""},
-    {"a:1 b:1", "", 2, "", Verdict::kSettle, 2, 2, "a b", ""},
-    // Two names of one credential are one voter: its second copy is no second vote.
+    {"a:1 b:1", "", 2, "", Verdict::kSettle, 2, 2, "", ""},
+    // Agreement with a trusted voter is what earns trust.
+    {"a:1 T:1", "", 2, "", Verdict::kSettle, 2, 2, "a", ""},
+    {"R:1 a:1", "", 2, "", Verdict::kSettle, 2, 2, "a", ""},
+    {"R:1 T:1", "", 2, "", Verdict::kSettle, 2, 2, "R T", ""},
+    // Two names of one owner are one voter: its second copy is no second vote.
     {"a:1 a:1", "", 2, "", Verdict::kDuplicate, 0, 2, "", ""},
-    // Two different results from one credential: a liar, whatever its names.
+    // Two different results from one voter: a liar, whatever its names.
     {"a:1 a:2", "", 2, "", Verdict::kDiscard, 0, 2, "", "a"},
     {"a:1 b:1 a:2", "1", 2, "", Verdict::kMismatch, 0, 2, "", "a"},
-    // One against one: nobody is quarantined, one more voter is wanted.
+    // Untrusted voters disagree: nobody is quarantined, one more voter (trusted) is wanted.
     {"a:1 b:2", "", 2, "", Verdict::kPending, 0, 3, "", ""},
-    // The third decides, and the outvoted one is quarantined (by two voters).
-    {"a:1 b:2 c:1", "", 3, "", Verdict::kSettle, 2, 3, "a c", "b"},
+    // A third untrusted voter decides nothing, however many agree (framing).
+    {"a:1 b:2 c:2", "", 3, "", Verdict::kPending, 0, 4, "", ""},
+    {"a:1 b:2 c:2 d:2", "", 4, "", Verdict::kPending, 0, 5, "", ""},
+    // Untrusted voters never fail a job: five of them still wait for a trusted one.
+    {"a:1 b:2 c:3 d:4 f:5", "", 5, "", Verdict::kPending, 0, 6, "", ""},
+    // A trusted voter decides, and the voters against it are quarantined.
+    {"a:1 b:2 T:1", "", 3, "", Verdict::kSettle, 2, 3, "a", "b"},
+    {"a:2 b:2 T:1", "", 3, "", Verdict::kSettle, 1, 3, "", "a b"},
+    // A root outranks trusted voters; tied trusted voters ask a root.
+    {"T1:1 T2:2", "", 2, "", Verdict::kPending, 0, 3, "", ""},
+    {"T1:1 T2:2 R:2", "", 3, "", Verdict::kSettle, 2, 3, "R T2", "T1"},
+    {"T:1 R:2", "", 2, "", Verdict::kSettle, 1, 2, "", "T"},
+    // Roots tied after five voters fail the job.
+    {"R1:1 R2:2 a:3 R3:3", "", 4, "", Verdict::kPending, 0, 5, "", ""},
+    {"R1:1 R2:2 R3:3 R4:4 R5:5", "", 5, "", Verdict::kFail, 0, 6, "", ""},
     // A quarantined voter's copy never counts, in any order.
     {"e:2 b:1", "", 2, "e", Verdict::kPending, 0, 2, "", ""},
     {"b:1 e:2", "", 2, "e", Verdict::kDiscard, 0, 2, "", ""},
     {"e:1 b:1", "", 2, "e", Verdict::kPending, 0, 2, "", ""},
     // Discarded copies count for nothing.
     {"a:1! b:1", "", 2, "", Verdict::kPending, 0, 2, "", ""},
-    // Settled: agreement confirms (first confirmation credits both), later ones the newcomer.
-    {"a:1 b:1", "1", 1, "", Verdict::kConfirm, 2, 1, "a b", ""},
-    {"a:1 b:1 c:1", "1", 1, "", Verdict::kConfirm, 3, 1, "c", ""},
-    // Settled on one vote, contradicted by one: taken back, a third decides.
+    // Settled: agreement confirms; credit goes to those a trusted voter confirms, once.
+    {"a:1 b:1", "1", 1, "", Verdict::kConfirm, 2, 1, "", ""},
+    {"a:1 T:1", "1", 1, "", Verdict::kConfirm, 2, 1, "a", ""},
+    {"a:1 T:1 c:1", "1", 1, "", Verdict::kConfirm, 3, 1, "c", ""},
+    // Settled on untrusted votes, contradicted by an untrusted one: taken back, a trusted voter decides.
     {"a:1 b:2", "1", 1, "", Verdict::kReopen, 0, 3, "", ""},
-    // Settled on two votes, contradicted: the newcomer is outvoted.
-    {"a:1 b:1 c:2", "1", 2, "", Verdict::kMismatch, 0, 2, "", "c"},
-    // Five voters, no two agreeing: the job fails.
-    {"a:1 b:2 c:3 d:4 f:5", "", 5, "", Verdict::kFail, 0, 5, "", ""},
+    {"a:1 b:1 c:2", "1", 2, "", Verdict::kReopen, 0, 4, "", ""},
+    // Settled by two colluders, audited by a root that disagrees: overturned, both quarantined.
+    {"a:1 b:1 R:2", "1", 2, "", Verdict::kOverturn, 1, 2, "", "a b"},
+    // Settled with a trusted voter behind it, contradicted: the newcomer is outvoted.
+    {"a:1 T:1 c:2", "1", 2, "", Verdict::kMismatch, 2, 2, "", "c"},
+    // Audited units settle only with a root behind the result.
+    {"a:1 b:1", "", 2, "", Verdict::kPending, 0, 3, "", "", true},
+    {"a:1 b:1 R:1", "", 3, "", Verdict::kSettle, 3, 3, "a b", "", true},
+    {"R:1", "", 1, "", Verdict::kSettle, 1, 1, "", "", true},
+    {"T:1", "", 1, "", Verdict::kPending, 0, 2, "", "", true},
 };
 
 TEST(VerificationRule, Table) {
@@ -82,6 +118,8 @@ TEST(VerificationRule, Table) {
     u.copies = copies(row.copies);
     if (*row.settled) u.settled = row.settled;
     u.wanted = row.wanted;
+    u.rank = ranks(u.copies);
+    u.needs_root = row.needs_root;
     for (absl::string_view q : absl::StrSplit(row.quarantined, ' ', absl::SkipEmpty()))
       u.quarantined.insert(std::string(q));
     const Decision d = decide(u, u.copies.size() - 1, 5);
@@ -94,7 +132,7 @@ TEST(VerificationRule, Table) {
   }
 }
 
-// Under adaptive verification only a trusted credential settles a unit alone: a new one's
+// Under adaptive verification only a trusted owner settles a unit alone: a new one's
 // result wants a second, whatever the unit wanted when it was first leased.
 TEST(VerificationRule, AnUntrustedVoterNeverSettlesAlone) {
   UnitVotes u;
@@ -110,51 +148,125 @@ TEST(VerificationRule, AnUntrustedVoterNeverSettlesAlone) {
   EXPECT_EQ(d.votes, 2);
 }
 
-// Every unit of up to four copies over voters a, b, c (results 1, 2; some quarantined): a
-// settlement never rests on a quarantined voter, a quarantine always has two other voters
-// behind the winning result (or is of a voter that sent two results), and a lone voter's
-// copies can quarantine nobody.
+// Every unit of up to four copies over voters a, b (untrusted), T (trusted) and R (a root), results
+// 1 and 2, some quarantined: a settlement never rests on a quarantined voter; a voter that sent
+// one result is quarantined only when a trusted voter stands behind the winning result (untrusted
+// owners, however many, frame nobody); trust is credited only with a trusted voter agreeing; and
+// a lone voter's copies quarantine nobody but itself.
 TEST(VerificationRule, PropertiesOverEverySmallUnit) {
-  const std::vector<std::string> voters = {"a", "b", "c"};
+  const std::vector<std::string> voters = {"a", "b", "T", "R"};
   int cases = 0;
   for (int n = 1; n <= 4; ++n) {
     int combos = 1;
-    for (int k = 0; k < n; ++k) combos *= 6;  // voter x result
+    for (int k = 0; k < n; ++k) combos *= 8;  // voter x result
     for (int code = 0; code < combos; ++code)
       for (int wanted = 1; wanted <= 3; ++wanted)
-        for (int qmask = 0; qmask < 8; ++qmask) {
-          UnitVotes u;
-          u.wanted = wanted;
-          int c = code;
-          for (int k = 0; k < n; ++k, c /= 6)
-            u.copies.push_back({voters[size_t(c % 3)], std::to_string(1 + (c / 3) % 2)});
-          for (int q = 0; q < 3; ++q)
-            if (qmask & (1 << q)) u.quarantined.insert(voters[size_t(q)]);
-          const Decision d = decide(u, u.copies.size() - 1, 5);
-          ++cases;
-          std::set<std::string> distinct;
-          for (const VoteCopy& v : u.copies) distinct.insert(v.voter);
-          if (d.verdict == Verdict::kSettle) {
-            std::set<std::string> behind;
-            for (const VoteCopy& v : u.copies)
-              if (*v.result == d.result && !u.quarantined.count(v.voter)) behind.insert(v.voter);
-            EXPECT_GE(int(behind.size()), d.votes);
-            EXPECT_FALSE(u.quarantined.count(u.copies.back().voter));
-          }
-          for (const std::string& q : d.quarantine) {
-            std::set<std::string> results_of_q;
-            for (const VoteCopy& v : u.copies)
-              if (v.voter == q) results_of_q.insert(*v.result);
-            if (results_of_q.size() < 2) {
-              EXPECT_EQ(d.verdict == Verdict::kSettle ? d.votes >= 2 : d.verdict == Verdict::kMismatch, true);
+        for (int qmask = 0; qmask < 16; qmask += 3)
+          for (int audit = 0; audit < 2; ++audit) {
+            UnitVotes u;
+            u.wanted = wanted;
+            u.needs_root = audit == 1;
+            int c = code;
+            for (int k = 0; k < n; ++k, c /= 8)
+              u.copies.push_back({voters[size_t(c % 4)], std::to_string(1 + (c / 4) % 2)});
+            for (int q = 0; q < 4; ++q)
+              if (qmask & (1 << q)) u.quarantined.insert(voters[size_t(q)]);
+            u.rank = ranks(u.copies);
+            const Decision d = decide(u, u.copies.size() - 1, 5);
+            ++cases;
+            std::set<std::string> distinct;
+            for (const VoteCopy& v : u.copies) distinct.insert(v.voter);
+            std::set<std::string> behind;  // counting voters of the winning result
+            if (d.verdict == Verdict::kSettle || d.verdict == Verdict::kOverturn) {
+              for (const VoteCopy& v : u.copies)
+                if (*v.result == d.result && !u.quarantined.count(v.voter)) behind.insert(v.voter);
+              EXPECT_GE(int(behind.size()), d.votes);
+              EXPECT_FALSE(u.quarantined.count(u.copies.back().voter));
+              if (u.needs_root) {
+                EXPECT_TRUE(behind.count("R")) << "an audited unit settled without a root";
+              }
+            }
+            for (const std::string& q : d.quarantine) {
+              std::set<std::string> results_of_q;
+              for (const VoteCopy& v : u.copies)
+                if (v.voter == q) results_of_q.insert(*v.result);
+              if (results_of_q.size() >= 2) continue;  // its own two results convict it
+              // Otherwise a trusted voter stood against it.
+              bool trusted_against = false;
+              for (const VoteCopy& v : u.copies)
+                if (v.voter != q && (v.voter == "T" || v.voter == "R") && !u.quarantined.count(v.voter) &&
+                    *v.result != *results_of_q.begin())
+                  trusted_against = true;
+              EXPECT_TRUE(trusted_against) << "untrusted voters quarantined " << q;
+              EXPECT_NE(q, "R") << "a root was outvoted by lower ranks";
+            }
+            for (const std::string& v : d.credit) {
+              bool confirmed = false;
+              for (const VoteCopy& o : u.copies)
+                if (o.voter != v && (o.voter == "T" || o.voter == "R") && !u.quarantined.count(o.voter)) confirmed = true;
+              EXPECT_TRUE(confirmed) << v << " credited without a trusted voter";
+            }
+            if (distinct.size() == 1) {
+              for (const std::string& q : d.quarantine) EXPECT_EQ(q, *distinct.begin()) << "a voter framed another";
             }
           }
-          if (distinct.size() == 1) {
-            for (const std::string& q : d.quarantine) EXPECT_EQ(q, *distinct.begin()) << "a voter framed another";
-          }
-        }
   }
   EXPECT_GT(cases, 10000);
+}
+
+// Placement draws among the eligible owners only, each about equally often, and the same seed
+// draws the same owners.
+TEST(VerificationPolicy, PlacementIsUniformAndSeeded) {
+  std::mt19937_64 a(7), b(7);
+  const std::vector<std::string> owners = {"o1", "o2", "o3", "o4", "o5"};
+  std::map<std::string, int> seen;
+  for (int k = 0; k < 50'000; ++k) {
+    const std::optional<std::string> x = place(owners, a);
+    ASSERT_TRUE(x.has_value());
+    EXPECT_EQ(*x, *place(owners, b));
+    ++seen[*x];
+  }
+  EXPECT_EQ(seen.size(), owners.size());
+  for (const auto& [o, n] : seen) EXPECT_NEAR(n, 10'000, 500) << o;  // 5 standard deviations
+  EXPECT_FALSE(place({}, a).has_value());
+}
+
+// Audits: the sample is fixed by the salt (a restart keeps it), has the rate asked, and differs
+// between salts; the escape bound is (1 - r)^k.
+TEST(VerificationPolicy, AuditSampleAndBound) {
+  int in = 0, same = 0;
+  for (int64_t i = 0; i < 100'000; ++i) {
+    const bool x = audited(42, i, 0.05);
+    EXPECT_EQ(x, audited(42, i, 0.05));
+    in += x;
+    same += x && audited(43, i, 0.05);
+  }
+  EXPECT_NEAR(in, 5000, 350);
+  EXPECT_LT(same, 400);  // independent samples overlap at about r^2
+  EXPECT_FALSE(audited(42, 1, 0));
+  EXPECT_TRUE(audited(42, 1, 1));
+  EXPECT_NEAR(audit_escape_probability(0.05, 59), 0.0485, 0.001);
+  EXPECT_EQ(audit_escape_probability(0.05, 0), 1);
+  EXPECT_EQ(forged_units_caught_with(0.05, 0.05), 59);
+}
+
+// Failure reports: untrusted owners fail a job only three strong; a trusted owner's report does.
+TEST(VerificationPolicy, FailuresNeedTrustOrThreeOwners) {
+  const std::map<std::string, int> rank = {{"T", kRankTrusted}, {"R", kRankRoot}};
+  EXPECT_FALSE(failures_fail_job(3, {"a", "b"}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(9, {"a", "b"}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {"a", "b", "c"}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {"a", "T"}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(2, {"R"}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {"R"}, rank, 3, 3));
+}
+
+// The lease cap: what an owner's threads compute, within the ceiling, never 0.
+TEST(VerificationPolicy, LeaseCapFollowsThreads) {
+  EXPECT_EQ(lease_cap(1, 1, 2048), 2);
+  EXPECT_EQ(lease_cap(16, 1, 2048), 32);
+  EXPECT_EQ(lease_cap(4096, 1, 2048), 2048);
+  EXPECT_EQ(lease_cap(0, 1, 2048), 1);
 }
 
 }  // namespace

@@ -300,7 +300,7 @@ TEST_F(VerificationTest, WatchStreamsAreCapped) {
 TEST_F(VerificationTest, OldWorkersAreRefusedWithTheReason) {
   v1::HelloRequest req;
   req.set_name("old");
-  req.set_threads(1);
+  req.set_threads(32);
   req.set_protocol_version(1);
   absl::StatusOr<v1::HelloResponse> r = coordinator_->hello(Caller::local(), req);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
