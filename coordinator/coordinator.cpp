@@ -2,12 +2,11 @@
 // start from the store. The calls for workers are in coordinator_workers.cpp.
 #include "coordinator/coordinator.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <random>
 #include <set>
 #include <string_view>
+#include <sys/random.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -206,7 +205,9 @@ absl::Status Coordinator::load_locked(bool startup) {
         c.attempt = sc.attempt;
         c.zobrist_seed = sc.zobrist_seed;
         c.result = std::move(sc.result);
-        c.discarded = sc.discarded;
+        // A quarantined voter's copies count for nothing, also when the write that discarded one
+        // failed before a restart (the workers were loaded first).
+        c.discarded = sc.discarded || (c.result && j->state == v1::JOB_STATE_RUNNING && barred(c.worker));
         u.copies.push_back(std::move(c));
       }
       if (su.result) {
@@ -243,8 +244,20 @@ absl::Status Coordinator::load_locked(bool startup) {
       // Groups settled but not folded yet (a fold that failed, a store from before folding).
       fold_ready(raw);
       if (raw->state == v1::JOB_STATE_RUNNING) {
-        for (int64_t i = raw->units.first(); i < int64_t(raw->units.size()); ++i)
-          if (raw->units.live(i)) enqueue(raw, i);
+        for (int64_t i = raw->units.first(); i < int64_t(raw->units.size()); ++i) {
+          if (!raw->units.live(i)) continue;
+          // How many results an unsettled unit wants follows from its copies (the policy's
+          // decision on its newest result): a write of it lost before the restart loses nothing.
+          Unit& u = raw->units[i];
+          if (!u.result)
+            for (size_t k = u.copies.size(); k-- > 0;)
+              if (u.copies[k].result && !u.copies[k].discarded) {
+                const Decision d = decide(votes_of(*raw, i), k, kMaxCopies);
+                if (d.verdict == Verdict::kPending && d.wanted > u.wanted) u.wanted = d.wanted;
+                break;
+              }
+          enqueue(raw, i);
+        }
         // A look due when the last start stopped (its settlement was stored, its look not yet).
         if (raw->kind->plans_from_results(raw->plan)) {
           raw->refilling = true;
@@ -317,10 +330,10 @@ std::string Coordinator::notice(const Job& j) const {
   // One pass over the sessions: is anyone there, computing this kind, offering the engines, and
   // how many (not quarantined) could run the job.
   bool alive = false, capable = false, offered = needs.empty(), allowed = needs.empty();
-  std::string refusal;         // why an offering worker does not allow the job's options
+  std::string refusal;          // why an offering worker does not allow the job's options
   std::set<std::string> able;   // owners: verification needs two, whatever their credentials and names
   std::set<std::string> hosts;  // workers (verify hosts)
-  bool trusted = false;        // one of them is trusted (adaptive verification takes its word)
+  bool trusted = false;         // one of them is trusted (adaptive verification takes its word)
   for (const auto& [id, s] : registry_.sessions) {
     if (s.lost) continue;
     alive = true;
@@ -350,7 +363,8 @@ std::string Coordinator::notice(const Job& j) const {
   // Waiting for a second credential now, or bound to at submit: every unit of a job verified
   // twice, or of workers not trusted yet, needs one.
   const bool needs_second =
-      !j.verifying.empty() || !j.replicas.empty() || (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_HOSTS || !trusted));
+      !j.verifying.empty() || !j.replicas.empty() ||
+      (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_HOSTS || !trusted));
   if (j.verify == v1::VERIFY_MODE_HOSTS) {
     if (needs_second && hosts.size() < 2)
       return "waiting: results are checked on a second worker (verify hosts) and 1 worker can compute this job";
@@ -482,8 +496,13 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
                              ? 0.0
                              : options_.audit_rate);
   {
+    // From the system, unless the coordinator was given a seed (tests, the simulation: a seed
+    // replays the same samples).
     uint64_t salt = 0;
-    if (getrandom(&salt, sizeof salt, 0) != sizeof salt) salt = std::random_device{}();
+    if (options_.seed)
+      salt = std::mt19937_64(options_.seed ^ (uint64_t(j->seq) * 0x9e3779b97f4a7c15ULL))();
+    else if (getrandom(&salt, sizeof salt, 0) != sizeof salt)
+      salt = std::random_device{}();
     j->plan.set_audit_salt(salt);
   }
   j->kind = kind;
@@ -906,8 +925,12 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
                                                      " (make a new one: c960 token new --role enroll --uses N)"));
   // ':' is in no tokens file name: an issued credential never shares a name (a voter) with one.
   // It inherits the join token's owner: every credential traded for one join token is one voter.
-  StoredCredential c{absl::StrCat(caller.identity, ":", issued + 1), token_hash(*token), caller.identity, req.name(),
-                     clock_->now_ms(), caller.owner_or_identity()};
+  StoredCredential c{absl::StrCat(caller.identity, ":", issued + 1),
+                     token_hash(*token),
+                     caller.identity,
+                     req.name(),
+                     clock_->now_ms(),
+                     caller.owner_or_identity()};
   if (absl::Status s = store_->add_credential(c); !s.ok())
     return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
   ++issued;

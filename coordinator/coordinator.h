@@ -251,7 +251,7 @@ class Coordinator {
     bool queued = false;                   // in the job's fresh or replicas queue
     std::string placed;                    // the owner its next copy is placed with (in job.placed)
     int64_t placed_ms = 0;
-    bool folded = false;                   // its group was folded: no state left (Units)
+    bool folded = false;  // its group was folded: no state left (Units)
 
     int leases() const;
     int results() const;  // valid results sent (not discarded)
@@ -315,7 +315,7 @@ class Coordinator {
     // Unit failure reports and who sent them. The reason of a FAILED job is stored; the counts
     // of a running job are not (they start again after a restart).
     int64_t unit_failures = 0;
-    std::set<std::string> failing_workers;
+    std::set<std::pair<std::string, std::string>> failing_workers;  // (owner, worker)
     std::string failure_detail;
     const JobKind* kind = nullptr;
     Units units;
@@ -328,8 +328,8 @@ class Coordinator {
     // Units whose next copy the coordinator placed with an owner, by owner: only that owner's
     // workers lease them (entries may be stale: a unit is used only if still placed there).
     std::map<std::string, std::deque<int64_t>> placed;
-    int64_t stalled = 0;      // units found with no eligible owner at the last look (the notice)
-    int64_t audited = 0;      // units settled through an audit (a root's copy beside untrusted ones)
+    int64_t stalled = 0;          // units found with no eligible owner at the last look (the notice)
+    int64_t audited = 0;          // units settled through an audit (a root's copy beside untrusted ones)
     std::set<int64_t> active;     // units with a lease out
     std::set<int64_t> verifying;  // unsettled units with a result that waits for another
     bool damaged = false;         // its stored units disagree with its record: FAILED, no results
@@ -376,9 +376,7 @@ class Coordinator {
   // The unit's votes as the policy reads them.
   UnitVotes votes_of(const Job& j, int64_t i) const;
   // Whether the coordinator places the job's copies (verify all and adaptive).
-  static bool places(const Job& j) {
-    return j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_ADAPTIVE;
-  }
+  static bool places(const Job& j) { return j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_ADAPTIVE; }
   // The owner that computes unit i's next copy, drawn among the eligible ones ("": none).
   std::string place_copy(Job* j, int64_t i, int64_t now);
   // Leases the owner may hold now (its live workers' threads, the ceiling).

@@ -102,9 +102,12 @@ int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
     default: break;
   }
   if (j.verify == v1::VERIFY_MODE_HOSTS) return 2;
-  // Adaptive: an untrusted owner's units are all checked; a trusted one's (a root's too) at the
-  // spot-check rate.
-  if (rank_of(voter_of(w.rec.key)) < kRankTrusted) return 2;
+  // Adaptive: an untrusted owner's units are all checked; a trusted one's at the spot-check rate;
+  // a trust root's never (no other owner's copy could overrule it: --verify hosts checks the
+  // operator's machines against each other).
+  const int rank = rank_of(voter_of(w.rec.key));
+  if (rank == kRankRoot) return 1;
+  if (rank < kRankTrusted) return 2;
   return std::uniform_real_distribution<double>(0, 1)(rng_) < options_.spot_check_rate ? 2 : 1;
 }
 
@@ -173,7 +176,7 @@ std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now) {
     std::set<std::string> results;
     for (const auto& [v, r] : by_voter) results.insert(r);
     if (results.size() > 1)
-      want_rank = votes.needs_root ? kRankRoot : std::min(kRankRoot, top + 1);
+      want_rank = kRankRoot;
     else if (votes.needs_root && !root_behind && !by_voter.empty() && int32_t(by_voter.size()) + 1 >= u.wanted)
       want_rank = kRankRoot;
   }
@@ -461,6 +464,8 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   resp.set_worker_name(key);
   registry_.session_of[key] = s.id;
   registry_.sessions[s.id] = std::move(s);
+  // An owner that may decide waiting units may have joined: the next look says.
+  for (Job* j : table_.by_seq) j->stalled = 0;
   changed();
   return resp;
 }
@@ -504,8 +509,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   auto may_compute = [&](const Job& j, const Unit& u) {
     const std::string me = voter_in(j, s.key);
     for (const Copy& c : u.copies)
-      if (voter_in(j, c.worker) == me &&
-          (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld))
+      if (voter_in(j, c.worker) == me && (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld))
         return false;
     return true;
   };
@@ -546,6 +550,9 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     // eligible ones, whoever asks: a copy placed with another owner waits for it.
     bool placed_elsewhere = false;
     int64_t stalled = 0;
+    // A trust root computes what it asks for (its speed is no threat: its word is trusted, and
+    // without authentication every worker is one); anyone else gets what placement gives it.
+    const bool root = rank_of(s.voter) == kRankRoot;
     std::vector<int64_t> skipped;
     auto take = [&](std::deque<int64_t>& q, int limit, bool replicas) {
       for (int looked = 0; room() && !q.empty() && looked < limit; ++looked) {
@@ -555,7 +562,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         Unit& u = j->units[i];
         u.queued = false;
         if (!u.needs_copy()) continue;  // stale entry
-        if (!places(*j)) {
+        if (!places(*j) || (root && may_compute(*j, u))) {
           if (replicas && !may_compute(*j, u)) {
             skipped.push_back(i);
             continue;
@@ -1263,6 +1270,18 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
 
 v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, SettledForm* form) {
   Unit& u = j->units[i];
+  // A quarantined voter's copies count for nothing: any not discarded yet (its quarantine's write
+  // failed before a restart) are discarded now, so that they do not stand for results the unit
+  // still needs.
+  for (size_t k = 0; k < u.copies.size(); ++k) {
+    Copy& c = u.copies[k];
+    if (k == ci || !c.result || c.discarded || !barred(c.worker)) continue;
+    if (absl::Status s = store_->discard_copy(j->id, i, int32_t(k)); !s.ok()) {
+      log_error(s.message());
+      continue;
+    }
+    c.discarded = true;
+  }
   // The decision is the pure function's (coordinator/verification.h); what follows applies it.
   UnitVotes votes = votes_of(*j, i);
   votes.newest_may_settle_alone =
@@ -1278,8 +1297,8 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
   };
   auto quarantine_all = [&](const std::string& how) {
     for (const std::string& v : d.quarantine) {
-      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": ", j->verify == v1::VERIFY_MODE_HOSTS ? "worker " : "owner ",
-                                      v, " ", how));
+      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": ",
+                                      j->verify == v1::VERIFY_MODE_HOSTS ? "worker " : "owner ", v, " ", how));
       if (j->verify == v1::VERIFY_MODE_HOSTS)
         quarantine(v, absl::StrCat(kFaultPrefix, how, " on ", j->id, "/", i));
       else
@@ -1299,6 +1318,31 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
     for (const std::string& v : d.credit) credited.push_back(key_of(v));
     for (const std::string& k : credited) credit(k);
   };
+  // Trust decided for an earlier copy's result, not the one just sent: what the unit keeps is
+  // rebuilt from that result where the kind keeps it whole (perft); where it keeps a digest only
+  // (self-play games), the outvoted owners are quarantined and one more trusted copy is asked for,
+  // whose own result then settles the unit.
+  std::optional<SettledForm> other_form;
+  if ((d.verdict == Verdict::kSettle || d.verdict == Verdict::kOverturn) && d.result != *u.copies[ci].result) {
+    v1::UnitResult parsed;
+    if (parsed.ParseFromString(d.result) && j->kind->kept(parsed) == d.result)
+      if (absl::StatusOr<SettledForm> f = j->kind->settle_form(j->kind->work_spec(j->shared, u.spec), u.meta, parsed);
+          f.ok())
+        other_form = std::move(*f);
+    if (!other_form) {
+      quarantine_all("outvoted by a trusted owner");
+      if (u.result) {
+        if (absl::Status s = unsettle(j, i, std::max<int32_t>(u.wanted, d.votes + 1)); !s.ok()) log_error(s.message());
+      } else if (const int32_t w = std::max<int32_t>(u.wanted, d.votes + 1); w != u.wanted) {
+        if (absl::Status s = store_->set_wanted(j->id, i, w); !s.ok()) log_error(s.message());
+        u.wanted = w;
+      }
+      j->verifying.insert(i);
+      enqueue(j, i, true);
+      return v1::COMPLETION_OUTCOME_MISMATCH;
+    }
+    form = &*other_form;
+  }
   switch (d.verdict) {
     case Verdict::kDiscard:
       if (!d.quarantine.empty()) {
@@ -1326,13 +1370,13 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
     }
     case Verdict::kReopen:
     case Verdict::kOverturn: {
-      record_mismatch(j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ",
-                                      canonical_text(*j, u.copies[ci]), " but the settled result is ",
-                                      j->kind->describe_kept(u.settled), " (", u.votes, " votes)"));
+      record_mismatch(
+          j, absl::StrCat("unit ", j->id, "/", i, ": worker ", worker, " sent ", canonical_text(*j, u.copies[ci]),
+                          " but the settled result is ", j->kind->describe_kept(u.settled), " (", u.votes, " votes)"));
       // A finished job's results are final (the store says so): the disagreement stays on
       // record (result_mismatches), and nothing is taken back.
       if (j->state != v1::JOB_STATE_RUNNING) return v1::COMPLETION_OUTCOME_DISCARDED;
-      if (d.verdict == Verdict::kOverturn && d.result == *u.copies[ci].result) {
+      if (d.verdict == Verdict::kOverturn) {
         // A trusted owner decides against the settled result: the result it sent replaces it,
         // and the owners behind the old one are quarantined.
         if (absl::Status s = unsettle(j, i, d.wanted); !s.ok()) {
@@ -1635,6 +1679,18 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
 void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
   registry_.quarantined_voters.insert(voter);
   registry_.trusted_owners.erase(voter);
+  // Copies placed with it are placed again.
+  for (Job* j : table_.by_seq) {
+    auto it = j->placed.find(voter);
+    if (it == j->placed.end()) continue;
+    std::deque<int64_t> q = std::move(it->second);
+    j->placed.erase(it);
+    for (int64_t i : q)
+      if (j->units.live(i) && j->units[i].placed == voter) {
+        j->units[i].placed.clear();
+        enqueue(j, i, true);
+      }
+  }
   std::vector<std::string> keys;
   for (const auto& [key, w] : registry_.workers)
     if (voter_of(key) == voter) keys.push_back(key);
@@ -1687,13 +1743,14 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
       // too (two untrusted votes of which one is a proven liar's are no evidence).
       if (u.result && *c->result == u.settled) {
         bool backed = false;
+        int32_t standing = 0;  // other results that still count: one more copy beyond them decides
         for (const Copy& o : u.copies)
-          if (&o != c && o.result && !o.discarded && *o.result == u.settled &&
-              !registry_.quarantined_voters.count(voter_of(o.worker)) &&
-              !registry_.quarantined_voters.count(o.worker) && rank_of(voter_of(o.worker)) >= kRankTrusted)
-            backed = true;
+          if (&o != c && o.result && !o.discarded && !barred(o.worker)) {
+            ++standing;
+            if (*o.result == u.settled && rank_of(voter_of(o.worker)) >= kRankTrusted) backed = true;
+          }
         if (!backed) {
-          if (absl::Status s = unsettle(j, int64_t(i), std::max(u.wanted, int32_t(2))); !s.ok())
+          if (absl::Status s = unsettle(j, int64_t(i), std::max({u.wanted, int32_t(2), standing + 1})); !s.ok())
             log_error(s.message());
           ++revoked;
         }
@@ -1726,7 +1783,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
     return absl::UnavailableError(absl::StrCat(s.message(), "; the failure was not recorded: retry"));
   ++j->unit_failures;
   // Counted per owner: one owner's credentials and workers, whatever their names, are one reporter.
-  j->failing_workers.insert(voter_of(c.worker));
+  j->failing_workers.insert({voter_of(c.worker), c.worker});
   j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
   log_event(LogLevel::kWarning, "unit_failure",
             absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
@@ -1740,9 +1797,13 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   // Untrusted owners cannot fail a job (they may lie): a trusted owner's report, or
   // kMinFailingOwners owners', can.
   std::map<std::string, int> ranks;
-  for (const std::string& o : j->failing_workers) ranks[o] = rank_of(o);
+  std::set<std::string> reporters;
+  for (const auto& [o, w] : j->failing_workers) {
+    ranks[o] = rank_of(o);
+    reporters.insert(w);
+  }
   if (failures_fail_job(j->unit_failures, j->failing_workers, ranks, kMaxUnitFailures, kMinFailingOwners))
-    fail_job(j, absl::StrCat(j->failure_detail, " (reported by ", absl::StrJoin(j->failing_workers, ", "), ")"));
+    fail_job(j, absl::StrCat(j->failure_detail, " (reported by ", absl::StrJoin(reporters, ", "), ")"));
   changed();
   resp.set_outcome(v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
   return resp;

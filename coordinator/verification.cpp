@@ -58,15 +58,17 @@ std::vector<std::string> credited(const UnitVotes& u, const std::vector<std::str
   return out;
 }
 
-// Copies disagree: the result with the most voters of the highest rank present wins, if that
-// rank is trusted and the count is not tied.
+// Copies disagree: only trust roots decide (an owner that earned trust may turn, and must not
+// frame anyone): the result with the most root voters wins, unless tied.
 Decision contested(const UnitVotes& u, const Tally& now, Decision d, int max_voters) {
   const int32_t voters = int32_t(now.by_voter.size());
   int top = kRankUntrusted;
-  for (const auto& [voter, result] : now.by_voter) top = std::max(top, u.rank_of(voter));
-  std::map<std::string, int> at_top;  // result -> its voters of rank top
+  std::map<std::string, int> at_top;  // result -> its root voters
   for (const auto& [voter, result] : now.by_voter)
-    if (u.rank_of(voter) == top) ++at_top[result];
+    if (u.rank_of(voter) == kRankRoot) {
+      top = kRankRoot;
+      ++at_top[result];
+    }
   std::string winner;
   int best = 0;
   bool tied = false;
@@ -79,15 +81,12 @@ Decision contested(const UnitVotes& u, const Tally& now, Decision d, int max_vot
       tied = true;
     }
   }
-  // An audited unit is decided by a root only.
-  if (u.needs_root && top != kRankRoot) tied = true;
   if (top == kRankUntrusted || tied) {
-    // Nothing decides yet: one more voter, of a higher rank than those tied (a root for
-    // trusted ones), not involved.
+    // Nothing decides yet: one more voter, a trust root not involved.
     d.disagreement = true;
-    d.want_rank = u.needs_root ? kRankRoot : std::min(kRankRoot, top + 1);
+    d.want_rank = kRankRoot;
     d.wanted = std::max<int32_t>(u.wanted, voters + 1);
-    if (top >= kRankTrusted && voters >= max_voters) {
+    if (top == kRankRoot && voters >= max_voters) {
       d.verdict = Verdict::kFail;
       return d;
     }
@@ -208,14 +207,16 @@ int64_t forged_units_caught_with(double rate, double p) {
   return int64_t(std::ceil(std::log(p) / std::log(1 - rate)));
 }
 
-bool failures_fail_job(int64_t failures, const std::set<std::string>& reporters,
+bool failures_fail_job(int64_t failures, const std::set<std::pair<std::string, std::string>>& reporters,
                        const std::map<std::string, int>& rank, int max_failures, int min_owners) {
   if (failures < max_failures) return false;
-  for (const std::string& r : reporters) {
-    auto it = rank.find(r);
-    if (it != rank.end() && it->second >= kRankTrusted) return true;
+  std::set<std::string> owners, trusted_workers;
+  for (const auto& [owner, worker] : reporters) {
+    owners.insert(owner);
+    auto it = rank.find(owner);
+    if (it != rank.end() && it->second >= kRankTrusted) trusted_workers.insert(worker);
   }
-  return int(reporters.size()) >= min_owners;
+  return int(owners.size()) >= min_owners || trusted_workers.size() >= 2;
 }
 
 int64_t lease_cap(int64_t threads, int prefetch, int64_t ceiling) {

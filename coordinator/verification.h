@@ -15,12 +15,12 @@
 //    discarded copies never count, in whatever order copies arrive;
 //  - when the counting copies agree, a unit settles once `wanted` voters agree (one, when its only
 //    voter may settle alone); an audited unit (`needs_root`) only once a trust root agrees too;
-//  - when they disagree, only trust decides: the result with the most voters of the highest rank
-//    present wins, and only if that rank is trusted (1 or 2); the voters of every other result are
-//    quarantined. Among untrusted voters alone nothing is decided: the unit waits for a trusted
-//    voter not involved (a result settled meanwhile is taken back), and no untrusted copy, however
-//    many agree, ever quarantines anyone;
-//  - voters of the highest rank that stay tied after `max_voters` voters fail the job.
+//  - when they disagree, only trust roots decide: the result with the most root voters wins, and
+//    the voters of every other result are quarantined. Without a root among them nothing is
+//    decided: the unit waits for a root not involved (a result settled meanwhile is taken back).
+//    No copy of an owner that is not a root, however many agree and whatever trust they earned,
+//    ever quarantines anyone (an owner that earned trust may turn, and must not frame);
+//  - roots that stay tied after `max_voters` voters fail the job.
 #pragma once
 
 #include <cstdint>
@@ -67,11 +67,11 @@ enum class Verdict {
   kSettle,     // settle with `result` on `votes` voters
   kConfirm,    // a further voter agrees with the settled result (`votes` now)
   kDuplicate,  // nothing new: a voter's repeated result
-  kReopen,     // untrusted voters disagree with the settled result: take it back, ask a trusted voter
-  kMismatch,   // the newest copy disagrees with a settled result that trust (or a liar's) decided
-  kOverturn,   // trust decides against the settled result: settle `result` instead
+  kReopen,     // voters disagree with the settled result and no root decides: take it back, ask a root
+  kMismatch,   // the newest copy disagrees with a settled result a root decided (or it is a liar's)
+  kOverturn,   // a root decides against the settled result: settle `result` instead
   kDiscard,    // the newest copy does not count (discarded, or its voter is quarantined)
-  kFail,       // max_voters voters and the highest-ranked ones still tied
+  kFail,       // max_voters voters and the roots among them still tied
 };
 
 struct Decision {
@@ -115,10 +115,11 @@ double audit_escape_probability(double rate, int64_t forged);
 // at least 1 - p.
 int64_t forged_units_caught_with(double rate, double p);
 
-// Failures: whether engine-failure reports fail a job. Untrusted owners cannot: a job fails only
-// when a trusted owner reported (and `failures` reached max_failures) or `min_owners` distinct
-// owners did.
-bool failures_fail_job(int64_t failures, const std::set<std::string>& reporters,
+// Failures: whether engine-failure reports fail a job, once `failures` reached max_failures.
+// Untrusted owners cannot, fewer than `min_owners` of them: reporters are (owner, worker) pairs,
+// and the job fails when `min_owners` distinct owners reported, or two distinct workers of
+// trusted owners did (one broken machine, even the operator's, does not fail a job).
+bool failures_fail_job(int64_t failures, const std::set<std::pair<std::string, std::string>>& reporters,
                        const std::map<std::string, int>& rank, int max_failures, int min_owners);
 
 // Leases one owner may hold at once: what its connected workers can compute in a lease period

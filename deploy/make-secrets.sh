@@ -9,16 +9,26 @@
 #   read.token                    tokens file holds only their hashes
 #   enroll.token                  the workers' join token: each worker trades it once for a
 #                                 credential of its own (c960-worker --enroll-token-file FILE
-#                                 --credential-file FILE), so that each is one voter when
-#                                 results are verified; --workers N bounds how many (default 16)
+#                                 --credential-file FILE); --workers N bounds how many (default 16).
+#                                 Its line in tokens says owner=OWNER (--owner): all these workers
+#                                 are one owner, one voter when results are verified
+#   NAME.enroll.token             with --contributor NAME: a join token of its own for an outside
+#                                 contributor, owner=NAME (never the operator's), --workers uses
 # Keys and tokens are mode 600, certificates 644. DIR must not hold any of these files yet.
-#   deploy/make-secrets.sh DIR [--hosts NAME,ADDRESS,...] [--workers 16] [--days 825] [--c960 PATH]
+#   deploy/make-secrets.sh DIR [--hosts NAME,ADDRESS,...] [--workers 16] [--owner operator] [--contributor NAME]... [--days 825] [--c960 PATH]
 # The certificate always names coordinator, localhost, 127.0.0.1 and ::1 (what the compose file's
 # workers and the health checks dial, and a first try on one machine).
 # --hosts: comma-separated DNS names and IP addresses that clients and workers dial besides those
 # (added to them, not instead; the first is the certificate's CN, else coordinator).
-# --workers: the worker credentials the join token may be traded for (replaced containers and
+# --workers: the worker credentials each join token may be traded for (replaced containers and
 # VMs enroll again: leave room for them).
+# --owner: the owner (person or organisation) of the workers that enroll with enroll.token
+# (default operator). When they are the operator's own machines, start the coordinator with
+# --trust-roots OWNER: their results then decide disagreements and audits. Hosts that share one
+# join token are one owner and one trust domain.
+# --contributor NAME (repeatable): a join token NAME.enroll.token for an outside contributor, whose
+# workers are the owner NAME; not a trust root. NAME is also the join token's name (its
+# credentials are NAME:1, NAME:2, ...): not admin, submit, read, workers or the --owner.
 # --c960: the c960 tool for the tokens (default: c960 on PATH, else build/release/cli/c960).
 # Exit status: 0 made, 1 openssl or c960 failed, 2 bad usage.
 set -euo pipefail
@@ -39,9 +49,14 @@ die() {  # die STATUS MESSAGE
 }
 
 default_hosts="coordinator,localhost,127.0.0.1,::1"
-dir="" hosts="" days=825 c960="" workers=16
+dir="" hosts="" days=825 c960="" workers=16 owner=operator
+contributors=()
 while (($#)); do
   case "$1" in
+    --owner) (($# >= 2)) || die 2 "--owner needs a value"; owner="$2"; shift 2 ;;
+    --owner=*) owner="${1#*=}"; shift ;;
+    --contributor) (($# >= 2)) || die 2 "--contributor needs a value"; contributors+=("$2"); shift 2 ;;
+    --contributor=*) contributors+=("${1#*=}"); shift ;;
     --workers) (($# >= 2)) || die 2 "--workers needs a value"; workers="$2"; shift 2 ;;
     --workers=*) workers="${1#*=}"; shift ;;
     --hosts) (($# >= 2)) || die 2 "--hosts needs a value"; hosts="$2"; shift 2 ;;
@@ -58,6 +73,19 @@ done
 [[ -n "$dir" ]] || usage
 [[ "$days" =~ ^[1-9][0-9]{0,4}$ ]] || die 2 "--days: '$days' is not a number of days (1..99999)"
 [[ "$workers" =~ ^[1-9][0-9]{0,4}$ ]] || die 2 "--workers: '$workers' is not a number of workers (1..99999)"
+# Owner and token names as the tokens file takes them.
+name_re='^[A-Za-z0-9._-]{1,64}$'
+[[ "$owner" =~ $name_re ]] || die 2 "--owner: '$owner' is not 1..64 characters of A-Z a-z 0-9 . _ -"
+seen_contributors=","
+for c in "${contributors[@]}"; do
+  [[ "$c" =~ $name_re ]] || die 2 "--contributor: '$c' is not 1..64 characters of A-Z a-z 0-9 . _ -"
+  case "$c" in
+    admin | submit | read | workers) die 2 "--contributor: '$c' is the name of another token here: choose another" ;;
+  esac
+  [[ "$c" != "$owner" ]] || die 2 "--contributor: '$c' is the operator's owner (--owner): a contributor is another owner"
+  [[ "$seen_contributors" != *",$c,"* ]] || die 2 "--contributor: '$c' named twice"
+  seen_contributors+="$c,"
+done
 
 # The subjectAltName: IP: for addresses, DNS: for names; anything else is refused here rather
 # than making a certificate no client accepts.
@@ -87,6 +115,7 @@ command -v openssl >/dev/null || die 1 "openssl not found (Debian: apt install o
 
 roles=(admin submit read enroll)
 files=(ca.crt ca.key coordinator.crt coordinator.key tokens "${roles[@]/%/.token}")
+for c in "${contributors[@]}"; do files+=("$c.enroll.token"); done
 mkdir -p "$dir"
 for f in "${files[@]}"; do
   [[ ! -e "$dir/$f" ]] || die 2 "$dir/$f exists: give an empty folder (a new CA and new tokens replace nothing)"
@@ -115,20 +144,39 @@ run_openssl x509 -req -in "$work/coordinator.csr" -CA "$work/ca.crt" -CAkey "$wo
 run_openssl verify -CAfile "$work/ca.crt" "$work/coordinator.crt"
 
 # `c960 token new` prints the token, then the tokens file's line (ROLE NAME sha256:HASH, and
-# uses=N for the join token). Each token is named after its role; the join token "workers", so
-# that the credentials it is traded for are named workers:1, workers:2, ...
+# uses=N and owner=OWNER for a join token). Each token is named after its role; the operator's
+# join token "workers", so that the credentials it is traded for are named workers:1, workers:2,
+# ..., and a contributor's join token after the contributor (alice:1, alice:2, ...).
+# new_token FILE ARGS...: FILE gets the token, the tokens file its line.
+new_token() {
+  local file="$1" out
+  shift
+  out=$("$c960" token new "$@") || die 1 "c960 token new $* failed"
+  [[ $(wc -l <<<"$out") == 2 ]] || die 1 "c960 token new $*: unexpected output"
+  head -n 1 <<<"$out" >"$work/$file"
+  tail -n 1 <<<"$out" >>"$work/tokens"
+}
 : >"$work/tokens"
 for role in "${roles[@]}"; do
-  args=(--role "$role" --name "$role")
-  [[ "$role" != enroll ]] || args=(--role enroll --name workers --uses "$workers")
-  out=$("$c960" token new "${args[@]}") || die 1 "c960 token new --role $role failed"
-  [[ $(wc -l <<<"$out") == 2 ]] || die 1 "c960 token new --role $role: unexpected output"
-  head -n 1 <<<"$out" >"$work/$role.token"
-  tail -n 1 <<<"$out" >>"$work/tokens"
+  if [[ "$role" == enroll ]]; then
+    new_token enroll.token --role enroll --name workers --uses "$workers" --owner "$owner"
+  else
+    new_token "$role.token" --role "$role" --name "$role"
+  fi
 done
+for c in "${contributors[@]}"; do
+  new_token "$c.enroll.token" --role enroll --name "$c" --uses "$workers" --owner "$c"
+done
+grep -q " owner=$owner\$" "$work/tokens" ||
+  die 1 "$c960 wrote no owner= in the join token's line (a c960 older than owners? give --c960 PATH)"
 
 chmod 644 "$work/ca.crt" "$work/coordinator.crt"
 for f in "${files[@]}"; do mv "$work/$f" "$dir/$f"; done
 echo "made in $dir: a CA (ca.crt; ca.key stays with you), coordinator.crt/.key for $san, tokens for" \
   "admin, submit and read, and enroll.token, which $workers workers may trade for a credential each" \
   "(tokens: the coordinator's --tokens file)"
+echo "the workers of enroll.token belong to the owner '$owner': where they are your own machines, start" \
+  "the coordinator with --trust-roots $owner (their results then decide disagreements and audits)"
+for c in "${contributors[@]}"; do
+  echo "$c.enroll.token: for the contributor '$c' only ($workers workers, owner '$c', not a trust root)"
+done

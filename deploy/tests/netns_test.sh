@@ -187,7 +187,7 @@ for i in 2 3; do
   [[ -s "$work/vm$i/state/c960-worker/credential" ]] || fail "vm$i kept no credential"
 done
 
-job=$(c960 submit perft --depth 5 --sps "$sps" --request-id "netns-test-$$" | tail -n 1 | awk '{print $NF}')
+job=$(c960 submit perft --depth 5 --sps "$sps" --verify hosts --request-id "netns-test-$$" | tail -n 1 | awk '{print $NF}')
 [[ "$job" =~ ^job- ]] || fail "submit: '$job'"
 progress() {  # -> "DONE TOTAL STATE"
   c960 status "$job" 2>/dev/null |
@@ -217,7 +217,8 @@ grep -q 'worker workers:[0-9]*/vm3 lost' "$work/coordinator.log" || fail "the co
 sleep "$lease"  # one more lease: whatever vm3 held has expired and gone back to the queue
 read -r n_done total state <<<"$(progress)"
 log "vm3 cut off for $((SECONDS - t_cut)) s (lease $lease s): $(grep -o 'worker workers:[0-9]*/vm3 lost.*' "$work/coordinator.log" | head -n 1); job at $n_done/$total, $state"
-# Units that want a second worker's copy (all of a new worker's, a tenth of a trusted one's) can
+# Units want a second worker's copy (--verify hosts: the workers share one owner, the join
+# token's, and are checked against each other as machines); those vm2 computed can
 # only be settled by vm3: the job waits for it.
 [[ "$state" == RUNNING ]] || fail "the job ended ($state) while vm3 was cut off"
 

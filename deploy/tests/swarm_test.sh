@@ -144,7 +144,7 @@ for _ in $(seq 60); do [[ "$(replicas worker)" == 2/2 ]] && break; sleep 1; done
 [[ "$(replicas worker)" == 2/2 ]] || fail "workers: $(replicas worker)"
 
 step "perft 5 of all 960 with 2 workers"
-job=$(c960 submit perft --depth 5 --sps 0-959 --request-id "swarm-test-$$" | tail -n 1 | awk '{print $NF}')
+job=$(c960 submit perft --depth 5 --sps 0-959 --verify hosts --request-id "swarm-test-$$" | tail -n 1 | awk '{print $NF}')
 [[ "$job" =~ ^job- ]] || fail "submit: '$job'"
 progress() {  # -> "DONE TOTAL STATE", or nothing while the coordinator is away
   c960 status "$job" 2>/dev/null |

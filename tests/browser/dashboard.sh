@@ -78,7 +78,7 @@ ranked=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-
 selfplay=$("$build/cli/c960" submit --coordinator "$coordinator" selfplay --sps 0-959 --games-per-position 2 \
   --engine builtin --nodes 800 --random-plies 6 --resign-moves 2 --resign-score 250 --max-plies 120 \
   --games-per-unit 2 --verify off | awk '{w=$NF} END {print w}')
-# The submitter's job: the default verification (adaptive) wants a second worker before it
+# The submitter's job: the default verification (adaptive) wants a second owner before it
 # trusts the first, so with one worker it does not move, and says why (Job.notice).
 waiting=$(C960_TOKEN="$(<"$work/submitter.token")" "$build/cli/c960" submit --coordinator "$coordinator" \
   perft --depth 2 --sps 0-3 --split-depth 0 | awk '{w=$NF} END {print w}')

@@ -86,7 +86,7 @@ test('dashboard: jobs with progress bars, workers, no errors', async () => {
     // The submitter's job waits for a second worker: the table says so under its row.
     const notice = page.locator(`table.jobs tr[data-notice-for="${waitingJob}"] td.notice`);
     await notice.waitFor({ timeout: 15000 });
-    assert.match(await notice.textContent(), /checked by a second worker/);
+    assert.match(await notice.textContent(), /checked by a second owner/);
     assert.equal(await notice.isVisible(), true);
     // The table follows the running job without a reload.
     const first = Number(await page.locator(`tr[data-job="${selfplayJob}"]`).getAttribute('data-units-done'));
@@ -251,7 +251,7 @@ test('a submitter sees and cancels its own job; the notice says why it waits', a
     assert.equal(await page.locator('table.workers').count(), 0);
     assert.equal(await page.locator('a[href="/metrics"]').count(), 0);
     assert.match(await page.locator('header .who').textContent(), /^submitter \(submit\)$/);
-    assert.match(await page.locator(`tr[data-notice-for="${waitingJob}"]`).textContent(), /checked by a second worker/);
+    assert.match(await page.locator(`tr[data-notice-for="${waitingJob}"]`).textContent(), /checked by a second owner/);
     await shoot(page, 'dashboard-submitter');
     // Others' pages are not found for it.
     const other = await page.request.get(`${base}/jobs/${perftJob}`);
@@ -262,7 +262,7 @@ test('a submitter sees and cancels its own job; the notice says why it waits', a
     assert.match(await page.locator('p.spec').textContent(), /perft depth 2, positions 0-3, .* · verify adaptive · submitted by submitter/);
     const notice = page.locator('.notes p.notice');
     assert.equal(await notice.isVisible(), true);
-    assert.match(await notice.textContent(), /checked by a second worker/);
+    assert.match(await notice.textContent(), /checked by a second owner/);
     assert.equal(await page.locator('#units-done').textContent(), '0 of 4 done');
     await shoot(page, 'job-waiting');
     // A cancel that is not the page's own request (no X-Requested-With) is refused.

@@ -218,7 +218,7 @@ TEST_F(CliWatchTest, StatusPrintsATableOrJson) {
   std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
   // One worker under --verify all: once its first results wait for a check, the table says why.
   if (lines.size() == 4) {
-    EXPECT_TRUE(absl::StartsWith(lines[3], running + ": waiting: results are checked by a second worker")) << out;
+    EXPECT_TRUE(absl::StartsWith(lines[3], running + ": waiting: results are checked by a second owner")) << out;
   }
   ASSERT_GE(lines.size(), 3u) << out;
   ASSERT_LE(lines.size(), 4u) << out;

@@ -195,11 +195,11 @@ TEST_F(ClusterTest, SubmitSaysWhatWillKeepTheJobWaiting) {
   start_worker(port);
   ASSERT_TRUE(wait_for_text(dir_ + "/worker0.log", "registered as", std::chrono::seconds(20)));
   std::string out, err;
-  ASSERT_EQ(cli("submit perft --depth 2 --sps 0-3 --quiet", &out, &err), 0) << err;
+  ASSERT_EQ(cli("submit perft --depth 2 --sps 0-3 --verify all --quiet", &out, &err), 0) << err;
   EXPECT_TRUE(absl::StartsWith(out, "job-")) << out;
   EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
   EXPECT_TRUE(absl::StrContains(err, "note: job job-")) << err;
-  EXPECT_TRUE(absl::StrContains(err, "checked by a second worker with a credential of its own")) << err;
+  EXPECT_TRUE(absl::StrContains(err, "checked by a second owner")) << err;
   ASSERT_EQ(cli("submit selfplay --sps 0 --games-per-position 2 --engine sf --nodes 100 --verify off", &out, &err), 0)
       << err;
   EXPECT_TRUE(absl::StrContains(err, "no connected worker offers engine 'sf'")) << err;

@@ -39,6 +39,7 @@ class CoordinatorFixture : public ::testing::Test {
     req.set_protocol_version(kProtocolVersion);
     auto r = coordinator_->hello(caller, req);
     EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) callers_[r->worker_id()] = caller;
     return r.ok() ? r->worker_id() : "";
   }
 
@@ -127,11 +128,12 @@ class CoordinatorFixture : public ::testing::Test {
         v1::AcquireWorkRequest req;
         req.set_worker_id(w);
         req.set_max_units(1);
-        auto got = coordinator_->acquire(Caller::local(), req);
+        const Caller caller = callers_.count(w) ? callers_.at(w) : Caller::local();
+        auto got = coordinator_->acquire(caller, req);
         if (!got.ok() || got->leases_size() == 0) continue;
         any = true;
         const v1::Lease& l = got->leases(0);
-        complete(w, l, result(l, liars.count(w) ? 1 : 0)).IgnoreError();
+        complete(w, l, result(l, liars.count(w) ? 1 : 0), caller).IgnoreError();
         ++made;
       }
     }
@@ -140,6 +142,7 @@ class CoordinatorFixture : public ::testing::Test {
 
   FakeClock clock_;
   CoordinatorOptions options_;
+  std::map<std::string, Caller> callers_;  // by session: whom hello() registered it as (run() acts as it)
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
 };

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/errors.h"
@@ -50,7 +51,10 @@ Answers& answers() {
   return a;
 }
 
-enum class Kind { kHonest, kCrasher, kSlow, kLiar, kPair, kHoarder, kReckless };
+enum class Kind { kHonest, kCrasher, kSlow, kLiar, kPair, kHoarder, kReckless, kColluder };
+// How a colluding group lies: only on units every copy of which the group holds (smart), on
+// every unit (framing: against honest copies too), or honestly until halfway, then smart.
+enum class Strategy { kSmart, kFraming, kTurncoat };
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -61,6 +65,7 @@ const char* kind_name(Kind k) {
     case Kind::kPair: return "pair";
     case Kind::kHoarder: return "hoarder";
     case Kind::kReckless: return "reckless";
+    case Kind::kColluder: return "colluder";
   }
   return "?";
 }
@@ -76,6 +81,7 @@ struct SimWorker {
   std::vector<v1::CompleteUnitRequest> outbox;  // results sent, not answered yet
   bool honest() const { return kind == Kind::kHonest || kind == Kind::kCrasher || kind == Kind::kSlow; }
   std::string key() const { return absl::StrCat(caller.identity, "/", name); }
+  std::string owner() const { return caller.owner_or_identity(); }
 };
 
 class Simulation {
@@ -86,6 +92,8 @@ class Simulation {
     options_.spot_check_rate = 0.3;
     options_.seed = seed | 1;
     options_.max_leases_per_credential = 12;
+    options_.trust_roots = {"ops"};  // the operator's own workers: h0 and its second name
+    options_.audit_rate = 0.1;
     options_.waiter_thread = false;  // nobody long-polls here
     store_ = std::move(Store::open(":memory:").value());
     store_->set_fault_injector([this](const char*) {
@@ -131,16 +139,34 @@ class Simulation {
     verify_ = mode < 2                   ? v1::VERIFY_MODE_ALL
               : mode < 4 || liar || pair ? v1::VERIFY_MODE_ADAPTIVE
                                          : v1::VERIFY_MODE_OFF;
-    auto add = [&](const std::string& cred, const std::string& name, Kind k, uint64_t lie) {
+    auto add = [&](const std::string& cred, const std::string& name, Kind k, uint64_t lie,
+                   const std::string& owner = "") {
       SimWorker w;
       w.name = name;
-      w.caller = Caller{cred, Role::kWorker, true, 0, ""};
+      w.caller = Caller{cred, Role::kWorker, true, 0, owner};
       w.kind = k;
       w.lie = lie;
       workers_.push_back(std::move(w));
     };
+    // h0 is the operator's (a trust root, with a second credential of the same owner); the other
+    // honest workers are outside contributors, each its own owner.
     for (int i = 0; i < honest; ++i)
-      add(absl::StrCat("h", i), "w", i == 0 ? Kind::kCrasher : i == 1 ? Kind::kSlow : Kind::kHonest, 0);
+      add(absl::StrCat("h", i), "w",
+          i == 0   ? Kind::kCrasher
+          : i == 1 ? Kind::kSlow
+                   : Kind::kHonest,
+          0, i == 0 ? "ops" : "");
+    add("h0b", "w", Kind::kHonest, 0, "ops");
+    // A colluding group of 2 or 3 owners, each with one or two credentials, lying alike.
+    if (chance(0.5)) {
+      const int owners = 2 + pick(2);
+      strategy_ = Strategy(pick(3));
+      for (int g = 0; g < owners; ++g)
+        for (int c = 0, n = 1 + pick(2); c < n; ++c)
+          add(absl::StrCat("c", g, "-", c), "w", Kind::kColluder, 3, absl::StrCat("c", g));
+      report_.colluders = owners;
+      if (verify_ == v1::VERIFY_MODE_OFF) verify_ = v1::VERIFY_MODE_ADAPTIVE;  // off only among honest workers
+    }
     if (liar) add("liar", "w", Kind::kLiar, 2);
     if (pair) {
       add("pair", "p1", Kind::kPair, 1);
@@ -151,7 +177,9 @@ class Simulation {
     // and goes on with counts off by one: none of those may count, even without verification.
     if (reckless) add("reckless", "w", Kind::kReckless, 0);
     root_ = root;
-    report_.schedule = absl::StrCat("verify ", v1::VerifyMode_Name(verify_), ", root ", root, ", workers");
+    report_.schedule =
+        absl::StrCat("verify ", v1::VerifyMode_Name(verify_), ", root ", root,
+                     report_.colluders ? absl::StrCat(", colluders ", kStrategy[int(strategy_)]) : "", ", workers");
     for (const SimWorker& w : workers_) absl::StrAppend(&report_.schedule, " ", w.key(), " (", kind_name(w.kind), ")");
     log(report_.schedule);
   }
@@ -204,7 +232,16 @@ class Simulation {
 
   v1::UnitResult result_for(const SimWorker& w, const v1::Lease& l) {
     v1::UnitResult r = answers().unit(l.spec());
-    if (w.lie) {
+    bool lies = w.lie != 0;
+    if (w.kind == Kind::kColluder) {
+      // The group knows which of its owners leased the unit: a smart group lies only where it
+      // holds every copy it has seen (two owners at least), a framing one everywhere.
+      const bool both = group_leased_[l.unit_id()].size() >= 2;
+      lies = strategy_ == Strategy::kFraming ? true
+             : strategy_ == Strategy::kSmart ? both
+                                             : both && report_.steps * 2 >= config_.steps;
+    }
+    if (lies) {
       v1::PerftUnitResult* p = r.mutable_perft();
       p->mutable_nodes()->set_lo(p->nodes().lo() + w.lie);
       if (p->divide_size()) p->mutable_divide(0)->mutable_nodes()->set_lo(p->divide(0).nodes().lo() + w.lie);
@@ -218,7 +255,10 @@ class Simulation {
     req.set_max_units(max_units);
     absl::StatusOr<v1::AcquireWorkResponse> r = coordinator_->acquire(w.caller, req);
     if (!r.ok()) return on_error(w, r.status());
-    for (const v1::Lease& l : r->leases()) w.held.push_back(l);
+    for (const v1::Lease& l : r->leases()) {
+      w.held.push_back(l);
+      if (w.kind == Kind::kColluder) group_leased_[l.unit_id()].insert(w.owner());
+    }
     if (r->leases_size()) log(absl::StrCat(w.key(), " leased ", r->leases_size()));
   }
 
@@ -310,6 +350,14 @@ class Simulation {
       return;
     }
     const int a = drain ? 0 : pick(100);
+    if (w.kind == Kind::kColluder && a < 35) {
+      // The group asks right after each other (the order that let speed choose placement).
+      for (SimWorker& o : workers_)
+        if (o.kind == Kind::kColluder && !o.barred && (!o.session.empty() || hello(o))) acquire(o, 1 + pick(8));
+      for (SimWorker& o : workers_)
+        if (o.kind == Kind::kColluder && !o.barred && !o.session.empty()) complete(o, false);
+      return;
+    }
     if (drain || a < 35) {
       acquire(w, 1 + pick(8));
       if (drain || w.kind != Kind::kSlow || chance(0.3)) complete(w, drain);
@@ -393,23 +441,39 @@ class Simulation {
     }
     check();
     absl::StatusOr<v1::Job> j = coordinator_->get_job(Caller::local(), job_);
-    if (!j.ok() || j->state() != v1::JOB_STATE_SUCCEEDED)
+    if (!j.ok() || j->state() != v1::JOB_STATE_SUCCEEDED) {
+      if (config_.verbose) std::printf("%s", coordinator_->durable_state().c_str());
       return violation(absl::StrCat("the job did not succeed after the drain: ",
                                     j.ok()
                                         ? absl::StrCat(v1::JobState_Name(j->state()), " ", j->progress().units_done(),
                                                        "/", j->progress().units_total(), " ", j->notice())
                                         : j.status().ToString()));
+    }
+    report_.audited = j->progress().units_audited();
+    v1::ListWorkersRequest lw;
+    lw.set_include_lost(true);
+    if (absl::StatusOr<v1::ListWorkersResponse> ws = coordinator_->list_workers(Caller::local(), lw); ws.ok())
+      for (const v1::WorkerInfo& i : ws->workers())
+        for (const SimWorker& w : workers_)
+          if (w.kind == Kind::kColluder && w.key() == i.name() && i.trust() == v1::TRUST_STATE_QUARANTINED)
+            report_.caught = true;
     absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(Caller::local(), job_, false);
     if (!chunks.ok()) return violation(absl::StrCat("results: ", chunks.status().message()));
     NodeCount sum = 0;
     for (const v1::ResultChunk& c : *chunks) {
       const NodeCount want = answers().root(c.perft().fen(), kDepth);
-      if (from_proto(c.perft().nodes()) != want)
-        violation(absl::StrCat("row ", c.perft().fen(), ": ", to_string(from_proto(c.perft().nodes())), " instead of ",
-                               to_string(want)));
+      ++report_.rows;
+      if (from_proto(c.perft().nodes()) != want) {
+        ++report_.forged_rows;
+        // Colluding owners may change rows within the bound the test checks over seeds; nobody
+        // else may change any.
+        if (!report_.colluders)
+          violation(absl::StrCat("row ", c.perft().fen(), ": ", to_string(from_proto(c.perft().nodes())),
+                                 " instead of ", to_string(want)));
+      }
       sum += want;
     }
-    if (from_proto(j->progress().nodes_done()) != sum)
+    if (!report_.colluders && from_proto(j->progress().nodes_done()) != sum)
       violation(absl::StrCat("nodes done ", to_string(from_proto(j->progress().nodes_done())), " instead of ",
                              to_string(sum)));
   }
@@ -424,6 +488,9 @@ class Simulation {
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<SimWorker> workers_;
   v1::VerifyMode verify_ = v1::VERIFY_MODE_ALL;
+  Strategy strategy_ = Strategy::kSmart;
+  static constexpr const char* kStrategy[] = {"smart", "framing", "turncoat"};
+  std::map<std::string, std::set<std::string>> group_leased_;  // unit -> colluding owners that leased it
   int root_ = 0;
   std::string job_;
   bool faults_on_ = false;

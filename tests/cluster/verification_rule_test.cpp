@@ -5,7 +5,6 @@
 // decision settles on a quarantined voter's copy, untrusted voters never quarantine anyone who
 // sent one result, and a lone voter frames nobody; and placement, audits, failures and caps.
 #include <gtest/gtest.h>
-
 #include <map>
 #include <random>
 
@@ -78,9 +77,11 @@ const Row kRows[] = {
     {"a:1 b:2 c:2 d:2", "", 4, "", Verdict::kPending, 0, 5, "", ""},
     // Untrusted voters never fail a job: five of them still wait for a trusted one.
     {"a:1 b:2 c:3 d:4 f:5", "", 5, "", Verdict::kPending, 0, 6, "", ""},
-    // A trusted voter decides, and the voters against it are quarantined.
-    {"a:1 b:2 T:1", "", 3, "", Verdict::kSettle, 2, 3, "a", "b"},
-    {"a:2 b:2 T:1", "", 3, "", Verdict::kSettle, 1, 3, "", "a b"},
+    // A trust root decides, and the voters against it are quarantined.
+    {"a:1 b:2 R:1", "", 3, "", Verdict::kSettle, 2, 3, "a", "b"},
+    {"a:2 b:2 R:1", "", 3, "", Verdict::kSettle, 1, 3, "", "a b"},
+    // An owner that earned trust decides nothing (it may have turned): a root is asked.
+    {"a:1 b:2 T:1", "", 3, "", Verdict::kPending, 0, 4, "", ""},
     // A root outranks trusted voters; tied trusted voters ask a root.
     {"T1:1 T2:2", "", 2, "", Verdict::kPending, 0, 3, "", ""},
     {"T1:1 T2:2 R:2", "", 3, "", Verdict::kSettle, 2, 3, "R T2", "T1"},
@@ -103,8 +104,10 @@ const Row kRows[] = {
     {"a:1 b:1 c:2", "1", 2, "", Verdict::kReopen, 0, 4, "", ""},
     // Settled by two colluders, audited by a root that disagrees: overturned, both quarantined.
     {"a:1 b:1 R:2", "1", 2, "", Verdict::kOverturn, 1, 2, "", "a b"},
-    // Settled with a trusted voter behind it, contradicted: the newcomer is outvoted.
-    {"a:1 T:1 c:2", "1", 2, "", Verdict::kMismatch, 2, 2, "", "c"},
+    // Settled with a root behind it, contradicted: the newcomer is outvoted; with an owner that
+    // earned trust behind it, the result is taken back and a root decides.
+    {"a:1 R:1 c:2", "1", 2, "", Verdict::kMismatch, 2, 2, "", "c"},
+    {"a:1 T:1 c:2", "1", 2, "", Verdict::kReopen, 0, 4, "", ""},
     // Audited units settle only with a root behind the result.
     {"a:1 b:1", "", 2, "", Verdict::kPending, 0, 3, "", "", true},
     {"a:1 b:1 R:1", "", 3, "", Verdict::kSettle, 3, 3, "a b", "", true},
@@ -150,8 +153,8 @@ TEST(VerificationRule, AnUntrustedVoterNeverSettlesAlone) {
 
 // Every unit of up to four copies over voters a, b (untrusted), T (trusted) and R (a root), results
 // 1 and 2, some quarantined: a settlement never rests on a quarantined voter; a voter that sent
-// one result is quarantined only when a trusted voter stands behind the winning result (untrusted
-// owners, however many, frame nobody); trust is credited only with a trusted voter agreeing; and
+// one result is quarantined only when a trust root stands behind the winning result (other
+// owners, however many and however trusted, frame nobody); trust is credited only with a trusted voter agreeing; and
 // a lone voter's copies quarantine nobody but itself.
 TEST(VerificationRule, PropertiesOverEverySmallUnit) {
   const std::vector<std::string> voters = {"a", "b", "T", "R"};
@@ -191,19 +194,20 @@ TEST(VerificationRule, PropertiesOverEverySmallUnit) {
               for (const VoteCopy& v : u.copies)
                 if (v.voter == q) results_of_q.insert(*v.result);
               if (results_of_q.size() >= 2) continue;  // its own two results convict it
-              // Otherwise a trusted voter stood against it.
-              bool trusted_against = false;
+              // Otherwise a trust root stood against it.
+              bool root_against = false;
               for (const VoteCopy& v : u.copies)
-                if (v.voter != q && (v.voter == "T" || v.voter == "R") && !u.quarantined.count(v.voter) &&
+                if (v.voter != q && v.voter == "R" && !u.quarantined.count(v.voter) &&
                     *v.result != *results_of_q.begin())
-                  trusted_against = true;
-              EXPECT_TRUE(trusted_against) << "untrusted voters quarantined " << q;
+                  root_against = true;
+              EXPECT_TRUE(root_against) << "owners that are not roots quarantined " << q;
               EXPECT_NE(q, "R") << "a root was outvoted by lower ranks";
             }
             for (const std::string& v : d.credit) {
               bool confirmed = false;
               for (const VoteCopy& o : u.copies)
-                if (o.voter != v && (o.voter == "T" || o.voter == "R") && !u.quarantined.count(o.voter)) confirmed = true;
+                if (o.voter != v && (o.voter == "T" || o.voter == "R") && !u.quarantined.count(o.voter))
+                  confirmed = true;
               EXPECT_TRUE(confirmed) << v << " credited without a trusted voter";
             }
             if (distinct.size() == 1) {
@@ -250,15 +254,18 @@ TEST(VerificationPolicy, AuditSampleAndBound) {
   EXPECT_EQ(forged_units_caught_with(0.05, 0.05), 59);
 }
 
-// Failure reports: untrusted owners fail a job only three strong; a trusted owner's report does.
+// Failure reports: untrusted owners fail a job only three strong, whatever their workers; two
+// workers of trusted owners do; one broken machine alone never does.
 TEST(VerificationPolicy, FailuresNeedTrustOrThreeOwners) {
   const std::map<std::string, int> rank = {{"T", kRankTrusted}, {"R", kRankRoot}};
-  EXPECT_FALSE(failures_fail_job(3, {"a", "b"}, rank, 3, 3));
-  EXPECT_FALSE(failures_fail_job(9, {"a", "b"}, rank, 3, 3));
-  EXPECT_TRUE(failures_fail_job(3, {"a", "b", "c"}, rank, 3, 3));
-  EXPECT_TRUE(failures_fail_job(3, {"a", "T"}, rank, 3, 3));
-  EXPECT_FALSE(failures_fail_job(2, {"R"}, rank, 3, 3));
-  EXPECT_TRUE(failures_fail_job(3, {"R"}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(3, {{"a", "a/1"}, {"b", "b/1"}}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(9, {{"a", "a/1"}, {"a", "a/2"}, {"b", "b/1"}, {"b", "b/2"}}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {{"a", "a/1"}, {"b", "b/1"}, {"c", "c/1"}}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(3, {{"a", "a/1"}, {"T", "T/1"}}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {{"R", "R/1"}, {"T", "T/1"}}, rank, 3, 3));
+  EXPECT_TRUE(failures_fail_job(3, {{"R", "R/1"}, {"R", "R/2"}}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(3, {{"R", "R/1"}}, rank, 3, 3));
+  EXPECT_FALSE(failures_fail_job(2, {{"R", "R/1"}, {"R", "R/2"}}, rank, 3, 3));
 }
 
 // The lease cap: what an owner's threads compute, within the ceiling, never 0.

@@ -54,6 +54,7 @@ TEST_F(VerificationTest, ANoticeSaysWhenNoWorkerCanRunAJob) {
   sp->set_games_per_position(1);
   sp->set_engine("builtin");
   sp->set_nodes(100);
+  req.mutable_spec()->set_verify(v1::VERIFY_MODE_ALL);
   auto games = coordinator_->submit(Caller::local(), req);
   ASSERT_TRUE(games.ok()) << games.status();
   EXPECT_EQ(job(games->id()).notice(), "waiting: no connected worker computes selfplay units");
@@ -64,10 +65,9 @@ TEST_F(VerificationTest, ANoticeSaysWhenNoWorkerCanRunAJob) {
   player.add_engines("builtin");
   player.set_protocol_version(kProtocolVersion);
   ASSERT_TRUE(coordinator_->hello(Caller::local(), player).ok());
-  // One worker, not trusted yet, under adaptive verification (the default): every unit will
-  // need a second credential, and the notice says so from the start (as c960 submit prints it).
-  EXPECT_NE(job(games->id()).notice().find("checked by a second worker with a credential of its own"),
-            std::string::npos)
+  // One worker (one owner) under verify all: every unit will need a second owner, and the notice
+  // says so from the start (as c960 submit prints it).
+  EXPECT_NE(job(games->id()).notice().find("checked by a second owner"), std::string::npos)
       << job(games->id()).notice();
   sp->set_engine("sf");
   auto sf = coordinator_->submit(Caller::local(), req);
@@ -95,21 +95,37 @@ TEST_F(VerificationTest, AThirdWorkerDecidesADisagreementAndTheLiarIsQuarantined
   EXPECT_EQ(reason_of(coordinator_->acquire(Caller::local(), req).status()), v1::ErrorInfo::REASON_QUARANTINED);
 }
 
-TEST_F(VerificationTest, AdaptiveTrustsAfterAgreementsThenSpotChecks) {
+// Under adaptive an untrusted owner's units are computed twice; owners that confirm each other
+// earn nothing, and an owner earns trust only by agreeing with a trusted one (here the operator's
+// trust root). Once trusted, with no spot checks, its units are computed once.
+TEST_F(VerificationTest, AdaptiveTrustsAfterAgreementsWithATrustRootThenSpotChecks) {
   CoordinatorOptions o;
   o.trust_after = 3;
-  o.spot_check_rate = 0;  // once trusted, never checked: the revocation below depends on it
+  o.spot_check_rate = 0;
+  o.trust_roots = {"ops"};
+  o.audit_rate = 0;
   open(o);
-  const std::string a = hello("a"), b = hello("b");
+  const Caller alice{"alice", Role::kWorker, true, 0, ""}, bob{"bob", Role::kWorker, true, 0, ""};
+  const Caller ops{"ops-1", Role::kWorker, true, 0, "ops"};
+  const std::string a = hello("a", alice), b = hello("b", bob);
   const v1::Job first = submit(v1::VERIFY_MODE_ADAPTIVE, 3, "0-2");
-  const int made = run({a, b});
-  EXPECT_EQ(made, 6) << "new workers: every unit twice";
+  EXPECT_EQ(run({a, b}), 6) << "untrusted owners: every unit twice";
   expect_exact(first.id(), 3);
-  EXPECT_EQ(workers()["a"].trust(), v1::TRUST_STATE_TRUSTED);
-  EXPECT_EQ(workers()["b"].trust(), v1::TRUST_STATE_TRUSTED);
-  const v1::Job second = submit(v1::VERIFY_MODE_ADAPTIVE, 3, "10-17");
-  EXPECT_EQ(run({a, b}), 8) << "trusted workers, no spot checks: every unit once";
+  EXPECT_EQ(workers()["alice/a"].trust(), v1::TRUST_STATE_NEW) << "confirmed only by an untrusted owner";
+  EXPECT_EQ(workers()["alice/a"].agreeing_results(), 0);
+  EXPECT_EQ(workers()["bob/b"].trust(), v1::TRUST_STATE_NEW);
+  // The root's units settle on its word; a's and b's are confirmed by it.
+  const std::string r = hello("r", ops);
+  EXPECT_TRUE(workers()["ops-1/r"].trust_root());
+  EXPECT_EQ(workers()["ops-1/r"].owner(), "ops");
+  const v1::Job second = submit(v1::VERIFY_MODE_ADAPTIVE, 3, "10-59");
+  run({a, b, r});
   expect_exact(second.id(), 3);
+  EXPECT_EQ(workers()["alice/a"].trust(), v1::TRUST_STATE_TRUSTED) << workers()["alice/a"].trust_reason();
+  EXPECT_EQ(workers()["bob/b"].trust(), v1::TRUST_STATE_TRUSTED) << workers()["bob/b"].trust_reason();
+  const v1::Job third = submit(v1::VERIFY_MODE_ADAPTIVE, 3, "100-107");
+  EXPECT_EQ(run({a, b, r}), 8) << "trusted owners and a root, no spot checks: every unit once";
+  expect_exact(third.id(), 3);
 }
 
 TEST_F(VerificationTest, QuarantineTakesBackAWorkersUnconfirmedResults) {
@@ -117,13 +133,10 @@ TEST_F(VerificationTest, QuarantineTakesBackAWorkersUnconfirmedResults) {
   o.trust_after = 2;
   o.spot_check_rate = 0;
   open(o);
+  // Without authentication every worker is a trust root (the operator's own machines): a's
+  // results settle on its word alone, and it lies on units nobody checks.
   const std::string a = hello("a"), b = hello("b"), c = hello("c");
-  // a earns trust honestly ...
-  run({a, b});
-  ASSERT_EQ(submit(v1::VERIFY_MODE_ADAPTIVE, 4, "0-1").state(), v1::JOB_STATE_RUNNING);
-  run({a, b});
-  ASSERT_EQ(workers()["a"].trust(), v1::TRUST_STATE_TRUSTED);
-  // ... then lies on units nobody checks: they settle on its word alone.
+  EXPECT_TRUE(workers()["a"].trust_root());
   const v1::Job j = submit(v1::VERIFY_MODE_ADAPTIVE, 5, "20-23");
   std::vector<v1::Lease> ls = acquire(a, 4);
   ASSERT_EQ(ls.size(), 4u);
@@ -309,10 +322,10 @@ TEST_F(VerificationTest, OldWorkersAreRefusedWithTheReason) {
 
 TEST_F(VerificationTest, AJobWaitingForASecondWorkerSaysSo) {
   const std::string a = hello("a");
-  const v1::Job j = submit(v1::VERIFY_MODE_ADAPTIVE, 3, "0");
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 3, "0");
   std::vector<v1::Lease> l = acquire(a, 1);
   ASSERT_EQ(complete(a, l[0], result(l[0])).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
-  EXPECT_TRUE(absl::StrContains(job(j.id()).notice(), "second worker")) << job(j.id()).notice();
+  EXPECT_TRUE(absl::StrContains(job(j.id()).notice(), "second owner")) << job(j.id()).notice();
   hello("b");
   EXPECT_EQ(job(j.id()).notice(), "");
 }
