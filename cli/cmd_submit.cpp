@@ -133,8 +133,8 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const OptionSpec& o : kSpec.options) {
     const bool perft_option =
-        o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" || o.name == "watch" || o.name == "quiet" ||
-        is_cluster_option(o.name) ||
+        o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" || o.name == "watch" ||
+        o.name == "quiet" || is_cluster_option(o.name) ||
         std::any_of(kPerftOptions.begin(), kPerftOptions.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!perft_option && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of perft"));

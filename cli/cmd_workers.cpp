@@ -48,8 +48,9 @@ std::string table(const v1::ListWorkersResponse& resp) {
       {"NAME", "OWNER", "VERSION", "ENGINES", "THREADS", "UNITS", "UNITS/S", "LAST SEEN", "TRUST", "WHY"}};
   for (const v1::WorkerInfo& w : resp.workers())
     rows.push_back(
-        {w.name(), w.trust_root() ? absl::StrCat(w.owner(), " (root)") : w.owner(), w.version(), absl::StrJoin(w.engines(), ","), absl::StrCat(w.threads()),
-         absl::StrCat(w.units_done()), absl::StrFormat("%.2f", w.units_per_second()),
+        {w.name(), w.trust_root() ? absl::StrCat(w.owner(), " (root)") : w.owner(), w.version(),
+         absl::StrJoin(w.engines(), ","), absl::StrCat(w.threads()), absl::StrCat(w.units_done()),
+         absl::StrFormat("%.2f", w.units_per_second()),
          w.alive() ? last_seen(w.last_seen_unix_ms()) : absl::StrCat(last_seen(w.last_seen_unix_ms()), " (lost)"),
          trust_name(w.trust()), w.trust_reason()});
   std::vector<size_t> width(rows[0].size(), 0);

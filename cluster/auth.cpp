@@ -154,9 +154,9 @@ absl::StatusOr<TokenSet> TokenSet::parse(absl::string_view text, absl::string_vi
     }
     if (fields.size() != (enroll ? 4 : 3))
       return error(absl::StrCat("expected '",
-                                enroll                                   ? "enroll NAME HASH uses=N [owner=OWNER]"
+                                enroll                                  ? "enroll NAME HASH uses=N [owner=OWNER]"
                                 : fields[0] == role_name(Role::kWorker) ? "worker NAME HASH [owner=OWNER]"
-                                                                         : "ROLE NAME HASH",
+                                                                        : "ROLE NAME HASH",
                                 "', found ", fields.size(), " field", fields.size() == 1 ? "" : "s"));
     const std::optional<Role> role = parse_role(fields[0]);
     if (!role) return error(absl::StrCat("unknown role '", fields[0], "' (admin, submit, read, worker or enroll)"));

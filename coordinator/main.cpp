@@ -259,7 +259,8 @@ int main(int argc, char** argv) {
     return die("--spot-check-rate: not in 0..1");
   for (absl::string_view o : absl::StrSplit(absl::GetFlag(FLAGS_trust_roots), ',', absl::SkipEmpty())) {
     if (!c960::cluster::valid_caller_name(o))
-      return die(absl::StrCat("--trust-roots: '", o, "' is not an owner's name (1..64 characters of A-Z a-z 0-9 . _ -)"));
+      return die(
+          absl::StrCat("--trust-roots: '", o, "' is not an owner's name (1..64 characters of A-Z a-z 0-9 . _ -)"));
     coordinator_options.trust_roots.insert(std::string(o));
   }
   coordinator_options.audit_rate = absl::GetFlag(FLAGS_audit_rate);

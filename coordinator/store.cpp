@@ -364,9 +364,9 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   Stmt q(db_, owners_  ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
                          "units_done, agreeing, trust, trust_reason, provenance, owner FROM workers ORDER BY key"
               : pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-                       "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
-                     : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-                       "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
+                         "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
+                       : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                         "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
   if (!q.ok()) return error("load workers");
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
