@@ -9,6 +9,8 @@
 // the buffered bytes, route it by HttpApi's table (each row a route of httplib's router, then a
 // catch-all per method for what no row matches) to HttpApi::serve or unrouted, and write the response into a buffer;
 // the loop sends it and keeps the connection for the next request. Only one thread at a time touches a connection.
+// The loop drops Range and If-Range from each head, and keeps of Accept-Encoding only gzip, before
+// httplib parses it: every answer is its page once, never a multipart one per range.
 //
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.

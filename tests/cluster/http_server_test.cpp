@@ -3,7 +3,8 @@
 // connections are open (plain HTTP and HTTPS, handshakes never finished included); a client
 // trickling its head or body is cut at the deadline; the connection limits (503, close); the
 // head and body size limits (431, 413); POST /login with its token in the form body, and the
-// connection usable afterwards; pipelined requests; client certificates; a prompt stop().
+// connection usable afterwards; pipelined requests; Range ignored, gzip the only coding; client
+// certificates; a prompt stop().
 #include "coordinator/http_server.h"
 
 #include <poll.h>
@@ -579,6 +580,57 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   const Response done = c.read_response();
   EXPECT_EQ(done.status, 200) << done.head << done.body;
   EXPECT_EQ(coordinator_->get_job(Caller::local(), job->id())->state(), v1::JOB_STATE_CANCELLED);
+}
+
+// Issue 34: 500 ranges of the whole page made httplib answer 206 with the page 500 times over
+// (multipart/byteranges), to anyone, before any login. Range and If-Range are ignored: the page
+// once, 200, whatever they say (one that does not parse was 416).
+TEST_F(HttpServerTest, RangeIsIgnoredTheAnswerIsThePageOnce) {
+  make_api(true);
+  start();
+  Client c(server_->port());
+  ASSERT_TRUE(c.send(get("/login")));
+  const Response page = c.read_response();
+  ASSERT_EQ(page.status, 200) << page.head;
+  ASSERT_TRUE(absl::StrContains(page.body, "<form")) << page.body;
+  std::string ranges = "bytes=0-";
+  for (int i = 1; i < 500; ++i) ranges += ",0-";
+  const std::vector<std::string> extras = {
+      absl::StrCat("Range: ", ranges, "\r\n"),
+      absl::StrCat("Range: ", ranges, "\r\nIf-Range: \"x\"\r\n"),
+      absl::StrCat("range : bytes=0-\r\n ,0-,0-\r\nX-After: 1\r\n"),  // any case, folded
+      "Range: bytes=0-9\r\n",
+      "Range: bytes=100000-\r\n",
+      "Range: nonsense\r\n",
+      "If-Range: Thu, 01 Jan 1970 00:00:00 GMT\r\n"};
+  for (const std::string& extra : extras) {
+    ASSERT_TRUE(c.send(get("/login", extra)));
+    const Response r = c.read_response();
+    EXPECT_EQ(r.status, 200) << extra.substr(0, 40) << ": " << r.head;
+    EXPECT_EQ(r.header("Content-Range"), "") << extra.substr(0, 40);
+    EXPECT_EQ(r.body.size(), page.body.size()) << extra.substr(0, 40);
+    EXPECT_TRUE(r.body == page.body) << extra.substr(0, 40);
+  }
+}
+
+// Only gzip or no content coding: brotli (which httplib picked for any Accept-Encoding
+// containing "br") costs 50 times gzip's work for a page; deflate and zstd are not offered.
+TEST_F(HttpServerTest, AnswersAreGzipOrIdentityNeverBrotli) {
+  make_api(true);
+  start();
+  Client c(server_->port());
+  const auto coding = [&](const std::string& accept) {
+    EXPECT_TRUE(c.send(get("/login", accept.empty() ? "" : absl::StrCat("Accept-Encoding: ", accept, "\r\n"))));
+    const Response r = c.read_response();
+    EXPECT_EQ(r.status, 200) << accept << ": " << r.head;
+    return r.header("Content-Encoding");
+  };
+  EXPECT_EQ(coding(""), "");
+  EXPECT_EQ(coding("br"), "");
+  EXPECT_EQ(coding("zstd, deflate"), "");
+  EXPECT_EQ(coding("br;q=1, gzip;q=0"), "");
+  EXPECT_EQ(coding("gzip, deflate, br, zstd"), "gzip");
+  EXPECT_EQ(coding("br, gzip;q=0.5"), "gzip");
 }
 
 TEST_F(HttpServerTest, ClientCertificatesNameTheCaller) {
