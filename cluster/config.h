@@ -62,6 +62,12 @@ inline constexpr int kHttpMaxRequestsPerConnection = 1000;
 // too, at most this many at once (more are closed at once).
 inline constexpr int64_t kHttpLingerMs = 1'000;
 inline constexpr int kHttpMaxLingeringRefused = 64;
+// Answers' bytes not yet sent, in all connections together: past this, a new request (but for
+// /healthz and /readyz) is answered 503 with Retry-After and its connection closed, so that
+// readers that do not read cannot pin the coordinator's memory with big answers. Checked as each
+// request is handed to a thread, so the answers being made then may go past it (kHttpThreads
+// answers at most). Each connection has one answer at most.
+inline constexpr size_t kHttpMaxQueuedBytes = 64 << 20;
 // The listening socket's backlog of connections not yet accepted.
 inline constexpr int kHttpListenBacklog = 1024;
 // When accept() fails for want of file descriptors, accepting pauses this long.

@@ -165,12 +165,13 @@ bool accepts_gzip(absl::string_view value) {
   return false;
 }
 
-// A complete answer of the loop's own (a refusal before any handler), closing the connection.
-std::string canned_response(int status, const std::string& message) {
+// A complete answer of the loop's own (a refusal before any handler), closing the connection;
+// `extra`: more header lines, each ending in CRLF.
+std::string canned_response(int status, const std::string& message, const std::string& extra = "") {
   const std::string body = message + "\n";
   return absl::StrCat("HTTP/1.1 ", status, " ", reason_phrase(status),
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
-                      "\r\nConnection: close\r\n\r\n", body);
+                      "\r\nConnection: close\r\n", extra, "\r\n", body);
 }
 
 // One connection. The loop thread owns it; while its request is handled it belongs to one
@@ -205,6 +206,7 @@ struct Conn {
   bool health = false;       // GET or HEAD of /healthz or /readyz: the health lane
   std::string out;           // the response being sent
   size_t out_pos = 0;        // of it, sent so far
+  int64_t queued = 0;        // of it, unsent when the loop last had to wait: counted in queued_
   bool close_after = false;  // close once `out` is sent
 };
 
@@ -266,6 +268,9 @@ class HttpServer::Impl {
 
   int port_ = 0;
   std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0};
+  // Answers' bytes not yet sent (the loop thread's; atomic for counts()), and the requests refused
+  // over max_queued_bytes.
+  std::atomic<int64_t> queued_{0}, refused_queued_{0};
 
  private:
   enum class Io { kOk, kWantRead, kWantWrite, kEof, kError };
@@ -279,7 +284,7 @@ class HttpServer::Impl {
   void on_readable(Conn* c);
   void advance(Conn* c);
   bool parse_head(Conn* c);
-  void respond_and_close(Conn* c, int status, const std::string& message);
+  void respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra = "");
   void dispatch(Conn* c);
   void take_done();
   void start_write(Conn* c);
@@ -885,14 +890,20 @@ bool HttpServer::Impl::parse_head(Conn* c) {
   return true;
 }
 
-void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message) {
-  c->out = canned_response(status, message);
+void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra) {
+  c->out = canned_response(status, message, extra);
   c->out_pos = 0;
   c->close_after = true;
   start_write(c);
 }
 
 void HttpServer::Impl::dispatch(Conn* c) {
+  if (!c->health && queued_ >= int64_t(options_.max_queued_bytes)) {
+    // Other answers wait for their readers: this one would pile on.
+    ++refused_queued_;
+    if (options_.metrics) options_.metrics->count_http_refused("max_queued_bytes");
+    return respond_and_close(c, 503, "too many answers waiting to be sent: try again", "Retry-After: 1\r\n");
+  }
   set_events(c, 0);
   clear_deadline(c);
   c->state = Conn::State::kBusy;
@@ -965,6 +976,9 @@ void HttpServer::Impl::on_writable(Conn* c) {
       c->out_pos += size_t(n);
       continue;
     }
+    // The reader has not taken it all: what is left waits in memory.
+    const int64_t left = int64_t(c->out.size() - c->out_pos);
+    queued_ += left - std::exchange(c->queued, left);
     if (io == Io::kWantWrite || (n == 0 && io == Io::kOk)) {
       set_events(c, EPOLLOUT);
     } else if (io == Io::kWantRead) {
@@ -978,6 +992,7 @@ void HttpServer::Impl::on_writable(Conn* c) {
 }
 
 void HttpServer::Impl::finish_response(Conn* c) {
+  queued_ -= std::exchange(c->queued, 0);
   c->out.clear();
   c->out.shrink_to_fit();  // a big answer's buffer is not kept for the idle time
   c->out_pos = 0;
@@ -1074,6 +1089,7 @@ void HttpServer::Impl::clear_deadline(Conn* c) {
 
 void HttpServer::Impl::close_conn(Conn* c) {
   clear_deadline(c);
+  queued_ -= std::exchange(c->queued, 0);
   if (c->events && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   if (c->ssl) SSL_free(c->ssl);
   ::close(c->fd);
@@ -1096,7 +1112,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
                                                    options.max_connections, " (--http-max-connections)"));
   if (options.threads < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 ||
       options.write_timeout_ms < 1 || options.idle_timeout_ms < 1 || options.linger_ms < 0 ||
-      options.max_head_bytes < 64)
+      options.max_head_bytes < 64 || options.max_queued_bytes < 1)
     return absl::InvalidArgumentError("HttpServerOptions: a thread count, timeout or size out of range");
   std::unique_ptr<HttpServer> s(new HttpServer);
   s->impl_ = std::make_unique<Impl>(api, options);
@@ -1121,6 +1137,8 @@ HttpServer::Counts HttpServer::counts() const {
   c.refused_per_address = impl_->refused_per_address_;
   c.timed_out = impl_->timed_out_;
   c.open = impl_->open_;
+  c.queued_bytes = impl_->queued_;
+  c.refused_queued = impl_->refused_queued_;
   return c;
 }
 

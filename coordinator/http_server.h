@@ -35,6 +35,7 @@ struct HttpServerOptions {
   int max_connections_per_address = kHttpMaxConnectionsPerAddress;  // --http-max-connections-per-address
   size_t max_head_bytes = kMaxHttpHeadBytes;
   size_t max_body_bytes = kMaxHttpBodyBytes;
+  size_t max_queued_bytes = kHttpMaxQueuedBytes;
   int64_t header_timeout_ms = kHttpHeaderTimeoutMs;
   int64_t body_timeout_ms = kHttpBodyTimeoutMs;
   int64_t write_timeout_ms = kHttpWriteTimeoutMs;
@@ -67,6 +68,8 @@ class HttpServer {
     int64_t refused_per_address = 0;  // over --http-max-connections-per-address
     int64_t timed_out = 0;            // cut at a deadline (handshake, head, body, write)
     int64_t open = 0;                 // admitted and not yet closed
+    int64_t queued_bytes = 0;         // of answers, not yet sent
+    int64_t refused_queued = 0;       // requests answered 503 over max_queued_bytes
   };
   Counts counts() const;
 

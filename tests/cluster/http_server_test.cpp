@@ -77,9 +77,12 @@ struct Response {
 // counts as another peer).
 class Client {
  public:
-  Client(int port, SSL_CTX* tls = nullptr, const char* source = nullptr, bool handshake = true) {
+  Client(int port, SSL_CTX* tls = nullptr, const char* source = nullptr, bool handshake = true,
+         int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return;
+    if (receive_buffer > 0)  // before connecting: the window it offers
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     const timeval tv{0, 20'000};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     const timeval send_tv{5, 0};
@@ -580,6 +583,40 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   const Response done = c.read_response();
   EXPECT_EQ(done.status, 200) << done.head << done.body;
   EXPECT_EQ(coordinator_->get_job(Caller::local(), job->id())->state(), v1::JOB_STATE_CANCELLED);
+}
+
+// Issue 34: answers that a client does not read wait in the server's memory. Past
+// max_queued_bytes of them, in all connections, a new request is answered 503 with Retry-After;
+// health still answers, and once the bytes are gone requests are served again.
+TEST_F(HttpServerTest, UnsentAnswersOverTheCapGet503WithRetryAfter) {
+  make_api(true);
+  HttpServerOptions o;
+  o.max_queued_bytes = 1;
+  start(o);
+  const std::string auth = absl::StrCat("Authorization: Bearer ", kReadToken, "\r\n");
+  const auto status_of = [&](const std::string& path) {
+    Client c(server_->port());
+    EXPECT_TRUE(c.send(get(path, auth)));
+    const Response r = c.read_response();
+    return std::make_pair(r.status, r.header("Retry-After"));
+  };
+  EXPECT_EQ(status_of("/api/v1/jobs").first, 200);  // nothing waits
+  // 400 pipelined requests for the 29 KB script, never read: more than the kernel's buffers hold.
+  auto stuck = std::make_unique<Client>(server_->port(), nullptr, nullptr, true, /*receive_buffer=*/4096);
+  std::string requests;
+  for (int i = 0; i < 400; ++i) requests += get("/assets/dashboard.js", auth);
+  ASSERT_TRUE(stuck->send(requests));
+  ASSERT_TRUE(wait_until([&] { return server_->counts().queued_bytes > 0; }, 10'000));
+  const std::pair<int, std::string> refused = status_of("/api/v1/jobs");
+  EXPECT_EQ(refused.first, 503);
+  EXPECT_EQ(refused.second, "1");
+  EXPECT_EQ(server_->counts().refused_queued, 1);
+  EXPECT_EQ(status_of("/healthz").first, 200);
+  EXPECT_EQ(status_of("/readyz").first, 200);
+  stuck.reset();  // its answer is dropped with it
+  ASSERT_TRUE(wait_until([&] { return server_->counts().queued_bytes == 0; }, 10'000))
+      << server_->counts().queued_bytes;
+  EXPECT_EQ(status_of("/api/v1/jobs").first, 200);
 }
 
 // Issue 34: 500 ranges of the whole page made httplib answer 206 with the page 500 times over
