@@ -189,7 +189,9 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   SSL* ssl = nullptr;
-  bool admitted = false;  // counted against the limits (refused connections are not)
+  bool admitted = false;          // counted against the limits (refused connections are not)
+  bool health_only = false;       // over a limit, let in for one /healthz or /readyz
+  bool over_per_address = false;  // which limit it is over
   std::string peer, local;
   int peer_port = 0, local_port = 0;
   State state = State::kHead;
@@ -278,6 +280,7 @@ class HttpServer::Impl {
   // The loop thread.
   void loop();
   void accept_all();
+  void count_refusal(const std::string& peer, bool per_address);
   void refuse(int fd, const std::string& peer, bool per_address);
   void on_event(Conn* c);
   void handshake(Conn* c);
@@ -326,6 +329,7 @@ class HttpServer::Impl {
   std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;
   uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
   int lingering_refused_ = 0;
+  int health_open_ = 0;  // connections let in over the limits for health
   SteadyClock::time_point accept_paused_until_{};
   bool accepting_ = false;
   // Refusals not yet logged, and when the last line was.
@@ -577,30 +581,43 @@ void HttpServer::Impl::accept_all() {
     }
     auto [peer, peer_port] = address_text(ss);
     const int from_peer = per_address_.count(peer) ? per_address_[peer] : 0;
-    if (open_ >= options_.max_connections || from_peer >= options_.max_connections_per_address) {
-      refuse(fd, peer, open_ < options_.max_connections);
-      continue;
+    const bool over = open_ >= options_.max_connections || from_peer >= options_.max_connections_per_address;
+    const bool over_per_address = open_ < options_.max_connections;
+    if (over) {
+      count_refusal(peer, over_per_address);
+      if (health_open_ >= options_.health_connections) {
+        refuse(fd, peer, over_per_address);
+        continue;
+      }
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // answers go out whole, at once
     auto c = std::make_unique<Conn>();
     c->id = next_id_++;
     c->fd = fd;
-    c->admitted = true;
+    c->admitted = !over;
+    c->health_only = over;
+    c->over_per_address = over && over_per_address;
     c->peer = std::move(peer);
     c->peer_port = peer_port;
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0)
       std::tie(c->local, c->local_port) = address_text(local);
-    ++per_address_[c->peer];
-    ++open_;
-    ++accepted_;
-    if (options_.metrics) options_.metrics->set_http_connections(open_);
+    if (over) {
+      ++health_open_;
+    } else {
+      ++per_address_[c->peer];
+      ++open_;
+      ++accepted_;
+      if (options_.metrics) options_.metrics->set_http_connections(open_);
+    }
     Conn* p = c.get();
     conns_.emplace(p->id, std::move(c));
     // The head's deadline counts from the connection's start, the handshake included.
-    set_deadline(p, SteadyClock::now() + std::chrono::milliseconds(options_.header_timeout_ms));
+    set_deadline(p, SteadyClock::now() +
+                        std::chrono::milliseconds(over ? std::min(options_.header_timeout_ms, kHttpHealthHeadTimeoutMs)
+                                                       : options_.header_timeout_ms));
     if (ctx_) {
       p->ssl = SSL_new(ctx_);
       if (!p->ssl || SSL_set_fd(p->ssl, fd) != 1) {
@@ -618,12 +635,15 @@ void HttpServer::Impl::accept_all() {
   }
 }
 
-void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address) {
+void HttpServer::Impl::count_refusal(const std::string& peer, bool per_address) {
   (per_address ? refused_per_address_ : refused_)++;
   (per_address ? unlogged_refused_per_address_ : unlogged_refused_)++;
   last_refused_address_ = peer;
   if (options_.metrics)
     options_.metrics->count_http_refused(per_address ? "max_connections_per_address" : "max_connections");
+}
+
+void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address) {
   // Over TLS an answer would need the handshake that the limit saves: closed unanswered.
   if (ctx_) {
     ::close(fd);
@@ -794,6 +814,9 @@ void HttpServer::Impl::advance(Conn* c) {
     }
     c->head_len = found + 3;
     if (!parse_head(c)) return;
+    if (c->health_only && !c->health)
+      return respond_and_close(c, 503,
+                               c->over_per_address ? "too many connections from this address" : "too many connections");
     if (c->body_len > 0 && c->in.size() < c->head_len + c->body_len) {
       c->state = Conn::State::kBody;
       set_deadline(c, now + std::chrono::milliseconds(options_.body_timeout_ms));
@@ -937,7 +960,7 @@ void HttpServer::Impl::serve_lane(Lane* lane) {
 void HttpServer::Impl::serve(Conn* c) {
   const size_t size = c->head_len + c->body_len;
   RequestStream stream(*c, std::string_view(c->in.data(), size), &c->out);
-  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection;
+  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection || c->health_only;
   bool closed = false;
   t_handled = false;
   const bool ok = processor_.process_request(stream, close, closed, [c](httplib::Request& req) { req.ssl = c->ssl; });
@@ -1097,6 +1120,8 @@ void HttpServer::Impl::close_conn(Conn* c) {
     if (--per_address_[c->peer] == 0) per_address_.erase(c->peer);
     --open_;
     if (options_.metrics) options_.metrics->set_http_connections(open_);
+  } else if (c->health_only) {
+    --health_open_;
   } else {
     --lingering_refused_;
   }
@@ -1112,7 +1137,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
                                                    options.max_connections, " (--http-max-connections)"));
   if (options.threads < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 ||
       options.write_timeout_ms < 1 || options.idle_timeout_ms < 1 || options.linger_ms < 0 ||
-      options.max_head_bytes < 64 || options.max_queued_bytes < 1)
+      options.health_connections < 0 || options.max_head_bytes < 64 || options.max_queued_bytes < 1)
     return absl::InvalidArgumentError("HttpServerOptions: a thread count, timeout or size out of range");
   std::unique_ptr<HttpServer> s(new HttpServer);
   s->impl_ = std::make_unique<Impl>(api, options);

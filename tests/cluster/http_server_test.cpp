@@ -1,10 +1,10 @@
 // The coordinator's HTTP listener (coordinator/http_server.h) over real loopback sockets, in
 // process on ephemeral ports: health and readiness answer within 100 ms while 200 idle and slow
 // connections are open (plain HTTP and HTTPS, handshakes never finished included); a client
-// trickling its head or body is cut at the deadline; the connection limits (503, close); the
-// head and body size limits (431, 413); POST /login with its token in the form body, and the
-// connection usable afterwards; pipelined requests; Range ignored, gzip the only coding; client
-// certificates; a prompt stop().
+// trickling its head or body is cut at the deadline; the connection limits (503, close; health
+// answered over them); unsent answers' bytes capped; the head and body size limits (431, 413);
+// POST /login with its token in the form body, and the connection usable afterwards; pipelined
+// requests; Range ignored, gzip the only coding; client certificates; a prompt stop().
 #include "coordinator/http_server.h"
 
 #include <poll.h>
@@ -408,6 +408,7 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   {
     Client over(server_->port());
     ASSERT_TRUE(over.connected());
+    ASSERT_TRUE(over.send(get("/api/v1/jobs")));  // only health is answered over a limit
     const Response r = over.read_response();
     EXPECT_EQ(r.status, 503) << r.head;
     EXPECT_EQ(r.header("Connection"), "close");
@@ -424,6 +425,7 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   ASSERT_TRUE(wait_until([&] { return server_->counts().open == 5; }));
   {
     Client over(server_->port(), nullptr, "127.0.0.3");
+    ASSERT_TRUE(over.send(get("/")));
     const Response r = over.read_response();
     EXPECT_EQ(r.status, 503) << r.head;
     EXPECT_TRUE(over.closed_within(3000));
@@ -435,6 +437,62 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   Client again(server_->port());
   ASSERT_TRUE(again.send(get("/healthz")));
   EXPECT_EQ(again.read_response().status, 200);
+}
+
+// Issue 34: with every connection the limits allow held open (idle, or sending slowly), a probe
+// still gets /healthz and /readyz answered, on a connection let in for that one answer; anything
+// else on such a connection is 503. Over the per-address limit and over the total alike.
+TEST_F(HttpServerTest, HealthIsAnsweredWithEveryConnectionTaken) {
+  HttpServerOptions o = patient();
+  o.max_connections = 6;
+  o.max_connections_per_address = 3;
+  start(o);
+  std::vector<std::unique_ptr<Client>> held;
+  const auto probe = [&](const char* source) {
+    for (const char* path : {"/healthz", "/readyz"}) {
+      Client c(server_->port(), nullptr, source);
+      ASSERT_TRUE(c.connected());
+      ASSERT_TRUE(c.send(get(path)));
+      const Response r = c.read_response();
+      EXPECT_EQ(r.status, 200) << source << " " << path << ": " << r.head;
+      EXPECT_EQ(r.header("Connection"), "close") << r.head;
+      EXPECT_TRUE(c.closed_within(3000));
+    }
+    Client other(server_->port(), nullptr, source);
+    ASSERT_TRUE(other.send(get("/api/v1/jobs")));
+    EXPECT_EQ(other.read_response().status, 503) << source;
+  };
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<Client>(server_->port()));
+  ASSERT_TRUE(held.back()->send("GET / HTTP/1.1\r\n"));  // one sends slowly
+  ASSERT_TRUE(wait_until([&] { return server_->counts().open == 3; }));
+  probe("127.0.0.1");  // over the per-address limit
+  EXPECT_EQ(server_->counts().refused_per_address, 3);
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<Client>(server_->port(), nullptr, "127.0.0.2"));
+  ASSERT_TRUE(wait_until([&] { return server_->counts().open == 6; }));
+  probe("127.0.0.3");  // over the total
+  EXPECT_EQ(server_->counts().refused, 3);
+  EXPECT_EQ(server_->counts().open, 6);
+}
+
+// The lane for health is bounded too: with its connections taken, one more is refused at once.
+TEST_F(HttpServerTest, TheHealthLaneFullRefusesAtOnce) {
+  HttpServerOptions o = patient();
+  o.max_connections = 1;
+  o.max_connections_per_address = 1;
+  o.health_connections = 1;
+  start(o);
+  Client held(server_->port()), lane(server_->port());
+  ASSERT_TRUE(held.connected() && lane.connected());
+  ASSERT_TRUE(wait_until([&] { return server_->counts().refused == 1; }));
+  Client over(server_->port());
+  const Response r = over.read_response();  // without sending anything
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_TRUE(over.closed_within(3000));
+  // The lane's connection, idle, is closed at its head's deadline, freeing its place.
+  EXPECT_TRUE(lane.closed_within(3000));
+  Client probe(server_->port());
+  ASSERT_TRUE(probe.send(get("/readyz")));
+  EXPECT_EQ(probe.read_response().status, 200);
 }
 
 TEST_F(HttpServerTest, OversizeHeadIs431OversizeBodyIs413TransferEncodingIs411) {
