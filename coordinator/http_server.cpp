@@ -424,6 +424,8 @@ absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls
     req.requested_with = in.get_header_value("X-Requested-With");
     req.body = in.body;
     req.client_certificate_pem = peer_certificate(in.ssl);
+    req.local_address = in.local_addr;
+    req.local_port = in.local_port;
     // httplib parses a form body into params too: only the query string's belong there.
     if (in.method == "POST") req.query.clear();
     return req;

@@ -211,11 +211,12 @@ std::string get(const std::string& path, const std::string& extra = "") {
   return absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n", extra, "\r\n");
 }
 
-std::string login_post(const std::string& form) {
-  return absl::StrCat(
-      "POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-      "Content-Length: ",
-      form.size(), "\r\n\r\n", form);
+// Host: without a port, as if port 80; a coordinator without authentication wants the port too.
+std::string login_post(const std::string& form, const std::string& host = "127.0.0.1") {
+  return absl::StrCat("POST /login HTTP/1.1\r\nHost: ", host,
+                      "\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                      "Content-Length: ",
+                      form.size(), "\r\n\r\n", form);
 }
 
 class HttpServerTest : public ::testing::Test {
@@ -531,7 +532,8 @@ TEST_F(HttpServerTest, OversizeHeadIs431OversizeBodyIs413TransferEncodingIs411) 
         c.send(get("/healthz", absl::StrCat("X-Big: ", std::string(kMaxHttpHeadBytes / 2 - 200, 'a'),
                                             "\r\nX-Bigger: ", std::string(kMaxHttpHeadBytes / 2 - 200, 'b'), "\r\n"))));
     EXPECT_EQ(c.read_response().status, 200);
-    ASSERT_TRUE(c.send(login_post("token=" + std::string(kMaxHttpBodyBytes - 6, 'a'))));
+    ASSERT_TRUE(c.send(
+        login_post("token=" + std::string(kMaxHttpBodyBytes - 6, 'a'), absl::StrCat("127.0.0.1:", server_->port()))));
     EXPECT_EQ(c.read_response().status, 404);  // no tokens: no login; but read and answered
   }
 }
@@ -612,14 +614,18 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
     if (r.handler != HttpApi::Handler::kApiCancel && r.handler != HttpApi::Handler::kLogout)
       cases.push_back({r.method, path});
   }
+  const std::string host = absl::StrCat("127.0.0.1:", server_->port());
   Client c(server_->port());
   for (const Case& k : cases) {
     ASSERT_TRUE(
-        c.send(absl::StrCat(k.method, " ", k.path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")));
+        c.send(absl::StrCat(k.method, " ", k.path, " HTTP/1.1\r\nHost: ", host, "\r\nContent-Length: 0\r\n\r\n")));
     const Response got = c.read_response();
     HttpRequest req;
     req.method = k.method;
     req.path = k.path;
+    req.host = host;
+    req.local_address = "127.0.0.1";
+    req.local_port = server_->port();
     const HttpResponse want = api_->handle(req);
     EXPECT_EQ(got.status, want.status) << k.method << " " << k.path << ": " << got.head;
     EXPECT_EQ(got.header("Allow"), want.header("Allow")) << k.method << " " << k.path;
@@ -630,7 +636,7 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   }
   // The cancel: refused without the dashboard's header, or from another origin; done with it.
   const std::string cancel =
-      absl::StrCat("POST /api/v1/jobs/", job->id(), "/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n");
+      absl::StrCat("POST /api/v1/jobs/", job->id(), "/cancel HTTP/1.1\r\nHost: ", host, "\r\nContent-Length: 0\r\n");
   ASSERT_TRUE(c.send(absl::StrCat(cancel, "\r\n")));
   EXPECT_EQ(c.read_response().status, 403);
   ASSERT_TRUE(
@@ -726,6 +732,48 @@ TEST_F(HttpServerTest, AnswersAreGzipOrIdentityNeverBrotli) {
   EXPECT_EQ(coding("br;q=1, gzip;q=0"), "");
   EXPECT_EQ(coding("gzip, deflate, br, zstd"), "gzip");
   EXPECT_EQ(coding("br, gzip;q=0.5"), "gzip");
+}
+
+// Issue 34: a coordinator without authentication answers only to its own names. A page of
+// evil.test whose name was made to resolve to 127.0.0.1 (DNS rebinding) is same-origin with
+// itself: its requests carry Host: evil.test:PORT and its own Origin, which matched each other.
+TEST_F(HttpServerTest, WithoutAuthenticationOnlyThisCoordinatorsNamesAreServed) {
+  make_api(false);
+  start();
+  const std::string port = absl::StrCat(":", server_->port());
+  const auto ask = [&](const std::string& request) {
+    Client c(server_->port());
+    EXPECT_TRUE(c.send(request));
+    return c.read_response();
+  };
+  const auto get_from = [&](const std::string& path, const std::string& host, const std::string& extra = "") {
+    return ask(absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", host, "\r\n", extra, "\r\n"));
+  };
+  const auto post_from = [&](const std::string& path, const std::string& host, const std::string& origin) {
+    return ask(absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", host, "\r\nOrigin: ", origin,
+                            "\r\nX-Requested-With: ", kDashboardRequest, "\r\nContent-Length: 0\r\n\r\n"));
+  };
+  for (const std::string path : {"/", "/api/v1/jobs", "/metrics", "/assets/dashboard.js", "/nowhere"}) {
+    const Response r = get_from(path, "evil.test" + port, "Origin: http://evil.test" + port + "\r\n");
+    EXPECT_EQ(r.status, 421) << path << ": " << r.head;
+    EXPECT_TRUE(absl::StrContains(r.body, "is not this coordinator")) << r.body;
+  }
+  EXPECT_EQ(post_from("/logout", "evil.test" + port, "http://evil.test" + port).status, 421);
+  EXPECT_EQ(post_from("/api/v1/jobs/x/cancel", "evil.test" + port, "http://evil.test" + port).status, 421);
+  EXPECT_EQ(get_from("/", "127.0.0.1").status, 421);  // port 80 is another server
+  EXPECT_EQ(get_from("/", "127.0.0.1:1").status, 421);
+  // Its own names are served; health answers any Host.
+  for (const std::string host : {"127.0.0.1", "localhost", "LocalHost", "[::1]"})
+    EXPECT_EQ(get_from("/api/v1/jobs", host + port).status, 200) << host;
+  EXPECT_EQ(get_from("/healthz", "evil.test" + port).status, 200);
+  EXPECT_EQ(get_from("/readyz", "evil.test").status, 200);
+  // The same-site check takes this coordinator's names, not the Host's: the dashboard at
+  // localhost may log out of it at 127.0.0.1; evil.test may not, whatever the Host says.
+  EXPECT_EQ(post_from("/logout", "127.0.0.1" + port, "http://localhost" + port).status, 303);
+  const Response elsewhere = post_from("/logout", "127.0.0.1" + port, "http://evil.test" + port);
+  EXPECT_EQ(elsewhere.status, 403) << elsewhere.head;
+  EXPECT_TRUE(absl::StrContains(elsewhere.body, "Origin: 'http://evil.test" + port + "' is not this site"))
+      << elsewhere.body;
 }
 
 TEST_F(HttpServerTest, ClientCertificatesNameTheCaller) {
