@@ -38,10 +38,16 @@ inline constexpr int kHttpThreads = 4;
 // Connections open at once, in all and from one peer address (--http-max-connections,
 // --http-max-connections-per-address; behind a reverse proxy every connection comes from its
 // address). The one over a limit is answered 503 and closed (over TLS closed unanswered: an
-// answer would need the handshake the limit saves). Each takes a file descriptor: the
+// answer would need the handshake the limit saves), unless let in for health (below). Each takes a file descriptor: the
 // coordinator raises its soft RLIMIT_NOFILE to the hard one.
 inline constexpr int kHttpMaxConnections = 1024;
 inline constexpr int kHttpMaxConnectionsPerAddress = 256;
+// Connections over those limits are still admitted, this many at once, each for one /healthz or
+// /readyz (then closed; any other request: 503 and closed), so that probes are answered however
+// many connections are open. Their request's head must come within kHttpHealthHeadTimeoutMs of
+// the connection's start.
+inline constexpr int kHttpHealthConnections = 16;
+inline constexpr int64_t kHttpHealthHeadTimeoutMs = 1'000;
 // A request's head (request line and headers) at most this large, else 431; a body (only the
 // login form has one) at most this large, else 413 (httplib parses form bodies of 8 KiB at most).
 inline constexpr size_t kMaxHttpHeadBytes = 16 << 10;
@@ -62,6 +68,12 @@ inline constexpr int kHttpMaxRequestsPerConnection = 1000;
 // too, at most this many at once (more are closed at once).
 inline constexpr int64_t kHttpLingerMs = 1'000;
 inline constexpr int kHttpMaxLingeringRefused = 64;
+// Answers' bytes not yet sent, in all connections together: past this, a new request (but for
+// /healthz and /readyz) is answered 503 with Retry-After and its connection closed, so that
+// readers that do not read cannot pin the coordinator's memory with big answers. Checked as each
+// request is handed to a thread, so the answers being made then may go past it (kHttpThreads
+// answers at most). Each connection has one answer at most.
+inline constexpr size_t kHttpMaxQueuedBytes = 64 << 20;
 // The listening socket's backlog of connections not yet accepted.
 inline constexpr int kHttpListenBacklog = 1024;
 // When accept() fails for want of file descriptors, accepting pauses this long.

@@ -1,5 +1,6 @@
 #include "coordinator/http_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <google/protobuf/util/json_util.h>
@@ -339,11 +340,60 @@ HttpResponse HttpApi::finish(HttpResponse resp, const char* name, bool asset) co
   return resp;
 }
 
+namespace {
+
+bool is_loopback_address(absl::string_view a) { return a == "::1" || absl::StartsWith(a, "127."); }
+
+// A host as it is written in Host and Origin: IPv6 addresses in brackets.
+std::string host_text(absl::string_view host) {
+  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]") : std::string(host);
+}
+
+}  // namespace
+
+std::vector<std::string> HttpApi::own_hosts(const HttpRequest& req) const {
+  std::vector<std::string> names;
+  const std::string& listen = options_.listen_host;
+  if (!listen.empty() && listen != "0.0.0.0" && listen != "::") names.push_back(host_text(listen));
+  if (!req.local_address.empty()) names.push_back(host_text(req.local_address));
+  if (listen == "localhost" || is_loopback_address(listen) || is_loopback_address(req.local_address))
+    names.insert(names.end(), {"localhost", "127.0.0.1", "[::1]"});
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (std::find(names.begin(), names.begin() + i, name) != names.begin() + i) continue;
+    out.push_back(absl::StrCat(name, ":", req.local_port));
+    if (req.local_port == (options_.tls ? 443 : 80)) out.push_back(name);
+  }
+  return out;
+}
+
+std::optional<HttpResponse> HttpApi::misdirected(const HttpRequest& req) const {
+  if (authenticates() || req.host.empty()) return std::nullopt;
+  const std::vector<std::string> hosts = own_hosts(req);
+  for (const std::string& h : hosts)
+    if (absl::EqualsIgnoreCase(req.host, h)) return std::nullopt;
+  return text(421, absl::StrCat("Host: '", req.host.substr(0, 200),
+                                "' is not this coordinator, which authenticates nobody and answers to ",
+                                absl::StrJoin(hosts, ", "), "\n"));
+}
+
+std::vector<std::string> HttpApi::own_origins(const HttpRequest& req) const {
+  const char* scheme = options_.tls ? "https://" : "http://";
+  if (authenticates()) return {absl::StrCat(scheme, req.host)};
+  std::vector<std::string> out;
+  for (const std::string& h : own_hosts(req)) out.push_back(absl::StrCat(scheme, h));
+  return out;
+}
+
 HttpResponse HttpApi::serve(const Route& route, const std::string& arg, const HttpRequest& req) const {
+  if (route.handler != Handler::kHealthz && route.handler != Handler::kReadyz)
+    if (std::optional<HttpResponse> refused = misdirected(req)) return finish(*refused, route.name, false);
   return finish(dispatch(req, route, arg), route.name, route.handler == Handler::kAsset);
 }
 
 HttpResponse HttpApi::unrouted(const HttpRequest& req) const {
+  if (std::optional<HttpResponse> refused = misdirected(req)) return finish(*refused, kNotFoundName, false);
   std::set<std::string> allow;
   const char* name = kNotFoundName;
   for (size_t i : rows_for_path(req.path)) {
@@ -469,24 +519,25 @@ namespace {
 // judged by its Origin (a form posted under a no-referrer policy says "null" there, which is why
 // Origin is not asked of a browser that says Sec-Fetch-Site). One naming another site is
 // refused. This is the whole check for the login and logout forms, which a plain form posts;
-// `what` names the action in the error.
-absl::Status from_this_site(const HttpRequest& req, bool tls, const char* what) {
+// `origins`: this site's (HttpApi::own_origins); `what` names the action in the error.
+absl::Status from_this_site(const HttpRequest& req, const std::vector<std::string>& origins, const char* what) {
   if (!req.fetch_site.empty()) {
     if (req.fetch_site == "same-origin") return absl::OkStatus();
     return absl::PermissionDeniedError(absl::StrCat("Sec-Fetch-Site: '", req.fetch_site.substr(0, 32), "': ", what,
                                                     " from this dashboard's own pages"));
   }
-  if (!req.origin.empty() && req.origin != absl::StrCat(tls ? "https://" : "http://", req.host))
-    return absl::PermissionDeniedError(
-        absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (", req.host.substr(0, 200), ")"));
-  return absl::OkStatus();
+  if (req.origin.empty()) return absl::OkStatus();
+  for (const std::string& o : origins)
+    if (absl::EqualsIgnoreCase(req.origin, o)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("Origin: '", req.origin.substr(0, 200), "' is not this site (",
+                                                  absl::StrJoin(origins, ", ").substr(0, 400), ")"));
 }
 
 // A cancel must also say it comes from this site's own page: the header only its fetches add.
 // Requests with an Authorization header are not a browser's doing.
-absl::Status same_origin(const HttpRequest& req, bool tls) {
+absl::Status same_origin(const HttpRequest& req, const std::vector<std::string>& origins) {
   if (!req.authorization.empty()) return absl::OkStatus();
-  if (absl::Status s = from_this_site(req, tls, "cancel"); !s.ok()) return s;
+  if (absl::Status s = from_this_site(req, origins, "cancel"); !s.ok()) return s;
   if (req.requested_with != kDashboardRequest)
     return absl::PermissionDeniedError(
         absl::StrCat("X-Requested-With: ",
@@ -501,7 +552,7 @@ absl::Status same_origin(const HttpRequest& req, bool tls) {
 HttpResponse HttpApi::login(const HttpRequest& req) const {
   if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
   // Another site's form could log a browser in under the other site's token (login CSRF).
-  if (absl::Status s = from_this_site(req, options_.tls, "log in"); !s.ok())
+  if (absl::Status s = from_this_site(req, own_origins(req), "log in"); !s.ok())
     return text(403, absl::StrCat(s.message(), "\n"));
   if (!absl::StartsWith(absl::AsciiStrToLower(req.content_type), "application/x-www-form-urlencoded"))
     return text(400, "log in with the form at /login (application/x-www-form-urlencoded)\n");
@@ -530,7 +581,7 @@ HttpResponse HttpApi::login(const HttpRequest& req) const {
 }
 
 HttpResponse HttpApi::logout(const HttpRequest& req) const {
-  if (absl::Status s = from_this_site(req, options_.tls, "log out"); !s.ok())
+  if (absl::Status s = from_this_site(req, own_origins(req), "log out"); !s.ok())
     return text(403, absl::StrCat(s.message(), "\n"));
   HttpResponse r = text(303, "logged out\n");
   r.headers.emplace_back("Location", options_.tokens ? "/login" : "/");
@@ -617,7 +668,7 @@ constexpr size_t kMaxPgnDownloadBytes = size_t(256) << 20;
 }  // namespace
 
 HttpResponse HttpApi::api_cancel(const HttpRequest& req, const std::string& id, const Caller& caller) const {
-  if (absl::Status s = same_origin(req, options_.tls); !s.ok()) return api_error(s);
+  if (absl::Status s = same_origin(req, own_origins(req)); !s.ok()) return api_error(s);
   absl::StatusOr<v1::Job> job = coordinator_->cancel(caller, id);
   if (!job.ok()) return api_error(job.status());
   return json(200, proto_json(*job));

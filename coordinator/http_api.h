@@ -20,6 +20,7 @@
 //   /api/v1/jobs/ID/results.csv, .json, .pgn[?divide=1&partial=1] (GetResults): the files
 //   `c960 results JOB --format csv|json [--divide] [--partial]` and `--pgn` write, byte for byte
 //   POST /api/v1/jobs/ID/cancel (CancelJob): the page's cancel button; same-origin only (CSRF)
+// Without authentication, a Host that does not name this coordinator is 421 (but for health).
 //
 // Who may see what is decided in one place, before any handler runs: the row's gRPC method and
 // cluster/auth.h's permission table, as on the gRPC side (401 when there is no caller or it is
@@ -47,7 +48,7 @@ namespace c960::cluster {
 
 struct HttpRequest {
   std::string method = "GET";
-  std::string host;            // the Host header
+  std::string host;            // the Host header ("" when absent)
   std::string origin;          // the Origin header ("" when absent)
   std::string fetch_site;      // the Sec-Fetch-Site header ("" when absent)
   std::string requested_with;  // the X-Requested-With header: the dashboard's fetches send kDashboardRequest
@@ -58,6 +59,9 @@ struct HttpRequest {
   std::string content_type;
   std::string body;
   std::optional<std::string> client_certificate_pem;  // verified by the TLS handshake
+  // The connection's own end: the address (IPv4, or IPv6 without brackets) and port it came in on.
+  std::string local_address;
+  int local_port = 0;
 };
 
 struct HttpResponse {
@@ -73,6 +77,14 @@ struct HttpOptions {
   std::shared_ptr<const TokenTable> tokens;  // null: no tokens
   bool client_certificates = false;          // verified client certificates name their holders
   bool tls = false;                          // served over HTTPS (cookies are Secure)
+  // --http-listen's host ("127.0.0.1", "::1", "localhost", "0.0.0.0"). Without authentication,
+  // a request's Host must name this coordinator (else 421, so that another site's name resolved to
+  // this address, DNS rebinding, gets nothing): this host, the address the connection came in on,
+  // and localhost, 127.0.0.1 and [::1] when either is loopback; each with the connection's port
+  // (or without one when it is the scheme's default). /healthz and /readyz answer any Host; a
+  // request without Host is served. The same names are the origins a browser's form or fetch may
+  // come from (the same-site check); with authentication that is the Host's own origin.
+  std::string listen_host;
 };
 
 // The login cookie's name and lifetime.
@@ -147,6 +159,13 @@ class HttpApi {
   // certificate; UNAUTHENTICATED saying why not.
   absl::StatusOr<Caller> identify(const HttpRequest& req) const;
   HttpResponse dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const;
+  // Without authentication, the HOST:PORT names of this coordinator (see HttpOptions::listen_host).
+  std::vector<std::string> own_hosts(const HttpRequest& req) const;
+  // The 421 answer to a request whose Host is not one of own_hosts(); nullopt: it is, or there is
+  // authentication.
+  std::optional<HttpResponse> misdirected(const HttpRequest& req) const;
+  // The origins a state-changing request from a browser may come from.
+  std::vector<std::string> own_origins(const HttpRequest& req) const;
   // Headers every answer carries, and the request counted.
   HttpResponse finish(HttpResponse resp, const char* name, bool asset) const;
 

@@ -34,6 +34,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cluster/address.h"
 #include "cluster/log.h"
 
@@ -147,12 +149,29 @@ const char* reason_phrase(int status) {
   }
 }
 
-// A complete answer of the loop's own (a refusal before any handler), closing the connection.
-std::string canned_response(int status, const std::string& message) {
+// Whether an Accept-Encoding value accepts gzip: "gzip" (or "x-gzip") with a weight above 0.
+bool accepts_gzip(absl::string_view value) {
+  for (absl::string_view item : absl::StrSplit(value, ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(item, ';');
+    const absl::string_view coding = absl::StripAsciiWhitespace(parts[0]);
+    if (!absl::EqualsIgnoreCase(coding, "gzip") && !absl::EqualsIgnoreCase(coding, "x-gzip")) continue;
+    double q = 1;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const absl::string_view p = absl::StripAsciiWhitespace(parts[i]);
+      if (p.size() > 2 && absl::EqualsIgnoreCase(p.substr(0, 2), "q=") && !absl::SimpleAtod(p.substr(2), &q)) q = 0;
+    }
+    if (q > 0) return true;
+  }
+  return false;
+}
+
+// A complete answer of the loop's own (a refusal before any handler), closing the connection;
+// `extra`: more header lines, each ending in CRLF.
+std::string canned_response(int status, const std::string& message, const std::string& extra = "") {
   const std::string body = message + "\n";
   return absl::StrCat("HTTP/1.1 ", status, " ", reason_phrase(status),
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
-                      "\r\nConnection: close\r\n\r\n", body);
+                      "\r\nConnection: close\r\n", extra, "\r\n", body);
 }
 
 // One connection. The loop thread owns it; while its request is handled it belongs to one
@@ -170,7 +189,9 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   SSL* ssl = nullptr;
-  bool admitted = false;  // counted against the limits (refused connections are not)
+  bool admitted = false;          // counted against the limits (refused connections are not)
+  bool health_only = false;       // over a limit, let in for one /healthz or /readyz
+  bool over_per_address = false;  // which limit it is over
   std::string peer, local;
   int peer_port = 0, local_port = 0;
   State state = State::kHead;
@@ -187,6 +208,7 @@ struct Conn {
   bool health = false;       // GET or HEAD of /healthz or /readyz: the health lane
   std::string out;           // the response being sent
   size_t out_pos = 0;        // of it, sent so far
+  int64_t queued = 0;        // of it, unsent when the loop last had to wait: counted in queued_
   bool close_after = false;  // close once `out` is sent
 };
 
@@ -248,6 +270,9 @@ class HttpServer::Impl {
 
   int port_ = 0;
   std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0};
+  // Answers' bytes not yet sent (the loop thread's; atomic for counts()), and the requests refused
+  // over max_queued_bytes.
+  std::atomic<int64_t> queued_{0}, refused_queued_{0};
 
  private:
   enum class Io { kOk, kWantRead, kWantWrite, kEof, kError };
@@ -255,13 +280,14 @@ class HttpServer::Impl {
   // The loop thread.
   void loop();
   void accept_all();
+  void count_refusal(const std::string& peer, bool per_address);
   void refuse(int fd, const std::string& peer, bool per_address);
   void on_event(Conn* c);
   void handshake(Conn* c);
   void on_readable(Conn* c);
   void advance(Conn* c);
   bool parse_head(Conn* c);
-  void respond_and_close(Conn* c, int status, const std::string& message);
+  void respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra = "");
   void dispatch(Conn* c);
   void take_done();
   void start_write(Conn* c);
@@ -303,6 +329,7 @@ class HttpServer::Impl {
   std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;
   uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
   int lingering_refused_ = 0;
+  int health_open_ = 0;  // connections let in over the limits for health
   SteadyClock::time_point accept_paused_until_{};
   bool accepting_ = false;
   // Refusals not yet logged, and when the last line was.
@@ -397,6 +424,8 @@ absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls
     req.requested_with = in.get_header_value("X-Requested-With");
     req.body = in.body;
     req.client_certificate_pem = peer_certificate(in.ssl);
+    req.local_address = in.local_addr;
+    req.local_port = in.local_port;
     // httplib parses a form body into params too: only the query string's belong there.
     if (in.method == "POST") req.query.clear();
     return req;
@@ -554,30 +583,43 @@ void HttpServer::Impl::accept_all() {
     }
     auto [peer, peer_port] = address_text(ss);
     const int from_peer = per_address_.count(peer) ? per_address_[peer] : 0;
-    if (open_ >= options_.max_connections || from_peer >= options_.max_connections_per_address) {
-      refuse(fd, peer, open_ < options_.max_connections);
-      continue;
+    const bool over = open_ >= options_.max_connections || from_peer >= options_.max_connections_per_address;
+    const bool over_per_address = open_ < options_.max_connections;
+    if (over) {
+      count_refusal(peer, over_per_address);
+      if (health_open_ >= options_.health_connections) {
+        refuse(fd, peer, over_per_address);
+        continue;
+      }
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // answers go out whole, at once
     auto c = std::make_unique<Conn>();
     c->id = next_id_++;
     c->fd = fd;
-    c->admitted = true;
+    c->admitted = !over;
+    c->health_only = over;
+    c->over_per_address = over && over_per_address;
     c->peer = std::move(peer);
     c->peer_port = peer_port;
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0)
       std::tie(c->local, c->local_port) = address_text(local);
-    ++per_address_[c->peer];
-    ++open_;
-    ++accepted_;
-    if (options_.metrics) options_.metrics->set_http_connections(open_);
+    if (over) {
+      ++health_open_;
+    } else {
+      ++per_address_[c->peer];
+      ++open_;
+      ++accepted_;
+      if (options_.metrics) options_.metrics->set_http_connections(open_);
+    }
     Conn* p = c.get();
     conns_.emplace(p->id, std::move(c));
     // The head's deadline counts from the connection's start, the handshake included.
-    set_deadline(p, SteadyClock::now() + std::chrono::milliseconds(options_.header_timeout_ms));
+    set_deadline(p, SteadyClock::now() +
+                        std::chrono::milliseconds(over ? std::min(options_.header_timeout_ms, kHttpHealthHeadTimeoutMs)
+                                                       : options_.header_timeout_ms));
     if (ctx_) {
       p->ssl = SSL_new(ctx_);
       if (!p->ssl || SSL_set_fd(p->ssl, fd) != 1) {
@@ -595,12 +637,15 @@ void HttpServer::Impl::accept_all() {
   }
 }
 
-void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address) {
+void HttpServer::Impl::count_refusal(const std::string& peer, bool per_address) {
   (per_address ? refused_per_address_ : refused_)++;
   (per_address ? unlogged_refused_per_address_ : unlogged_refused_)++;
   last_refused_address_ = peer;
   if (options_.metrics)
     options_.metrics->count_http_refused(per_address ? "max_connections_per_address" : "max_connections");
+}
+
+void HttpServer::Impl::refuse(int fd, const std::string& peer, bool per_address) {
   // Over TLS an answer would need the handshake that the limit saves: closed unanswered.
   if (ctx_) {
     ::close(fd);
@@ -771,6 +816,9 @@ void HttpServer::Impl::advance(Conn* c) {
     }
     c->head_len = found + 3;
     if (!parse_head(c)) return;
+    if (c->health_only && !c->health)
+      return respond_and_close(c, 503,
+                               c->over_per_address ? "too many connections from this address" : "too many connections");
     if (c->body_len > 0 && c->in.size() < c->head_len + c->body_len) {
       c->state = Conn::State::kBody;
       set_deadline(c, now + std::chrono::milliseconds(options_.body_timeout_ms));
@@ -781,9 +829,15 @@ void HttpServer::Impl::advance(Conn* c) {
 }
 
 // What the loop needs of the head: the body's length and whether it is a health probe; it
-// refuses what it cannot frame. httplib parses the head again, fully, on a request thread.
+// refuses what it cannot frame. httplib parses the head again, fully, on a request thread, from
+// the head as rewritten here: without Range and If-Range (RFC 9110 lets a server ignore them; so
+// httplib never builds a multipart answer, a page once per range), and with Accept-Encoding
+// saying gzip or nothing (so httplib never picks brotli, 50 times gzip's work for a page).
 bool HttpServer::Impl::parse_head(Conn* c) {
   const absl::string_view head(c->in.data(), c->head_len);
+  std::string rewritten;  // the head without what is dropped; empty: nothing dropped
+  size_t kept = 0;        // of `head`, copied into `rewritten` so far
+  bool dropping = false;  // a dropped header's continuation lines (obs-fold) go with it
   size_t eol = head.find('\n');
   const absl::string_view request_line = head.substr(0, eol);
   const size_t sp1 = request_line.find(' ');
@@ -796,6 +850,7 @@ bool HttpServer::Impl::parse_head(Conn* c) {
   }
   std::optional<uint64_t> length;
   for (size_t pos = eol + 1; pos < head.size();) {
+    const size_t start = pos;
     eol = head.find('\n', pos);
     absl::string_view line = head.substr(pos, eol - pos);
     pos = eol + 1;
@@ -804,11 +859,27 @@ bool HttpServer::Impl::parse_head(Conn* c) {
       return false;
     }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto drop = [&](absl::string_view replacement) {
+      rewritten.append(head.data() + kept, start - kept);
+      rewritten.append(replacement.data(), replacement.size());
+      kept = pos;
+    };
+    if (dropping && !line.empty() && (line[0] == ' ' || line[0] == '\t')) {
+      drop("");
+      continue;
+    }
+    dropping = false;
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;  // the empty line, or one httplib skips too
-    const absl::string_view name = line.substr(0, colon);
+    const absl::string_view name = absl::StripTrailingAsciiWhitespace(line.substr(0, colon));
     const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
-    if (absl::EqualsIgnoreCase(name, "Content-Length")) {
+    if (absl::EqualsIgnoreCase(name, "Range") || absl::EqualsIgnoreCase(name, "If-Range")) {
+      drop("");
+      dropping = true;
+    } else if (absl::EqualsIgnoreCase(name, "Accept-Encoding")) {
+      drop(accepts_gzip(value) ? "Accept-Encoding: gzip\r\n" : "");
+      dropping = true;
+    } else if (absl::EqualsIgnoreCase(name, "Content-Length")) {
       uint64_t n = 0;
       const bool digits = !value.empty() && value.size() <= 19 &&
                           value.find_first_not_of("0123456789") == absl::string_view::npos &&
@@ -836,17 +907,28 @@ bool HttpServer::Impl::parse_head(Conn* c) {
     return false;
   }
   c->body_len = length.value_or(0);
+  if (kept > 0) {
+    rewritten.append(head.data() + kept, head.size() - kept);
+    c->in.replace(0, c->head_len, rewritten);
+    c->head_len = rewritten.size();
+  }
   return true;
 }
 
-void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message) {
-  c->out = canned_response(status, message);
+void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra) {
+  c->out = canned_response(status, message, extra);
   c->out_pos = 0;
   c->close_after = true;
   start_write(c);
 }
 
 void HttpServer::Impl::dispatch(Conn* c) {
+  if (!c->health && queued_ >= int64_t(options_.max_queued_bytes)) {
+    // Other answers wait for their readers: this one would pile on.
+    ++refused_queued_;
+    if (options_.metrics) options_.metrics->count_http_refused("max_queued_bytes");
+    return respond_and_close(c, 503, "too many answers waiting to be sent: try again", "Retry-After: 1\r\n");
+  }
   set_events(c, 0);
   clear_deadline(c);
   c->state = Conn::State::kBusy;
@@ -880,7 +962,7 @@ void HttpServer::Impl::serve_lane(Lane* lane) {
 void HttpServer::Impl::serve(Conn* c) {
   const size_t size = c->head_len + c->body_len;
   RequestStream stream(*c, std::string_view(c->in.data(), size), &c->out);
-  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection;
+  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection || c->health_only;
   bool closed = false;
   t_handled = false;
   const bool ok = processor_.process_request(stream, close, closed, [c](httplib::Request& req) { req.ssl = c->ssl; });
@@ -919,6 +1001,9 @@ void HttpServer::Impl::on_writable(Conn* c) {
       c->out_pos += size_t(n);
       continue;
     }
+    // The reader has not taken it all: what is left waits in memory.
+    const int64_t left = int64_t(c->out.size() - c->out_pos);
+    queued_ += left - std::exchange(c->queued, left);
     if (io == Io::kWantWrite || (n == 0 && io == Io::kOk)) {
       set_events(c, EPOLLOUT);
     } else if (io == Io::kWantRead) {
@@ -932,6 +1017,7 @@ void HttpServer::Impl::on_writable(Conn* c) {
 }
 
 void HttpServer::Impl::finish_response(Conn* c) {
+  queued_ -= std::exchange(c->queued, 0);
   c->out.clear();
   c->out.shrink_to_fit();  // a big answer's buffer is not kept for the idle time
   c->out_pos = 0;
@@ -1028,6 +1114,7 @@ void HttpServer::Impl::clear_deadline(Conn* c) {
 
 void HttpServer::Impl::close_conn(Conn* c) {
   clear_deadline(c);
+  queued_ -= std::exchange(c->queued, 0);
   if (c->events && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   if (c->ssl) SSL_free(c->ssl);
   ::close(c->fd);
@@ -1035,6 +1122,8 @@ void HttpServer::Impl::close_conn(Conn* c) {
     if (--per_address_[c->peer] == 0) per_address_.erase(c->peer);
     --open_;
     if (options_.metrics) options_.metrics->set_http_connections(open_);
+  } else if (c->health_only) {
+    --health_open_;
   } else {
     --lingering_refused_;
   }
@@ -1050,7 +1139,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
                                                    options.max_connections, " (--http-max-connections)"));
   if (options.threads < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 ||
       options.write_timeout_ms < 1 || options.idle_timeout_ms < 1 || options.linger_ms < 0 ||
-      options.max_head_bytes < 64)
+      options.health_connections < 0 || options.max_head_bytes < 64 || options.max_queued_bytes < 1)
     return absl::InvalidArgumentError("HttpServerOptions: a thread count, timeout or size out of range");
   std::unique_ptr<HttpServer> s(new HttpServer);
   s->impl_ = std::make_unique<Impl>(api, options);
@@ -1075,6 +1164,8 @@ HttpServer::Counts HttpServer::counts() const {
   c.refused_per_address = impl_->refused_per_address_;
   c.timed_out = impl_->timed_out_;
   c.open = impl_->open_;
+  c.queued_bytes = impl_->queued_;
+  c.refused_queued = impl_->refused_queued_;
   return c;
 }
 

@@ -9,6 +9,11 @@
 // the buffered bytes, route it by HttpApi's table (each row a route of httplib's router, then a
 // catch-all per method for what no row matches) to HttpApi::serve or unrouted, and write the response into a buffer;
 // the loop sends it and keeps the connection for the next request. Only one thread at a time touches a connection.
+// The loop drops Range and If-Range from each head, and keeps of Accept-Encoding only gzip, before
+// httplib parses it: every answer is its page once, never a multipart one per range.
+//
+// A connection over the connection limits is still let in, kHttpHealthConnections at once, for
+// one /healthz or /readyz; any other request on it is answered 503.
 //
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.
@@ -31,8 +36,10 @@ namespace c960::cluster {
 struct HttpServerOptions {
   int max_connections = kHttpMaxConnections;                        // --http-max-connections
   int max_connections_per_address = kHttpMaxConnectionsPerAddress;  // --http-max-connections-per-address
+  int health_connections = kHttpHealthConnections;                  // over those: for one /healthz or /readyz each
   size_t max_head_bytes = kMaxHttpHeadBytes;
   size_t max_body_bytes = kMaxHttpBodyBytes;
+  size_t max_queued_bytes = kHttpMaxQueuedBytes;
   int64_t header_timeout_ms = kHttpHeaderTimeoutMs;
   int64_t body_timeout_ms = kHttpBodyTimeoutMs;
   int64_t write_timeout_ms = kHttpWriteTimeoutMs;
@@ -60,11 +67,15 @@ class HttpServer {
 
   // What the loop counted since the start (tests; the same as the metrics).
   struct Counts {
-    int64_t accepted = 0;             // connections admitted
-    int64_t refused = 0;              // over --http-max-connections
-    int64_t refused_per_address = 0;  // over --http-max-connections-per-address
-    int64_t timed_out = 0;            // cut at a deadline (handshake, head, body, write)
-    int64_t open = 0;                 // admitted and not yet closed
+    int64_t accepted = 0;  // connections admitted
+    // Over --http-max-connections, over --http-max-connections-per-address (those let in for
+    // health included: refused any other request).
+    int64_t refused = 0;
+    int64_t refused_per_address = 0;
+    int64_t timed_out = 0;       // cut at a deadline (handshake, head, body, write)
+    int64_t open = 0;            // admitted and not yet closed
+    int64_t queued_bytes = 0;    // of answers, not yet sent
+    int64_t refused_queued = 0;  // requests answered 503 over max_queued_bytes
   };
   Counts counts() const;
 

@@ -356,6 +356,8 @@ int main(int argc, char** argv) {
     ho.tokens = options->tokens;
     ho.client_certificates = options->tls && !options->tls->client_ca_pem.empty();
     ho.tls = options->tls.has_value();
+    if (const std::optional<c960::cluster::HostPort> hp = c960::cluster::split_host_port(http_listen))
+      ho.listen_host = hp->host;
     http_api = std::make_unique<c960::cluster::HttpApi>(&coordinator, store->get(), metrics.get(), std::move(ho));
     c960::cluster::HttpServerOptions hso;
     hso.max_connections = http_max_connections;

@@ -127,9 +127,11 @@ Metrics::Metrics()
                            .Add({});
   auto& refused = prometheus::BuildCounter()
                       .Name("c960_http_connections_refused_total")
-                      .Help("HTTP connections refused (503, then closed) because a connection limit was reached")
+                      .Help(
+                          "HTTP connections refused (503, then closed) because a limit was reached: connections, "
+                          "or answers' bytes waiting to be sent")
                       .Register(*registry_);
-  for (const char* r : {"max_connections", "max_connections_per_address"})
+  for (const char* r : {"max_connections", "max_connections_per_address", "max_queued_bytes"})
     http_refused_[r] = &refused.Add({{"reason", r}});
   auto& timeouts = prometheus::BuildCounter()
                        .Name("c960_http_timeouts_total")

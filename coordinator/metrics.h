@@ -57,7 +57,8 @@ class Metrics {
   // An HTTP request answered by `handler` (a declared name) with `status`.
   void count_http(absl::string_view handler, int status);
   // The HTTP side's connections (http_server.h): open now; refused over a limit (reason
-  // "max_connections" or "max_connections_per_address"); cut at a deadline (phase "handshake",
+  // "max_connections", "max_connections_per_address", or "max_queued_bytes": a request refused
+  // while too many answers' bytes wait to be sent); cut at a deadline (phase "handshake",
   // "head", "body" or "write"). Other label values are ignored.
   void set_http_connections(int64_t open);
   void count_http_refused(absl::string_view reason);

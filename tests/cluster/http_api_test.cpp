@@ -45,6 +45,7 @@ class HttpApiTest : public ::testing::Test {
   // An API without tokens (loopback) or with a token of each role (two submitters, bob and carol).
   std::unique_ptr<HttpApi> api(bool tokens) {
     HttpOptions o;
+    o.listen_host = "127.0.0.1";
     if (tokens) {
       auto set =
           TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ", token_hash(kSubmitToken),
@@ -77,6 +78,8 @@ class HttpApiTest : public ::testing::Test {
     r.path = absl::StrCat("/api/v1/jobs/", job, "/cancel");
     r.cookie = absl::StrCat(kLoginCookie, "=", token);
     r.host = "127.0.0.1:8080";
+    r.local_address = "127.0.0.1";  // the connection's end, as the server passes it
+    r.local_port = 8080;
     r.origin = "http://127.0.0.1:8080";
     r.fetch_site = "same-origin";
     r.requested_with = kDashboardRequest;
@@ -350,6 +353,56 @@ TEST_F(HttpApiTest, CancelFromAnotherSiteIsRefused) {
   EXPECT_EQ(local->handle(bare).status, 403);
   bare.requested_with = kDashboardRequest;
   EXPECT_EQ(local->handle(bare).status, 200);
+}
+
+// Issue 34: without authentication, only requests naming this coordinator are served (421
+// else): a page of another site whose name resolves here (DNS rebinding) names its own site in
+// Host and Origin, which agreed with each other. The same-site check takes this coordinator's
+// names, not the Host's.
+TEST_F(HttpApiTest, WithoutAuthenticationAnotherHostIsMisdirected) {
+  auto local = api(false);
+  const auto from = [](const std::string& method, const std::string& path, const std::string& host,
+                       const std::string& origin) {
+    HttpRequest r = get(path);
+    r.method = method;
+    r.host = host;
+    r.origin = origin;
+    r.requested_with = kDashboardRequest;
+    r.local_address = "127.0.0.1";
+    r.local_port = 7961;
+    return r;
+  };
+  const std::string job = submit("518");
+  for (const HttpRequest& r :
+       {from("GET", "/api/v1/jobs", "evil.test:7961", ""), from("GET", "/", "evil.test:7961", ""),
+        from("POST", "/logout", "evil.test:7961", "http://evil.test:7961"),
+        from("POST", absl::StrCat("/api/v1/jobs/", job, "/cancel"), "evil.test:7961", "http://evil.test:7961"),
+        from("GET", "/nowhere", "evil.test:7961", ""), from("GET", "/api/v1/jobs", "127.0.0.1:7962", ""),
+        from("GET", "/api/v1/jobs", "127.0.0.1", "")}) {
+    const HttpResponse resp = local->handle(r);
+    EXPECT_EQ(resp.status, 421) << r.method << " " << r.path << " Host: " << r.host;
+    EXPECT_TRUE(absl::StrContains(resp.body, "127.0.0.1:7961, localhost:7961, [::1]:7961")) << resp.body;
+  }
+  EXPECT_EQ(coordinator_->get_job(Caller::local(), job)->state(), v1::JOB_STATE_RUNNING);
+  for (const std::string host : {"127.0.0.1:7961", "localhost:7961", "[::1]:7961", ""})
+    EXPECT_EQ(local->handle(from("GET", "/api/v1/jobs", host, "")).status, 200) << host;
+  EXPECT_EQ(local->handle(from("GET", "/healthz", "evil.test:7961", "")).status, 200);
+  EXPECT_EQ(local->handle(from("GET", "/readyz", "evil.test:7961", "")).status, 200);
+  // Origin: one of this coordinator's names, whichever the Host is.
+  EXPECT_EQ(local->handle(from("POST", "/logout", "127.0.0.1:7961", "http://localhost:7961")).status, 303);
+  EXPECT_EQ(local->handle(from("POST", "/logout", "127.0.0.1:7961", "http://evil.test:7961")).status, 403);
+  EXPECT_EQ(local->handle(from("POST", "/logout", "", "http://evil.test:7961")).status, 403);
+  // Listening on all addresses: the address the connection came in on names it.
+  HttpOptions o;
+  o.listen_host = "0.0.0.0";
+  HttpApi any(coordinator_.get(), store_.get(), metrics_.get(), o);
+  HttpRequest lan = from("GET", "/api/v1/jobs", "192.0.2.7:7961", "");
+  lan.local_address = "192.0.2.7";
+  EXPECT_EQ(any.handle(lan).status, 200);
+  lan.host = "localhost:7961";  // not a loopback connection
+  EXPECT_EQ(any.handle(lan).status, 421);
+  // With authentication the Host is not checked (a reverse proxy's name, say).
+  EXPECT_EQ(api(true)->handle(from("GET", "/api/v1/jobs", "evil.test:7961", "")).status, 401);
 }
 
 TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {

@@ -1,9 +1,10 @@
 // The coordinator's HTTP listener (coordinator/http_server.h) over real loopback sockets, in
 // process on ephemeral ports: health and readiness answer within 100 ms while 200 idle and slow
 // connections are open (plain HTTP and HTTPS, handshakes never finished included); a client
-// trickling its head or body is cut at the deadline; the connection limits (503, close); the
-// head and body size limits (431, 413); POST /login with its token in the form body, and the
-// connection usable afterwards; pipelined requests; client certificates; a prompt stop().
+// trickling its head or body is cut at the deadline; the connection limits (503, close; health
+// answered over them); unsent answers' bytes capped; the head and body size limits (431, 413);
+// POST /login with its token in the form body, and the connection usable afterwards; pipelined
+// requests; Range ignored, gzip the only coding; client certificates; a prompt stop().
 #include "coordinator/http_server.h"
 
 #include <poll.h>
@@ -76,9 +77,12 @@ struct Response {
 // counts as another peer).
 class Client {
  public:
-  Client(int port, SSL_CTX* tls = nullptr, const char* source = nullptr, bool handshake = true) {
+  Client(int port, SSL_CTX* tls = nullptr, const char* source = nullptr, bool handshake = true,
+         int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return;
+    if (receive_buffer > 0)  // before connecting: the window it offers
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     const timeval tv{0, 20'000};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     const timeval send_tv{5, 0};
@@ -207,11 +211,12 @@ std::string get(const std::string& path, const std::string& extra = "") {
   return absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n", extra, "\r\n");
 }
 
-std::string login_post(const std::string& form) {
-  return absl::StrCat(
-      "POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-      "Content-Length: ",
-      form.size(), "\r\n\r\n", form);
+// Host: without a port, as if port 80; a coordinator without authentication wants the port too.
+std::string login_post(const std::string& form, const std::string& host = "127.0.0.1") {
+  return absl::StrCat("POST /login HTTP/1.1\r\nHost: ", host,
+                      "\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                      "Content-Length: ",
+                      form.size(), "\r\n\r\n", form);
 }
 
 class HttpServerTest : public ::testing::Test {
@@ -404,6 +409,7 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   {
     Client over(server_->port());
     ASSERT_TRUE(over.connected());
+    ASSERT_TRUE(over.send(get("/api/v1/jobs")));  // only health is answered over a limit
     const Response r = over.read_response();
     EXPECT_EQ(r.status, 503) << r.head;
     EXPECT_EQ(r.header("Connection"), "close");
@@ -420,6 +426,7 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   ASSERT_TRUE(wait_until([&] { return server_->counts().open == 5; }));
   {
     Client over(server_->port(), nullptr, "127.0.0.3");
+    ASSERT_TRUE(over.send(get("/")));
     const Response r = over.read_response();
     EXPECT_EQ(r.status, 503) << r.head;
     EXPECT_TRUE(over.closed_within(3000));
@@ -431,6 +438,62 @@ TEST_F(HttpServerTest, ConnectionsOverALimitGet503AndAreClosed) {
   Client again(server_->port());
   ASSERT_TRUE(again.send(get("/healthz")));
   EXPECT_EQ(again.read_response().status, 200);
+}
+
+// Issue 34: with every connection the limits allow held open (idle, or sending slowly), a probe
+// still gets /healthz and /readyz answered, on a connection let in for that one answer; anything
+// else on such a connection is 503. Over the per-address limit and over the total alike.
+TEST_F(HttpServerTest, HealthIsAnsweredWithEveryConnectionTaken) {
+  HttpServerOptions o = patient();
+  o.max_connections = 6;
+  o.max_connections_per_address = 3;
+  start(o);
+  std::vector<std::unique_ptr<Client>> held;
+  const auto probe = [&](const char* source) {
+    for (const char* path : {"/healthz", "/readyz"}) {
+      Client c(server_->port(), nullptr, source);
+      ASSERT_TRUE(c.connected());
+      ASSERT_TRUE(c.send(get(path)));
+      const Response r = c.read_response();
+      EXPECT_EQ(r.status, 200) << source << " " << path << ": " << r.head;
+      EXPECT_EQ(r.header("Connection"), "close") << r.head;
+      EXPECT_TRUE(c.closed_within(3000));
+    }
+    Client other(server_->port(), nullptr, source);
+    ASSERT_TRUE(other.send(get("/api/v1/jobs")));
+    EXPECT_EQ(other.read_response().status, 503) << source;
+  };
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<Client>(server_->port()));
+  ASSERT_TRUE(held.back()->send("GET / HTTP/1.1\r\n"));  // one sends slowly
+  ASSERT_TRUE(wait_until([&] { return server_->counts().open == 3; }));
+  probe("127.0.0.1");  // over the per-address limit
+  EXPECT_EQ(server_->counts().refused_per_address, 3);
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<Client>(server_->port(), nullptr, "127.0.0.2"));
+  ASSERT_TRUE(wait_until([&] { return server_->counts().open == 6; }));
+  probe("127.0.0.3");  // over the total
+  EXPECT_EQ(server_->counts().refused, 3);
+  EXPECT_EQ(server_->counts().open, 6);
+}
+
+// The lane for health is bounded too: with its connections taken, one more is refused at once.
+TEST_F(HttpServerTest, TheHealthLaneFullRefusesAtOnce) {
+  HttpServerOptions o = patient();
+  o.max_connections = 1;
+  o.max_connections_per_address = 1;
+  o.health_connections = 1;
+  start(o);
+  Client held(server_->port()), lane(server_->port());
+  ASSERT_TRUE(held.connected() && lane.connected());
+  ASSERT_TRUE(wait_until([&] { return server_->counts().refused == 1; }));
+  Client over(server_->port());
+  const Response r = over.read_response();  // without sending anything
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_TRUE(over.closed_within(3000));
+  // The lane's connection, idle, is closed at its head's deadline, freeing its place.
+  EXPECT_TRUE(lane.closed_within(3000));
+  Client probe(server_->port());
+  ASSERT_TRUE(probe.send(get("/readyz")));
+  EXPECT_EQ(probe.read_response().status, 200);
 }
 
 TEST_F(HttpServerTest, OversizeHeadIs431OversizeBodyIs413TransferEncodingIs411) {
@@ -469,7 +532,8 @@ TEST_F(HttpServerTest, OversizeHeadIs431OversizeBodyIs413TransferEncodingIs411) 
         c.send(get("/healthz", absl::StrCat("X-Big: ", std::string(kMaxHttpHeadBytes / 2 - 200, 'a'),
                                             "\r\nX-Bigger: ", std::string(kMaxHttpHeadBytes / 2 - 200, 'b'), "\r\n"))));
     EXPECT_EQ(c.read_response().status, 200);
-    ASSERT_TRUE(c.send(login_post("token=" + std::string(kMaxHttpBodyBytes - 6, 'a'))));
+    ASSERT_TRUE(c.send(
+        login_post("token=" + std::string(kMaxHttpBodyBytes - 6, 'a'), absl::StrCat("127.0.0.1:", server_->port()))));
     EXPECT_EQ(c.read_response().status, 404);  // no tokens: no login; but read and answered
   }
 }
@@ -550,14 +614,18 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
     if (r.handler != HttpApi::Handler::kApiCancel && r.handler != HttpApi::Handler::kLogout)
       cases.push_back({r.method, path});
   }
+  const std::string host = absl::StrCat("127.0.0.1:", server_->port());
   Client c(server_->port());
   for (const Case& k : cases) {
     ASSERT_TRUE(
-        c.send(absl::StrCat(k.method, " ", k.path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")));
+        c.send(absl::StrCat(k.method, " ", k.path, " HTTP/1.1\r\nHost: ", host, "\r\nContent-Length: 0\r\n\r\n")));
     const Response got = c.read_response();
     HttpRequest req;
     req.method = k.method;
     req.path = k.path;
+    req.host = host;
+    req.local_address = "127.0.0.1";
+    req.local_port = server_->port();
     const HttpResponse want = api_->handle(req);
     EXPECT_EQ(got.status, want.status) << k.method << " " << k.path << ": " << got.head;
     EXPECT_EQ(got.header("Allow"), want.header("Allow")) << k.method << " " << k.path;
@@ -568,7 +636,7 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   }
   // The cancel: refused without the dashboard's header, or from another origin; done with it.
   const std::string cancel =
-      absl::StrCat("POST /api/v1/jobs/", job->id(), "/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n");
+      absl::StrCat("POST /api/v1/jobs/", job->id(), "/cancel HTTP/1.1\r\nHost: ", host, "\r\nContent-Length: 0\r\n");
   ASSERT_TRUE(c.send(absl::StrCat(cancel, "\r\n")));
   EXPECT_EQ(c.read_response().status, 403);
   ASSERT_TRUE(
@@ -579,6 +647,133 @@ TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   const Response done = c.read_response();
   EXPECT_EQ(done.status, 200) << done.head << done.body;
   EXPECT_EQ(coordinator_->get_job(Caller::local(), job->id())->state(), v1::JOB_STATE_CANCELLED);
+}
+
+// Issue 34: answers that a client does not read wait in the server's memory. Past
+// max_queued_bytes of them, in all connections, a new request is answered 503 with Retry-After;
+// health still answers, and once the bytes are gone requests are served again.
+TEST_F(HttpServerTest, UnsentAnswersOverTheCapGet503WithRetryAfter) {
+  make_api(true);
+  HttpServerOptions o;
+  o.max_queued_bytes = 1;
+  start(o);
+  const std::string auth = absl::StrCat("Authorization: Bearer ", kReadToken, "\r\n");
+  const auto status_of = [&](const std::string& path) {
+    Client c(server_->port());
+    EXPECT_TRUE(c.send(get(path, auth)));
+    const Response r = c.read_response();
+    return std::make_pair(r.status, r.header("Retry-After"));
+  };
+  EXPECT_EQ(status_of("/api/v1/jobs").first, 200);  // nothing waits
+  // 400 pipelined requests for the 29 KB script, never read: more than the kernel's buffers hold.
+  auto stuck = std::make_unique<Client>(server_->port(), nullptr, nullptr, true, /*receive_buffer=*/4096);
+  std::string requests;
+  for (int i = 0; i < 400; ++i) requests += get("/assets/dashboard.js", auth);
+  ASSERT_TRUE(stuck->send(requests));
+  ASSERT_TRUE(wait_until([&] { return server_->counts().queued_bytes > 0; }, 10'000));
+  const std::pair<int, std::string> refused = status_of("/api/v1/jobs");
+  EXPECT_EQ(refused.first, 503);
+  EXPECT_EQ(refused.second, "1");
+  EXPECT_EQ(server_->counts().refused_queued, 1);
+  EXPECT_EQ(status_of("/healthz").first, 200);
+  EXPECT_EQ(status_of("/readyz").first, 200);
+  stuck.reset();  // its answer is dropped with it
+  ASSERT_TRUE(wait_until([&] { return server_->counts().queued_bytes == 0; }, 10'000))
+      << server_->counts().queued_bytes;
+  EXPECT_EQ(status_of("/api/v1/jobs").first, 200);
+}
+
+// Issue 34: 500 ranges of the whole page made httplib answer 206 with the page 500 times over
+// (multipart/byteranges), to anyone, before any login. Range and If-Range are ignored: the page
+// once, 200, whatever they say (one that does not parse was 416).
+TEST_F(HttpServerTest, RangeIsIgnoredTheAnswerIsThePageOnce) {
+  make_api(true);
+  start();
+  Client c(server_->port());
+  ASSERT_TRUE(c.send(get("/login")));
+  const Response page = c.read_response();
+  ASSERT_EQ(page.status, 200) << page.head;
+  ASSERT_TRUE(absl::StrContains(page.body, "<form")) << page.body;
+  std::string ranges = "bytes=0-";
+  for (int i = 1; i < 500; ++i) ranges += ",0-";
+  const std::vector<std::string> extras = {
+      absl::StrCat("Range: ", ranges, "\r\n"),
+      absl::StrCat("Range: ", ranges, "\r\nIf-Range: \"x\"\r\n"),
+      absl::StrCat("range : bytes=0-\r\n ,0-,0-\r\nX-After: 1\r\n"),  // any case, folded
+      "Range: bytes=0-9\r\n",
+      "Range: bytes=100000-\r\n",
+      "Range: nonsense\r\n",
+      "If-Range: Thu, 01 Jan 1970 00:00:00 GMT\r\n"};
+  for (const std::string& extra : extras) {
+    ASSERT_TRUE(c.send(get("/login", extra)));
+    const Response r = c.read_response();
+    EXPECT_EQ(r.status, 200) << extra.substr(0, 40) << ": " << r.head;
+    EXPECT_EQ(r.header("Content-Range"), "") << extra.substr(0, 40);
+    EXPECT_EQ(r.body.size(), page.body.size()) << extra.substr(0, 40);
+    EXPECT_TRUE(r.body == page.body) << extra.substr(0, 40);
+  }
+}
+
+// Only gzip or no content coding: brotli (which httplib picked for any Accept-Encoding
+// containing "br") costs 50 times gzip's work for a page; deflate and zstd are not offered.
+TEST_F(HttpServerTest, AnswersAreGzipOrIdentityNeverBrotli) {
+  make_api(true);
+  start();
+  Client c(server_->port());
+  const auto coding = [&](const std::string& accept) {
+    EXPECT_TRUE(c.send(get("/login", accept.empty() ? "" : absl::StrCat("Accept-Encoding: ", accept, "\r\n"))));
+    const Response r = c.read_response();
+    EXPECT_EQ(r.status, 200) << accept << ": " << r.head;
+    return r.header("Content-Encoding");
+  };
+  EXPECT_EQ(coding(""), "");
+  EXPECT_EQ(coding("br"), "");
+  EXPECT_EQ(coding("zstd, deflate"), "");
+  EXPECT_EQ(coding("br;q=1, gzip;q=0"), "");
+  EXPECT_EQ(coding("gzip, deflate, br, zstd"), "gzip");
+  EXPECT_EQ(coding("br, gzip;q=0.5"), "gzip");
+}
+
+// Issue 34: a coordinator without authentication answers only to its own names. A page of
+// evil.test whose name was made to resolve to 127.0.0.1 (DNS rebinding) is same-origin with
+// itself: its requests carry Host: evil.test:PORT and its own Origin, which matched each other.
+TEST_F(HttpServerTest, WithoutAuthenticationOnlyThisCoordinatorsNamesAreServed) {
+  make_api(false);
+  start();
+  const std::string port = absl::StrCat(":", server_->port());
+  const auto ask = [&](const std::string& request) {
+    Client c(server_->port());
+    EXPECT_TRUE(c.send(request));
+    return c.read_response();
+  };
+  const auto get_from = [&](const std::string& path, const std::string& host, const std::string& extra = "") {
+    return ask(absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", host, "\r\n", extra, "\r\n"));
+  };
+  const auto post_from = [&](const std::string& path, const std::string& host, const std::string& origin) {
+    return ask(absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", host, "\r\nOrigin: ", origin,
+                            "\r\nX-Requested-With: ", kDashboardRequest, "\r\nContent-Length: 0\r\n\r\n"));
+  };
+  for (const std::string path : {"/", "/api/v1/jobs", "/metrics", "/assets/dashboard.js", "/nowhere"}) {
+    const Response r = get_from(path, "evil.test" + port, "Origin: http://evil.test" + port + "\r\n");
+    EXPECT_EQ(r.status, 421) << path << ": " << r.head;
+    EXPECT_TRUE(absl::StrContains(r.body, "is not this coordinator")) << r.body;
+  }
+  EXPECT_EQ(post_from("/logout", "evil.test" + port, "http://evil.test" + port).status, 421);
+  EXPECT_EQ(post_from("/api/v1/jobs/x/cancel", "evil.test" + port, "http://evil.test" + port).status, 421);
+  EXPECT_EQ(get_from("/", "127.0.0.1").status, 421);  // port 80 is another server
+  EXPECT_EQ(get_from("/", "127.0.0.1:1").status, 421);
+  // Its own names are served; health answers any Host.
+  for (const std::string host : {"127.0.0.1", "localhost", "LocalHost", "[::1]"})
+    EXPECT_EQ(get_from("/api/v1/jobs", host + port).status, 200) << host;
+  EXPECT_EQ(get_from("/healthz", "evil.test" + port).status, 200);
+  EXPECT_EQ(get_from("/readyz", "evil.test").status, 200);
+  // The same-site check takes this coordinator's names, not the Host's: the dashboard at
+  // localhost may log out of it at 127.0.0.1; evil.test may not, whatever the Host says.
+  EXPECT_EQ(post_from("/logout", "127.0.0.1" + port, "http://localhost" + port).status, 303);
+  const Response elsewhere = post_from("/logout", "127.0.0.1" + port, "http://evil.test" + port);
+  EXPECT_EQ(elsewhere.status, 403) << elsewhere.head;
+  EXPECT_TRUE(absl::StrContains(elsewhere.body, "Origin: 'http://evil.test" + port + "' is not this site"))
+      << elsewhere.body;
 }
 
 TEST_F(HttpServerTest, ClientCertificatesNameTheCaller) {
