@@ -1169,6 +1169,49 @@ TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersAllowingTheJobsOptions) {
   EXPECT_TRUE(absl::StrContains(upside.status().message(), "engine_offers.options")) << upside.status();
 }
 
+// Issue 33: two owners (outside contributors, not trusted), each under several credentials,
+// forge engine-failure reports for every unit they get: the job does not FAIL, the units go to
+// other owners, and it fails only when a third owner reports too (the failure names them).
+TEST_F(SelfPlayJobTest, TwoOwnersCannotFailASelfPlayJob) {
+  v1::SelfPlayJobSpec s = small_spec();
+  s.set_engine("sf");
+  auto j = submit(s);
+  ASSERT_TRUE(j.ok()) << j.status();
+  auto report_failures = [&](const Caller& c, const std::string& name) {
+    auto h = coordinator_->hello(c, hello_request(name));
+    ASSERT_TRUE(h.ok()) << h.status();
+    for (int round = 0; round < 4; ++round) {
+      v1::AcquireWorkRequest areq;
+      areq.set_worker_id(h->worker_id());
+      areq.set_max_units(4);
+      auto got = coordinator_->acquire(c, areq);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (const v1::Lease& l : got->leases()) {
+        v1::CompleteUnitRequest req;
+        req.set_worker_id(h->worker_id());
+        req.set_unit_id(l.unit_id());
+        req.set_attempt(l.attempt());
+        req.set_failure(absl::StrCat("engine crashed (forged by ", c.identity, ")"));
+        auto resp = coordinator_->complete(c, req);
+        ASSERT_TRUE(resp.ok()) << resp.status();
+      }
+    }
+  };
+  for (const Caller& c :
+       {Caller{"m1", Role::kWorker, true, 0, "mallory"}, Caller{"m2", Role::kWorker, true, 0, "mallory"},
+        Caller{"t1", Role::kWorker, true, 0, "trudy"}, Caller{"t2", Role::kWorker, true, 0, "trudy"}})
+    report_failures(c, "vm");
+  v1::Job running = coordinator_->get_job(Caller::local(), j->id()).value();
+  EXPECT_EQ(running.state(), v1::JOB_STATE_RUNNING) << running.failure_detail();
+  EXPECT_GE(running.unit_failures(), kMaxUnitFailures);
+  EXPECT_TRUE(absl::StrContains(running.notice(), "untrusted owners alone cannot fail a job")) << running.notice();
+  // A third owner: three owners agree that the engine fails.
+  report_failures(Caller{"o1", Role::kWorker, true, 0, "oscar"}, "vm");
+  const v1::Job failed = coordinator_->get_job(Caller::local(), j->id()).value();
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(absl::StrContains(failed.failure_detail(), "reported by")) << failed.failure_detail();
+}
+
 TEST_F(SelfPlayJobTest, ABrokenEngineFailsTheJobOnlyWhenTwoWorkersReportIt) {
   v1::SelfPlayJobSpec s = small_spec();
   s.set_engine("sf");

@@ -521,5 +521,138 @@ TEST_F(TrustTest, LostSessionsAreForgotten) {
   EXPECT_FALSE(again.empty());
 }
 
+// Issue 33: two credentials enrolled from one outside contributor's join token, beside the
+// operator's workers (trust roots), lie alike where they can under --verify all: one owner, one
+// voter, so they never hold both copies of a unit, and every row stays exact.
+TEST_F(TrustTest, TwoCredentialsOfOneContributorChangeNoRow) {
+  CoordinatorOptions o;
+  o.trust_roots = {"ops"};
+  o.audit_rate = 0;
+  open(o);
+  TokenTable table(*TokenSet::parse("", "tokens"));
+  coordinator_->set_token_table(&table);
+  const Caller join{"mallory-join", Role::kEnroll, true, 16, "mallory"};
+  v1::EnrollRequest req;
+  req.set_name("vm");
+  const Caller m1 = *table.find(coordinator_->enroll(join, req)->token());
+  const Caller m2 = *table.find(coordinator_->enroll(join, req)->token());
+  EXPECT_EQ(m1.owner_or_identity(), "mallory");
+  EXPECT_NE(m1.identity, m2.identity);
+  const Caller ops1{"ops-1", Role::kWorker, true, 0, "ops"}, ops2{"ops-2", Role::kWorker, true, 0, "ops"};
+  const Caller alice{"alice", Role::kWorker, true, 0, ""};
+  const std::string a = hello("a", m1), b = hello("b", m2), r1 = hello("r1", ops1), r2 = hello("r2", ops2),
+                    c = hello("c", alice);
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 5, "0-3", Caller::local(), 1);
+  std::set<std::string> mallory_units;
+  for (int round = 0; round < 200; ++round) {
+    bool any = false;
+    // Mallory's two credentials ask first and right after each other, and lie on every unit
+    // (until quarantined).
+    const bool barred = workers()["mallory-join:1/a"].trust() == v1::TRUST_STATE_QUARANTINED;
+    for (const auto& [w, caller] : {std::pair{a, m1}, std::pair{b, m2}})
+      for (const v1::Lease& l : barred ? std::vector<v1::Lease>{} : acquire(w, 1000, caller)) {
+        EXPECT_TRUE(mallory_units.insert(l.unit_id()).second) << "both credentials got " << l.unit_id();
+        complete(w, l, result(l, 3), caller).IgnoreError();
+        any = true;
+      }
+    for (const auto& [w, caller] : {std::pair{c, alice}, std::pair{r1, ops1}, std::pair{r2, ops2}})
+      for (const v1::Lease& l : acquire(w, 1000, caller)) {
+        complete(w, l, result(l), caller).IgnoreError();
+        any = true;
+      }
+    if (!any) break;
+  }
+  expect_exact(j.id(), 5);
+  EXPECT_EQ(workers()["mallory-join:1/a"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(workers()["mallory-join:2/b"].trust(), v1::TRUST_STATE_QUARANTINED) << "its owner is quarantined whole";
+  EXPECT_NE(workers()["alice/c"].trust(), v1::TRUST_STATE_QUARANTINED);
+}
+
+// Issue 33: two colluding owners frame an honest contributor (2:1 against it on every unit). No
+// copies of owners that are not trust roots decide anything: the honest owner is never
+// quarantined, the units wait (and the job says so), and a trust root that joins decides.
+TEST_F(TrustTest, TwoOwnersFramingQuarantineNoHonestWorker) {
+  CoordinatorOptions o;
+  o.trust_roots = {"ops"};
+  o.audit_rate = 0;
+  open(o);
+  const Caller honest{"carol", Role::kWorker, true, 0, ""};
+  const Caller x{"x", Role::kWorker, true, 0, "eve"}, y{"y", Role::kWorker, true, 0, "trudy"};
+  const std::string h = hello("h", honest), e = hello("e", x), t = hello("t", y);
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 5, "0", Caller::local(), 1);
+  for (int round = 0; round < 200; ++round) {
+    bool any = false;
+    for (const v1::Lease& l : acquire(h, 1000, honest)) {
+      complete(h, l, result(l), honest).IgnoreError();
+      any = true;
+    }
+    for (const auto& [w, caller] : {std::pair{e, x}, std::pair{t, y}})
+      for (const v1::Lease& l : acquire(w, 1000, caller)) {
+        complete(w, l, result(l, 5), caller).IgnoreError();
+        any = true;
+      }
+    if (!any) break;
+  }
+  EXPECT_NE(workers()["carol/h"].trust(), v1::TRUST_STATE_QUARANTINED) << workers()["carol/h"].trust_reason();
+  EXPECT_LT(job(j.id()).progress().units_done(), job(j.id()).progress().units_total());
+  EXPECT_TRUE(absl::StrContains(job(j.id()).notice(), "wait for an owner that may decide them"))
+      << job(j.id()).notice();
+  const Caller ops{"ops-1", Role::kWorker, true, 0, "ops"};
+  const std::string r = hello("r", ops);
+  for (std::vector<v1::Lease> l = acquire(r, 1000, ops); !l.empty(); l = acquire(r, 1000, ops))
+    for (const v1::Lease& le : l) complete(r, le, result(le), ops).IgnoreError();
+  for (std::vector<v1::Lease> l = acquire(h, 1000, honest); !l.empty(); l = acquire(h, 1000, honest))
+    for (const v1::Lease& le : l) complete(h, le, result(le), honest).IgnoreError();
+  for (std::vector<v1::Lease> l = acquire(r, 1000, ops); !l.empty(); l = acquire(r, 1000, ops))
+    for (const v1::Lease& le : l) complete(r, le, result(le), ops).IgnoreError();
+  expect_exact(j.id(), 5);
+  EXPECT_NE(workers()["carol/h"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(workers()["x/e"].trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(workers()["y/t"].trust(), v1::TRUST_STATE_QUARANTINED);
+  expect_durable();
+}
+
+// Issue 33: a hoarder (one thread declared, so two leases at most) that leases all it can and
+// renews for ever holds back only its own few units, and those only as long as their size
+// explains: the honest owners finish the job.
+TEST_F(TrustTest, AHoarderCannotHoldAJobBack) {
+  CoordinatorOptions o;
+  o.trust_roots = {"ops"};
+  o.audit_rate = 0;
+  open(o);
+  const Caller hoarder{"hoard", Role::kWorker, true, 0, ""}, ops{"ops-1", Role::kWorker, true, 0, "ops"};
+  const Caller alice{"alice", Role::kWorker, true, 0, ""};
+  v1::HelloRequest one;
+  one.set_name("w");
+  one.set_threads(1);
+  one.add_capabilities("perft");
+  one.set_protocol_version(kProtocolVersion);
+  auto hr = coordinator_->hello(hoarder, one);
+  ASSERT_TRUE(hr.ok()) << hr.status();
+  const std::string x = hr->worker_id();
+  const std::string r = hello("r", ops), a = hello("a", alice);
+  const v1::Job j = submit(v1::VERIFY_MODE_ADAPTIVE, 5, "0-1", Caller::local(), 1);
+  const int64_t total = job(j.id()).progress().units_total();
+  std::vector<v1::Lease> held = acquire(x, 1024, hoarder);
+  EXPECT_LE(held.size(), 2u) << "threads x (1 + prefetch)";
+  v1::RenewLeasesRequest renew;
+  renew.set_worker_id(x);
+  for (const v1::Lease& l : held) renew.add_unit_ids(l.unit_id());
+  int64_t elapsed = 0;
+  for (int step = 0; step < 200 && job(j.id()).state() == v1::JOB_STATE_RUNNING; ++step) {
+    // The hoarder renews and asks for more; the honest owners compute what they get.
+    coordinator_->renew(hoarder, renew).IgnoreError();
+    for (const v1::Lease& l : acquire(x, 1024, hoarder)) renew.add_unit_ids(l.unit_id());
+    EXPECT_LE(job(j.id()).progress().units_leased(), total);
+    for (const auto& [w, caller] : {std::pair{r, ops}, std::pair{a, alice}})
+      for (const v1::Lease& l : acquire(w, 1000, caller)) complete(w, l, result(l), caller).IgnoreError();
+    clock_.advance_ms(10'000);
+    elapsed += 10'000;
+    coordinator_->sweep();
+  }
+  expect_exact(j.id(), 5);
+  EXPECT_LE(elapsed, (kMinLeaseHoldSeconds + 120) * 1000) << "the job waited on the hoarder";
+}
+
 }  // namespace
 }  // namespace c960::cluster
