@@ -12,6 +12,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/log.h"
 #include "cluster/u128.h"
@@ -27,14 +28,17 @@ ABSL_FLAG(double, fault_rate, 0.05, "chance that a store commit or write fails")
 ABSL_FLAG(double, restart_rate, 0.02, "chance per step that the coordinator restarts");
 ABSL_FLAG(bool, verbose, false, "print every step (for replaying one seed)");
 ABSL_FLAG(int, collusion_roots, 0,
-          "instead: perft(5) of start positions 0..N-1 under --verify all with 4 honest credentials and 2 that "
-          "collude (the same lie): how many rows they change");
+          "instead: perft(5) of start positions 0..N-1 with 4 honest owners (one of them the operator's trust "
+          "root) and 2 that collude (the same lie): how many rows they change");
+ABSL_FLAG(std::string, collusion_verify, "all", "the collusion run's verification: all or adaptive");
+ABSL_FLAG(double, collusion_audit_rate, 0.05, "the collusion run's audit rate");
 
 namespace {
 
-// Two colluding credentials among four honest ones, taking turns in a random order, each asking
-// for one unit at a time: a unit whose two copies both go to the colluders settles on their lie.
-int collusion(int roots, uint64_t seed) {
+// Two colluding owners among four honest ones (one of them the operator's, a trust root), taking
+// turns in a random order, each asking for one unit at a time: a unit whose two copies both go to
+// the colluders settles on their lie unless an audit reaches it.
+int collusion(int roots, uint64_t seed, int verify, double audit_rate) {
   using namespace c960::cluster;
   namespace v1 = c960::v1;
   set_log_silenced(true);
@@ -43,10 +47,12 @@ int collusion(int roots, uint64_t seed) {
   CoordinatorOptions o;
   o.seed = seed;
   o.waiter_thread = false;
+  o.trust_roots = {"honest0"};
+  o.audit_rate = audit_rate;
   Coordinator c(store.get(), &clock, o);
   if (!c.load().ok()) return 1;
   v1::SubmitJobRequest req;
-  req.mutable_spec()->set_verify(v1::VERIFY_MODE_ALL);
+  req.mutable_spec()->set_verify(v1::VerifyMode(verify));
   req.mutable_spec()->mutable_perft()->set_depth(5);
   req.mutable_spec()->mutable_perft()->set_start_positions(absl::StrCat("0-", roots - 1));
   req.mutable_spec()->mutable_perft()->set_split_depth(1);
@@ -58,7 +64,8 @@ int collusion(int roots, uint64_t seed) {
   };
   std::vector<W> ws;
   for (int i = 0; i < 6; ++i) {
-    W w{Caller{i < 4 ? absl::StrCat("honest", i) : absl::StrCat("colluder", i - 4), Role::kWorker, true}, "", i >= 4};
+    W w{Caller{i < 4 ? absl::StrCat("honest", i) : absl::StrCat("colluder", i - 4), Role::kWorker, true, 0, ""}, "",
+        i >= 4};
     v1::HelloRequest h;
     h.set_name("w");
     h.set_threads(32);
@@ -128,11 +135,17 @@ int collusion(int roots, uint64_t seed) {
     ++rows;
     wrong += from_proto(r.perft().nodes()) != c960::perft(*c960::Position::from_fen(r.perft().fen()), 5);
   }
+  int caught = 0;
+  v1::ListWorkersRequest lw;
+  if (absl::StatusOr<v1::ListWorkersResponse> listed = c.list_workers(Caller::local(), lw); listed.ok())
+    for (const v1::WorkerInfo& i : listed->workers())
+      caught += absl::StartsWith(i.name(), "colluder") && i.trust() == v1::TRUST_STATE_QUARANTINED;
   std::printf(
-      "collusion: %s, %lld units; 4 honest and 2 colluding credentials under --verify all: %d of %d rows "
-      "wrong (%d units settled on the colluders' lie), %lld disagreements\n",
-      v1::JobState_Name(j.state()).c_str(), (long long)j.progress().units_total(), wrong, rows, lies / 2,
-      (long long)j.progress().disagreements());
+      "collusion: %s, %lld units; 4 honest owners (1 trust root) and 2 colluding ones under --verify %s, audit "
+      "rate %.2f: %d of %d rows wrong (%d lies sent), %lld units audited, %d colluders quarantined\n",
+      v1::JobState_Name(j.state()).c_str(), (long long)j.progress().units_total(),
+      verify == int(v1::VERIFY_MODE_ALL) ? "all" : "adaptive", audit_rate, wrong, rows, lies,
+      (long long)j.progress().units_audited(), caught);
   return 0;
 }
 
@@ -141,7 +154,10 @@ int collusion(int roots, uint64_t seed) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (const int roots = absl::GetFlag(FLAGS_collusion_roots); roots > 0)
-    return collusion(std::min(roots, 960), absl::GetFlag(FLAGS_seed));
+    return collusion(std::min(roots, 960), absl::GetFlag(FLAGS_seed),
+                     absl::GetFlag(FLAGS_collusion_verify) == "adaptive" ? int(c960::v1::VERIFY_MODE_ADAPTIVE)
+                                                                         : int(c960::v1::VERIFY_MODE_ALL),
+                     absl::GetFlag(FLAGS_collusion_audit_rate));
   c960::cluster::sim::Config config;
   config.steps = absl::GetFlag(FLAGS_steps);
   config.fault_rate = absl::GetFlag(FLAGS_fault_rate);
