@@ -196,8 +196,8 @@
                             'jobs');
     jobs.appendChild(jobsTable);
     // The workers only for who may list them (read, admin): a submitter sees its own jobs.
-    const workersTable = table(['worker', 'host', 'threads', 'engines', 'version', 'units done', 'rate', 'last seen',
-                                'trust', 'alive'], 'workers');
+    const workersTable = table(['worker', 'host', 'owner', 'threads', 'engines', 'version', 'units done', 'rate',
+                                'last seen', 'trust', 'alive'], 'workers');
     if (seesWorkers) section('Workers', 'workers').appendChild(workersTable);
 
     async function refresh() {
@@ -231,7 +231,7 @@
     if (!jobs.length) {
       const tr = tbody.appendChild(el('tr'));
       const td = tr.appendChild(el('td', 'empty', 'no jobs yet: c960 submit perft|selfplay ...'));
-      td.colSpan = 10;
+      td.colSpan = 11;
       return;
     }
     for (const job of jobs) {
@@ -260,7 +260,7 @@
         const nr = el('tr', 'notice-row');
         nr.dataset.noticeFor = job.id;
         const td = nr.appendChild(el('td', 'notice', job.notice));
-        td.colSpan = 10;
+        td.colSpan = 11;
         tbody.appendChild(nr);
       }
     }
@@ -270,7 +270,7 @@
     tbody.textContent = '';
     if (!workers.length) {
       const td = tbody.appendChild(el('tr')).appendChild(el('td', 'empty', 'no workers yet: c960-worker --coordinator ...'));
-      td.colSpan = 10;
+      td.colSpan = 11;
       return;
     }
     workers.sort((a, b) => Number(b.alive) - Number(a.alive) || a.name.localeCompare(b.name));
@@ -279,6 +279,8 @@
       tr.dataset.worker = w.name;
       tr.appendChild(el('td', 'mono', w.name));
       tr.appendChild(el('td', null, w.host));
+      // The owner: one voter whatever its credentials and names; a trust root decides disputes.
+      tr.appendChild(el('td', null, w.trust_root ? `${w.owner || ''} (root)` : w.owner || ''));
       tr.appendChild(el('td', 'num', w.threads));
       tr.appendChild(el('td', null, (w.engines || []).join(', ')));
       tr.appendChild(el('td', null, w.version));
