@@ -73,9 +73,11 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
   const std::string submit = token_file("submit"), join = token_file("enroll", "fleet", 2), admin = token_file("admin");
   std::vector<std::string> flags = server_tls();
   flags.push_back("--tokens=" + dir_ + "/tokens");
+  // The fleet's workers are the operator's own: a trust root (one owner, however many
+  // credentials its join token was traded for).
+  flags.push_back("--trust-roots=fleet");
   ASSERT_GT(start_coordinator(0, flags), 0);
-  // Two workers trade one join token for a credential each, so that each result is checked by
-  // the other (the default verification counts one vote per credential).
+  // Two workers trade one join token for a credential each (both of the owner fleet).
   start_worker(port_, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + join,
                        "--credential-file=" + dir_ + "/vm1.cred", "--name=vm1"});
   start_worker(port_, {"--tls-ca=" + pki_.ca(), "--enroll-token-file=" + join,
