@@ -159,9 +159,8 @@ int64_t Coordinator::owner_cap(const std::string& owner) const {
 std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now) {
   Unit& u = j->units[i];
   const UnitVotes votes = votes_of(*j, i);
-  // The least rank the next copy needs: a trusted voter not involved for copies that disagree
-  // (a root when trusted ones are tied), a root for an audited unit whose agreeing copies have
-  // none behind them.
+  // The least rank the next copy needs: a trust root not involved for copies that disagree
+  // (only roots decide), and for an audited unit whose agreeing copies have none behind them.
   int want_rank = kRankUntrusted;
   {
     std::map<std::string, std::string> by_voter;
