@@ -377,8 +377,12 @@ class Coordinator {
   UnitVotes votes_of(const Job& j, int64_t i) const;
   // Whether the coordinator places the job's copies (verify all and adaptive).
   static bool places(const Job& j) { return j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_ADAPTIVE; }
-  // The owner that computes unit i's next copy, drawn among the eligible ones ("": none).
-  std::string place_copy(Job* j, int64_t i, int64_t now);
+  // The owners that could compute a job's copies now (connected, running it, not quarantined),
+  // sorted, with their ranks: found once per AcquireWork and job, not once per unit.
+  std::vector<std::pair<std::string, int>> placement_candidates(const Job& j) const;
+  // The owner that computes unit i's next copy, drawn among the candidates eligible for it
+  // ("": none).
+  std::string place_copy(Job* j, int64_t i, int64_t now, const std::vector<std::pair<std::string, int>>& candidates);
   // Leases the owner may hold now (its live workers' threads, the ceiling).
   int64_t owner_cap(const std::string& owner) const;
   // Placements whose owner went away or did not lease them in time go back to the queues.

@@ -156,44 +156,26 @@ int64_t Coordinator::owner_cap(const std::string& owner) const {
   return lease_cap(threads, kPrefetchPerThread, options_.max_leases_per_credential);
 }
 
-std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now) {
+std::vector<std::pair<std::string, int>> Coordinator::placement_candidates(const Job& j) const {
+  std::map<std::string, int> owners;  // sorted: the draw depends on the seed, not on map order
+  for (const auto& [id, s] : registry_.sessions)
+    if (!s.lost && !registry_.quarantined_voters.count(s.voter) && s.capabilities.count(j.kind->capability()) &&
+        runs(s, *j.kind, j.spec))
+      owners.emplace(s.voter, rank_of(s.voter));
+  return {owners.begin(), owners.end()};
+}
+
+std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now,
+                                    const std::vector<std::pair<std::string, int>>& candidates) {
   Unit& u = j->units[i];
-  const UnitVotes votes = votes_of(*j, i);
-  // The least rank the next copy needs: a trust root not involved for copies that disagree
-  // (only roots decide), and for an audited unit whose agreeing copies have none behind them.
-  int want_rank = kRankUntrusted;
-  {
-    std::map<std::string, std::string> by_voter;
-    int top = kRankUntrusted;
-    bool root_behind = false;
-    for (const VoteCopy& c : votes.copies) {
-      if (!c.result || c.discarded || votes.quarantined.count(c.voter)) continue;
-      by_voter[c.voter] = *c.result;
-      top = std::max(top, votes.rank_of(c.voter));
-      root_behind |= votes.rank_of(c.voter) == kRankRoot;
-    }
-    std::set<std::string> results;
-    for (const auto& [v, r] : by_voter) results.insert(r);
-    if (results.size() > 1)
-      want_rank = kRankRoot;
-    else if (votes.needs_root && !root_behind && !by_voter.empty() && int32_t(by_voter.size()) + 1 >= u.wanted)
-      want_rank = kRankRoot;
-  }
+  const int want_rank = next_rank(votes_of(*j, i));
   // Owners that hold a copy (leased, sent, given up or held too long) are involved: never twice.
   std::set<std::string> involved;
   for (const Copy& c : u.copies)
     if (c.result || c.discarded || c.leased() || c.overheld) involved.insert(voter_of(c.worker));
-  std::set<std::string> seen;
   std::vector<std::string> eligible;
-  for (const auto& [id, s] : registry_.sessions) {
-    if (s.lost || seen.count(s.voter) || involved.count(s.voter) || registry_.quarantined_voters.count(s.voter))
-      continue;
-    if (!s.capabilities.count(j->kind->capability()) || !runs(s, *j->kind, j->spec)) continue;
-    if (rank_of(s.voter) < want_rank) continue;
-    seen.insert(s.voter);
-    eligible.push_back(s.voter);
-  }
-  std::sort(eligible.begin(), eligible.end());  // the draw depends on the seed, not on map order
+  for (const auto& [owner, rank] : candidates)
+    if (rank >= want_rank && !involved.count(owner)) eligible.push_back(owner);
   const std::optional<std::string> owner = place(eligible, rng_);
   if (!owner) return "";
   u.placed = *owner;
@@ -553,6 +535,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     // without authentication every worker is one); anyone else gets what placement gives it.
     const bool root = rank_of(s.voter) == kRankRoot;
     std::vector<int64_t> skipped;
+    std::optional<std::vector<std::pair<std::string, int>>> candidates;  // found at the first placement
     auto take = [&](std::deque<int64_t>& q, int limit, bool replicas) {
       for (int looked = 0; room() && !q.empty() && looked < limit; ++looked) {
         const int64_t i = q.front();
@@ -569,7 +552,8 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
           lease(j, i, s, now, &rows);
           continue;
         }
-        const std::string owner = place_copy(j, i, now);
+        if (!candidates) candidates = placement_candidates(*j);
+        const std::string owner = place_copy(j, i, now, *candidates);
         if (owner.empty()) {  // no eligible owner connected: it waits (the notice says so)
           ++stalled;
           skipped.push_back(i);

@@ -169,6 +169,15 @@ Decision decide(const UnitVotes& u, size_t newest, int max_voters) {
   return d;
 }
 
+int next_rank(const UnitVotes& u) {
+  const Tally now(u, u.copies.size());
+  if (now.by_result.size() > 1) return kRankRoot;
+  if (!u.needs_root || now.by_voter.empty() || int32_t(now.by_voter.size()) + 1 < u.wanted) return kRankUntrusted;
+  for (const auto& [voter, result] : now.by_voter)
+    if (u.rank_of(voter) == kRankRoot) return kRankUntrusted;
+  return kRankRoot;
+}
+
 std::optional<std::string> place(const std::vector<std::string>& eligible, std::mt19937_64& rng) {
   if (eligible.empty()) return std::nullopt;
   return eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(rng)];

@@ -91,6 +91,11 @@ const char* verdict_name(Verdict v);
 // The decision once copy `newest` (an index into u.copies, with a result) has arrived.
 Decision decide(const UnitVotes& u, size_t newest, int max_voters);
 
+// The least rank of the voter a unit's next copy goes to: a trust root when its counting copies
+// disagree (only roots decide), or when it is audited and the copies agreeing so far, one short
+// of what it wants or more, have no root behind them; any rank otherwise.
+int next_rank(const UnitVotes& u);
+
 // Placement: the voter (owner) that computes a unit's next copy, drawn uniformly from the
 // eligible ones (the coordinator passes those that are connected, run the job, are not
 // quarantined, hold no copy of the unit and have at least the rank wanted). nullopt when none is

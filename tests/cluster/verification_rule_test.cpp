@@ -268,6 +268,28 @@ TEST(VerificationPolicy, FailuresNeedTrustOrThreeOwners) {
   EXPECT_FALSE(failures_fail_job(2, {{"R", "R/1"}, {"R", "R/2"}}, rank, 3, 3));
 }
 
+// The rank a unit's next copy needs: a root when its copies disagree, or when it is audited and
+// its agreeing copies (one short of what it wants) have no root behind them.
+TEST(VerificationPolicy, NextRank) {
+  auto rank_for = [](const char* spec, int wanted, bool audited) {
+    UnitVotes u;
+    u.copies = copies(spec);
+    u.rank = ranks(u.copies);
+    u.wanted = wanted;
+    u.needs_root = audited;
+    return next_rank(u);
+  };
+  EXPECT_EQ(rank_for("", 2, false), kRankUntrusted);
+  EXPECT_EQ(rank_for("a:1", 2, false), kRankUntrusted);
+  EXPECT_EQ(rank_for("a:1 b:2", 2, false), kRankRoot);
+  EXPECT_EQ(rank_for("T:1 b:2", 3, false), kRankRoot);
+  EXPECT_EQ(rank_for("", 2, true), kRankUntrusted);
+  EXPECT_EQ(rank_for("a:1", 2, true), kRankRoot);
+  EXPECT_EQ(rank_for("a:1", 3, true), kRankUntrusted);
+  EXPECT_EQ(rank_for("R:1", 2, true), kRankUntrusted);
+  EXPECT_EQ(rank_for("a:1 b:1", 3, true), kRankRoot);
+}
+
 // The lease cap: what an owner's threads compute, within the ceiling, never 0.
 TEST(VerificationPolicy, LeaseCapFollowsThreads) {
   EXPECT_EQ(lease_cap(1, 1, 2048), 2);
