@@ -253,6 +253,11 @@ inline constexpr int kDefaultWorkerHashMb = 64;                     // perft has
 // (c960-worker --engine-option): Hash up to this many MiB, one search thread. Nothing else.
 inline constexpr int kDefaultEngineHashMaxMb = 256;
 inline constexpr int kDefaultEngineThreadsMax = 1;
+// What a self-play job may ask of the built-in engine on a worker unless its operator says
+// otherwise (c960-worker --engine-option builtin:Hash=1..MAX): a hash of up to this many MiB per
+// player. A worker plays one game per compute thread, two players a game, so a job can make it
+// allocate at most 2 x threads x this much (a spec's hash_mb may say up to 4,096).
+inline constexpr int kDefaultBuiltinHashMaxMb = 64;
 inline constexpr int64_t kDefaultGraceSeconds = 30;  // SIGTERM: finish held units this long
 inline constexpr int kPrefetchPerThread = 1;         // units queued beyond the running ones
 inline constexpr int64_t kFailurePauseMs = 1'000;    // no new units this long after a unit failure

@@ -12,6 +12,7 @@
 #include "coordinator/validation.h"
 #include "coordinator/verification.h"
 #include "core/version.h"
+#include "selfplay/spec.h"
 
 namespace c960::cluster {
 namespace {
@@ -347,7 +348,9 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   if (req.engine_offers_size() > kMaxEngines)
     return absl::InvalidArgumentError(absl::StrCat("engine_offers: more than ", kMaxEngines));
   for (const v1::EngineOffer& o : req.engine_offers()) {
-    if (std::find(req.engines().begin(), req.engines().end(), o.engine()) == req.engines().end())
+    // builtin is offered by every worker; its offer bounds what a job may ask of it (hash_mb).
+    if (o.engine() != selfplay::kBuiltinEngine &&
+        std::find(req.engines().begin(), req.engines().end(), o.engine()) == req.engines().end())
       return absl::InvalidArgumentError(
           absl::StrCat("engine_offers.engine: '", o.engine().substr(0, 64), "' is not one of engines"));
     if (o.options_size() > kMaxEngines)

@@ -16,6 +16,7 @@
 #include "core/startpos.h"
 #include "selfplay/adaptive.h"
 #include "selfplay/positions.h"
+#include "selfplay/spec.h"
 #include "selfplay/sprt.h"
 #include "selfplay/uci_engine.h"
 
@@ -350,8 +351,13 @@ class SelfPlayKind : public JobKind {
   }
 
   std::vector<EngineNeed> required_engines(const v1::JobSpec& spec) const override {
-    const auto need = [](const std::string& engine, const google::protobuf::RepeatedPtrField<v1::UciOption>& options) {
+    // The built-in engine takes no UCI options; what it is asked for is its hash (hash_mb),
+    // which the worker's operator bounds as builtin's Hash.
+    const int hash_mb = spec.selfplay().hash_mb();
+    const auto need = [hash_mb](const std::string& engine,
+                                const google::protobuf::RepeatedPtrField<v1::UciOption>& options) {
       EngineNeed n{engine, {}};
+      if (engine == selfplay::kBuiltinEngine) n.options.push_back(selfplay::builtin_hash_option(hash_mb));
       for (const v1::UciOption& o : options) n.options.push_back({o.name(), o.value()});
       return n;
     };

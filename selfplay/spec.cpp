@@ -34,6 +34,10 @@ bool valid_date(absl::string_view d) {
 
 }  // namespace
 
+UciOptionValue builtin_hash_option(int hash_mb) {
+  return {"Hash", absl::StrCat(hash_mb > 0 ? hash_mb : kDefaultHashMb)};
+}
+
 bool games_repeat(const SelfPlaySpec& spec) {
   if (spec.games_per_position < 2 || spec.limits.movetime_ms > 0 || spec.limits.timed()) return false;
   if (spec.random_plies > 0 || spec.node_jitter_percent > 0 || spec.sample_margin_cp > 0) return false;

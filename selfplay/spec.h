@@ -113,6 +113,12 @@ struct SelfPlaySpec {
 // so its statistics would count copies as evidence: `c960 selfplay` and submit refuse it.
 bool games_repeat(const SelfPlaySpec& spec);
 
+// The built-in engine's hash a spec asks for (hash_mb; 0: kDefaultHashMb) as an option named
+// Hash: what a worker operator's policy for "builtin" bounds (c960-worker --engine-option
+// builtin:Hash=1..MAX), checked by the worker before it allocates, and by the coordinator at
+// submit and lease against the offers workers made at Hello.
+UciOptionValue builtin_hash_option(int hash_mb);
+
 // The start positions sp (0..959), in that order.
 std::vector<StartPosition> chess960_positions(const std::vector<int>& sps);
 

@@ -27,8 +27,16 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
   // starts (check_engine below: UciEngine::start).
   const auto resolve = [&](const std::string& name, std::string* path,
                            std::optional<selfplay::OptionPolicy>* policy) -> absl::Status {
-    if (name == selfplay::kBuiltinEngine) return absl::OkStatus();
     const auto it = engines.find(name);
+    if (name == selfplay::kBuiltinEngine) {
+      // The job sizes the built-in engine's tables; the operator bounds them.
+      const selfplay::OptionPolicy builtin = it != engines.end() ? it->second.policy : default_builtin_policy();
+      if (absl::Status s = builtin.check({selfplay::builtin_hash_option(spec->hash_mb)}); !s.ok())
+        return absl::FailedPreconditionError(absl::StrCat(
+            "engine 'builtin': hash_mb ", spec->hash_mb, " is more than this worker allows (",
+            builtin.describe(), " MiB per player; c960-worker --engine-option builtin:Hash=1..MAX)"));
+      return absl::OkStatus();
+    }
     if (it == engines.end())
       return absl::FailedPreconditionError(absl::StrCat("engine '", name, "' is not offered by this worker"));
     *path = it->second.path;
@@ -84,6 +92,12 @@ selfplay::OptionPolicy default_engine_policy() {
   selfplay::OptionPolicy p;
   p.allowed.push_back({"Hash", true, 1, kDefaultEngineHashMaxMb});
   p.allowed.push_back({"Threads", true, 1, kDefaultEngineThreadsMax});
+  return p;
+}
+
+selfplay::OptionPolicy default_builtin_policy() {
+  selfplay::OptionPolicy p;
+  p.allowed.push_back({"Hash", true, 1, kDefaultBuiltinHashMaxMb});
   return p;
 }
 

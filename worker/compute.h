@@ -21,14 +21,18 @@ struct EngineOffer {
 };
 // Hash 1..kDefaultEngineHashMaxMb and Threads 1..kDefaultEngineThreadsMax.
 selfplay::OptionPolicy default_engine_policy();
+// The built-in engine's: Hash 1..kDefaultBuiltinHashMaxMb (a job's hash_mb), nothing else.
+selfplay::OptionPolicy default_builtin_policy();
 
 // INVALID_ARGUMENT for a spec this worker cannot compute (unknown kind, bad FEN or depth);
 // FAILED_PRECONDITION when this machine cannot (a self-play engine that does not start here),
 // which the worker reports as a unit failure. hash (perft) may be null; it may be shared by
 // concurrent calls. Self-play players are kept per thread and reused while the job stays the same.
 // engines: the engine names this worker offers, the binaries they stand for and what a job may
-// set on each ("builtin" is always offered); a job's option outside its engine's policy fails
-// the unit (FAILED_PRECONDITION naming the option) before the engine is started. A perft unit's
+// set on each ("builtin" is always offered; its entry, if any, has no path and bounds the job's
+// hash_mb, else default_builtin_policy() does); a job's option outside its engine's policy fails
+// the unit (FAILED_PRECONDITION naming the option) before the engine is started or a table is
+// allocated. A perft unit's
 // zobrist_seed selects the key set its hash entries use.
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash,
                                             const std::map<std::string, EngineOffer>& engines = {});

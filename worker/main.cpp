@@ -26,6 +26,7 @@
 #include "cluster/host_info.h"
 #include "cluster/log.h"
 #include "core/version.h"
+#include "selfplay/spec.h"
 #include "selfplay/uci_engine.h"
 #include "worker/enroll.h"
 #include "worker/worker.h"
@@ -42,7 +43,8 @@ ABSL_FLAG(std::vector<std::string>, engine, {},
           "offer the UCI engine at PATH to self-play jobs under NAME (repeatable; builtin is always offered)");
 ABSL_FLAG(std::vector<std::string>, engine_option, {},
           "let self-play jobs set OPTION of engine NAME, a number only within MIN..MAX if given (repeatable); "
-          "without any, a job may set Hash (1..256) and Threads (1..1) only, and never a string option (files)");
+          "without any, a job may set Hash (1..256) and Threads (1..1) only, and never a string option (files); "
+          "builtin:Hash=1..MAX bounds the built-in engine's hash per player (default 1..64)");
 ABSL_FLAG(std::string, tls_ca, "", "connect with TLS, trusting the coordinator's certificate if this PEM CA signed it");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for a coordinator that requires one (mTLS)");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
@@ -67,7 +69,9 @@ const c960::cluster::DaemonCommand kCommand = {
     "delivers their results and exits.\n\n"
     "Self-play jobs name their engine; a worker plays only builtin and the engines it offers with --engine, and "
     "a job sets only the engine options this worker allows (--engine-option; Hash and Threads, bounded, by "
-    "default; string options, which name files, never).\n\n"
+    "default; string options, which name files, never). A job asks the built-in engine for a hash of up to 64 MiB "
+    "per player unless --engine-option builtin:Hash=1..MAX allows more; a worker plays one game per thread, two "
+    "players a game.\n\n"
     "A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca). Each worker needs a credential of its own "
     "(each is one voter when results are verified): a token of its own, or a join token that it trades once "
     "for one (--enroll-token-file), kept in --credential-file.",
@@ -86,6 +90,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"enroll_token_file", "FILE"},
      {"credential_file", "FILE"}},
 };
+
+static_assert(c960::cluster::kDefaultBuiltinHashMaxMb == 64, "the help text above says 64");
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "c960-worker: %s\n", msg.c_str());
@@ -111,6 +117,9 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
     if (!out.emplace(name, c960::cluster::EngineOffer{path, c960::cluster::default_engine_policy(), "", ""}).second)
       return absl::InvalidArgumentError(absl::StrCat("--engine ", name, ": given twice"));
   }
+  // The built-in engine: what a job may ask of it (its hash), bounded like the others' options.
+  out.emplace(std::string(c960::selfplay::kBuiltinEngine),
+              c960::cluster::EngineOffer{"", c960::cluster::default_builtin_policy(), "", ""});
   // What jobs may set: the defaults, with each --engine-option adding an option or replacing its
   // bounds.
   for (const std::string& e : absl::GetFlag(FLAGS_engine_option)) {
@@ -123,6 +132,10 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
           absl::StrCat("--engine-option '", e, "': no --engine ", e.substr(0, colon), " is offered"));
     absl::StatusOr<c960::selfplay::OptionPolicy::Allowed> a = c960::selfplay::parse_allowed_option(e.substr(colon + 1));
     if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat("--engine-option ", a.status().message()));
+    if (it->first == c960::selfplay::kBuiltinEngine &&
+        (!absl::EqualsIgnoreCase(a->name, "Hash") || !a->bounded || a->min < 1 || a->max > c960::selfplay::kMaxHashMb))
+      return absl::InvalidArgumentError(absl::StrCat("--engine-option '", e, "': builtin takes only Hash=MIN..MAX, within 1..",
+                                                     c960::selfplay::kMaxHashMb, " (MiB per player)"));
     std::vector<c960::selfplay::OptionPolicy::Allowed>& allowed = it->second.policy.allowed;
     allowed.erase(std::remove_if(allowed.begin(), allowed.end(),
                                  [&](const auto& x) { return absl::EqualsIgnoreCase(x.name, a->name); }),
@@ -208,6 +221,7 @@ int main(int argc, char** argv) {
   // Provenance for the jobs this worker computes: the CPU, and each engine's binary and name.
   options.cpu = c960::cluster::cpu_model().substr(0, c960::cluster::kMaxProvenanceText);
   for (auto& [name, offer] : *engines) {
+    if (offer.path.empty()) continue;  // builtin: this build
     offer.sha256 = c960::cluster::file_sha256(offer.path).value_or("");
     c960::selfplay::UciConfig config;
     config.path = offer.path;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/errors.h"
 #include "cluster/log.h"
+#include "selfplay/spec.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -131,7 +132,8 @@ bool Worker::hello() {
       req.set_protocol_version(kProtocolVersion);
       req.set_cpu(options_.cpu);
       for (const auto& [name, offer] : options_.engines) {
-        req.add_engines(name);
+        // builtin is everyone's: its offer only says what a job may ask of it.
+        if (name != selfplay::kBuiltinEngine) req.add_engines(name);
         v1::EngineOffer* o = req.add_engine_offers();
         o->set_engine(name);
         o->set_sha256(offer.sha256);

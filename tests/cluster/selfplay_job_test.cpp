@@ -1169,6 +1169,65 @@ TEST_F(SelfPlayJobTest, UnitsGoOnlyToWorkersAllowingTheJobsOptions) {
   EXPECT_TRUE(absl::StrContains(upside.status().message(), "engine_offers.options")) << upside.status();
 }
 
+// Issue 34: a job sizes the built-in engine's hash (hash_mb, up to 4,096 MiB a player, two
+// players a game, one game per compute thread); the worker's operator bounds it. Workers say
+// their bound at Hello (builtin's Hash, c960-worker --engine-option builtin:Hash=1..MAX, 64 by
+// default): a job no connected worker allows is refused at submit, its units go only to workers
+// that allow it, and a worker refuses such a unit before it allocates anything.
+TEST_F(SelfPlayJobTest, AJobCannotSizeAWorkersMemoryPastItsOperatorsBound) {
+  auto hello_with = [&](const std::string& name, int64_t max_mb) {
+    v1::HelloRequest req = hello_request(name);
+    v1::EngineOffer* o = req.add_engine_offers();
+    o->set_engine("builtin");
+    v1::AllowedOption* a = o->add_options();
+    a->set_name("Hash");
+    a->set_bounded(true);
+    a->set_min(1);
+    a->set_max(max_mb);
+    return coordinator_->hello(Caller::local(), req);
+  };
+  // The fixture's worker says it allows the default bound.
+  auto w = hello_with("w", kDefaultBuiltinHashMaxMb);
+  ASSERT_TRUE(w.ok()) << w.status();
+  worker_ = w->worker_id();
+  v1::SelfPlayJobSpec big = small_spec();
+  big.set_hash_mb(4096);
+  auto refused = submit(big);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "no connected worker offering engine 'builtin' allows"))
+      << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "'Hash': '4096' is not a number in 1..64"))
+      << refused.status();
+  // Within the bound it is accepted. A worker whose operator allows more joins: the big job is
+  // accepted, and only it gets units.
+  auto roomy = hello_with("roomy", 4096);
+  ASSERT_TRUE(roomy.ok()) << roomy.status();
+  v1::SelfPlayJobSpec fits = small_spec();
+  fits.set_hash_mb(kDefaultBuiltinHashMaxMb);
+  auto fitting = submit(fits);
+  ASSERT_TRUE(fitting.ok()) << fitting.status();
+  ASSERT_TRUE(coordinator_->cancel(Caller::local(), fitting->id()).ok());
+  auto accepted = submit(big);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(acquire(4).empty());
+  std::vector<v1::Lease> ls = acquire(1, roomy->worker_id());
+  ASSERT_EQ(ls.size(), 1u);
+  // A unit that carries it anyway (an older or a hostile coordinator): the worker refuses it
+  // naming the field and its flag, under its default bound or the one its operator set.
+  for (const std::map<std::string, EngineOffer>& engines :
+       {std::map<std::string, EngineOffer>{},
+        std::map<std::string, EngineOffer>{{"builtin", {"", default_builtin_policy(), "", ""}}}}) {
+    auto r = compute_unit(ls[0].spec(), nullptr, engines);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "hash_mb 4096 is more than this worker allows (Hash (1..64)"))
+        << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "--engine-option builtin:Hash=1..MAX")) << r.status();
+  }
+  // An offer for builtin needs no --engine of that name.
+  EXPECT_TRUE(hello_with("plain", 16).ok());
+}
+
 // Issue 33: two owners (outside contributors, not trusted), each under several credentials,
 // forge engine-failure reports for every unit they get: the job does not FAIL, the units go to
 // other owners, and it fails only when a third owner reports too (the failure names them).
