@@ -364,7 +364,7 @@ TEST_F(HttpApiTest, ASubmitterSeesAndCancelsItsOwnJobsOnly) {
   EXPECT_EQ(state(theirs), v1::JOB_STATE_CANCELLED);
 }
 
-// The cancel button's POST carries the login cookie, which a page of another site could make a
+// The cancel button's POST carries the session cookie, which a page of another site could make a
 // browser send: it must say it comes from this site (CSRF).
 TEST_F(HttpApiTest, CancelFromAnotherSiteIsRefused) {
   auto a = api(true);
