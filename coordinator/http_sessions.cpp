@@ -66,10 +66,9 @@ absl::StatusOr<std::string> SessionTable::create(const std::string& credential, 
        c = by_credential_.find(credential))
     erase_locked(c->second.front());
   if (by_digest_.size() >= size_t(std::max(limits_.total, 1)))
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the coordinator holds ", by_digest_.size(), " dashboard sessions, its most (", limits_.total,
-                     "): log in again when one has ended (at a log out, or after ", limits_.idle_ms / 60'000,
-                     " minutes unused)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the coordinator holds ", by_digest_.size(), " dashboard sessions, its most (", limits_.total,
+        "): log in again when one has ended (at a log out, or after ", limits_.idle_ms / 60'000, " minutes unused)"));
   by_credential_[credential].push_back(digest);
   by_digest_.emplace(digest, Session{credential, identity, now, now});
   return id;
