@@ -198,15 +198,17 @@ bool TokenSet::revokes(absl::string_view issued_name) const {
   return colon != absl::string_view::npos && revoked_.count(std::string(issued_name.substr(0, colon)));
 }
 
-const TokenEntry* TokenSet::find(absl::string_view token) const {
-  auto it = by_digest_.find(sha256(token));
+const TokenEntry* TokenSet::find(absl::string_view token) const { return find_digest(sha256(token)); }
+
+const TokenEntry* TokenSet::find_digest(absl::string_view digest) const {
+  auto it = by_digest_.find(std::string(digest));
   return it == by_digest_.end() ? nullptr : &it->second;
 }
 
 namespace {
 
-std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, absl::string_view token) {
-  const TokenEntry* e = set ? set->find(token) : nullptr;
+std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, const std::string& digest) {
+  const TokenEntry* e = set ? set->find_digest(digest) : nullptr;
   if (!e) return std::nullopt;
   return Caller{e->name, e->role, true, e->uses, e->owner};
 }
@@ -214,17 +216,26 @@ std::optional<Caller> caller_in(const std::shared_ptr<const TokenSet>& set, absl
 }  // namespace
 
 std::optional<Caller> TokenTable::find(absl::string_view token) const {
+  return find_digest(sha256(token));  // hashed outside the lock
+}
+
+std::optional<Caller> TokenTable::find_hash(absl::string_view hash) const {
+  const std::optional<std::string> digest = parse_hash(hash);
+  if (!digest) return std::nullopt;
+  return find_digest(*digest);
+}
+
+std::optional<Caller> TokenTable::find_digest(const std::string& digest) const {
   std::shared_ptr<const TokenSet> set;
   {
     std::lock_guard lock(mu_);
     set = set_;
   }
-  if (std::optional<Caller> c = caller_in(set, token)) return c;  // hashed outside the lock
-  return issued(token);
+  if (std::optional<Caller> c = caller_in(set, digest)) return c;
+  return issued(digest);
 }
 
-std::optional<Caller> TokenTable::issued(absl::string_view token) const {
-  const std::string digest = sha256(token);
+std::optional<Caller> TokenTable::issued(const std::string& digest) const {
   std::lock_guard lock(mu_);
   auto it = issued_.find(digest);
   if (it == issued_.end() || set_->revokes(it->second.name)) return std::nullopt;
@@ -241,18 +252,20 @@ void TokenTable::add_issued(absl::string_view hash, const std::string& name, con
   if (!digest) return;
   std::lock_guard lock(mu_);
   issued_[*digest] = Issued{name, owner};
+  ++generation_;
 }
 
 std::optional<Caller> TokenTable::find_recent(absl::string_view token) const {
+  const std::string digest = sha256(token);
   std::shared_ptr<const TokenSet> set, previous;
   {
     std::lock_guard lock(mu_);
     set = set_;
     previous = previous_;
   }
-  if (std::optional<Caller> c = caller_in(set, token)) return c;
-  if (std::optional<Caller> c = issued(token)) return c;
-  return caller_in(previous, token);
+  if (std::optional<Caller> c = caller_in(set, digest)) return c;
+  if (std::optional<Caller> c = issued(digest)) return c;
+  return caller_in(previous, digest);
 }
 
 void TokenTable::replace(TokenSet set) {
@@ -260,6 +273,12 @@ void TokenTable::replace(TokenSet set) {
   std::lock_guard lock(mu_);
   previous_ = std::move(set_);
   set_ = std::move(fresh);
+  ++generation_;
+}
+
+uint64_t TokenTable::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
 }
 
 size_t TokenTable::size() const {

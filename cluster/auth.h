@@ -93,6 +93,8 @@ class TokenSet {
 
   // The entry whose hash is the token's, or nullptr.
   const TokenEntry* find(absl::string_view token) const;
+  // The entry whose hash is `digest` (the raw 32 bytes of a token's SHA-256), or nullptr.
+  const TokenEntry* find_digest(absl::string_view digest) const;
   size_t size() const { return by_digest_.size(); }
   // Whether a `revoke` line names this issued credential ("JOIN:K") or its join token.
   bool revokes(absl::string_view issued_name) const;
@@ -112,7 +114,14 @@ class TokenTable {
   // find(), else the token's caller in the set before the last replace(): for a call that was
   // let in just before a reload and asks who it is just after.
   std::optional<Caller> find_recent(absl::string_view token) const;
+  // find() for a credential remembered by its token_hash() only (a dashboard session keeps no
+  // token): the caller it authenticates now, or nullopt when the table does not hold it (or
+  // `hash` is not a token_hash()).
+  std::optional<Caller> find_hash(absl::string_view hash) const;
   void replace(TokenSet set);
+  // Counts replace() and add_issued() calls: whoever keeps credentials' hashes knows by it when
+  // to look them up again.
+  uint64_t generation() const;
   size_t size() const;
   // A worker credential issued by Enroll (kept in the coordinator's store, added at start and
   // when issued): `hash` as token_hash() gives it. Kept across replace().
@@ -120,13 +129,16 @@ class TokenTable {
   void add_issued(absl::string_view hash, const std::string& name, const std::string& owner);
 
  private:
-  std::optional<Caller> issued(absl::string_view token) const;
+  // By the token's raw SHA-256.
+  std::optional<Caller> find_digest(const std::string& digest) const;
+  std::optional<Caller> issued(const std::string& digest) const;
   struct Issued {
     std::string name, owner;
   };
   mutable std::mutex mu_;
   std::shared_ptr<const TokenSet> set_, previous_;
   std::unordered_map<std::string, Issued> issued_;  // raw SHA-256 -> its name and owner (role worker)
+  uint64_t generation_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------

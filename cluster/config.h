@@ -82,6 +82,16 @@ inline constexpr int64_t kHttpAcceptPauseMs = 100;
 inline constexpr int64_t kHttpStopGraceMs = 2'000;
 // Refused connections are logged at most once in this interval (with the count since the last line).
 inline constexpr int64_t kHttpRefusedLogIntervalMs = 10'000;
+// Dashboard sessions (coordinator/http_sessions.h): a login trades its token for a session the
+// coordinator keeps in memory. A session ends this long after its login whatever its use
+// (absolute), or after this long without a request (idle; an open dashboard page polls, so it
+// stays in); a coordinator's restart ends every one. One token holds this many sessions at most
+// (its oldest is ended by its next login); all tokens together this many (a login past it is
+// refused, 503, until one ends).
+inline constexpr int64_t kHttpSessionLifetimeMs = 12 * 3600 * 1000;
+inline constexpr int64_t kHttpSessionIdleMs = 2 * 3600 * 1000;
+inline constexpr int kHttpMaxSessionsPerCredential = 16;
+inline constexpr int kHttpMaxSessions = 4096;
 
 // Perft job limits. Depth 1..kMaxDepth; a unit's remaining depth <= kMaxUnitDepth keeps one
 // unit's count below 2^64 and its time below hours.

@@ -124,13 +124,30 @@ std::string safe_next(const std::string& next) {
   return next;
 }
 
-std::string login_cookie(const std::string& value, int64_t max_age, bool secure) {
-  return absl::StrCat(kLoginCookie, "=", value, "; Path=/; Max-Age=", max_age, "; HttpOnly;", secure ? " Secure;" : "",
+// Set-Cookie for the session cookie: `id`, or cleared when empty. The attributes "__Host-" needs
+// (Secure, Path=/, no Domain) whether or not this is HTTPS: the login exists only with tokens,
+// which need TLS.
+std::string session_cookie(const std::string& id, int64_t max_age_s) {
+  return absl::StrCat(kSessionCookie, "=", id, "; Path=/; Max-Age=", id.empty() ? 0 : max_age_s,
+                      "; Secure; HttpOnly; SameSite=Strict");
+}
+
+// Set-Cookie that clears the old token cookie (as it was set: Path=/, no Domain).
+std::string legacy_cookie_cleared(bool secure) {
+  return absl::StrCat(kLegacyLoginCookie, "=; Path=/; Max-Age=0; HttpOnly;", secure ? " Secure;" : "",
                       " SameSite=Strict");
 }
 
-// The login form; `message` says why it is shown again.
-HttpResponse login_page(int status, const std::string& next, const std::string& message) {
+// "2 hours", "30 minutes", "45 seconds": a limit for a person to read.
+std::string duration_text(int64_t ms) {
+  const auto unit = [](int64_t n, const char* name) { return absl::StrCat(n, " ", name, n == 1 ? "" : "s"); };
+  if (ms >= 3'600'000 && ms % 3'600'000 == 0) return unit(ms / 3'600'000, "hour");
+  if (ms >= 60'000 && ms % 60'000 == 0) return unit(ms / 60'000, "minute");
+  return unit(ms / 1000, "second");
+}
+
+// The login form; `message` says why it is shown again; `limits` the sessions' lifetimes.
+HttpResponse login_page(int status, const std::string& next, const std::string& message, const SessionLimits& limits) {
   HttpResponse r;
   r.status = status;
   r.content_type = "text/html; charset=utf-8";
@@ -156,8 +173,10 @@ HttpResponse login_page(int status, const std::string& next, const std::string& 
       "\"><button type=\"submit\">Log in</button>"
       "<p class=\"hint\">A token from <code>c960 token new --role read --name NAME</code> (or a submit "
       "token: its own jobs), listed in the "
-      "coordinator's <code>--tokens</code> file. It is kept in an HttpOnly cookie for this site only.</p>"
-      "</form></body></html>\n");
+      "coordinator's <code>--tokens</code> file. The coordinator keeps it; this browser gets a session for "
+      "this site only, which ends when you log out, after ",
+      duration_text(limits.idle_ms), " unused, or ", duration_text(limits.lifetime_ms),
+      " after logging in.</p></form></body></html>\n");
   return r;
 }
 
@@ -256,6 +275,11 @@ std::string HttpResponse::header(const std::string& name) const {
 
 HttpApi::HttpApi(Coordinator* coordinator, Store* store, Metrics* metrics, HttpOptions options)
     : coordinator_(coordinator), store_(store), metrics_(metrics), options_(std::move(options)) {
+  if (options_.tokens) {
+    static const SystemClock kSystemClock;
+    sessions_ = std::make_unique<SessionTable>(options_.clock ? options_.clock : &kSystemClock, options_.sessions);
+    sessions_checked_ = options_.tokens->generation();
+  }
   if (!metrics_) return;
   std::vector<std::string> names;
   for (const Route& r : routes()) names.push_back(r.name);
@@ -430,10 +454,15 @@ absl::StatusOr<Caller> HttpApi::identify(const HttpRequest& req) const {
       return absl::UnauthenticatedError("the Authorization header is not 'Bearer TOKEN'");
     return by_token(absl::StripAsciiWhitespace(h.substr(7)), "Authorization header");
   }
-  if (std::optional<std::string> token = cookie_value(req.cookie, kLoginCookie); token && !token->empty())
-    return by_token(*token, "login cookie: log in again");
-  if (options_.client_certificates && req.client_certificate_pem)
-    return caller_from_certificate(*req.client_certificate_pem);
+  // The session cookie names a session or nobody: never a token, whatever it holds. One that
+  // names nobody does not hide a client certificate (another service of this host name may have
+  // set it).
+  const bool certificate = options_.client_certificates && req.client_certificate_pem;
+  if (std::optional<std::string> id = cookie_value(req.cookie, kSessionCookie); sessions_ && id && !id->empty()) {
+    absl::StatusOr<Caller> who = by_session(*id);
+    if (who.ok() || !certificate) return who;
+  }
+  if (certificate) return caller_from_certificate(*req.client_certificate_pem);
   return absl::UnauthenticatedError(
       options_.tokens ? "no token: log in at /login, or send 'Authorization: Bearer TOKEN'" : "no client certificate");
 }
@@ -457,17 +486,52 @@ std::optional<HttpResponse> HttpApi::authorize(const HttpRequest& req, const Rou
                : std::string(who.status().message());
   HttpResponse r;
   if (is_page(route.handler) && options_.tokens) {
-    r = login_page(status, req.path, status == 401 && !cookie_value(req.cookie, kLoginCookie) ? "" : why);
+    r = login_page(status, req.path, status == 401 && !cookie_value(req.cookie, kSessionCookie) ? "" : why,
+                   options_.sessions);
   } else if (is_api(route.handler)) {
     r = api_error(status == 401 ? absl::UnauthenticatedError(why) : absl::PermissionDeniedError(why));
   } else {
     r = text(status, why + "\n");
   }
   if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"c960\"");
-  // A cookie that no longer names anyone (a revoked token) is dropped.
-  if (status == 401 && cookie_value(req.cookie, kLoginCookie) && req.authorization.empty())
-    r.headers.emplace_back("Set-Cookie", login_cookie("", 0, options_.tls));
+  // A cookie that names no session (ended, expired, its token gone, or never made here) is
+  // dropped, and so is the old token cookie.
+  if (status == 401 && req.authorization.empty() && options_.tokens) {
+    if (cookie_value(req.cookie, kSessionCookie)) r.headers.emplace_back("Set-Cookie", session_cookie("", 0));
+    if (cookie_value(req.cookie, kLegacyLoginCookie))
+      r.headers.emplace_back("Set-Cookie", legacy_cookie_cleared(options_.tls));
+  }
   return r;
+}
+
+absl::StatusOr<Caller> HttpApi::by_session(const std::string& id) const {
+  const TokenTable& tokens = *options_.tokens;
+  // After a reload (or a newly issued credential), every session's token is looked up once, so
+  // that the sessions of tokens gone are ended even if no browser sends them again.
+  if (const uint64_t generation = tokens.generation(); sessions_checked_.exchange(generation) != generation) {
+    const size_t ended =
+        sessions_->end_unless([&](const std::string& credential) { return tokens.find_hash(credential).has_value(); });
+    if (ended)
+      log_event(LogLevel::kInfo, "http_sessions_ended",
+                absl::StrCat(ended, " dashboard sessions ended: their tokens are no longer accepted"),
+                {{"sessions", int64_t(ended)}});
+  }
+  const std::optional<Session> session = sessions_->resolve(id);
+  if (!session)
+    return absl::UnauthenticatedError(
+        "no such session (logged out, expired, or not made by this coordinator): log in again");
+  // The session has the power of its token now, not at the login.
+  if (std::optional<Caller> c = tokens.find_hash(session->credential)) return *c;
+  sessions_->end_for_credential(session->credential);
+  return absl::UnauthenticatedError(
+      "the token this session was made with is no longer accepted (revoked, or not in the coordinator's --tokens "
+      "file): log in again");
+}
+
+void HttpApi::set_cookies(const HttpRequest& req, const std::string& id, HttpResponse* resp) const {
+  resp->headers.emplace_back("Set-Cookie", session_cookie(id, options_.sessions.lifetime_ms / 1000));
+  if (cookie_value(req.cookie, kLegacyLoginCookie))
+    resp->headers.emplace_back("Set-Cookie", legacy_cookie_cleared(options_.tls));
 }
 
 HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const {
@@ -477,7 +541,7 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const
     case Handler::kLoginForm: {
       if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
       auto next = req.query.find("next");
-      return login_page(200, next == req.query.end() ? "/" : next->second, "");
+      return login_page(200, next == req.query.end() ? "/" : next->second, "", options_.sessions);
     }
     case Handler::kLogin: return login(req);
     case Handler::kLogout: return logout(req);
@@ -562,21 +626,41 @@ HttpResponse HttpApi::login(const HttpRequest& req) const {
     return it == form.end() ? std::string() : it->second;
   };
   const std::string token(absl::StripAsciiWhitespace(field("token"))), next = safe_next(field("next"));
-  if (token.empty()) return login_page(401, next, "give a token");
+  const SessionLimits& limits = options_.sessions;
+  if (token.empty()) return login_page(401, next, "give a token", limits);
   std::optional<Caller> who = valid_token_text(token) ? options_.tokens->find(token) : std::nullopt;
   if (!who) {
     log_event(LogLevel::kWarning, "http_login_refused", "HTTP login with an unknown token", {{"reason", "unknown"}});
-    return login_page(401, next, "unknown token (revoked, or not in the coordinator's --tokens file)");
+    return login_page(401, next, "unknown token (revoked, or not in the coordinator's --tokens file)", limits);
   }
   if (!role_may_call(who->role, kDashboardRpc))
     return login_page(403, next,
                       absl::StrCat("'", who->identity, "' has role ", role_name(who->role),
-                                   ": the dashboard needs role ", roles_allowed(kDashboardRpc)));
+                                   ": the dashboard needs role ", roles_allowed(kDashboardRpc)),
+                      limits);
+  // The session the browser had, if any, ends: a login replaces it (and one planted by another
+  // site is not kept).
+  if (std::optional<std::string> old = cookie_value(req.cookie, kSessionCookie)) sessions_->end(*old);
+  // The session remembers the token by its hash only; the token goes no further than here.
+  const std::string credential = token_hash(token);
+  absl::StatusOr<std::string> id = sessions_->create(credential, who->identity);
+  if (id.status().code() == absl::StatusCode::kResourceExhausted) {
+    // Sessions of tokens gone since may hold the room: end them and try once more.
+    sessions_->end_unless([&](const std::string& c) { return options_.tokens->find_hash(c).has_value(); });
+    id = sessions_->create(credential, who->identity);
+  }
+  if (!id.ok()) {
+    log_event(LogLevel::kWarning, "http_login_refused",
+              absl::StrCat("HTTP login by ", who->identity, ": ", id.status().message()),
+              {{"caller", who->identity}, {"reason", "sessions"}});
+    return login_page(id.status().code() == absl::StatusCode::kResourceExhausted ? 503 : 500, next,
+                      std::string(id.status().message()), limits);
+  }
   log_event(LogLevel::kInfo, "http_login", absl::StrCat("HTTP login by ", who->identity),
             {{"caller", who->identity}, {"role", std::string(role_name(who->role))}});
   HttpResponse r = text(303, "logged in\n");
   r.headers.emplace_back("Location", next);
-  r.headers.emplace_back("Set-Cookie", login_cookie(token, kLoginCookieSeconds, options_.tls));
+  set_cookies(req, *id, &r);
   return r;
 }
 
@@ -585,7 +669,14 @@ HttpResponse HttpApi::logout(const HttpRequest& req) const {
     return text(403, absl::StrCat(s.message(), "\n"));
   HttpResponse r = text(303, "logged out\n");
   r.headers.emplace_back("Location", options_.tokens ? "/login" : "/");
-  r.headers.emplace_back("Set-Cookie", login_cookie("", 0, options_.tls));
+  if (!sessions_) return r;
+  // The session ends here, not only in this browser: its id, wherever else it was seen, is no
+  // credential from now on.
+  if (std::optional<std::string> id = cookie_value(req.cookie, kSessionCookie))
+    if (std::optional<Session> session = sessions_->resolve(*id); session && sessions_->end(*id))
+      log_event(LogLevel::kInfo, "http_logout", absl::StrCat("HTTP logout by ", session->identity),
+                {{"caller", session->identity}});
+  set_cookies(req, "", &r);
   return r;
 }
 

@@ -8,9 +8,11 @@
 // (std::regex_match over the whole decoded path, the first row of the method wins), so tests and
 // the server cannot route differently.
 //   /healthz, /readyz          open to all: alive; ready (store loaded, not draining) or 503
-//   /login (GET form, POST)    open: a token in, an HttpOnly Secure SameSite=Strict cookie out;
-//                              a POST another site's page sent is refused (Sec-Fetch-Site, Origin)
-//   /logout (POST)             clears the cookie; the same rule
+//   /login (GET form, POST)    open: a token in, a session out (http_sessions.h): the cookie
+//                              __Host-c960_session (Secure, HttpOnly, SameSite=Strict) holds the
+//                              session's id, never the token; a POST another site's page sent is
+//                              refused (Sec-Fetch-Site, Origin)
+//   /logout (POST)             ends the session in the coordinator and clears the cookie; the same rule
 //   /                          the dashboard: jobs with progress, workers        (ListJobs)
 //   /jobs/ID                   one job, live: the heatmap, or perft counts       (GetJob)
 //   /assets/NAME               the pages' JavaScript and CSS, compiled in        (ListJobs)
@@ -21,6 +23,16 @@
 //   `c960 results JOB --format csv|json [--divide] [--partial]` and `--pgn` write, byte for byte
 //   POST /api/v1/jobs/ID/cancel (CancelJob): the page's cancel button; same-origin only (CSRF)
 // Without authentication, a Host that does not name this coordinator is 421 (but for health).
+//
+// Sessions: the login form is the one place a browser sends a token. The coordinator keeps the
+// session (SessionTable: only the SHA-256 of its id, and the token's token_hash()); every request
+// with the session cookie is the session looked up, then its token looked up again in the live
+// token table, so a token removed from --tokens or revoked (SIGHUP) leaves its sessions no power
+// from the next request on, and they are ended. A cookie this coordinator did not make (a token,
+// any other text) is 401, never read as a token; the old c960_token cookie is no credential. The
+// login exists only with tokens, which need TLS (main.cpp refuses --tokens without it): the cookie
+// is always Secure and __Host- (this host only, Path=/). Without tokens there is no login, no
+// session and no cookie (client certificates are sent by the browser with every request).
 //
 // Who may see what is decided in one place, before any handler runs: the row's gRPC method and
 // cluster/auth.h's permission table, as on the gRPC side (401 when there is no caller or it is
@@ -40,7 +52,9 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/auth.h"
+#include "coordinator/clock.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/http_sessions.h"
 #include "coordinator/metrics.h"
 #include "coordinator/store.h"
 
@@ -74,7 +88,7 @@ struct HttpResponse {
 };
 
 struct HttpOptions {
-  std::shared_ptr<const TokenTable> tokens;  // null: no tokens
+  std::shared_ptr<const TokenTable> tokens;  // null: no tokens, no login (and no sessions)
   bool client_certificates = false;          // verified client certificates name their holders
   bool tls = false;                          // served over HTTPS (cookies are Secure)
   // --http-listen's host ("127.0.0.1", "::1", "localhost", "0.0.0.0"). Without authentication,
@@ -85,11 +99,18 @@ struct HttpOptions {
   // request without Host is served. The same names are the origins a browser's form or fetch may
   // come from (the same-site check); with authentication that is the Host's own origin.
   std::string listen_host;
+  // The sessions' clock (null: the system's) and limits (defaults: cluster/config.h).
+  const Clock* clock = nullptr;
+  SessionLimits sessions;
 };
 
-// The login cookie's name and lifetime.
-inline constexpr char kLoginCookie[] = "c960_token";
-inline constexpr int64_t kLoginCookieSeconds = 12 * 3600;
+// The session cookie: its value a session's id. "__Host-": browsers keep it only if it came over
+// HTTPS (or from http://localhost) with Secure and Path=/ and no Domain, and let no other host,
+// nor a subdomain, set one of that name. It lives as long as a session may (SessionLimits).
+inline constexpr char kSessionCookie[] = "__Host-c960_session";
+// The cookie that held the token itself before sessions: no credential any more; a login, a
+// logout and a 401 clear it where a browser still sends it.
+inline constexpr char kLegacyLoginCookie[] = "c960_token";
 // What the dashboard's state-changing fetches send as X-Requested-With: a header a page of another
 // site cannot add without a CORS preflight, which this server never grants.
 inline constexpr char kDashboardRequest[] = "c960-dashboard";
@@ -155,9 +176,16 @@ class HttpApi {
   // The one check: the row's gRPC method and the caller's role. nullopt: go on, with *caller set;
   // else the refusal (401 or 403).
   std::optional<HttpResponse> authorize(const HttpRequest& req, const Route& route, Caller* caller) const;
-  // Who the request's credentials name: a bearer token, else the login cookie, else a client
+  // Who the request's credentials name: a bearer token, else the session cookie, else a client
   // certificate; UNAUTHENTICATED saying why not.
   absl::StatusOr<Caller> identify(const HttpRequest& req) const;
+  // Who the session `id` acts for: its token's caller in the live token table now. A session
+  // whose token the table no longer holds is ended (with every other of that token). Needs
+  // sessions_ (tokens).
+  absl::StatusOr<Caller> by_session(const std::string& id) const;
+  // The cookies an answer sets: the session cookie (empty `id`: cleared), and the old cookie
+  // cleared when the request has one.
+  void set_cookies(const HttpRequest& req, const std::string& id, HttpResponse* resp) const;
   HttpResponse dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const;
   // Without authentication, the HOST:PORT names of this coordinator (see HttpOptions::listen_host).
   std::vector<std::string> own_hosts(const HttpRequest& req) const;
@@ -186,6 +214,10 @@ class HttpApi {
   Metrics* metrics_;
   HttpOptions options_;
   std::atomic<bool> ready_{false};
+  // With tokens: the sessions, and the token table's generation they were last checked against
+  // (a reload's or a new issued credential's: see by_session).
+  std::unique_ptr<SessionTable> sessions_;
+  mutable std::atomic<uint64_t> sessions_checked_{0};
 };
 
 // Helpers, public for tests.

@@ -5,7 +5,8 @@
 // results `c960 results` gives (gRPC, not the page's JSON API), a perft job's per-position counts
 // and first-move divide, the downloads (the bytes `c960 results` writes), and who may do what: a
 // submitter sees its own jobs only and cancels them from the job page, a worker's token cannot
-// log in, a cancel not sent by the page is refused. Run by tests/browser/dashboard.sh, which
+// log in, a cancel not sent by the page is refused; the login gives the browser a session cookie
+// (HttpOnly, not the token) that the logout ends in the coordinator. Run by tests/browser/dashboard.sh, which
 // starts the cluster and sets:
 //   C960_DASHBOARD_URL            the coordinator's HTTPS side
 //   C960_CLI, C960_COORDINATOR    the c960 binary and the coordinator's gRPC address (with
@@ -246,6 +247,19 @@ test('downloads: the files c960 results writes, byte for byte', async () => {
 test('a submitter sees and cancels its own job; the notice says why it waits', async () => {
   await withPage(`${base}/`, { name: 'submitter', artifactsDir, login: token.submitter }, async (page, problems) => {
     await page.waitForFunction(() => Number(document.body.dataset.rendered || 0) >= 1, null, { timeout: 15000 });
+    // Issue 34: the browser holds a session, not the token: a __Host- cookie, Secure, HttpOnly
+    // (no script reads it), SameSite=Strict, whose value is not the token.
+    const cookies = await page.context().cookies(base);
+    assert.deepEqual(cookies.map((c) => c.name), ['__Host-c960_session']);
+    const [session] = cookies;
+    assert.equal(session.secure, true);
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, 'Strict');
+    assert.equal(session.path, '/');
+    assert.notEqual(session.value, token.submitter);
+    assert.ok(!session.value.includes(token.submitter) && !token.submitter.includes(session.value));
+    assert.match(session.value, /^[A-Za-z0-9_-]{43}$/);
+    assert.equal(await page.evaluate(() => document.cookie), '');
     const ids = await page.$$eval('table.jobs tr[data-job]', (trs) => trs.map((tr) => tr.dataset.job));
     assert.deepEqual(ids, [waitingJob]);
     assert.equal(await page.locator('table.workers').count(), 0);
@@ -294,6 +308,20 @@ test('a submitter sees and cancels its own job; the notice says why it waits', a
     const after = await page.goto(`${base}/`, { waitUntil: 'load' });
     assert.equal(after.status(), 401);
     assert.equal(await page.locator('#token').isVisible(), true);
+    // The logout ended the session in the coordinator: the old cookie, put back by hand (as
+    // anything else that saw it could send it), is refused, and so is the token as a cookie.
+    for (const value of [session.value, token.submitter]) {
+      const cookie = { name: session.name, value, url: base, secure: true, httpOnly: true, sameSite: 'Strict' };
+      await page.context().addCookies([cookie]);
+      const replayed = await page.reload({ waitUntil: 'load' });
+      assert.equal(replayed.status(), 401, value === session.value ? 'the ended session' : 'the token as a cookie');
+      assert.equal(await page.locator('#token').isVisible(), true);
+      await page.context().addCookies([cookie]);
+      assert.equal((await page.request.get(`${base}/api/v1/jobs`)).status(), 401);
+    }
+    // The old token cookie is no credential either.
+    await page.context().addCookies([{ name: 'c960_token', value: token.submitter, url: base }]);
+    assert.equal((await page.reload({ waitUntil: 'load' })).status(), 401);
     problems.console = problems.console.filter((m) => !/status of 401/.test(m));
     noProblems(problems);
   });

@@ -230,6 +230,28 @@ TEST(TokenTable, FindsAndIsReplacedWhole) {
   EXPECT_FALSE(table.find("tb"));
 }
 
+// A credential remembered by its hash only (a dashboard session): found as by its token, for
+// file tokens and issued credentials, and gone with a reload that drops or revokes it; every
+// change of the table moves its generation.
+TEST(TokenTable, FindsByHashAndCountsChanges) {
+  TokenTable table(*TokenSet::parse(line_for(Role::kRead, "alice", "ta"), "f"));
+  const uint64_t g0 = table.generation();
+  ASSERT_TRUE(table.find_hash(token_hash("ta")));
+  EXPECT_EQ(table.find_hash(token_hash("ta"))->identity, "alice");
+  EXPECT_EQ(table.find_hash(token_hash("ta"))->role, Role::kRead);
+  for (const std::string& bad : {std::string("ta"), token_hash("tb"), std::string("sha256:xyz"), std::string()})
+    EXPECT_FALSE(table.find_hash(bad)) << bad;
+  table.add_issued(token_hash("w1"), "join:1", "");
+  EXPECT_GT(table.generation(), g0);
+  ASSERT_TRUE(table.find_hash(token_hash("w1")));
+  EXPECT_EQ(table.find_hash(token_hash("w1"))->role, Role::kWorker);
+  const uint64_t g1 = table.generation();
+  table.replace(*TokenSet::parse("revoke join:1\n", "f"));
+  EXPECT_GT(table.generation(), g1);
+  EXPECT_FALSE(table.find_hash(token_hash("w1")));
+  EXPECT_FALSE(table.find_hash(token_hash("ta")));
+}
+
 // The permission matrix of the proto's header comment, written out once more by hand.
 const std::map<std::string, std::set<Role>> kExpected = {
     {"SubmitJob", {Role::kSubmit}},

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cluster/log.h"
 #include "coordinator/clock.h"
@@ -43,22 +44,38 @@ class HttpApiTest : public ::testing::Test {
   }
 
   // An API without tokens (loopback) or with a token of each role (two submitters, bob and carol).
-  std::unique_ptr<HttpApi> api(bool tokens) {
+  // The sessions run on the fixture's clock; `limits` theirs.
+  std::unique_ptr<HttpApi> api(bool tokens, SessionLimits limits = {}) {
     HttpOptions o;
     o.listen_host = "127.0.0.1";
+    o.clock = &clock_;
+    o.sessions = limits;
     if (tokens) {
-      auto set =
-          TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nsubmit bob ", token_hash(kSubmitToken),
-                                       "\nsubmit carol ", token_hash(kOtherSubmitToken), "\nworker w ",
-                                       token_hash(kWorkerToken), "\nenroll join ", token_hash(kEnrollToken),
-                                       " uses=2\nadmin root ", token_hash(kAdminToken), "\n"),
-                          "tokens");
-      EXPECT_TRUE(set.ok()) << set.status();
-      o.tokens = std::make_shared<TokenTable>(std::move(*set));
+      tokens_ = std::make_shared<TokenTable>(tokens_file(kEveryToken));
+      o.tokens = tokens_;
     }
     auto a = std::make_unique<HttpApi>(coordinator_.get(), store_.get(), metrics_.get(), o);
     a->set_ready(true);
     return a;
+  }
+
+  // The tokens file api(true) loads, less the lines `leave_out` names.
+  static constexpr char kEveryToken[] = "";
+  static TokenSet tokens_file(const std::string& leave_out) {
+    std::string text;
+    for (const auto& [line, token] :
+         std::vector<std::pair<std::string, std::string>>{{"read alice", kReadToken},
+                                                          {"submit bob", kSubmitToken},
+                                                          {"submit carol", kOtherSubmitToken},
+                                                          {"worker w", kWorkerToken},
+                                                          {"enroll join", kEnrollToken},
+                                                          {"admin root", kAdminToken}}) {
+      if (!leave_out.empty() && absl::StrContains(line, leave_out)) continue;
+      absl::StrAppend(&text, line, " ", token_hash(token), line == "enroll join" ? " uses=2" : "", "\n");
+    }
+    auto set = TokenSet::parse(text, "tokens");
+    EXPECT_TRUE(set.ok()) << set.status();
+    return std::move(*set);
   }
 
   static HttpRequest get(const std::string& path, const std::string& token = "") {
@@ -71,12 +88,42 @@ class HttpApiTest : public ::testing::Test {
     return r;
   }
 
-  // A POST as the dashboard's cancel button sends it: the login cookie, same origin.
-  static HttpRequest cancel_from_page(const std::string& job, const std::string& token) {
+  // POST /login as the form sends it, from this site.
+  static HttpRequest login_form(const std::string& token, const std::string& cookie = "") {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = "/login";
+    r.content_type = "application/x-www-form-urlencoded";
+    r.body = absl::StrCat("token=", token);
+    r.cookie = cookie;
+    return r;
+  }
+  // The session cookie an answer sets ("" when none, or when it clears it).
+  static std::string session_of(const HttpResponse& r) {
+    const std::string prefix = absl::StrCat(kSessionCookie, "=");
+    for (const auto& [k, v] : r.headers)
+      if (k == "Set-Cookie" && absl::StartsWith(v, prefix)) return v.substr(prefix.size(), v.find(';') - prefix.size());
+    return "";
+  }
+  // Logs in with `token`: the session's id ("" when refused).
+  static std::string log_in(const HttpApi& a, const std::string& token) {
+    return session_of(a.handle(login_form(token)));
+  }
+  static std::string session_cookie(const std::string& id) { return absl::StrCat(kSessionCookie, "=", id); }
+  // A GET as a browser sends it after logging in: the session cookie.
+  static HttpRequest get_with_session(const std::string& path, const std::string& id) {
+    HttpRequest r = get(path);
+    r.cookie = session_cookie(id);
+    return r;
+  }
+
+  // A POST as the dashboard's cancel button sends it: the session cookie of a login with
+  // `token`, same origin.
+  static HttpRequest cancel_from_page(const HttpApi& a, const std::string& job, const std::string& token) {
     HttpRequest r;
     r.method = "POST";
     r.path = absl::StrCat("/api/v1/jobs/", job, "/cancel");
-    r.cookie = absl::StrCat(kLoginCookie, "=", token);
+    r.cookie = session_cookie(log_in(a, token));
     r.host = "127.0.0.1:8080";
     r.local_address = "127.0.0.1";  // the connection's end, as the server passes it
     r.local_port = 8080;
@@ -163,6 +210,7 @@ class HttpApiTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  std::shared_ptr<TokenTable> tokens_;  // the last api(true)'s, for reloads
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Metrics> metrics_;
@@ -260,12 +308,12 @@ TEST_F(HttpApiTest, HealthIsOpenAndTheRestNeedsARoleThatMayCallItsMethod) {
   const HttpResponse worker = a->handle(get("/api/v1/jobs", kWorkerToken));
   EXPECT_TRUE(absl::StrContains(worker.body, "'w' has role worker")) << worker.body;
   EXPECT_TRUE(absl::StrContains(worker.body, "needs role submit, read or admin")) << worker.body;
-  // A page without credentials shows the login form; with the cookie it logs in.
+  // A page without credentials shows the login form; with a session's cookie it is served.
   const HttpResponse page = a->handle(get("/"));
   EXPECT_EQ(page.status, 401);
   EXPECT_TRUE(absl::StrContains(page.body, "action=\"/login\"")) << page.body;
   HttpRequest cookie = get("/");
-  cookie.cookie = absl::StrCat("other=1; ", kLoginCookie, "=", kReadToken);
+  cookie.cookie = absl::StrCat("other=1; ", session_cookie(log_in(*a, kReadToken)));
   EXPECT_EQ(a->handle(cookie).status, 200);
   // Two Authorization headers are refused, as on the gRPC side.
   HttpRequest two = get("/metrics", kReadToken);
@@ -294,9 +342,9 @@ TEST_F(HttpApiTest, ASubmitterSeesAndCancelsItsOwnJobsOnly) {
   EXPECT_TRUE(absl::StrContains(page.body, "data-role=\"submit\" data-caller=\"bob\" data-workers=\"0\"")) << page.body;
   EXPECT_FALSE(absl::StrContains(page.body, "href=\"/metrics\"")) << page.body;
 
-  const HttpResponse other = a->handle(cancel_from_page(theirs, kSubmitToken));
+  const HttpResponse other = a->handle(cancel_from_page(*a, theirs, kSubmitToken));
   EXPECT_EQ(other.status, 404) << other.body;
-  const HttpResponse read = a->handle(cancel_from_page(mine, kReadToken));
+  const HttpResponse read = a->handle(cancel_from_page(*a, mine, kReadToken));
   EXPECT_EQ(read.status, 403) << read.body;
   EXPECT_TRUE(absl::StrContains(read.body, "needs role submit or admin")) << read.body;
   auto state = [&](const std::string& id) {
@@ -305,34 +353,34 @@ TEST_F(HttpApiTest, ASubmitterSeesAndCancelsItsOwnJobsOnly) {
   };
   EXPECT_EQ(state(mine), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(state(theirs), v1::JOB_STATE_RUNNING);
-  const HttpResponse cancelled = a->handle(cancel_from_page(mine, kSubmitToken));
+  const HttpResponse cancelled = a->handle(cancel_from_page(*a, mine, kSubmitToken));
   ASSERT_EQ(cancelled.status, 200) << cancelled.body;
   EXPECT_TRUE(absl::StrContains(cancelled.body, "\"state\":\"JOB_STATE_CANCELLED\"")) << cancelled.body;
   EXPECT_EQ(state(mine), v1::JOB_STATE_CANCELLED);
   EXPECT_EQ(state(theirs), v1::JOB_STATE_RUNNING);
   // An admin cancels anyone's; a GET does not cancel.
   EXPECT_EQ(a->handle(get(absl::StrCat("/api/v1/jobs/", theirs, "/cancel"), kAdminToken)).status, 405);
-  EXPECT_EQ(a->handle(cancel_from_page(theirs, kAdminToken)).status, 200);
+  EXPECT_EQ(a->handle(cancel_from_page(*a, theirs, kAdminToken)).status, 200);
   EXPECT_EQ(state(theirs), v1::JOB_STATE_CANCELLED);
 }
 
-// The cancel button's POST carries the login cookie, which a page of another site could make a
+// The cancel button's POST carries the session cookie, which a page of another site could make a
 // browser send: it must say it comes from this site (CSRF).
 TEST_F(HttpApiTest, CancelFromAnotherSiteIsRefused) {
   auto a = api(true);
   const std::string job = submit("518", v1::VERIFY_MODE_OFF, 2, 0, submitter("bob"));
-  HttpRequest cross = cancel_from_page(job, kSubmitToken);
+  HttpRequest cross = cancel_from_page(*a, job, kSubmitToken);
   cross.fetch_site = "cross-site";
   HttpResponse r = a->handle(cross);
   EXPECT_EQ(r.status, 403);
   EXPECT_TRUE(absl::StrContains(r.body, "Sec-Fetch-Site: 'cross-site'")) << r.body;
-  HttpRequest origin = cancel_from_page(job, kSubmitToken);
+  HttpRequest origin = cancel_from_page(*a, job, kSubmitToken);
   origin.fetch_site.clear();  // an older browser
   origin.origin = "https://evil.example";
   r = a->handle(origin);
   EXPECT_EQ(r.status, 403);
   EXPECT_TRUE(absl::StrContains(r.body, "Origin: 'https://evil.example' is not this site")) << r.body;
-  HttpRequest form = cancel_from_page(job, kSubmitToken);  // a plain form post: no such header
+  HttpRequest form = cancel_from_page(*a, job, kSubmitToken);  // a plain form post: no such header
   form.requested_with.clear();
   r = a->handle(form);
   EXPECT_EQ(r.status, 403);
@@ -347,7 +395,7 @@ TEST_F(HttpApiTest, CancelFromAnotherSiteIsRefused) {
   // Without tokens (loopback) the rule is the same: any site could post to localhost.
   auto local = api(false);
   const std::string job2 = submit("518");
-  HttpRequest bare = cancel_from_page(job2, kSubmitToken);
+  HttpRequest bare = cancel_from_page(*local, job2, kSubmitToken);
   bare.cookie.clear();
   bare.requested_with.clear();
   EXPECT_EQ(local->handle(bare).status, 403);
@@ -415,8 +463,20 @@ TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {
   const HttpResponse r = a->handle(post);
   EXPECT_EQ(r.status, 303);
   EXPECT_EQ(r.header("Location"), "/");
-  EXPECT_TRUE(absl::StrContains(r.header("Set-Cookie"), "HttpOnly")) << r.header("Set-Cookie");
-  EXPECT_TRUE(absl::StrContains(r.header("Set-Cookie"), "SameSite=Strict")) << r.header("Set-Cookie");
+  // Issue 34: the cookie holds a session's id, never the token, and is this host's only
+  // (__Host-: Secure, Path=/, no Domain), out of scripts' reach and never sent by another site.
+  const std::string set_cookie = r.header("Set-Cookie");
+  EXPECT_TRUE(absl::StartsWith(set_cookie, "__Host-c960_session=")) << set_cookie;
+  EXPECT_EQ(set_cookie.substr(set_cookie.find(';')), "; Path=/; Max-Age=43200; Secure; HttpOnly; SameSite=Strict");
+  const std::string id = session_of(r);
+  EXPECT_EQ(id.size(), kSessionIdLength) << id;
+  EXPECT_EQ(id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+            std::string::npos);
+  for (const auto& [k, v] : r.headers) EXPECT_FALSE(absl::StrContains(v, kReadToken)) << k << ": " << v;
+  EXPECT_FALSE(absl::StrContains(r.body, kReadToken)) << r.body;
+  EXPECT_FALSE(absl::StrContains(id, token_hash(kReadToken).substr(7, 16)));
+  // Each login is a session of its own.
+  EXPECT_NE(log_in(*a, kReadToken), id);
   post.body = "token=c960_nobody&next=/jobs/job-1";
   EXPECT_EQ(a->handle(post).status, 401);
   // A submit token may log in (its own jobs); a worker's or a join token may not, and the page
@@ -429,6 +489,186 @@ TEST_F(HttpApiTest, LoginSetsAStrictCookieAndRedirectsLocallyOnly) {
     EXPECT_EQ(refused.status, 403);
     EXPECT_TRUE(absl::StrContains(refused.body, "the dashboard needs role submit, read or admin")) << refused.body;
   }
+}
+
+// Issue 34: a session acts as its token: the same role's routes, the same caller.
+TEST_F(HttpApiTest, ASessionAuthorisesAsItsToken) {
+  auto a = api(true);
+  const std::string reader = log_in(*a, kReadToken), submit = log_in(*a, kSubmitToken);
+  ASSERT_FALSE(reader.empty());
+  ASSERT_FALSE(submit.empty());
+  for (const char* path : {"/", "/metrics", "/api/v1/jobs", "/api/v1/workers"})
+    EXPECT_EQ(a->handle(get_with_session(path, reader)).status, 200) << path;
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", submit)).status, 200);
+  const HttpResponse workers = a->handle(get_with_session("/api/v1/workers", submit));
+  EXPECT_EQ(workers.status, 403);
+  EXPECT_TRUE(absl::StrContains(workers.body, "'bob' has role submit")) << workers.body;
+  EXPECT_TRUE(absl::StrContains(a->handle(get_with_session("/", reader)).body, "data-caller=\"alice\""));
+  // A bearer token, where a request has one, is the credential, not the cookie.
+  HttpRequest both = get("/api/v1/workers", kReadToken);
+  both.cookie = session_cookie(submit);
+  EXPECT_EQ(a->handle(both).status, 200);
+}
+
+// Issue 34: logging out ends the session in the coordinator, not only in the browser: the same
+// cookie, sent again (another service of this host name saw it, say), is refused.
+TEST_F(HttpApiTest, LogoutEndsTheSessionInTheCoordinator) {
+  auto a = api(true);
+  const std::string id = log_in(*a, kReadToken), other = log_in(*a, kReadToken);
+  ASSERT_EQ(a->handle(get_with_session("/api/v1/jobs", id)).status, 200);
+  HttpRequest out;
+  out.method = "POST";
+  out.path = "/logout";
+  out.cookie = session_cookie(id);
+  const HttpResponse r = a->handle(out);
+  EXPECT_EQ(r.status, 303);
+  EXPECT_EQ(r.header("Location"), "/login");
+  EXPECT_EQ(r.header("Set-Cookie"), "__Host-c960_session=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Strict");
+  const HttpResponse again = a->handle(get_with_session("/api/v1/jobs", id));
+  EXPECT_EQ(again.status, 401);
+  EXPECT_TRUE(absl::StrContains(again.body, "no such session")) << again.body;
+  // The refusal drops the dead cookie; the page asks for a login.
+  EXPECT_EQ(again.header("Set-Cookie"), "__Host-c960_session=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Strict");
+  const HttpResponse page = a->handle(get_with_session("/", id));
+  EXPECT_EQ(page.status, 401);
+  EXPECT_TRUE(absl::StrContains(page.body, "action=\"/login\"")) << page.body;
+  // The token's other session (another browser) goes on.
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", other)).status, 200);
+  // A login from a browser that still has a session ends that one.
+  const std::string next = session_of(a->handle(login_form(kReadToken, session_cookie(other))));
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", other)).status, 401);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", next)).status, 200);
+}
+
+// Issue 34: a session has the power its token has now. A reload of the tokens file without the
+// token ends its sessions at once (they do not come back with the token); a reload that changes
+// the token's role changes the session's.
+TEST_F(HttpApiTest, ASessionEndsWithItsToken) {
+  auto a = api(true);
+  const std::string alice = log_in(*a, kReadToken), bob = log_in(*a, kSubmitToken), root = log_in(*a, kAdminToken);
+  ASSERT_EQ(a->handle(get_with_session("/api/v1/jobs", alice)).status, 200);
+  tokens_->replace(tokens_file("read alice"));  // SIGHUP with alice's line gone
+  const HttpResponse gone = a->handle(get_with_session("/api/v1/jobs", alice));
+  EXPECT_EQ(gone.status, 401);
+  EXPECT_TRUE(absl::StrContains(gone.body, "log in again")) << gone.body;
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", bob)).status, 200);
+  tokens_->replace(tokens_file(kEveryToken));  // the line back: the session stays ended
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", alice)).status, 401);
+  // bob's sessions are ended by the reload that drops him, though no request of theirs came
+  // since: the next request of anyone's checks every session's token.
+  tokens_->replace(tokens_file("submit bob"));
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", root)).status, 200);
+  tokens_->replace(tokens_file(kEveryToken));
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", bob)).status, 401);
+  // root's token demoted to a worker's: its session is refused what a worker is refused.
+  auto demoted = TokenSet::parse(absl::StrCat("worker root ", token_hash(kAdminToken), "\n"), "tokens");
+  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  tokens_->replace(std::move(*demoted));
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", root)).status, 403);
+}
+
+// Issue 34: a worker credential issued by Enroll and then revoked (a `revoke` line, SIGHUP) is
+// no longer found by its hash, which is how a session finds its token; and such credentials
+// (role worker) cannot log in to begin with.
+TEST_F(HttpApiTest, ARevokedIssuedCredentialNamesNobody) {
+  auto a = api(true);
+  const std::string issued = "c960_issued-worker-credential-gggggggggggggggggggggg";
+  tokens_->add_issued(token_hash(issued), "join:1", "");
+  ASSERT_TRUE(tokens_->find_hash(token_hash(issued)).has_value());
+  EXPECT_EQ(a->handle(login_form(issued)).status, 403);
+  auto set = TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nrevoke join:1\n"), "tokens");
+  ASSERT_TRUE(set.ok()) << set.status();
+  tokens_->replace(std::move(*set));
+  EXPECT_FALSE(tokens_->find_hash(token_hash(issued)).has_value());
+  EXPECT_FALSE(tokens_->find(issued).has_value());
+}
+
+// Issue 34: the cookie names a session this coordinator made, or nobody. A token put in it
+// (another service of this host name planting its own, login fixation), any other text, a
+// session of another coordinator, and the old token cookie are refused, never read as tokens.
+TEST_F(HttpApiTest, ACookieThisCoordinatorDidNotMakeIsRefused) {
+  auto a = api(true);
+  auto elsewhere = api(true);
+  const std::string foreign = log_in(*elsewhere, kReadToken);
+  for (const std::string& value : {std::string(kReadToken), std::string(kAdminToken), std::string(43, 'A'), foreign,
+                                   token_hash(kReadToken), std::string("x")}) {
+    const HttpResponse r = a->handle(get_with_session("/api/v1/jobs", value));
+    EXPECT_EQ(r.status, 401) << value;
+    EXPECT_TRUE(absl::StrContains(r.body, "no such session")) << r.body;
+    EXPECT_EQ(a->handle(get_with_session("/", value)).status, 401) << value;
+  }
+  HttpRequest legacy = get("/api/v1/jobs");
+  legacy.cookie = absl::StrCat(kLegacyLoginCookie, "=", kReadToken);
+  const HttpResponse old = a->handle(legacy);
+  EXPECT_EQ(old.status, 401);
+  // ... and the browser is told to forget it.
+  EXPECT_EQ(old.header("Set-Cookie"), "c960_token=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
+  legacy.path = "/";
+  EXPECT_EQ(a->handle(legacy).status, 401);
+  // A login clears it too.
+  EXPECT_TRUE(absl::StrContains(
+      absl::StrJoin(a->handle(login_form(kReadToken, legacy.cookie)).headers, "\n", absl::PairFormatter(": ")),
+      "Set-Cookie: c960_token=; Path=/; Max-Age=0"));
+}
+
+// Issue 34: a session ends after SessionLimits::idle_ms without a request, and lifetime_ms after
+// its login however busy (the fixture's clock; the cookie lives as long as the longest).
+TEST_F(HttpApiTest, SessionsExpireIdleAndAtTheirLifetime) {
+  SessionLimits limits;
+  limits.idle_ms = 60'000;
+  limits.lifetime_ms = 150'000;
+  auto a = api(true, limits);
+  const std::string busy = log_in(*a, kReadToken), idle = log_in(*a, kReadToken);
+  clock_.advance_ms(59'999);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", busy)).status, 200);
+  clock_.advance_ms(1);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", idle)).status, 401);  // 60 s unused
+  clock_.advance_ms(59'998);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", busy)).status, 200);  // used 59.999 s ago
+  clock_.advance_ms(30'001);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", busy)).status, 200);  // 149.999 s since the login
+  clock_.advance_ms(1);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", busy)).status, 401);  // 150 s since the login
+  EXPECT_TRUE(absl::StrContains(a->handle(login_form(kReadToken)).header("Set-Cookie"), "; Max-Age=150;"));
+}
+
+// Issue 34: a token holds per_credential sessions at most (its next login ends its oldest); the
+// table holds `total` (a login past it is refused, 503, until one ends; sessions of tokens since
+// removed make room).
+TEST_F(HttpApiTest, SessionsAreBoundedPerTokenAndInAll) {
+  SessionLimits limits;
+  limits.per_credential = 2;
+  limits.total = 3;
+  auto a = api(true, limits);
+  const std::string a1 = log_in(*a, kReadToken), a2 = log_in(*a, kReadToken), a3 = log_in(*a, kReadToken);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", a1)).status, 401);  // the oldest made room
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", a2)).status, 200);
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", a3)).status, 200);
+  const std::string b1 = log_in(*a, kSubmitToken);
+  ASSERT_FALSE(b1.empty());
+  const HttpResponse full = a->handle(login_form(kAdminToken));
+  EXPECT_EQ(full.status, 503);
+  EXPECT_TRUE(absl::StrContains(full.body, "3 dashboard sessions, its most (3)")) << full.body;
+  EXPECT_EQ(session_of(full), "");
+  // The refusal ends nobody's session. A token at its own bound still logs in: its oldest makes
+  // room; one below it does not.
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", b1)).status, 200);
+  const std::string a4 = log_in(*a, kReadToken);
+  EXPECT_FALSE(a4.empty());
+  EXPECT_EQ(a->handle(get_with_session("/api/v1/jobs", a2)).status, 401);
+  EXPECT_EQ(a->handle(login_form(kSubmitToken)).status, 503);
+  // A logout makes room.
+  HttpRequest out;
+  out.method = "POST";
+  out.path = "/logout";
+  out.cookie = session_cookie(a3);
+  EXPECT_EQ(a->handle(out).status, 303);
+  EXPECT_FALSE(log_in(*a, kAdminToken).empty());
+  EXPECT_EQ(a->handle(login_form(kOtherSubmitToken)).status, 503);
+  // So does a token taken out of the tokens file (its sessions end at the login).
+  tokens_->replace(tokens_file("read alice"));
+  EXPECT_FALSE(log_in(*a, kOtherSubmitToken).empty());
 }
 
 // The login and logout forms are plain form posts, which another site's page could make a

@@ -550,10 +550,13 @@ TEST_F(HttpServerTest, LoginFormBodyIsReadAndTheConnectionStaysUsable) {
   const Response login = c.read_response();
   EXPECT_EQ(login.status, 303) << login.head << "\n" << login.body;
   EXPECT_EQ(login.header("Location"), "/jobs/x");
-  EXPECT_TRUE(absl::StartsWith(login.header("Set-Cookie"), absl::StrCat(kLoginCookie, "=", kReadToken, ";")))
-      << login.head;
+  // The cookie holds a session, not the token.
+  const std::string set_cookie = login.header("Set-Cookie");
+  ASSERT_TRUE(absl::StartsWith(set_cookie, absl::StrCat(kSessionCookie, "="))) << login.head;
+  EXPECT_FALSE(absl::StrContains(login.head, kReadToken)) << login.head;
+  const std::string cookie = set_cookie.substr(0, set_cookie.find(';'));
   // The same connection: the cookie lets the dashboard in.
-  ASSERT_TRUE(c.send(get("/", absl::StrCat("Cookie: ", kLoginCookie, "=", kReadToken, "\r\n"))));
+  ASSERT_TRUE(c.send(get("/", absl::StrCat("Cookie: ", cookie, "\r\n"))));
   const Response page = c.read_response();
   EXPECT_EQ(page.status, 200) << page.head;
   EXPECT_TRUE(absl::StrContains(page.body, "<!doctype html>"));
