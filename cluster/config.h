@@ -48,10 +48,17 @@ inline constexpr int kHttpMaxConnectionsPerAddress = 256;
 // the connection's start.
 inline constexpr int kHttpHealthConnections = 16;
 inline constexpr int64_t kHttpHealthHeadTimeoutMs = 1'000;
-// A request's head (request line and headers) at most this large, else 431; a body (only the
-// login form has one) at most this large, else 413 (httplib parses form bodies of 8 KiB at most).
+// A request's head (request line and headers) at most this large, else 431; its target (path
+// and query) at most this large, else 414; a header line at most this large and this many header
+// lines, else 431; a body (only the login form has one) at most this large, else 413.
 inline constexpr size_t kMaxHttpHeadBytes = 16 << 10;
+inline constexpr size_t kMaxHttpTargetBytes = 8 << 10;
+inline constexpr size_t kMaxHttpHeaderLineBytes = 8 << 10;
+inline constexpr size_t kMaxHttpHeaderLines = 100;
 inline constexpr size_t kMaxHttpBodyBytes = 8 << 10;
+// Answers of a compressible type (text, JSON, JavaScript, PGN) this large or larger are sent
+// with gzip when the request's Accept-Encoding takes it; smaller ones gain little.
+inline constexpr size_t kHttpGzipMinBytes = 1 << 10;
 // Deadlines, each for the whole phase, not per read (a client trickling a byte a second is cut
 // at the deadline): a request's head from the connection's start (the TLS handshake included)
 // for its first request, else from the head's first byte; its body from the end of the head; a
@@ -74,6 +81,20 @@ inline constexpr int kHttpMaxLingeringRefused = 64;
 // request is handed to a thread, so the answers being made then may go past it (kHttpThreads
 // answers at most). Each connection has one answer at most.
 inline constexpr size_t kHttpMaxQueuedBytes = 64 << 20;
+// The same, of one principal's answers (an authenticated caller's identity; else the client's
+// address): past this, its new requests are answered 429 with Retry-After, checked once it is
+// known who asks (before the handler runs).
+inline constexpr size_t kHttpMaxQueuedBytesPerPrincipal = 16 << 20;
+// The big answers (the workers listing, a job's results, the results downloads) are made and sent
+// in pages of about this size, chunked: the next page is made, on a request thread, only once the
+// connection has sent the one before, so that a reader that does not read holds a page of memory
+// and no thread. An answer still counts what it holds to make its further pages (a download's
+// file, the results it renders) as unsent.
+inline constexpr size_t kHttpPageBytes = 64 << 10;
+// Each connection's kernel send buffer (SO_SNDBUF; Linux doubles it for its bookkeeping), fixed
+// instead of the kernel's autotuning (up to net.ipv4.tcp_wmem's 4 MiB), so that the kernel too
+// holds little for a reader that does not read; about 5 MB/s on a 100 ms path.
+inline constexpr int kHttpSendBufferBytes = 256 << 10;
 // The listening socket's backlog of connections not yet accepted.
 inline constexpr int kHttpListenBacklog = 1024;
 // When accept() fails for want of file descriptors, accepting pauses this long.

@@ -149,7 +149,13 @@ class Client {
           buf_.erase(0, head_end + 4);
           continue;
         }
-        if (buf_.size() >= head_end + 4 + length) {
+        if (absl::EqualsIgnoreCase(r.header("Transfer-Encoding"), "chunked")) {
+          if (size_t end = 0; dechunk(head_end + 4, &r.body, &end)) {
+            r.status = status;
+            buf_.erase(0, end);
+            return r;
+          }
+        } else if (buf_.size() >= head_end + 4 + length) {
           r.status = status;
           r.body = buf_.substr(head_end + 4, length);
           buf_.erase(0, head_end + 4 + length);
@@ -162,6 +168,19 @@ class Client {
       if (n > 0) buf_.append(chunk, size_t(n));
       if (n == 0 || n == -2) return {};
     }
+  }
+
+  // Reads what has come, for up to timeout_ms; the bytes read (tests of readers that read little).
+  size_t read_some(int64_t timeout_ms) {
+    const size_t before = buf_.size();
+    const auto end = SteadyClock::now() + milliseconds(timeout_ms);
+    while (SteadyClock::now() <= end) {
+      char chunk[4096];
+      const int n = recv_some(chunk, sizeof chunk);
+      if (n > 0) buf_.append(chunk, size_t(n));
+      if (n == 0 || n == -2) break;
+    }
+    return buf_.size() - before;
   }
 
   // Whether the server closed the connection (end of file or reset) within timeout_ms; what it
@@ -178,6 +197,26 @@ class Client {
   }
 
  private:
+  // A chunked body from buf_[at]: its chunks joined into *body, *end just past its last chunk;
+  // false while it has not come whole.
+  bool dechunk(size_t at, std::string* body, size_t* end) {
+    body->clear();
+    for (;;) {
+      const size_t eol = buf_.find("\r\n", at);
+      if (eol == std::string::npos) return false;
+      uint64_t n = 0;
+      if (!absl::SimpleHexAtoi(absl::string_view(buf_).substr(at, eol - at), &n)) return false;
+      at = eol + 2;
+      if (buf_.size() < at + n + 2) return false;
+      if (n == 0) {
+        *end = at + 2;
+        return true;
+      }
+      body->append(buf_, at, n);
+      at += n + 2;
+    }
+  }
+
   // > 0 bytes; 0 end of file; -1 nothing yet; -2 reset or error.
   int recv_some(char* buf, size_t n) {
     if (fd_ < 0) return -2;
@@ -209,6 +248,11 @@ class Client {
 
 std::string get(const std::string& path, const std::string& extra = "") {
   return absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n", extra, "\r\n");
+}
+
+// The same with Host naming the server's port (what a coordinator without authentication wants).
+std::string get_at(int port, const std::string& path, const std::string& extra = "") {
+  return absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1:", port, "\r\n", extra, "\r\n");
 }
 
 // Host: without a port, as if port 80; a coordinator without authentication wants the port too.
@@ -506,7 +550,7 @@ TEST_F(HttpServerTest, OversizeHeadIs431OversizeBodyIs413TransferEncodingIs411) 
     EXPECT_TRUE(c.closed_within(3000));
   }
   {
-    // One line over httplib's limit of a header line.
+    // One line over the limit of a header line (kMaxHttpHeaderLineBytes).
     Client c(server_->port());
     ASSERT_TRUE(c.send(get("/healthz", absl::StrCat("X-Big: ", std::string(9000, 'a'), "\r\n"))));
     EXPECT_EQ(c.read_response().status, 431);
@@ -591,9 +635,8 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(f.status, 404);
 }
 
-// The server routes by HttpApi's table through httplib's router; HttpApi::handle (the tests')
-// way in) matches the same table itself. Each row, and requests no row takes, get the same answer
-// both ways, and the headers the cancel's same-origin check reads reach it.
+// The server routes with HttpApi::respond, which HttpApi::handle (the tests' way in) calls too: Each row, and requests
+// no row takes, get the same answer both ways, and the headers the cancel's same-origin check reads reach it.
 TEST_F(HttpServerTest, TheServerRoutesAsHandleDoes) {
   make_api(false);
   start();
@@ -686,7 +729,7 @@ TEST_F(HttpServerTest, UnsentAnswersOverTheCapGet503WithRetryAfter) {
   EXPECT_EQ(status_of("/api/v1/jobs").first, 200);
 }
 
-// Issue 34: 500 ranges of the whole page made httplib answer 206 with the page 500 times over
+// Issue 34: 500 ranges of the whole page made cpp-httplib answer 206 with the page 500 times over
 // (multipart/byteranges), to anyone, before any login. Range and If-Range are ignored: the page
 // once, 200, whatever they say (one that does not parse was 416).
 TEST_F(HttpServerTest, RangeIsIgnoredTheAnswerIsThePageOnce) {
@@ -702,7 +745,7 @@ TEST_F(HttpServerTest, RangeIsIgnoredTheAnswerIsThePageOnce) {
   const std::vector<std::string> extras = {
       absl::StrCat("Range: ", ranges, "\r\n"),
       absl::StrCat("Range: ", ranges, "\r\nIf-Range: \"x\"\r\n"),
-      absl::StrCat("range : bytes=0-\r\n ,0-,0-\r\nX-After: 1\r\n"),  // any case, folded
+      absl::StrCat("rAnGe: bytes=0-\r\n ,0-,0-\r\nX-After: 1\r\n"),  // any case, folded
       "Range: bytes=0-9\r\n",
       "Range: bytes=100000-\r\n",
       "Range: nonsense\r\n",
@@ -717,7 +760,7 @@ TEST_F(HttpServerTest, RangeIsIgnoredTheAnswerIsThePageOnce) {
   }
 }
 
-// Only gzip or no content coding: brotli (which httplib picked for any Accept-Encoding
+// Only gzip or no content coding: brotli (which cpp-httplib picked for any Accept-Encoding
 // containing "br") costs 50 times gzip's work for a page; deflate and zstd are not offered.
 TEST_F(HttpServerTest, AnswersAreGzipOrIdentityNeverBrotli) {
   make_api(true);
@@ -777,6 +820,182 @@ TEST_F(HttpServerTest, WithoutAuthenticationOnlyThisCoordinatorsNamesAreServed) 
   EXPECT_EQ(elsewhere.status, 403) << elsewhere.head;
   EXPECT_TRUE(absl::StrContains(elsewhere.body, "Origin: 'http://evil.test" + port + "' is not this site"))
       << elsewhere.body;
+}
+
+// A worker table whose /api/v1/workers?page_size=1000 answer is megabytes: 1000 workers, each
+// naming 64 engines.
+void add_workers(Coordinator* coordinator, int n = 1000) {
+  for (int i = 0; i < n; ++i) {
+    v1::HelloRequest hello;
+    hello.set_name(absl::StrCat("worker-", i));
+    hello.set_threads(1);
+    hello.add_capabilities("perft");
+    hello.set_protocol_version(kProtocolVersion);
+    for (int e = 0; e < kMaxEngines; ++e) hello.add_engines(absl::StrCat("engine-with-a-long-name-", e));
+    ASSERT_TRUE(coordinator->hello(Caller::local(), hello).ok());
+  }
+}
+
+// Issue 34 (the probe's request): the workers page with a large table, asked with 600 ranges.
+// The answer is the whole listing once, 200, made and sent in pages (chunked): the server never
+// had more than a page of it unsent, and its bytes are those HttpApi::handle gives whole.
+TEST_F(HttpServerTest, BigAnswersAreSentInPagesWholeOnceWhateverTheRange) {
+  add_workers(coordinator_.get());
+  make_api(false);
+  start();
+  const std::string path = "/api/v1/workers?page_size=1000&include_lost=1";
+  HttpRequest req;
+  req.path = "/api/v1/workers";
+  req.query = parse_form("page_size=1000&include_lost=1");
+  const HttpResponse want = api_->handle(req);
+  ASSERT_EQ(want.status, 200);
+  ASSERT_GT(want.body.size(), 2'000'000u);
+  std::string ranges = "bytes=0-0";
+  for (int i = 1; i < 600; ++i) absl::StrAppend(&ranges, ",", i * 10, "-", i * 10 + 5);
+  Client c(server_->port());
+  ASSERT_TRUE(c.send(get_at(server_->port(), path, absl::StrCat("Range: ", ranges, "\r\n"))));
+  const Response r = c.read_response(10'000);
+  ASSERT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.header("Transfer-Encoding"), "chunked");
+  EXPECT_EQ(r.header("Content-Range"), "");
+  EXPECT_EQ(r.body.size(), want.body.size());
+  EXPECT_TRUE(r.body == want.body);
+  const HttpServer::Counts counts = server_->counts();
+  std::printf("%zu bytes in %lld pages; the most one connection had unsent: %lld bytes\n", r.body.size(),
+              static_cast<long long>(counts.pages), static_cast<long long>(counts.most_connection_bytes));
+  EXPECT_GE(counts.pages, int64_t(want.body.size() / (2 * kHttpPageBytes)));
+  EXPECT_LE(counts.most_connection_bytes, int64_t(2 * kHttpPageBytes));
+  // The connection goes on; with gzip the pages go through one stream.
+  ASSERT_TRUE(c.send(get_at(server_->port(), path, "Accept-Encoding: gzip\r\n")));
+  const Response z = c.read_response(10'000);
+  ASSERT_EQ(z.status, 200) << z.head;
+  EXPECT_EQ(z.header("Content-Encoding"), "gzip");
+  EXPECT_LT(z.body.size(), want.body.size() / 4);
+  ASSERT_TRUE(c.send(get("/healthz")));
+  EXPECT_EQ(c.read_response().status, 200);
+  EXPECT_TRUE(wait_until([&] { return server_->counts().queued_bytes == 0; }));
+}
+
+// Issue 34 (the probe's other request): 200 connections ask for the big workers page and do not
+// read. Each holds a page of it unsent at most, not the megabytes of the whole answer, and no
+// thread: health answers, and a reader that starts reading gets the whole answer.
+TEST_F(HttpServerTest, UnreadBigAnswersHoldAPageEachAndNoThread) {
+  add_workers(coordinator_.get());
+  make_api(false);
+  HttpServerOptions o = patient();
+  o.write_timeout_ms = 60'000;
+  o.max_queued_bytes_per_principal = size_t(1) << 40;  // one principal (the address) asks for all
+  start(o);
+  const std::string request = get_at(server_->port(), "/api/v1/workers?page_size=1000&include_lost=1");
+  std::vector<std::unique_ptr<Client>> readers;
+  for (int i = 0; i < 200; ++i) {
+    readers.push_back(std::make_unique<Client>(server_->port(), nullptr, nullptr, true, /*receive_buffer=*/4096));
+    ASSERT_TRUE(readers.back()->connected());
+    ASSERT_TRUE(readers.back()->send(request));
+  }
+  // Every answer begun, then nothing moves: each waits for its reader.
+  ASSERT_TRUE(wait_until([&] { return server_->counts().answered >= 200; }, 20'000)) << server_->counts().answered;
+  int64_t pages = -1, queued = -1;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const HttpServer::Counts now = server_->counts();
+        const bool still = now.pages == pages && now.queued_bytes == queued;
+        pages = now.pages;
+        queued = now.queued_bytes;
+        std::this_thread::sleep_for(milliseconds(200));
+        return still;
+      },
+      20'000));
+  const HttpServer::Counts counts = server_->counts();
+  const int64_t whole = int64_t(api_->handle([] {
+                                      HttpRequest r;
+                                      r.path = "/api/v1/workers";
+                                      r.query = parse_form("page_size=1000&include_lost=1");
+                                      return r;
+                                    }())
+                                    .body.size());
+  std::printf(
+      "200 unread answers of %lld bytes: %lld bytes unsent in the server (%lld pages made), the most on one "
+      "connection %lld\n",
+      static_cast<long long>(whole), static_cast<long long>(counts.queued_bytes), static_cast<long long>(counts.pages),
+      static_cast<long long>(counts.most_connection_bytes));
+  EXPECT_EQ(counts.refused_queued + counts.refused_principal, 0);
+  EXPECT_LE(counts.most_connection_bytes, int64_t(2 * kHttpPageBytes));
+  EXPECT_GT(counts.queued_bytes, 0);  // the kernel's buffers (kHttpSendBufferBytes) are full
+  EXPECT_LE(counts.queued_bytes, 200 * int64_t(2 * kHttpPageBytes));
+  EXPECT_LT(counts.pages, 200 * (whole / int64_t(kHttpPageBytes)) / 2);  // most pages never made
+  EXPECT_EQ(server_->principal_bytes("address 127.0.0.1"), counts.queued_bytes);
+  EXPECT_LT(slowest_probe("/healthz", 3), kProbeLimitMs);
+  // One reader reads: its whole answer comes.
+  const Response r = readers[0]->read_response(20'000);
+  EXPECT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(int64_t(r.body.size()), whole);
+  readers.clear();
+  EXPECT_TRUE(wait_until([&] { return server_->counts().queued_bytes == 0; }, 10'000))
+      << server_->counts().queued_bytes;
+}
+
+// A principal with too many unsent answer bytes gets 429 with Retry-After naming the limit;
+// another principal and health are served, and once its reader has gone it is served again.
+TEST_F(HttpServerTest, APrincipalOverItsUnsentBytesGets429) {
+  add_workers(coordinator_.get());
+  auto set = TokenSet::parse(absl::StrCat("read alice ", token_hash(kReadToken), "\nread bob ",
+                                          token_hash("c960_bob-token-for-tests-bbbbbbbbbbbbbbbbbbbbbbbbbbb"), "\n"),
+                             "tokens");
+  ASSERT_TRUE(set.ok()) << set.status();
+  HttpOptions ho;
+  ho.tokens = std::make_shared<TokenTable>(std::move(*set));
+  api_ = std::make_unique<HttpApi>(coordinator_.get(), store_.get(), metrics_.get(), ho);
+  api_->set_ready(true);
+  HttpServerOptions o = patient();
+  o.max_queued_bytes_per_principal = 1;
+  start(o);
+  const auto as = [](const std::string& token) { return absl::StrCat("Authorization: Bearer ", token, "\r\n"); };
+  auto stuck = std::make_unique<Client>(server_->port(), nullptr, nullptr, true, /*receive_buffer=*/4096);
+  ASSERT_TRUE(stuck->send(get("/api/v1/workers?page_size=1000", as(kReadToken))));
+  ASSERT_TRUE(wait_until([&] { return server_->principal_bytes("alice") > 0; }, 10'000));
+  const auto ask = [&](const std::string& path, const std::string& extra) {
+    Client c(server_->port());
+    EXPECT_TRUE(c.send(get(path, extra)));
+    return c.read_response();
+  };
+  const Response refused = ask("/api/v1/jobs", as(kReadToken));
+  EXPECT_EQ(refused.status, 429) << refused.head;
+  EXPECT_EQ(refused.header("Retry-After"), "1");
+  EXPECT_TRUE(absl::StrContains(refused.body, "per principal")) << refused.body;
+  EXPECT_TRUE(absl::StrContains(refused.body, "RESOURCE_EXHAUSTED")) << refused.body;
+  EXPECT_EQ(server_->counts().refused_principal, 1);
+  EXPECT_EQ(ask("/api/v1/jobs", as("c960_bob-token-for-tests-bbbbbbbbbbbbbbbbbbbbbbbbbbb")).status, 200);
+  EXPECT_EQ(ask("/healthz", "").status, 200);
+  stuck.reset();
+  ASSERT_TRUE(wait_until([&] { return server_->principal_bytes("alice") == 0; }, 10'000));
+  EXPECT_EQ(ask("/api/v1/jobs", as(kReadToken)).status, 200);
+}
+
+// A request that does not parse is refused with the status that says why, and closed.
+TEST_F(HttpServerTest, RequestsThatDoNotParseAreRefusedAndClosed) {
+  start();
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"GET / HTTP/1.1\r\n\r\n", 400},              // no Host
+      {"BREW / HTTP/1.1\r\nHost: a\r\n\r\n", 501},  // no such method
+      {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},   // another version
+      {"GET /" + std::string(kMaxHttpTargetBytes, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n", 414},
+      {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length : 0\r\n\r\n", 400},  // space before the colon
+  };
+  for (const auto& [request, status] : cases) {
+    Client c(server_->port());
+    ASSERT_TRUE(c.send(request));
+    const Response r = c.read_response();
+    EXPECT_EQ(r.status, status) << request.substr(0, 40) << ": " << r.head;
+    EXPECT_TRUE(c.closed_within(3000)) << request.substr(0, 40);
+  }
+  // LF alone ends lines too; HTTP/1.0 closes after its answer.
+  Client c(server_->port());
+  ASSERT_TRUE(c.send("GET /healthz HTTP/1.0\n\n"));
+  const Response r = c.read_response();
+  EXPECT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.header("Connection"), "close");
+  EXPECT_TRUE(c.closed_within(3000));
 }
 
 TEST_F(HttpServerTest, ClientCertificatesNameTheCaller) {
