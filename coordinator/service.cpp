@@ -67,21 +67,25 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->get_job(caller, req->job_id()), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->get_job(caller, req->job_id()), resp); });
 }
 
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->list_jobs(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->list_jobs(caller, *req), resp); });
 }
 
 grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
                                          v1::ListWorkersResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->list_workers(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->list_workers(caller, *req), resp); });
 }
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->cancel(caller, req->job_id()), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->cancel(caller, req->job_id()), resp); });
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
@@ -110,27 +114,28 @@ grpc::Status JobServiceImpl::GetResults(grpc::ServerContext* ctx, const v1::GetR
   // Chunks go out as the coordinator reads them (self-play: page by page from the store). Each
   // stream holds a server thread while it lasts: a caller's are capped (anonymous callers share).
   const Caller caller = caller_of(ctx);
-  absl::StatusOr<InFlight::Slot> slot = result_streams_.enter(
-      caller.identity, limits_.max_result_streams_per_caller, "max-result-streams-per-caller", "GetResults streams");
+  absl::StatusOr<InFlight::Slot> slot = result_streams_.enter(caller.identity, limits_.max_result_streams_per_caller,
+                                                              "max-result-streams-per-caller", "GetResults streams");
   if (!slot.ok()) return to_grpc(slot.status());
   bool closed = false;
-  absl::Status s =
-      c_->results(caller, req->job_id(), req->divide(), req->omit_games(), [&](const v1::ResultChunk& c) {
-        closed = ctx->IsCancelled() || !writer->Write(c);
-        return !closed;
-      });
+  absl::Status s = c_->results(caller, req->job_id(), req->divide(), req->omit_games(), [&](const v1::ResultChunk& c) {
+    closed = ctx->IsCancelled() || !writer->Write(c);
+    return !closed;
+  });
   if (!s.ok()) return to_grpc(s);
   if (closed) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
   return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::Hello(grpc::ServerContext* ctx, const v1::HelloRequest* req, v1::HelloResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->hello(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->hello(caller, *req), resp); });
 }
 
 grpc::Status WorkerServiceImpl::Enroll(grpc::ServerContext* ctx, const v1::EnrollRequest* req,
                                        v1::EnrollResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->enroll(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->enroll(caller, *req), resp); });
 }
 
 namespace {
@@ -180,22 +185,26 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireWork(grpc::CallbackServerCon
 
 grpc::Status WorkerServiceImpl::RenewLeases(grpc::ServerContext* ctx, const v1::RenewLeasesRequest* req,
                                             v1::RenewLeasesResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->renew(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->renew(caller, *req), resp); });
 }
 
 grpc::Status WorkerServiceImpl::CompleteUnit(grpc::ServerContext* ctx, const v1::CompleteUnitRequest* req,
                                              v1::CompleteUnitResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->complete(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->complete(caller, *req), resp); });
 }
 
 grpc::Status WorkerServiceImpl::CompleteUnits(grpc::ServerContext* ctx, const v1::CompleteUnitsRequest* req,
                                               v1::CompleteUnitsResponse* resp) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return reply(c_->complete_units(caller, *req), resp); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return reply(c_->complete_units(caller, *req), resp); });
 }
 
 grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext* ctx, const v1::ReleaseUnitsRequest* req,
                                              v1::ReleaseUnitsResponse*) {
-  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx), [&](const Caller& caller) { return to_grpc(c_->release(caller, *req)); });
+  return unary(calls_, limits_.max_calls_per_caller, caller_of(ctx),
+               [&](const Caller& caller) { return to_grpc(c_->release(caller, *req)); });
 }
 
 }  // namespace c960::cluster
