@@ -83,7 +83,8 @@ struct CoordinatorOptions {
   // Leases one owner may hold at once, over all its workers (hoarding): at most this, and at
   // most what its connected workers' threads compute in a lease period (verification.h).
   int64_t max_leases_per_credential = kDefaultMaxLeasesPerCredential;
-  // A lost session is forgotten this long after it was last seen (its worker's record stays).
+  // A lost session is forgotten this long after it was last seen (its worker's record stays
+  // until forget_workers_ms).
   int64_t forget_lost_ms = kDefaultForgetLostSeconds * 1000;
   // Worker names remembered per credential and per owner (authenticated callers only), and how
   // long a worker without a session stays remembered (cluster/config.h says which are kept longer).
