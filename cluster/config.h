@@ -185,7 +185,7 @@ inline constexpr int kMaxPlacementScan = 256;
 // Leases one owner (all the workers behind its tokens or certificates) may hold at once, at most
 // (each owner's cap is also what its connected workers' threads compute: threads x (1 +
 // kPrefetchPerThread)), so that one caller leasing everything cannot starve the others; and how long a lost worker
-// session is kept before it is forgotten (its worker's record stays, so its trust does too).
+// session is kept before it is forgotten (its worker's record stays longer: kDefaultForgetWorkersSeconds).
 inline constexpr int64_t kDefaultMaxLeasesPerCredential = 2048;
 // How long one lease may be held, renewals included (JobKind::max_hold_ms): a perft unit its
 // estimated leaves at this rate (about a hundredth of one core's), at least five minutes; a unit
@@ -195,6 +195,26 @@ inline constexpr uint64_t kSlowestPerftLeavesPerSecond = 1'000'000;
 inline constexpr int64_t kMinLeaseHoldSeconds = 300;
 inline constexpr int64_t kMaxLeaseHoldSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kDefaultForgetLostSeconds = 3600;
+// Worker names (records) remembered per credential and per owner, at most (the ones not forgotten
+// yet, below): a Hello under a new name past either is refused (RESOURCE_EXHAUSTED); a Hello under
+// a name already known (a restart) always passes. A credential is one host or one enrolled pod
+// running a few worker processes under stable names (the host name, or --name): 32 leaves room
+// for several processes and renamings. An owner may run hundreds of hosts, and a pod that is
+// replaced (not restarted) comes back under a new name: 4096 leaves room for a fleet of several
+// hundred that is replaced daily, within the forgetting time below. Each record costs a few KiB of
+// memory and a row of the store, so that one credential (or one owner) cannot grow either without
+// bound by saying Hello under made-up names.
+inline constexpr int kDefaultMaxWorkersPerCredential = 32;
+inline constexpr int kDefaultMaxWorkersPerOwner = 4096;
+// A worker's record is forgotten (its row deleted, and it no longer counts against the caps above)
+// once it has been silent this long with no session, and only when nothing needs it: no lease, no
+// copy of a unit of a job in memory (its vote and its name in the job's provenance), not
+// quarantined (the quarantine is kept in the records), and not its owner's last TRUSTED worker
+// (the owner's earned trust is kept in the records). Progress toward trust (agreeing results) of a
+// NEW worker is forgotten with it. Longer than any planned downtime: a week.
+inline constexpr int64_t kDefaultForgetWorkersSeconds = 7 * 24 * 3600;
+// How often the sweep looks for workers to forget (it walks the workers and the units in memory).
+inline constexpr int64_t kForgetWorkersIntervalMs = 60'000;
 
 // The protocol revision: workers say which they speak in Hello, and a coordinator accepts the
 // ones from kMinProtocolVersion on. 2: sessions, engines by name, verification.
@@ -209,6 +229,17 @@ inline constexpr int kDefaultMaxActiveJobs = 32;
 inline constexpr int64_t kDefaultMaxPlannedUnits = 8'000'000;
 inline constexpr int kDefaultMaxWatchesPerCaller = 64;
 inline constexpr int kDefaultMaxWatches = 1024;
+// Calls in flight at once per caller (credential), on each gRPC service: unary calls (each holds
+// a server thread while it runs; GetJob of a job with a spec of megabytes holds a copy of it) and
+// GetResults streams. A worker has two or three unary calls in flight at most (renewals beside a
+// completion): 128 is four per worker name at kDefaultMaxWorkersPerCredential. A client reading
+// results rarely streams more than one job's at a time (c960 watch of a self-play job reads its
+// leaders meanwhile): 8. AcquireWork long polls are not counted here: a session has at most one
+// waiting (a newer call of the session ends the older), so a credential has at most as many as
+// its workers. Unauthenticated callers (a coordinator that authenticates nobody) are not counted
+// for unary calls: there is no principal to budget, every caller is the operator.
+inline constexpr int kDefaultMaxCallsPerCaller = 128;
+inline constexpr int kDefaultMaxResultStreamsPerCaller = 8;
 // ListJobs stops adding jobs to a page once it holds this many bytes.
 inline constexpr size_t kMaxListBytes = 4 << 20;
 // Engine names (c960-worker --engine NAME=PATH; self-play jobs name one).

@@ -25,6 +25,15 @@ namespace {
 
 constexpr int64_t kRateWindowMs = 10'000;
 
+// The spec without what grows with the job (a perft job's FENs, a self-play job's explicit
+// positions: up to kMaxJobSpecBytes together), for watches: what c960 watch shows is the rest.
+v1::JobSpec spec_summary(const v1::JobSpec& spec) {
+  v1::JobSpec out = spec;
+  if (out.has_perft()) out.mutable_perft()->clear_fens();
+  if (out.has_selfplay()) out.mutable_selfplay()->clear_positions();
+  return out;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
@@ -98,7 +107,10 @@ absl::Status Coordinator::load_locked(bool startup) {
     ws.rec = std::move(w);
     if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
   }
+  registry_.per_identity.clear();
+  registry_.per_owner.clear();
   for (const auto& [key, w] : registry_.workers) {
+    count_worker(w.rec, 1);
     // A fault found under verify hosts bars the worker alone; anything else its whole owner.
     if (w.rec.trust == v1::TRUST_STATE_QUARANTINED)
       registry_.quarantined_voters.insert(absl::StartsWith(w.rec.trust_reason, kFaultPrefix) ? key : voter_of(key));
@@ -140,6 +152,7 @@ absl::Status Coordinator::load_locked(bool startup) {
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
     j->verify = j->kind->verify_mode(j->spec);
     j->shared = j->kind->shared(j->spec);
+    j->summary = spec_summary(j->spec);
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
@@ -385,10 +398,12 @@ std::string Coordinator::notice(const Job& j) const {
   return "";
 }
 
-v1::Job Coordinator::snapshot(const Job& j, bool with_spec) const {
+v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
   v1::Job out;
   out.set_id(j.id);
-  if (with_spec) *out.mutable_spec() = j.spec;
+  if (spec == SpecPart::kFull) *out.mutable_spec() = j.spec;
+  if (spec == SpecPart::kSummary) *out.mutable_spec() = j.summary;
+  const bool with_spec = spec != SpecPart::kNone;
   out.set_state(j.state);
   out.set_request_id(j.request_id);
   out.set_owner(j.owner);
@@ -487,6 +502,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   j->spec = req.spec();
   j->verify = kind->verify_mode(j->spec);
   j->shared = kind->shared(j->spec);
+  j->summary = spec_summary(j->spec);
   j->plan = std::move(plan.plan);
   // Audits: the spec's rate, else the coordinator's where trust roots can audit; the sample's
   // salt is secret (only the store keeps it).
@@ -795,7 +811,7 @@ absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::stri
   *version = version_;
   absl::StatusOr<Job*> j = job_for(caller, job_id);
   if (!j.ok()) return j.status();
-  return snapshot(**j, with_spec);
+  return snapshot(**j, with_spec ? SpecPart::kSummary : SpecPart::kNone);
 }
 
 absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> Coordinator::open_watch(const Caller& caller) {
@@ -990,6 +1006,11 @@ std::string Coordinator::check_lease_counts() const {
 size_t Coordinator::sessions() const {
   std::lock_guard lock(mu_);
   return registry_.sessions.size();
+}
+
+size_t Coordinator::workers() const {
+  std::lock_guard lock(mu_);
+  return registry_.workers.size();
 }
 
 }  // namespace c960::cluster

@@ -391,6 +391,26 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   // Decide, commit, then apply: the record as it will be, stored before anything in memory
   // changes (a failed write leaves the old session and the old record as they were).
   auto known = registry_.workers.find(key);
+  // A new name counts against its credential's and its owner's caps (a known one, a restart,
+  // never does): refused before anything is stored.
+  if (known == registry_.workers.end() && !caller.identity.empty()) {
+    const auto held = [](const std::map<std::string, int>& m, const std::string& k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0 : it->second;
+    };
+    const auto refuse = [&](const char* flag, const std::string& whose, int n, int cap) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          flag, ": ", whose, " already has ", n, " worker names, the cap (", cap, "); worker '", host,
+          "' was not registered. Start workers under names the coordinator knows (c960-worker --name), or wait "
+          "until names unused for ",
+          options_.forget_workers_ms / 1000, " s are forgotten (--forget-workers-after-days)"));
+    };
+    if (int n = held(registry_.per_identity, caller.identity); n >= options_.max_workers_per_credential)
+      return refuse("max-workers-per-credential", absl::StrCat("credential '", caller.identity, "'"), n,
+                    options_.max_workers_per_credential);
+    if (int n = held(registry_.per_owner, voter); n >= options_.max_workers_per_owner)
+      return refuse("max-workers-per-owner", absl::StrCat("owner '", voter, "'"), n, options_.max_workers_per_owner);
+  }
   StoredWorker rec = known != registry_.workers.end() ? known->second.rec : StoredWorker{};
   const int64_t now = clock_->now_ms();
   if (rec.key.empty()) {
@@ -421,6 +441,8 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
       }
     registry_.sessions.erase(old->second);
   }
+  if (known != registry_.workers.end()) count_worker(known->second.rec, -1);  // its owner may have changed
+  count_worker(rec, 1);
   WorkerState& w = registry_.workers[key];
   w.rec = std::move(rec);
   Session s;
@@ -474,6 +496,60 @@ void Coordinator::touch(Session* s) {
 
 void Coordinator::save_worker(const WorkerState& w) {
   if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) log_error(s.message());
+}
+
+void Coordinator::count_worker(const StoredWorker& rec, int delta) {
+  if (rec.identity.empty()) return;  // nobody authenticated: no caps
+  for (auto [m, k] : {std::pair{&registry_.per_identity, &rec.identity},
+                      std::pair{&registry_.per_owner, rec.owner.empty() ? &rec.identity : &rec.owner}})
+    if (((*m)[*k] += delta) <= 0) m->erase(*k);
+}
+
+bool Coordinator::forget_workers(int64_t now) {
+  // Candidates: silent long enough, no session, not quarantined (the quarantine lives in the
+  // records), and not the last TRUSTED worker of its owner (the owner's earned trust does).
+  std::map<std::string, int> trusted;  // TRUSTED workers by owner
+  for (const auto& [key, w] : registry_.workers)
+    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) ++trusted[voter_of(key)];
+  std::set<std::string> gone;
+  for (const auto& [key, w] : registry_.workers) {
+    if (registry_.session_of.count(key) || w.rec.last_seen_ms + options_.forget_workers_ms > now ||
+        w.rec.trust == v1::TRUST_STATE_QUARANTINED)
+      continue;
+    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) {
+      int& n = trusted[voter_of(key)];
+      if (n <= 1) continue;
+      --n;
+    }
+    gone.insert(key);
+  }
+  // Workers that jobs in memory still name stay: a lease or a copy's vote (a later quarantine of
+  // its owner finds its votes through its record), a folded group's sole voter, and the workers a
+  // job lists as its provenance.
+  for (const Job* j : table_.by_seq) {
+    if (gone.empty()) return false;
+    for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
+      if (j->units.live(i))
+        for (const Copy& c : j->units[i].copies) gone.erase(c.worker);
+    for (const auto& [g, f] : j->folded)
+      for (const std::string& v : f.record.sole_voters()) gone.erase(v);
+  }
+  if (gone.empty()) return false;
+  const std::vector<std::string> keys(gone.begin(), gone.end());
+  if (absl::Status s = store_->delete_workers(keys); !s.ok()) {
+    log_error(absl::StrCat("forgetting ", keys.size(), " workers: ", s.message()));
+    return false;
+  }
+  for (const std::string& key : keys) {
+    auto it = registry_.workers.find(key);
+    count_worker(it->second.rec, -1);
+    log_event(LogLevel::kInfo, "worker_forgotten",
+              absl::StrCat("worker ", key, " forgotten: silent for ", (now - it->second.rec.last_seen_ms) / 1000,
+                           " s, nothing needs its record"),
+              {{"worker", key}, {"silent_s", (now - it->second.rec.last_seen_ms) / 1000}});
+    registry_.workers.erase(it);
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -730,7 +806,7 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& calle
 uint64_t Coordinator::new_ticket() { return next_ticket_++; }
 
 void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket,
-                                AcquireDone done) {
+                                AcquireDone done, StillAuthorized authorized) {
   if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
     return done(
         absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire)));
@@ -760,7 +836,8 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
         const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
-        polls_.waiters[ticket] = Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done)};
+        polls_.waiters[ticket] =
+            Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done), std::move(authorized)};
         polls_.waiting_session[s.id] = ticket;
         parked = true;
       }
@@ -788,6 +865,13 @@ size_t Coordinator::waiting_acquires() const {
   return polls_.waiters.size();
 }
 
+void Coordinator::credentials_changed() {
+  std::lock_guard lock(mu_);
+  if (polls_.waiters.empty()) return;
+  polls_.auth_event = true;
+  polls_.cv.notify_one();
+}
+
 void Coordinator::work_arrived() {
   if (polls_.waiters.empty()) return;
   polls_.work_event = true;
@@ -796,13 +880,17 @@ void Coordinator::work_arrived() {
 
 void Coordinator::serve_waiters(std::vector<Answer>* out) {
   const int64_t now = clock_->now_ms();
-  const bool work = polls_.work_event;
-  polls_.work_event = false;
+  const bool work = polls_.work_event, revoked = polls_.auth_event;
+  polls_.work_event = polls_.auth_event = false;
   for (auto it = polls_.waiters.begin(); it != polls_.waiters.end();) {
     Waiter& w = it->second;
     absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
     bool answered = shutting_down_ || now >= w.deadline_ms;
-    if (!answered && work) {
+    // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
+    if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
+      answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
+      answered = true;
+    } else if (!answered && work) {
       auto sit = registry_.sessions.find(w.session);
       if (sit == registry_.sessions.end()) {
         answer = unknown_worker(w.session);  // replaced by a new Hello
@@ -831,7 +919,8 @@ void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     polls_.cv.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
-      return polls_.work_event || polls_.refill_event || polls_.stop || (shutting_down_ && !polls_.waiters.empty());
+      return polls_.work_event || polls_.refill_event || polls_.auth_event || polls_.stop ||
+             (shutting_down_ && !polls_.waiters.empty());
     });
     if (polls_.refill_event) {
       if (shutting_down_)
@@ -1003,6 +1092,10 @@ void Coordinator::sweep() {
     WorkerState& w = registry_.workers.at(s.key);
     w.rec.last_seen_ms = s.last_seen_ms;
     save_worker(w);
+  }
+  if (now >= registry_.next_forget_ms) {
+    registry_.next_forget_ms = now + kForgetWorkersIntervalMs;
+    any |= forget_workers(now);
   }
   if (any) changed();
 }
