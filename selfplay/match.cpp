@@ -298,7 +298,10 @@ std::string MatchStats::to_text() const {
     const MatchFigures f = match_figures(p.penta);
     absl::StrAppendFormat(&out, "%-8s %5d %5d %5d %5d %5d %5d %6s %7s %6s %6s %s\n", p.id.substr(0, 8), f.pairs,
                           p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_number(f.score, 3),
-                          std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo) : std::string(""),
+                          // A score of 0 or 1 is -inf or +inf Elo, as the CSV says; blank without pairs.
+                          std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo)
+                          : std::isinf(f.elo)  ? std::string(f.elo > 0 ? "+inf" : "-inf")
+                                               : std::string(""),
                           csv_number(f.sign_p, 3), csv_number(t.holm[k], 3), match_favours(f, t.holm[k]));
   }
   return out;

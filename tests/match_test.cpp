@@ -166,6 +166,22 @@ TEST(Sprt, ParsesAndValidatesNamingThePart) {
     EXPECT_NE(parse_sprt("--sprt", bad, &r).message().find("--sprt"), std::string::npos) << bad;
 }
 
+// Issue 36: a position whose every pair A lost showed a blank Elo in the text table and -inf in
+// the CSV; both say -inf now.
+TEST(MatchStats, APositionAtZeroShowsMinusInfinityInTextAndCsv) {
+  MatchStats m("a", "b");
+  MatchPositionStats row;
+  row.id = "7";
+  row.penta = {3, 0, 0, 0, 0};
+  m.set_position(row);
+  const std::string text = m.to_text();
+  const size_t at = text.find("\n7 ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find(" -inf "), std::string::npos) << line;
+  EXPECT_NE(m.to_csv().find(",-inf,"), std::string::npos) << m.to_csv();
+}
+
 // Issue 36: normalized bounds that no distribution of pair scores reaches gave a finite LLR (from
 // the observed distribution standing in for the hypothesis's) where Fishtest refuses them. The
 // first maximum-likelihood step from the uniform distribution has a solution only for |nElo| <
