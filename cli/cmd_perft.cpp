@@ -166,12 +166,12 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
       io.out << "  compare with a trusted engine's legal moves: one is missing or extra\n";
   }
   const double secs = seconds_since(t0);
-  io.out << for_out(io, absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s "
-                                        "(%s)",
-                                        path, cases.size(), checks, mismatches,
-                                        mismatches == 1 ? "mismatch" : "mismatches", errors,
-                                        errors == 1 ? "position" : "positions", skipped,
-                                        with_separators(to_string(nodes)), secs, rate(nodes, secs)));
+  io.out << for_out(
+      io, absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s "
+                          "(%s)",
+                          path, cases.size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches", errors,
+                          errors == 1 ? "position" : "positions", skipped, with_separators(to_string(nodes)), secs,
+                          rate(nodes, secs)));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
@@ -288,9 +288,9 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   } else if (to_file && ::access(state_path.c_str(), F_OK) == 0) {
     // An interrupted run's table and state are not overwritten by a command that forgot --resume.
     return fail(io, kName,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "--out: ", out_path, " holds an interrupted table (", state_path,
-                    "): add --resume to continue it, or delete both files to start again")));
+                absl::InvalidArgumentError(
+                    absl::StrCat("--out: ", out_path, " holds an interrupted table (", state_path,
+                                 "): add --resume to continue it, or delete both files to start again")));
   }
 
   int fd = -1;
@@ -415,8 +415,8 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
     io.err << for_err(
         io, absl::StrFormat("perft table depth %d: %d positions, %s nodes; this run (resumed after %d positions done "
                             "before): %d positions, %s nodes in %.2f s (%s)",
-                            depth, total, with_separators(to_string(prefix.nodes + done.nodes)), prefix.rows,
-                            done.rows, with_separators(to_string(done.nodes)), secs, rate(done.nodes, secs)));
+                            depth, total, with_separators(to_string(prefix.nodes + done.nodes)), prefix.rows, done.rows,
+                            with_separators(to_string(done.nodes)), secs, rate(done.nodes, secs)));
   return kExitOk;
 }
 
@@ -525,8 +525,8 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
         done.total ? absl::StrFormat("after %d of %d subtrees (%s nodes counted, %s elapsed)", done.tasks, done.total,
                                      with_separators(to_string(done.nodes)), hms(seconds_since(t0)))
                    : absl::StrFormat("before the first subtree was done (%s elapsed)", hms(seconds_since(t0)));
-    io.err << for_err(io, absl::StrCat("c960 perft: interrupted ", counted,
-                                       "; a single position's count cannot be resumed"));
+    io.err << for_err(
+        io, absl::StrCat("c960 perft: interrupted ", counted, "; a single position's count cannot be resumed"));
     return kExitSignalBase + signo;
   }
   const NodeCount nodes = result.nodes;

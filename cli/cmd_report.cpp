@@ -100,9 +100,8 @@ std::string workers_line(Client& client) {
   }
   std::vector<std::string> names;
   for (const v1::WorkerInfo& w : resp.workers())
-    names.push_back(
-        absl::StrCat(w.name(), " (", w.version(), ", ", counted(w.threads(), "thread", "threads"), ", ",
-                     counted(w.units_done(), "unit", "units"), ")"));
+    names.push_back(absl::StrCat(w.name(), " (", w.version(), ", ", counted(w.threads(), "thread", "threads"), ", ",
+                                 counted(w.units_done(), "unit", "units"), ")"));
   if (names.empty()) return "none known";
   return absl::StrCat(names.size(), " known to the coordinator: ", absl::StrJoin(names, "; "));
 }

@@ -5,9 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "cli/args.h"
 #include "cli/client.h"
@@ -99,7 +99,6 @@ std::string workers_table(const v1::ListWorkersResponse& resp, int width) {
   }
   return out;
 }
-
 
 int cmd_workers(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;

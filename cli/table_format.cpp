@@ -213,9 +213,8 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
                              "(CSV and JSON: 'uncounted')\n");
   // The notes under the table fit it too: wrapped, each continuation indented 2.
   // The legend promises the rank's interval only where the table shows one.
-  const bool rank_column = std::any_of(columns.begin(), columns.end(), [](const TextColumn& t) {
-    return t.header == "rank 95%";
-  });
+  const bool rank_column =
+      std::any_of(columns.begin(), columns.end(), [](const TextColumn& t) { return t.header == "rank 95%"; });
   std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted +
                       ranking_note(ranking, rank_column) + position_matters_line(stats);
   if (width <= 0) return table + notes;
@@ -235,9 +234,9 @@ std::string ranking_note(const selfplay::Ranking& r, bool rank_column) {
   for (const selfplay::RankedPosition& p : r.positions) intervals = intervals || (p.ranked && p.rank_lo > 0);
   std::string out = absl::StrCat("shrunk: score pulled toward the positions' mean ", fixed(r.mean, 3), " (true spread ",
                                  fixed(r.tau, 3), ")\nrank: by shrunk score",
-                                 !intervals      ? ""
+                                 !intervals    ? ""
                                  : rank_column ? ", with its 95% interval"
-                                                 : " (its 95% interval: in the CSV and JSON, or a wider terminal)");
+                                               : " (its 95% interval: in the CSV and JSON, or a wider terminal)");
   if (unranked)
     absl::StrAppend(&out, "; ", unranked, unranked == 1 ? " position" : " positions", " under ", r.min_games,
                     " games unranked");

@@ -59,7 +59,8 @@ Histogram make_histogram(const SelfPlayTable& table, double win, double draw, do
       fewest = fewest ? std::min(fewest, n) : n;
     }
     const double mean = win + 0.5 * draw;
-    const double noise = 3.3 * std::sqrt(std::max(0.0, win + 0.25 * draw - mean * mean) / double(std::max<int64_t>(1, fewest)));
+    const double noise =
+        3.3 * std::sqrt(std::max(0.0, win + 0.25 * draw - mean * mean) / double(std::max<int64_t>(1, fewest)));
     lo = std::max(0.0, std::min(lo, mean - noise));
     hi = std::min(1.0, std::max(hi, mean + noise));
     const double target = std::max(hi - lo, 0.01) / kHistogramBins;  // at least 0.0005

@@ -388,8 +388,8 @@ std::string mirror_section(const SelfPlayAnalysis& a) {
   absl::StrAppend(&b, "<p class=\"verdict\">", count(m.tested), " of ", selfplay::kMirrorPairs,
                   " pairs of a position and its mirror image compared: ",
                   differ ? "some pairs differ" : "no sign that mirror images differ",
-                  " (&chi;&sup2; = ", fixed(m.chi_square, 1), " on ", m.dof, " degrees of freedom, ", p_is(m.p),
-                  "); ", m.significant_holm, " pair(s) differ after Holm's correction, ", m.significant_bh,
+                  " (&chi;&sup2; = ", fixed(m.chi_square, 1), " on ", m.dof, " degrees of freedom, ", p_is(m.p), "); ",
+                  m.significant_holm, " pair(s) differ after Holm's correction, ", m.significant_bh,
                   " after Benjamini&ndash;Hochberg's (5%).</p>");
   std::vector<const selfplay::MirrorPair*> tested;
   for (const selfplay::MirrorPair& p : m.pairs)
@@ -620,10 +620,9 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     low = std::min(low, a.positions[i].score.value);
     high = std::max(high, a.positions[i].score.value);
   }
-  std::string d =
-      absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, low)), ",", json_number(mid),
-                   ",", json_number(std::min(1.0, high)),
-                   "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
+  std::string d = absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, low)), ",",
+                               json_number(mid), ",", json_number(std::min(1.0, high)),
+                               "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
   bool first = true;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const SelfPlayRow& r = t.rows[i];
@@ -815,9 +814,8 @@ std::string match_body(const MatchTable& t, const MatchAnalysis& a, const Report
     absl::StrAppend(&b,
                     "Does the engines' difference depend on the position? The positions' pair scores against the "
                     "match's: &chi;&sup2; = ",
-                    fixed(mt.chi_square, 1), " on ", mt.dof,
-                    " degrees of freedom, <b>", p_is(mt.heterogeneity_p), "</b>",
-                    mt.heterogeneity_p < 0.05 ? ": it does." : ": no sign that it does.", "</p><p>");
+                    fixed(mt.chi_square, 1), " on ", mt.dof, " degrees of freedom, <b>", p_is(mt.heterogeneity_p),
+                    "</b>", mt.heterogeneity_p < 0.05 ? ": it does." : ": no sign that it does.", "</p><p>");
   else
     b += "Whether the difference depends on the position is not computable here (fewer than two positions with "
          "pairs, or every pair alike).</p><p>";

@@ -283,9 +283,10 @@ std::string MatchStats::to_text() const {
                           100 * all.los);
   if (sprt_.enabled()) {
     const double llr = this->llr();
-    absl::StrAppendFormat(&out, "SPRT %s: LLR %s (%.2f, %.2f): %s\n", describe(sprt_),
-                          std::isnan(llr) ? std::string("none (a bound is out of reach)") : absl::StrFormat("%.2f", llr),
-                          sprt_.lower(), sprt_.upper(), sprt_result_name(sprt_result(sprt_, llr)));
+    absl::StrAppendFormat(
+        &out, "SPRT %s: LLR %s (%.2f, %.2f): %s\n", describe(sprt_),
+        std::isnan(llr) ? std::string("none (a bound is out of reach)") : absl::StrFormat("%.2f", llr), sprt_.lower(),
+        sprt_.upper(), sprt_result_name(sprt_result(sprt_, llr)));
   }
   if (t.dof > 0)
     absl::StrAppendFormat(&out, "Does the difference depend on the position? chi-square %.1f on %d dof, p %.3g\n",

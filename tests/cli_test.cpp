@@ -262,7 +262,8 @@ TEST(Cli, PerftTableCtrlCKeepsRowsAndResumeFinishesTheTable) {
   // Issue 36: node counts with separators, as the progress line has them.
   const auto grouped = [](uint64_t n) {
     std::string digits = std::to_string(n), out;
-    for (size_t i = 0; i < digits.size(); ++i) out += std::string(i && (digits.size() - i) % 3 == 0 ? "," : "") + digits[i];
+    for (size_t i = 0; i < digits.size(); ++i)
+      out += std::string(i && (digits.size() - i) % 3 == 0 ? "," : "") + digits[i];
     return out;
   };
   EXPECT_NE(r.err.find(absl::StrCat("perft table depth 4: 960 positions, ", grouped(all_nodes),

@@ -191,8 +191,7 @@ TEST(Sprt, NormalizedBoundsOutOfReachAreRefused) {
   SprtRule r;
   EXPECT_NE(parse_sprt("--sprt", "elo0=0,elo1=250,model=normalized", &r).message().find("--sprt: normalized"),
             std::string::npos);
-  EXPECT_NE(parse_sprt("--sprt", "elo0=-240,elo1=0,model=normalized", &r).message().find("231.6"),
-            std::string::npos);
+  EXPECT_NE(parse_sprt("--sprt", "elo0=-240,elo1=0,model=normalized", &r).message().find("231.6"), std::string::npos);
   EXPECT_TRUE(parse_sprt("--sprt", "elo0=0,elo1=250", &r).ok());  // logistic: any score in (0, 1) is reachable
   ASSERT_TRUE(parse_sprt("--sprt", "elo0=0,elo1=230,model=normalized", &r).ok());
   const Pentanomial penta = {10, 40, 100, 60, 20};

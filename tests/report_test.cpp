@@ -432,7 +432,8 @@ TEST(ReportHtml, HistogramBinsAndHeatmapScaleFollowTheScores) {
 // estimate ("p = 0.010") beside it.
 TEST(ReportHtml, PValuesAtTheirLimitsSayWhatTheyAre) {
   std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
-  for (int sp = 0; sp < 40; ++sp) absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",100,", sp % 2 ? "100,0,0" : "0,0,100", "\n");
+  for (int sp = 0; sp < 40; ++sp)
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",100,", sp % 2 ? "100,0,0" : "0,0,100", "\n");
   ReportOptions o;
   o.permutations = 100;
   absl::StatusOr<std::string> html = report_from_csv(csv, o);

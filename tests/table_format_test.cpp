@@ -255,7 +255,7 @@ TEST(SelfPlayTextTable, NotesUnderTheTableFitTheWidth) {
   const std::string notes_narrow = narrow.substr(at_narrow);
   const auto flat = [&](const std::string& t) { return absl::StrJoin(words(t), " "); };
   EXPECT_EQ(absl::StrReplaceAll(flat(notes_narrow), {{" (its 95% interval: in the CSV and JSON, or a wider terminal)",
-                                                       ", with its 95% interval"}}),
+                                                      ", with its 95% interval"}}),
             flat(full.substr(at_full)))
       << narrow;
   EXPECT_TRUE(absl::StrContains(notes_narrow, "\n  ")) << narrow;  // a continuation, indented
