@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -380,6 +382,14 @@ void HttpServer::Impl::stop() {
 }
 
 void HttpServer::Impl::loop() {
+  // Every write to a connection is this thread's. OpenSSL writes with write(2), which raises
+  // SIGPIPE on a socket the peer has closed (its default action ends the process): blocked on
+  // this thread, the write fails with EPIPE instead and the connection is closed. The signal
+  // then waits on this thread, blocked, and goes with it.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::vector<epoll_event> events(256);
   bool draining = false;
   SteadyClock::time_point grace{};

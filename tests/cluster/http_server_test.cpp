@@ -126,6 +126,16 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  // Goes away at once, with a reset.
+  void reset() {
+    if (fd_ < 0) return;
+    const linger hard{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    if (ssl_) SSL_free(ssl_);
+    ssl_ = nullptr;
+    ::close(fd_);
+    fd_ = -1;
+  }
 
   bool send(const std::string& s) {
     if (fd_ < 0) return false;
@@ -973,6 +983,32 @@ TEST_F(HttpServerTest, APrincipalOverItsUnsentBytesGets429) {
 }
 
 // A request that does not parse is refused with the status that says why, and closed.
+// A reader that goes away in the middle of a big answer over TLS (OpenSSL writes to the socket
+// with write(2), which raises SIGPIPE on a connection the peer reset): the server
+// drops that connection and serves on. (The coordinator died of SIGPIPE in the browser test once
+// cpp-httplib, which ignored the signal for the whole process, was no longer linked.)
+TEST_F(HttpServerTest, AReaderThatGoesAwayMidAnswerCostsOnlyItsConnection) {
+  add_workers(coordinator_.get());
+  make_tls();
+  make_api(false, true);
+  start({}, &tls_);
+  const std::string path = "/api/v1/workers?page_size=1000&include_lost=1";
+  for (int round = 0; round < 6; ++round) {
+    Client c(server_->port(), client_ctx_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(get_at(server_->port(), path)));
+    // Gone before the answer: the first page's bytes meet a closed socket, which answers with a
+    // reset; the next page's write then fails with EPIPE. Or gone part way, with a reset.
+    if (round % 2) std::this_thread::sleep_for(milliseconds(20));
+    if (round % 3 == 2) c.reset();
+  }
+  // Let the server write into the reset connections and find them gone.
+  EXPECT_TRUE(wait_until([&] { return server_->counts().open == 0; }, 10'000));
+  Client after(server_->port(), client_ctx_);
+  ASSERT_TRUE(after.send(get("/healthz")));
+  EXPECT_EQ(after.read_response().status, 200);
+}
+
 TEST_F(HttpServerTest, RequestsThatDoNotParseAreRefusedAndClosed) {
   start();
   const std::vector<std::pair<std::string, int>> cases = {
