@@ -195,7 +195,7 @@ class HttpServer::Impl final : public AnswerBudget {
   void stop();
 
   int port_ = 0;
-  std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0};
+  std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0}, evicted_{0};
   // Answers' bytes not yet sent (the loop thread's; atomic for counts()), and the requests refused
   // over max_queued_bytes and over max_queued_bytes_per_principal.
   std::atomic<int64_t> queued_{0}, refused_queued_{0}, refused_principal_{0};
@@ -212,6 +212,7 @@ class HttpServer::Impl final : public AnswerBudget {
   // The loop thread.
   void loop();
   void accept_all();
+  bool evict_from_health_lane();
   void count_refusal(const std::string& peer, bool per_address);
   void refuse(int fd, const std::string& peer, bool per_address);
   void on_event(Conn* c);
@@ -268,7 +269,8 @@ class HttpServer::Impl final : public AnswerBudget {
   std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;
   uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
   int lingering_refused_ = 0;
-  int health_open_ = 0;  // connections let in over the limits for health
+  int health_open_ = 0;                 // connections let in over the limits for health
+  std::set<uint64_t> health_lane_ids_;  // their ids, the oldest first
   SteadyClock::time_point accept_paused_until_{};
   bool accepting_ = false;
   // Refusals not yet logged, and when the last line was.
@@ -478,7 +480,9 @@ void HttpServer::Impl::accept_all() {
     const bool over_per_address = open_ < options_.max_connections;
     if (over) {
       count_refusal(peer, over_per_address);
-      if (health_open_ >= options_.health_connections) {
+      // The lane full: the oldest of its connections whose head has not come makes room, so that
+      // idle connections opened over the limits again and again cannot keep probes out.
+      if (health_open_ >= options_.health_connections && !evict_from_health_lane()) {
         refuse(fd, peer, over_per_address);
         continue;
       }
@@ -502,6 +506,7 @@ void HttpServer::Impl::accept_all() {
       std::tie(c->local, c->local_port) = address_text(local);
     if (over) {
       ++health_open_;
+      health_lane_ids_.insert(c->id);
     } else {
       ++per_address_[c->peer];
       ++open_;
@@ -526,9 +531,42 @@ void HttpServer::Impl::accept_all() {
       handshake(p);
     } else {
       p->state = Conn::State::kHead;
-      set_events(p, EPOLLIN);
+      on_readable(p);  // what has come already: a probe's request is there by now
     }
   }
+}
+
+bool HttpServer::Impl::evict_from_health_lane() {
+  // The oldest (ids grow) that has sent nothing or is closing, its answer sent; else the oldest
+  // whose request has not come whole (a probe's has no body). What has come is read first, so
+  // that a probe accepted a moment before its request came is not taken for a silent one.
+  const auto silent = [](const Conn& c) {
+    return (c.state == Conn::State::kHead && c.in.empty()) || c.state == Conn::State::kLinger ||
+           (c.state == Conn::State::kHandshake && SSL_get_state(c.ssl) == TLS_ST_BEFORE);
+  };
+  const auto unfinished = [](const Conn& c) {
+    return c.state == Conn::State::kHandshake || c.state == Conn::State::kHead || c.state == Conn::State::kBody;
+  };
+  const std::vector<uint64_t> ids(health_lane_ids_.begin(), health_lane_ids_.end());
+  for (const auto& is : {+silent, +unfinished}) {
+    for (const uint64_t id : ids) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) return true;  // closed meanwhile (its client had gone): room made
+      Conn* c = it->second.get();
+      if (!is(*c)) continue;
+      if (c->state == Conn::State::kHandshake) {
+        handshake(c);
+      } else if (c->state == Conn::State::kHead) {
+        on_readable(c);
+      }
+      if (!conns_.count(id)) return true;
+      if (!is(*c)) continue;
+      ++evicted_;
+      close_conn(c);
+      return true;
+    }
+  }
+  return false;
 }
 
 void HttpServer::Impl::count_refusal(const std::string& peer, bool per_address) {
@@ -1040,6 +1078,7 @@ void HttpServer::Impl::close_conn(Conn* c) {
     if (options_.metrics) options_.metrics->set_http_connections(open_);
   } else if (c->health_only) {
     --health_open_;
+    health_lane_ids_.erase(c->id);
   } else {
     --lingering_refused_;
   }
@@ -1080,6 +1119,7 @@ HttpServer::Counts HttpServer::counts() const {
   c.refused = impl_->refused_;
   c.refused_per_address = impl_->refused_per_address_;
   c.timed_out = impl_->timed_out_;
+  c.evicted = impl_->evicted_;
   c.open = impl_->open_;
   c.queued_bytes = impl_->queued_;
   c.refused_queued = impl_->refused_queued_;

@@ -18,7 +18,9 @@
 // Retry-After.
 //
 // A connection over the connection limits is still let in, kHttpHealthConnections at once, for
-// one /healthz or /readyz; any other request on it is answered 503.
+// one /healthz or /readyz; any other request on it is answered 503. With that many in, a new one
+// takes the place of the oldest whose request has not come whole, or that is closing (closed at
+// once), so that connections opened over the limits again and again cannot keep a probe out.
 //
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.
@@ -80,6 +82,7 @@ class HttpServer {
     int64_t refused = 0;
     int64_t refused_per_address = 0;
     int64_t timed_out = 0;              // cut at a deadline (handshake, head, body, write)
+    int64_t evicted = 0;                // let in for health, closed for a newer one
     int64_t open = 0;                   // admitted and not yet closed
     int64_t queued_bytes = 0;           // of answers, not yet sent (with what paged answers hold)
     int64_t refused_queued = 0;         // requests answered 503 over max_queued_bytes
