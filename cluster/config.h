@@ -45,7 +45,9 @@ inline constexpr int kHttpMaxConnectionsPerAddress = 256;
 // Connections over those limits are still admitted, this many at once, each for one /healthz or
 // /readyz (then closed; any other request: 503 and closed), so that probes are answered however
 // many connections are open. Their request's head must come within kHttpHealthHeadTimeoutMs of
-// the connection's start.
+// the connection's start. When all are taken, a new one takes the place of the oldest that has
+// sent nothing (or is closing), else of the oldest whose request is not complete: a flood of
+// connections reopened over the limits cannot keep a probe out.
 inline constexpr int kHttpHealthConnections = 16;
 inline constexpr int64_t kHttpHealthHeadTimeoutMs = 1'000;
 // A request's head (request line and headers) at most this large, else 431; its target (path
