@@ -114,20 +114,28 @@ absl::Status Coordinator::writable(int64_t now) {
 
 void Coordinator::probe_store(int64_t now) {
   ++counters_.store_probes;
-  // One small write in a transaction: a worker's record (else a job's row) written again as
-  // memory holds it, which equals the store's. A store with neither has nothing a write could
-  // spoil: the next transition is the probe.
+  // One small write in a transaction that changes nothing in the end: a worker's record (else
+  // a job's row) changed, then written back as memory holds it, which equals the store's. The
+  // change is needed: SQLite leaves a page clean when a row is overwritten with the same bytes,
+  // and a commit with no dirty page writes nothing, so it would pass on a full disk. A store
+  // with neither has nothing a write could spoil: the next transition is the probe.
   absl::Status s;
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     s = txn->status();
     if (s.ok() && !registry_.workers.empty()) {
-      s = store_->upsert_worker(registry_.workers.begin()->second.rec);
+      const StoredWorker& rec = registry_.workers.begin()->second.rec;
+      StoredWorker changed = rec;
+      ++changed.last_seen_ms;
+      s = store_->upsert_worker(changed);
+      if (s.ok()) s = store_->upsert_worker(rec);
     } else if (s.ok() && !table_.by_seq.empty()) {
       const Job* j = table_.by_seq.front();
-      s = j->state == v1::JOB_STATE_FAILED
-              ? store_->fail_job(j->id, j->state, j->finished_ms, j->failure_detail)
-              : store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail);
+      s = store_->update_job(j->id, j->state, j->finished_ms + 1, j->mismatches, j->mismatch_detail);
+      if (s.ok())
+        s = j->state == v1::JOB_STATE_FAILED
+                ? store_->fail_job(j->id, j->state, j->finished_ms, j->failure_detail)
+                : store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail);
     }
     if (s.ok()) s = txn->commit();
   }
