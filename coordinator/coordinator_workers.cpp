@@ -1279,9 +1279,9 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
       // of this failure; the store is degraded from here). Then judged: a store that refuses a
       // small write refuses everything (the worker sends the batch again: UNAVAILABLE); one
       // that takes it refused something in this batch, which is found by committing each
-      // completion on its own: one that fails alone, twice, with the store taking writes around
-      // it, is refused for itself (FAILED_PRECONDITION naming the store's reason), and the rest
-      // proceed.
+      // completion on its own, in order: one that fails alone, twice, with the store taking
+      // writes around it, is refused for itself (FAILED_PRECONDITION naming the store's reason);
+      // those before it are answered, those after it UNAVAILABLE (sent again, they proceed).
       for (Pending* p : todo) p->answer.reset();
       restore_after(failed).IgnoreError();
       probe_store(now);
@@ -1325,6 +1325,14 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
                   absl::StrCat("unit ", p->req->unit_id(), " from worker ", worker,
                                ": the store refuses its result: ", why.message()),
                   {{"unit", p->req->unit_id()}, {"worker", worker}, {"reason", std::string(why.message())}});
+        // The completions after it are not tried in this call: each was sent after the refused
+        // one, whose effects (a quarantine of this worker, say) they would have seen had it been
+        // kept, and a refusal could still be a passing fault met twice. Sent again, they proceed.
+        for (Pending* q : todo)
+          if (!q->answer)
+            q->answer = absl::UnavailableError(absl::StrCat("unit_id: ", q->req->unit_id(), ": not tried after ",
+                                                            p->req->unit_id(), " was refused: send it again"));
+        break;
       }
     }
     changed();
