@@ -147,8 +147,8 @@ void Coordinator::probe_store(int64_t now) {
     return;
   }
   log_event(LogLevel::kInfo, "store_writable",
-            absl::StrCat("the store takes writes again after ", (now - health_.since_ms) / 1000, " s (",
-                         health_.cause, "); writes are served"),
+            absl::StrCat("the store takes writes again after ", (now - health_.since_ms) / 1000, " s (", health_.cause,
+                         "); writes are served"),
             {{"degraded_s", (now - health_.since_ms) / 1000}});
   health_ = StoreHealth{};
   changed();

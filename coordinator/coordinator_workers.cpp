@@ -1318,9 +1318,9 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
                                               why.code() == absl::StatusCode::kFailedPrecondition
                                           ? why.code()
                                           : absl::StatusCode::kFailedPrecondition;
-        p->answer = absl::Status(
-            code, absl::StrCat("unit_id: ", p->req->unit_id(), ": the store refuses this result (", why.message(),
-                               "); it was not kept, and sending it again changes nothing"));
+        p->answer =
+            absl::Status(code, absl::StrCat("unit_id: ", p->req->unit_id(), ": the store refuses this result (",
+                                            why.message(), "); it was not kept, and sending it again changes nothing"));
         log_event(LogLevel::kError, "completion_refused",
                   absl::StrCat("unit ", p->req->unit_id(), " from worker ", worker,
                                ": the store refuses its result: ", why.message()),
@@ -1883,8 +1883,8 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
     for (int64_t g : reopened) {
       if (absl::Status s = reopen(j, g); !s.ok()) {
         log_error(absl::StrCat("job ", j->id, ": planning folded group ", g, " again: ", s.message()));
-        if (absl::Status f = fail_job(j, absl::StrCat("results of quarantined worker ", worker,
-                                                      " could not be taken back"));
+        if (absl::Status f =
+                fail_job(j, absl::StrCat("results of quarantined worker ", worker, " could not be taken back"));
             !f.ok())
           log_error(f.message());  // in the transition's transaction: its commit fails with it
         break;

@@ -2,10 +2,10 @@
 // it is in memory; a store that refuses every write puts the coordinator in degraded mode (writes
 // refused with UNAVAILABLE and a retry delay, reads served, no reload per retry, resumed by a
 // probe); a completion the store refuses for itself is refused alone and its batch proceeds.
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -311,12 +311,13 @@ TEST_F(DegradedStoreTest, ACompletionTheStoreRefusesIsRefusedAloneAndItsBatchPro
   ASSERT_EQ(ls.size(), 3u);
   const std::string refused = ls[1].unit_id();
   const std::string idx = refused.substr(refused.find('/') + 1);
-  ASSERT_TRUE(store_
-                  ->exec_for_test(absl::StrCat("CREATE TRIGGER refuse_one BEFORE UPDATE OF result ON units WHEN NEW.job_id = '",
-                                               j.id(), "' AND NEW.idx = ", idx,
-                                               " AND NEW.result IS NOT NULL BEGIN SELECT RAISE(ABORT, 'refused by the "
-                                               "test'); END"))
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->exec_for_test(absl::StrCat("CREATE TRIGGER refuse_one BEFORE UPDATE OF result ON units WHEN NEW.job_id = '",
+                                       j.id(), "' AND NEW.idx = ", idx,
+                                       " AND NEW.result IS NOT NULL BEGIN SELECT RAISE(ABORT, 'refused by the "
+                                       "test'); END"))
+          .ok());
   auto r = batch(w, ls);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->statuses_size(), 3);

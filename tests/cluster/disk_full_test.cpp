@@ -13,9 +13,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/str_cat.h"
 #include "cluster/u128.h"
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/cluster/reference.h"
@@ -46,8 +46,8 @@ class DiskFullTest : public ClusterFixture {
   }
   // An HTTP GET of the coordinator's: "CODE BODY".
   std::string http_get(int port, const std::string& path) {
-    const CommandResult r = run_command(
-        absl::StrCat("curl -s --max-time 10 -w ' %{http_code}' http://127.0.0.1:", port, path, " 2>&1"));
+    const CommandResult r =
+        run_command(absl::StrCat("curl -s --max-time 10 -w ' %{http_code}' http://127.0.0.1:", port, path, " 2>&1"));
     return r.output;
   }
   // Calls answered UNAVAILABLE so far, by the RPC histogram (also a coordinator without the
