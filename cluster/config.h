@@ -20,6 +20,14 @@ inline constexpr char kDefaultDb[] = "c960-coordinator.db";
 inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
+// Degraded mode (a commit of the store failed, e.g. its disk is full): writes are refused with
+// UNAVAILABLE until one small write (a probe) succeeds. The first probe is made at the next
+// write or sweep; after a failed one the next waits this long, doubling up to the last.
+inline constexpr int64_t kStoreProbeFirstMs = 100;
+inline constexpr int64_t kStoreProbeMaxMs = 5'000;
+// A batch of completions whose commit failed while the store still takes a probe's write is
+// committed one completion at a time: one that fails this many times alone is refused for itself.
+inline constexpr int kCompletionTriesAlone = 2;
 // The coordinator's SQLite store: pages it keeps in memory (a fleet's units and copies stay
 // hot instead of being read back from the OS for each commit), and the write-ahead log's size
 // at which it is copied into the file. Each such checkpoint syncs twice while every RPC waits

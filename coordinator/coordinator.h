@@ -108,6 +108,11 @@ struct CoordinatorCounters {
   int64_t quarantines = 0;
   int64_t replicated = 0;              // units settled on two or more workers' agreeing results
   std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+  // The store: commits that failed (probes included), probes of a degraded store, and full
+  // reloads of memory from the store after a failed commit (start-up not counted).
+  int64_t store_commit_failures = 0;
+  int64_t store_probes = 0;
+  int64_t store_reloads = 0;
 };
 
 // A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
@@ -122,6 +127,7 @@ struct CoordinatorMetrics {
   int64_t units_disagreeing = 0;
   std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
   int64_t watches = 0;                                         // open WatchJob streams
+  bool store_degraded = false;                                 // writes refused (degraded mode)
   CoordinatorCounters counters;
 };
 
@@ -223,6 +229,9 @@ class Coordinator {
 
   // Cheap: counts over the jobs and workers in memory.
   CoordinatorMetrics metrics() const;
+  // Degraded mode: empty while the store takes writes; else why writes are refused now (a
+  // commit failed and no probe has succeeded since). /readyz reports it.
+  std::string store_degraded() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
   // How a worker's quarantine reason starts when it was for a fault found under verify hosts
@@ -383,8 +392,18 @@ class Coordinator {
   // and watches stay). At start, and after a failed commit: whatever the failed transition had
   // changed in memory is gone with it.
   absl::Status load_locked(bool startup);
-  // A commit failed: memory is put back to what the store holds; the caller's answer.
+  // A commit failed after the transition had changed memory: memory is put back to what the
+  // store holds (one full reload, counted), the store is marked degraded, and the caller gets
+  // the refusal. Transitions refuse up front while degraded, so this runs once per episode,
+  // not once per retry.
   absl::Status restore_after(const absl::Status& failed);
+  // Degraded mode. store_failed: a commit failed (memory unchanged, or restored): writes are
+  // refused from now until a probe succeeds. writable: OK when writes may be tried; probes the
+  // store first when a probe is due; else the refusal (UNAVAILABLE, the cause, when to retry).
+  void store_failed(const absl::Status& failed);
+  absl::Status writable(int64_t now);
+  absl::Status refusal(int64_t now) const;
+  void probe_store(int64_t now);
   // The owner behind a worker key (its credential's owner; the key without authentication), and
   // whether it is quarantined.
   std::string voter_of(const std::string& key) const;
@@ -443,7 +462,12 @@ class Coordinator {
   absl::Status check_caps(const Caller& caller, int64_t new_units) const;
   // Fails a job whose stored units disagree with its record (a damaged store).
   void refuse_damaged(Job* j, const std::string& why);
-  void fail_job(Job* j, const std::string& why);
+  // Fails a job: its FAILED state is written first (in the caller's transaction when one is
+  // open, else on its own), then set in memory; when the write fails memory is left as it was
+  // (RUNNING) and the error returned.
+  absl::Status fail_job(Job* j, const std::string& why);
+  // The in-memory part of fail_job, once the store holds it.
+  void apply_failed(Job* j, const std::string& why, int64_t finished_ms);
 
   // Queues and leases.
   void enqueue(Job* j, int64_t i, bool front = false);
@@ -485,6 +509,9 @@ class Coordinator {
   // One completion's checks under the lock before its result is checked (phase 1 of complete).
   struct Pending;
   absl::Status apply_result(Pending& p, v1::CompleteUnitResponse* resp);
+  // Applies the completions (apply_result each) and the worker's record in one transaction and
+  // commits it: the commit's error leaves memory changed (the caller restores it).
+  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo);
   // The completions of one call: the call's own error, or one answer per completion.
   absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> complete_many(
       const Caller& caller, const std::string& worker_id, const std::vector<const v1::CompleteUnitRequest*>& reqs);
@@ -597,6 +624,20 @@ class Coordinator {
   // When the leases out expire (sweep() pops those due, never walks them all).
   LeaseDeadlines<Job> deadlines_;
   CoordinatorCounters counters_;
+
+  // The store's health. Invariants: `degraded` from a failed commit until a probe (one small
+  // write in a transaction) succeeds; while degraded no transition writes or changes durable
+  // state in memory (each refuses up front with refusal()), so memory equals the store without
+  // a reload per retry; `next_probe_ms` is when the store may be tried again, `backoff_ms` the
+  // wait after a failed probe (kStoreProbeFirstMs doubling to kStoreProbeMaxMs, 0 before one).
+  struct StoreHealth {
+    bool degraded = false;
+    std::string cause;     // the failed commit's (or probe's) error
+    int64_t since_ms = 0;  // when the episode began
+    int64_t next_probe_ms = 0;
+    int64_t backoff_ms = 0;
+  };
+  StoreHealth health_;
 };
 
 }  // namespace c960::cluster

@@ -543,7 +543,13 @@ void HttpApi::set_cookies(const HttpRequest& req, const std::string& id, HttpRes
 HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const {
   switch (route.handler) {
     case Handler::kHealthz: return text(200, "ok\n");
-    case Handler::kReadyz: return ready_ ? text(200, "ready\n") : text(503, "not ready\n");
+    case Handler::kReadyz: {
+      if (!ready_) return text(503, "not ready\n");
+      // Degraded mode: the store refuses writes, so no work can be leased or completed here.
+      if (const std::string cause = coordinator_->store_degraded(); !cause.empty())
+        return text(503, absl::StrCat("not ready: the store refuses writes (", cause, ")\n"));
+      return text(200, "ready\n");
+    }
     case Handler::kLoginForm: {
       if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
       auto next = req.query.find("next");
