@@ -80,6 +80,21 @@ class DiskFullTest : public ClusterFixture {
     EXPECT_TRUE(jobs_->GetJob(&ctx, get, &j).ok());
     return j;
   }
+
+  // The job's results stream: `roots` positions, each the published perft(depth).
+  void expect_exact_results(const std::string& job_id, int depth, int roots) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetResultsRequest results;
+    results.set_job_id(job_id);
+    auto reader = jobs_->GetResults(&ctx, results);
+    int read = 0;
+    for (v1::ResultChunk c; reader->Read(&c); ++read)
+      EXPECT_EQ(uint64_t(cluster::from_proto(c.perft().nodes())),
+                reference().at(c.perft().start_position())[size_t(depth)]);
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(read, roots);
+  }
 };
 
 TEST_F(DiskFullTest, WorkerRetriesHelloUntilTheCoordinatorCanWriteAgain) {
@@ -120,16 +135,7 @@ TEST_F(DiskFullTest, WorkerRetriesHelloUntilTheCoordinatorCanWriteAgain) {
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_EQ(j.state(), v1::JOB_STATE_SUCCEEDED) << j.ShortDebugString();
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-  v1::GetResultsRequest results;
-  results.set_job_id(job.id());
-  auto reader = jobs_->GetResults(&ctx, results);
-  int roots = 0;
-  for (v1::ResultChunk c; reader->Read(&c); ++roots)
-    EXPECT_EQ(uint64_t(cluster::from_proto(c.perft().nodes())), reference().at(c.perft().start_position())[4]);
-  EXPECT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(roots, 4);
+  expect_exact_results(job.id(), 4, 4);
 }
 
 TEST_F(DiskFullTest, AFullDiskMidJobDegradesWithoutAReloadPerRetryAndTheJobEndsExact) {
@@ -198,16 +204,7 @@ TEST_F(DiskFullTest, AFullDiskMidJobDegradesWithoutAReloadPerRetryAndTheJobEndsE
   EXPECT_TRUE(absl::EndsWith(http_get(http, "/readyz"), " 200")) << http_get(http, "/readyz");
   EXPECT_EQ(metric(http, "c960_store_degraded"), 0);
   EXPECT_EQ(coordinator_starts_, 1) << "no restart";
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-  v1::GetResultsRequest results;
-  results.set_job_id(job.id());
-  auto reader = jobs_->GetResults(&ctx, results);
-  int roots = 0;
-  for (v1::ResultChunk c; reader->Read(&c); ++roots)
-    EXPECT_EQ(uint64_t(cluster::from_proto(c.perft().nodes())), reference().at(c.perft().start_position())[5]);
-  EXPECT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(roots, 60);
+  expect_exact_results(job.id(), 5, 60);
 }
 
 }  // namespace
