@@ -107,13 +107,14 @@ struct CoordinatorCounters {
   int64_t mismatches = 0;
   int64_t quarantines = 0;
   int64_t replicated = 0;              // units settled on two or more workers' agreeing results
-  std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+  std::map<std::string, double> work;  // settled work by job kind (JobKind::work)
 };
 
 // A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
 struct CoordinatorMetrics {
   // The registered job kinds (JobKind::capability): every scrape reports each, zeros included.
   std::vector<std::string> kinds;
+  std::vector<KindDescriptor> descriptors;                       // theirs, in the same order (each kind's work counter)
   std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
   // The units of running jobs, each in one state: settled (done); with a result that waits for
   // another worker's (verifying); leased, without a result yet (leased); the rest (pending).
