@@ -49,6 +49,11 @@ struct KindDescriptor {
   v1::JobSpec::KindCase spec_case = v1::JobSpec::KIND_NOT_SET;
   // Its tables in the store (none: perft); the store is opened with every kind's (kinds.cpp).
   const KindTables* tables = nullptr;
+  // What its work() counts, plural, for logs ("nodes", "games").
+  std::string work_unit;
+  // Whether a plan that is not fully planned waits for results to plan more (plans_from_results;
+  // else expand() makes its units whenever asked).
+  bool plans_from_results = false;
   // Whether its results are read from the store (stream_results) rather than from the units in
   // memory (results).
   bool results_from_store = false;
@@ -88,12 +93,14 @@ class JobKind {
     return {};
   }
   // Planning from results (an adaptive self-play job): whether the plan waits for results to
-  // decide its next units, and those units: read from the job's figures in the store, advancing
-  // the plan; `spec` is the job's shared part (shared()). Called without the coordinator's lock
-  // after units settle; the coordinator stores
-  // the units with the new plan in one transaction (a plan whose looks found nothing new is left
-  // as it was).
-  virtual bool plans_from_results(const v1::store::JobPlan& /*plan*/) const { return false; }
+  // decide its next units (descriptor().plans_from_results, while the plan is not fully
+  // planned), and those units: read from the job's figures in the store, advancing the plan;
+  // `spec` is the job's shared part (shared()). Called without the coordinator's lock after units
+  // settle; the coordinator stores the units with the new plan in one transaction (a plan whose
+  // looks found nothing new is left as it was).
+  bool plans_from_results(const v1::store::JobPlan& plan) const {
+    return descriptor().plans_from_results && !fully_planned(plan);
+  }
   virtual absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
       Store* /*store*/, const std::string& /*job_id*/, const v1::JobSpec& /*spec*/,
       v1::store::JobPlan* /*plan*/) const {
@@ -179,7 +186,7 @@ class JobKind {
   virtual void fill_job(const v1::store::JobPlan& /*plan*/, v1::Job* /*out*/) const {}
   // For log lines: the plan ("960 units, split depth 1") and an amount of work ("12 games").
   virtual std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const = 0;
-  virtual std::string describe_work(NodeCount work) const = 0;
+  std::string describe_work(NodeCount work) const { return to_string(work) + " " + descriptor().work_unit; }
   // The results of the units in memory and the folded groups' totals (by group); divide: perft
   // only; omit_games: self-play only (counts without game records).
   virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan,

@@ -26,6 +26,8 @@ class PerftKind : public JobKind {
         .capability = "perft",
         .spec_case = v1::JobSpec::kPerft,
         .tables = nullptr,
+        .work_unit = "nodes",
+        .plans_from_results = false,
         .results_from_store = false,
         .work_metric = "c960_perft_nodes_total",
         .work_help = "leaf nodes of settled perft units (with multiplicities)",
@@ -209,8 +211,6 @@ class PerftKind : public JobKind {
                                                            " roots expanded so far)")
                                             : "");
   }
-
-  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " nodes"); }
 
  private:
   uint64_t lazy_walk_;

@@ -85,6 +85,8 @@ class SelfPlayKind : public JobKind {
         .capability = "selfplay",
         .spec_case = v1::JobSpec::kSelfplay,
         .tables = &selfplay_tables(),
+        .work_unit = "games",
+        .plans_from_results = true,
         .results_from_store = true,
         .work_metric = "c960_selfplay_games_total",
         .work_help = "self-play games of settled units",
@@ -174,7 +176,6 @@ class SelfPlayKind : public JobKind {
 
   // An adaptive plan is complete once every position has its verdict.
   bool fully_planned(const v1::store::JobPlan& plan) const override { return fully_planned_plan(plan.selfplay()); }
-  bool plans_from_results(const v1::store::JobPlan& plan) const override { return !fully_planned(plan); }
 
   // The looks of an adaptive job: each open position whose planned games have all settled gets
   // its verdict from its counts in the store (the same figures a local run looks at: the games'
@@ -412,8 +413,6 @@ class SelfPlayKind : public JobKind {
                         plan.selfplay().planned_games_size() > 0 ? "at most " : "",
                         plan.selfplay().games_per_position(), " games, ", units, " units");
   }
-
-  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " games"); }
 
   // Never called: results come from the store (stream_results).
   std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan&, const std::vector<UnitView>&,

@@ -69,8 +69,8 @@ absl::Status apply_settlement(Store* store, const std::string& job_id, const Sel
 // A self-play job's statistics per position (positions without a settled game have no row).
 absl::StatusOr<std::vector<PositionTotals>> load_position_totals(Store* store, const std::string& job_id);
 // A page of a position's stored games: those with an index above `after`, at most `limit`.
-absl::StatusOr<std::vector<StoredGame>> load_games(Store* store, const std::string& job_id, int32_t sp,
-                                                   int64_t after, int limit);
+absl::StatusOr<std::vector<StoredGame>> load_games(Store* store, const std::string& job_id, int32_t sp, int64_t after,
+                                                   int limit);
 // Every game stored for a job, by position then index (tests, audits).
 absl::StatusOr<std::vector<StoredGame>> load_games(Store* store, const std::string& job_id);
 
