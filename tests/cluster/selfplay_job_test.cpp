@@ -36,7 +36,7 @@ absl::Status settle_with_games(Store* store, const std::string& job, int64_t uni
                                std::optional<int32_t> state, int64_t finished_ms, const SelfPlaySettlement& sp) {
   std::unique_ptr<Store::Transaction> txn = store->transaction();
   if (absl::Status s = store->settle_unit(job, unit, result, 1, state, finished_ms); !s.ok()) return s;
-  if (absl::Status s = store->apply_settlement(job, sp, 1); !s.ok()) return s;
+  if (absl::Status s = apply_settlement(store, job, sp, 1); !s.ok()) return s;
   return txn->commit();
 }
 
@@ -44,7 +44,7 @@ absl::Status unsettle_with_games(Store* store, const std::string& job, int64_t u
                                  const SelfPlaySettlement& sp) {
   std::unique_ptr<Store::Transaction> txn = store->transaction();
   if (absl::Status s = store->unsettle_unit(job, unit, wanted); !s.ok()) return s;
-  if (absl::Status s = store->apply_settlement(job, sp, -1); !s.ok()) return s;
+  if (absl::Status s = apply_settlement(store, job, sp, -1); !s.ok()) return s;
   return txn->commit();
 }
 
@@ -323,7 +323,7 @@ TEST_F(SelfPlayJobTest, GamesEqualALocalRunAndAreNeverCountedTwice) {
   EXPECT_EQ(now.progress().games_done(), 6);
 
   // Every game stored once, keyed by (sp, index).
-  auto stored = store_->load_games(j->id());
+  auto stored = load_games(store_.get(), j->id());
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_EQ(stored->size(), 6u);
   for (size_t i = 0; i < 6; ++i) {
@@ -468,7 +468,7 @@ TEST_F(SelfPlayJobTest, StatisticsAndStoredGamesEqualALocalRunWhateverIsStored) 
       if (g.index < kept) local_pgn += g.record.pgn;
     EXPECT_EQ(games, 2 * kept);
     EXPECT_EQ(pgn, local_pgn);
-    auto stored = store_->load_games(j->id());
+    auto stored = load_games(store_.get(), j->id());
     ASSERT_TRUE(stored.ok());
     EXPECT_EQ(int64_t(stored->size()), 2 * kept);
   }
@@ -637,7 +637,7 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   const SelfPlaySettlement a = settlement(0, 7), b = settlement(2, 7);
   ASSERT_TRUE(settle_with_games(store->get(), "job-1", 0, "r0", std::nullopt, 0, a).ok());
   ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
-  auto totals = (*store)->load_position_totals("job-1");
+  auto totals = load_position_totals(store->get(), "job-1");
   ASSERT_TRUE(totals.ok() && totals->size() == 1u);
   EXPECT_EQ((*totals)[0].games, 4);
   EXPECT_EQ((*totals)[0].white_wins, 1);  // four copies of one game: one game's evidence
@@ -650,22 +650,22 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
   SelfPlaySettlement undo = b;
   undo.stored.clear();
   ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 1, 2, undo).ok());
-  totals = (*store)->load_position_totals("job-1");
+  totals = load_position_totals(store->get(), "job-1");
   EXPECT_EQ((*totals)[0].games, 2);
   EXPECT_EQ((*totals)[0].duplicates, 1);
   EXPECT_EQ((*totals)[0].white_wins, 1);  // the distinct game stays while a copy of it does
   EXPECT_EQ((*totals)[0].stored, 2);
-  EXPECT_EQ((*store)->load_games("job-1")->size(), 2u);
+  EXPECT_EQ(load_games(store->get(), "job-1")->size(), 2u);
   EXPECT_FALSE((*store)->unit_result("job-1", 1)->has_value());
   // Settled again, as another worker computes it, it counts as before.
   ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
-  EXPECT_EQ((*(*store)->load_position_totals("job-1"))[0].duplicates, 3);
+  EXPECT_EQ((*load_position_totals(store->get(), "job-1"))[0].duplicates, 3);
   // Taken back whole, nothing is left of the game's evidence.
   ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 1, 2, undo).ok());
   SelfPlaySettlement undo_a = a;
   undo_a.stored.clear();
   ASSERT_TRUE(unsettle_with_games(store->get(), "job-1", 0, 2, undo_a).ok());
-  totals = (*store)->load_position_totals("job-1");
+  totals = load_position_totals(store->get(), "job-1");
   EXPECT_EQ((*totals)[0].games, 0);
   EXPECT_EQ((*totals)[0].white_wins, 0);
   EXPECT_EQ((*totals)[0].duplicates, 0);
@@ -733,7 +733,7 @@ TEST_F(SelfPlayJobTest, SchemaThreeStoresAreConverted) {
   auto job = coordinator_->get_job(Caller::local(), "job-1");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->progress().games_done(), 5);
-  EXPECT_EQ(store_->load_games("job-1")->size(), 5u);
+  EXPECT_EQ(load_games(store_.get(), "job-1")->size(), 5u);
   EXPECT_EQ(complete(leases[1], compute(leases[1])).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
   play_all();
   const selfplay::SelfPlaySpec local_spec = *selfplay::spec_from_proto(small_spec());
@@ -798,7 +798,7 @@ TEST_F(SelfPlayJobTest, SchemaFiveStoresHaveTheirGamesRecoded) {
     ASSERT_TRUE(old.ok()) << old.status();
     for (const auto& [id, s] : jobs) {
       write_schema_five_job(old->get(), id, s, [this](const v1::Lease& l) { return compute(l); });
-      auto games = (*old)->load_games(id);
+      auto games = load_games(old->get(), id);
       ASSERT_TRUE(games.ok() && games->size() == 6u);
       for (const StoredGame& g : *games) old_bytes += int64_t(g.moves.size());
     }
@@ -821,7 +821,7 @@ TEST_F(SelfPlayJobTest, SchemaFiveStoresHaveTheirGamesRecoded) {
       for (const v1::SelfPlayGame& g : c.selfplay().game_records()) pgn += g.pgn(), ++games;
     EXPECT_EQ(games, 6);
     EXPECT_EQ(pgn, local_pgn);
-    auto stored = store_->load_games(id);
+    auto stored = load_games(store_.get(), id);
     ASSERT_TRUE(stored.ok()) << stored.status();
     for (const StoredGame& g : *stored) new_bytes += int64_t(g.moves.size());
   }
@@ -853,7 +853,7 @@ TEST_F(SelfPlayJobTest, ASchemaFiveGameThatDoesNotReplayFailsTheOpen) {
   auto old = Store::open(path, 5);
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ((*old)->schema_version(), 5);
-  EXPECT_EQ((*old)->load_games("job-1")->size(), 6u);
+  EXPECT_EQ(load_games(old->get(), "job-1")->size(), 6u);
 }
 
 // A stored game whose bytes do not decode (a damaged store) fails the results that would send
@@ -933,7 +933,7 @@ TEST_F(SelfPlayJobTest, RejectsResultsThatCannotBelongToTheUnit) {
   // Through the coordinator: a forgery is refused and quarantines its sender; nothing is stored.
   EXPECT_EQ(complete(ls[0], forged[4].second).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(complete(ls[0], good).status().code(), absl::StatusCode::kPermissionDenied);
-  auto stored = store_->load_games(coordinator_->list_jobs(Caller::local(), {})->jobs(0).id());
+  auto stored = load_games(store_.get(), coordinator_->list_jobs(Caller::local(), {})->jobs(0).id());
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
 }
@@ -1643,22 +1643,22 @@ TEST(SelfPlayStoreMatch, PairsAreCountedOnceAndTakenBack) {
   b.first_game = 4;
   b.games = {game(0, 11, true), game(2, 12, true), game(0, 15, true), game(1, 16, true)};
   const auto pairs = [&] {
-    auto t = (*store)->load_position_totals("j");
+    auto t = load_position_totals(store->get(), "j");
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() && !t->empty() ? (*t)[0].pairs : std::vector<int64_t>();
   };
-  ASSERT_TRUE((*store)->apply_settlement("j", a, 1).ok());
+  ASSERT_TRUE(apply_settlement(store->get(), "j", a, 1).ok());
   // penta[4] (WW) 1, wins 2, unpaired 2.
   EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 0, 1, 2, 0, 0, 0, 2}));
-  ASSERT_TRUE((*store)->apply_settlement("j", b, 1).ok());
+  ASSERT_TRUE(apply_settlement(store->get(), "j", b, 1).ok());
   // The repeat is a duplicate; the new pair (1-0, 1/2) is WD: penta[3].
   EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 1, 1, 3, 1, 0, 1, 2}));
   // Taken back without saying it is a match (a unit taken back knows its row only).
   a.match = false;
-  ASSERT_TRUE((*store)->apply_settlement("j", a, -1).ok());
+  ASSERT_TRUE(apply_settlement(store->get(), "j", a, -1).ok());
   EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 1, 1, 3, 1, 0, 0, 0}));
   b.match = false;
-  ASSERT_TRUE((*store)->apply_settlement("j", b, -1).ok());
+  ASSERT_TRUE(apply_settlement(store->get(), "j", b, -1).ok());
   EXPECT_EQ(pairs(), (std::vector<int64_t>(10, 0)));
   store->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
