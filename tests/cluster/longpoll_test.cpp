@@ -11,6 +11,7 @@
 #include "cluster/u128.h"
 #include "coordinator/clock.h"
 #include "coordinator/coordinator.h"
+#include "tests/cluster/coordinator_fixture.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -18,36 +19,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class LongPollTest : public ::testing::Test {
+class LongPollTest : public CoordinatorFixture {
  protected:
-  void SetUp() override {
-    auto s = Store::open(":memory:");
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{30'000});
-    ASSERT_TRUE(coordinator_->load().ok());
-  }
-
-  std::string hello(const std::string& name) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(32);
-    req.add_capabilities("perft");
-    req.set_protocol_version(kProtocolVersion);
-    auto r = coordinator_->hello(Caller::local(), req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->worker_id() : "";
-  }
-
   v1::Job submit(int depth, const std::string& sps, int split) {
-    v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
-    req.mutable_spec()->mutable_perft()->set_depth(depth);
-    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    auto j = coordinator_->submit(Caller::local(), req);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
+    return CoordinatorFixture::submit(perft_request(v1::VERIFY_MODE_OFF, depth, sps, split));
   }
 
   // Starts a waiting acquire; the answer lands in *out.
@@ -71,10 +46,6 @@ class LongPollTest : public ::testing::Test {
       if (f()) return true;
     return false;
   }
-
-  FakeClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coordinator_;
 };
 
 TEST_F(LongPollTest, WaitingAcquireGetsWorkAsSoonAsAJobArrives) {
