@@ -20,7 +20,8 @@ const CommandSpec kSpec = {
         "position startpos|fen FEN [moves M ...] (FEN, X-FEN or Shredder-FEN; castling in either UCI form), "
         "go perft N (Stockfish's divide: 'move: count' lines, a blank line, 'Nodes searched: N'), go depth N | "
         "nodes N | movetime MS | infinite | wtime/btime/winc/binc/movestogo with the built-in engine (info "
-        "lines per depth, then bestmove; castling as king takes rook while UCI_Chess960 is true), stop, quit, "
+        "lines per depth, then bestmove; castling as king takes rook while UCI_Chess960 is true; it is false by "
+        "default, as GUIs expect, and castling is then the king's destination), stop, quit, "
         "setoption name UCI_Chess960|Hash|Threads value V (Hash in MB, 1..",
         kUciMaxHashMb, "; Threads for go perft, 1..", kUciMaxThreads,
         ", the search has one), and d (the position's FEN). A search runs on a thread of its own: stop and "

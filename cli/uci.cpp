@@ -142,7 +142,7 @@ void UciServer::cmd_uci() {
   std::lock_guard lock(emit_mu_);
   emit_(absl::StrCat("id name c960 ", absl::string_view(version().data(), version().size())));
   emit_("id author the c960 authors");
-  emit_("option name UCI_Chess960 type check default true");
+  emit_("option name UCI_Chess960 type check default false");
   emit_(absl::StrCat("option name Hash type spin default ", kUciDefaultHashMb, " min 1 max ", kUciMaxHashMb));
   emit_(absl::StrCat("option name Threads type spin default 1 min 1 max ", kUciMaxThreads));
   emit_("uciok");

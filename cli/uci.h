@@ -75,7 +75,7 @@ class UciServer {
 
   std::unique_ptr<Game> game_;
   std::unique_ptr<engine::Engine> engine_;
-  bool chess960_ = true;
+  bool chess960_ = false;  // UCI_Chess960: off by default, as Stockfish and GUIs expect
   int threads_ = 1;
   int hash_mb_ = kUciDefaultHashMb;
 
