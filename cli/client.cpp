@@ -138,6 +138,19 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
       true);  // cancelling twice is cancelling once
 }
 
+absl::Status Client::backup_store(v1::BackupStoreResponse* response) {
+  std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(channel_);
+  return call(
+      [&] {
+        grpc::ClientContext ctx;
+        set_deadline(ctx, cluster::kBackupDeadlineMs);
+        return admin->BackupStore(&ctx, v1::BackupStoreRequest(), response);
+      },
+      // Asked again only while the coordinator is unreachable; a copy that ran out of time is not
+      // started over (it would take as long again).
+      false);
+}
+
 absl::Status Client::list_workers(bool include_lost, v1::ListWorkersResponse* response) {
   v1::ListWorkersRequest req;
   req.set_include_lost(include_lost);

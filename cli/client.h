@@ -66,6 +66,8 @@ class Client {
   absl::Status list_jobs(v1::ListJobsResponse* response);
   absl::Status cancel(const std::string& id, v1::Job* job);
   absl::Status list_workers(bool include_lost, v1::ListWorkersResponse* response);
+  // AdminService.BackupStore: a copy of the coordinator's store made now (admin role).
+  absl::Status backup_store(v1::BackupStoreResponse* response);
   // Every result chunk of the job, in the coordinator's order; with omit_games the self-play
   // chunks carry counts only. A retry starts the stream again from the beginning.
   absl::Status results(const std::string& id, bool divide, bool omit_games, std::vector<v1::ResultChunk>* chunks);

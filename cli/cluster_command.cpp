@@ -21,9 +21,10 @@ std::string option_or_env(const ParsedArgs& args, const std::string& option, con
 // The call each cluster command makes (its first, for status: ListJobs and GetJob need the same
 // roles), so that a refusal can name the roles that may make it.
 constexpr std::pair<absl::string_view, absl::string_view> kCommandMethods[] = {
-    {"submit", "/c960.v1.JobService/SubmitJob"}, {"status", "/c960.v1.JobService/ListJobs"},
-    {"watch", "/c960.v1.JobService/WatchJob"},   {"results", "/c960.v1.JobService/GetResults"},
-    {"cancel", "/c960.v1.JobService/CancelJob"}, {"workers", "/c960.v1.JobService/ListWorkers"},
+    {"submit", "/c960.v1.JobService/SubmitJob"},    {"status", "/c960.v1.JobService/ListJobs"},
+    {"watch", "/c960.v1.JobService/WatchJob"},      {"results", "/c960.v1.JobService/GetResults"},
+    {"cancel", "/c960.v1.JobService/CancelJob"},    {"workers", "/c960.v1.JobService/ListWorkers"},
+    {"admin", "/c960.v1.AdminService/BackupStore"},
 };
 
 // The coordinator names the request field it refuses ("split_depth: 5 is not in 0..3"); the

@@ -38,6 +38,8 @@ int cmd_watch(const std::vector<std::string>& args, const Io& io);
 int cmd_results(const std::vector<std::string>& args, const Io& io);
 int cmd_cancel(const std::vector<std::string>& args, const Io& io);
 int cmd_workers(const std::vector<std::string>& args, const Io& io);
+// The coordinator's housekeeping: admin backup.
+int cmd_admin(const std::vector<std::string>& args, const Io& io);
 // Tokens for a coordinator's --tokens file.
 int cmd_token(const std::vector<std::string>& args, const Io& io);
 // The UCI front end on stdin and stdout (cli/uci.h).
@@ -58,6 +60,7 @@ const CommandSpec& cancel_spec();
 const CommandSpec& workers_spec();
 const CommandSpec& report_spec();
 const CommandSpec& token_spec();
+const CommandSpec& admin_spec();
 const CommandSpec& uci_spec();
 const CommandSpec& completion_spec();
 

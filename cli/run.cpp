@@ -33,6 +33,7 @@ constexpr Subcommand kCommands[] = {
     {"cancel", "cancel a cluster job", cmd_cancel, cancel_spec},
     {"workers", "list the cluster's workers and their trust state", cmd_workers, workers_spec},
     {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report, report_spec},
+    {"admin", "the coordinator's housekeeping: admin backup copies its store now", cmd_admin, admin_spec},
     {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token, token_spec},
     {"uci", "a UCI engine on stdin/stdout (perft, the built-in engine) for GUIs and match runners", cmd_uci, uci_spec},
     {"completion", "print a bash or zsh completion script: c960 completion bash|zsh", cmd_completion, completion_spec},

@@ -58,6 +58,8 @@ constexpr MethodRule kMethodRules[] = {
     // A join token does one thing: trade itself for a worker's own credential.
     {"/c960.v1.WorkerService/Enroll", {false, bit(Role::kEnroll)}},
     {"/c960.v1.WorkerService/", {false, bit(Role::kWorker)}},
+    // Backups and other housekeeping: the admin role only (no other role's bit).
+    {"/c960.v1.AdminService/", {false, 0}},
     // Probes (load balancers, Kubernetes) carry no credentials.
     {"/grpc.health.v1.Health/", kOpen},
     // The schema is no secret, but it is nobody's business who has no token.

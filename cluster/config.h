@@ -250,6 +250,15 @@ inline constexpr int kDefaultMaxWatches = 1024;
 // for unary calls: there is no principal to budget, every caller is the operator.
 inline constexpr int kDefaultMaxCallsPerCaller = 128;
 inline constexpr int kDefaultMaxResultStreamsPerCaller = 8;
+// Online backups of the SQLite store (coordinator/store_backup.h): with --backup-dir, a copy
+// every hour, the newest 24 kept (a day of hourly copies); a period under a minute would copy a
+// big store back to back.
+inline constexpr int64_t kDefaultBackupEveryMs = 3'600'000;
+inline constexpr int64_t kMinBackupEveryMs = 60'000;
+inline constexpr int kDefaultBackupKeep = 24;
+inline constexpr int kMaxBackupKeep = 10'000;
+// Pages copied per step under the store's lock (16 MiB of 4 KiB pages: a few milliseconds).
+inline constexpr int kBackupPagesPerStep = 4096;
 // ListJobs stops adding jobs to a page once it holds this many bytes.
 inline constexpr size_t kMaxListBytes = 4 << 20;
 // Engine names (c960-worker --engine NAME=PATH; self-play jobs name one).
@@ -316,6 +325,7 @@ inline constexpr int64_t kConnectTimeoutMs = 2'500;
 // Client side.
 inline constexpr int64_t kRpcDeadlineMs = 10'000;                   // unary calls
 inline constexpr int64_t kSubmitDeadlineMs = 120'000;               // planning a big job takes a while
+inline constexpr int64_t kBackupDeadlineMs = 600'000;               // copying a big store
 inline constexpr int64_t kResultsStreamDeadlineMs = 6 * 3'600'000;  // results that stream: a big job's games
 inline constexpr int64_t kReleaseDeadlineMs = 2'000;                // a stopping worker gives units back once
 inline constexpr int64_t kBackoffInitialMs = 100;                   // first retry after UNAVAILABLE

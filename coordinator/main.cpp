@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cluster/address.h"
 #include "cluster/config.h"
@@ -24,6 +25,7 @@
 #include "coordinator/http_server.h"
 #include "coordinator/metrics.h"
 #include "coordinator/service.h"
+#include "coordinator/store_backup.h"
 #include "core/version.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
@@ -64,6 +66,13 @@ ABSL_FLAG(int32_t, max_calls_per_caller, c960::cluster::kDefaultMaxCallsPerCalle
           "unary gRPC calls one authenticated caller may have in flight at once, per service (1..100000)");
 ABSL_FLAG(int32_t, max_result_streams_per_caller, c960::cluster::kDefaultMaxResultStreamsPerCaller,
           "GetResults streams (c960 results) one caller may have open at once (1..100000)");
+ABSL_FLAG(std::string, backup_dir, "",
+          "keep online copies of the --db store in this folder (made if missing; best on another disk): every "
+          "--backup-every-minutes and on request (c960 admin backup)");
+ABSL_FLAG(int64_t, backup_every_minutes, c960::cluster::kDefaultBackupEveryMs / 60'000,
+          "minutes between scheduled copies with --backup-dir (0: on request only; else at least 1)");
+ABSL_FLAG(int32_t, backup_keep, c960::cluster::kDefaultBackupKeep,
+          "copies kept in --backup-dir: the newest N (1..10000); older ones are removed after a new one is made");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -106,6 +115,9 @@ const c960::cluster::DaemonCommand kCommand = {
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel), "
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file "
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n\n"
+    "--backup-dir keeps consistent copies of --db taken while it serves (SQLite's online backup), hourly by "
+    "default and on request (c960 admin backup, admin role); to restore one, stop the coordinator and copy it "
+    "over --db (removing --db's -wal and -shm files).\n\n"
     "Without TLS and authentication (--tokens or --tls-client-ca) it serves loopback only, unless --insecure. "
     "Also serves grpc.health.v1.Health (open to all) and server reflection. SIGHUP reloads --tokens.\n\n"
     "--http-listen adds a web dashboard, Prometheus metrics (/metrics), health endpoints (/healthz, /readyz) and "
@@ -130,6 +142,9 @@ const c960::cluster::DaemonCommand kCommand = {
      {"forget_workers_after_days", "D"},
      {"max_calls_per_caller", "N"},
      {"max_result_streams_per_caller", "N"},
+     {"backup_dir", "DIR"},
+     {"backup_every_minutes", "M"},
+     {"backup_keep", "N"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
@@ -323,6 +338,15 @@ int main(int argc, char** argv) {
     return die(absl::StrCat("--http-max-connections-per-address: not in 1..", http_max_connections,
                             " (--http-max-connections)"));
 
+  c960::cluster::BackupOptions backup_options;
+  backup_options.dir = absl::GetFlag(FLAGS_backup_dir);
+  backup_options.keep = absl::GetFlag(FLAGS_backup_keep);
+  const int64_t backup_minutes = absl::GetFlag(FLAGS_backup_every_minutes);
+  if (backup_minutes < 0 || backup_minutes > 525'600)
+    return die("--backup-every-minutes: not in 0..525600 (0: on request only)");
+  backup_options.every_ms = backup_options.dir.empty() ? 0 : backup_minutes * 60'000;
+  if (absl::Status s = c960::cluster::validate_backup_options(backup_options); !s.ok())
+    return die(std::string(s.message()));
   absl::StatusOr<c960::cluster::ServerOptions> options = server_options(*listen);
   if (!options.ok()) return die(std::string(options.status().message()));
 
@@ -347,6 +371,21 @@ int main(int argc, char** argv) {
     metrics = std::make_unique<c960::cluster::Metrics>();
     (*store)->set_commit_observer([m = metrics.get()](double seconds) { m->observe_commit(seconds); });
   }
+  std::unique_ptr<c960::cluster::StoreBackups> backups;
+  std::unique_ptr<c960::cluster::BackupSchedule> backup_schedule;
+  if (!backup_options.dir.empty()) {
+    backups = std::make_unique<c960::cluster::StoreBackups>(store->get(), backup_options);
+    backups->set_observer([m = metrics.get()](const absl::StatusOr<c960::cluster::BackupMade>& made) {
+      if (m) m->observe_backup(made.ok(), made.ok() ? made->seconds : 0, made.ok() ? made->bytes : 0);
+      if (made.ok())
+        c960::cluster::log_info(absl::StrCat("backup: ", made->path, " (", made->bytes, " bytes, ",
+                                             absl::StrFormat("%.2f", made->seconds), " s), ", made->removed.size(),
+                                             " older removed"));
+      else
+        c960::cluster::log_error(std::string(made.status().message()));
+    });
+    if (backup_options.every_ms > 0) backup_schedule = std::make_unique<c960::cluster::BackupSchedule>(backups.get());
+  }
   c960::cluster::SystemClock clock;
   c960::cluster::Coordinator coordinator(store->get(), &clock, coordinator_options);
   // Worker credentials issued by Enroll are accepted beside the tokens file's.
@@ -370,6 +409,8 @@ int main(int argc, char** argv) {
   c960::cluster::WorkerServiceImpl workers(&coordinator, auth, service_limits);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
+  c960::cluster::AdminServiceImpl admin(backups.get());
+  builder.RegisterService(&admin);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     if (absl::Status s = c960::cluster::check_listen_address_free(options->listen); !s.ok())
@@ -449,5 +490,6 @@ int main(int argc, char** argv) {
   }
   cv.notify_all();
   sweeper.join();
+  if (backup_schedule) backup_schedule->stop();
   return 0;
 }

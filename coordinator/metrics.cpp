@@ -100,7 +100,7 @@ Metrics::Metrics()
     : start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()),
       registry_(std::make_shared<prometheus::Registry>()) {
   const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
-  for (const char* service : {"c960.v1.JobService", "c960.v1.WorkerService"})
+  for (const char* service : {"c960.v1.JobService", "c960.v1.WorkerService", "c960.v1.AdminService"})
     if (const google::protobuf::ServiceDescriptor* s = pool->FindServiceByName(service))
       for (int i = 0; i < s->method_count(); ++i)
         methods_.insert(absl::StrCat("/", service, "/", s->method(i)->name()));
@@ -138,6 +138,27 @@ Metrics::Metrics()
                        .Help("HTTP connections closed at a deadline, by the phase it bounds")
                        .Register(*registry_);
   for (const char* p : {"handshake", "head", "body", "write"}) http_timeouts_[p] = &timeouts.Add({{"phase", p}});
+  auto& backups = prometheus::BuildCounter()
+                      .Name("c960_store_backups_total")
+                      .Help("online copies of the store tried (--backup-dir), by outcome (ok, failed)")
+                      .Register(*registry_);
+  backups_ok_ = &backups.Add({{"outcome", "ok"}});
+  backups_failed_ = &backups.Add({{"outcome", "failed"}});
+  backup_last_ok_ = &prometheus::BuildGauge()
+                         .Name("c960_store_backup_last_success_timestamp_seconds")
+                         .Help("Unix time of the newest copy of the store that was made whole (0: none since start)")
+                         .Register(*registry_)
+                         .Add({});
+  backup_bytes_ = &prometheus::BuildGauge()
+                       .Name("c960_store_backup_bytes")
+                       .Help("size of the newest copy of the store")
+                       .Register(*registry_)
+                       .Add({});
+  backup_seconds_ = &prometheus::BuildGauge()
+                         .Name("c960_store_backup_duration_seconds")
+                         .Help("how long the newest copy of the store took")
+                         .Register(*registry_)
+                         .Add({});
 }
 
 Metrics::~Metrics() = default;
@@ -182,6 +203,17 @@ void Metrics::count_http(absl::string_view handler, int status) {
 }
 
 void Metrics::set_http_connections(int64_t open) { http_connections_->Set(double(open)); }
+
+void Metrics::observe_backup(bool ok, double seconds, int64_t bytes) {
+  if (!ok) {
+    backups_failed_->Increment();
+    return;
+  }
+  backups_ok_->Increment();
+  backup_last_ok_->Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  backup_bytes_->Set(double(bytes));
+  backup_seconds_->Set(seconds);
+}
 
 void Metrics::count_http_refused(absl::string_view reason) {
   if (auto it = http_refused_.find(reason); it != http_refused_.end()) it->second->Increment();

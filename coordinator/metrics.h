@@ -63,6 +63,8 @@ class Metrics {
   void set_http_connections(int64_t open);
   void count_http_refused(absl::string_view reason);
   void count_http_timeout(absl::string_view phase);
+  // A copy of the store (coordinator/store_backup.h) made (`ok`: its size and time) or failed.
+  void observe_backup(bool ok, double seconds, int64_t bytes);
 
   // The interceptor that times every call of a gRPC server; give it to the ServerBuilder
   // (builder.experimental().SetInterceptorCreators). The factory must not outlive this object.
@@ -81,6 +83,11 @@ class Metrics {
   prometheus::Gauge* http_connections_ = nullptr;
   // Fixed label sets, made in the constructor (read without the lock).
   std::map<std::string, prometheus::Counter*, std::less<>> http_refused_, http_timeouts_;
+  prometheus::Counter* backups_ok_ = nullptr;
+  prometheus::Counter* backups_failed_ = nullptr;
+  prometheus::Gauge* backup_last_ok_ = nullptr;
+  prometheus::Gauge* backup_bytes_ = nullptr;
+  prometheus::Gauge* backup_seconds_ = nullptr;
   std::mutex mu_;  // the series maps
   std::map<std::pair<std::string, int>, prometheus::Histogram*> rpc_series_;
   std::map<std::pair<std::string, int>, prometheus::Counter*> http_series_;

@@ -207,4 +207,16 @@ grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext* ctx, const v1:
                [&](const Caller& caller) { return to_grpc(c_->release(caller, *req)); });
 }
 
+grpc::Status AdminServiceImpl::BackupStore(grpc::ServerContext*, const v1::BackupStoreRequest*,
+                                           v1::BackupStoreResponse* resp) {
+  if (!backups_) return to_grpc(absl::FailedPreconditionError("backup: this coordinator's store has no backups"));
+  absl::StatusOr<BackupMade> made = backups_->backup_now();
+  if (!made.ok()) return to_grpc(made.status());
+  resp->set_path(made->path);
+  resp->set_bytes(made->bytes);
+  resp->set_seconds(made->seconds);
+  for (const std::string& r : made->removed) resp->add_removed(r);
+  return grpc::Status::OK;
+}
+
 }  // namespace c960::cluster

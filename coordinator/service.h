@@ -17,6 +17,7 @@
 #include "cluster/errors.h"
 #include "cluster/server.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/store_backup.h"
 
 namespace c960::cluster {
 
@@ -106,6 +107,19 @@ class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_Acq
   std::shared_ptr<const CallAuthenticator> auth_;
   ServiceLimits limits_;
   InFlight calls_;
+};
+
+// The coordinator's housekeeping (admin role only, cluster/auth.cpp): backups of the store.
+// `backups` may be null (a store that StoreBackups cannot copy): BackupStore is then
+// FAILED_PRECONDITION.
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  explicit AdminServiceImpl(StoreBackups* backups) : backups_(backups) {}
+  grpc::Status BackupStore(grpc::ServerContext*, const v1::BackupStoreRequest* req,
+                           v1::BackupStoreResponse* resp) override;
+
+ private:
+  StoreBackups* backups_;
 };
 
 }  // namespace c960::cluster

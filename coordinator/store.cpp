@@ -151,6 +151,23 @@ absl::Status Store::run(const char (&sql)[N]) {
   return absl::OkStatus();
 }
 
+int Store::copy_into(sqlite3* dest, int pages_per_step) {
+  sqlite3_backup* b = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    b = sqlite3_backup_init(dest, "main", db_, "main");
+  }
+  if (!b) return sqlite3_errcode(dest);
+  int rc = SQLITE_OK;
+  while (rc == SQLITE_OK) {
+    std::lock_guard lock(mu_);
+    rc = sqlite3_backup_step(b, pages_per_step < 1 ? 1 : pages_per_step);
+  }
+  std::lock_guard lock(mu_);
+  const int fin = sqlite3_backup_finish(b);
+  return rc != SQLITE_DONE ? rc : fin;
+}
+
 absl::Status Store::exec_for_test(const std::string& sql) {
   std::lock_guard lock(mu_);
   return exec(sql.c_str());

@@ -244,6 +244,15 @@ class Store {
   };
   FileSizes file_sizes();
 
+  // Copies the whole store into `dest` (an open, empty SQLite database) with SQLite's online
+  // backup API through this store's own connection, `pages_per_step` pages a step, taking the
+  // store's lock for each step only: transactions commit between steps (each whole: a
+  // transaction holds the lock), and SQLite carries what they change into the copy, which ends as
+  // the store after the last step's commit. Returns SQLite's code: SQLITE_OK when the copy is
+  // whole, else the error (SQLITE_FULL: `dest`'s disk is full; sqlite3_system_errno(dest) says
+  // more).
+  int copy_into(sqlite3* dest, int pages_per_step);
+
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 

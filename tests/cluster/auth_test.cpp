@@ -5,6 +5,8 @@
 #include "cluster/auth.h"
 
 #include <condition_variable>
+#include <csignal>
+#include <filesystem>
 #include <google/protobuf/descriptor.h>
 #include <mutex>
 #include <optional>
@@ -72,7 +74,7 @@ std::vector<std::string> every_method() {
   std::vector<std::string> out;
   // Through a message of the same file, so that the linker keeps its descriptors.
   const google::protobuf::FileDescriptor* file = v1::Job::descriptor()->file();
-  for (const char* service : {"JobService", "WorkerService"}) {
+  for (const char* service : {"JobService", "WorkerService", "AdminService"}) {
     const google::protobuf::ServiceDescriptor* sd = file->FindServiceByName(service);
     for (int i = 0; sd && i < sd->method_count(); ++i)
       out.push_back(absl::StrCat("/", sd->full_name(), "/", sd->method(i)->name()));
@@ -100,8 +102,10 @@ class AuthTest : public ClusterFixture {
     return {"--tls-cert=" + pki_.server_cert(), "--tls-key=" + pki_.server_key(), "--tokens=" + tokens_file_};
   }
 
-  int start_secure() {
-    const int port = start_coordinator(0, tls_flags());
+  int start_secure(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> flags = tls_flags();
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const int port = start_coordinator(0, flags);
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = read_file(pki_.ca());
     tls_channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::SslCredentials(ssl));
@@ -312,6 +316,43 @@ TEST_F(AuthTest, CliNamesTheRoleACommandNeeds) {
   r = run({kCli, "status", absl::StrCat("--coordinator=127.0.0.1:", port_), "--token-file=" + dir_ + "/t"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "needs TLS")) << r.err;
+}
+
+// c960 admin backup: admin only; the copy restores to a coordinator that has the job.
+TEST_F(AuthTest, AnAdminsBackupRestoresToACoordinatorThatKeepsTheJob) {
+  const std::vector<std::string> backup_flags = {"--backup-dir=" + dir_ + "/backups", "--backup-every-minutes=0"};
+  ASSERT_GT(start_secure(backup_flags), 0);
+  RunResult r = cli({"submit", "perft", "--depth", "2", "--sps", "0-3"}, "submit");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* role : {"read", "submit", "worker"}) {
+    r = cli({"admin", "backup"}, role);
+    EXPECT_EQ(r.exit_code, 2) << role << ": " << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, "c960 admin needs a token of role admin")) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/backups"));
+  r = cli({"admin", "backup"}, "admin");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string copy(absl::StripAsciiWhitespace(r.out.substr(0, r.out.find('\n'))));
+  EXPECT_TRUE(absl::StartsWith(copy, dir_ + "/backups/c960-store-")) << r.out;
+  ASSERT_TRUE(std::filesystem::exists(copy)) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, " bytes in ")) << r.out;
+  r = cli({"status"}, "admin");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string before = r.out;
+
+  // Restored: the copy over --db (no -wal, no -shm), and the coordinator started on it.
+  coordinator_->signal(SIGTERM);
+  ASSERT_TRUE(coordinator_->wait(20s).has_value());
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_ + suffix);
+  std::filesystem::copy_file(copy, db_);
+  ASSERT_GT(start_secure(backup_flags), 0);
+  r = cli({"status"}, "admin");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The job (the first word of the listing's first row) is there again.
+  const size_t row = before.find('\n') + 1;
+  const std::string id = before.substr(row, before.find(' ', row) - row);
+  ASSERT_FALSE(id.empty()) << before;
+  EXPECT_TRUE(absl::StrContains(r.out, id)) << before << "\n---\n" << r.out;
 }
 
 TEST_F(AuthTest, PlaintextLoopbackCoordinatorLetsEveryoneIn) {
