@@ -278,28 +278,36 @@ void Coordinator::drop_leases(Job* j) {
   j->active.clear();
 }
 
-void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<Store::Lease>* rows) {
-  Unit& u = j->units[i];
-  if (u.wanted == 0) u.wanted = wanted_for(*j, registry_.workers.at(s.key));
-  Copy* c = u.copy_of(s.key);
-  if (!c) {
+void Coordinator::plan_lease(const Job& j, int64_t i, const Session& s, std::vector<Store::Lease>* rows) {
+  const Unit& u = j.units[i];
+  const int32_t wanted = u.wanted != 0 ? u.wanted : wanted_for(j, registry_.workers.at(s.key));
+  // Its worker's earlier copy, else a new one at the end. Each copy has its own seed
+  // (JobKind::work_spec gives it to the kind: perft counts with its own Zobrist key set), so that
+  // a hash collision cannot make two copies agree on a wrong count.
+  size_t copy = u.copies.size();
+  for (size_t k = 0; k < u.copies.size(); ++k)
+    if (u.copies[k].worker == s.key) copy = k;
+  const uint64_t seed = copy < u.copies.size() ? u.copies[copy].zobrist_seed : uint64_t(copy);
+  rows->push_back({i, u.attempt + 1, wanted, StoredCopy{i, int32_t(copy), s.key, u.attempt + 1, seed, {}, false}});
+}
+
+void Coordinator::apply_lease(Job* j, const Store::Lease& r, Session& s, int64_t now) {
+  Unit& u = j->units[r.unit];
+  u.wanted = r.wanted;
+  if (size_t(r.copy.copy) == u.copies.size()) {
     Copy fresh;
     fresh.worker = s.key;
-    // Each copy has its own seed (JobKind::work_spec gives it to the kind: perft counts with its
-    // own Zobrist key set), so that a hash collision cannot make two copies agree on a wrong count.
-    fresh.zobrist_seed = uint64_t(u.copies.size());
+    fresh.zobrist_seed = r.copy.zobrist_seed;
     u.copies.push_back(std::move(fresh));
-    c = &u.copies.back();
   }
-  take_lease(*c, s);
-  c->expire_ms = now + options_.lease_ms;
-  c->held_since_ms = now;
-  note_deadline(j, i, *c);
-  c->attempt = ++u.attempt;
-  j->active.insert(i);
-  rows->push_back({i, u.attempt, u.wanted,
-                   StoredCopy{i, int32_t(c - u.copies.data()), c->worker, c->attempt, c->zobrist_seed, {}, false}});
-  enqueue(j, i);  // it may want a further copy from another worker
+  Copy& c = u.copies[size_t(r.copy.copy)];
+  take_lease(c, s);
+  c.expire_ms = now + options_.lease_ms;
+  c.held_since_ms = now;
+  note_deadline(j, r.unit, c);
+  c.attempt = u.attempt = r.attempt;
+  j->active.insert(r.unit);
+  enqueue(j, r.unit);  // it may want a further copy from another worker
 }
 
 void Coordinator::end_lease(Job* j, int64_t i, Copy& c, bool front) {
@@ -498,6 +506,10 @@ void Coordinator::touch(Session* s) {
 }
 
 void Coordinator::save_worker(const WorkerState& w) {
+  if (batch_saves_) {  // a completion batch writes each worker's row once, before its commit
+    batch_saves_->insert(w.rec.key);
+    return;
+  }
   if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) {
     log_error(s.message());  // inside a transaction: its commit fails with it
     store_failed(s);
@@ -581,9 +593,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         return false;
     return true;
   };
-  std::unique_ptr<Store::Transaction> txn;  // every job's leases in one commit
+  // Plan: the leases, found from memory as it is (the queues' entries popped on the way are
+  // soft state, put back if the commit fails); nothing durable changes before the commit.
+  std::vector<std::pair<Job*, std::vector<Store::Lease>>> plan;
+  int planned = 0;
   for (Job* j : table_.by_seq) {
-    if (resp->leases_size() >= max_units) break;
+    if (planned >= max_units) break;
     if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
     if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
@@ -594,7 +609,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     if (j->fresh.empty() && j->replicas.empty() && (mine == j->placed.end() || mine->second.empty())) continue;
     if (!runs(s, *j->kind, j->spec)) continue;
     std::vector<Store::Lease> rows;
-    auto room = [&] { return resp->leases_size() + int(rows.size()) < max_units; };
+    std::set<int64_t> mine_now;  // units planned for this worker: it holds one copy of each at most
+    auto room = [&] { return planned + int(rows.size()) < max_units; };
+    auto lease = [&](int64_t i) {
+      mine_now.insert(i);
+      plan_lease(*j, i, s, &rows);
+    };
     // First the copies the coordinator placed with this owner.
     if (mine != j->placed.end()) {
       std::deque<int64_t>& q = mine->second;
@@ -604,12 +624,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         if (!j->units.live(i) || j->units[i].placed != s.voter) continue;  // stale entry
         Unit& u = j->units[i];
         u.placed.clear();
-        if (!u.needs_copy()) continue;
+        if (!u.needs_copy() || mine_now.count(i)) continue;
         if (!may_compute(*j, u)) {  // another worker of this owner took it meanwhile: placed again
           enqueue(j, i, true);
           continue;
         }
-        lease(j, i, s, now, &rows);
+        lease(i);
       }
       if (q.empty()) j->placed.erase(mine);
     }
@@ -630,13 +650,13 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         if (!j->units.live(i)) continue;  // folded since it was queued
         Unit& u = j->units[i];
         u.queued = false;
-        if (!u.needs_copy()) continue;  // stale entry
+        if (!u.needs_copy() || mine_now.count(i)) continue;  // stale entry
         if (!places(*j) || (root && may_compute(*j, u))) {
           if (replicas && !may_compute(*j, u)) {
             skipped.push_back(i);
             continue;
           }
-          lease(j, i, s, now, &rows);
+          lease(i);
           continue;
         }
         if (!candidates) candidates = placement_candidates(*j);
@@ -648,7 +668,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         }
         if (owner == s.voter && may_compute(*j, u)) {
           u.placed.clear();
-          lease(j, i, s, now, &rows);
+          lease(i);
           continue;
         }
         j->placed[owner].push_back(i);
@@ -663,7 +683,34 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     }
     j->stalled = stalled;
     if (placed_elsewhere) work_arrived();
+    if (!rows.empty()) {
+      planned += int(rows.size());
+      plan.emplace_back(j, std::move(rows));
+    }
+  }
+  if (plan.empty()) return absl::OkStatus();
+  // Commit: every job's leases in one transaction. Copies are what lets a worker complete a unit
+  // after a restart: stored before they go out.
+  absl::Status st;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    st = txn->status();
+    for (const auto& [j, rows] : plan)
+      if (st.ok()) st = store_->record_leases(j->id, rows);
+    if (st.ok()) st = txn->commit();
+  }
+  if (!st.ok()) {
+    // Nothing of it was kept, and nothing durable in memory changed: the units popped go back
+    // to their queues, the store is degraded, and the caller is refused.
+    for (const auto& [j, rows] : plan)
+      for (const Store::Lease& r : rows) enqueue(j, r.unit, true);
+    store_failed(st);
+    return refusal(now);
+  }
+  // Apply.
+  for (const auto& [j, rows] : plan)
     for (const Store::Lease& r : rows) {
+      apply_lease(j, r, s, now);
       const Unit& u = j->units[r.unit];
       v1::Lease* l = resp->add_leases();
       l->set_unit_id(absl::StrCat(j->id, "/", r.unit));
@@ -671,23 +718,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       *l->mutable_spec() = j->kind->work_spec(j->shared, u.spec, r.copy.zobrist_seed);
       l->set_expire_unix_ms(u.copies[size_t(r.copy.copy)].expire_ms);
     }
-    // Copies are what lets a worker complete a unit after a restart: stored before they go out.
-    if (!rows.empty()) {
-      if (!txn) txn = store_->transaction();
-      if (absl::Status st = store_->record_leases(j->id, rows); !st.ok()) {
-        txn.reset();
-        resp->clear_leases();
-        return restore_after(st);
-      }
-    }
-  }
-  if (txn)
-    if (absl::Status st = txn->commit(); !st.ok()) {
-      txn.reset();
-      resp->clear_leases();
-      return restore_after(st);
-    }
-  if (resp->leases_size() > 0) changed();
+  changed();
   return absl::OkStatus();
 }
 
@@ -1096,14 +1127,21 @@ void Coordinator::sweep() {
   }
   for (auto& [id, s] : registry_.sessions) {
     if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
+    // Plan, commit, apply: the worker's record with its last sighting is written first; when the
+    // write fails nothing changes (the store is degraded; the next sweep after a probe tries again).
+    WorkerState& w = registry_.workers.at(s.key);
+    StoredWorker rec = w.rec;
+    rec.last_seen_ms = s.last_seen_ms;
+    if (absl::Status st = store_->upsert_worker(rec); !st.ok()) {
+      store_failed(st);
+      break;
+    }
+    w.rec = std::move(rec);
     s.lost = true;
     any = true;
     log_event(LogLevel::kWarning, "worker_lost",
               absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
               {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
-    WorkerState& w = registry_.workers.at(s.key);
-    w.rec.last_seen_ms = s.last_seen_ms;
-    save_worker(w);
   }
   if (now >= registry_.next_forget_ms) {
     registry_.next_forget_ms = now + kForgetWorkersIntervalMs;
@@ -1272,7 +1310,8 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     for (Pending& p : ps)
       if (!p.answer) todo.push_back(&p);
     // Every result of the call in one transaction (one commit, not one per unit).
-    if (absl::Status failed = commit_results(worker, todo); !failed.ok()) {
+    bool changed_memory = false;
+    if (absl::Status failed = commit_results(worker, todo, &changed_memory); !failed.ok()) {
       // Nothing of it was kept, and memory goes back to what the store holds (the one reload
       // of this failure; the store is degraded from here). Then judged: a store that refuses a
       // small write refuses everything (the worker sends the batch again: UNAVAILABLE); one
@@ -1281,7 +1320,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
       // writes around it, is refused for itself (FAILED_PRECONDITION naming the store's reason);
       // those before it are answered, those after it UNAVAILABLE (sent again, they proceed).
       for (Pending* p : todo) p->answer.reset();
-      restore_after(failed).IgnoreError();
+      if (changed_memory)
+        restore_after(failed).IgnoreError();
+      else
+        store_failed(failed);  // planned: nothing in memory changed
       probe_store(now);
       if (health_.degraded) return refusal(now);
       for (Pending* p : todo) {
@@ -1296,12 +1338,15 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
             }
             p->form = std::move(*form);
           }
-          why = commit_results(worker, {p});
+          why = commit_results(worker, {p}, &changed_memory);
           if (why.ok()) break;
           if (p->answer && !p->answer->ok() && p->answer->status().code() == absl::StatusCode::kInternal)
             why = p->answer->status();  // the statement the store refused, not "the transaction failed"
           p->answer.reset();
-          restore_after(why).IgnoreError();
+          if (changed_memory)
+            restore_after(why).IgnoreError();
+          else
+            store_failed(why);
           probe_store(now);
           if (health_.degraded) break;
         }
@@ -1342,9 +1387,71 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
   return out;
 }
 
-absl::Status Coordinator::commit_results(const std::string& worker, const std::vector<Pending*>& todo) {
+// A completion batch's plan: the rows are written while it is made, inside the batch's
+// transaction; memory changes only once that transaction committed (apply_planned).
+struct Coordinator::PlannedResult {
+  Pending* p = nullptr;
+  Job* j = nullptr;
+  int64_t i = 0;
+  size_t ci = 0;
+  std::vector<size_t> discard;  // other copies whose voters are quarantined: discarded now
+  Decision d;
+  bool audited = false;   // kSettle: the unit was audited (a root's vote behind it)
+  bool finishes = false;  // kSettle: the job's last unit
+};
+struct Coordinator::BatchPlan {
+  std::vector<PlannedResult> results;
+  std::set<std::pair<const Job*, int64_t>> units;  // units with a result planned
+  std::map<const Job*, int64_t> settles;           // units each job settles in the batch
+  std::set<const Job*> finished;                   // jobs the batch finishes
+  std::map<std::string, StoredWorker> workers;     // the records of the workers it changes, as it leaves them
+  int64_t now = 0;
+};
+
+absl::Status Coordinator::commit_results(const std::string& worker, const std::vector<Pending*>& todo,
+                                         bool* memory_changed) {
+  *memory_changed = false;
+  // Plan and commit.
+  BatchPlan plan;
+  plan.now = clock_->now_ms();
+  plan.workers[worker] = registry_.workers.at(worker).rec;
+  bool local = true;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    if (!txn->status().ok()) return txn->status();
+    for (Pending* p : todo)
+      if (!(local = plan_result(*p, &plan))) break;
+    if (local) {
+      // The workers' records (counts and trust) in the same commit as the results that moved
+      // them, each written once.
+      for (const auto& [key, rec] : plan.workers)
+        if (absl::Status s = store_->upsert_worker(rec); !s.ok()) return s;
+      if (absl::Status s = txn->commit(); !s.ok()) return s;
+    }
+  }  // (a plan abandoned for the older path below is rolled back here)
+  if (local) {
+    // Apply.
+    std::vector<Job*> jobs;  // in the batch's order
+    for (PlannedResult& r : plan.results) {
+      apply_planned(r, plan);
+      if (std::find(jobs.begin(), jobs.end(), r.j) == jobs.end()) jobs.push_back(r.j);
+    }
+    for (auto& [key, rec] : plan.workers) registry_.workers.at(key).rec = std::move(rec);
+    // Groups all settled now are folded, each in a commit of its own (one that fails stays as it
+    // is, and is tried again on load), after every result of the batch is in.
+    for (Job* j : jobs) fold_ready(j);
+    return absl::OkStatus();
+  }
+  // A completion whose effects reach beyond its own unit and worker (a quarantine and what it
+  // takes back, a unit reopened or overturned, a job failed, trust earned, a unit sent twice in
+  // one batch) is not planned: the batch changes memory inside its transaction, and a failed
+  // commit leaves memory changed (the caller reads it back from the store).
+  for (Pending* p : todo) p->answer.reset();
+  *memory_changed = true;
   std::unique_ptr<Store::Transaction> txn = store_->transaction();
   if (!txn->status().ok()) return txn->status();
+  std::set<std::string> saves{worker};
+  batch_saves_ = &saves;
   for (Pending* p : todo) {
     v1::CompleteUnitResponse resp;
     absl::Status s = apply_result(*p, &resp);
@@ -1353,9 +1460,185 @@ absl::Status Coordinator::commit_results(const std::string& worker, const std::v
     else
       p->answer = s;
   }
-  // The worker's record (its counts and trust) in the same commit as the results it moved.
-  save_worker(registry_.workers.at(worker));
+  batch_saves_ = nullptr;
+  for (const std::string& key : saves)
+    if (absl::Status s = store_->upsert_worker(registry_.workers.at(key).rec); !s.ok()) return s;
   return txn->commit();
+}
+
+bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
+  const std::string& worker = p.worker;
+  auto answer = [&](v1::CompletionOutcome o) {
+    v1::CompleteUnitResponse resp;
+    resp.set_outcome(o);
+    p.answer = resp;
+    return true;
+  };
+  // The same checks as apply_result's, in its order, reading memory only.
+  if (barred(worker)) {
+    p.answer = quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
+    return true;
+  }
+  Job* j = find_job(p.job_id);
+  const int64_t i = p.index;
+  if (!j) {
+    p.answer = absl::UnavailableError(absl::StrCat("unit_id: job ", p.job_id, " is being read back; retry"));
+    return true;
+  }
+  if (!j->units.live(i)) return answer(v1::COMPLETION_OUTCOME_DUPLICATE);
+  if (!plan->units.insert({j, i}).second) return false;  // a unit twice in one batch
+  const Unit& u = j->units[i];
+  size_t ci = u.copies.size();
+  for (size_t k = 0; k < u.copies.size(); ++k)
+    if (u.copies[k].worker == worker) ci = k;
+  if (ci == u.copies.size()) {
+    p.answer = absl::UnavailableError(absl::StrCat("unit_id: ", p.req->unit_id(), " is being read back; retry"));
+    return true;
+  }
+  if (!p.canonical.ok()) return false;  // its voter is quarantined
+  const Copy& c = u.copies[ci];
+  const std::string& serialized = p.serialized;
+  if (c.discarded) return answer(v1::COMPLETION_OUTCOME_DISCARDED);
+  if (c.result) {
+    if (*c.result != serialized) return false;  // two different results: quarantined
+    return answer(u.result && u.settled == serialized ? v1::COMPLETION_OUTCOME_DUPLICATE
+                                                      : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  }
+  const bool running = j->state == v1::JOB_STATE_RUNNING && !plan->finished.count(j);
+  if (!running && !u.result) return answer(v1::COMPLETION_OUTCOME_DISCARDED);
+  // The copy's rows, in a part of the batch's transaction: a write that fails fails its commit.
+  std::unique_ptr<Store::Transaction> txn = store_->transaction();
+  auto refused = [&](const absl::Status& s) {
+    p.answer = s;  // the statement the store refused (the batch's commit fails with it)
+    return true;
+  };
+  if (absl::Status s = store_->put_copy_result(j->id, i, int32_t(ci), serialized); !s.ok()) return refused(s);
+  PlannedResult r;
+  r.p = &p;
+  r.j = j;
+  r.i = i;
+  r.ci = ci;
+  // The votes as they will be: this copy's result counted, quarantined voters' copies discarded.
+  UnitVotes votes = votes_of(*j, i);
+  for (size_t k = 0; k < u.copies.size(); ++k) {
+    const Copy& o = u.copies[k];
+    if (k == ci || !o.result || o.discarded || !barred(o.worker)) continue;
+    if (absl::Status s = store_->discard_copy(j->id, i, int32_t(k)); !s.ok()) return refused(s);
+    r.discard.push_back(k);
+    votes.copies[k].discarded = true;
+  }
+  votes.copies[ci].result = serialized;
+  votes.newest_may_settle_alone =
+      j->verify == v1::VERIFY_MODE_OFF ||
+      (j->verify == v1::VERIFY_MODE_ADAPTIVE && rank_of(voter_of(worker)) >= kRankTrusted);
+  r.d = decide(votes, ci, kMaxCopies);
+  const Decision& d = r.d;
+  if (!d.quarantine.empty()) return false;
+  ++plan->workers.at(worker).units_done;
+  // Credits: the worker that computed each credited voter's copy (this one's included).
+  auto credit_all = [&] {
+    std::vector<std::string> keys;
+    for (const std::string& v : d.credit) {
+      std::string key = v;
+      for (size_t k = 0; k < u.copies.size(); ++k)
+        if (voter_in(*j, u.copies[k].worker) == v && (k == ci || u.copies[k].result)) {
+          key = u.copies[k].worker;
+          break;
+        }
+      keys.push_back(std::move(key));
+    }
+    for (const std::string& key : keys) {
+      auto found = registry_.workers.find(key);
+      if (found == registry_.workers.end()) continue;
+      auto [it, added] = plan->workers.try_emplace(key, found->second.rec);
+      StoredWorker& rec = it->second;
+      ++rec.agreeing;
+      if (rec.trust == v1::TRUST_STATE_NEW) {
+        if (earns_trust(rec.agreeing, options_.trust_after)) return false;  // trust earned: ranks change
+        rec.trust_reason = absl::StrCat(rec.agreeing, " of ", options_.trust_after, " results confirmed");
+      }
+    }
+    return true;
+  };
+  v1::CompletionOutcome outcome = v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+  switch (d.verdict) {
+    case Verdict::kDiscard: outcome = v1::COMPLETION_OUTCOME_DISCARDED; break;
+    case Verdict::kDuplicate:
+      outcome = u.result && u.settled == serialized ? v1::COMPLETION_OUTCOME_DUPLICATE
+                                                    : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
+      break;
+    case Verdict::kConfirm:
+      if (absl::Status s = store_->set_votes(j->id, i, d.votes); !s.ok()) return refused(s);
+      if (!credit_all()) return false;
+      outcome = v1::COMPLETION_OUTCOME_DUPLICATE;
+      break;
+    case Verdict::kSettle: {
+      if (d.result != serialized) return false;  // settled with an earlier copy's result
+      int64_t& settles = plan->settles[j];
+      r.finishes = j->done + settles + 1 == j->total() && j->kind->fully_planned(j->plan);
+      SettledForm* form = &*p.form;
+      if (absl::Status s = store_->settle_unit(
+              j->id, i, form->stored, d.votes,
+              r.finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, plan->now);
+          !s.ok())
+        return refused(s);
+      if (form->write)
+        if (absl::Status s = form->write(store_, j->id); !s.ok()) return refused(s);
+      ++settles;
+      if (r.finishes) plan->finished.insert(j);
+      r.audited = votes.needs_root;
+      if (!credit_all()) return false;
+      outcome = v1::COMPLETION_OUTCOME_ACCEPTED;
+      break;
+    }
+    case Verdict::kPending:
+      if (d.wanted != u.wanted)
+        if (absl::Status s = store_->set_wanted(j->id, i, d.wanted); !s.ok()) return refused(s);
+      break;
+    case Verdict::kMismatch:
+    case Verdict::kReopen:
+    case Verdict::kOverturn:
+    case Verdict::kFail: return false;
+  }
+  if (absl::Status s = txn->commit(); !s.ok()) return refused(s);
+  plan->results.push_back(std::move(r));
+  return answer(outcome);
+}
+
+void Coordinator::apply_planned(PlannedResult& r, const BatchPlan& plan) {
+  Job* j = r.j;
+  const int64_t i = r.i;
+  const Decision& d = r.d;
+  Unit& u = j->units[i];
+  Copy& c = u.copies[r.ci];
+  c.result = r.p->serialized;
+  if (c.leased()) end_lease(j, i, c, false);
+  WorkerState& w = registry_.workers.at(r.p->worker);
+  w.samples.emplace_back(plan.now, plan.workers.at(r.p->worker).units_done);
+  while (w.samples.size() > 2 && w.samples[1].first < plan.now - kWorkerRateWindowMs) w.samples.pop_front();
+  for (size_t k : r.discard) u.copies[k].discarded = true;
+  switch (d.verdict) {
+    case Verdict::kConfirm: u.votes = d.votes; break;
+    case Verdict::kSettle:
+      apply_settle(j, i, d.result, d.votes, &*r.p->form, r.finishes, plan.now);
+      if (r.audited) ++j->audited;
+      break;
+    case Verdict::kPending:
+      j->verifying.insert(i);
+      if (d.disagreement) {
+        ++j->disagreements;
+        ++counters_.disagreements;
+        log_event(LogLevel::kWarning, "unit_disagreement",
+                  absl::StrCat("unit ", j->id, "/", i, ": copies disagree; a ",
+                               d.want_rank >= kRankRoot ? "trust root" : "trusted owner", " not involved decides"),
+                  {{"job", j->id}, {"unit", i}});
+      }
+      u.wanted = d.wanted;
+      enqueue(j, i, true);
+      break;
+    default: break;
+  }
+  add_sample(j);
 }
 
 absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* resp) {
@@ -1588,7 +1871,6 @@ std::string Coordinator::canonical_text(const Job& j, const Copy& c) {
 }
 
 absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form) {
-  Unit& u = j->units[i];
   const bool finishes = j->done + 1 == j->total() && j->kind->fully_planned(j->plan);
   const int64_t now = clock_->now_ms();
   {
@@ -1602,6 +1884,13 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
       if (absl::Status s = form->write(store_, j->id); !s.ok()) return s;
     if (absl::Status s = txn->commit(); !s.ok()) return s;
   }
+  apply_settle(j, i, kept, votes, form, finishes, now);
+  return absl::OkStatus();
+}
+
+void Coordinator::apply_settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form,
+                               bool finishes, int64_t now) {
+  Unit& u = j->units[i];
   const NodeCount work = j->kind->work(u.spec, u.meta, form->held);
   j->work_done += work;
   counters_.work[j->kind->capability()] += double(work);
@@ -1620,7 +1909,6 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
     polls_.refill_event = true;
     polls_.cv.notify_one();
   }
-  return absl::OkStatus();
 }
 
 void Coordinator::track_groups(Job* j, int64_t first, int64_t end) {
