@@ -312,7 +312,8 @@ std::string memory_of(Coordinator& c) {
   auto ws = c.list_workers(Caller::local(), {});
   if (ws.ok())
     for (const v1::WorkerInfo& w : ws->workers())
-      absl::StrAppend(&out, "worker ", w.name(), " done ", w.units_done(), " trust ", int(w.trust()), " alive ", w.alive(), "\n");
+      absl::StrAppend(&out, "worker ", w.name(), " done ", w.units_done(), " trust ", int(w.trust()), " alive ",
+                      w.alive(), "\n");
   return out;
 }
 
@@ -393,7 +394,7 @@ TEST_F(DegradedStoreTest, AFailedCompletionCommitLeavesMemoryAsItWasWithoutARelo
   ASSERT_TRUE(r.ok()) << r.status();
   for (const v1::CompletionStatus& st : r->statuses())
     EXPECT_EQ(st.outcome(), st.unit_id() == shared->unit_id() ? v1::COMPLETION_OUTCOME_ACCEPTED
-                                                               : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION)
+                                                              : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION)
         << st.ShortDebugString();
   EXPECT_EQ(job(j.id()).progress().units_done(), 1);
   EXPECT_EQ(workers().at("a").units_done(), 1);
