@@ -510,14 +510,27 @@ class Coordinator {
   // One completion's checks under the lock before its result is checked (phase 1 of complete).
   struct Pending;
   absl::Status apply_result(Pending& p, v1::CompleteUnitResponse* resp);
-  // Applies the completions (apply_result each) and the worker's record in one transaction and
-  // commits it: the commit's error leaves memory changed (the caller restores it).
-  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo);
+  // The completions of a batch and the workers' records they change, in one transaction. Plan,
+  // commit, apply: plan_result writes each completion's rows and plans its memory changes from
+  // memory as it is, apply_planned installs them once the commit succeeded; a failed commit
+  // leaves memory as it was (*memory_changed false). A batch with a completion whose effects
+  // reach beyond its unit (plan_result false: a quarantine, a reopened or overturned unit, a
+  // failed job, trust earned) is applied the older way, apply_result in the transaction: then a
+  // failed commit leaves memory changed (*memory_changed true: the caller restores it).
+  struct PlannedResult;
+  struct BatchPlan;
+  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo, bool* memory_changed);
+  bool plan_result(Pending& p, BatchPlan* plan);
+  void apply_planned(PlannedResult& r, const BatchPlan& plan);
   // The completions of one call: the call's own error, or one answer per completion.
   absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> complete_many(
       const Caller& caller, const std::string& worker_id, const std::vector<const v1::CompleteUnitRequest*>& reqs);
-  // Leases unit i to the session (a new copy, or again its worker's earlier copy).
-  void lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<Store::Lease>* rows);
+  // A lease transition plans, commits, then applies: plan_lease adds the row that leases unit i
+  // to the session (a new copy, or again its worker's earlier copy) without changing anything
+  // durable; apply_lease installs a committed row in memory (copy, attempt, lease count,
+  // deadline).
+  void plan_lease(const Job& j, int64_t i, const Session& s, std::vector<Store::Lease>* rows);
+  void apply_lease(Job* j, const Store::Lease& row, Session& s, int64_t now);
   void end_lease(Job* j, int64_t i, Copy& c, bool front);
   int32_t wanted_for(const Job& j, const WorkerState& w);
 
@@ -525,6 +538,9 @@ class Coordinator {
   // form: what the unit keeps if the result just sent settles it (it is moved from then).
   v1::CompletionOutcome on_result(Job* j, int64_t i, size_t copy, SettledForm* form);
   absl::Status settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form);
+  // settle's memory part, once the store holds the settled unit.
+  void apply_settle(Job* j, int64_t i, const std::string& kept, int32_t votes, SettledForm* form, bool finishes,
+                    int64_t now);
   absl::Status unsettle(Job* j, int64_t i, int32_t wanted);
   void credit(const std::string& worker);
   // Every worker of the credential is quarantined, with all that follows for each.
@@ -620,6 +636,10 @@ class Coordinator {
   };
   LongPolls polls_;
   std::atomic<uint64_t> next_ticket_{1};
+
+  // While a completion batch applies its results: the workers whose rows it writes at its end
+  // (save_worker adds to it instead of writing); null otherwise.
+  std::set<std::string>* batch_saves_ = nullptr;
 
   std::mt19937_64 rng_;  // spot checks
   // When the leases out expire (sweep() pops those due, never walks them all).

@@ -215,7 +215,8 @@ TEST_F(DegradedStoreTest, AFullStoreRefusesWritesWithoutAReloadPerRetryAndResume
   EXPECT_EQ(coordinator_->store_degraded(), "");
 
   faults_.fill();
-  // The first failed commit: memory is read back once, and the store is degraded.
+  // The first failed commit: memory is left as it was (planned, not applied: no reload), and
+  // the store is degraded.
   auto first = batch(w, {ls[1], ls[2]});
   EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable) << first.status();
   EXPECT_TRUE(absl::StrContains(first.status().message(), "cannot write its store")) << first.status();
@@ -224,7 +225,7 @@ TEST_F(DegradedStoreTest, AFullStoreRefusesWritesWithoutAReloadPerRetryAndResume
   EXPECT_TRUE(absl::StrContains(coordinator_->store_degraded(), "disk is full"));
   const CoordinatorMetrics m1 = coordinator_->metrics();
   EXPECT_TRUE(m1.store_degraded);
-  EXPECT_EQ(m1.counters.store_reloads, 1);
+  EXPECT_EQ(m1.counters.store_reloads, 0);
 
   // Every worker's retries: refused up front, no reload, no probe before the backoff ends.
   for (int i = 0; i < 50; ++i) {
@@ -244,7 +245,7 @@ TEST_F(DegradedStoreTest, AFullStoreRefusesWritesWithoutAReloadPerRetryAndResume
     EXPECT_EQ(coordinator_->cancel(Caller::local(), j.id()).status().code(), absl::StatusCode::kUnavailable);
   }
   const CoordinatorMetrics m2 = coordinator_->metrics();
-  EXPECT_EQ(m2.counters.store_reloads, 1);
+  EXPECT_EQ(m2.counters.store_reloads, 0);
   EXPECT_EQ(m2.counters.store_probes, m1.counters.store_probes);
   // Reads are served.
   EXPECT_EQ(job(j.id()).progress().units_done(), 1);
@@ -269,7 +270,7 @@ TEST_F(DegradedStoreTest, AFullStoreRefusesWritesWithoutAReloadPerRetryAndResume
   for (const v1::CompletionStatus& s : resumed->statuses()) EXPECT_EQ(s.outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
   run({w});
   expect_exact(j.id(), 3);
-  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 1);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
   expect_durable();
 }
 
@@ -292,11 +293,140 @@ TEST_F(DegradedStoreTest, APassingFaultCostsOneProbeNotARefusalOfTheRetry) {
   EXPECT_EQ(complete(w, ls[0], result(ls[0])).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
   EXPECT_EQ(coordinator_->store_degraded(), "");
   const CoordinatorMetrics m = coordinator_->metrics();
-  EXPECT_EQ(m.counters.store_reloads, 2);
+  EXPECT_EQ(m.counters.store_reloads, 0);  // planned transitions: a failed commit changed nothing
   EXPECT_EQ(m.counters.store_probes, 2);
   EXPECT_EQ(m.counters.store_commit_failures, 2);
   run({w});
   expect_exact(j.id(), 3);
+  expect_durable();
+}
+
+// What a failed transition must leave as it was: the durable state, the per-credential lease
+// counts, the units by state, the workers' counters, and the counters of leases and reloads.
+std::string memory_of(Coordinator& c) {
+  const CoordinatorMetrics m = c.metrics();
+  std::string out = absl::StrCat(c.durable_state(), "\nlease counts: ", c.check_lease_counts(), "\nunits pending ",
+                                 m.units_pending, " leased ", m.units_leased, " verifying ", m.units_verifying,
+                                 " done ", m.units_done, "\nexpiries ", m.counters.lease_expiries, " requeues ",
+                                 m.counters.requeues, " reloads ", m.counters.store_reloads, "\n");
+  auto ws = c.list_workers(Caller::local(), {});
+  if (ws.ok())
+    for (const v1::WorkerInfo& w : ws->workers())
+      absl::StrAppend(&out, "worker ", w.name(), " done ", w.units_done(), " trust ", int(w.trust()), " alive ",
+                      w.alive(), "\n");
+  return out;
+}
+
+// Plan, commit, apply (issue 35): a lease batch whose commit fails changes nothing in memory —
+// no copy, attempt, lease count or deadline — and needs no reload; once the store takes writes
+// the same acquire leases the same units.
+TEST_F(DegradedStoreTest, AFailedLeaseCommitLeavesMemoryAsItWasWithoutAReload) {
+  const std::string w = hello("w"), v = hello("v");
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 3, "0-3");
+  const std::vector<v1::Lease> first = acquire(v, 1);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string before = memory_of(*coordinator_);
+  faults_.fail_commit(1);
+  v1::AcquireWorkRequest acq;
+  acq.set_worker_id(w);
+  acq.set_max_units(3);
+  auto refused = coordinator_->acquire(Caller::local(), acq);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(coordinator_->store_degraded(), "");
+  EXPECT_EQ(memory_of(*coordinator_), before);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  EXPECT_EQ(coordinator_->check_lease_counts(), "");
+  expect_durable();
+  // No lease of the failed batch expires later: none was given.
+  clock_.advance_ms(options_.lease_ms / 2);
+  coordinator_->sweep();  // probes the store: it takes writes again
+  EXPECT_EQ(coordinator_->store_degraded(), "");
+  EXPECT_EQ(coordinator_->metrics().counters.lease_expiries, 0);
+  // The retry leases, as the first try would have.
+  const std::vector<v1::Lease> again = acquire(w, 3);
+  EXPECT_EQ(again.size(), 3u);
+  for (const v1::Lease& l : again) EXPECT_EQ(l.attempt(), l.unit_id() == first[0].unit_id() ? 2 : 1);
+  EXPECT_EQ(coordinator_->check_lease_counts(), "");
+  expect_durable();
+  EXPECT_TRUE(complete(v, first[0]).ok());
+  for (const v1::Lease& l : again) EXPECT_TRUE(complete(w, l).ok());
+  run({w, v});
+  expect_exact(j.id(), 3);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  expect_durable();
+}
+
+// Plan, commit, apply (issue 35): a completion batch whose commit fails — a result waiting for
+// a second worker's, and one that settles its unit with a credit — changes nothing in memory
+// (copies, votes, progress, workers' counts and trust) and needs no reload; sent again once the
+// store takes writes, the batch is accepted and the job ends exact.
+TEST_F(DegradedStoreTest, AFailedCompletionCommitLeavesMemoryAsItWasWithoutAReload) {
+  const std::string a = hello("a"), b = hello("b");
+  const v1::Job j = submit(v1::VERIFY_MODE_ALL, 3, "0-3");
+  const std::vector<v1::Lease> la = acquire(a, 2);
+  ASSERT_EQ(la.size(), 2u);
+  const std::vector<v1::Lease> lb = acquire(b, 4);
+  ASSERT_GE(lb.size(), 1u);
+  const v1::Lease* shared = nullptr;  // a unit both hold
+  for (const v1::Lease& l : lb)
+    if (l.unit_id() == la[0].unit_id()) shared = &l;
+  ASSERT_NE(shared, nullptr);
+  // a's first result waits for b's; b's batch then settles it (with a credit for a) and sends
+  // a first result for its other units.
+  ASSERT_EQ(complete(a, la[0], result(la[0])).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  const std::string before = memory_of(*coordinator_);
+  faults_.fill();
+  auto r = batch(b, lb);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(memory_of(*coordinator_), before);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  EXPECT_EQ(coordinator_->check_lease_counts(), "");
+  // And a single completion, waiting for another result.
+  auto one = complete(a, la[1], result(la[1]));
+  EXPECT_EQ(one.status().code(), absl::StatusCode::kUnavailable) << one.status();
+  EXPECT_EQ(memory_of(*coordinator_), before);
+  expect_durable();
+  faults_.free();
+  clock_.advance_ms(kStoreProbeMaxMs);
+  coordinator_->sweep();
+  EXPECT_EQ(coordinator_->store_degraded(), "");
+  r = batch(b, lb);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const v1::CompletionStatus& st : r->statuses())
+    EXPECT_EQ(st.outcome(), st.unit_id() == shared->unit_id() ? v1::COMPLETION_OUTCOME_ACCEPTED
+                                                              : v1::COMPLETION_OUTCOME_PENDING_VERIFICATION)
+        << st.ShortDebugString();
+  EXPECT_EQ(job(j.id()).progress().units_done(), 1);
+  EXPECT_EQ(workers().at("a").units_done(), 1);
+  EXPECT_EQ(workers().at("b").units_done(), int64_t(lb.size()));
+  expect_durable();
+  EXPECT_TRUE(complete(a, la[1]).ok());
+  run({a, b});
+  expect_exact(j.id(), 3);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  expect_durable();
+}
+
+// The sweep marks a silent worker lost and stores its last sighting: when that write fails,
+// the worker stays as it was (not lost), and the next sweep after the store recovers marks it.
+TEST_F(DegradedStoreTest, AFailedSweepWriteLeavesTheWorkerAsItWas) {
+  hello("w");
+  clock_.advance_ms(options_.lease_ms + 1);
+  const std::string before = memory_of(*coordinator_);
+  faults_.fill();
+  coordinator_->sweep();
+  EXPECT_NE(coordinator_->store_degraded(), "");
+  EXPECT_EQ(memory_of(*coordinator_), before);
+  ASSERT_EQ(workers().count("w"), 1u);
+  EXPECT_TRUE(workers().at("w").alive());
+  expect_durable();
+  faults_.free();
+  clock_.advance_ms(kStoreProbeMaxMs);
+  coordinator_->sweep();
+  EXPECT_EQ(coordinator_->store_degraded(), "");
+  ASSERT_EQ(workers().count("w"), 1u);
+  EXPECT_FALSE(workers().at("w").alive());
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
   expect_durable();
 }
 

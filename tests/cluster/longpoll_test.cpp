@@ -33,11 +33,11 @@ class LongPollTest : public CoordinatorFixture {
     std::mutex m;
     std::condition_variable cv;
     void set(absl::StatusOr<v1::AcquireWorkResponse> r) {
-      {
-        std::lock_guard lock(m);
-        answer = std::move(r);
-        answered = true;
-      }
+      // Notified under the lock: the waiter may destroy this Waiting as soon as it sees the
+      // answer (ThreadSanitizer saw the broadcast race with the destructor).
+      std::lock_guard lock(m);
+      answer = std::move(r);
+      answered = true;
       cv.notify_all();
     }
     // Whether the answer came within 5 s (the coordinator's thread answers).
