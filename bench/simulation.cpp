@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   long long steps = 0, faults = 0, restarts = 0, completions = 0, checks = 0, failed = 0, violations = 0;
   long long selfplay = 0, episodes = 0, failure_reports = 0, jobs_failed = 0;
+  long long colluding = 0, forged = 0, colluding_calm = 0, forged_calm = 0;
   const int n = absl::GetFlag(FLAGS_schedules);
   for (int k = 0; k < n; ++k) {
     const c960::cluster::sim::Report r = c960::cluster::sim::run(absl::GetFlag(FLAGS_seed) + uint64_t(k), config);
@@ -190,6 +191,15 @@ int main(int argc, char** argv) {
     episodes += r.episodes;
     failure_reports += r.failure_reports;
     jobs_failed += r.job_failed;
+    if (r.colluders) {
+      ++colluding;
+      forged += r.forged_rows > 0;
+      colluding_calm += r.episodes == 0;
+      forged_calm += r.episodes == 0 && r.forged_rows > 0;
+      if (config.verbose && r.forged_rows > 0)
+        std::printf("seed %llu: the colluders changed %lld of %lld rows (%lld degraded-store episodes)\n",
+                    (unsigned long long)r.seed, (long long)r.forged_rows, (long long)r.rows, (long long)r.episodes);
+    }
     if (config.verbose || !r.violations.empty())
       std::printf("seed %llu: %s\n", (unsigned long long)r.seed, r.schedule.c_str());
     if (!r.violations.empty()) {
@@ -206,5 +216,9 @@ int main(int argc, char** argv) {
       "restarts; %lld schedules with violations (%lld violations)\n",
       n, selfplay, secs, steps, completions, checks, faults, episodes, failure_reports, jobs_failed, restarts, failed,
       violations);
+  std::printf(
+      "%lld schedules with colluding owners: %lld ended with their row changed (%lld of the %lld without a "
+      "degraded-store episode)\n",
+      colluding, forged, forged_calm, colluding_calm);
   return failed ? 1 : 0;
 }

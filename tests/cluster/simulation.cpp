@@ -188,14 +188,15 @@ class Simulation {
   static v1::SelfPlayJobSpec selfplay_spec(int variant) {
     struct Variant {
       const char* positions;
-      int games, per_unit, random_plies;
+      int games, per_unit, random_plies, max_plies;
       v1::StoreGames store;
     };
+    // Games of 40 plies end at the limit (drawn); of up to 300, mostly by mate.
     static const Variant kVariants[] = {
-        {"518,0", 5, 2, 1, v1::STORE_GAMES_UNSPECIFIED},
-        {"518,0", 8, 1, 1, v1::STORE_GAMES_SAMPLE},
-        {"959", 6, 3, 1, v1::STORE_GAMES_NONE},
-        {"100,518,7", 4, 2, 1, v1::STORE_GAMES_UNSPECIFIED},
+        {"518,0", 5, 2, 1, 300, v1::STORE_GAMES_UNSPECIFIED},
+        {"518,0", 8, 1, 1, 40, v1::STORE_GAMES_SAMPLE},
+        {"959", 6, 3, 1, 300, v1::STORE_GAMES_NONE},
+        {"100,518,7", 4, 2, 1, 40, v1::STORE_GAMES_UNSPECIFIED},
     };
     const Variant& v = kVariants[variant];
     v1::SelfPlayJobSpec s;
@@ -208,7 +209,7 @@ class Simulation {
     s.set_engine("builtin");
     s.set_depth(1);
     s.set_seed(7);
-    s.set_max_plies(40);
+    s.set_max_plies(v.max_plies);
     s.set_draw_score_cp(10);
     s.set_resign_score_cp(1000);
     s.set_hash_mb(1);
@@ -225,9 +226,10 @@ class Simulation {
     bool liar = chance(0.5), pair = chance(0.5);
     const bool hoarder = chance(0.3);
     bool reckless = chance(0.4);
-    // Self-play's lies are not simulated (a result is games the coordinator replays): its
-    // schedules have honest workers, failers and a hoarder.
-    if (selfplay_) liar = pair = reckless = false;
+    // Self-play's lies are not simulated (a result is games the coordinator replays and checks):
+    // its schedules have honest workers, failers, a hoarder and the reckless worker, whose
+    // impossible result (a game short) quarantines it, taking back the units it settled alone.
+    if (selfplay_) liar = pair = false;
     const int mode = pick(5);  // all, all, adaptive, adaptive, off (off only among honest workers)
     verify_ = mode < 2                   ? v1::VERIFY_MODE_ALL
               : mode < 4 || liar || pair ? v1::VERIFY_MODE_ADAPTIVE
@@ -266,8 +268,9 @@ class Simulation {
       add("pair", "p2", Kind::kPair, 1);
     }
     if (hoarder) add("hoard", "w", Kind::kHoarder, 0);
-    // Honest, until one batch that starts with an impossible count (it is quarantined at once)
-    // and goes on with counts off by one: none of those may count, even without verification.
+    // Honest, until one batch that starts with an impossible result (it is quarantined at once)
+    // and goes on with counts off by one (self-play: a game short): none of those may count,
+    // even without verification.
     if (reckless) add("reckless", "w", Kind::kReckless, 0);
     // Failers: 1 to 3 owners (one of them, at times, the operator, with root_failers) whose
     // workers report some units failed. Three owners, or two trusted workers, may fail a self-play job; a perft
@@ -276,7 +279,7 @@ class Simulation {
       fail_rate_ = 0.2 + 0.8 * std::uniform_real_distribution<double>(0, 1)(extra_);
       const bool ops = chance_of(extra_, 0.3) && config_.root_failers;
       for (int i = 0, n = 1 + pick_of(extra_, 3); i < n; ++i)
-        add(absl::StrCat("f", i), "w", Kind::kFailer, 0, i == 0 && ops ? "ops" : "");
+        add(absl::StrCat("f", i), "w", Kind::kFailer, 0, i == 0 && ops ? "ops" : ""), ++report_.failers;
       // A failure report bars its owner from the unit (another owner may have the engine): with
       // the operator's worker failing, two outside owners can still verify each other.
       if (ops) add("h9", "w", Kind::kHonest, 0);
@@ -388,7 +391,11 @@ class Simulation {
   void complete(SimWorker& w, bool all) {
     // Results of some held leases join the ones not answered yet; sent in a random order,
     // sometimes with one twice.
-    if (w.kind == Kind::kReckless && w.held.size() >= 2 && chance(0.2)) return reckless(w);
+    // (In self-play, not before a third of the steps: by then it settled units alone, which its
+    // quarantine takes back.)
+    if (w.kind == Kind::kReckless && w.held.size() >= 2 && chance(0.2) &&
+        (!selfplay_ || report_.steps * 3 >= config_.steps))
+      return reckless(w);
     std::shuffle(w.held.begin(), w.held.end(), rng_);
     const size_t n = all ? w.held.size() : size_t(pick(int(w.held.size()) + 1));
     for (size_t k = 0; k < n; ++k) {
@@ -451,6 +458,10 @@ class Simulation {
       c->set_unit_id(w.held[k].unit_id());
       c->set_attempt(w.held[k].attempt());
       *c->mutable_result() = answers().unit(w.held[k].spec());
+      if (c->result().has_selfplay()) {
+        c->mutable_result()->mutable_selfplay()->mutable_games()->RemoveLast();
+        continue;
+      }
       v1::PerftUnitResult* p = c->mutable_result()->mutable_perft();
       if (k == 0) {
         p->mutable_nodes()->set_hi(~0ULL);
@@ -828,6 +839,7 @@ class Simulation {
       stats.set_position(p);
     }
     const std::string got = stats.to_csv(), want = answers().local_csv(spec_);
+    log(absl::StrCat("the job's statistics:\n", got));
     if (got != want)
       violation(absl::StrCat("the job's statistics differ from a local run's:\n--- job\n", got, "--- local\n", want));
   }

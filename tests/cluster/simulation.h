@@ -71,6 +71,7 @@ struct Report {
   int64_t audited = 0;                  // units settled through an audit
   bool caught = false;                  // a colluding owner was quarantined
   bool selfplay = false;                // the job was a self-play job
+  int failers = 0;                      // failing workers
   int64_t episodes = 0;                 // degraded-store episodes
   int64_t failure_reports = 0;          // failure reports recorded
   bool job_failed = false;              // the job FAILED (by failure reports)
