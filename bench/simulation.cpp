@@ -1,6 +1,7 @@
 // c960-bench-simulation: runs many schedules of the deterministic simulation
-// (tests/cluster/simulation.h) and prints how many, the store faults and coordinator restarts
-// they injected, and every violation with its seed. One seed replays with
+// (tests/cluster/simulation.h) and prints how many (perft and self-play), the store faults,
+// degraded-store episodes, failure reports and coordinator restarts they injected, and every
+// violation with its seed. One seed replays with
 //   c960-bench-simulation --seed S --schedules 1 --verbose
 #include "tests/cluster/simulation.h"
 
@@ -26,6 +27,12 @@ ABSL_FLAG(int, schedules, 10000, "schedules to run (seeds seed, seed + 1, ...)")
 ABSL_FLAG(int, steps, 150, "random steps per schedule before the drain");
 ABSL_FLAG(double, fault_rate, 0.05, "chance that a store commit or write fails");
 ABSL_FLAG(double, restart_rate, 0.02, "chance per step that the coordinator restarts");
+ABSL_FLAG(double, selfplay_rate, 0.5, "chance that a schedule's job is a self-play job");
+ABSL_FLAG(double, episode_rate, 0.01, "chance per step that a degraded-store episode (every write fails) begins");
+ABSL_FLAG(int, episode_steps, 30, "an episode lasts 2 to 1 + this many steps");
+ABSL_FLAG(bool, failers_drain, true,
+          "failers compute honestly in the drain (false: they stop there, as a retired machine would)");
+ABSL_FLAG(bool, root_failers, false, "one failer may be the operator's (the trust root's owner)");
 ABSL_FLAG(bool, verbose, false, "print every step (for replaying one seed)");
 ABSL_FLAG(int, collusion_roots, 0,
           "instead: perft(5) of start positions 0..N-1 with 4 honest owners (one of them the operator's trust "
@@ -162,9 +169,16 @@ int main(int argc, char** argv) {
   config.steps = absl::GetFlag(FLAGS_steps);
   config.fault_rate = absl::GetFlag(FLAGS_fault_rate);
   config.restart_rate = absl::GetFlag(FLAGS_restart_rate);
+  config.selfplay_rate = absl::GetFlag(FLAGS_selfplay_rate);
+  config.episode_rate = absl::GetFlag(FLAGS_episode_rate);
+  config.episode_steps = absl::GetFlag(FLAGS_episode_steps);
+  config.failers_drain = absl::GetFlag(FLAGS_failers_drain);
+  config.root_failers = absl::GetFlag(FLAGS_root_failers);
   config.verbose = absl::GetFlag(FLAGS_verbose);
   const auto start = std::chrono::steady_clock::now();
   long long steps = 0, faults = 0, restarts = 0, completions = 0, checks = 0, failed = 0, violations = 0;
+  long long selfplay = 0, episodes = 0, failure_reports = 0, jobs_failed = 0;
+  long long colluding = 0, forged = 0, colluding_calm = 0, forged_calm = 0;
   const int n = absl::GetFlag(FLAGS_schedules);
   for (int k = 0; k < n; ++k) {
     const c960::cluster::sim::Report r = c960::cluster::sim::run(absl::GetFlag(FLAGS_seed) + uint64_t(k), config);
@@ -173,18 +187,38 @@ int main(int argc, char** argv) {
     restarts += r.restarts;
     completions += r.completions;
     checks += r.checks;
+    selfplay += r.selfplay;
+    episodes += r.episodes;
+    failure_reports += r.failure_reports;
+    jobs_failed += r.job_failed;
+    if (r.colluders) {
+      ++colluding;
+      forged += r.forged_rows > 0;
+      colluding_calm += r.episodes == 0;
+      forged_calm += r.episodes == 0 && r.forged_rows > 0;
+      if (config.verbose && r.forged_rows > 0)
+        std::printf("seed %llu: the colluders changed %lld of %lld rows (%lld degraded-store episodes)\n",
+                    (unsigned long long)r.seed, (long long)r.forged_rows, (long long)r.rows, (long long)r.episodes);
+    }
     if (config.verbose || !r.violations.empty())
       std::printf("seed %llu: %s\n", (unsigned long long)r.seed, r.schedule.c_str());
     if (!r.violations.empty()) {
       ++failed;
       violations += (long long)r.violations.size();
       for (const std::string& v : r.violations) std::printf("  VIOLATION %s\n", v.c_str());
+      std::printf("  replay: c960-bench-simulation --seed %llu --schedules 1 --verbose\n", (unsigned long long)r.seed);
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "%d schedules in %.1f s: %lld steps, %lld completions, %lld invariant checks, %lld store faults, "
-      "%lld coordinator restarts; %lld schedules with violations (%lld violations)\n",
-      n, secs, steps, completions, checks, faults, restarts, failed, violations);
+      "%d schedules (%lld self-play) in %.1f s: %lld steps, %lld completions, %lld invariant checks, %lld store "
+      "faults, %lld degraded-store episodes, %lld failure reports recorded (%lld jobs failed), %lld coordinator "
+      "restarts; %lld schedules with violations (%lld violations)\n",
+      n, selfplay, secs, steps, completions, checks, faults, episodes, failure_reports, jobs_failed, restarts, failed,
+      violations);
+  std::printf(
+      "%lld schedules with colluding owners: %lld ended with their row changed (%lld of the %lld without a "
+      "degraded-store episode)\n",
+      colluding, forged, forged_calm, colluding_calm);
   return failed ? 1 : 0;
 }

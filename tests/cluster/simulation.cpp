@@ -8,19 +8,33 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "c960/v1/store.pb.h"
+#include "cluster/config.h"
 #include "cluster/errors.h"
 #include "cluster/log.h"
+#include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/selfplay_codec.h"
+#include "coordinator/selfplay_store.h"
 #include "core/perft.h"
 #include "core/position.h"
+#include "selfplay/local_runner.h"
+#include "selfplay/positions.h"
+#include "selfplay/stats.h"
 #include "worker/compute.h"
 
 namespace c960::cluster::sim {
 namespace {
 
-// Honest results of units and perft of roots, shared by all schedules (they are pure).
+// What a failing worker reports for a self-play unit (its engine "crashed").
+constexpr const char* kFailureText = "engine builtin crashed (simulated)";
+
+// Honest results of units, perft of roots and local runs of self-play specs, shared by all
+// schedules (they are pure).
 class Answers {
  public:
   v1::UnitResult unit(const v1::UnitSpec& spec) {
@@ -31,6 +45,27 @@ class Answers {
     auto it = units_.find(k);
     if (it == units_.end()) it = units_.emplace(k, compute_unit(spec, nullptr).value()).first;
     return it->second;
+  }
+  // The statistics table (selfplay::SelfPlayStats::to_csv) of a local run of `spec`.
+  std::string local_csv(const v1::SelfPlayJobSpec& p) {
+    const std::string k = p.SerializeAsString();
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = local_.find(k); it != local_.end()) return it->second;
+    }
+    std::string csv;
+    absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(p);
+    absl::StatusOr<std::vector<selfplay::PlayedGame>> games =
+        spec.ok() ? selfplay::play_local(*spec, 1) : absl::StatusOr<std::vector<selfplay::PlayedGame>>(spec.status());
+    if (!games.ok()) {
+      csv = absl::StrCat("local run: ", games.status().ToString());
+    } else {
+      selfplay::SelfPlayStats stats;
+      for (const selfplay::PlayedGame& g : *games) stats.add(spec->positions[g.position], g.record);
+      csv = stats.to_csv();
+    }
+    std::lock_guard lock(mu_);
+    return local_.emplace(k, csv).first->second;
   }
   NodeCount root(const std::string& fen, int depth) {
     const std::string k = absl::StrCat(fen, "|", depth);
@@ -44,6 +79,7 @@ class Answers {
   std::mutex mu_;
   std::map<std::string, v1::UnitResult> units_;
   std::map<std::string, NodeCount> roots_;
+  std::map<std::string, std::string> local_;
 };
 
 Answers& answers() {
@@ -51,7 +87,8 @@ Answers& answers() {
   return a;
 }
 
-enum class Kind { kHonest, kCrasher, kSlow, kLiar, kPair, kHoarder, kReckless, kColluder };
+// A failer is honest but for failure reports (its engine "crashes" on some units).
+enum class Kind { kHonest, kCrasher, kSlow, kLiar, kPair, kHoarder, kReckless, kColluder, kFailer };
 // How a colluding group lies: only on units every copy of which the group holds (smart), on
 // every unit (framing: against honest copies too), or honestly until halfway, then smart.
 enum class Strategy { kSmart, kFraming, kTurncoat };
@@ -66,6 +103,7 @@ const char* kind_name(Kind k) {
     case Kind::kHoarder: return "hoarder";
     case Kind::kReckless: return "reckless";
     case Kind::kColluder: return "colluder";
+    case Kind::kFailer: return "failer";
   }
   return "?";
 }
@@ -79,7 +117,10 @@ struct SimWorker {
   bool barred = false;
   std::vector<v1::Lease> held;
   std::vector<v1::CompleteUnitRequest> outbox;  // results sent, not answered yet
-  bool honest() const { return kind == Kind::kHonest || kind == Kind::kCrasher || kind == Kind::kSlow; }
+  // Those that finish the job in the drain; and those never to be quarantined (failers too: a
+  // failure report is no lie).
+  bool drains() const { return kind == Kind::kHonest || kind == Kind::kCrasher || kind == Kind::kSlow; }
+  bool honest() const { return drains() || kind == Kind::kFailer; }
   std::string key() const { return absl::StrCat(caller.identity, "/", name); }
   std::string owner() const { return caller.owner_or_identity(); }
 };
@@ -97,6 +138,9 @@ class Simulation {
     options_.waiter_thread = false;  // nobody long-polls here
     store_ = std::move(Store::open(":memory:").value());
     store_->set_fault_injector([this](const char*) {
+      // A degraded-store episode: every write fails while it lasts (the check's read-backs only
+      // read).
+      if (full_) return absl::InternalError("store: the disk is full (simulated episode)");
       if (!faults_on_ || !chance(config_.fault_rate)) return absl::OkStatus();
       ++report_.faults;
       return absl::InternalError("store: the disk is full (simulated)");
@@ -109,18 +153,26 @@ class Simulation {
     start();
     faults_on_ = true;
     for (int s = 0; s < config_.steps && report_.violations.empty(); ++s) {
+      if (!full_ && chance_of(extra_, config_.episode_rate)) begin_episode();
       step(false);
       ++report_.steps;
       check();
+      if (full_ && report_.steps >= episode_end_ && report_.violations.empty()) end_episode();
     }
+    if (full_ && report_.violations.empty()) end_episode();
     faults_on_ = false;
     if (report_.violations.empty()) drain();
     return report_;
   }
 
  private:
-  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+  bool chance(double p) { return chance_of(rng_, p); }
+  int pick(int n) { return pick_of(rng_, n); }
+  // The draws of what the perft-only simulation did not have (the job's kind, failers,
+  // degraded-store episodes) come from a second generator, so that they do not move the first
+  // one's draws.
+  static bool chance_of(std::mt19937_64& g, double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
+  static int pick_of(std::mt19937_64& g, int n) { return std::uniform_int_distribution<int>(0, n - 1)(g); }
 
   void log(const std::string& s) {
     if (config_.verbose) std::printf("[seed %llu] %s\n", static_cast<unsigned long long>(seed_), s.c_str());
@@ -130,11 +182,54 @@ class Simulation {
     log(absl::StrCat("VIOLATION ", what));
   }
 
+  // Small self-play specs (the built-in engine at depth 1, short games): one random ply of
+  // about 20, so that some games repeat others exactly (duplicates); their units' results are
+  // computed once for all schedules.
+  static v1::SelfPlayJobSpec selfplay_spec(int variant) {
+    struct Variant {
+      const char* positions;
+      int games, per_unit, random_plies, max_plies;
+      v1::StoreGames store;
+    };
+    // Games of 40 plies end at the limit (drawn); of up to 300, mostly by mate.
+    static const Variant kVariants[] = {
+        {"518,0", 5, 2, 1, 300, v1::STORE_GAMES_UNSPECIFIED},
+        {"518,0", 8, 1, 1, 40, v1::STORE_GAMES_SAMPLE},
+        {"959", 6, 3, 1, 300, v1::STORE_GAMES_NONE},
+        {"100,518,7", 4, 2, 1, 40, v1::STORE_GAMES_UNSPECIFIED},
+    };
+    const Variant& v = kVariants[variant];
+    v1::SelfPlayJobSpec s;
+    s.set_start_positions(v.positions);
+    s.set_games_per_position(v.games);
+    s.set_games_per_unit(v.per_unit);
+    s.set_random_plies(v.random_plies);
+    s.set_store_games(v.store);
+    if (v.store == v1::STORE_GAMES_SAMPLE) s.set_store_games_sample(2);
+    s.set_engine("builtin");
+    s.set_depth(1);
+    s.set_seed(7);
+    s.set_max_plies(v.max_plies);
+    s.set_draw_score_cp(10);
+    s.set_resign_score_cp(1000);
+    s.set_hash_mb(1);
+    s.set_engine_timeout_ms(30000);
+    return s;
+  }
+  static constexpr int kSelfPlayVariants = 4;
+
   void setup() {
+    selfplay_ = chance_of(extra_, config_.selfplay_rate);
     static const int kRoots[] = {0, 518, 959, 100};
     const int root = kRoots[pick(4)];
     const int honest = 2 + pick(2);
-    const bool liar = chance(0.5), pair = chance(0.5), hoarder = chance(0.3), reckless = chance(0.4);
+    bool liar = chance(0.5), pair = chance(0.5);
+    const bool hoarder = chance(0.3);
+    bool reckless = chance(0.4);
+    // Self-play's lies are not simulated (a result is games the coordinator replays and checks):
+    // its schedules have honest workers, failers, a hoarder and the reckless worker, whose
+    // impossible result (a game short) quarantines it, taking back the units it settled alone.
+    if (selfplay_) liar = pair = false;
     const int mode = pick(5);  // all, all, adaptive, adaptive, off (off only among honest workers)
     verify_ = mode < 2                   ? v1::VERIFY_MODE_ALL
               : mode < 4 || liar || pair ? v1::VERIFY_MODE_ADAPTIVE
@@ -158,7 +253,7 @@ class Simulation {
           0, i == 0 ? "ops" : "");
     add("h0b", "w", Kind::kHonest, 0, "ops");
     // A colluding group of 2 or 3 owners, each with one or two credentials, lying alike.
-    if (chance(0.5)) {
+    if (chance(0.5) && !selfplay_) {
       const int owners = 2 + pick(2);
       strategy_ = Strategy(pick(3));
       for (int g = 0; g < owners; ++g)
@@ -173,14 +268,35 @@ class Simulation {
       add("pair", "p2", Kind::kPair, 1);
     }
     if (hoarder) add("hoard", "w", Kind::kHoarder, 0);
-    // Honest, until one batch that starts with an impossible count (it is quarantined at once)
-    // and goes on with counts off by one: none of those may count, even without verification.
+    // Honest, until one batch that starts with an impossible result (it is quarantined at once)
+    // and goes on with counts off by one (self-play: a game short): none of those may count,
+    // even without verification.
     if (reckless) add("reckless", "w", Kind::kReckless, 0);
+    // Failers: 1 to 3 owners (one of them, at times, the operator, with root_failers) whose
+    // workers report some units failed. Three owners, or two trusted workers, may fail a self-play job; a perft
+    // unit cannot fail (its report is refused).
+    if (chance_of(extra_, 0.4)) {
+      fail_rate_ = 0.2 + 0.8 * std::uniform_real_distribution<double>(0, 1)(extra_);
+      const bool ops = chance_of(extra_, 0.3) && config_.root_failers;
+      for (int i = 0, n = 1 + pick_of(extra_, 3); i < n; ++i)
+        add(absl::StrCat("f", i), "w", Kind::kFailer, 0, i == 0 && ops ? "ops" : ""), ++report_.failers;
+      // A failure report bars its owner from the unit (another owner may have the engine): with
+      // the operator's worker failing, two outside owners can still verify each other.
+      if (ops) add("h9", "w", Kind::kHonest, 0);
+    }
     root_ = root;
-    report_.schedule =
-        absl::StrCat("verify ", v1::VerifyMode_Name(verify_), ", root ", root,
-                     report_.colluders ? absl::StrCat(", colluders ", kStrategy[int(strategy_)]) : "", ", workers");
-    for (const SimWorker& w : workers_) absl::StrAppend(&report_.schedule, " ", w.key(), " (", kind_name(w.kind), ")");
+    if (selfplay_) {
+      variant_ = pick_of(extra_, kSelfPlayVariants);
+      spec_ = selfplay_spec(variant_);
+    }
+    report_.selfplay = selfplay_;
+    report_.schedule = absl::StrCat(
+        selfplay_ ? absl::StrCat("self-play variant ", variant_) : absl::StrCat("perft root ", root), ", verify ",
+        v1::VerifyMode_Name(verify_), report_.colluders ? absl::StrCat(", colluders ", kStrategy[int(strategy_)]) : "",
+        fail_rate_ > 0 ? absl::StrCat(", failure rate ", fail_rate_) : "", ", workers");
+    for (const SimWorker& w : workers_)
+      absl::StrAppend(&report_.schedule, " ", w.key(), " (", kind_name(w.kind),
+                      w.caller.owner.empty() ? "" : absl::StrCat(", owner ", w.caller.owner), ")");
     log(report_.schedule);
   }
 
@@ -190,9 +306,13 @@ class Simulation {
     if (job_.empty()) {
       v1::SubmitJobRequest req;
       req.mutable_spec()->set_verify(verify_);
-      req.mutable_spec()->mutable_perft()->set_depth(kDepth);
-      req.mutable_spec()->mutable_perft()->set_start_positions(absl::StrCat(root_));
-      req.mutable_spec()->mutable_perft()->set_split_depth(1);
+      if (selfplay_) {
+        *req.mutable_spec()->mutable_selfplay() = spec_;
+      } else {
+        req.mutable_spec()->mutable_perft()->set_depth(kDepth);
+        req.mutable_spec()->mutable_perft()->set_start_positions(absl::StrCat(root_));
+        req.mutable_spec()->mutable_perft()->set_split_depth(1);
+      }
       absl::StatusOr<v1::Job> j = coordinator_->submit(Caller::local(), req);
       if (!j.ok()) return violation(absl::StrCat("submit: ", j.status().message()));
       job_ = j->id();
@@ -201,9 +321,11 @@ class Simulation {
 
   void restart() {
     ++report_.restarts;
+    reloads_base_ = 0;  // the new process counts its own
     log("coordinator restarts");
     coordinator_.reset();
     start();
+    refused_ = false;                              // a new process: not degraded until a write of its own fails
     for (SimWorker& w : workers_) w.held.clear();  // their sessions are gone; leases come back by renewal
   }
 
@@ -212,9 +334,11 @@ class Simulation {
     req.set_name(w.name);
     req.set_threads(8);
     req.add_capabilities("perft");
+    req.add_capabilities("selfplay");
     req.set_protocol_version(kProtocolVersion);
     absl::StatusOr<v1::HelloResponse> r = coordinator_->hello(w.caller, req);
     if (!r.ok()) {
+      if (r.status().code() == absl::StatusCode::kUnavailable) refused_ = true;
       if (reason_of(r.status()) == v1::ErrorInfo::REASON_QUARANTINED) w.barred = true;
       log(absl::StrCat(w.key(), " hello: ", r.status().ToString()));
       return false;
@@ -226,6 +350,8 @@ class Simulation {
   // The worker's reaction to a call's error: UNKNOWN_WORKER (a restart, a superseded session)
   // means Hello again; QUARANTINED, stop.
   void on_error(SimWorker& w, const absl::Status& s) {
+    log(absl::StrCat(w.key(), ": ", s.ToString()));
+    if (s.code() == absl::StatusCode::kUnavailable) refused_ = true;
     if (reason_of(s) == v1::ErrorInfo::REASON_UNKNOWN_WORKER) w.session.clear();
     if (reason_of(s) == v1::ErrorInfo::REASON_QUARANTINED) w.barred = true;
   }
@@ -265,14 +391,21 @@ class Simulation {
   void complete(SimWorker& w, bool all) {
     // Results of some held leases join the ones not answered yet; sent in a random order,
     // sometimes with one twice.
-    if (w.kind == Kind::kReckless && w.held.size() >= 2 && chance(0.2)) return reckless(w);
+    // (In self-play, not before a third of the steps: by then it settled units alone, which its
+    // quarantine takes back.)
+    if (w.kind == Kind::kReckless && w.held.size() >= 2 && chance(0.2) &&
+        (!selfplay_ || report_.steps * 3 >= config_.steps))
+      return reckless(w);
     std::shuffle(w.held.begin(), w.held.end(), rng_);
     const size_t n = all ? w.held.size() : size_t(pick(int(w.held.size()) + 1));
     for (size_t k = 0; k < n; ++k) {
       v1::CompleteUnitRequest c;
       c.set_unit_id(w.held[k].unit_id());
       c.set_attempt(w.held[k].attempt());
-      *c.mutable_result() = result_for(w, w.held[k]);
+      if (w.kind == Kind::kFailer && !draining_ && chance_of(extra_, fail_rate_))
+        c.set_failure(kFailureText);
+      else
+        *c.mutable_result() = result_for(w, w.held[k]);
       w.outbox.push_back(std::move(c));
     }
     w.held.erase(w.held.begin(), w.held.begin() + long(n));
@@ -296,10 +429,23 @@ class Simulation {
         continue;
       }
       const v1::CompletionStatus& st = r->statuses(int(k));
-      if (st.code() == int(absl::StatusCode::kUnavailable)) left.push_back(w.outbox[k]);
+      if (st.code() == int(absl::StatusCode::kUnavailable)) {
+        left.push_back(w.outbox[k]);
+        refused_ = true;
+      }
       if (st.reason() == v1::ErrorInfo::REASON_QUARANTINED) w.barred = true;
-      if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_ACCEPTED)
+      if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_ACCEPTED) {
         log(absl::StrCat(w.key(), " accepted ", st.unit_id()));
+        if (full_) violation(absl::StrCat(w.key(), "'s result for ", st.unit_id(), " accepted while the disk is full"));
+      }
+      if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED) {
+        log(absl::StrCat(w.key(), "'s failure report for ", st.unit_id(), " recorded"));
+        ++report_.failure_reports;
+        if (full_) violation(absl::StrCat(w.key(), "'s failure report recorded while the disk is full"));
+      }
+      // A perft unit cannot fail: its report is refused (and not sent again).
+      if (!selfplay_ && st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
+        violation(absl::StrCat("a failure report for perft unit ", st.unit_id(), " was recorded"));
     }
     w.outbox = std::move(left);
   }
@@ -312,6 +458,10 @@ class Simulation {
       c->set_unit_id(w.held[k].unit_id());
       c->set_attempt(w.held[k].attempt());
       *c->mutable_result() = answers().unit(w.held[k].spec());
+      if (c->result().has_selfplay()) {
+        c->mutable_result()->mutable_selfplay()->mutable_games()->RemoveLast();
+        continue;
+      }
       v1::PerftUnitResult* p = c->mutable_result()->mutable_perft();
       if (k == 0) {
         p->mutable_nodes()->set_hi(~0ULL);
@@ -388,7 +538,8 @@ class Simulation {
       return;
     }
     SimWorker& w = workers_[size_t(pick(int(workers_.size())))];
-    if (drain && !w.honest()) return;
+    // Failers' engines are mended for the drain (unless failers_drain is off: then they stop).
+    if (drain && !w.drains() && !(w.kind == Kind::kFailer && config_.failers_drain)) return;
     act(w, drain);
   }
 
@@ -421,14 +572,183 @@ class Simulation {
     if (!j.ok()) {
       violation(absl::StrCat("GetJob: ", j.status().message()));
     } else {
-      if (j->state() == v1::JOB_STATE_FAILED) violation(absl::StrCat("the job FAILED: ", j->failure_detail()));
+      check_failed(*j);
       if (j->progress().units_done() > j->progress().units_total())
         violation(absl::StrCat(j->progress().units_done(), " units done of ", j->progress().units_total()));
     }
+    if (selfplay_) check_totals();
+    check_degraded();
+    faults_on_ = faults;
+  }
+
+  // A job FAILS only by failure reports: a self-play job, after kMaxUnitFailures of them were
+  // recorded, naming the report; once FAILED it stays FAILED (restarts included).
+  void check_failed(const v1::Job& j) {
+    if (j.state() != v1::JOB_STATE_FAILED) {
+      if (failed_seen_) violation(absl::StrCat("the job was FAILED and is ", v1::JobState_Name(j.state()), " now"));
+      return;
+    }
+    if (!failed_seen_) log(absl::StrCat("the job FAILED: ", j.failure_detail()));
+    failed_seen_ = true;
+    report_.job_failed = true;
+    if (!selfplay_)
+      violation(absl::StrCat("the job FAILED: ", j.failure_detail()));
+    else if (report_.failure_reports < kMaxUnitFailures)
+      violation(absl::StrCat("the job FAILED after ", report_.failure_reports,
+                             " failure reports recorded: ", j.failure_detail()));
+    else if (!absl::StrContains(j.failure_detail(), kFailureText))
+      violation(absl::StrCat("the job FAILED without naming the report: ", j.failure_detail()));
+  }
+
+  // A self-play position's figures as text (terminations without their trailing zeros), to
+  // compare; empty for a position without games.
+  static std::string figures(int64_t games, int64_t white_wins, int64_t draws, int64_t black_wins, int64_t plies,
+                             int64_t duplicates, int64_t uncounted, int64_t stored, std::vector<int64_t> terminations) {
+    while (!terminations.empty() && terminations.back() == 0) terminations.pop_back();
+    if (games == 0 && white_wins == 0 && draws == 0 && black_wins == 0 && plies == 0 && duplicates == 0 &&
+        uncounted == 0 && stored == 0 && terminations.empty())
+      return "";
+    return absl::StrCat("games ", games, " +", white_wins, " =", draws, " -", black_wins, " plies ", plies,
+                        " duplicates ", duplicates, " uncounted ", uncounted, " stored ", stored, " terminations ",
+                        absl::StrJoin(terminations, ","));
+  }
+
+  // Per-position totals recounted from the settled units' game summaries in the store (each
+  // distinct game's result once, a repeat as a duplicate) equal those the store keeps
+  // (sp_totals) and those the coordinator reports.
+  void check_totals() {
+    absl::StatusOr<std::vector<StoredJob>> jobs = store_->load_jobs();
+    if (!jobs.ok()) return violation(absl::StrCat("load_jobs: ", jobs.status().message()));
+    const StoredJob* job = nullptr;
+    for (const StoredJob& sj : *jobs)
+      if (sj.id == job_) job = &sj;
+    if (!job) return violation("the job is not in the store");
+    if (!job->folds.empty()) return violation("a self-play job has folded groups");
+    std::map<int32_t, PositionTotals> want;
+    std::map<std::pair<int32_t, uint64_t>, int64_t> seen;  // (position, game hash) -> games
+    for (const StoredUnit& u : job->units) {
+      if (!u.result) continue;
+      v1::UnitSpec spec;
+      v1::store::UnitMeta meta;
+      v1::store::SelfPlaySettled settled;
+      if (!spec.ParseFromString(u.spec) || !meta.ParseFromString(u.meta) || !settled.ParseFromString(*u.result))
+        return violation(absl::StrCat("unit ", u.index, ": its stored spec, meta or result does not parse"));
+      absl::StatusOr<std::vector<GameSummary>> games = unpack_summaries(settled.summary());
+      if (!games.ok()) return violation(absl::StrCat("unit ", u.index, ": ", games.status().message()));
+      if (int(games->size()) != spec.selfplay().games())
+        violation(
+            absl::StrCat("unit ", u.index, " settled with ", games->size(), " games of ", spec.selfplay().games()));
+      const int32_t sp = meta.selfplay().position();
+      PositionTotals& t = want[sp];
+      t.sp = sp;
+      for (size_t g = 0; g < games->size(); ++g) {
+        const GameSummary& s = (*games)[g];
+        ++t.games;
+        t.plies += s.plies;
+        if (t.terminations.size() <= s.termination) t.terminations.resize(size_t(s.termination) + 1);
+        ++t.terminations[s.termination];
+        if (stores_game(spec_, spec.selfplay().first_game() + int64_t(g))) ++t.stored;
+        if (!s.evidence) {
+          ++t.uncounted;
+          continue;
+        }
+        if (++seen[{sp, s.hash}] > 1)
+          ++t.duplicates;
+        else
+          ++(s.result == 0 ? t.white_wins : s.result == 1 ? t.draws : t.black_wins);
+      }
+    }
+    const auto text = [](const PositionTotals& t) {
+      return figures(t.games, t.white_wins, t.draws, t.black_wins, t.plies, t.duplicates, t.uncounted, t.stored,
+                     t.terminations);
+    };
+    std::map<int32_t, std::string> recounted, stored, reported;
+    for (const auto& [sp, t] : want)
+      if (std::string f = text(t); !f.empty()) recounted[sp] = f;
+    absl::StatusOr<std::vector<PositionTotals>> totals = load_position_totals(store_.get(), job_);
+    if (!totals.ok()) return violation(absl::StrCat("load_position_totals: ", totals.status().message()));
+    for (const PositionTotals& t : *totals)
+      if (std::string f = text(t); !f.empty()) stored[t.sp] = f;
+    absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(Caller::local(), job_, false, true);
+    if (!chunks.ok()) return violation(absl::StrCat("results: ", chunks.status().message()));
+    // Chunks come in the plan's order of positions (a position's figures repeat on each of its chunks).
+    int32_t sp = -1;
+    std::string last;
+    for (const v1::ResultChunk& c : *chunks) {
+      const v1::SelfPlayPositionResult& r = c.selfplay();
+      if (sp >= 0 && r.position_id() == last) continue;
+      ++sp;
+      last = r.position_id();
+      std::vector<int64_t> terms(r.terminations().begin(), r.terminations().end());
+      if (std::string f = figures(r.games(), r.white_wins(), r.draws(), r.black_wins(), r.total_plies(), r.duplicates(),
+                                  r.uncounted(), r.games_stored(), terms);
+          !f.empty())
+        reported[sp] = f;
+    }
+    const auto show = [](const std::map<int32_t, std::string>& m) {
+      std::string out;
+      for (const auto& [k, f] : m) absl::StrAppend(&out, "\n  position ", k, ": ", f);
+      return out;
+    };
+    if (stored != recounted)
+      violation(absl::StrCat("the store's per-position totals differ from the settled units' recount:\n store",
+                             show(stored), "\n recount", show(recounted)));
+    else if (reported != recounted)
+      violation(
+          absl::StrCat("the coordinator's per-position results differ from the settled units' recount:\n "
+                       "reported",
+                       show(reported), "\n recount", show(recounted)));
+  }
+
+  // While the disk is full nothing durable changes (memory equals what it was when the episode
+  // began); a write refused with UNAVAILABLE leaves the coordinator not ready (degraded, in the
+  // metric too); a process reloads its state from the store at most once per episode, not once
+  // per refused retry.
+  void check_degraded() {
+    const std::string degraded = coordinator_->store_degraded();
+    const CoordinatorMetrics m = coordinator_->metrics();
+    if (m.store_degraded != !degraded.empty())
+      violation(absl::StrCat("the metric says degraded ", m.store_degraded, ", the readiness says \"", degraded, "\""));
+    if (!full_) return;
+    if (const std::string now = coordinator_->durable_state(); now != episode_state_)
+      violation(absl::StrCat("the durable state changed while the disk is full:\n--- before\n", episode_state_,
+                             "--- now\n", now));
+    if (refused_ && degraded.empty())
+      violation("a call was refused UNAVAILABLE while the disk is full, yet the coordinator reports ready");
+    if (m.counters.store_reloads - reloads_base_ > 1)
+      violation(absl::StrCat(m.counters.store_reloads - reloads_base_,
+                             " reloads from the store in one degraded-store episode (retries reload)"));
+  }
+
+  // A degraded-store episode: every store write fails for a stretch of steps.
+  void begin_episode() {
+    full_ = true;
+    ++report_.episodes;
+    episode_end_ = report_.steps + 2 + pick_of(extra_, config_.episode_steps);
+    episode_state_ = coordinator_->durable_state();
+    reloads_base_ = coordinator_->metrics().counters.store_reloads;
+    refused_ = false;
+    log(absl::StrCat("the disk is full until step ", episode_end_));
+  }
+
+  // The disk has room again: the coordinator resumes by itself (its sweep probes the store once
+  // the probe's backoff has passed), with no reload.
+  void end_episode() {
+    full_ = false;
+    log("the disk has room again");
+    const bool faults = faults_on_;
+    faults_on_ = false;
+    clock_.advance_ms(kStoreProbeMaxMs + 1);
+    coordinator_->sweep();
+    if (const std::string d = coordinator_->store_degraded(); !d.empty())
+      violation(absl::StrCat("still degraded after the disk had room and a sweep: ", d));
+    if (const int64_t reloads = coordinator_->metrics().counters.store_reloads - reloads_base_; reloads > 1)
+      violation(absl::StrCat(reloads, " reloads from the store over one degraded-store episode"));
     faults_on_ = faults;
   }
 
   void drain() {
+    draining_ = true;
     // Leases of workers that stop (liars, the hoarder) expire; honest workers finish the job.
     for (int round = 0; round < 4000; ++round) {
       absl::StatusOr<v1::Job> j = coordinator_->get_job(Caller::local(), job_);
@@ -441,6 +761,17 @@ class Simulation {
     }
     check();
     absl::StatusOr<v1::Job> j = coordinator_->get_job(Caller::local(), job_);
+    if (j.ok() && j->state() == v1::JOB_STATE_FAILED && selfplay_) {
+      // Failed by failure reports (check_failed judged whether it may): FAILED after a restart too.
+      Coordinator fresh(store_.get(), &clock_, options_);
+      if (absl::Status s = fresh.load(); !s.ok()) return violation(absl::StrCat("load for the check: ", s.message()));
+      absl::StatusOr<v1::Job> stored = fresh.get_job(Caller::local(), job_);
+      if (!stored.ok() || stored->state() != v1::JOB_STATE_FAILED)
+        violation(absl::StrCat("the job is FAILED, but ",
+                               stored.ok() ? v1::JobState_Name(stored->state()) : stored.status().ToString(),
+                               " once loaded from the store"));
+      return;
+    }
     if (!j.ok() || j->state() != v1::JOB_STATE_SUCCEEDED) {
       if (config_.verbose) std::printf("%s", coordinator_->durable_state().c_str());
       return violation(absl::StrCat("the job did not succeed after the drain: ",
@@ -459,6 +790,7 @@ class Simulation {
             report_.caught = true;
     absl::StatusOr<std::vector<v1::ResultChunk>> chunks = coordinator_->results(Caller::local(), job_, false);
     if (!chunks.ok()) return violation(absl::StrCat("results: ", chunks.status().message()));
+    if (selfplay_) return check_local_run(*chunks);
     NodeCount sum = 0;
     for (const v1::ResultChunk& c : *chunks) {
       const NodeCount want = answers().root(c.perft().fen(), kDepth);
@@ -478,6 +810,40 @@ class Simulation {
                              to_string(sum)));
   }
 
+  // A self-play job that succeeded: its statistics (from each position's counts) are a local
+  // run's of the same spec, as `c960 results` makes them.
+  void check_local_run(const std::vector<v1::ResultChunk>& chunks) {
+    selfplay::SelfPlayStats stats;
+    std::string last;
+    bool first = true;
+    for (const v1::ResultChunk& c : chunks) {
+      const v1::SelfPlayPositionResult& r = c.selfplay();
+      ++report_.rows;
+      if (!r.complete()) violation(absl::StrCat("position ", r.position_id(), " is not complete"));
+      if (!first && r.position_id() == last) continue;
+      first = false;
+      last = r.position_id();
+      selfplay::PositionStats p;
+      p.id = r.position_id();
+      p.sp = r.start_position();
+      absl::StatusOr<selfplay::StartPosition> pos = selfplay::chess960_position(r.start_position());
+      if (!pos.ok()) return violation(absl::StrCat("position ", r.position_id(), ": ", pos.status().message()));
+      p.fen = selfplay::xfen_of(*pos);
+      p.counts.white_wins = r.white_wins();
+      p.counts.draws = r.draws();
+      p.counts.black_wins = r.black_wins();
+      p.total_plies = r.total_plies();
+      p.duplicates = r.duplicates();
+      p.uncounted = r.uncounted();
+      for (int t = 0; t < r.terminations_size(); ++t) p.terminations[size_t(t)] = r.terminations(t);
+      stats.set_position(p);
+    }
+    const std::string got = stats.to_csv(), want = answers().local_csv(spec_);
+    log(absl::StrCat("the job's statistics:\n", got));
+    if (got != want)
+      violation(absl::StrCat("the job's statistics differ from a local run's:\n--- job\n", got, "--- local\n", want));
+  }
+
   static constexpr int kDepth = 5;
   uint64_t seed_;
   Config config_;
@@ -494,6 +860,20 @@ class Simulation {
   int root_ = 0;
   std::string job_;
   bool faults_on_ = false;
+  std::mt19937_64 extra_{seed_ ^ 0x9e3779b97f4a7c15ULL};  // see chance_of
+  bool selfplay_ = false;
+  int variant_ = 0;
+  v1::SelfPlayJobSpec spec_;
+  double fail_rate_ = 0;      // a failer's chance to report a unit failed (0: no failers)
+  bool failed_seen_ = false;  // the job was seen FAILED
+  bool draining_ = false;
+  // The degraded-store episode under way (full_): its last step, the durable state when it
+  // began, the process's reload counter then, and whether a call was refused UNAVAILABLE since.
+  bool full_ = false;
+  int64_t episode_end_ = 0;
+  std::string episode_state_;
+  int64_t reloads_base_ = 0;
+  bool refused_ = false;
   std::string last_checked_;
   Report report_;
 };
