@@ -178,15 +178,28 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
   // Taken once more, also to count the outcomes: under load every taking of the lock is a wait
   // among the handler threads.
   std::lock_guard lock(mu_);
+  // Failure reports were committed in the first pass, each on its own: when the rest of the call
+  // is refused, they are answered as they were (a report kept but answered "nothing kept" would
+  // be sent again, and its copy is then discarded: the worker would be told wrong). A call with
+  // nothing answered yet is refused whole.
+  const auto kept_some = [&ps] {
+    return std::any_of(ps.begin(), ps.end(), [](const Pending& p) { return p.answer && p.answer->ok(); });
+  };
   if (any) {
     const int64_t now = clock_->now_ms();
-    if (absl::Status s = writable(now); !s.ok()) return s;
     std::vector<Pending*> todo;
     for (Pending& p : ps)
       if (!p.answer) todo.push_back(&p);
+    if (absl::Status s = writable(now); !s.ok()) {
+      if (!kept_some()) return s;
+      for (Pending* p : todo) p->answer = s;
+      todo.clear();
+    }
     // Every result of the call in one transaction (one commit, not one per unit).
     bool changed_memory = false;
-    if (absl::Status failed = commit_results(worker, todo, &changed_memory); !failed.ok()) {
+    absl::Status failed;
+    if (!todo.empty()) failed = commit_results(worker, todo, &changed_memory);
+    if (!failed.ok()) {
       // Nothing of it was kept, and memory goes back to what the store holds (the one reload
       // of this failure; the store is degraded from here). Then judged: a store that refuses a
       // small write refuses everything (the worker sends the batch again: UNAVAILABLE); one
@@ -200,7 +213,12 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
       else
         store_failed(failed);  // planned: nothing in memory changed
       probe_store(now);
-      if (health_.degraded) return refusal(now);
+      if (health_.degraded) {
+        const absl::Status refused = refusal(now);
+        if (!kept_some()) return refused;
+        for (Pending* p : todo) p->answer = refused;
+        todo.clear();
+      }
       for (Pending* p : todo) {
         absl::Status why;
         for (int tries = 0; tries < kCompletionTriesAlone; ++tries) {
