@@ -196,7 +196,7 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   std::vector<double> p;
   for (const SelfPlayRow& r : table.rows) {
     PositionResult pr;
-    pr.score = r.counts.score();
+    pr.score = selfplay::effective_score(r.counts, r.effective_games);
     const int64_t n = r.counts.games();
     if (n > 0) pr.p = points_test_p(int(n), int(2 * r.counts.white_wins + r.counts.draws), a.win, a.draw, a.loss);
     a.positions.push_back(pr);
@@ -216,8 +216,12 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
     return sx.lo > sy.lo;
   });
   std::vector<selfplay::ResultCounts> counts;
-  for (const SelfPlayRow& r : table.rows) counts.push_back(r.counts);
-  a.ranking = selfplay::rank_positions(counts);
+  std::vector<double> effective;
+  for (const SelfPlayRow& r : table.rows) {
+    counts.push_back(r.counts);
+    effective.push_back(std::isnan(r.effective_games) ? 0.0 : r.effective_games);
+  }
+  a.ranking = selfplay::rank_positions(counts, {.effective_games = effective});
   std::map<int, selfplay::ResultCounts> by_sp;
   for (const SelfPlayRow& r : table.rows)
     if (r.key.sp >= 0) by_sp[r.key.sp] = r.counts;
