@@ -208,7 +208,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
   std::string table = render_columns(columns, cells);
   for (const char* drop :
-       {"elo [95%]", "plies", "draw rate", "dups", "rank 95%", "shrunk 95%", "position", "shrunk", "effective"}) {
+       {"effective", "elo [95%]", "plies", "draw rate", "dups", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
     if (width <= 0 || widest_line(table) <= size_t(width)) break;
     const size_t c =
         size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; }) -
@@ -243,13 +243,10 @@ std::string ranking_note(const selfplay::Ranking& r, bool rank_column) {
                         " games each (most so far: ", r.most_games, ")\n");
   bool intervals = false;
   for (const selfplay::RankedPosition& p : r.positions) intervals = intervals || (p.ranked && p.rank_lo > 0);
-  std::string out = absl::StrCat(
-      "White's score [95%]: from the position's own games only (unshrunk); shrunk: the score pulled toward the other "
-      "positions' (mean ",
-      fixed(r.mean, 3), ", true spread ", fixed(r.tau, 3), "), its 95% interval under a ",
-      selfplay::prior_name(r.prior),
-      " prior estimated from all positions: each interval is meant to hold the true score 95% of the time\nrank: by "
-      "shrunk score",
+  std::string out = absl::StrCat("shrunk: score pulled toward the positions' mean ", fixed(r.mean, 3), " (true spread ",
+                                 fixed(r.tau, 3), "; ", selfplay::prior_name(r.prior),
+                                 " prior; its 95% interval covers on average and for listed positions, White's "
+                                 "score [95%] from the position's own games)\nrank: by shrunk score",
                                  !intervals    ? ""
                                  : rank_column ? ", with its 95% interval"
                                                : " (its 95% interval: in the CSV and JSON, or a wider terminal)");
