@@ -202,12 +202,12 @@ std::string si_number(double v) {
     ++k;
   }
   if (k == 0) return absl::StrFormat("%.3g", sign * v);
-  return absl::StrCat(absl::StrFormat(v < 10 ? "%.2f" : v < 100 ? "%.1f" : "%.0f", sign * v), kPrefix[k]);
+  return absl::StrCat(absl::StrFormat("%.*f", v < 10 ? 2 : v < 100 ? 1 : 0, sign * v), kPrefix[k]);
 }
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const int64_t s = int64_t(seconds + 0.5);
+  const int64_t s = std::llround(seconds);
   if (s >= 86'400) return absl::StrFormat("%dd %02dh", s / 86'400, s % 86'400 / 3600);
   return absl::StrFormat("%d:%02d:%02d", s / 3600, s % 3600 / 60, s % 60);
 }

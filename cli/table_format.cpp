@@ -75,6 +75,7 @@ std::string incomplete_note(size_t incomplete, size_t rows, absl::string_view wh
 
 std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide) {
   std::vector<const PerftRow*> order;
+  order.reserve(rows.size());
   for (const PerftRow& r : rows) order.push_back(&r);
   std::stable_sort(order.begin(), order.end(), [](const PerftRow* a, const PerftRow* b) {
     if (a->sp < 0 || b->sp < 0) return a->sp >= 0 && b->sp < 0;

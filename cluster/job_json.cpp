@@ -15,8 +15,9 @@ namespace {
 
 bool is_final(const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }
 
-std::string json_number(double v, const char* format = "%.3f") {
-  return std::isfinite(v) ? absl::StrFormat(format, v) : "null";
+// With `decimals` digits after the point; null if not finite.
+std::string json_number(double v, int decimals = 3) {
+  return std::isfinite(v) ? absl::StrFormat("%.*f", decimals, v) : "null";
 }
 
 }  // namespace
@@ -62,12 +63,12 @@ std::string job_json(const v1::Job& j, int64_t now) {
   return absl::StrCat(
       "{\"id\": ", json_quote(j.id()), ", \"kind\": \"", perft ? "perft" : "selfplay",
       "\", \"depth\": ", perft ? absl::StrCat(j.spec().perft().depth()) : "null", ", \"state\": \"",
-      state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), "%.6f"),
+      state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), 6),
       ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(), ", \"nodes_done\": \"",
-      to_string(from_proto(p.nodes_done())), "\", \"nodes_per_second\": ", json_number(p.nodes_per_second(), "%.1f"),
+      to_string(from_proto(p.nodes_done())), "\", \"nodes_per_second\": ", json_number(p.nodes_per_second(), 1),
       ", \"games_done\": ", p.games_done(), ", \"games_total\": ", p.games_total(),
-      ", \"games_per_second\": ", json_number(p.games_per_second(), "%.4f"),
-      ", \"eta_seconds\": ", json_number(eta, "%.1f"), ", \"workers\": ", p.workers(),
+      ", \"games_per_second\": ", json_number(p.games_per_second(), 4), ", \"eta_seconds\": ", json_number(eta, 1),
+      ", \"workers\": ", p.workers(),
       ", \"created\": ", j.created_unix_ms() ? json_quote(iso8601_utc(j.created_unix_ms())) : "null",
       ", \"finished\": ", finished.empty() ? "null" : json_quote(finished),
       ", \"age_seconds\": ", json_number(j.created_unix_ms() ? (now - j.created_unix_ms()) / 1000.0 : NAN),

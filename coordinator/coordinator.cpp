@@ -18,6 +18,7 @@
 #include "cluster/errors.h"
 #include "cluster/log.h"
 #include "cluster/u128.h"
+#include "coordinator/kinds.h"
 #include "coordinator/validation.h"
 
 namespace c960::cluster {
@@ -25,12 +26,11 @@ namespace {
 
 constexpr int64_t kRateWindowMs = 10'000;
 
-// The spec without what grows with the job (a perft job's FENs, a self-play job's explicit
-// positions: up to kMaxJobSpecBytes together), for watches: what c960 watch shows is the rest.
-v1::JobSpec spec_summary(const v1::JobSpec& spec) {
+// The spec without what grows with the job (KindDescriptor::trim_for_watch), for watches: what
+// c960 watch shows is the rest.
+v1::JobSpec spec_summary(const JobKind& kind, const v1::JobSpec& spec) {
   v1::JobSpec out = spec;
-  if (out.has_perft()) out.mutable_perft()->clear_fens();
-  if (out.has_selfplay()) out.mutable_selfplay()->clear_positions();
+  if (kind.descriptor().trim_for_watch) kind.descriptor().trim_for_watch(&out);
   return out;
 }
 
@@ -38,8 +38,7 @@ v1::JobSpec spec_summary(const v1::JobSpec& spec) {
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()) {
-  kinds_.push_back(make_perft_kind(options_.lazy_plan_walk, options_.lazy_window_units));
-  kinds_.push_back(make_selfplay_kind());
+  kinds_ = make_kinds(options_);
   if (options_.waiter_thread) polls_.thread = std::thread([this] { waiter_loop(); });
 }
 
@@ -231,7 +230,7 @@ absl::Status Coordinator::load_locked(bool startup) {
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
     j->verify = j->kind->verify_mode(j->spec);
     j->shared = j->kind->shared(j->spec);
-    j->summary = spec_summary(j->spec);
+    j->summary = spec_summary(*j->kind, j->spec);
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
@@ -592,7 +591,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   j->spec = req.spec();
   j->verify = kind->verify_mode(j->spec);
   j->shared = kind->shared(j->spec);
-  j->summary = spec_summary(j->spec);
+  j->summary = spec_summary(*kind, j->spec);
   j->plan = std::move(plan.plan);
   // Audits: the spec's rate, else the coordinator's where trust roots can audit; the sample's
   // salt is secret (only the store keeps it).
@@ -996,7 +995,10 @@ bool Coordinator::shutting_down() const {
 CoordinatorMetrics Coordinator::metrics() const {
   std::lock_guard lock(mu_);
   CoordinatorMetrics m;
-  for (const auto& k : kinds_) m.kinds.push_back(k->capability());
+  for (const auto& k : kinds_) {
+    m.kinds.push_back(k->capability());
+    m.descriptors.push_back(k->descriptor());
+  }
   for (const Job* j : table_.by_seq) {
     ++m.jobs[{j->kind->capability(), j->state}];
     if (j->state != v1::JOB_STATE_RUNNING) continue;

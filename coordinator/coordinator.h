@@ -107,7 +107,7 @@ struct CoordinatorCounters {
   int64_t mismatches = 0;
   int64_t quarantines = 0;
   int64_t replicated = 0;              // units settled on two or more workers' agreeing results
-  std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+  std::map<std::string, double> work;  // settled work by job kind (JobKind::work)
   // The store: commits that failed (probes included), probes of a degraded store, and full
   // reloads of memory from the store after a failed commit (start-up not counted).
   int64_t store_commit_failures = 0;
@@ -119,6 +119,7 @@ struct CoordinatorCounters {
 struct CoordinatorMetrics {
   // The registered job kinds (JobKind::capability): every scrape reports each, zeros included.
   std::vector<std::string> kinds;
+  std::vector<KindDescriptor> descriptors;                       // theirs, in the same order (each kind's work counter)
   std::map<std::pair<std::string, v1::JobState>, int64_t> jobs;  // by (kind, state)
   // The units of running jobs, each in one state: settled (done); with a result that waits for
   // another worker's (verifying); leased, without a result yet (leased); the rest (pending).

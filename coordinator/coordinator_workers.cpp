@@ -285,8 +285,8 @@ void Coordinator::lease(Job* j, int64_t i, Session& s, int64_t now, std::vector<
   if (!c) {
     Copy fresh;
     fresh.worker = s.key;
-    // Each copy of a perft unit counts with its own Zobrist key set, so that a hash collision
-    // cannot make two copies agree on a wrong count.
+    // Each copy has its own seed (JobKind::work_spec gives it to the kind: perft counts with its
+    // own Zobrist key set), so that a hash collision cannot make two copies agree on a wrong count.
     fresh.zobrist_seed = uint64_t(u.copies.size());
     u.copies.push_back(std::move(fresh));
     c = &u.copies.back();
@@ -668,8 +668,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       v1::Lease* l = resp->add_leases();
       l->set_unit_id(absl::StrCat(j->id, "/", r.unit));
       l->set_attempt(r.attempt);
-      *l->mutable_spec() = j->kind->work_spec(j->shared, u.spec);
-      if (l->spec().has_perft()) l->mutable_spec()->mutable_perft()->set_zobrist_seed(r.copy.zobrist_seed);
+      *l->mutable_spec() = j->kind->work_spec(j->shared, u.spec, r.copy.zobrist_seed);
       l->set_expire_unix_ms(u.copies[size_t(r.copy.copy)].expire_ms);
     }
     // Copies are what lets a worker complete a unit after a restart: stored before they go out.
@@ -1237,9 +1236,8 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
         continue;
       }
       p.kind = j->kind;
-      p.spec = j->kind->work_spec(j->shared, j->units[p.index].spec);
+      p.spec = j->kind->work_spec(j->shared, j->units[p.index].spec, c->zobrist_seed);
       p.meta = j->units[p.index].meta;
-      if (p.spec.has_perft()) p.spec.mutable_perft()->set_zobrist_seed(c->zobrist_seed);
     }
   }
   // Then, without it, what takes time: checking the results (self-play games are replayed and
@@ -1600,7 +1598,8 @@ absl::Status Coordinator::settle(Job* j, int64_t i, const std::string& kept, int
                                 finishes ? std::optional<int32_t>(v1::JOB_STATE_SUCCEEDED) : std::nullopt, now);
         !s.ok())
       return s;
-    if (absl::Status s = j->kind->write_settled(store_, j->id, *form); !s.ok()) return s;
+    if (form->write)
+      if (absl::Status s = form->write(store_, j->id); !s.ok()) return s;
     if (absl::Status s = txn->commit(); !s.ok()) return s;
   }
   const NodeCount work = j->kind->work(u.spec, u.meta, form->held);

@@ -32,12 +32,36 @@ struct KindPlan {
 };
 
 // What a unit keeps of the result it settled with. `stored` goes into its row; `held` stays in
-// memory (perft: the result; self-play: nothing of its games, which went to the store with
-// `selfplay`).
+// memory (perft: the result; self-play: nothing of its games, which go to the kind's tables by
+// `write`). `write`, when the kind has tables, writes them for this unit inside the transaction
+// that settles it; the generic store knows units, copies and jobs only.
 struct SettledForm {
   std::string stored;
   v1::UnitResult held;
-  std::optional<SelfPlaySettlement> selfplay;
+  std::function<absl::Status(Store* store, const std::string& job_id)> write;
+};
+
+// What a kind is, as plain data.
+struct KindDescriptor {
+  // The capability a worker announces to receive this kind's units, e.g. "perft"; also the
+  // kind's name in logs and metrics' labels.
+  std::string capability;
+  v1::JobSpec::KindCase spec_case = v1::JobSpec::KIND_NOT_SET;
+  // Its tables in the store (none: perft); the store is opened with every kind's (kinds.cpp).
+  const KindTables* tables = nullptr;
+  // What its work() counts, plural, for logs ("nodes", "games").
+  std::string work_unit;
+  // Whether a plan that is not fully planned waits for results to plan more (plans_from_results;
+  // else expand() makes its units whenever asked).
+  bool plans_from_results = false;
+  // Whether its results are read from the store (stream_results) rather than from the units in
+  // memory (results).
+  bool results_from_store = false;
+  // The counter of the work its settled units stand for (work()), for /metrics: its name and help.
+  std::string work_metric, work_help;
+  // Clears what grows with a job from its spec (perft: its FENs; self-play: its explicit
+  // positions: up to kMaxJobSpecBytes together), for watches; none: the spec is kept whole.
+  void (*trim_for_watch)(v1::JobSpec* spec) = nullptr;
 };
 
 // Takes result chunks as they are made; false when the reader went away (stop).
@@ -53,10 +77,10 @@ struct UnitView {
 class JobKind {
  public:
   virtual ~JobKind() = default;
-  // The capability a worker announces to receive this kind's units, e.g. "perft"; also the
-  // kind's name in logs.
-  virtual std::string capability() const = 0;
-  virtual v1::JobSpec::KindCase spec_case() const = 0;
+  virtual const KindDescriptor& descriptor() const = 0;
+  const std::string& capability() const { return descriptor().capability; }
+  v1::JobSpec::KindCase spec_case() const { return descriptor().spec_case; }
+  bool results_from_store() const { return descriptor().results_from_store; }
   // INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED for oversized plans, CANCELLED when
   // `cancelled` says so while it walks (planner.h).
   virtual absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec, const PlanCancelled& cancelled = {}) const = 0;
@@ -69,12 +93,14 @@ class JobKind {
     return {};
   }
   // Planning from results (an adaptive self-play job): whether the plan waits for results to
-  // decide its next units, and those units: read from the job's figures in the store, advancing
-  // the plan; `spec` is the job's shared part (shared()). Called without the coordinator's lock
-  // after units settle; the coordinator stores
-  // the units with the new plan in one transaction (a plan whose looks found nothing new is left
-  // as it was).
-  virtual bool plans_from_results(const v1::store::JobPlan& /*plan*/) const { return false; }
+  // decide its next units (descriptor().plans_from_results, while the plan is not fully
+  // planned), and those units: read from the job's figures in the store, advancing the plan;
+  // `spec` is the job's shared part (shared()). Called without the coordinator's lock after units
+  // settle; the coordinator stores the units with the new plan in one transaction (a plan whose
+  // looks found nothing new is left as it was).
+  bool plans_from_results(const v1::store::JobPlan& plan) const {
+    return descriptor().plans_from_results && !fully_planned(plan);
+  }
   virtual absl::StatusOr<std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>> expand_from_results(
       Store* /*store*/, const std::string& /*job_id*/, const v1::JobSpec& /*spec*/,
       v1::store::JobPlan* /*plan*/) const {
@@ -82,10 +108,18 @@ class JobKind {
   }
   // Units keep only what tells them apart (in memory and in the store); what all of a job's
   // units share, such as a self-play job's engine and options, is kept once per job: shared()
-  // of its spec, made when the job is created or loaded. work_spec() is a unit as a worker
-  // computes it, for leases and for the checks of results. Default: units keep all of it.
+  // of its spec, made when the job is created or loaded. work_spec() is a unit as the worker
+  // holding copy `copy_seed` of it computes it, for leases and for the checks of results (perft:
+  // the copy's own Zobrist seed, so that a hash collision in one copy is not in the other; none:
+  // no copy's). Default: units keep all of it.
   virtual v1::JobSpec shared(const v1::JobSpec& /*job*/) const { return {}; }
-  virtual v1::UnitSpec work_spec(const v1::JobSpec& /*shared*/, const v1::UnitSpec& kept) const { return kept; }
+  virtual v1::UnitSpec work_spec(const v1::JobSpec& /*shared*/, const v1::UnitSpec& kept,
+                                 std::optional<uint64_t> /*copy_seed*/) const {
+    return kept;
+  }
+  v1::UnitSpec work_spec(const v1::JobSpec& shared, const v1::UnitSpec& kept) const {
+    return work_spec(shared, kept, std::nullopt);
+  }
   // Checks what a worker sent as far as the coordinator can alone, and returns the result in
   // its canonical form, the one stored and compared between workers (a worker's own text, such
   // as PGN, is never kept). INVALID_ARGUMENT naming the problem when it cannot be right.
@@ -110,7 +144,7 @@ class JobKind {
   // unit's work_spec.
   virtual absl::StatusOr<SettledForm> settle_form(const v1::UnitSpec&, const v1::store::UnitMeta&,
                                                   const v1::UnitResult& canonical) const {
-    return SettledForm{canonical.SerializeAsString(), canonical, std::nullopt};
+    return SettledForm{canonical.SerializeAsString(), canonical, nullptr};
   }
   // A settled unit's row read back: its kept form (copies' results are compared with it) and
   // what stays in memory. DATA_LOSS when it does not parse.
@@ -120,13 +154,8 @@ class JobKind {
     *kept = stored;
     return absl::OkStatus();
   }
-  // The kind's own tables (self-play: statistics and games), written inside the transaction that
-  // settles a unit with `form`, or takes back the unit whose settled row was `stored`; the
-  // generic store knows units, copies and jobs only.
-  virtual absl::Status write_settled(Store* /*store*/, const std::string& /*job_id*/,
-                                     const SettledForm& /*form*/) const {
-    return absl::OkStatus();
-  }
+  // The kind's own tables (self-play: statistics and games), taken back inside the transaction
+  // that takes back the unit whose settled row was `stored` (what SettledForm::write wrote).
   virtual absl::Status write_unsettled(Store* /*store*/, const std::string& /*job_id*/, const v1::UnitSpec&,
                                        const v1::store::UnitMeta&, const std::string& /*stored*/) const {
     return absl::OkStatus();
@@ -157,10 +186,17 @@ class JobKind {
   virtual void fill_job(const v1::store::JobPlan& /*plan*/, v1::Job* /*out*/) const {}
   // For log lines: the plan ("960 units, split depth 1") and an amount of work ("12 games").
   virtual std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const = 0;
-  virtual std::string describe_work(NodeCount work) const = 0;
-  // divide: perft only; omit_games: self-play only (counts without game records).
-  virtual std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units,
-                                               bool divide, bool omit_games) const = 0;
+  std::string describe_work(NodeCount work) const { return to_string(work) + " " + descriptor().work_unit; }
+  // The results of the units in memory and the folded groups' totals (by group); divide: perft
+  // only; omit_games: self-play only (counts without game records).
+  virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan,
+                                                      const std::vector<UnitView>& units,
+                                                      const std::map<int64_t, std::string>& folded, bool divide,
+                                                      bool omit_games) const = 0;
+  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
+                                       bool omit_games) const {
+    return folded_results(plan, units, {}, divide, omit_games);
+  }
   // Folding (bounded memory and store for long jobs): the group a unit belongs to (-1: it never
   // folds). Once every unit of a group is settled the coordinator keeps only the group's totals
   // (fold) and drops its units. A group's units are consecutive, as the plan made them.
@@ -181,16 +217,9 @@ class JobKind {
                                                                                  int64_t /*group*/) const {
     return {};
   }
-  // results() over the units in memory and the folded groups' totals (by group).
-  virtual std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan& plan,
-                                                      const std::vector<UnitView>& units,
-                                                      const std::map<int64_t, std::string>& /*folded*/, bool divide,
-                                                      bool omit_games) const {
-    return results(plan, units, divide, omit_games);
-  }
   // Kinds whose results are read from the store rather than from the units in memory
-  // (self-play) stream them from there in pages, without the coordinator's lock.
-  virtual bool results_from_store() const { return false; }
+  // (descriptor().results_from_store: self-play) stream them from there in pages, without the
+  // coordinator's lock.
   virtual absl::Status stream_results(Store* /*store*/, const std::string& /*job_id*/, const v1::JobSpec& /*spec*/,
                                       const v1::store::JobPlan& /*plan*/, bool /*omit_games*/,
                                       const ResultSink& /*sink*/) const {

@@ -267,9 +267,8 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
   counter("c960_worker_quarantines_total", "workers quarantined", double(c.quarantines));
   counter("c960_units_replicated_total", "units settled on the agreeing results of two or more workers",
           double(c.replicated));
-  counter("c960_perft_nodes_total", "leaf nodes of settled perft units (with multiplicities)",
-          count_of(c.work, std::string("perft")));
-  counter("c960_selfplay_games_total", "self-play games of settled units", count_of(c.work, std::string("selfplay")));
+  for (const KindDescriptor& d : s.descriptors)  // each kind's work (KindDescriptor::work_metric)
+    counter(d.work_metric.c_str(), d.work_help.c_str(), count_of(c.work, d.capability));
 
   counter("c960_store_commit_failures_total", "commits of the store that failed (probes of a degraded store included)",
           double(c.store_commit_failures));

@@ -21,8 +21,28 @@ constexpr NodeCount kMaxLegalMoves = 218;
 
 class PerftKind : public JobKind {
  public:
-  std::string capability() const override { return "perft"; }
-  v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kPerft; }
+  const KindDescriptor& descriptor() const override {
+    static const KindDescriptor d{
+        .capability = "perft",
+        .spec_case = v1::JobSpec::kPerft,
+        .tables = nullptr,
+        .work_unit = "nodes",
+        .plans_from_results = false,
+        .results_from_store = false,
+        .work_metric = "c960_perft_nodes_total",
+        .work_help = "leaf nodes of settled perft units (with multiplicities)",
+        .trim_for_watch = [](v1::JobSpec* spec) { spec->mutable_perft()->clear_fens(); },
+    };
+    return d;
+  }
+  // Each copy of a unit counts with its own Zobrist key set, so that a hash collision in one
+  // copy is not in the other.
+  v1::UnitSpec work_spec(const v1::JobSpec& /*shared*/, const v1::UnitSpec& kept,
+                         std::optional<uint64_t> copy_seed) const override {
+    v1::UnitSpec out = kept;
+    if (copy_seed) out.mutable_perft()->set_zobrist_seed(*copy_seed);
+    return out;
+  }
 
   PerftKind(uint64_t lazy_walk, int64_t window) : lazy_walk_(lazy_walk), window_(window) {}
 
@@ -192,18 +212,11 @@ class PerftKind : public JobKind {
                                             : "");
   }
 
-  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " nodes"); }
-
  private:
   uint64_t lazy_walk_;
   int64_t window_;
 
  public:
-  std::vector<v1::ResultChunk> results(const v1::store::JobPlan& plan, const std::vector<UnitView>& units, bool divide,
-                                       bool omit_games) const override {
-    return folded_results(plan, units, {}, divide, omit_games);
-  }
-
   // Every plan folds by root: a root's units are made together (plan_perft and expand walk one
   // root at a time), in one range. A lazy plan folds a root once it is settled; an eager one
   // keeps its units until it is finished, then keeps its roots' totals only.

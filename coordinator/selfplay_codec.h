@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
-#include "coordinator/store.h"
+#include "coordinator/selfplay_store.h"
 #include "core/position.h"
 #include "selfplay/game.h"
 #include "selfplay/positions.h"

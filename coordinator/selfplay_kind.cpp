@@ -13,6 +13,7 @@
 #include "cluster/selfplay_proto.h"
 #include "coordinator/job_kind.h"
 #include "coordinator/selfplay_codec.h"
+#include "coordinator/selfplay_store.h"
 #include "core/startpos.h"
 #include "selfplay/adaptive.h"
 #include "selfplay/positions.h"
@@ -79,8 +80,20 @@ int planned_games(const v1::store::SelfPlayPlan& sp, int k) {
 
 class SelfPlayKind : public JobKind {
  public:
-  std::string capability() const override { return "selfplay"; }
-  v1::JobSpec::KindCase spec_case() const override { return v1::JobSpec::kSelfplay; }
+  const KindDescriptor& descriptor() const override {
+    static const KindDescriptor d{
+        .capability = "selfplay",
+        .spec_case = v1::JobSpec::kSelfplay,
+        .tables = &selfplay_tables(),
+        .work_unit = "games",
+        .plans_from_results = true,
+        .results_from_store = true,
+        .work_metric = "c960_selfplay_games_total",
+        .work_help = "self-play games of settled units",
+        .trim_for_watch = [](v1::JobSpec* spec) { spec->mutable_selfplay()->clear_positions(); },
+    };
+    return d;
+  }
 
   absl::StatusOr<KindPlan> plan(const v1::JobSpec& spec, const PlanCancelled& /*cancelled*/) const override {
     const v1::SelfPlayJobSpec& p = spec.selfplay();
@@ -163,7 +176,6 @@ class SelfPlayKind : public JobKind {
 
   // An adaptive plan is complete once every position has its verdict.
   bool fully_planned(const v1::store::JobPlan& plan) const override { return fully_planned_plan(plan.selfplay()); }
-  bool plans_from_results(const v1::store::JobPlan& plan) const override { return !fully_planned(plan); }
 
   // The looks of an adaptive job: each open position whose planned games have all settled gets
   // its verdict from its counts in the store (the same figures a local run looks at: the games'
@@ -180,7 +192,7 @@ class SelfPlayKind : public JobKind {
     if (sp->planned_games_size() != n || sp->verdicts_size() != n)
       return absl::DataLossError(
           absl::StrCat("job ", job_id, ": adaptive plan of ", sp->planned_games_size(), " positions for ", n));
-    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    absl::StatusOr<std::vector<PositionTotals>> totals = load_position_totals(store, job_id);
     if (!totals.ok()) return totals.status();
     const int per_unit = games_per_unit(spec.selfplay());
     std::vector<std::pair<double, int>> next;  // (need, position) of those that play on
@@ -217,7 +229,7 @@ class SelfPlayKind : public JobKind {
       return absl::DataLossError(
           absl::StrCat("job ", job_id, ": SPRT plan of ", sp->planned_games_size(), " positions for ", n));
     if (fully_planned_plan(*sp)) return std::vector<std::pair<v1::UnitSpec, v1::store::UnitMeta>>{};
-    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    absl::StatusOr<std::vector<PositionTotals>> totals = load_position_totals(store, job_id);
     if (!totals.ok()) return totals.status();
     std::vector<int64_t> settled(size_t(n), 0);
     selfplay::Pentanomial penta{};
@@ -265,7 +277,8 @@ class SelfPlayKind : public JobKind {
     return out;
   }
   // Units of stores written before units kept no job carry an equal one already: replaced.
-  v1::UnitSpec work_spec(const v1::JobSpec& shared, const v1::UnitSpec& kept) const override {
+  v1::UnitSpec work_spec(const v1::JobSpec& shared, const v1::UnitSpec& kept,
+                         std::optional<uint64_t> /*copy_seed*/) const override {
     v1::UnitSpec out = kept;
     *out.mutable_selfplay()->mutable_job() = shared.selfplay();
     return out;
@@ -316,7 +329,9 @@ class SelfPlayKind : public JobKind {
     SettledForm out;
     out.stored = c->settled.SerializeAsString();
     out.held.mutable_selfplay();
-    out.selfplay = std::move(c->settlement);
+    out.write = [settlement = std::move(c->settlement)](Store* store, const std::string& job_id) {
+      return apply_settlement(store, job_id, settlement, 1);
+    };
     return out;
   }
 
@@ -330,16 +345,11 @@ class SelfPlayKind : public JobKind {
     return absl::OkStatus();
   }
 
-  absl::Status write_settled(Store* store, const std::string& job_id, const SettledForm& form) const override {
-    if (!form.selfplay) return absl::InternalError("self-play unit settled without its games");
-    return store->apply_settlement(job_id, *form.selfplay, 1);
-  }
-
   absl::Status write_unsettled(Store* store, const std::string& job_id, const v1::UnitSpec& spec,
                                const v1::store::UnitMeta& meta, const std::string& stored) const override {
     absl::StatusOr<SelfPlaySettlement> s = settlement_from_settled(spec.selfplay(), meta.selfplay().position(), stored);
     if (!s.ok()) return s.status();
-    return store->apply_settlement(job_id, *s, -1);
+    return apply_settlement(store, job_id, *s, -1);
   }
 
   std::string describe_kept(const std::string& kept) const override {
@@ -404,15 +414,11 @@ class SelfPlayKind : public JobKind {
                         plan.selfplay().games_per_position(), " games, ", units, " units");
   }
 
-  std::string describe_work(NodeCount work) const override { return absl::StrCat(to_string(work), " games"); }
-
   // Never called: results come from the store (stream_results).
-  std::vector<v1::ResultChunk> results(const v1::store::JobPlan&, const std::vector<UnitView>&, bool,
-                                       bool) const override {
+  std::vector<v1::ResultChunk> folded_results(const v1::store::JobPlan&, const std::vector<UnitView>&,
+                                              const std::map<int64_t, std::string>&, bool, bool) const override {
     return {};
   }
-
-  bool results_from_store() const override { return true; }
 
   // Per position: its statistics, then its stored games in pages of kResultGamesPerChunk, each
   // page one chunk with the statistics repeated. Memory stays one page whatever the job's size.
@@ -421,7 +427,7 @@ class SelfPlayKind : public JobKind {
     const v1::store::SelfPlayPlan& pp = plan.selfplay();
     absl::StatusOr<selfplay::SelfPlaySpec> s = selfplay::spec_from_proto(spec.selfplay());
     if (!s.ok()) return absl::InternalError(absl::StrCat("job spec: ", s.status().message()));
-    absl::StatusOr<std::vector<PositionTotals>> totals = store->load_position_totals(job_id);
+    absl::StatusOr<std::vector<PositionTotals>> totals = load_position_totals(store, job_id);
     if (!totals.ok()) return totals.status();
     size_t next = 0;
     const int n = position_count(pp);
@@ -479,7 +485,7 @@ class SelfPlayKind : public JobKind {
       int64_t after = -1;
       bool sent = false;
       for (;;) {
-        absl::StatusOr<std::vector<StoredGame>> page = store->load_games(job_id, k, after, kResultGamesPerChunk);
+        absl::StatusOr<std::vector<StoredGame>> page = load_games(store, job_id, k, after, kResultGamesPerChunk);
         if (!page.ok()) return page.status();
         if (page->empty()) break;
         v1::ResultChunk chunk = head;

@@ -193,7 +193,8 @@ void bind_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to, bool init) {
+absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to, bool init,
+                                                   const std::vector<const KindTables*>& tables) {
   // A file that is there but holds no store (0 bytes: a mount or a copy gone wrong) would
   // otherwise start as an empty store without a word, its jobs gone.
   struct stat st {};
@@ -208,6 +209,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
     return s;
   }
   std::unique_ptr<Store> store(new Store(db));
+  store->tables_ = tables;
   sqlite3_extended_result_codes(db, 1);
   if (sqlite3_create_function_v2(db, "c960_bind", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, bind_function,
                                  nullptr, nullptr, nullptr) != SQLITE_OK)
@@ -241,6 +243,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
     if (absl::Status s = store->exec(sql.c_str()); !s.ok())
       return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   if (absl::Status s = store->migrate(up_to); !s.ok())
+    return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
+  store->version_ = up_to;
+  if (absl::Status s = store->create_kind_tables(); !s.ok())
     return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
   store->binds_ = up_to >= 8;
   store->pairs_ = up_to >= 9;
@@ -591,15 +596,10 @@ absl::Status Store::delete_job(const std::string& job_id) {
   std::lock_guard lock(mu_);
   Transaction t(this);
   if (!t.status().ok()) return t.status();
-  if (pairs_) {
-    Stmt q(db_, "DELETE FROM sp_pair_hashes WHERE job_id = ?");
-    if (!q.ok()) return error("delete job");
-    q.bind_text(1, job_id);
-    if (!q.run()) return error("delete job");
-  }
-  for (const char* sql : {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
-                          "DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
-                          "DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
+  StoreSql sql(this);
+  for (const KindTables* k : tables_)
+    if (absl::Status s = k->delete_job(sql, job_id); !s.ok()) return s;
+  for (const char* sql : {"DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
                           "DELETE FROM folded WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
     Stmt q(db_, sql);
     if (!q.ok()) return error("delete job");

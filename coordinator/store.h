@@ -1,6 +1,8 @@
 // The coordinator's durable state in one SQLite file (WAL): jobs, their units with the result
 // each was settled with, the copies of each unit that workers were given and what they sent,
-// self-play games, and workers with their trust. A completion is reported accepted only after
+// workers with their trust, and worker credentials. Each kind of job keeps its own tables
+// (KindTables below: the self-play kind's are in selfplay_store.cpp); the generic store names
+// no kind. A completion is reported accepted only after
 // its transaction commits, so a coordinator killed at any point loses no accepted result.
 //
 // Thread-safe: every method takes the store's own (recursive) mutex. The Coordinator calls it
@@ -10,7 +12,8 @@
 // may be grouped into one with transaction().
 //
 // The schema has a version (PRAGMA user_version); open() applies the migrations a file lacks,
-// in order, each in its own transaction.
+// in order, each in its own transaction: the generic step of each version, then the steps the
+// kinds registered at that version.
 #pragma once
 
 #include <cstdint>
@@ -84,53 +87,6 @@ struct StoredJob {
   std::vector<StoredFold> folds;  // by first unit
 };
 
-// What one self-play game added to its position's statistics.
-struct GameSummary {
-  uint8_t result = 0;       // selfplay::GameResult
-  uint8_t termination = 0;  // selfplay::Termination
-  uint16_t plies = 0;
-  uint64_t hash = 0;     // selfplay::game_hash, for duplicates
-  bool evidence = true;  // selfplay::is_evidence: counted in the position's results
-};
-
-// A stored self-play game, unique per (job, position, game index): the table's primary key
-// makes a second copy of a game a failed transaction, never a second count. Compact: its moves'
-// ranks among the legal moves and the header fields a PGN needs (the PGN is made on export).
-struct StoredGame {
-  int32_t sp = 0;  // the position's index in the job's plan
-  int64_t index = 0;
-  int32_t result = 0;       // selfplay::GameResult
-  int32_t termination = 0;  // selfplay::Termination
-  int32_t opening_plies = 0;
-  std::string white, black;           // player names (kept once per job)
-  std::optional<std::string> detail;  // only for endings a replay cannot tell (engine failures)
-  std::string moves;                  // about 5 bits a ply (selfplay_codec.h encode_moves)
-};
-
-// What a settled self-play unit adds to the store, and what taking it back subtracts: its
-// games' summaries (games first_game.. of position sp) and the games the job stores.
-struct SelfPlaySettlement {
-  int32_t sp = 0;
-  int64_t first_game = 0;  // even in a match, whose units hold whole pairs
-  // A match's games (SelfPlayJobSpec.opponent): also counted as colour-reversed pairs. Taking a
-  // unit back needs not say so: its position's row has pairs already.
-  bool match = false;
-  std::vector<GameSummary> games;
-  std::vector<StoredGame> stored;
-};
-
-// A self-play position's statistics over its settled games.
-struct PositionTotals {
-  int32_t sp = 0;
-  int64_t games = 0, white_wins = 0, draws = 0, black_wins = 0, plies = 0, duplicates = 0, stored = 0;
-  int64_t uncounted = 0;              // games that are not evidence: in games, plies and terminations only
-  std::vector<int64_t> terminations;  // by selfplay::Termination
-  // A match's pairs (v1.MatchCounts): pentanomial 0..4, wins, draws, losses, duplicates,
-  // unpaired; empty for self-play.
-  std::vector<int64_t> pairs;
-};
-inline constexpr size_t kPairFigures = 10;
-
 // A worker as it is known across its sessions and the coordinator's restarts.
 struct StoredWorker {
   std::string key;       // "identity/name"
@@ -162,6 +118,34 @@ struct StoredCredential {
   std::string owner;  // the join token's owner when it was issued (schema 10; "": the join token)
 };
 
+class StoreSql;  // store_sql.h: what a kind's table code uses of the store
+
+// A kind's tables in the store: created and migrated with the store's schema, and emptied of a
+// job's rows when the job is deleted. A kind that has tables gives one (KindDescriptor::tables);
+// the store is opened with every kind's (kind_tables(): coordinator/kinds.cpp).
+class KindTables {
+ public:
+  virtual ~KindTables() = default;
+  // The kind's name in errors ("selfplay").
+  virtual const char* name() const = 0;
+  // Its schema steps, each run in the transaction that takes the file to `version`, after the
+  // generic step of that version. Tables that came with a kind after schema 10 may instead be made
+  // by `create` (CREATE TABLE IF NOT EXISTS ...), which open() runs on every file, so that a new
+  // kind needs no new schema version.
+  struct Step {
+    int version = 0;
+    const char* sql = "";                            // may be empty
+    std::function<absl::Status(StoreSql&)> rewrite;  // data rewritten after `sql`; may be empty
+  };
+  virtual std::vector<Step> steps() const { return {}; }
+  virtual const char* create() const { return ""; }
+  // Deletes a job's rows, inside the transaction of Store::delete_job.
+  virtual absl::Status delete_job(StoreSql& sql, const std::string& job_id) const = 0;
+};
+
+// The tables of every kind this build knows (coordinator/kinds.cpp).
+const std::vector<const KindTables*>& kind_tables();
+
 class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
@@ -171,8 +155,10 @@ class Store {
   // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
   // exists but is empty, or is an SQLite file of something else, is refused (FAILED_PRECONDITION)
   // unless `init` (c960-coordinator --init); one that is not SQLite at all is always refused.
+  // tables: the kinds' tables it holds (every kind's unless a test says otherwise).
   static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path, int up_to = kSchemaVersion,
-                                                     bool init = false);
+                                                     bool init = false,
+                                                     const std::vector<const KindTables*>& tables = kind_tables());
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -203,7 +189,7 @@ class Store {
   absl::Status retire_fold(const std::string& job_id, int64_t group, const std::string& record);
   // Unit rows a job has now (tests and benchmarks: folding keeps it bounded).
   absl::StatusOr<int64_t> unit_rows(const std::string& job_id);
-  // A job and everything it owns (a submit cut off before its plan was stored).
+  // A job and everything it owns, its kinds' rows too (a submit cut off before its plan was stored).
   absl::Status delete_job(const std::string& job_id);
 
   absl::Status update_job(const std::string& id, int32_t state, int64_t finished_ms, int64_t mismatches,
@@ -223,8 +209,8 @@ class Store {
   // A copy's result.
   absl::Status put_copy_result(const std::string& job_id, int64_t unit, int32_t copy, const std::string& result);
   // Settles a unit with a result sent by `votes` copies and, if the job is now finished, the
-  // job's state. The kind's own tables (self-play statistics and games) are written by the kind
-  // (JobKind::write_settled) in the same transaction.
+  // job's state. The kind's own tables are written by the kind (SettledForm::write) in the same
+  // transaction.
   absl::Status settle_unit(const std::string& job_id, int64_t unit, const std::string& result, int32_t votes,
                            std::optional<int32_t> job_state, int64_t finished_ms);
   // More copies agree with a settled result.
@@ -238,15 +224,6 @@ class Store {
   absl::Status set_wanted(const std::string& job_id, int64_t unit, int32_t wanted);
   absl::Status discard_copy(const std::string& job_id, int64_t unit, int32_t copy);
 
-  // The self-play kind's tables (store_selfplay.cpp). Adds (sign 1) or subtracts (sign -1) a
-  // self-play unit's statistics and games; a game stored twice fails it (and its transaction).
-  absl::Status apply_settlement(const std::string& job_id, const SelfPlaySettlement& s, int sign);
-  // A self-play job's statistics per position (positions without a settled game have no row).
-  absl::StatusOr<std::vector<PositionTotals>> load_position_totals(const std::string& job_id);
-  // A page of a position's stored games: those with an index above `after`, at most `limit`.
-  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id, int32_t sp, int64_t after, int limit);
-  // Every game stored for a job, by position then index (tests, audits).
-  absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
   // Deletes these workers' rows, in one transaction (forgotten workers).
   absl::Status delete_workers(const std::vector<std::string>& keys);
@@ -279,8 +256,12 @@ class Store {
   void set_fault_injector(FaultInjector f);
 
  private:
+  friend class StoreSql;
   explicit Store(sqlite3* db);
   absl::Status migrate(int up_to);
+  // The kinds' steps of `version` (inside its migration's transaction); their create().
+  absl::Status kind_step(int version);
+  absl::Status create_kind_tables();
   absl::Status exec(const char* sql);
   // A statement of the store's own (a literal), prepared once and kept.
   template <size_t N>
@@ -290,16 +271,6 @@ class Store {
   absl::Status check_write();
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
-  absl::StatusOr<int64_t> name_id(const std::string& job_id, const std::string& name);
-  // The ids of the self-play jobs (the migrations that rewrite self-play data walk them).
-  absl::StatusOr<std::vector<std::string>> selfplay_job_ids();
-  // Schema 4: self-play results of older stores into statistics, digests and compact games.
-  absl::Status convert_selfplay_v4();
-  // Schema 6: stored games' move codes into the legal-rank coding.
-  absl::Status recode_selfplay_v6();
-  // Schema 8: self-play statistics counted again from the settled units' game summaries, each
-  // distinct game once (repeats in duplicates only).
-  absl::Status recount_selfplay_v8();
   std::recursive_mutex mu_;
   sqlite3* db_;
   std::unique_ptr<Statements> statements_;
@@ -308,9 +279,11 @@ class Store {
   // cannot commit (a call's writes are kept all together or not at all).
   mutable bool poisoned_ = false;
   FaultInjector fault_;
+  std::vector<const KindTables*> tables_;
+  int version_ = 0;  // the file's schema version (during a migration: the one being made)
   // The file has schema 8's bindings (tests write older stores through this same code).
   bool binds_ = false;
-  bool pairs_ = false;   // schema 9: sp_totals.pairs, sp_pair_hashes, workers.provenance
+  bool pairs_ = false;   // schema 9: workers.provenance
   bool owners_ = false;  // schema 10: workers.owner, credentials.owner
   std::function<void(double)> commit_observer_;
 };

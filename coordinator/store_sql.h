@@ -1,5 +1,5 @@
 // The store's SQL plumbing, shared by its files (store.cpp: generic tables; store_migrations.cpp:
-// the schema; store_selfplay.cpp: the self-play kind's tables) and nothing else.
+// the schema) and the kinds' table code (KindTables; selfplay_store.cpp), and nothing else.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "absl/status/status.h"
 #include "coordinator/store.h"
 
 // What binds each stored result to its row (schema 8): c960_bind (store.cpp) over the row's
@@ -105,4 +106,26 @@ class Stmt {
 std::string describe(sqlite3* db);
 
 }  // namespace store_sql
+
+// What a kind's table code uses of the store: its connection and kept statements, its errors
+// (which fail the enclosing transaction), and the file's schema version. Holds the store's mutex
+// while it lives; a kind's writes belong in a transaction of the store's (Store::transaction(),
+// or the migration or delete_job that calls the kind).
+class StoreSql {
+ public:
+  explicit StoreSql(Store* s) : s_(s), lock_(s->mu_) {}
+  sqlite3* db() const { return s_->db_; }
+  Store::Statements& statements() const { return *s_->statements_; }
+  // The file's schema version (during a migration: the version being made).
+  int version() const { return s_->version_; }
+  // INTERNAL "store: WHAT: why", and the enclosing transaction cannot commit.
+  absl::Status error(const char* what) const { return s_->error(what); }
+  absl::Status exec(const char* sql) const { return s_->exec(sql); }
+  // The fault injector's word on a write outside a transaction (Store::set_fault_injector).
+  absl::Status check_write() const { return s_->check_write(); }
+
+ private:
+  Store* s_;
+  std::unique_lock<std::recursive_mutex> lock_;
+};
 }  // namespace c960::cluster

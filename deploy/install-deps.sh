@@ -8,6 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format clang-tidy
+  ccache  # deploy/build.sh compiles through it: a cache kept between builds and CI runs
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
   libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)

@@ -2,8 +2,9 @@
 # The house style and the bug-finding checks:
 #   deploy/lint.sh           clang-format check of every C++ file (fails on any difference)
 #   deploy/lint.sh --fix     reformat them in place
-#   deploy/lint.sh --tidy    also clang-tidy with .clang-tidy on every source file (minutes; needs
-#                            build/release/compile_commands.json, i.e. a configured release build)
+#   deploy/lint.sh --tidy    also clang-tidy with .clang-tidy on every source file (deploy/tidy.sh:
+#                            minutes; needs build/release/compile_commands.json, i.e. a configured
+#                            release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-check}"
@@ -15,7 +16,5 @@ fi
 clang-format --dry-run -Werror "${files[@]}"
 echo "lint: ${#files[@]} files formatted"
 if [[ "$mode" == --tidy ]]; then
-  mapfile -t sources < <(git ls-files '*.cpp' | grep -Ev '^(tests|bench)/')
-  printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 4 clang-tidy -p build/release --quiet
-  echo "lint: clang-tidy clean on ${#sources[@]} files"
+  ./deploy/tidy.sh
 fi

@@ -393,7 +393,7 @@ std::string extremes_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) 
 // +0.148, &minus;0.115 (a real minus sign), 0.000.
 std::string signed_fixed(double x) {
   if (std::isnan(x)) return "&ndash;";
-  const std::string digits = absl::StrFormat("%.3f", std::abs(x));
+  std::string digits = absl::StrFormat("%.3f", std::abs(x));
   if (digits == "0.000") return digits;
   return absl::StrCat(x < 0 ? "&minus;" : "+", digits);
 }
@@ -720,7 +720,7 @@ pentanomial counts (selfplay/sprt.h).</li></ul></section>
 std::string signed_elo(double x) {
   if (std::isnan(x)) return "&ndash;";
   if (std::isinf(x)) return x > 0 ? "+&infin;" : "&minus;&infin;";
-  const std::string digits = absl::StrFormat("%.1f", std::abs(x));
+  std::string digits = absl::StrFormat("%.1f", std::abs(x));
   if (digits == "0.0") return digits;
   return absl::StrCat(x < 0 ? "&minus;" : "+", digits);
 }

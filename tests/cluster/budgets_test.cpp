@@ -26,12 +26,7 @@ Caller worker_caller(const std::string& identity, const std::string& owner) {
 class BudgetsTest : public CoordinatorFixture {
  protected:
   absl::StatusOr<v1::HelloResponse> try_hello(const std::string& name, const Caller& caller) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(1);
-    req.add_capabilities("perft");
-    req.set_protocol_version(kProtocolVersion);
-    return coordinator_->hello(caller, req);
+    return coordinator_->hello(caller, hello_request(name, perft_offer(1)));
   }
   size_t stored_workers() { return store_->load_workers().value().size(); }
   // Past the forgetting time, with the sweeps that mark sessions lost, forget them, then the

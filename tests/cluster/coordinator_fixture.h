@@ -1,10 +1,13 @@
-// The coordinator's logic driven directly, no sockets: an in-memory store, a fake clock, workers
-// that Hello, lease and complete perft units (honestly, or off by some leaf nodes).
+// The coordinator's logic driven directly, no sockets: a store (in memory unless a test opens a
+// file), a fake clock, workers that Hello (with the capabilities and engines a test names), lease
+// and complete units (honestly, or perft off by some leaf nodes). Every coordinator test file that
+// drives a Coordinator builds on this fixture.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +24,8 @@ class CoordinatorFixture : public ::testing::Test {
  protected:
   void SetUp() override { open(); }
 
+  // Opens the coordinator again over the current store (a restart), with 30 s leases and a fixed
+  // seed whatever `o` says; opens an in-memory store first if there is none.
   void open(CoordinatorOptions o = {}) {
     o.lease_ms = 30'000;
     o.seed = 42;
@@ -28,19 +33,70 @@ class CoordinatorFixture : public ::testing::Test {
     coordinator_.reset();
     if (!store_) store_ = std::move(Store::open(":memory:").value());
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, o);
-    ASSERT_TRUE(coordinator_->load().ok());
+    const absl::Status loaded = coordinator_->load();
+    ASSERT_TRUE(loaded.ok()) << loaded;
   }
 
-  std::string hello(const std::string& name, const Caller& caller = Caller::local()) {
+  // Closes the coordinator and its store and opens the store at `path` (":memory:": a new, empty
+  // one); open() then starts a coordinator over it.
+  void open_store(const std::string& path) {
+    coordinator_.reset();
+    store_.reset();
+    auto s = Store::open(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+
+  // What a worker offers at Hello. The defaults: a perft worker with room for the units tests
+  // lease at once (the lease cap: threads x 2).
+  struct HelloOptions {
+    int threads = 32;
+    std::vector<std::string> capabilities = {"perft"};
+    std::vector<std::string> engines;  // engine names offered besides the built-in one
+  };
+  // A perft worker with `threads` threads.
+  static HelloOptions perft_offer(int threads) {
+    HelloOptions o;
+    o.threads = threads;
+    return o;
+  }
+  static v1::HelloRequest hello_request(const std::string& name, const HelloOptions& o) {
     v1::HelloRequest req;
     req.set_name(name);
-    req.set_threads(32);  // room for the units tests lease at once (the lease cap: threads x 2)
-    req.add_capabilities("perft");
+    req.set_threads(o.threads);
+    for (const std::string& c : o.capabilities) req.add_capabilities(c);
+    for (const std::string& e : o.engines) req.add_engines(e);
     req.set_protocol_version(kProtocolVersion);
+    return req;
+  }
+
+  // A session for `name` offering hello_options_; its id, or "" (a failed expectation) if refused.
+  std::string hello(const std::string& name, const Caller& caller = Caller::local()) {
+    return hello(hello_request(name, hello_options_), caller);
+  }
+  std::string hello(const v1::HelloRequest& req, const Caller& caller = Caller::local()) {
     auto r = coordinator_->hello(caller, req);
     EXPECT_TRUE(r.ok()) << r.status();
     if (r.ok()) callers_[r->worker_id()] = caller;
     return r.ok() ? r->worker_id() : "";
+  }
+
+  static v1::SubmitJobRequest perft_request(v1::VerifyMode verify, int depth, const std::string& sps, int split = 0,
+                                            const std::string& request_id = "") {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_verify(verify);
+    req.mutable_spec()->mutable_perft()->set_depth(depth);
+    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
+    req.mutable_spec()->mutable_perft()->set_split_depth(split);
+    req.set_request_id(request_id);
+    return req;
+  }
+
+  // The job the coordinator made of `req`, or an empty one (a failed expectation) if refused.
+  v1::Job submit(const v1::SubmitJobRequest& req, const Caller& caller = Caller::local()) {
+    auto j = coordinator_->submit(caller, req);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
   }
 
   // Units of depth depth - split; with split 1 they carry no divide, and at 4 plies and more a
@@ -48,14 +104,7 @@ class CoordinatorFixture : public ::testing::Test {
   // can tell.
   v1::Job submit(v1::VerifyMode verify, int depth = 3, const std::string& sps = "0-5",
                  const Caller& caller = Caller::local(), int split = 0) {
-    v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(verify);
-    req.mutable_spec()->mutable_perft()->set_depth(depth);
-    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    auto j = coordinator_->submit(caller, req);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
+    return submit(perft_request(verify, depth, sps, split), caller);
   }
 
   std::vector<v1::Lease> acquire(const std::string& w, int n, const Caller& caller = Caller::local()) {
@@ -67,9 +116,13 @@ class CoordinatorFixture : public ::testing::Test {
     return r.ok() ? std::vector<v1::Lease>(r->leases().begin(), r->leases().end()) : std::vector<v1::Lease>();
   }
 
-  // The right result, or one off by `lie` leaf nodes.
+  // The right result (perft or self-play: the worker's compute path), or a perft result off by
+  // `lie` leaf nodes.
   v1::UnitResult result(const v1::Lease& l, int lie = 0) {
-    v1::UnitResult r = compute_unit(l.spec(), nullptr).value();
+    absl::StatusOr<v1::UnitResult> computed = compute_unit(l.spec(), nullptr);
+    EXPECT_TRUE(computed.ok()) << computed.status();
+    if (!computed.ok()) return v1::UnitResult();
+    v1::UnitResult r = *std::move(computed);
     if (lie) {
       v1::PerftUnitResult* p = r.mutable_perft();
       p->mutable_nodes()->set_lo(p->nodes().lo() + uint64_t(lie));
@@ -89,8 +142,22 @@ class CoordinatorFixture : public ::testing::Test {
     if (!resp.ok()) return resp.status();
     return resp->outcome();
   }
+  // With the right result.
+  absl::StatusOr<v1::CompletionOutcome> complete(const std::string& w, const v1::Lease& l) {
+    return complete(w, l, result(l), callers_.count(w) ? callers_.at(w) : Caller::local());
+  }
 
-  v1::Job job(const std::string& id) { return coordinator_->get_job(Caller::local(), id).value(); }
+  // Completes every unit the worker can get, each accepted.
+  void drain(const std::string& w) {
+    for (std::vector<v1::Lease> ls; !(ls = acquire(w, 64)).empty();)
+      for (const v1::Lease& l : ls) ASSERT_EQ(complete(w, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  }
+
+  v1::Job job(const std::string& id) {
+    auto j = coordinator_->get_job(Caller::local(), id);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
+  }
 
   std::map<std::string, v1::WorkerInfo> workers() {
     v1::ListWorkersRequest req;
@@ -142,6 +209,7 @@ class CoordinatorFixture : public ::testing::Test {
 
   FakeClock clock_;
   CoordinatorOptions options_;
+  HelloOptions hello_options_;             // what hello(name) offers
   std::map<std::string, Caller> callers_;  // by session: whom hello() registered it as (run() acts as it)
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;

@@ -15,89 +15,26 @@
 #include "core/perft.h"
 #include "core/position.h"
 #include "core/startpos.h"
+#include "tests/cluster/coordinator_fixture.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
 namespace {
 
+// Leases of 30 s (the fixture's).
 constexpr int64_t kLeaseMs = 30'000;
 
-class CoordinatorTest : public ::testing::Test {
+class CoordinatorTest : public CoordinatorFixture {
  protected:
-  void SetUp() override { open(":memory:"); }
-
   void open(const std::string& path) {
-    coordinator_.reset();
-    store_.reset();
-    auto s = Store::open(path);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{kLeaseMs});
-    ASSERT_TRUE(coordinator_->load().ok());
-  }
-
-  std::string hello(const std::string& name) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(32);
-    req.add_capabilities("perft");
-    req.set_protocol_version(kProtocolVersion);
-    auto r = coordinator_->hello(Caller::local(), req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->worker_id() : "";
+    open_store(path);
+    CoordinatorFixture::open();
   }
 
   // Without verification unless asked: these tests are about leases, storage and results.
   v1::Job submit(int depth, const std::string& sps, int split, const std::string& request_id = "",
                  v1::VerifyMode verify = v1::VERIFY_MODE_OFF) {
-    v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(verify);
-    req.mutable_spec()->mutable_perft()->set_depth(depth);
-    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    req.set_request_id(request_id);
-    auto j = coordinator_->submit(Caller::local(), req);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
-  }
-
-  std::vector<v1::Lease> acquire(const std::string& worker, int n) {
-    v1::AcquireWorkRequest req;
-    req.set_worker_id(worker);
-    req.set_max_units(n);
-    auto r = coordinator_->acquire(Caller::local(), req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? std::vector<v1::Lease>(r->leases().begin(), r->leases().end()) : std::vector<v1::Lease>();
-  }
-
-  absl::StatusOr<v1::CompletionOutcome> complete(const std::string& worker, const v1::Lease& l,
-                                                 std::optional<v1::UnitResult> result = std::nullopt) {
-    v1::CompleteUnitRequest req;
-    req.set_worker_id(worker);
-    req.set_unit_id(l.unit_id());
-    req.set_attempt(l.attempt());
-    if (result) {
-      *req.mutable_result() = *result;
-    } else {
-      auto r = compute_unit(l.spec(), nullptr);
-      EXPECT_TRUE(r.ok()) << r.status();
-      *req.mutable_result() = *r;
-    }
-    auto resp = coordinator_->complete(Caller::local(), req);
-    if (!resp.ok()) return resp.status();
-    return resp->outcome();
-  }
-
-  v1::Job job(const std::string& id) {
-    auto j = coordinator_->get_job(Caller::local(), id);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
-  }
-
-  // Completes every unit the worker can get.
-  void drain(const std::string& worker) {
-    for (std::vector<v1::Lease> ls; !(ls = acquire(worker, 64)).empty();)
-      for (const v1::Lease& l : ls) ASSERT_EQ(complete(worker, l).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+    return CoordinatorFixture::submit(perft_request(verify, depth, sps, split, request_id));
   }
 
   static v1::ListJobsRequest page(int size) {
@@ -105,10 +42,6 @@ class CoordinatorTest : public ::testing::Test {
     r.set_page_size(size);
     return r;
   }
-
-  FakeClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coordinator_;
 };
 
 TEST_F(CoordinatorTest, ExpiredLeasesReturnToTheQueueWithANewAttempt) {

@@ -13,6 +13,7 @@
 #include "coordinator/clock.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/planner.h"
+#include "tests/cluster/coordinator_fixture.h"
 #include "tests/cluster/reference.h"
 #include "worker/compute.h"
 
@@ -29,35 +30,14 @@ CoordinatorOptions tiny_window() {
   return o;
 }
 
-class LazyPlanTest : public ::testing::Test {
+class LazyPlanTest : public CoordinatorFixture {
  protected:
+  void SetUp() override {}  // each test opens its store
+  // A store at `path`, a coordinator with `options` over it, and a session for `worker`.
   void open(const std::string& path, CoordinatorOptions options, const std::string& worker = "w") {
-    coordinator_.reset();
-    store_.reset();
-    auto s = Store::open(path);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
-    const absl::Status loaded = coordinator_->load();
-    ASSERT_TRUE(loaded.ok()) << loaded;
+    open_store(path);
+    CoordinatorFixture::open(options);
     worker_ = hello(worker);
-  }
-
-  std::string hello(const std::string& name) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(32);
-    req.add_capabilities("perft");
-    req.set_protocol_version(kProtocolVersion);
-    auto r = coordinator_->hello(Caller::local(), req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->worker_id() : "";
-  }
-
-  v1::Job job(const std::string& id) {
-    auto j = coordinator_->get_job(Caller::local(), id);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
   }
 
   int64_t unit_rows(const std::string& job) {
@@ -67,14 +47,7 @@ class LazyPlanTest : public ::testing::Test {
   }
 
   v1::Job submit(int depth, const std::string& sps, int split) {
-    v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
-    req.mutable_spec()->mutable_perft()->set_depth(depth);
-    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    auto j = coordinator_->submit(Caller::local(), req);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
+    return CoordinatorFixture::submit(perft_request(v1::VERIFY_MODE_OFF, depth, sps, split));
   }
 
   bool running(const std::string& job) {
@@ -122,10 +95,7 @@ class LazyPlanTest : public ::testing::Test {
     return r.ok() ? *r : std::vector<v1::ResultChunk>();
   }
 
-  FakeClock clock_;
   bool pending_ok_ = false;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coordinator_;
   std::string worker_;
 };
 

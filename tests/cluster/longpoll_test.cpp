@@ -2,8 +2,9 @@
 // (CompleteUnits), without sockets.
 #include <atomic>
 #include <chrono>
-#include <functional>
+#include <condition_variable>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "cluster/u128.h"
 #include "coordinator/clock.h"
 #include "coordinator/coordinator.h"
+#include "tests/cluster/coordinator_fixture.h"
 #include "worker/compute.h"
 
 namespace c960::cluster {
@@ -18,42 +20,31 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class LongPollTest : public ::testing::Test {
+class LongPollTest : public CoordinatorFixture {
  protected:
-  void SetUp() override {
-    auto s = Store::open(":memory:");
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, CoordinatorOptions{30'000});
-    ASSERT_TRUE(coordinator_->load().ok());
-  }
-
-  std::string hello(const std::string& name) {
-    v1::HelloRequest req;
-    req.set_name(name);
-    req.set_threads(32);
-    req.add_capabilities("perft");
-    req.set_protocol_version(kProtocolVersion);
-    auto r = coordinator_->hello(Caller::local(), req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->worker_id() : "";
-  }
-
   v1::Job submit(int depth, const std::string& sps, int split) {
-    v1::SubmitJobRequest req;
-    req.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
-    req.mutable_spec()->mutable_perft()->set_depth(depth);
-    req.mutable_spec()->mutable_perft()->set_start_positions(sps);
-    req.mutable_spec()->mutable_perft()->set_split_depth(split);
-    auto j = coordinator_->submit(Caller::local(), req);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : v1::Job();
+    return CoordinatorFixture::submit(perft_request(v1::VERIFY_MODE_OFF, depth, sps, split));
   }
 
   // Starts a waiting acquire; the answer lands in *out.
   struct Waiting {
     std::atomic<bool> answered{false};
     absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
+    std::mutex m;
+    std::condition_variable cv;
+    void set(absl::StatusOr<v1::AcquireWorkResponse> r) {
+      {
+        std::lock_guard lock(m);
+        answer = std::move(r);
+        answered = true;
+      }
+      cv.notify_all();
+    }
+    // Whether the answer came within 5 s (the coordinator's thread answers).
+    bool wait() {
+      std::unique_lock lock(m);
+      return cv.wait_for(lock, 5s, [&] { return answered.load(); });
+    }
   };
   void acquire_async(const std::string& worker, int wait_seconds, Waiting* out, int max_units = 1) {
     v1::AcquireWorkRequest req;
@@ -61,20 +52,8 @@ class LongPollTest : public ::testing::Test {
     req.set_max_units(max_units);
     req.set_wait_seconds(wait_seconds);
     coordinator_->acquire_async(Caller::local(), req, coordinator_->new_ticket(),
-                                [out](absl::StatusOr<v1::AcquireWorkResponse> r) {
-                                  out->answer = std::move(r);
-                                  out->answered = true;
-                                });
+                                [out](absl::StatusOr<v1::AcquireWorkResponse> r) { out->set(std::move(r)); });
   }
-  static bool eventually(const std::function<bool()>& f) {
-    for (int i = 0; i < 500; ++i, std::this_thread::sleep_for(10ms))
-      if (f()) return true;
-    return false;
-  }
-
-  FakeClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coordinator_;
 };
 
 TEST_F(LongPollTest, WaitingAcquireGetsWorkAsSoonAsAJobArrives) {
@@ -84,7 +63,7 @@ TEST_F(LongPollTest, WaitingAcquireGetsWorkAsSoonAsAJobArrives) {
   EXPECT_FALSE(a.answered);
   EXPECT_EQ(coordinator_->waiting_acquires(), 1u);
   submit(2, "518", 1);
-  ASSERT_TRUE(eventually([&] { return a.answered.load(); }));
+  ASSERT_TRUE(a.wait());
   ASSERT_TRUE(a.answer.ok()) << a.answer.status();
   EXPECT_EQ(a.answer->leases_size(), 1);
   EXPECT_EQ(coordinator_->waiting_acquires(), 0u);
@@ -98,7 +77,7 @@ TEST_F(LongPollTest, WaitEndsEmptyAtItsDeadline) {
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * kLongPollTickMs));
   EXPECT_FALSE(a.answered);
   clock_.advance_ms(1'000);
-  ASSERT_TRUE(eventually([&] { return a.answered.load(); }));
+  ASSERT_TRUE(a.wait());
   ASSERT_TRUE(a.answer.ok());
   EXPECT_EQ(a.answer->leases_size(), 0);
 }
@@ -108,7 +87,7 @@ TEST_F(LongPollTest, TheWaitIsCappedByTheServer) {
   Waiting a;
   acquire_async(w, 100'000, &a);
   clock_.advance_ms(int64_t(kMaxAcquireWaitSeconds) * 1000);
-  ASSERT_TRUE(eventually([&] { return a.answered.load(); }));
+  ASSERT_TRUE(a.wait());
   EXPECT_EQ(a.answer->leases_size(), 0);
 }
 
@@ -122,7 +101,7 @@ TEST_F(LongPollTest, ANewerCallOfTheSessionEndsTheOlderWait) {
   EXPECT_FALSE(b.answered);
   EXPECT_EQ(coordinator_->waiting_acquires(), 1u);
   submit(1, "518", 0);
-  ASSERT_TRUE(eventually([&] { return b.answered.load(); }));
+  ASSERT_TRUE(b.wait());
   EXPECT_EQ(b.answer->leases_size(), 1);
 }
 
@@ -134,17 +113,15 @@ TEST_F(LongPollTest, CancelAndShutdownAnswerEveryWaiterEmpty) {
   req.set_worker_id(w1);
   req.set_max_units(1);
   req.set_wait_seconds(30);
-  coordinator_->acquire_async(Caller::local(), req, ticket, [&](absl::StatusOr<v1::AcquireWorkResponse> r) {
-    a.answer = std::move(r);
-    a.answered = true;
-  });
+  coordinator_->acquire_async(Caller::local(), req, ticket,
+                              [&](absl::StatusOr<v1::AcquireWorkResponse> r) { a.set(std::move(r)); });
   acquire_async(w2, 30, &b);
   coordinator_->cancel_acquire(ticket);
   ASSERT_TRUE(a.answered);
   EXPECT_EQ(a.answer->leases_size(), 0);
   coordinator_->cancel_acquire(ticket);  // twice: nothing happens
   coordinator_->shutdown();
-  ASSERT_TRUE(eventually([&] { return b.answered.load(); }));
+  ASSERT_TRUE(b.wait());
   EXPECT_EQ(b.answer->leases_size(), 0);
   // After shutdown nobody waits.
   Waiting c;
@@ -158,7 +135,7 @@ TEST_F(LongPollTest, WaitersOfAReplacedSessionAreToldToSayHelloAgain) {
   acquire_async(w, 30, &a);
   hello("w");  // the same worker again: a new session
   submit(1, "518", 0);
-  ASSERT_TRUE(eventually([&] { return a.answered.load(); }));
+  ASSERT_TRUE(a.wait());
   EXPECT_EQ(reason_of(a.answer.status()), v1::ErrorInfo::REASON_UNKNOWN_WORKER);
 }
 

@@ -99,11 +99,7 @@ TEST_P(TwoNamesTest, TwoNamesOfOneCredentialAreOneVoter) {
   EXPECT_NE(ws["honest1/h1"].trust(), v1::TRUST_STATE_QUARANTINED);
   EXPECT_NE(ws["honest2/h2"].trust(), v1::TRUST_STATE_QUARANTINED);
   // And none of its names may join again.
-  v1::HelloRequest req;
-  req.set_name("z");
-  req.set_threads(32);
-  req.add_capabilities("perft");
-  req.set_protocol_version(kProtocolVersion);
+  const v1::HelloRequest req = hello_request("z", HelloOptions{});
   EXPECT_EQ(reason_of(coordinator_->hello(kEvil, req).status()), v1::ErrorInfo::REASON_QUARANTINED);
   expect_durable();
 }
@@ -357,11 +353,7 @@ TEST_F(TrustTest, AFailedReHelloLeavesTheOldSession) {
   const std::string a = hello("a", kHonest1);
   submit(v1::VERIFY_MODE_OFF, 3, "0-1");
   fail_commit(1);
-  v1::HelloRequest req;
-  req.set_name("a");
-  req.set_threads(32);
-  req.add_capabilities("perft");
-  req.set_protocol_version(kProtocolVersion);
+  v1::HelloRequest req = hello_request("a", HelloOptions{});
   EXPECT_EQ(coordinator_->hello(kHonest1, req).status().code(), absl::StatusCode::kUnavailable);
   req.set_name("b");  // a new worker whose first Hello fails is not half there either
   fail_commit(1);
@@ -627,11 +619,7 @@ TEST_F(TrustTest, AHoarderCannotHoldAJobBack) {
   open(o);
   const Caller hoarder{"hoard", Role::kWorker, true, 0, ""}, ops{"ops-1", Role::kWorker, true, 0, "ops"};
   const Caller alice{"alice", Role::kWorker, true, 0, ""};
-  v1::HelloRequest one;
-  one.set_name("w");
-  one.set_threads(1);
-  one.add_capabilities("perft");
-  one.set_protocol_version(kProtocolVersion);
+  const v1::HelloRequest one = hello_request("w", perft_offer(1));
   auto hr = coordinator_->hello(hoarder, one);
   ASSERT_TRUE(hr.ok()) << hr.status();
   const std::string x = hr->worker_id();

@@ -58,12 +58,8 @@ TEST_F(VerificationTest, ANoticeSaysWhenNoWorkerCanRunAJob) {
   auto games = coordinator_->submit(Caller::local(), req);
   ASSERT_TRUE(games.ok()) << games.status();
   EXPECT_EQ(job(games->id()).notice(), "waiting: no connected worker computes selfplay units");
-  v1::HelloRequest player;
-  player.set_name("player");
-  player.set_threads(1);
-  player.add_capabilities("selfplay");
-  player.add_engines("builtin");
-  player.set_protocol_version(kProtocolVersion);
+  const v1::HelloRequest player =
+      hello_request("player", HelloOptions{.threads = 1, .capabilities = {"selfplay"}, .engines = {"builtin"}});
   ASSERT_TRUE(coordinator_->hello(Caller::local(), player).ok());
   // One worker (one owner) under verify all: every unit will need a second owner, and the notice
   // says so from the start (as c960 submit prints it).
