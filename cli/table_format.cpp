@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -142,12 +143,15 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   const selfplay::Relatedness related = stats.relatedness();
   std::map<const selfplay::PositionStats*, const selfplay::RankedPosition*> ranked;
   std::map<const selfplay::PositionStats*, double> effective;
+  // Where a position's lines were not recorded, its effective games are not known: blank.
+  std::set<const selfplay::PositionStats*> unknown;
   const std::vector<const selfplay::PositionStats*> rows = stats.rows();
   double effective_total = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     ranked[rows[i]] = &ranking.positions[i];
     effective[rows[i]] = related.effective[i];
     effective_total += related.effective[i];
+    if (related.lines[i] == 0) unknown.insert(rows[i]);
   }
   const selfplay::PositionStats total = stats.total();
   effective[&total] = effective_total;
@@ -171,11 +175,12 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
 
   size_t incomplete = 0;
   for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
-  std::vector<TextColumn> columns = {
-      {"rank", true},      {"id", false},         {"position", false}, {"games", true}, {"effective", true},
-      {"white", true},     {"draws", true},       {"black", true},     {"White's score [95%]", false},
-      {"shrunk", true},    {"shrunk 95%", false}, {"rank 95%", true},  {"elo [95%]", false},
-      {"draw rate", true}, {"plies", true},       {"dups", true}};
+  std::vector<TextColumn> columns = {{"rank", true},       {"id", false},         {"position", false},
+                                     {"games", true},      {"effective", true},   {"white", true},
+                                     {"draws", true},      {"black", true},       {"White's score [95%]", false},
+                                     {"shrunk", true},     {"shrunk 95%", false}, {"rank 95%", true},
+                                     {"elo [95%]", false}, {"draw rate", true},   {"plies", true},
+                                     {"dups", true}};
   if (incomplete) columns.push_back({"", false});
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -189,7 +194,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
         i == 0 ? "all" : p.id,
         i == 0 ? "" : selfplay::position_label(p.fen),
         absl::StrCat(p.counts.games()),
-        fixed(effective[all[i]], 1),
+        unknown.count(all[i]) ? "" : fixed(effective[all[i]], 1),
         absl::StrCat(p.counts.white_wins),
         absl::StrCat(p.counts.draws),
         absl::StrCat(p.counts.black_wins),
@@ -206,16 +211,22 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
         i == 0 || p.complete ? "" : "incomplete",
     });
   }
-  // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
-  std::string table = render_columns(columns, cells);
-  for (const char* drop :
-       {"effective", "elo [95%]", "plies", "draw rate", "dups", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
-    if (width <= 0 || widest_line(table) <= size_t(width)) break;
+  const auto drop_column = [&](const char* header) {
     const size_t c =
-        size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; }) -
+        size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == header; }) -
                columns.begin());
     columns.erase(columns.begin() + long(c));
     for (std::vector<std::string>& row : cells) row.erase(row.begin() + long(c));
+  };
+  // No position's lines recorded: nothing to show beside the games (the notes say so).
+  if (related.with_games > 0 && related.unrecorded == related.with_games) drop_column("effective");
+  // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
+  std::string table = render_columns(columns, cells);
+  for (const char* drop :
+       {"elo [95%]", "plies", "draw rate", "dups", "effective", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
+    if (width <= 0 || widest_line(table) <= size_t(width)) break;
+    if (std::none_of(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; })) continue;
+    drop_column(drop);
     table = render_columns(columns, cells);
   }
   std::string uncounted;

@@ -223,9 +223,13 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   }
   a.ranking = selfplay::rank_positions(counts, {.effective_games = effective});
   std::map<int, selfplay::ResultCounts> by_sp;
+  std::map<int, double> effective_by_sp;
   for (const SelfPlayRow& r : table.rows)
-    if (r.key.sp >= 0) by_sp[r.key.sp] = r.counts;
-  a.mirrors = selfplay::compare_mirror_pairs(by_sp);
+    if (r.key.sp >= 0) {
+      by_sp[r.key.sp] = r.counts;
+      if (!std::isnan(r.effective_games)) effective_by_sp[r.key.sp] = r.effective_games;
+    }
+  a.mirrors = selfplay::compare_mirror_pairs(by_sp, selfplay::kMinGamesToRank, effective_by_sp);
 
   const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
   a.homogeneity = chi_square_homogeneity(wdl);

@@ -254,7 +254,8 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
       for (absl::string_view line : absl::StrSplit(t.related_note, '\n', absl::SkipEmpty()))
         absl::StrAppend(&b, "<p class=\"note\">", html_escape(line), "</p>");
     } else if (!t.effective_known()) {
-      absl::StrAppend(&b, "<p class=\"note\">This table does not say how its games relate (no effective_games column): "
+      absl::StrAppend(&b,
+                      "<p class=\"note\">This table does not say how its games relate (no effective_games column): "
                       "each game is taken as independent. Games of a position that share their opening count for "
                       "less; if they do, the intervals and tests here are too narrow.</p>");
     } else {
@@ -268,7 +269,8 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
       absl::StrAppend(&b, "<p class=\"note\">Related games (games sharing their first ", selfplay::kLinePlies,
                       " plies): the ", count(int64_t(games)), " games count as ", fixed(effective, 1),
                       " independent ones (the table's effective_games column); the intervals use them.",
-                      mostly ? absl::StrCat(" WARNING: ", mostly, " positions' games count for less than half their "
+                      mostly ? absl::StrCat(" WARNING: ", mostly,
+                                            " positions' games count for less than half their "
                                             "number: they mostly follow few lines.")
                              : std::string(),
                       "</p>");

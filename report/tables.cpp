@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "core/startpos.h"
 #include "report/json.h"
-#include "selfplay/lines.h"
 #include "selfplay/adaptive.h"
+#include "selfplay/lines.h"
 
 namespace c960::report {
 namespace {

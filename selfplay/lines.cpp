@@ -20,61 +20,81 @@ uint64_t line_hash(const GameRecord& game) {
   return h;
 }
 
-double design_effect(const Lines& lines, double rho) {
+LineGroups line_groups(const Lines& lines) {
+  LineGroups groups;
+  for (const auto& [hash, c] : lines)
+    if (c.games() > 0) ++groups[{c.white_wins, c.draws, c.black_wins}];
+  return groups;
+}
+
+namespace {
+
+// n and the sum of the squared line sizes (integers: exact in any order).
+std::pair<double, double> sizes(const LineGroups& groups) {
   double n = 0, sum_sq = 0;
-  for (const auto& [hash, c] : lines) {
-    const double k = double(c.games());
-    n += k;
-    sum_sq += k * k;
+  for (const auto& [c, lines] : groups) {
+    const double k = double(c[0] + c[1] + c[2]);
+    n += double(lines) * k;
+    sum_sq += double(lines) * k * k;
   }
+  return {n, sum_sq};
+}
+
+double design_effect(const LineGroups& groups, double rho) {
+  const auto [n, sum_sq] = sizes(groups);
   return n > 0 ? 1 + (sum_sq / n - 1) * rho : 1.0;
 }
 
+}  // namespace
+
+double design_effect(const Lines& lines, double rho) { return design_effect(line_groups(lines), rho); }
+
 Relatedness relatedness(const std::vector<const Lines*>& positions, const std::vector<ResultCounts>& games) {
   Relatedness r;
-  // One-way analysis of variance by line within position, pooled over positions.
+  std::vector<LineGroups> groups;
+  for (const Lines* lines : positions) groups.push_back(line_groups(*lines));
+  // One-way analysis of variance by line within position, pooled over positions. A line of k
+  // games with W wins, D draws: score sum s = W + D/2, sum of squares W + D/4.
   double ssw = 0, ssb = 0, df_w = 0, df_b = 0, n0_num = 0;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const Lines& lines = *positions[i];
-    if (lines.empty()) {
-      r.recorded = r.recorded && games[i].games() == 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    r.with_games += games[i].games() > 0;
+    if (groups[i].empty()) {
+      r.unrecorded += games[i].games() > 0;
       continue;
     }
-    double n = 0, s = 0, sum_sq = 0, between = 0;
-    for (const auto& [hash, c] : lines) {
-      const double k = double(c.games()), sc = double(c.white_wins) + 0.5 * double(c.draws);
-      const double sq = double(c.white_wins) + 0.25 * double(c.draws);  // the sum of the scores' squares
-      if (k == 0) continue;
-      n += k;
-      s += sc;
-      sum_sq += k * k;
-      between += sc * sc / k;
-      ssw += sq - sc * sc / k;
-      r.shared_lines += c.games() >= 2;
+    double s = 0, between = 0, count = 0;
+    for (const auto& [c, lines] : groups[i]) {
+      const double m = double(lines), k = double(c[0] + c[1] + c[2]);
+      const double sc = double(c[0]) + 0.5 * double(c[1]), sq = double(c[0]) + 0.25 * double(c[1]);
+      s += m * sc;
+      between += m * sc * sc / k;
+      ssw += m * (sq - sc * sc / k);
+      count += m;
+      if (k >= 2) r.shared_lines += lines;
     }
-    if (n == 0) continue;
+    const auto [n, sum_sq] = sizes(groups[i]);
     ssb += between - s * s / n;
-    df_w += n - double(lines.size());
-    df_b += double(lines.size()) - 1;
+    df_w += n - count;
+    df_b += count - 1;
     n0_num += n - sum_sq / n;
   }
+  r.recorded = r.unrecorded == 0;
   if (r.shared_lines >= kMinSharedLinesToEstimate && df_w > 0 && df_b > 0) {
     const double msw = ssw / df_w, msb = ssb / df_b, n0 = n0_num / df_b;
     const double denominator = msb + (n0 - 1) * msw;
     r.rho = denominator > 0 ? std::clamp((msb - msw) / denominator, 0.0, 1.0) : 1.0;
     r.estimated = denominator > 0;
   }
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const Lines& lines = *positions[i];
+  for (size_t i = 0; i < groups.size(); ++i) {
     const int64_t n = games[i].games();
     int64_t largest = 0, count = 0;
-    for (const auto& [hash, c] : lines) {
-      largest = std::max(largest, c.games());
-      count += c.games() > 0;
+    for (const auto& [c, lines] : groups[i]) {
+      largest = std::max(largest, c[0] + c[1] + c[2]);
+      count += lines;
     }
     r.lines.push_back(count);
     r.largest.push_back(largest);
-    r.effective.push_back(lines.empty() ? double(n) : double(n) / design_effect(lines, r.rho));
+    r.effective.push_back(groups[i].empty() ? double(n) : double(n) / design_effect(groups[i], r.rho));
     r.mostly_one_line.push_back(n >= kMinGamesForLineWarning && double(largest) > kMostlyOneLineShare * double(n));
   }
   return r;
@@ -86,9 +106,11 @@ int64_t Relatedness::mostly_one_line_count() const {
 
 std::string Relatedness::note() const {
   std::string out;
-  if (!recorded)
-    out = "Related games: the lines games follow were not recorded for some positions; their games are taken as "
-          "independent.\n";
+  if (unrecorded > 0)
+    out = absl::StrCat(
+        "Related games: the openings of ",
+        unrecorded == with_games ? "the games" : absl::StrCat(unrecorded, " of ", with_games, " positions' games"),
+        " were not recorded; their games are taken as independent (effective games = games).\n");
   if (shared_lines == 0) return out;
   const int64_t mostly = mostly_one_line_count();
   if (mostly > 0) {

@@ -17,6 +17,7 @@
 // the design effect), and the shrinkage (ranking.h) uses the effective numbers too.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,10 +38,19 @@ inline constexpr int64_t kMinGamesForLineWarning = 4;
 // The hash of a game's start and first kLinePlies plies.
 uint64_t line_hash(const GameRecord& game);
 
+// A position's lines as how many lines hold each count of results: (white wins, draws, black
+// wins) -> lines. What the figures below depend on, in an order that does not depend on the
+// lines' hashes, so that a cluster job's results (which carry these groups: v1.LineCounts) give
+// the same figures, to the last bit, as a local run of the same games.
+using LineGroups = std::map<std::array<int64_t, 3>, int64_t>;
+LineGroups line_groups(const Lines& lines);
+
 struct Relatedness {
-  double rho = 1;          // the intraclass correlation used
-  bool estimated = false;  // rho estimated from the lines (else assumed 1)
+  double rho = 1;            // the intraclass correlation used
+  bool estimated = false;    // rho estimated from the lines (else assumed 1)
   int64_t shared_lines = 0;  // lines holding two games or more, over all positions
+  int64_t unrecorded = 0;    // positions with games whose lines were not recorded
+  int64_t with_games = 0;    // positions with games
   // Per position, in the order given: lines (0 when not recorded), the largest line's games, the
   // effective number of games (the games when lines are not recorded), mostly one line.
   std::vector<int64_t> lines, largest;

@@ -341,8 +341,8 @@ std::vector<double> fit_log_spline(const Grid& grid, const std::vector<double>& 
 // A position's posterior on the grid, its mean and its 95% interval (the posterior is taken as
 // uniform within each cell).
 // Under several priors, the average of the posteriors (one prior: its posterior).
-void grid_posterior(const Grid& grid, const std::vector<std::vector<double>>& priors, size_t k,
-                    std::vector<double>* w, RankedPosition* out) {
+void grid_posterior(const Grid& grid, const std::vector<std::vector<double>>& priors, size_t k, std::vector<double>* w,
+                    RankedPosition* out) {
   const double* row = &grid.like[k * grid.cells];
   w->assign(grid.cells, 0.0);
   for (const std::vector<double>& g : priors) {
@@ -355,8 +355,7 @@ void grid_posterior(const Grid& grid, const std::vector<std::vector<double>>& pr
   const auto quantile = [&](double q) {
     double c = 0;
     for (size_t j = 0; j < grid.cells; ++j) {
-      if (c + (*w)[j] >= q && (*w)[j] > 0)
-        return grid.theta[j] - grid.width / 2 + grid.width * (q - c) / (*w)[j];
+      if (c + (*w)[j] >= q && (*w)[j] > 0) return grid.theta[j] - grid.width / 2 + grid.width * (q - c) / (*w)[j];
       c += (*w)[j];
     }
     return grid.theta.back() + grid.width / 2;

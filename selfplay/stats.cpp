@@ -394,13 +394,13 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
   const std::vector<const PositionStats*> v = rows();
   for (size_t i = 0; i < v.size(); ++i) {
     const PositionStats* p = v[i];
-    absl::StrAppend(
-        &out, i ? ",\n  " : "\n  ",
-        object(*p, absl::StrCat("\"id\": ", json_string(p->id),
-                                ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
-                                ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]),
-                                adaptive_.enabled() ? json_anytime(*p) : ""),
-               related.effective[i], related.lines[i] > 0 ? absl::StrCat(related.lines[i]) : "null"));
+    absl::StrAppend(&out, i ? ",\n  " : "\n  ",
+                    object(*p,
+                           absl::StrCat("\"id\": ", json_string(p->id),
+                                        ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
+                                        ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]),
+                                        adaptive_.enabled() ? json_anytime(*p) : ""),
+                           related.effective[i], related.lines[i] > 0 ? absl::StrCat(related.lines[i]) : "null"));
   }
   double effective_total = 0;
   for (double e : related.effective) effective_total += e;
@@ -412,11 +412,11 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
                   ", \"mean_hi\": ", json_number(ranking.mean_hi, 4), ", \"tau\": ", json_number(ranking.tau, 4),
                   ", \"tau_lo\": ", json_number(ranking.tau_lo, 4), ", \"tau_hi\": ", json_number(ranking.tau_hi, 4),
                   ", \"prior\": ", json_string(prior_name(ranking.prior)), "},\n");
-  absl::StrAppend(&out, "\"related_games\": {\"line_plies\": ", kLinePlies, ", \"recorded\": ",
-                  related.recorded ? "true" : "false", ", \"shared_lines\": ", related.shared_lines,
-                  ", \"correlation\": ", json_number(related.rho, 3), ", \"correlation_estimated\": ",
-                  related.estimated ? "true" : "false", ", \"mostly_one_line\": ", related.mostly_one_line_count(),
-                  ", \"note\": ", json_string(related.note()), "},\n");
+  absl::StrAppend(
+      &out, "\"related_games\": {\"line_plies\": ", kLinePlies, ", \"recorded\": ", related.recorded ? "true" : "false",
+      ", \"shared_lines\": ", related.shared_lines, ", \"correlation\": ", json_number(related.rho, 3),
+      ", \"correlation_estimated\": ", related.estimated ? "true" : "false",
+      ", \"mostly_one_line\": ", related.mostly_one_line_count(), ", \"note\": ", json_string(related.note()), "},\n");
   const MirrorPairs mirrors = compare_mirror_pairs(*this);
   const auto p_value = [](double p) { return std::isfinite(p) ? absl::StrFormat("%.4g", p) : std::string("null"); };
   absl::StrAppend(&out, "\"mirror_pairs\": {\"min_games\": ", mirrors.min_games, ", \"tested\": ", mirrors.tested,

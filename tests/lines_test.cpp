@@ -2,12 +2,15 @@
 // effective number of games and the intervals that use it.
 #include "selfplay/lines.h"
 
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "core/prng.h"
 #include "gtest/gtest.h"
+#include "selfplay/mirror.h"
 #include "selfplay/ranking.h"
 #include "selfplay/stats.h"
 
@@ -119,6 +122,45 @@ TEST(RelatedGames, TheShrinkageUsesTheEffectiveGames) {
   const Ranking related = rank_positions(counts, {.effective_games = {5, 0, 0, 0, 0}});
   EXPECT_LT(related.positions[0].shrunk, plain.positions[0].shrunk);
   EXPECT_GT(related.positions[0].hi - related.positions[0].lo, plain.positions[0].hi - plain.positions[0].lo);
+}
+
+TEST(RelatedGames, LinesGroupedByTheirResultsGiveTheSameFiguresWhateverTheirHashes) {
+  // A cluster job's results carry lines as groups of results (v1.LineCounts) and number them
+  // afresh: the figures must be those of the lines by hash, to the last bit.
+  SelfPlayStats stats;
+  for (int line = 0; line < 30; ++line)
+    for (int g = 0; g <= line % 3; ++g)
+      stats.add(518, game(line, g,
+                          (line + g) % 3 == 0   ? GameResult::kWhiteWins
+                          : (line + g) % 3 == 1 ? GameResult::kDraw
+                                                : GameResult::kBlackWins));
+  PositionStats renumbered = *stats.find("518");
+  Lines lines;
+  uint64_t number = 0;
+  for (const auto& [counts, n] : line_groups(renumbered.lines))
+    for (int64_t k = 0; k < n; ++k) lines[number++] = {counts[0], counts[1], counts[2]};
+  renumbered.lines = lines;
+  SelfPlayStats copy;
+  copy.set_position(renumbered);
+  const Relatedness a = stats.relatedness(), b = copy.relatedness();
+  EXPECT_TRUE(a.estimated);
+  EXPECT_EQ(a.rho, b.rho);
+  EXPECT_EQ(a.effective, b.effective);
+  EXPECT_EQ(stats.to_csv(), copy.to_csv());
+}
+
+TEST(RelatedGames, MirrorPairTestsUseTheEffectiveGames) {
+  // 518 and its mirror 534 differ by 0.15 over 100 games each: significant as independent games,
+  // not when each side's games count for 10.
+  const std::map<int, ResultCounts> by_sp = {{518, {60, 20, 20}}, {534, {45, 20, 35}}};
+  const MirrorPairs plain = compare_mirror_pairs(by_sp);
+  const MirrorPairs related = compare_mirror_pairs(by_sp, kMinGamesToRank, {{518, 10.0}, {534, 10.0}});
+  ASSERT_EQ(plain.pairs.size(), 1u);
+  ASSERT_EQ(related.pairs.size(), 1u);
+  EXPECT_LT(plain.pairs[0].p, 0.05);
+  EXPECT_GT(related.pairs[0].p, 0.05);
+  EXPECT_NEAR(related.pairs[0].z, plain.pairs[0].z / std::sqrt(10.0), 1e-9);
+  EXPECT_DOUBLE_EQ(related.pairs[0].difference, plain.pairs[0].difference);
 }
 
 }  // namespace

@@ -140,11 +140,18 @@ TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
   const std::string t = selfplay_text_table(stats);
   std::vector<std::string> lines = lines_of(t);
   ASSERT_EQ(lines.size(), 9u) << t;
-  // Under the table: why nothing is ranked, whether the start position matters, and a word on
-  // small counts.
-  EXPECT_EQ(lines[5], "Not ranked yet: ranks need 3 positions with 20 games each (most so far: 10)") << t;
-  EXPECT_TRUE(absl::StartsWith(lines[6], "Does the start position matter? chi-square ")) << t;
-  EXPECT_TRUE(absl::StrContains(lines[7], "permutation test")) << t;
+  // Under the table: that the games' openings are not known (figures made by hand, as from a
+  // table without lines), why nothing is ranked, whether the start position matters, and a word
+  // on small counts.
+  EXPECT_EQ(lines[5],
+            "Related games: the openings of the games were not recorded; their games are taken as independent "
+            "(effective games = games).")
+      << t;
+  EXPECT_EQ(lines[6], "Not ranked yet: ranks need 3 positions with 20 games each (most so far: 10)") << t;
+  EXPECT_TRUE(absl::StartsWith(lines[7], "Does the start position matter? chi-square ")) << t;
+  EXPECT_TRUE(absl::StrContains(lines[8], "permutation test")) << t;
+  // No effective number of games to show without lines.
+  EXPECT_FALSE(absl::StrContains(lines[0], "effective")) << t;
   lines.resize(5);
   EXPECT_TRUE(absl::StrContains(lines[0], "White's score [95%]")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[0], "rank  id   position  games")) << t;
@@ -276,7 +283,8 @@ TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   EXPECT_TRUE(absl::StartsWith(lines[4], "      4 ")) << t;
   EXPECT_TRUE(absl::StrContains(lines[4], " -  ")) << t;  // no games: no score
   EXPECT_TRUE(absl::EndsWith(lines[4], "incomplete")) << t;
-  EXPECT_EQ(lines[5], "2 of 3 positions are incomplete (games so far)");
+  EXPECT_TRUE(absl::StartsWith(lines[5], "Related games: the openings of the games were not recorded")) << t;
+  EXPECT_EQ(lines[6], "2 of 3 positions are incomplete (games so far)") << t;
 }
 
 TEST(SelfPlayStatsPartial, CompleteColumnAndFieldOnlyWhenAsked) {

@@ -3,10 +3,10 @@
 // fraction of intervals that hold the true score among the listed best and worst 10, the true top
 // and bottom 10% and 1%, and all positions.
 //   ranking_coverage [--seeds N] [--games N] [--method NAME] TRUTH.csv...
+#include "tests/ranking_coverage.h"
+
 #include <cstdlib>
 #include <cstring>
-
-#include "tests/ranking_coverage.h"
 
 int main(int argc, char** argv) {
   using namespace c960::selfplay;
