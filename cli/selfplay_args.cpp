@@ -95,7 +95,8 @@ const std::vector<SpecOption>& spec_options() {
         "a time control in seconds, e.g. 10+0.1: each side's clock starts at BASE and gains INC after each of its "
         "moves; an engine out of time loses (time forfeit); not reproducible"}},
       {{"random-plies", Arity::kOne, "K",
-        with_range("random legal moves at the start of each game", 0, kMaxRandomPlies, "0")},
+        with_range("random legal moves at the start of each game", 0, kMaxRandomPlies,
+                   absl::StrCat("0; ", kDefaultOnePositionRandomPlies, " for a run of one position"))},
        0,
        kMaxRandomPlies,
        0,
@@ -335,6 +336,10 @@ absl::StatusOr<SelfPlaySpec> selfplay_spec_from_args(const ParsedArgs& p) {
   spec.date = today_utc();
   // Games that differ by default: a --nodes limit's node jitter unless given (0 turns it off).
   if (spec.limits.nodes && !p.has("node-jitter")) spec.node_jitter_percent = selfplay::kDefaultNodeJitterPercent;
+  // A run of one position plays varied openings unless told: without random plies its games
+  // mostly follow one line (selfplay/lines.h), and count for far fewer games than they are.
+  if (spec.positions.size() == 1 && spec.games_per_position > 1 && !p.has("random-plies"))
+    spec.random_plies = selfplay::kDefaultOnePositionRandomPlies;
   if (absl::Status s = spec.validate(); !s.ok()) return s;
   if (selfplay::games_repeat(spec)) {
     std::vector<std::string> fixes = {"--random-plies K"};

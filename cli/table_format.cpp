@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,6 +11,7 @@
 #include "cli/job_format.h"
 #include "cluster/log.h"
 #include "report/stats.h"
+#include "selfplay/lines.h"
 #include "selfplay/positions.h"
 #include "selfplay/ranking.h"
 
@@ -138,10 +140,21 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   std::vector<const selfplay::PositionStats*> order;
   for (const std::string& id : stats.ranking()) order.push_back(stats.find(id));
   const selfplay::Ranking ranking = stats.shrinkage();
+  const selfplay::Relatedness related = stats.relatedness();
   std::map<const selfplay::PositionStats*, const selfplay::RankedPosition*> ranked;
+  std::map<const selfplay::PositionStats*, double> effective;
+  // Where a position's lines were not recorded, its effective games are not known: blank.
+  std::set<const selfplay::PositionStats*> unknown;
   const std::vector<const selfplay::PositionStats*> rows = stats.rows();
-  for (size_t i = 0; i < rows.size(); ++i) ranked[rows[i]] = &ranking.positions[i];
+  double effective_total = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ranked[rows[i]] = &ranking.positions[i];
+    effective[rows[i]] = related.effective[i];
+    effective_total += related.effective[i];
+    if (related.lines[i] == 0) unknown.insert(rows[i]);
+  }
   const selfplay::PositionStats total = stats.total();
+  effective[&total] = effective_total;
   std::vector<const selfplay::PositionStats*> all = {&total};
   all.insert(all.end(), order.begin(), order.end());
 
@@ -153,7 +166,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   size_t wv = 0, wl = 0, wh = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i]->counts.games() == 0) continue;
-    const selfplay::Interval e = all[i]->counts.elo();
+    const selfplay::Interval e = selfplay::elo_of(selfplay::effective_score(all[i]->counts, effective[all[i]]));
     elo[i] = {elo_text(e.value), elo_text(e.lo), elo_text(e.hi)};
     wv = std::max(wv, elo[i].value.size());
     wl = std::max(wl, elo[i].lo.size());
@@ -162,17 +175,18 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
 
   size_t incomplete = 0;
   for (const selfplay::PositionStats* p : order) incomplete += !p->complete;
-  std::vector<TextColumn> columns = {
-      {"rank", true},      {"id", false},         {"position", false}, {"games", true},
-      {"white", true},     {"draws", true},       {"black", true},     {"White's score [95%]", false},
-      {"shrunk", true},    {"shrunk 95%", false}, {"rank 95%", true},  {"elo [95%]", false},
-      {"draw rate", true}, {"plies", true},       {"dups", true}};
+  std::vector<TextColumn> columns = {{"rank", true},       {"id", false},         {"position", false},
+                                     {"games", true},      {"effective", true},   {"white", true},
+                                     {"draws", true},      {"black", true},       {"White's score [95%]", false},
+                                     {"shrunk", true},     {"shrunk 95%", false}, {"rank 95%", true},
+                                     {"elo [95%]", false}, {"draw rate", true},   {"plies", true},
+                                     {"dups", true}};
   if (incomplete) columns.push_back({"", false});
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < all.size(); ++i) {
     const selfplay::PositionStats& p = *all[i];
     const bool games = p.counts.games() > 0;
-    const selfplay::Interval s = p.counts.score();
+    const selfplay::Interval s = selfplay::effective_score(p.counts, effective[all[i]]);
     const selfplay::RankedPosition* r = i == 0 ? nullptr : ranked[all[i]];
     const bool is_ranked = r && r->ranked;
     cells.push_back({
@@ -180,6 +194,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
         i == 0 ? "all" : p.id,
         i == 0 ? "" : selfplay::position_label(p.fen),
         absl::StrCat(p.counts.games()),
+        unknown.count(all[i]) ? "" : fixed(effective[all[i]], 1),
         absl::StrCat(p.counts.white_wins),
         absl::StrCat(p.counts.draws),
         absl::StrCat(p.counts.black_wins),
@@ -196,15 +211,22 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
         i == 0 || p.complete ? "" : "incomplete",
     });
   }
-  // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
-  std::string table = render_columns(columns, cells);
-  for (const char* drop : {"elo [95%]", "plies", "draw rate", "dups", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
-    if (width <= 0 || widest_line(table) <= size_t(width)) break;
+  const auto drop_column = [&](const char* header) {
     const size_t c =
-        size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; }) -
+        size_t(std::find_if(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == header; }) -
                columns.begin());
     columns.erase(columns.begin() + long(c));
     for (std::vector<std::string>& row : cells) row.erase(row.begin() + long(c));
+  };
+  // No position's lines recorded: nothing to show beside the games (the notes say so).
+  if (related.with_games > 0 && related.unrecorded == related.with_games) drop_column("effective");
+  // Narrower than the table: the columns that matter least go first (the CSV and JSON have all).
+  std::string table = render_columns(columns, cells);
+  for (const char* drop :
+       {"elo [95%]", "plies", "draw rate", "dups", "effective", "rank 95%", "shrunk 95%", "position", "shrunk"}) {
+    if (width <= 0 || widest_line(table) <= size_t(width)) break;
+    if (std::none_of(columns.begin(), columns.end(), [&](const TextColumn& t) { return t.header == drop; })) continue;
+    drop_column(drop);
     table = render_columns(columns, cells);
   }
   std::string uncounted;
@@ -216,7 +238,7 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
   // The legend promises the rank's interval only where the table shows one.
   const bool rank_column =
       std::any_of(columns.begin(), columns.end(), [](const TextColumn& t) { return t.header == "rank 95%"; });
-  std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted +
+  std::string notes = related.note() + incomplete_note(incomplete, order.size(), "games") + uncounted +
                       ranking_note(ranking, rank_column) + position_matters_line(stats);
   if (width <= 0) return table + notes;
   for (absl::string_view note : absl::StrSplit(notes, '\n', absl::SkipEmpty()))
@@ -234,7 +256,9 @@ std::string ranking_note(const selfplay::Ranking& r, bool rank_column) {
   bool intervals = false;
   for (const selfplay::RankedPosition& p : r.positions) intervals = intervals || (p.ranked && p.rank_lo > 0);
   std::string out = absl::StrCat("shrunk: score pulled toward the positions' mean ", fixed(r.mean, 3), " (true spread ",
-                                 fixed(r.tau, 3), ")\nrank: by shrunk score",
+                                 fixed(r.tau, 3), "; ", selfplay::prior_name(r.prior),
+                                 " prior; its 95% interval covers on average and for listed positions, White's "
+                                 "score [95%] from the position's own games)\nrank: by shrunk score",
                                  !intervals    ? ""
                                  : rank_column ? ", with its 95% interval"
                                                : " (its 95% interval: in the CSV and JSON, or a wider terminal)");

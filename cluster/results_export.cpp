@@ -33,6 +33,31 @@ const char* verify_name(v1::VerifyMode mode) {
 
 }  // namespace
 
+selfplay::Lines result_lines(const v1::SelfPlayPositionResult& r) {
+  // Counts beyond any job's (2^31 games a position) are refused before they could overflow.
+  constexpr int64_t kMost = int64_t(1) << 31;
+  for (int64_t n : {r.white_wins(), r.draws(), r.black_wins()})
+    if (n < 0 || n > kMost) return {};
+  const int64_t total = r.white_wins() + r.draws() + r.black_wins();
+  int64_t w = 0, d = 0, b = 0, lines_total = 0;
+  for (const v1::LineCounts& l : r.lines()) {
+    if (l.white_wins() < 0 || l.draws() < 0 || l.black_wins() < 0 || l.lines() <= 0 || l.white_wins() > total ||
+        l.draws() > total || l.black_wins() > total || l.lines() > total - lines_total ||
+        l.white_wins() + l.draws() + l.black_wins() == 0)
+      return {};
+    lines_total += l.lines();
+    w += l.white_wins() * l.lines();
+    d += l.draws() * l.lines();
+    b += l.black_wins() * l.lines();
+  }
+  if (w != r.white_wins() || d != r.draws() || b != r.black_wins()) return {};
+  selfplay::Lines lines;
+  uint64_t number = 0;
+  for (const v1::LineCounts& l : r.lines())
+    for (int64_t k = 0; k < l.lines(); ++k) lines[number++] = {l.white_wins(), l.draws(), l.black_wins()};
+  return lines;
+}
+
 namespace {
 
 // Calls fn(result, position, sp, xfen) once per position of the chunks, in their order (a
@@ -73,6 +98,7 @@ selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const st
                       ps.uncounted = r.uncounted();
                       for (int t = 0; t < r.terminations_size() && t < int(ps.terminations.size()); ++t)
                         ps.terminations[size_t(t)] = r.terminations(t);
+                      ps.lines = result_lines(r);
                       ps.id = id;
                       ps.sp = sp;
                       ps.fen = std::move(fen);

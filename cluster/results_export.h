@@ -37,6 +37,11 @@ std::string perft_csv(const std::vector<PerftRow>& rows, bool divide, bool compl
 std::string perft_json(const std::vector<PerftRow>& rows, bool divide,
                        const std::vector<selfplay::MetadataValue>& metadata, bool complete_field = false);
 
+// A position's lines from its result (SelfPlayPositionResult.lines), each under a number of
+// its own (the figures depend only on their results: selfplay::line_groups); none (not recorded)
+// unless they hold exactly its counted games.
+selfplay::Lines result_lines(const v1::SelfPlayPositionResult& r);
+
 // A self-play job's statistics from its results' per-position figures (the counts the
 // coordinator keeps over every game, stored or not; a position's further chunks of games are
 // skipped), with its adaptive rule where it has one: what `c960 results` and `c960 report JOB`

@@ -27,6 +27,7 @@
 #include "core/version.h"
 #include "report/assets.h"
 #include "report/report.h"
+#include "selfplay/lines.h"
 #include "selfplay/ranking.h"
 #include "selfplay/stats.h"
 
@@ -949,7 +950,9 @@ class ResultsJsonPages final : public AnswerPages {
                          "\",\"positions\":[");
     // Self-play positions, a further chunk of the same position left out (chunks come position by
     // position), and their ranking.
+    // Related games count for fewer (selfplay/lines.h), as in `c960 results`.
     std::vector<selfplay::ResultCounts> counts;
+    std::vector<selfplay::Lines> lines;
     for (size_t i = 0; i < chunks_.size(); ++i) {
       const v1::ResultChunk& c = chunks_[i];
       held_ += c.ByteSizeLong();
@@ -958,8 +961,12 @@ class ResultsJsonPages final : public AnswerPages {
       if (!positions_.empty() && p.position_id() == chunks_[positions_.back()].selfplay().position_id()) continue;
       positions_.push_back(i);
       counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
+      lines.push_back(result_lines(p));
     }
-    ranking_ = selfplay::rank_positions(counts);
+    std::vector<const selfplay::Lines*> of;
+    for (const selfplay::Lines& l : lines) of.push_back(&l);
+    related_ = selfplay::relatedness(of, counts);
+    ranking_ = selfplay::rank_positions(counts, {.effective_games = related_.effective});
     counts_ = std::move(counts);
   }
 
@@ -1014,8 +1021,9 @@ class ResultsJsonPages final : public AnswerPages {
     total_.white_wins += counts_[i].white_wins;
     total_.draws += counts_[i].draws;
     total_.black_wins += counts_[i].black_wins;
-    const selfplay::Interval s = counts_[i].score();
+    const selfplay::Interval s = selfplay::effective_score(counts_[i], related_.effective[i]);
     const selfplay::RankedPosition& r = ranking_.positions[i];
+    effective_total_ += related_.effective[i];
     absl::StrAppend(
         out, first_ ? "" : ",", "\n{\"id\":", json_quote(p.position_id()), ",\"start_position\":", p.start_position(),
         ",\"fen\":", json_quote(p.fen()), ",\"games_planned\":", p.games_planned(),
@@ -1024,15 +1032,18 @@ class ResultsJsonPages final : public AnswerPages {
         ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo), ",\"score_hi\":", json_number(s.hi),
         ",\"rank\":", rank_number(r.rank), ",\"shrunk\":", json_number(r.shrunk), ",\"shrunk_lo\":", json_number(r.lo),
         ",\"shrunk_hi\":", json_number(r.hi), ",\"rank_lo\":", rank_number(r.rank_lo),
-        ",\"rank_hi\":", rank_number(r.rank_hi), "}");
+        ",\"rank_hi\":", rank_number(r.rank_hi),
+        ",\"lines\":", related_.lines[i] > 0 ? absl::StrCat(related_.lines[i]) : std::string("null"),
+        ",\"effective_games\":", json_number(related_.effective[i]), "}");
     first_ = false;
   }
 
   void footer(std::string* out) {
     absl::StrAppend(out, "\n],\"complete\":", complete_ ? "true" : "false");
     if (selfplay_) {
-      const selfplay::Interval s = total_.score();
-      absl::StrAppend(out, ",\"total\":{\"games\":", total_.games(), ",\"white_wins\":", total_.white_wins,
+      const selfplay::Interval s = selfplay::effective_score(total_, effective_total_);
+      absl::StrAppend(out, ",\"total\":{\"games\":", total_.games(),
+                      ",\"effective_games\":", json_number(effective_total_), ",\"white_wins\":", total_.white_wins,
                       ",\"draws\":", total_.draws, ",\"black_wins\":", total_.black_wins,
                       ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
                       ",\"score_hi\":", json_number(s.hi), "}");
@@ -1040,6 +1051,11 @@ class ResultsJsonPages final : public AnswerPages {
                       ",\"most_games\":", ranking_.most_games, ",\"mean\":", json_number(ranking_.mean),
                       ",\"tau\":", json_number(ranking_.tau), ",\"tau_lo\":", json_number(ranking_.tau_lo),
                       ",\"tau_hi\":", json_number(ranking_.tau_hi), "}");
+      absl::StrAppend(out, ",\"related_games\":{\"correlation\":", json_number(related_.rho),
+                      ",\"correlation_estimated\":", related_.estimated ? "true" : "false",
+                      ",\"shared_lines\":", related_.shared_lines,
+                      ",\"mostly_one_line\":", related_.mostly_one_line_count(),
+                      ",\"note\":", json_quote(related_.note()), "}");
     }
     out->append("}\n");
   }
@@ -1048,6 +1064,8 @@ class ResultsJsonPages final : public AnswerPages {
   bool selfplay_ = false;
   std::string head_;
   std::vector<size_t> positions_;  // indices in chunks_ of the self-play positions
+  selfplay::Relatedness related_;  // of the positions, in their order
+  double effective_total_ = 0;
   std::vector<selfplay::ResultCounts> counts_;
   selfplay::Ranking ranking_;
   size_t perft_ = 0, sp_ = 0;  // the next chunk, the next position

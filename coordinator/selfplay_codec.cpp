@@ -9,6 +9,7 @@
 #include "cluster/selfplay_proto.h"
 #include "core/movegen.h"
 #include "core/startpos.h"
+#include "selfplay/lines.h"
 #include "selfplay/stats.h"
 
 namespace c960::cluster {
@@ -201,6 +202,26 @@ std::string pack_summaries(const std::vector<GameSummary>& games) {
   return out;
 }
 
+std::string pack_lines(const std::vector<GameSummary>& games) {
+  for (const GameSummary& g : games)
+    if (!g.line) return "";
+  std::string out(games.size() * 8, '\0');
+  for (size_t i = 0; i < games.size(); ++i)
+    for (int b = 0; b < 8; ++b) out[i * 8 + size_t(b)] = char((*games[i].line >> (8 * b)) & 0xFF);
+  return out;
+}
+
+absl::Status unpack_lines(const std::string& bytes, std::vector<GameSummary>* games) {
+  if (bytes.empty()) return absl::OkStatus();
+  if (bytes.size() != games->size() * 8) return absl::InternalError("game lines: not one a game");
+  for (size_t i = 0; i < games->size(); ++i) {
+    uint64_t h = 0;
+    for (int b = 0; b < 8; ++b) h |= uint64_t(uint8_t(bytes[i * 8 + size_t(b)])) << (8 * b);
+    (*games)[i].line = h;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<GameSummary>> unpack_summaries(const std::string& bytes) {
   if (bytes.size() % kSummaryBytes != 0) return absl::InternalError("game summaries: not whole");
   std::vector<GameSummary> out(bytes.size() / kSummaryBytes);
@@ -245,6 +266,7 @@ absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec,
     s.plies = uint16_t(rec->plies());
     s.hash = selfplay::game_hash(*rec);
     s.evidence = selfplay::is_evidence(*rec);
+    s.line = selfplay::line_hash(*rec);
     out.settlement.games.push_back(s);
     if (!stores_game(spec.job(), g.game_index())) continue;
     StoredGame sg;
@@ -270,6 +292,7 @@ absl::StatusOr<SelfPlayCompact> compact_result(const v1::SelfPlayUnitSpec& spec,
   out.settled.set_digest(result_digest(canonical));
   out.settled.set_games(canonical.selfplay().games_size());
   out.settled.set_summary(pack_summaries(out.settlement.games));
+  out.settled.set_lines(pack_lines(out.settlement.games));
   return out;
 }
 
@@ -279,6 +302,7 @@ absl::StatusOr<SelfPlaySettlement> settlement_from_settled(const v1::SelfPlayUni
   if (!s.ParseFromString(settled)) return absl::InternalError("settled self-play result does not parse");
   absl::StatusOr<std::vector<GameSummary>> games = unpack_summaries(s.summary());
   if (!games.ok()) return games.status();
+  if (absl::Status l = unpack_lines(s.lines(), &*games); !l.ok()) return l;
   SelfPlaySettlement out;
   out.sp = sp;
   out.first_game = spec.first_game();

@@ -36,6 +36,11 @@ enum class MoveCoding { kMoveCodes, kLegalRanks };  // schemas 4-5, schema 6 on
 std::string pack_summaries(const std::vector<GameSummary>& games);
 // INTERNAL when the bytes are not a whole number of summaries.
 absl::StatusOr<std::vector<GameSummary>> unpack_summaries(const std::string& bytes);
+// The games' lines (SelfPlaySettled.lines): "" unless every game has one.
+std::string pack_lines(const std::vector<GameSummary>& games);
+// Sets the games' lines from SelfPlaySettled.lines ("" leaves them unset); INTERNAL when the
+// bytes are not one line a game.
+absl::Status unpack_lines(const std::string& bytes, std::vector<GameSummary>* games);
 
 // The SHA-256 of a canonical result's serialization.
 std::string result_digest(const v1::UnitResult& canonical);

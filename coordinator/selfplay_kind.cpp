@@ -340,6 +340,7 @@ class SelfPlayKind : public JobKind {
     v1::store::SelfPlaySettled s;
     if (!s.ParseFromString(stored)) return absl::DataLossError("self-play result does not parse");
     s.clear_summary();
+    s.clear_lines();
     *kept = s.SerializeAsString();
     held->mutable_selfplay();
     return absl::OkStatus();
@@ -460,6 +461,13 @@ class SelfPlayKind : public JobKind {
         p->set_uncounted(t.uncounted);
         p->set_games_stored(t.stored);
         for (int64_t n : t.terminations) p->add_terminations(n);
+        for (const std::array<int64_t, 4>& g : t.lines) {
+          v1::LineCounts* l = p->add_lines();
+          l->set_white_wins(g[0]);
+          l->set_draws(g[1]);
+          l->set_black_wins(g[2]);
+          l->set_lines(g[3]);
+        }
         if (t.pairs.size() == kPairFigures) {
           v1::MatchCounts* m = p->mutable_match();
           for (int i = 0; i < selfplay::kPentanomialCells; ++i) m->add_pentanomial(t.pairs[size_t(i)]);

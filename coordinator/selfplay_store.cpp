@@ -20,6 +20,15 @@ using store_sql::Stmt;
 
 namespace {
 
+// A position's lines (selfplay/lines.h): each line's distinct evidence games' results, by the
+// line's hash. Made on every store as it opens (KindTables::create), no schema version of its
+// own, and by the migrations that count games again (they run before it would be made).
+constexpr const char* kLinesTable = R"sql(
+CREATE TABLE IF NOT EXISTS sp_lines (
+  job_id TEXT NOT NULL, sp INTEGER NOT NULL, line INTEGER NOT NULL, white_wins INTEGER NOT NULL,
+  draws INTEGER NOT NULL, black_wins INTEGER NOT NULL, PRIMARY KEY (job_id, sp, line)) WITHOUT ROWID;
+)sql";
+
 // Counts as 8-byte little-endian integers (terminations, pairs).
 std::string pack_counts(const std::vector<int64_t>& counts) {
   std::string out(counts.size() * 8, '\0');
@@ -101,6 +110,16 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
   Stmt hd(sql.statements(), "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
   Stmt hz(sql.statements(), "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
   if (!h.ok() || !hd.ok() || !hz.ok()) return sql.error("game hashes");
+  // A distinct game's result goes to its line too (sp_lines), where the unit knows its games'
+  // lines; a line whose last game goes is deleted.
+  Stmt lu(sql.statements(),
+          "INSERT INTO sp_lines (job_id, sp, line, white_wins, draws, black_wins) VALUES (?, ?, ?, ?, ?, ?) ON "
+          "CONFLICT (job_id, sp, line) DO UPDATE SET white_wins = white_wins + excluded.white_wins, draws = draws + "
+          "excluded.draws, black_wins = black_wins + excluded.black_wins");
+  Stmt lz(sql.statements(),
+          "DELETE FROM sp_lines WHERE job_id = ? AND sp = ? AND line = ? AND white_wins = 0 AND draws = 0 AND "
+          "black_wins = 0");
+  if (!lu.ok() || !lz.ok()) return sql.error("game lines");
   // A game counts in the results once per distinct game: the first of its hash adds its result,
   // a repeat only to duplicates, and taking games back undoes the same whatever the order (the
   // result of a distinct game goes when its last copy goes). Games that are not evidence
@@ -127,6 +146,21 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
       (g.result == 0 ? t.white_wins : g.result == 1 ? t.draws : t.black_wins) += sign;
     else
       t.duplicates += sign;
+    if (distinct && g.line) {
+      lu.reset();
+      lu.bind_text(1, job_id);
+      lu.bind(2, int64_t(sp.sp));
+      lu.bind(3, int64_t(*g.line));
+      for (int r = 0; r < 3; ++r) lu.bind(4 + r, int64_t(g.result == r ? sign : 0));
+      if (!lu.run()) return sql.error("game lines");
+      if (sign < 0) {
+        lz.reset();
+        lz.bind_text(1, job_id);
+        lz.bind(2, int64_t(sp.sp));
+        lz.bind(3, int64_t(*g.line));
+        if (!lz.run()) return sql.error("game lines");
+      }
+    }
     if (sign < 0 && n <= 0) {
       hz.reset();
       hz.bind_text(1, job_id);
@@ -290,6 +324,31 @@ absl::StatusOr<std::vector<PositionTotals>> load_position_totals(Store* store, c
     }
     if (rc != SQLITE_DONE) return sql.error("position pairs");
   }
+  // Lines grouped by their results; kept for a position only where they count each of its
+  // distinct games once (else some of its units were settled before lines were counted).
+  Stmt l(sql.statements(),
+         "SELECT sp, white_wins, draws, black_wins, COUNT(*) FROM sp_lines WHERE job_id = ? GROUP BY sp, white_wins, "
+         "draws, black_wins ORDER BY sp, white_wins, draws, black_wins");
+  if (!l.ok()) return sql.error("position lines");
+  l.bind_text(1, job_id);
+  size_t at = 0;
+  while ((rc = l.step()) == SQLITE_ROW) {
+    const int32_t sp = int32_t(l.i64(0));
+    while (at < out.size() && out[at].sp < sp) ++at;
+    if (at < out.size() && out[at].sp == sp) out[at].lines.push_back({l.i64(1), l.i64(2), l.i64(3), l.i64(4)});
+  }
+  if (rc != SQLITE_DONE) return sql.error("position lines");
+  for (PositionTotals& t : out) {
+    int64_t w = 0, d = 0, b = 0;
+    bool whole = true;
+    for (const std::array<int64_t, 4>& g : t.lines) {
+      whole = whole && g[0] >= 0 && g[1] >= 0 && g[2] >= 0 && g[0] + g[1] + g[2] > 0;
+      w += g[0] * g[3];
+      d += g[1] * g[3];
+      b += g[2] * g[3];
+    }
+    if (!whole || w != t.white_wins || d != t.draws || b != t.black_wins) t.lines.clear();
+  }
   return out;
 }
 
@@ -363,6 +422,7 @@ absl::StatusOr<std::vector<std::string>> selfplay_job_ids(StoreSql& sql) {
 // Schema 8: self-play statistics counted again from the settled units' game summaries, each
 // distinct game once (repeats in duplicates only).
 absl::Status recount_selfplay_v8(StoreSql& sql) {
+  if (absl::Status s = sql.exec(kLinesTable); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> listed = selfplay_job_ids(sql);
   if (!listed.ok()) return listed.status();
   const std::vector<std::string>& jobs = *listed;
@@ -374,7 +434,8 @@ absl::Status recount_selfplay_v8(StoreSql& sql) {
       q.bind_text(1, id);
       while (q.step() == SQLITE_ROW) stored.emplace_back(q.i64(0), q.i64(1));
     }
-    for (const char* text : {"DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?"}) {
+    for (const char* text : {"DELETE FROM sp_hashes WHERE job_id = ?", "DELETE FROM sp_totals WHERE job_id = ?",
+                             "DELETE FROM sp_lines WHERE job_id = ?"}) {
       Stmt d(sql.db(), text);
       if (!d.ok()) return sql.error("recount");
       d.bind_text(1, id);
@@ -412,6 +473,7 @@ absl::Status recount_selfplay_v8(StoreSql& sql) {
 // Schema 4: self-play results of older stores into statistics, digests and compact games; the
 // old games table goes.
 absl::Status convert_selfplay_v4(StoreSql& sql) {
+  if (absl::Status s = sql.exec(kLinesTable); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> listed = selfplay_job_ids(sql);
   if (!listed.ok()) return listed.status();
   const std::vector<std::string>& jobs = *listed;
@@ -615,10 +677,12 @@ class SelfPlayTables : public KindTables {
             {8, kStep8, recount_selfplay_v8},
             {9, kStep9, nullptr}};
   }
+  const char* create() const override { return kLinesTable; }
   absl::Status delete_job(StoreSql& sql, const std::string& job_id) const override {
     std::vector<const char*> tables = {"DELETE FROM sp_games WHERE job_id = ?", "DELETE FROM sp_names WHERE job_id = ?",
                                        "DELETE FROM sp_hashes WHERE job_id = ?",
-                                       "DELETE FROM sp_totals WHERE job_id = ?"};
+                                       "DELETE FROM sp_totals WHERE job_id = ?",
+                                       "DELETE FROM sp_lines WHERE job_id = ?"};
     if (sql.version() >= 9) tables.push_back("DELETE FROM sp_pair_hashes WHERE job_id = ?");
     for (const char* text : tables) {
       Stmt q(sql.db(), text);

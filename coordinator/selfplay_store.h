@@ -5,6 +5,7 @@
 // (SettledForm::write) or takes one back (JobKind::write_unsettled).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,8 @@ struct GameSummary {
   uint16_t plies = 0;
   uint64_t hash = 0;     // selfplay::game_hash, for duplicates
   bool evidence = true;  // selfplay::is_evidence: counted in the position's results
+  // selfplay::line_hash, for related games; none in units settled before lines were counted.
+  std::optional<uint64_t> line;
 };
 
 // A stored self-play game, unique per (job, position, game index): the table's primary key
@@ -60,6 +63,10 @@ struct PositionTotals {
   // A match's pairs (v1.MatchCounts): pentanomial 0..4, wins, draws, losses, duplicates,
   // unpaired; empty for self-play.
   std::vector<int64_t> pairs;
+  // Its lines (v1.LineCounts): (white wins, draws, black wins, lines) in increasing order; empty
+  // when they were not recorded for every distinct game it counts (units settled before lines
+  // were counted).
+  std::vector<std::array<int64_t, 4>> lines;
 };
 inline constexpr size_t kPairFigures = 10;
 

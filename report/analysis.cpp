@@ -196,7 +196,7 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   std::vector<double> p;
   for (const SelfPlayRow& r : table.rows) {
     PositionResult pr;
-    pr.score = r.counts.score();
+    pr.score = selfplay::effective_score(r.counts, r.effective_games);
     const int64_t n = r.counts.games();
     if (n > 0) pr.p = points_test_p(int(n), int(2 * r.counts.white_wins + r.counts.draws), a.win, a.draw, a.loss);
     a.positions.push_back(pr);
@@ -216,12 +216,20 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
     return sx.lo > sy.lo;
   });
   std::vector<selfplay::ResultCounts> counts;
-  for (const SelfPlayRow& r : table.rows) counts.push_back(r.counts);
-  a.ranking = selfplay::rank_positions(counts);
+  std::vector<double> effective;
+  for (const SelfPlayRow& r : table.rows) {
+    counts.push_back(r.counts);
+    effective.push_back(std::isnan(r.effective_games) ? 0.0 : r.effective_games);
+  }
+  a.ranking = selfplay::rank_positions(counts, {.effective_games = effective});
   std::map<int, selfplay::ResultCounts> by_sp;
+  std::map<int, double> effective_by_sp;
   for (const SelfPlayRow& r : table.rows)
-    if (r.key.sp >= 0) by_sp[r.key.sp] = r.counts;
-  a.mirrors = selfplay::compare_mirror_pairs(by_sp);
+    if (r.key.sp >= 0) {
+      by_sp[r.key.sp] = r.counts;
+      if (!std::isnan(r.effective_games)) effective_by_sp[r.key.sp] = r.effective_games;
+    }
+  a.mirrors = selfplay::compare_mirror_pairs(by_sp, selfplay::kMinGamesToRank, effective_by_sp);
 
   const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
   a.homogeneity = chi_square_homogeneity(wdl);

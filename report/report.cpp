@@ -7,9 +7,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "core/startpos.h"
 #include "report/analysis.h"
 #include "report/assets.h"
+#include "selfplay/lines.h"
 
 namespace c960::report {
 namespace {
@@ -247,6 +249,32 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
                       " games ended in an engine failure before both engines had played a move from the position. "
                       "They say nothing about the position (and nobody can check them), so they are listed in the "
                       "terminations but not counted in any result, score or test.</p>");
+    // Related games: what the run measured, or what is assumed without it.
+    if (!t.related_note.empty()) {
+      for (absl::string_view line : absl::StrSplit(t.related_note, '\n', absl::SkipEmpty()))
+        absl::StrAppend(&b, "<p class=\"note\">", html_escape(line), "</p>");
+    } else if (!t.effective_known()) {
+      absl::StrAppend(&b,
+                      "<p class=\"note\">This table does not say how its games relate (no effective_games column): "
+                      "each game is taken as independent. Games of a position that share their opening count for "
+                      "less; if they do, the intervals and tests here are too narrow.</p>");
+    } else {
+      double games = 0, effective = 0;
+      int64_t mostly = 0;
+      for (const SelfPlayRow& r : t.rows) {
+        games += double(r.counts.games());
+        effective += r.effective_games;
+        mostly += r.lines > 0 && double(r.counts.games()) >= 2 * r.effective_games;
+      }
+      absl::StrAppend(&b, "<p class=\"note\">Related games (games sharing their first ", selfplay::kLinePlies,
+                      " plies): the ", count(int64_t(games)), " games count as ", fixed(effective, 1),
+                      " independent ones (the table's effective_games column); the intervals use them.",
+                      mostly ? absl::StrCat(" WARNING: ", mostly,
+                                            " positions' games count for less than half their "
+                                            "number: they mostly follow few lines.")
+                             : std::string(),
+                      "</p>");
+    }
     if (duplicates > 0)
       absl::StrAppend(&b, "<p class=\"note\">", count(duplicates),
                       " games repeat an earlier game of their position move for move. A repeat is no new evidence, "

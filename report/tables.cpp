@@ -1,6 +1,7 @@
 #include "report/tables.h"
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "core/startpos.h"
 #include "report/json.h"
 #include "selfplay/adaptive.h"
+#include "selfplay/lines.h"
 
 namespace c960::report {
 namespace {
@@ -220,7 +222,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
   absl::StatusOr<std::vector<size_t>> cols = require(h, records->front(), names, "self-play");
   if (!cols.ok()) return cols.status();
   const std::optional<size_t> plies_col = h.find("mean_plies"), dup_col = h.find("duplicates"),
-                              uncounted_col = h.find("uncounted"), rank_col = h.find("rank");
+                              uncounted_col = h.find("uncounted"), rank_col = h.find("rank"),
+                              lines_col = h.find("lines"), effective_col = h.find("effective_games");
   SelfPlayTable table;
   std::vector<size_t> term_cols;
   // After "rank": an adaptive run's anytime interval and verdict, then the terminations, then
@@ -279,6 +282,19 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
       absl::StatusOr<double> x = read_double(r, *plies_col, "mean_plies");
       if (!x.ok()) return x.status();
       row.mean_plies = *x;
+    }
+    if (lines_col && !r.fields[*lines_col].empty()) {
+      absl::StatusOr<int64_t> x = read_int(r, *lines_col, "lines", std::max<int64_t>(v[0], 1));
+      if (!x.ok()) return x.status();
+      row.lines = *x;
+    }
+    if (effective_col) {
+      absl::StatusOr<double> x = read_double(r, *effective_col, "effective_games");
+      if (!x.ok()) return x.status();
+      if (*x > double(v[0]) + 0.05)
+        return cell_error(r, *effective_col, "effective_games",
+                          absl::StrCat(r.fields[*effective_col], " is more than the ", v[0], " games"));
+      row.effective_games = *x;
     }
     if (dup_col) {
       // Repeats may outnumber the distinct games (an engine that plays the same game again).
@@ -626,7 +642,19 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
     }
     table.rows.push_back(std::move(row));
   }
+  const selfplay::Relatedness related = stats.relatedness();
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    table.rows[i].lines = related.lines[i] > 0 ? related.lines[i] : -1;
+    table.rows[i].effective_games = related.effective[i];
+  }
+  table.related_note = related.note();
   return table;
+}
+
+bool SelfPlayTable::effective_known() const {
+  for (const SelfPlayRow& r : rows)
+    if (r.counts.games() > 0 && std::isnan(r.effective_games)) return false;
+  return true;
 }
 
 }  // namespace c960::report

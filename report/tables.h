@@ -38,6 +38,10 @@ struct SelfPlayRow {
   // while the position plays on).
   double anytime_lo = kNaN, anytime_hi = kNaN;
   std::string verdict;
+  // Related games (selfplay/lines.h): the lines the position's games follow (-1 when not known)
+  // and their effective number (NaN when not known: the games are taken as independent).
+  int64_t lines = -1;
+  double effective_games = kNaN;
   // Every game played: distinct evidence games, repeats and games that are not evidence.
   int64_t played() const { return counts.games() + duplicates + uncounted; }
 };
@@ -49,6 +53,11 @@ struct SelfPlayTable {
   // rule (selfplay::describe) when known; a CSV does not record it.
   bool adaptive = false;
   std::string adaptive_rule;
+  // How related the games are: selfplay::Relatedness::note() when the table came from a run's
+  // games; empty for a CSV (whose rows carry only "lines" and "effective_games", when they do).
+  std::string related_note;
+  // Whether every row with games has its effective number of games.
+  bool effective_known() const;
 };
 
 struct PerftRow {
@@ -84,7 +93,8 @@ struct MatchTable {
 };
 
 // The table of `c960 selfplay --format csv`: header "sp,fen,games,white_wins,draws,black_wins,..."
-// (columns found by name; after "rank" come the terminations), one row per position, and a last
+// (columns found by name; after "rank" come the terminations; "lines" and "effective_games" are
+// read when there: without them every game is taken as independent), one row per position, and a last
 // row "all" whose counts must equal the rows' sums. Derived columns (score, intervals, Elo) are
 // not read: the report computes them from the counts.
 absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/startpos.h"
+#include "selfplay/lines.h"
 #include "selfplay/significance.h"
 
 namespace c960::selfplay {
@@ -37,7 +38,10 @@ void test_pair(MirrorPair* pair) {
   const double n = a.n + b.n, mean = (a.n * a.mean + b.n * b.mean) / n;
   // The pooled per-game variance (with n - 1), as if the two were one sample.
   const double variance = std::max(0.0, (a.n * a.second + b.n * b.second) / n - mean * mean) * n / (n - 1);
-  const double se = std::sqrt(variance * (1 / a.n + 1 / b.n));
+  // Each side's effective games (at most its games, more than 0) in the standard error.
+  const auto effective = [](double e, double n) { return e > 0 && e < n ? e : n; };
+  const double se =
+      std::sqrt(variance * (1 / effective(pair->a_effective, a.n) + 1 / effective(pair->b_effective, b.n)));
   pair->difference = a.mean - b.mean;
   pair->z = se > 0 ? pair->difference / se : 0.0;  // no variance at all: the same games' scores
   pair->p = normal_two_sided_p(pair->z);
@@ -47,7 +51,8 @@ void test_pair(MirrorPair* pair) {
 
 }  // namespace
 
-MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64_t min_games) {
+MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64_t min_games,
+                                 const std::map<int, double>& effective) {
   MirrorPairs out;
   out.min_games = std::max<int64_t>(min_games, 2);
   for (const auto& [sp, counts] : by_sp) {
@@ -60,6 +65,12 @@ MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64
     pair.mirror = m;
     pair.a = counts;
     pair.b = other->second;
+    const auto effective_of = [&](int n) {
+      const auto e = effective.find(n);
+      return e == effective.end() ? MirrorPair::kNaN : e->second;
+    };
+    pair.a_effective = effective_of(sp);
+    pair.b_effective = effective_of(m);
     pair.tested = pair.a.games() >= out.min_games && pair.b.games() >= out.min_games;
     if (pair.tested) test_pair(&pair);
     out.pairs.push_back(pair);
@@ -88,9 +99,15 @@ MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64
 
 MirrorPairs compare_mirror_pairs(const SelfPlayStats& stats, int64_t min_games) {
   std::map<int, ResultCounts> by_sp;
-  for (const PositionStats* p : stats.rows())
-    if (p->sp >= 0) by_sp[p->sp] = p->counts;
-  return compare_mirror_pairs(by_sp, min_games);
+  std::map<int, double> effective;
+  const Relatedness related = stats.relatedness();
+  const std::vector<const PositionStats*> rows = stats.rows();
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i]->sp >= 0) {
+      by_sp[rows[i]->sp] = rows[i]->counts;
+      effective[rows[i]->sp] = related.effective[i];
+    }
+  return compare_mirror_pairs(by_sp, min_games, effective);
 }
 
 }  // namespace c960::selfplay

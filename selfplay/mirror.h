@@ -22,6 +22,9 @@ struct MirrorPair {
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   int sp = -1, mirror = -1;  // sp < mirror
   ResultCounts a, b;         // sp's games, the mirror's
+  // Their effective numbers of games (selfplay/lines.h): the games where their lines are not
+  // known. The standard error uses them: related games count for fewer.
+  double a_effective = kNaN, b_effective = kNaN;
   // Both have min_games: the figures below are set.
   bool tested = false;
   // White's score at sp minus at its mirror, with a 95% interval.
@@ -46,9 +49,13 @@ struct MirrorPairs {
 // the difference of two mean scores (games scored 1, 1/2, 0) with the per-game variance pooled
 // over the pair, which is what it is when the two share one distribution; the interval uses the
 // same standard error. Games are the distinct ones the statistics count (duplicates are not
-// evidence).
-MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64_t min_games = kMinGamesToRank);
-// The same for a table's Chess960 start positions (those with an sp number).
+// evidence). Games related by a shared opening count for fewer: each side's share of the
+// variance is divided by its effective number of games (`effective`, by sp; a position not in it
+// has its games, taken as independent), the design effect's correction.
+MirrorPairs compare_mirror_pairs(const std::map<int, ResultCounts>& by_sp, int64_t min_games = kMinGamesToRank,
+                                 const std::map<int, double>& effective = {});
+// The same for a table's Chess960 start positions (those with an sp number), with their
+// effective numbers of games (SelfPlayStats::relatedness).
 MirrorPairs compare_mirror_pairs(const SelfPlayStats& stats, int64_t min_games = kMinGamesToRank);
 
 }  // namespace c960::selfplay

@@ -40,6 +40,26 @@ inline constexpr double kVariancePrior = 10;  // games' worth of the pooled per-
 // intervals are normal approximations of the mixture): Double Fischer Random's 921 600.
 inline constexpr size_t kMaxPositionsForRankIntervals = 5000;
 
+// The prior: what the true scores of the positions are taken to be distributed as.
+//  - kNormal: normal about a mean with a spread, both estimated (the model above).
+//  - kNpmle: any distribution on a grid of kGridCells true scores, the one under which the
+//    observed scores are most likely (Kiefer and Wolfowitz's nonparametric maximum likelihood,
+//    by EM). It is spiky: its posteriors are too narrow, and it is here to be compared.
+//  - kLogSpline: a smooth distribution on the same grid that may be skewed or heavy-tailed, its
+//    log-density a polynomial of degree kLogSplineDegree, fitted by penalised maximum likelihood
+//    (Efron's g-modeling). The default.
+// Under a grid prior each position's posterior is computed on the grid (its likelihood there is
+// normal about the true score t with one game's variance at t given the position's draw rate,
+// over its effective games), and its interval holds the middle 95% of that posterior; the rank
+// intervals come from draws of every position's posterior. The prior is taken as known (its own
+// uncertainty is not carried into the intervals). The mean and spread reported stay the normal
+// model's, with their intervals.
+enum class Prior { kNormal, kNpmle, kLogSpline };
+inline constexpr size_t kGridCells = 300;
+inline constexpr int kNpmleIterations = 1000;
+inline constexpr size_t kLogSplineDegree = 8;
+inline constexpr double kLogSplinePenalty = 1;
+
 struct RankedPosition {
   bool ranked = false;
   double shrunk = std::numeric_limits<double>::quiet_NaN();  // posterior mean of White's true score
@@ -55,6 +75,7 @@ struct Ranking {
   int64_t min_games = kMinGamesToRank;
   int64_t most_games = 0;  // of any position (to say how far an unranked job is from ranking)
   bool rank_intervals = false;
+  Prior prior = Prior::kNormal;  // the prior the shrunk figures used
   // The distribution of the ranked positions' true scores: its mean and spread (standard
   // deviation), posterior means with 95% intervals. NaN when nothing is ranked.
   double mean = std::numeric_limits<double>::quiet_NaN(), mean_lo = mean, mean_hi = mean;
@@ -66,7 +87,15 @@ struct RankingOptions {
   int64_t min_games = kMinGamesToRank;
   int draws = 1000;  // posterior draws for the rank intervals
   uint64_t seed = 1;
+  Prior prior = Prior::kLogSpline;  // kNormal beyond kMaxPositionsForRankIntervals positions
+  // Per position, in the order of the counts: the effective number of independent games (games
+  // related by a shared opening count for less; see SelfPlayStats::relatedness). Empty, zero or
+  // more than the games: the games.
+  std::vector<double> effective_games = {};
 };
+
+// "normal", "npmle", "log-spline".
+const char* prior_name(Prior prior);
 
 // counts: the distinct evidence games of each position (PositionStats::counts), in table order.
 Ranking rank_positions(const std::vector<ResultCounts>& counts, const RankingOptions& options = {});

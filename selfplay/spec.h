@@ -36,6 +36,10 @@ inline constexpr int kMaxMovetimeMs = 3'600'000;
 inline constexpr int64_t kMaxTcBaseMs = 24 * 3'600'000;
 inline constexpr int64_t kMaxTcIncrementMs = 3'600'000;
 inline constexpr int kMaxRandomPlies = 40;
+// The random plies `c960 selfplay` and `c960 submit selfplay` give a run of one start position
+// (more than one game) unless told: one random move each, about 400 openings, so that its games
+// do not mostly follow one line (selfplay/lines.h).
+inline constexpr int kDefaultOnePositionRandomPlies = 2;
 inline constexpr int kMaxNodeJitterPercent = 90;
 // The node jitter `c960 selfplay` and `c960 submit selfplay` give a --nodes limit unless told:
 // without it, a deterministic engine at a fixed node count plays every game of a position alike.

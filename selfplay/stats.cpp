@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/startpos.h"
+#include "selfplay/lines.h"
 #include "selfplay/mirror.h"
 #include "selfplay/ranking.h"
 
@@ -72,9 +73,21 @@ void add_roots_within(double a, double b, double c, double lo, double hi, double
 }  // namespace
 
 Interval ResultCounts::score(double z) const {
-  const double n = double(games());
-  if (n == 0) return {kNaN, kNaN, kNaN};
-  const double w = double(white_wins), d = double(draws);
+  return score_interval(double(white_wins), double(draws), double(black_wins), z);
+}
+
+Interval effective_score(const ResultCounts& counts, double effective, double z) {
+  const double n = double(counts.games());
+  if (!(effective > 0) || effective >= n) return counts.score(z);
+  const double f = effective / n;
+  const Interval scaled =
+      score_interval(f * double(counts.white_wins), f * double(counts.draws), f * double(counts.black_wins), z);
+  return {counts.score(z).value, scaled.lo, scaled.hi};
+}
+
+Interval score_interval(double w, double d, double l, double z) {
+  const double n = w + d + l;
+  if (n <= 0) return {kNaN, kNaN, kNaN};
   const double s = (w + 0.5 * d) / n;
   const double z2 = z * z;
 
@@ -108,10 +121,9 @@ double elo_from_score(double p) {
   return -400.0 * std::log10(1.0 / p - 1.0);
 }
 
-Interval ResultCounts::elo(double z) const {
-  const Interval s = score(z);
-  return {elo_from_score(s.value), elo_from_score(s.lo), elo_from_score(s.hi)};
-}
+Interval elo_of(const Interval& s) { return {elo_from_score(s.value), elo_from_score(s.lo), elo_from_score(s.hi)}; }
+
+Interval ResultCounts::elo(double z) const { return elo_of(score(z)); }
 
 double ResultCounts::draw_rate() const { return games() ? double(draws) / double(games()) : kNaN; }
 
@@ -146,10 +158,11 @@ void PositionStats::add(const GameRecord& game) {
   } else if (!game_hashes.insert(game_hash(game)).second) {
     ++duplicates;
   } else {
+    ResultCounts& line = lines[line_hash(game)];
     switch (game.result) {
-      case GameResult::kWhiteWins: ++counts.white_wins; break;
-      case GameResult::kDraw: ++counts.draws; break;
-      case GameResult::kBlackWins: ++counts.black_wins; break;
+      case GameResult::kWhiteWins: ++counts.white_wins, ++line.white_wins; break;
+      case GameResult::kDraw: ++counts.draws, ++line.draws; break;
+      case GameResult::kBlackWins: ++counts.black_wins, ++line.black_wins; break;
     }
   }
   total_plies += game.plies();
@@ -234,10 +247,20 @@ PositionStats SelfPlayStats::total() const {
   return t;
 }
 
+Relatedness SelfPlayStats::relatedness() const {
+  std::vector<const Lines*> lines;
+  std::vector<ResultCounts> counts;
+  for (const PositionStats* p : rows()) {
+    lines.push_back(&p->lines);
+    counts.push_back(p->counts);
+  }
+  return selfplay::relatedness(lines, counts);
+}
+
 Ranking SelfPlayStats::shrinkage() const {
   std::vector<ResultCounts> counts;
   for (const PositionStats* p : rows()) counts.push_back(p->counts);
-  return rank_positions(counts);
+  return rank_positions(counts, {.effective_games = relatedness().effective});
 }
 
 std::vector<std::string> SelfPlayStats::ranking() const {
@@ -286,19 +309,23 @@ std::string json_ranking(const RankedPosition& p) {
 std::string SelfPlayStats::to_csv(bool complete_column) const {
   std::string out =
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
-      "duplicates,uncounted,shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank";
+      "duplicates,uncounted,lines,effective_games,shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank";
   const bool adaptive = adaptive_.enabled();
   if (adaptive) out += ",anytime_lo,anytime_hi,verdict";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += complete_column ? ",complete\n" : "\n";
+  const Relatedness related = relatedness();
   const Ranking ranking = shrinkage();
-  const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r) {
-    const Interval s = p.counts.score(), e = p.counts.elo();
+  // effective: NaN for the games themselves; lines: empty when not recorded.
+  const auto row = [&](const std::string& sp, const std::string& fen, const PositionStats& p, const std::string& r,
+                       double effective, const std::string& lines) {
+    const Interval s = effective_score(p.counts, effective), e = elo_of(s);
     absl::StrAppend(&out, sp, ",", fen, ",", p.counts.games(), ",", p.counts.white_wins, ",", p.counts.draws, ",",
                     p.counts.black_wins, ",", csv_number(s.value, 4), ",", csv_number(s.lo, 4), ",",
                     csv_number(s.hi, 4), ",", csv_number(e.value, 1), ",", csv_number(e.lo, 1), ",",
                     csv_number(e.hi, 1), ",", csv_number(p.counts.draw_rate(), 4), ",", csv_number(p.mean_plies(), 1),
-                    ",", p.duplicates, ",", p.uncounted, ",", r);
+                    ",", p.duplicates, ",", p.uncounted, ",", lines, ",",
+                    csv_number(std::isnan(effective) ? double(p.counts.games()) : effective, 1), ",", r);
     if (adaptive && sp == "all") {
       out += ",,,";
     } else if (adaptive) {
@@ -310,8 +337,16 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
     out += "\n";
   };
   const std::vector<const PositionStats*> v = rows();
-  for (size_t i = 0; i < v.size(); ++i) row(csv_field(v[i]->id), v[i]->fen, *v[i], csv_ranking(ranking.positions[i]));
-  row("all", "", total(), ",,,,,");
+  double effective_total = 0;
+  int64_t lines_total = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const bool recorded = related.lines[i] > 0;
+    row(csv_field(v[i]->id), v[i]->fen, *v[i], csv_ranking(ranking.positions[i]), related.effective[i],
+        recorded ? absl::StrCat(related.lines[i]) : "");
+    effective_total += related.effective[i];
+    lines_total += related.lines[i];
+  }
+  row("all", "", total(), ",,,,,", effective_total, related.recorded ? absl::StrCat(lines_total) : "");
   return out;
 }
 
@@ -333,9 +368,11 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
     return absl::StrCat("\"anytime_lo\": ", json_number(a.lo, 4), ", \"anytime_hi\": ", json_number(a.hi, 4),
                         ", \"verdict\": ", json_string(verdict_name(verdict_of(p, a))), ", ");
   };
+  const Relatedness related = relatedness();
   const Ranking ranking = shrinkage();
-  const auto object = [complete_field](const PositionStats& p, const std::string& head) {
-    const Interval s = p.counts.score(), e = p.counts.elo();
+  const auto object = [complete_field](const PositionStats& p, const std::string& head, double effective,
+                                       const std::string& lines) {
+    const Interval s = effective_score(p.counts, effective), e = elo_of(s);
     const char* complete = !complete_field ? "" : p.complete ? "\"complete\": true, " : "\"complete\": false, ";
     std::string o = absl::StrCat(
         "{", head, complete, "\"games\": ", p.counts.games(), ", \"white_wins\": ", p.counts.white_wins,
@@ -344,7 +381,9 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
         ", \"score_hi\": ", json_number(s.hi, 4), ", \"elo\": ", json_number(e.value, 1),
         ", \"elo_lo\": ", json_number(e.lo, 1), ", \"elo_hi\": ", json_number(e.hi, 1),
         ", \"draw_rate\": ", json_number(p.counts.draw_rate(), 4), ", \"mean_plies\": ", json_number(p.mean_plies(), 1),
-        ", \"duplicates\": ", p.duplicates, ", \"uncounted\": ", p.uncounted, ", \"terminations\": {");
+        ", \"duplicates\": ", p.duplicates, ", \"uncounted\": ", p.uncounted, ", \"lines\": ", lines,
+        ", \"effective_games\": ", json_number(std::isnan(effective) ? double(p.counts.games()) : effective, 1),
+        ", \"terminations\": {");
     for (size_t t = 0; t < p.terminations.size(); ++t)
       absl::StrAppend(&o, t ? ", " : "", json_string(termination_name(Termination(t))), ": ", p.terminations[t]);
     return o + "}}";
@@ -355,21 +394,29 @@ std::string SelfPlayStats::to_json(const std::vector<MetadataValue>& metadata, b
   const std::vector<const PositionStats*> v = rows();
   for (size_t i = 0; i < v.size(); ++i) {
     const PositionStats* p = v[i];
-    absl::StrAppend(
-        &out, i ? ",\n  " : "\n  ",
-        object(*p, absl::StrCat("\"id\": ", json_string(p->id),
-                                ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
-                                ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]),
-                                adaptive_.enabled() ? json_anytime(*p) : "")));
+    absl::StrAppend(&out, i ? ",\n  " : "\n  ",
+                    object(*p,
+                           absl::StrCat("\"id\": ", json_string(p->id),
+                                        ", \"sp\": ", p->sp >= 0 ? absl::StrCat(p->sp) : std::string("null"),
+                                        ", \"fen\": ", json_string(p->fen), ", ", json_ranking(ranking.positions[i]),
+                                        adaptive_.enabled() ? json_anytime(*p) : ""),
+                           related.effective[i], related.lines[i] > 0 ? absl::StrCat(related.lines[i]) : "null"));
   }
-  absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), ""), ",\n\"ranking\": [");
+  double effective_total = 0;
+  for (double e : related.effective) effective_total += e;
+  absl::StrAppend(&out, "\n],\n\"total\": ", object(total(), "", effective_total, "null"), ",\n\"ranking\": [");
   for (size_t i = 0; i < ranking.order.size(); ++i)
     absl::StrAppend(&out, i ? ", " : "", json_string(v[ranking.order[i]]->id));
   absl::StrAppend(&out, "],\n\"shrinkage\": {\"min_games\": ", ranking.min_games, ", \"ranked\": ", ranking.ranked(),
                   ", \"mean\": ", json_number(ranking.mean, 4), ", \"mean_lo\": ", json_number(ranking.mean_lo, 4),
                   ", \"mean_hi\": ", json_number(ranking.mean_hi, 4), ", \"tau\": ", json_number(ranking.tau, 4),
                   ", \"tau_lo\": ", json_number(ranking.tau_lo, 4), ", \"tau_hi\": ", json_number(ranking.tau_hi, 4),
-                  "},\n");
+                  ", \"prior\": ", json_string(prior_name(ranking.prior)), "},\n");
+  absl::StrAppend(
+      &out, "\"related_games\": {\"line_plies\": ", kLinePlies, ", \"recorded\": ", related.recorded ? "true" : "false",
+      ", \"shared_lines\": ", related.shared_lines, ", \"correlation\": ", json_number(related.rho, 3),
+      ", \"correlation_estimated\": ", related.estimated ? "true" : "false",
+      ", \"mostly_one_line\": ", related.mostly_one_line_count(), ", \"note\": ", json_string(related.note()), "},\n");
   const MirrorPairs mirrors = compare_mirror_pairs(*this);
   const auto p_value = [](double p) { return std::isfinite(p) ? absl::StrFormat("%.4g", p) : std::string("null"); };
   absl::StrAppend(&out, "\"mirror_pairs\": {\"min_games\": ", mirrors.min_games, ", \"tested\": ", mirrors.tested,

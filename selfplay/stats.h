@@ -51,6 +51,19 @@ struct ResultCounts {
 };
 
 double elo_from_score(double p);
+// The Elo differences of a score interval's value and ends.
+Interval elo_of(const Interval& score);
+
+// The interval of ResultCounts::score for counts that may be fractional (the effective number of
+// related games, selfplay/lines.h): the same formula.
+Interval score_interval(double white_wins, double draws, double black_wins, double z = kZ95);
+// The score interval of counts as if from `effective` independent games (the counts scaled;
+// NaN or not below the games: the counts' own interval).
+Interval effective_score(const ResultCounts& counts, double effective, double z = kZ95);
+
+// One position's lines (games grouped by their opening, selfplay/lines.h): each line's counts
+// of distinct evidence games, by the line's hash.
+using Lines = std::map<uint64_t, ResultCounts>;
 
 // The number formats of the tables: CSV (empty for NaN, "inf"/"-inf"), JSON (null for NaN and
 // infinities), a JSON string, and metadata as a JSON object (numbers unquoted).
@@ -79,6 +92,9 @@ struct PositionStats {
   int64_t uncounted = 0;    // games played that are not evidence (in terminations and plies only)
   std::array<int64_t, size_t(Termination::kCount)> terminations{};
   std::set<uint64_t> game_hashes;
+  // The distinct evidence games by line (selfplay/lines.h); empty with games when the figures
+  // came from elsewhere without them (a cluster job's results).
+  Lines lines;
   // Every planned game counted; false for a cluster job's position with games outstanding (a
   // cancelled, failed or running job's partial results).
   bool complete = true;
@@ -92,6 +108,7 @@ struct PositionStats {
 uint64_t game_hash(const GameRecord& game);
 
 struct Ranking;
+struct Relatedness;
 
 class SelfPlayStats {
  public:
@@ -110,6 +127,8 @@ class SelfPlayStats {
   // Scores shrunk toward the distribution of all positions' scores, with rank intervals (see
   // selfplay/ranking.h), in the order of rows().
   Ranking shrinkage() const;
+  // How related each position's games are (selfplay/lines.h), in the order of rows().
+  Relatedness relatedness() const;
   // Position ids in the order the table lists them: the ranked positions (kMinGamesToRank games
   // or more) by their shrunk score, best for White first; then the others with games by score
   // (then by the interval's lower bound); then those without games, each in table order.

@@ -342,7 +342,8 @@ TEST(CliSelfPlayOptions, HelpShowsTheSpecsLimits) {
   std::string help;
   for (const OptionSpec& o : selfplay_spec_options()) help += o.help + "\n";
   for (const std::string& part :
-       {absl::StrCat("(0..", selfplay::kMaxRandomPlies, ", default 0)"),
+       {absl::StrCat("(0..", selfplay::kMaxRandomPlies, ", default 0; ", selfplay::kDefaultOnePositionRandomPlies,
+                     " for a run of one position)"),
         absl::StrCat("(1..", selfplay::kMaxHashMb, ", default ", selfplay::kDefaultHashMb, ")"),
         absl::StrCat("(default ", selfplay::kDefaultSeed, ")"),
         absl::StrCat("(1..", selfplay::kMaxGamesPerPosition, ")")})

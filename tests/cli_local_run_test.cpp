@@ -440,9 +440,11 @@ TEST(CliSelfPlay, GamesVaryByDefaultAndCopiesAreNotEvidence) {
   ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("\"duplicates\": ", total), "\"duplicates\": %d", &duplicates), 1);
   EXPECT_EQ(games + duplicates, 12);
   EXPECT_GE(games, 8) << r.out;
-  // Without any randomness: refused, naming the options that fix it.
+  // Without any randomness (no random plies: a run of one position has 2 unless told): refused,
+  // naming the options that fix it.
   for (const std::vector<std::string>& more :
-       {std::vector<std::string>{"--nodes", "400", "--node-jitter", "0"}, std::vector<std::string>{"--depth", "2"}}) {
+       {std::vector<std::string>{"--nodes", "400", "--node-jitter", "0", "--random-plies", "0"},
+        std::vector<std::string>{"--depth", "2", "--random-plies", "0"}}) {
     const Result refused = run_io(with(more));
     EXPECT_EQ(refused.code, 2) << refused.out;
     EXPECT_NE(refused.err.find("every game of a position would repeat the first"), std::string::npos) << refused.err;

@@ -15,6 +15,7 @@
 
 #include "core/prng.h"
 #include "gtest/gtest.h"
+#include "tests/ranking_coverage.h"
 
 namespace c960::selfplay {
 namespace {
@@ -182,7 +183,9 @@ TEST(Ranking, ShrinksTowardTheMeanAndMoreWithFewerGames) {
   for (int i = 0; i < 40; ++i) counts.push_back({45 + i % 7, 30, 25 - i % 7});  // around 0.6
   counts.push_back({35, 10, 5});                                                // 0.8 from 50 games
   counts.push_back({350, 100, 50});                                             // 0.8 from 500 games
-  const Ranking r = rank_positions(counts);
+  // The normal prior pulls toward the mean; a grid prior toward where the other positions are
+  // (here the bulk at 0.6), checked below.
+  const Ranking r = rank_positions(counts, {.prior = Prior::kNormal});
   ASSERT_EQ(r.ranked(), counts.size());
   for (size_t i = 0; i < counts.size(); ++i) {
     const double raw = counts[i].score().value, s = r.positions[i].shrunk;
@@ -195,6 +198,24 @@ TEST(Ranking, ShrinksTowardTheMeanAndMoreWithFewerGames) {
   EXPECT_EQ(r.order.front(), 41u);
   EXPECT_EQ(many.rank, 1);
   EXPECT_LE(many.rank_hi, 2);
+}
+
+TEST(Ranking, TheLogSplinePriorShrinksTowardTheOtherPositionsAndMoreWithFewerGames) {
+  std::vector<ResultCounts> counts;
+  for (int i = 0; i < 40; ++i) counts.push_back({45 + i % 7, 30, 25 - i % 7});  // around 0.6
+  counts.push_back({35, 10, 5});                                                // 0.8 from 50 games
+  counts.push_back({350, 100, 50});                                             // 0.8 from 500 games
+  const Ranking r = rank_positions(counts);
+  ASSERT_EQ(r.prior, Prior::kLogSpline);
+  ASSERT_EQ(r.ranked(), counts.size());
+  const RankedPosition &few = r.positions[40], &many = r.positions[41];
+  EXPECT_LT(few.shrunk, 0.8);
+  EXPECT_GT(few.shrunk, 0.6);
+  EXPECT_LT(few.shrunk, many.shrunk);
+  EXPECT_GT(few.hi - few.lo, many.hi - many.lo);
+  EXPECT_LE(many.lo, 0.8);
+  EXPECT_GE(many.hi, 0.8);
+  EXPECT_EQ(r.order.front(), 41u);
 }
 
 TEST(Ranking, TheSameCountsGiveTheSameRanking) {
@@ -210,7 +231,56 @@ TEST(Ranking, TheSameCountsGiveTheSameRanking) {
   }
   // Another seed moves the rank intervals by sampling error only.
   const Ranking c = rank_positions(counts, {.seed = 99});
-  for (size_t i = 0; i < counts.size(); ++i) EXPECT_LE(std::abs(a.positions[i].rank_lo - c.positions[i].rank_lo), 12);
+  for (size_t i = 0; i < counts.size(); ++i) EXPECT_LE(std::abs(a.positions[i].rank_lo - c.positions[i].rank_lo), 20);
+}
+
+// Skewed truths: the published per-position tables (tests/data/README.md), 200 games a position
+// drawn from each row's win, draw and loss rates. The default run takes a few seeds; the slow
+// binary (ranking_slow_test, label slow) takes C960_RANKING_COVERAGE_SEEDS and holds the
+// log-spline prior's intervals of the listed best and worst 10 to 95% within 3 points on the
+// Stockfish 16 table. tests/tools/ranking_coverage prints the whole table (docs/report.md).
+#ifndef C960_RANKING_COVERAGE_SEEDS
+#define C960_RANKING_COVERAGE_SEEDS 4
+#endif
+constexpr int kCoverageSeeds = C960_RANKING_COVERAGE_SEEDS;
+constexpr bool kSlow = kCoverageSeeds >= 100;
+
+coverage::Coverage skewed(const char* file, Prior prior) {
+  const coverage::Truth t = coverage::read_truth(std::string(C960_TEST_DATA_DIR) + "/" + file);
+  EXPECT_EQ(t.score.size(), 960u) << file;
+  const coverage::Method m{.prior = prior};
+  const coverage::Coverage c = coverage::measure(t, m, kCoverageSeeds, 200);
+  coverage::print_row(m, t, c);
+  return c;
+}
+
+TEST(Ranking, OnASkewedTruthTheExtremesAreCovered) {
+  // Stockfish 16's table: the best position 4.2 SDs above the mean. The normal prior pulls the
+  // right tail in too far (its true top 1% covered about a quarter of the time); the log-spline
+  // prior follows the tail.
+  coverage::print_header();
+  const coverage::Coverage spline = skewed("stumpc5_sf16_by_position.csv", Prior::kLogSpline);
+  const coverage::Coverage normal = skewed("stumpc5_sf16_by_position.csv", Prior::kNormal);
+  EXPECT_NEAR(spline.average, 0.95, kSlow ? 0.01 : 0.02);
+  EXPECT_GT(spline.top1pct, normal.top1pct + 0.15);
+  EXPECT_GT(spline.top10pct, normal.top10pct);
+  if (kSlow) {
+    EXPECT_NEAR(spline.best10, 0.95, 0.03);
+    EXPECT_NEAR(spline.worst10, 0.95, 0.03);
+  } else {
+    EXPECT_GE(spline.best10, 0.85);
+    EXPECT_GE(spline.worst10, 0.85);
+  }
+}
+
+TEST(Ranking, OnASecondSkewedTruthTheExtremesAreCoveredNearly) {
+  // Stockfish 17.1's table (79% draws, the best position 4.9 SDs above the mean): the listed
+  // best and worst 10 are covered about 92% of the time (docs/report.md), the average 95%.
+  coverage::print_header();
+  const coverage::Coverage spline = skewed("stumpc5_sf171_by_position.csv", Prior::kLogSpline);
+  EXPECT_NEAR(spline.average, 0.95, kSlow ? 0.01 : 0.02);
+  EXPECT_GE(spline.best10, kSlow ? 0.90 : 0.85);
+  EXPECT_GE(spline.worst10, kSlow ? 0.90 : 0.80);
 }
 
 }  // namespace

@@ -186,6 +186,35 @@ TEST(SelfPlayCommand, BuiltinEngineRunWritesStatsAndPgn) {
       << j.output;
 }
 
+TEST(SelfPlayCommand, TheReadmesOnePositionRunPlaysVariedOpeningsAndReportsEffectiveGames) {
+  // The README's example (--sp 518 --games-per-position 100 --engine builtin --nodes 20000),
+  // shortened: without --random-plies a run of one position plays random plies, so its games do
+  // not mostly follow one line, and the effective number of games is beside the count.
+  const c960::test::CommandResult r = run_command(
+      c960_binary() + " selfplay --sp 518 --games-per-position 16 --engine builtin --nodes 1000 --quiet --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CsvTable t = parse_csv(r.output);
+  ASSERT_EQ(t.rows.size(), 2u);
+  const int games = std::stoi(t.get(0, "games"));
+  EXPECT_GE(games, 15);
+  EXPECT_GE(std::stoi(t.get(0, "lines")), games - 2) << r.output;
+  EXPECT_GE(std::stod(t.get(0, "effective_games")), 0.8 * games) << r.output;
+  EXPECT_LE(std::stod(t.get(0, "effective_games")), games);
+  // Told to play no random plies, its games mostly follow one line, and every output says so.
+  const std::string one_line = c960_binary() +
+                               " selfplay --sp 518 --games-per-position 16 --engine builtin --nodes 1000 --quiet"
+                               " --random-plies 0 --node-jitter 2 --format ";
+  const c960::test::CommandResult text = run_command(one_line + "text");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("mostly follow one line"), std::string::npos) << text.output;
+  const c960::test::CommandResult json = run_command(one_line + "json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"mostly_one_line\": 1"), std::string::npos) << json.output;
+  const CsvTable c = parse_csv(run_command(one_line + "csv").output);
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_LT(std::stod(c.get(0, "effective_games")), 0.5 * std::stod(c.get(0, "games")));
+}
+
 TEST(SelfPlayCommand, StockfishRun) {
   const std::string sf = c960::test::stockfish_path();
   if (sf.empty()) GTEST_SKIP() << "stockfish not installed";

@@ -139,12 +139,19 @@ TEST(SelfPlayTextTable, AllRowFirstThenBestForWhiteWithAlignedIntervals) {
   stats.set_position(position(959, 5, 0, 5));  // 0.500
   const std::string t = selfplay_text_table(stats);
   std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 8u) << t;
-  // Under the table: why nothing is ranked, whether the start position matters, and a word on
-  // small counts.
-  EXPECT_EQ(lines[5], "Not ranked yet: ranks need 3 positions with 20 games each (most so far: 10)") << t;
-  EXPECT_TRUE(absl::StartsWith(lines[6], "Does the start position matter? chi-square ")) << t;
-  EXPECT_TRUE(absl::StrContains(lines[7], "permutation test")) << t;
+  ASSERT_EQ(lines.size(), 9u) << t;
+  // Under the table: that the games' openings are not known (figures made by hand, as from a
+  // table without lines), why nothing is ranked, whether the start position matters, and a word
+  // on small counts.
+  EXPECT_EQ(lines[5],
+            "Related games: the openings of the games were not recorded; their games are taken as independent "
+            "(effective games = games).")
+      << t;
+  EXPECT_EQ(lines[6], "Not ranked yet: ranks need 3 positions with 20 games each (most so far: 10)") << t;
+  EXPECT_TRUE(absl::StartsWith(lines[7], "Does the start position matter? chi-square ")) << t;
+  EXPECT_TRUE(absl::StrContains(lines[8], "permutation test")) << t;
+  // No effective number of games to show without lines.
+  EXPECT_FALSE(absl::StrContains(lines[0], "effective")) << t;
   lines.resize(5);
   EXPECT_TRUE(absl::StrContains(lines[0], "White's score [95%]")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[0], "rank  id   position  games")) << t;
@@ -213,9 +220,9 @@ TEST(SelfPlayTextTable, RanksByTheShrunkScoreWithRankIntervals) {
   EXPECT_TRUE(absl::StrContains(lines[2], absl::StrFormat(" %d-%d ", best.rank_lo, best.rank_hi))) << t;
   EXPECT_LT(best.shrunk, stats.find("1")->counts.score().value);  // the best pulled toward the mean
   EXPECT_TRUE(
-      absl::StartsWith(lines[6], absl::StrFormat("shrunk: score pulled toward the positions' mean %.3f", r.mean)))
+      absl::StartsWith(lines[7], absl::StrFormat("shrunk: score pulled toward the positions' mean %.3f", r.mean)))
       << t;
-  EXPECT_EQ(lines[7], "rank: by shrunk score, with its 95% interval; 1 position under 20 games unranked") << t;
+  EXPECT_EQ(lines[8], "rank: by shrunk score, with its 95% interval; 1 position under 20 games unranked") << t;
   const std::string narrow = selfplay_text_table(stats, 80);
   for (const std::string& l : lines_of(narrow)) EXPECT_LE(l.size(), 80u) << narrow;
   EXPECT_TRUE(absl::StrContains(narrow, " shrunk")) << narrow;
@@ -268,7 +275,7 @@ TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   stats.set_position(position(6, 0, 2, 0));
   const std::string t = selfplay_text_table(stats);
   const std::vector<std::string> lines = lines_of(t);
-  ASSERT_EQ(lines.size(), 9u) << t;  // and the ranking and chi-square lines
+  ASSERT_EQ(lines.size(), 10u) << t;  // and the ranking and chi-square lines
   EXPECT_TRUE(absl::StartsWith(lines[2], "      5 ")) << t;
   EXPECT_TRUE(absl::EndsWith(lines[2], "incomplete")) << t;
   EXPECT_TRUE(absl::StartsWith(lines[3], "      6 ")) << t;
@@ -276,7 +283,8 @@ TEST(SelfPlayTextTable, IncompleteAndGamelessPositionsAreMarkedAndLast) {
   EXPECT_TRUE(absl::StartsWith(lines[4], "      4 ")) << t;
   EXPECT_TRUE(absl::StrContains(lines[4], " -  ")) << t;  // no games: no score
   EXPECT_TRUE(absl::EndsWith(lines[4], "incomplete")) << t;
-  EXPECT_EQ(lines[5], "2 of 3 positions are incomplete (games so far)");
+  EXPECT_TRUE(absl::StartsWith(lines[5], "Related games: the openings of the games were not recorded")) << t;
+  EXPECT_EQ(lines[6], "2 of 3 positions are incomplete (games so far)") << t;
 }
 
 TEST(SelfPlayStatsPartial, CompleteColumnAndFieldOnlyWhenAsked) {

@@ -1021,6 +1021,34 @@ TEST(HttpApiResults, SelfPlayPositionsCarryTheirShrunkScoreAndRank) {
   EXPECT_TRUE(absl::StrContains(j.substr(worst, j.find('}', worst) - worst), "\"rank\":4,")) << j;
   EXPECT_TRUE(absl::StrContains(j, "\"ranking\":{\"min_games\":20,\"ranked\":4,\"most_games\":40,")) << j;
   EXPECT_TRUE(absl::StrContains(j, "\"total\":{\"games\":166,")) << j;
+  // Without lines the games are taken as independent, and the answer says so.
+  EXPECT_TRUE(absl::StrContains(j, "\"lines\":null,\"effective_games\":40}")) << j;
+  EXPECT_TRUE(absl::StrContains(j, "\"related_games\":{") && absl::StrContains(j, "were not recorded")) << j;
+}
+
+TEST(HttpApiResults, RelatedGamesCountForFewerAsInTheResultsFile) {
+  // One position's 40 games in 4 lines of 10 copies each (correlation assumed 1): 4 effective games.
+  std::vector<v1::ResultChunk> chunks;
+  v1::SelfPlayPositionResult* p = chunks.emplace_back().mutable_selfplay();
+  p->set_position_id("518");
+  p->set_start_position(518);
+  p->set_white_wins(30);
+  p->set_draws(10);
+  p->set_games(40);
+  p->set_complete(true);
+  v1::LineCounts* wins = p->add_lines();
+  wins->set_white_wins(10);
+  wins->set_lines(3);
+  v1::LineCounts* draws = p->add_lines();
+  draws->set_draws(10);
+  draws->set_lines(1);
+  const std::string j = results_json("job-1", chunks);
+  EXPECT_TRUE(absl::StrContains(j, "\"lines\":4,\"effective_games\":4}")) << j;
+  // The interval of 4 games, not of 40 (0.760583 above).
+  EXPECT_TRUE(absl::StrContains(j, "\"score\":0.875,\"score_lo\":0.3")) << j;
+  // Lines that do not hold the counted games are not believed.
+  draws->set_lines(2);
+  EXPECT_TRUE(absl::StrContains(results_json("job-1", chunks), "\"lines\":null,\"effective_games\":40}"));
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST(KindTablesTest, TheGenericStoreHasNoKindsTables) {
   // Every kind's tables come with the kinds this build registers (kinds.cpp).
   auto full = Store::open(":memory:");
   ASSERT_TRUE(full.ok()) << full.status();
-  EXPECT_EQ(tables_named(full->get(), "sp_"), 5);
+  EXPECT_EQ(tables_named(full->get(), "sp_"), 6);
 }
 
 TEST(KindTablesTest, AKindsCreateAndStepsRunOnceEachInTheirVersion) {
@@ -176,7 +176,7 @@ TEST(KindTablesTest, DeleteJobDeletesTheSelfPlayKindsRows) {
   SelfPlaySettlement sp;
   sp.sp = 0;
   sp.match = true;
-  sp.games = {GameSummary{0, 1, 40, 11, true}, GameSummary{2, 1, 50, 12, true}};
+  sp.games = {GameSummary{0, 1, 40, 11, true, 21}, GameSummary{2, 1, 50, 12, true, 22}};
   StoredGame g;
   g.white = "a";
   g.black = "b";
@@ -184,12 +184,13 @@ TEST(KindTablesTest, DeleteJobDeletesTheSelfPlayKindsRows) {
   sp.stored = {g};
   ASSERT_TRUE(apply_settlement(s, "job-1", sp, 1).ok());
   ASSERT_EQ(load_position_totals(s, "job-1")->size(), 1u);
+  ASSERT_EQ(load_position_totals(s, "job-1")->at(0).lines.size(), 2u);  // 1-0 in one line, 0-1 in another
   ASSERT_EQ(load_games(s, "job-1")->size(), 1u);
   ASSERT_TRUE(s->delete_job("job-1").ok());
   EXPECT_TRUE(load_position_totals(s, "job-1")->empty());
   EXPECT_TRUE(load_games(s, "job-1")->empty());
   StoreSql sql(s);
-  for (const char* table : {"sp_totals", "sp_hashes", "sp_pair_hashes", "sp_names", "sp_games"}) {
+  for (const char* table : {"sp_totals", "sp_hashes", "sp_pair_hashes", "sp_names", "sp_games", "sp_lines"}) {
     Stmt q(sql.db(), absl::StrCat("SELECT COUNT(*) FROM ", table).c_str());
     ASSERT_EQ(q.step(), SQLITE_ROW) << table;
     EXPECT_EQ(q.i64(0), 0) << table;

@@ -201,6 +201,7 @@ class SelfPlayJobTest : public CoordinatorFixture {
       p.duplicates = r.duplicates();
       p.uncounted = r.uncounted();
       for (int t = 0; t < r.terminations_size(); ++t) p.terminations[size_t(t)] = r.terminations(t);
+      p.lines = result_lines(r);
       stats->set_position(p);
     }
   }

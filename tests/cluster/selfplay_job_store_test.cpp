@@ -61,7 +61,7 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
     s.sp = 0;
     s.first_game = first;
     for (int k = 0; k < 2; ++k) {
-      s.games.push_back({0, 0, 10, hash});
+      s.games.push_back({0, 0, 10, hash, true, std::nullopt});
       StoredGame g;
       g.sp = 0;
       g.index = first + k;
