@@ -5,7 +5,7 @@
 // their entry point, so that no lookup inside pays for the choice.
 //
 // A Board provides: pieces(), pieces(c), pieces(c, pt), pieces(c, pt, pt), king_square(c),
-// ep_square(), can_castle(cr), castling_path(i), castling_king_path(i),
+// ep_square(), castling_rights(), castling_path(i), castling_king_path(i),
 // castling_rook_square(i).
 // A Sink receives moves grouped by origin and target set, so that a counting sink adds a
 // popcount where a list sink writes moves:
@@ -17,6 +17,7 @@
 //   kStopEarly / done()             to stop at the first move
 #pragma once
 
+#include <bit>
 #include <type_traits>
 
 #include "core/bitboard.h"
@@ -28,13 +29,18 @@ namespace c960::movegen {
   if constexpr (std::remove_reference_t<decltype(sink)>::kStopEarly) \
     if ((sink).done()) return
 
+// The enemy pieces that attack squares, read once per position: attacked() runs once for every
+// king step and every square a castling king crosses.
+struct Attackers {
+  Bitboard pawns, knights, king, rq, bq;
+};
+
 // Slider lookups only where an empty-board ray meets a slider: most squares see none.
-template <Color Them, Sliders S, class Board>
-inline bool attacked(const Board& pos, Square s, Bitboard occ) {
-  const Bitboard rq = pos.pieces(Them, ROOK, QUEEN), bq = pos.pieces(Them, BISHOP, QUEEN);
-  return (pawn_attacks(~Them, s) & pos.pieces(Them, PAWN)) || (knight_attacks(s) & pos.pieces(Them, KNIGHT)) ||
-         (king_attacks(s) & pos.pieces(Them, KING)) || ((RookRays[s] & rq) && (rook_attacks<S>(s, occ) & rq)) ||
-         ((BishopRays[s] & bq) && (bishop_attacks<S>(s, occ) & bq));
+template <Color Them, Sliders S>
+[[gnu::always_inline]] inline bool attacked(const Attackers& a, Square s, Bitboard occ) {
+  return (pawn_attacks(~Them, s) & a.pawns) || (knight_attacks(s) & a.knights) || (king_attacks(s) & a.king) ||
+         ((RookRays[s] & a.rq) && (rook_attacks<S>(s, occ) & a.rq)) ||
+         ((BishopRays[s] & a.bq) && (bishop_attacks<S>(s, occ) & a.bq));
 }
 
 template <Color Us, Sliders S, class Board, class Sink>
@@ -50,16 +56,17 @@ template <Color Us, Sliders S, class Board, class Sink>
   const Bitboard occ = pos.pieces();
   const Bitboard ours = pos.pieces(Us), theirs = pos.pieces(Them);
 
+  const Attackers them{pos.pieces(Them, PAWN), pos.pieces(Them, KNIGHT), pos.pieces(Them, KING),
+                       pos.pieces(Them, ROOK, QUEEN), pos.pieces(Them, BISHOP, QUEEN)};
+
   // Checkers and pins in one pass: an enemy slider on a line to our king, seen through our own
-  // pieces, gives check if nothing stands between, and pins the one piece that does.
-  Bitboard checkers =
-      (pawn_attacks(Us, ksq) & pos.pieces(Them, PAWN)) | (knight_attacks(ksq) & pos.pieces(Them, KNIGHT));
+  // pieces, gives check if nothing stands between, and pins the one piece that does (or marks an
+  // enemy piece in between, which no mask below lets through).
+  Bitboard checkers = (pawn_attacks(Us, ksq) & them.pawns) | (knight_attacks(ksq) & them.knights);
   Bitboard pinned = 0;
   Bitboard snipers = 0;
-  if (const Bitboard rq = pos.pieces(Them, ROOK, QUEEN); RookRays[ksq] & rq)
-    snipers |= rook_attacks<S>(ksq, theirs) & rq;
-  if (const Bitboard bq = pos.pieces(Them, BISHOP, QUEEN); BishopRays[ksq] & bq)
-    snipers |= bishop_attacks<S>(ksq, theirs) & bq;
+  if (RookRays[ksq] & them.rq) snipers |= rook_attacks<S>(ksq, theirs) & them.rq;
+  if (BishopRays[ksq] & them.bq) snipers |= bishop_attacks<S>(ksq, theirs) & them.bq;
   while (snipers) {
     const Square s = pop_lsb(snipers);
     const Bitboard b = between_bb(ksq, s) & occ & ~square_bb(s);
@@ -75,7 +82,7 @@ template <Color Us, Sliders S, class Board, class Sink>
     const Bitboard occ_no_king = occ ^ square_bb(ksq);
     for (Bitboard b = to; b;) {
       const Square s = pop_lsb(b);
-      if (attacked<Them, S>(pos, s, occ_no_king)) to ^= square_bb(s);
+      if (attacked<Them, S>(them, s, occ_no_king)) to ^= square_bb(s);
     }
     sink.template targets<KING>(ksq, to);
     C960_STOP_IF_DONE(sink);
@@ -123,8 +130,7 @@ template <Color Us, Sliders S, class Board, class Sink>
         for (Bitboard b = pawn_attacks(Them, ep) & pos.pieces(Us, PAWN); b;) {
           const Square from = pop_lsb(b);
           const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(ep);
-          if (!(rook_attacks<S>(ksq, after) & pos.pieces(Them, ROOK, QUEEN)) &&
-              !(bishop_attacks<S>(ksq, after) & pos.pieces(Them, BISHOP, QUEEN)))
+          if (!(rook_attacks<S>(ksq, after) & them.rq) && !(bishop_attacks<S>(ksq, after) & them.bq))
             sink.en_passant(from, ep);
         }
       }
@@ -135,37 +141,48 @@ template <Color Us, Sliders S, class Board, class Sink>
     const Square from = pop_lsb(b);
     sink.template targets<KNIGHT>(from, knight_attacks(from) & targets);
   }
-  for (Bitboard b = pos.pieces(Us, BISHOP); b;) {
+  // Sliders: free ones first; pinned ones (rare) stay on their pin line.
+  for (Bitboard b = pos.pieces(Us, BISHOP) & ~pinned; b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = bishop_attacks<S>(from, occ) & targets;
-    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
-    sink.template targets<BISHOP>(from, to);
+    sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets);
   }
-  for (Bitboard b = pos.pieces(Us, ROOK); b;) {
+  for (Bitboard b = pos.pieces(Us, ROOK) & ~pinned; b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = rook_attacks<S>(from, occ) & targets;
-    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
-    sink.template targets<ROOK>(from, to);
+    sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets);
   }
-  for (Bitboard b = pos.pieces(Us, QUEEN); b;) {
+  for (Bitboard b = pos.pieces(Us, QUEEN) & ~pinned; b;) {
     const Square from = pop_lsb(b);
-    Bitboard to = queen_attacks<S>(from, occ) & targets;
-    if (square_bb(from) & pinned) to &= line_bb(ksq, from);
-    sink.template targets<QUEEN>(from, to);
+    sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets);
+  }
+  if (pinned & ours & ~pos.pieces(Us, PAWN)) {
+    for (Bitboard b = pos.pieces(Us, BISHOP) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
+    for (Bitboard b = pos.pieces(Us, ROOK) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
+    for (Bitboard b = pos.pieces(Us, QUEEN) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
   }
   C960_STOP_IF_DONE(sink);
 
   // Castling, as king takes own rook. The rook is lifted off for the attack test: it may be
   // the piece that shields the king's path (or its landing square) from a slider on the rank.
-  if (!checkers && pos.can_castle(Us == WHITE ? WHITE_CASTLING : BLACK_CASTLING)) {
-    for (CastlingSide cs : {KING_SIDE, QUEEN_SIDE}) {
-      const int idx = castling_index(Us, cs);
-      if (!pos.can_castle(castling_right(Us, cs)) || (occ & pos.castling_path(idx))) continue;
+  // Each right is bit castling_index(Us, side) of the rights: loop over the set ones only.
+  if (!checkers) {
+    for (unsigned rights = pos.castling_rights() & (Us == WHITE ? WHITE_CASTLING : BLACK_CASTLING); rights;
+         rights &= rights - 1) {
+      const int idx = std::countr_zero(rights);
+      if (occ & pos.castling_path(idx)) continue;
       const Square rsq = pos.castling_rook_square(idx);
       const Bitboard occ_no_rook = occ ^ square_bb(rsq);
       bool safe = true;
       for (Bitboard p = pos.castling_king_path(idx); p && safe;)
-        safe = !attacked<Them, S>(pos, pop_lsb(p), occ_no_rook);
+        safe = !attacked<Them, S>(them, pop_lsb(p), occ_no_rook);
       if (safe) sink.castle(ksq, rsq);
     }
   }

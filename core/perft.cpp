@@ -205,7 +205,7 @@ class Board {
   Bitboard pieces(Color c, PieceType a, PieceType b) const { return by_color[c] & (by_type[a] | by_type[b]); }
   Square king_square(Color c) const { return lsb(pieces(c, KING)); }
   Square ep_square() const { return ep; }
-  bool can_castle(CastlingRights cr) const { return rights & cr; }
+  CastlingRights castling_rights() const { return rights; }
   Bitboard castling_path(int i) const { return ci->path[i]; }
   Bitboard castling_king_path(int i) const { return ci->king_path[i]; }
   Square castling_rook_square(int i) const { return ci->rook[i]; }
@@ -277,9 +277,9 @@ inline void finish(const Board& b, Board& nb, Square from, Square to, Key key_de
     if (b.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(b.ep)];
     if (nb.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(nb.ep)];
     nb.key = k;
-  } else {
-    nb.key = b.key;  // stale and never read: such children are not looked up, nor their children
   }
+  // Without Hash the child's key is left unset: such children are not looked up, nor their
+  // children, and nothing reads it.
 }
 
 // Piece types PAWN..KING of the child: `clear` removed from every type, then `moved_toggle`
