@@ -291,19 +291,26 @@ inline void set_types(const Board& b, Board& nb, Bitboard clear, Bitboard moved_
     nb.by_type[pt] = (b.by_type[pt] & ~clear) ^ (pt == Moved ? moved_toggle : 0) ^ (pt == added_type ? added : 0);
 }
 
-// A normal move (not a promotion, en passant or castle) of a piece of type Pt.
-template <Color Us, PieceType Pt, bool Hash>
+// A normal move (not a promotion, en passant or castle) of a piece of type Pt; Capture says
+// whether `to` holds an enemy piece (a quiet move leaves the other piece types as they are).
+template <Color Us, PieceType Pt, bool Hash, bool Capture>
 inline void make(const Board& b, Board& nb, Square from, Square to) {
   const Bitboard fb = square_bb(from), tb = square_bb(to);
   Key delta = 0;
   if constexpr (Hash) {
     delta = b.ci->psq[make_piece(Us, Pt)][from] ^ b.ci->psq[make_piece(Us, Pt)][to];
-    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= b.ci->psq[make_piece(~Us, cap)][to];
+    if constexpr (Capture) delta ^= b.ci->psq[make_piece(~Us, captured_type<~Us>(b, tb))][to];
   }
-  set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
-  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  if constexpr (Capture) {
+    set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
+    nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ fb;
+    nb.by_color[~Us] = b.by_color[~Us] ^ tb;
+  } else {
+    set_types<Pt>(b, nb, 0, fb | tb, NO_PIECE_TYPE, 0);
+    nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ (fb | tb);
+    nb.by_color[~Us] = b.by_color[~Us];
+  }
   nb.by_color[Us] = b.by_color[Us] ^ (fb | tb);
-  nb.by_color[~Us] = b.by_color[~Us] & ~tb;
   nb.ep = SQ_NONE;
   if constexpr (Pt == PAWN)
     if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
@@ -404,16 +411,22 @@ struct RecurseSink {
 
   template <PieceType Pt>
   void targets(Square from, Bitboard to) {
-    while (to) {
-      const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value>(b, nb, from, s); });
+    for (Bitboard quiet = to & ~b.pieces(~Us); quiet;) {
+      const Square s = pop_lsb(quiet);
+      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value, false>(b, nb, from, s); });
+    }
+    for (Bitboard captures = to & b.pieces(~Us); captures;) {
+      const Square s = pop_lsb(captures);
+      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value, true>(b, nb, from, s); });
     }
   }
+  // Pushes (straight ahead) never capture; diagonal steps always do.
   template <Direction D>
   void pawn_targets(Bitboard to) {
+    constexpr bool kCapture = D != pawn_push(Us) && D != Direction(2 * pawn_push(Us));
     while (to) {
       const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value>(b, nb, s - D, s); });
+      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value, kCapture>(b, nb, s - D, s); });
     }
   }
   template <Direction D>
