@@ -43,6 +43,21 @@ template <Color Them, Sliders S>
          ((BishopRays[s] & a.bq) && (bishop_attacks<S>(s, occ) & a.bq));
 }
 
+// Castling, as king takes own rook, when the right is held, the path is empty and no square the
+// king crosses is attacked. The rook is lifted off for the attack test: it may be the piece that
+// shields the king's path (or its landing square) from a slider on the rank.
+template <Color Us, CastlingSide Cs, Sliders S, class Board, class Sink>
+[[gnu::always_inline]] inline void castle(const Board& pos, Sink& sink, const Attackers& them, CastlingRights rights,
+                                          Square ksq, Bitboard occ) {
+  constexpr int kIdx = castling_index(Us, Cs);
+  if (!(rights & (1 << kIdx)) || (occ & pos.castling_path(kIdx))) return;
+  const Square rsq = pos.castling_rook_square(kIdx);
+  const Bitboard occ_no_rook = occ ^ square_bb(rsq);
+  for (Bitboard p = pos.castling_king_path(kIdx); p;)
+    if (attacked<~Us, S>(them, pop_lsb(p), occ_no_rook)) return;
+  sink.castle(ksq, rsq);
+}
+
 template <Color Us, Sliders S, class Board, class Sink>
 [[gnu::always_inline]] inline void generate(const Board& pos, Sink& sink) {
   constexpr Color Them = ~Us;
@@ -172,19 +187,10 @@ template <Color Us, Sliders S, class Board, class Sink>
 
   // Castling, as king takes own rook. The rook is lifted off for the attack test: it may be
   // the piece that shields the king's path (or its landing square) from a slider on the rank.
-  // Each right is bit castling_index(Us, side) of the rights: loop over the set ones only.
   if (!checkers) {
-    for (unsigned rights = pos.castling_rights() & (Us == WHITE ? WHITE_CASTLING : BLACK_CASTLING); rights;
-         rights &= rights - 1) {
-      const int idx = std::countr_zero(rights);
-      if (occ & pos.castling_path(idx)) continue;
-      const Square rsq = pos.castling_rook_square(idx);
-      const Bitboard occ_no_rook = occ ^ square_bb(rsq);
-      bool safe = true;
-      for (Bitboard p = pos.castling_king_path(idx); p && safe;)
-        safe = !attacked<Them, S>(them, pop_lsb(p), occ_no_rook);
-      if (safe) sink.castle(ksq, rsq);
-    }
+    const CastlingRights rights = pos.castling_rights();
+    castle<Us, KING_SIDE, S>(pos, sink, them, rights, ksq, occ);
+    castle<Us, QUEEN_SIDE, S>(pos, sink, them, rights, ksq, occ);
   }
 }
 
