@@ -4,8 +4,8 @@
 # configuration, old and new interleaved (order alternating by repetition), and prints for each
 # the median seconds of the count and of the whole (table made, count, table freed), nodes per
 # second of both, and the load average of the runs.
-#   bench/perft_hash_bench.sh             the small default: depth 7 of 518 and kiwipete, 1 and 2
-#                                         threads, 256 and 1024 MB, 1 repetition (a few minutes)
+#   bench/perft_hash_bench.sh             the small default: perft 7 of 518 and perft 6 of
+#                                         kiwipete, 1 and 2 threads, 256 and 1024 MB (a minute)
 #   bench/perft_hash_bench.sh --big       depths 7 to 9, 256 MB to 20 GB (most of a 24 GB
 #                                         machine): hours; --depths/--hash/... narrow it
 #   bench/perft_hash_bench.sh --extrapolate "0 104 208 312 416 518 601 720 840 959"
@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-depths="7" roots="518 kiwipete" threads="1 2" hashes="256 1024" reps=1 mode=table
+depths="" roots="518 kiwipete" threads="1 2" hashes="256 1024" reps=1 mode=table
 base="" extrapolate="" extrapolate_old=0 pgo=0
 while (($#)); do
   case "$1" in
@@ -114,50 +114,59 @@ run() {  # run BINARY LABEL ROOT DEPTH THREADS HASH -> appends "LABEL <driver li
 }
 
 # --- the before/after table -----------------------------------------------------------------
+cases=()  # ROOT:DEPTH, depth by depth
+if [[ -z "$depths" ]]; then
+  for root in $roots; do
+    if [[ $root == kiwipete ]]; then cases+=(kiwipete:6); else cases+=("$root:7"); fi
+  done
+else
+  for depth in $depths; do for root in $roots; do cases+=("$root:$depth"); done; done
+fi
 if [[ -z "$extrapolate" ]]; then
-  printf "%-8s %-5s %-3s %-6s | %8s %8s %8s | %8s %8s %8s | %6s %6s | %6s %6s | %s\n" root depth thr MB \
-    old_cnt old_tot old_set new_cnt new_tot new_set cnt_x tot_x Mnps_c Mnps_t load
-  for depth in $depths; do
-    for root in $roots; do
-      for t in $threads; do
-        for mb in $hashes; do
-          declare -A v=()
-          for k in oc ot nc nt; do v[$k]=""; done
-          loads=() counts=()
-          for ((r = 0; r < reps; r++)); do
-            order=(old new)
-            ((r % 2)) && order=(new old)
-            for which in "${order[@]}"; do
-              bin=$new
-              [[ $which == old ]] && bin=$old
-              line=$(run "$bin" "$which" "$root" "$depth" "$t" "$mb")
-              counts+=("$(field nodes <<<"$line")")
-              loads+=("$(field load <<<"$line")")
-              v[${which:0:1}c]+="$(field count_s <<<"$line") "
-              v[${which:0:1}t]+="$(field total_s <<<"$line") "
-            done
+  printf "%-8s %-5s %-3s %-6s | %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s | %6s %6s | %s\n" root depth thr MB \
+    old_cnt old_tot old_set old_cpu new_cnt new_tot new_set new_cpu cnt_x tot_x cpu_x Mnps_c Mnps_t load
+  for c in "${cases[@]}"; do
+    root=${c%%:*} depth=${c##*:}
+    for t in $threads; do
+      for mb in $hashes; do
+        declare -A v=()
+        for k in oc ot ou nc nt nu; do v[$k]=""; done
+        loads=() counts=()
+        for ((r = 0; r < reps; r++)); do
+          order=(old new)
+          ((r % 2)) && order=(new old)
+          for which in "${order[@]}"; do
+            bin=$new
+            [[ $which == old ]] && bin=$old
+            line=$(run "$bin" "$which" "$root" "$depth" "$t" "$mb")
+            counts+=("$(field nodes <<<"$line")")
+            loads+=("$(field load <<<"$line")")
+            v[${which:0:1}c]+="$(field count_s <<<"$line") "
+            v[${which:0:1}t]+="$(field total_s <<<"$line") "
+            v[${which:0:1}u]+="$(field cpu_s <<<"$line") "
           done
-          want=$(known_count "$root" "$depth")
-          for c in "${counts[@]}"; do
-            if [[ "$c" != "${counts[0]}" || (-n "$want" && "$c" != "$want") ]]; then
-              echo "COUNT MISMATCH: $root depth $depth threads $t hash $mb: ${counts[*]} (known: ${want:-none})" >&2
-              exit 1
-            fi
-          done
-          m() { printf '%s\n' ${v[$1]} | median; }
-          oc=$(m oc) ot=$(m ot) nc=$(m nc) nt=$(m nt)
-          lmin=$(printf '%s\n' "${loads[@]}" | sort -g | head -1) lmax=$(printf '%s\n' "${loads[@]}" | sort -g | tail -1)
-          printf "%-8s %-5s %-3s %-6s | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2f %6.2f | %6.0f %6.0f | %s-%s\n" \
-            "$root" "$depth" "$t" "$mb" "$oc" "$ot" "$(awk "BEGIN { print $ot - $oc }")" "$nc" "$nt" \
-            "$(awk "BEGIN { print $nt - $nc }")" "$(awk "BEGIN { print $oc / $nc }")" "$(awk "BEGIN { print $ot / $nt }")" \
-            "$(awk "BEGIN { print ${counts[0]} / $nc / 1e6 }")" "$(awk "BEGIN { print ${counts[0]} / $nt / 1e6 }")" \
-            "$lmin" "$lmax" | tee -a "$log"
         done
-      done
+        want=$(known_count "$root" "$depth")
+        for n in "${counts[@]}"; do
+          if [[ "$n" != "${counts[0]}" || (-n "$want" && "$n" != "$want") ]]; then
+            echo "COUNT MISMATCH: $root depth $depth threads $t hash $mb: ${counts[*]} (known: ${want:-none})" >&2
+            exit 1
+          fi
+        done
+        m() { printf '%s\n' ${v[$1]} | median; }
+        oc=$(m oc) ot=$(m ot) ou=$(m ou) nc=$(m nc) nt=$(m nt) nu=$(m nu)
+        lmin=$(printf '%s\n' "${loads[@]}" | sort -g | head -1) lmax=$(printf '%s\n' "${loads[@]}" | sort -g | tail -1)
+        printf "%-8s %-5s %-3s %-6s | %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f %8.2f | %6.2f %6.2f %6.2f | %6.0f %6.0f | %s-%s\n" \
+          "$root" "$depth" "$t" "$mb" "$oc" "$ot" "$(awk "BEGIN { print $ot - $oc }")" "$ou" "$nc" "$nt" \
+          "$(awk "BEGIN { print $nt - $nc }")" "$nu" "$(awk "BEGIN { print $oc / $nc }")" "$(awk "BEGIN { print $ot / $nt }")" \
+          "$(awk "BEGIN { print $ou / $nu }")" \
+          "$(awk "BEGIN { print ${counts[0]} / $nc / 1e6 }")" "$(awk "BEGIN { print ${counts[0]} / $nt / 1e6 }")" \
+          "$lmin" "$lmax" | tee -a "$log"
     done
   done
+  done
   echo "(medians of $reps; cnt: the count, tot: table made + count + table freed, set = tot - cnt, in seconds;" \
-    "cnt_x, tot_x: old / new; Mnps_c, Mnps_t: the new core's nodes per second of cnt and of tot;" \
+    "cpu: user + system seconds of the whole; cnt_x, tot_x, cpu_x: old / new; Mnps_c, Mnps_t: the new core's nodes per second of cnt and of tot;" \
     "load: 1-minute load average after each run)" | tee -a "$log"
   exit 0
 fi
