@@ -59,11 +59,10 @@ NodeCount run_units(const std::vector<Position>& roots, int depth, int threads, 
 }
 
 int usage(const char* why) {
-  std::fprintf(
-      stderr,
-      "perft_hash_bench: %s\nusage: perft_hash_bench (--sps LIST | --fen FEN) --depth D --threads N --hash MB "
-      "[--mode table|units]\n",
-      why);
+  std::fprintf(stderr,
+               "perft_hash_bench: %s\nusage: perft_hash_bench (--sps LIST | --fen FEN) --depth D --threads N --hash MB "
+               "[--mode table|units]\n",
+               why);
   return 2;
 }
 

@@ -210,8 +210,7 @@ struct Init {
         for (Bitboard line = from_a; line;) {
           const Square s2 = pop_lsb(line);
           LineBB[a][s2] = (from_a & ray_attacks(pt, s2, 0)) | square_bb(s1) | square_bb(s2);
-          BetweenBB[a][s2] =
-              (ray_attacks(pt, s1, square_bb(s2)) & ray_attacks(pt, s2, square_bb(s1))) | square_bb(s2);
+          BetweenBB[a][s2] = (ray_attacks(pt, s1, square_bb(s2)) & ray_attacks(pt, s2, square_bb(s1))) | square_bb(s2);
         }
       }
   }
