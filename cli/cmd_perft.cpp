@@ -166,9 +166,12 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
       io.out << "  compare with a trusted engine's legal moves: one is missing or extra\n";
   }
   const double secs = seconds_since(t0);
-  io.out << absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s (%s)\n",
-                            path, cases.size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches", errors,
-                            errors == 1 ? "position" : "positions", skipped, to_string(nodes), secs, rate(nodes, secs));
+  io.out << for_out(
+      io, absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s "
+                          "(%s)",
+                          path, cases.size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches", errors,
+                          errors == 1 ? "position" : "positions", skipped, with_separators(to_string(nodes)), secs,
+                          rate(nodes, secs)));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 
@@ -282,6 +285,12 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
                   absl::InvalidArgumentError(absl::StrCat("--resume: there is no ", state_path, ", so ", out_path,
                                                           " is complete or was not written by c960 perft --table")));
     }
+  } else if (to_file && ::access(state_path.c_str(), F_OK) == 0) {
+    // An interrupted run's table and state are not overwritten by a command that forgot --resume.
+    return fail(io, kName,
+                absl::InvalidArgumentError(
+                    absl::StrCat("--out: ", out_path, " holds an interrupted table (", state_path,
+                                 "): add --resume to continue it, or delete both files to start again")));
   }
 
   int fd = -1;
@@ -385,10 +394,10 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   }
   const int signo = interrupt_signal();
   if (next < total) {
-    io.err << absl::StrFormat(
-        "c960 perft: interrupted after %d of %d positions%s\n", next, total,
-        to_file ? absl::StrCat("; rows so far are in ", out_path, ", and the same command with --resume continues")
-                : "");
+    io.err << for_err(io, absl::StrFormat("c960 perft: interrupted after %d of %d positions%s", next, total,
+                                          to_file ? absl::StrCat("; rows so far are in ", out_path,
+                                                                 ", and the same command with --resume continues")
+                                                  : ""));
     return kExitSignalBase + signo;
   }
   if (to_file) {
@@ -397,15 +406,17 @@ int run_table(const ParsedArgs& p, int depth, const PerftRunner& runner, const I
   }
   // Totals over every row of the table; time and rate are this run's, and a resumed run says
   // which part was its own.
+  // Node counts with separators, as the progress line has them ("Nodes searched: N" and the
+  // table's rows keep plain digits for tools).
   if (!quiet && !resuming)
-    io.err << absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)\n", depth, total,
-                              to_string(done.nodes), secs, rate(done.nodes, secs));
+    io.err << for_err(io, absl::StrFormat("perft table depth %d: %d positions, %s nodes in %.2f s (%s)", depth, total,
+                                          with_separators(to_string(done.nodes)), secs, rate(done.nodes, secs)));
   if (!quiet && resuming)
-    io.err << absl::StrFormat(
-        "perft table depth %d: %d positions, %s nodes; this run (resumed after %d positions done before): %d "
-        "positions, %s nodes in %.2f s (%s)\n",
-        depth, total, to_string(prefix.nodes + done.nodes), prefix.rows, done.rows, to_string(done.nodes), secs,
-        rate(done.nodes, secs));
+    io.err << for_err(
+        io, absl::StrFormat("perft table depth %d: %d positions, %s nodes; this run (resumed after %d positions done "
+                            "before): %d positions, %s nodes in %.2f s (%s)",
+                            depth, total, with_separators(to_string(prefix.nodes + done.nodes)), prefix.rows, done.rows,
+                            with_separators(to_string(done.nodes)), secs, rate(done.nodes, secs)));
   return kExitOk;
 }
 
@@ -495,6 +506,9 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
     done.total = total;
     done.nodes = nodes;
   };
+  // Ctrl-C (SIGTERM) stops the count between subtrees and says so; a second one kills at once.
+  InterruptScope interrupts;
+  options.stop = [] { return interrupt_signal() != 0; };
   ProgressLine line(io, !p->has("quiet"), [&] {
     std::lock_guard lock(done.mu);
     const double secs = seconds_since(t0);
@@ -505,6 +519,16 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io) {
   });
   const PerftResult result = perft_parallel({root}, int(*depth), options, runner.hash.get()).front();
   line.stop();
+  if (const int signo = interrupt_signal()) {
+    std::lock_guard lock(done.mu);
+    const std::string counted =
+        done.total ? absl::StrFormat("after %d of %d subtrees (%s nodes counted, %s elapsed)", done.tasks, done.total,
+                                     with_separators(to_string(done.nodes)), hms(seconds_since(t0)))
+                   : absl::StrFormat("before the first subtree was done (%s elapsed)", hms(seconds_since(t0)));
+    io.err << for_err(
+        io, absl::StrCat("c960 perft: interrupted ", counted, "; a single position's count cannot be resumed"));
+    return kExitSignalBase + signo;
+  }
   const NodeCount nodes = result.nodes;
   if (p->has("divide") && *depth >= 1) {
     for (const DivideEntry& e : result.divide) io.out << to_uci(e.move) << ": " << to_string(e.nodes) << "\n";

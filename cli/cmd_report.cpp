@@ -15,6 +15,7 @@
 #include "cli/cluster_command.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
+#include "cli/table_format.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
 #include "cluster/selfplay_proto.h"
@@ -99,8 +100,8 @@ std::string workers_line(Client& client) {
   }
   std::vector<std::string> names;
   for (const v1::WorkerInfo& w : resp.workers())
-    names.push_back(
-        absl::StrCat(w.name(), " (", w.version(), ", ", w.threads(), " threads, ", w.units_done(), " units)"));
+    names.push_back(absl::StrCat(w.name(), " (", w.version(), ", ", counted(w.threads(), "thread", "threads"), ", ",
+                                 counted(w.units_done(), "unit", "units"), ")"));
   if (names.empty()) return "none known";
   return absl::StrCat(names.size(), " known to the coordinator: ", absl::StrJoin(names, "; "));
 }

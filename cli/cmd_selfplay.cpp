@@ -165,6 +165,12 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
                                                           ", so the outputs are complete or were not written by c960 "
                                                           "selfplay")));
     }
+  } else if ((has_out || has_pgn) && ::access(state_path.c_str(), F_OK) == 0) {
+    // An interrupted run's files and state are not overwritten by a command that forgot --resume.
+    return fail(io, kName,
+                absl::InvalidArgumentError(absl::StrCat("an interrupted run's games are in ", state_path,
+                                                        ": add --resume to continue it, or delete it and the run's "
+                                                        "--out and --pgn files to start again")));
   }
   if (absl::Status s = selfplay::check_engine(*spec); !s.ok()) return fail(io, kName, s);
 
@@ -331,18 +337,20 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
   }
   const int signo = interrupt_signal();
   if (!complete) {
-    io.err << absl::StrFormat("c960 selfplay: interrupted after %d of %s games%s\n", games->size(),
-                              adaptive ? absl::StrCat("at most ", total) : absl::StrCat(total),
-                              log ? absl::StrCat("; the same command with --resume plays the rest") : "");
+    io.err << for_err(io, absl::StrFormat("c960 selfplay: interrupted after %d of %s games%s", games->size(),
+                                          adaptive ? absl::StrCat("at most ", total) : absl::StrCat(total),
+                                          log ? absl::StrCat("; the same command with --resume plays the rest") : ""));
     return kExitSignalBase + (signo ? signo : SIGINT);
   }
   if (log)
     if (absl::Status s = log->remove(); !s.ok()) return fail(io, kName, s);
   if (!quiet)
-    io.err << absl::StrFormat(
-        "c960 selfplay: %d games in %.1f s (%.1f games/min, %d threads), %d duplicate games (counted once)%s\n%s",
-        games->size(), secs, secs > 0 ? double(played) * 60 / secs : 0.0, *threads, (long long)duplicates,
-        before ? absl::StrFormat(" (%d played before)", before) : "", summary);
+    io.err << absl::StrFormat("c960 selfplay: %s in %.1f s (%.1f games/min, %s), %s (counted once)%s\n%s",
+                              counted(int64_t(games->size()), "game", "games"), secs,
+                              secs > 0 ? double(played) * 60 / secs : 0.0, counted(*threads, "thread", "threads"),
+                              spec->match() ? counted(duplicates, "duplicate pair", "duplicate pairs")
+                                            : counted(duplicates, "duplicate game", "duplicate games"),
+                              before ? absl::StrFormat(" (%d played before)", before) : "", summary);
   return kExitOk;
 }
 

@@ -14,12 +14,14 @@ constexpr char kName[] = "startpos";
 
 const CommandSpec kSpec = {kName,
                            "c960 startpos N [--shredder]\n       c960 startpos --random [--seed S] [--shredder]\n"
-                           "       c960 startpos --number (FEN | BACKRANK)",
+                           "       c960 startpos --number (FEN | BACKRANK)\n       c960 startpos --all",
                            "Prints the FEN of Chess960 start position N (0..959, standard numbering; 518 is RNBQKBNR), "
-                           "a random start position as 'N FEN', or the number of a start position given as a FEN or "
-                           "as its white back rank (e.g. RNBQKBNR).",
+                           "a random start position as 'N FEN', the number of a start position given as a FEN or "
+                           "as its white back rank (e.g. RNBQKBNR), or all 960 as a CSV table (sp, backrank, X-FEN, "
+                           "Shredder-FEN; the same as data/chess960-positions.csv).",
                            {
                                {"shredder", Arity::kFlag, "", "print castling as rook files (HAha) instead of KQkq"},
+                               {"all", Arity::kFlag, "", "print the 960 as CSV: sp,backrank,xfen,shredder_fen"},
                                {"random", Arity::kFlag, "", "pick a uniformly random start position"},
                                {"seed", Arity::kOne, "S", "seed for --random (default: from the clock)"},
                                {"number", Arity::kMany, "FEN|BACKRANK", "print the number of this start position"},
@@ -35,6 +37,12 @@ int cmd_startpos(const std::vector<std::string>& args, const Io& io) {
   const bool shredder = p->has("shredder");
   const std::string number = p->positional().empty() ? "" : p->positional().front();
 
+  if (p->has("all")) {
+    if (p->has("number") || p->has("random") || p->has("seed") || p->has("shredder") || !number.empty())
+      return fail(io, kName, absl::InvalidArgumentError("--all takes no N, --number, --random, --seed or --shredder"));
+    io.out << startpos_list_csv();
+    return kExitOk;
+  }
   if (p->has("number")) {
     if (p->has("random") || !number.empty())
       return fail(io, kName, absl::InvalidArgumentError("--number takes no N and no --random"));

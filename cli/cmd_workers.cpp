@@ -1,6 +1,11 @@
 // c960 workers: the workers the coordinator knows, with their speed and trust state.
+#include <algorithm>
 #include <ctime>
+#include <tuple>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -8,6 +13,8 @@
 #include "cli/client.h"
 #include "cli/cluster_command.h"
 #include "cli/commands.h"
+#include "cli/job_format.h"
+#include "cluster/text_wrap.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace c960::cli {
@@ -43,7 +50,12 @@ std::string last_seen(int64_t unix_ms) {
   return absl::StrCat(ago / 86400, " days ago");
 }
 
-std::string table(const v1::ListWorkersResponse& resp) {
+// The table; at `width` > 0 (a terminal's columns) columns move out of it while it is wider
+// (WHY, ENGINES, VERSION, OWNER), each onto an indented, wrapped line under its worker's row, so
+// that the terminal breaks no row mid-word.
+}  // namespace
+
+std::string workers_table(const v1::ListWorkersResponse& resp, int width) {
   std::vector<std::vector<std::string>> rows = {
       {"NAME", "OWNER", "VERSION", "ENGINES", "THREADS", "UNITS", "UNITS/S", "LAST SEEN", "TRUST", "WHY"}};
   for (const v1::WorkerInfo& w : resp.workers())
@@ -53,22 +65,40 @@ std::string table(const v1::ListWorkersResponse& resp) {
          absl::StrFormat("%.2f", w.units_per_second()),
          w.alive() ? last_seen(w.last_seen_unix_ms()) : absl::StrCat(last_seen(w.last_seen_unix_ms()), " (lost)"),
          trust_name(w.trust()), w.trust_reason()});
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows)
-    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t c = 0; c < r.size(); ++c) {
-      line += r[c];
-      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
+  const auto render = [&rows, width](const std::vector<size_t>& under) {
+    std::vector<size_t> kept;
+    for (size_t c = 0; c < rows[0].size(); ++c)
+      if (std::find(under.begin(), under.end(), c) == under.end()) kept.push_back(c);
+    std::vector<size_t> w(rows[0].size(), 0);
+    for (const auto& r : rows)
+      for (size_t c : kept) w[c] = std::max(w[c], r[c].size());
+    std::string out;
+    size_t widest = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::string line;
+      for (size_t k = 0; k < kept.size(); ++k) {
+        line += rows[i][kept[k]];
+        if (k + 1 < kept.size()) line += std::string(w[kept[k]] - rows[i][kept[k]].size() + 2, ' ');
+      }
+      widest = std::max(widest, line.size());
+      out += line + "\n";
+      if (i == 0) continue;
+      for (size_t c : under)
+        if (!rows[i][c].empty())
+          out += cluster::wrap_text(absl::StrCat(absl::AsciiStrToLower(rows[0][c]), ": ", rows[i][c]),
+                                    width > 0 ? size_t(width) : 0, "    ", 6);
     }
-    out += line + "\n";
+    return std::make_pair(out, widest);
+  };
+  std::vector<size_t> under;
+  auto [out, widest] = render(under);
+  for (size_t c : {size_t(9), size_t(3), size_t(2), size_t(1)}) {  // WHY, ENGINES, VERSION, OWNER
+    if (width <= 0 || widest <= size_t(width)) break;
+    under.insert(under.begin(), c);
+    std::tie(out, widest) = render(under);
   }
   return out;
 }
-
-}  // namespace
 
 int cmd_workers(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
@@ -95,7 +125,7 @@ int cmd_workers(const std::vector<std::string>& args, const Io& io) {
     io.out << (p.has("all") ? "no workers\n" : "no workers alive (--all shows lost ones)\n");
     return kExitOk;
   }
-  io.out << table(resp);
+  io.out << workers_table(resp, io.out_is_tty ? cluster::stdout_columns() : 0);
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "cluster/text_wrap.h"
 
 namespace c960::cli {
 namespace {
@@ -29,6 +32,20 @@ int create_temporary(const std::string& path, std::string* tmp) {
 }
 
 }  // namespace
+
+std::string for_terminal(absl::string_view message, bool tty, int columns) {
+  message = absl::StripSuffix(message, "\n");
+  if (!tty) return absl::StrCat(message, "\n");
+  return cluster::wrap_text(message, size_t(std::max(columns, cluster::kMinTerminalWidth)), "", 2);
+}
+
+std::string for_err(const Io& io, absl::string_view message) {
+  return for_terminal(message, io.err_is_tty, io.err_is_tty ? cluster::stderr_columns() : 0);
+}
+
+std::string for_out(const Io& io, absl::string_view message) {
+  return for_terminal(message, io.out_is_tty, io.out_is_tty ? cluster::stdout_columns() : 0);
+}
 
 int fail(const Io& io, absl::string_view command, absl::string_view problem, int code) {
   io.err << "c960 " << command << ": " << problem << "\n" << std::flush;

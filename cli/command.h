@@ -20,6 +20,14 @@ struct Io {
   bool err_is_tty = false;
 };
 
+// A one-paragraph message as a terminal shows it best: when `tty`, its words filled into lines
+// of the terminal's width (`columns`), continuation lines indented 2, so that the terminal does
+// not break a word; otherwise (a log, a pipe) unchanged. Ends in '\n'.
+std::string for_terminal(absl::string_view message, bool tty, int columns);
+// for_terminal on io.err (io.out) with its terminal's width.
+std::string for_err(const Io& io, absl::string_view message);
+std::string for_out(const Io& io, absl::string_view message);
+
 // Prints "c960 COMMAND: problem" on io.err and returns `code`, the exit code to leave with.
 int fail(const Io& io, absl::string_view command, absl::string_view problem, int code = kExitUsage);
 int fail(const Io& io, absl::string_view command, const absl::Status& status, int code = kExitUsage);

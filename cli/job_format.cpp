@@ -338,9 +338,17 @@ std::vector<std::string> watch_lines(const v1::Job& j, const WatchView& v, int64
 }
 
 std::string watch_plain_line(const v1::Job& j, const WatchView& v, int64_t now) {
-  std::string line = absl::StrCat(fit_fields(header_fields(j), 0), kSep, fit_fields(detail_fields(j, v, now), 0));
-  if (const std::string n = notice(j, v); !n.empty()) absl::StrAppend(&line, kSep, n);
-  return line;
+  // Lines of at most 80 columns, so that a log read on a terminal breaks no field or word: the
+  // fields (never broken; lines after the first indented 2), then the notice on lines of its own
+  // (indented 2, its continuations 4).
+  constexpr size_t kWidth = cluster::kDefaultTerminalWidth;
+  std::vector<Field> fields = header_fields(j);
+  for (Field& f : detail_fields(j, v, now)) fields.push_back(std::move(f));
+  std::string out = field_lines(fields, kWidth, "  ");
+  out.erase(0, 2);
+  if (const std::string n = notice(j, v); !n.empty()) out += cluster::wrap_text(n, kWidth, "  ", 4);
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
 }
 
 std::string redraw_block(int previous_lines, const std::vector<std::string>& lines) {

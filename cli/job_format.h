@@ -104,9 +104,14 @@ struct WatchView {
 // lines for a job kind (perft 3, self-play 5), each shorter than `width`, fields dropped or
 // shortened in order of importance (state, progress, ETA and units go last).
 std::vector<std::string> watch_lines(const v1::Job& job, const WatchView& view, int64_t now_unix_ms, int width);
-// The same as one plain line without width limit (output that is not a terminal), leaders
-// excluded.
+// The same as plain text for output that is not a terminal (a log), leaders excluded: the fields
+// in lines of at most 80 columns (never broken; continuation lines indented 2), then the notice
+// wrapped at its words on lines of its own; no trailing newline.
 std::string watch_plain_line(const v1::Job& job, const WatchView& view, int64_t now_unix_ms);
+// `c960 workers`'s table (cli/cmd_workers.cpp): a row a worker; at `width` > 0 (a terminal's
+// columns) WHY, ENGINES, VERSION and OWNER, in this order, leave the row for indented, wrapped
+// lines under it while the rows are wider than `width`.
+std::string workers_table(const v1::ListWorkersResponse& resp, int width);
 // The ANSI text that replaces a block of `previous_lines` lines drawn before (0: the first
 // drawing) with `lines`, leaving the cursor at the end of the last.
 std::string redraw_block(int previous_lines, const std::vector<std::string>& lines);

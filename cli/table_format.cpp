@@ -23,6 +23,10 @@ absl::StatusOr<OutputFormat> output_format(const std::optional<std::string>& fla
   return absl::InvalidArgumentError(absl::StrCat("--format: '", *flag, "' is not text, csv or json"));
 }
 
+std::string counted(int64_t n, absl::string_view singular, absl::string_view plural) {
+  return absl::StrCat(n, " ", n == 1 ? singular : plural);
+}
+
 std::string with_thousands(NodeCount n) {
   const std::string digits = to_string(n);
   std::string out;
@@ -208,23 +212,31 @@ std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width)
                              " not counted: an engine failed before both engines had played a move from the position "
                              "(CSV and JSON: 'uncounted')\n");
   // The notes under the table fit it too: wrapped, each continuation indented 2.
-  std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted + ranking_note(ranking) +
-                      position_matters_line(stats);
+  // The legend promises the rank's interval only where the table shows one.
+  const bool rank_column =
+      std::any_of(columns.begin(), columns.end(), [](const TextColumn& t) { return t.header == "rank 95%"; });
+  std::string notes = incomplete_note(incomplete, order.size(), "games") + uncounted +
+                      ranking_note(ranking, rank_column) + position_matters_line(stats);
   if (width <= 0) return table + notes;
   for (absl::string_view note : absl::StrSplit(notes, '\n', absl::SkipEmpty()))
     table += cluster::wrap_text(note, size_t(width), "", 2);
   return table;
 }
 
-std::string ranking_note(const selfplay::Ranking& r) {
+std::string ranking_note(const selfplay::Ranking& r, bool rank_column) {
   size_t unranked = 0;
   for (const selfplay::RankedPosition& p : r.positions) unranked += !p.ranked;
   if (r.positions.size() < 2) return "";
   if (r.ranked() == 0)
     return absl::StrCat("Not ranked yet: ranks need ", selfplay::kMinPositionsToRank, " positions with ", r.min_games,
                         " games each (most so far: ", r.most_games, ")\n");
+  bool intervals = false;
+  for (const selfplay::RankedPosition& p : r.positions) intervals = intervals || (p.ranked && p.rank_lo > 0);
   std::string out = absl::StrCat("shrunk: score pulled toward the positions' mean ", fixed(r.mean, 3), " (true spread ",
-                                 fixed(r.tau, 3), ")\nrank: by shrunk score, with its 95% interval");
+                                 fixed(r.tau, 3), ")\nrank: by shrunk score",
+                                 !intervals    ? ""
+                                 : rank_column ? ", with its 95% interval"
+                                               : " (its 95% interval: in the CSV and JSON, or a wider terminal)");
   if (unranked)
     absl::StrAppend(&out, "; ", unranked, unranked == 1 ? " position" : " positions", " under ", r.min_games,
                     " games unranked");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cluster/results_export.h"
 #include "cluster/text_wrap.h"
 #include "core/perft.h"
@@ -27,6 +28,8 @@ absl::StatusOr<OutputFormat> output_format(const std::optional<std::string>& fla
 
 // "1,234,567".
 std::string with_thousands(NodeCount n);
+// "1 game", "2 games": a count with its noun in the number it needs.
+std::string counted(int64_t n, absl::string_view singular, absl::string_view plural);
 
 // Columns of text, each aligned to its widest cell (header included), two spaces apart, no
 // trailing spaces; a row shorter than the header leaves the rest blank.
@@ -60,8 +63,9 @@ std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
 // shrunk score), and the notes under it are wrapped to the width.
 std::string selfplay_text_table(const selfplay::SelfPlayStats& stats, int width = 0);
 // How the positions are ranked (the shrinkage model's mean and true spread, how many are not
-// ranked), or why none is; "" with fewer than two positions.
-std::string ranking_note(const selfplay::Ranking& ranking);
+// ranked), or why none is; "" with fewer than two positions. It mentions the rank's 95% interval
+// as in the table only when `rank_column` (the table shows the column) and the ranks have one.
+std::string ranking_note(const selfplay::Ranking& ranking, bool rank_column = true);
 // "Does the start position matter? chi-square X, D df, p = P": Pearson's test of homogeneity of
 // the positions' win/draw/loss counts (report/stats.h), "" with fewer than two positions with
 // games; a second line when expected counts are small.

@@ -20,6 +20,14 @@ inline constexpr char kDefaultDb[] = "c960-coordinator.db";
 inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
+// Degraded mode (a commit of the store failed, e.g. its disk is full): writes are refused with
+// UNAVAILABLE until one small write (a probe) succeeds. The first probe is made at the next
+// write or sweep; after a failed one the next waits this long, doubling up to the last.
+inline constexpr int64_t kStoreProbeFirstMs = 100;
+inline constexpr int64_t kStoreProbeMaxMs = 5'000;
+// A batch of completions whose commit failed while the store still takes a probe's write is
+// committed one completion at a time: one that fails this many times alone is refused for itself.
+inline constexpr int kCompletionTriesAlone = 2;
 // The coordinator's SQLite store: pages it keeps in memory (a fleet's units and copies stay
 // hot instead of being read back from the OS for each commit), and the write-ahead log's size
 // at which it is copied into the file. Each such checkpoint syncs twice while every RPC waits
@@ -45,13 +53,22 @@ inline constexpr int kHttpMaxConnectionsPerAddress = 256;
 // Connections over those limits are still admitted, this many at once, each for one /healthz or
 // /readyz (then closed; any other request: 503 and closed), so that probes are answered however
 // many connections are open. Their request's head must come within kHttpHealthHeadTimeoutMs of
-// the connection's start.
+// the connection's start. When all are taken, a new one takes the place of the oldest that has
+// sent nothing (or is closing), else of the oldest whose request is not complete: a flood of
+// connections reopened over the limits cannot keep a probe out.
 inline constexpr int kHttpHealthConnections = 16;
 inline constexpr int64_t kHttpHealthHeadTimeoutMs = 1'000;
-// A request's head (request line and headers) at most this large, else 431; a body (only the
-// login form has one) at most this large, else 413 (httplib parses form bodies of 8 KiB at most).
+// A request's head (request line and headers) at most this large, else 431; its target (path
+// and query) at most this large, else 414; a header line at most this large and this many header
+// lines, else 431; a body (only the login form has one) at most this large, else 413.
 inline constexpr size_t kMaxHttpHeadBytes = 16 << 10;
+inline constexpr size_t kMaxHttpTargetBytes = 8 << 10;
+inline constexpr size_t kMaxHttpHeaderLineBytes = 8 << 10;
+inline constexpr size_t kMaxHttpHeaderLines = 100;
 inline constexpr size_t kMaxHttpBodyBytes = 8 << 10;
+// Answers of a compressible type (text, JSON, JavaScript, PGN) this large or larger are sent
+// with gzip when the request's Accept-Encoding takes it; smaller ones gain little.
+inline constexpr size_t kHttpGzipMinBytes = 1 << 10;
 // Deadlines, each for the whole phase, not per read (a client trickling a byte a second is cut
 // at the deadline): a request's head from the connection's start (the TLS handshake included)
 // for its first request, else from the head's first byte; its body from the end of the head; a
@@ -74,6 +91,20 @@ inline constexpr int kHttpMaxLingeringRefused = 64;
 // request is handed to a thread, so the answers being made then may go past it (kHttpThreads
 // answers at most). Each connection has one answer at most.
 inline constexpr size_t kHttpMaxQueuedBytes = 64 << 20;
+// The same, of one principal's answers (an authenticated caller's identity; else the client's
+// address): past this, its new requests are answered 429 with Retry-After, checked once it is
+// known who asks (before the handler runs).
+inline constexpr size_t kHttpMaxQueuedBytesPerPrincipal = 16 << 20;
+// The big answers (the workers listing, a job's results, the results downloads) are made and sent
+// in pages of about this size, chunked: the next page is made, on a request thread, only once the
+// connection has sent the one before, so that a reader that does not read holds a page of memory
+// and no thread. An answer still counts what it holds to make its further pages (a download's
+// file, the results it renders) as unsent.
+inline constexpr size_t kHttpPageBytes = 64 << 10;
+// Each connection's kernel send buffer (SO_SNDBUF; Linux doubles it for its bookkeeping), fixed
+// instead of the kernel's autotuning (up to net.ipv4.tcp_wmem's 4 MiB), so that the kernel too
+// holds little for a reader that does not read; about 5 MB/s on a 100 ms path.
+inline constexpr int kHttpSendBufferBytes = 256 << 10;
 // The listening socket's backlog of connections not yet accepted.
 inline constexpr int kHttpListenBacklog = 1024;
 // When accept() fails for want of file descriptors, accepting pauses this long.
@@ -164,7 +195,7 @@ inline constexpr int kMaxPlacementScan = 256;
 // Leases one owner (all the workers behind its tokens or certificates) may hold at once, at most
 // (each owner's cap is also what its connected workers' threads compute: threads x (1 +
 // kPrefetchPerThread)), so that one caller leasing everything cannot starve the others; and how long a lost worker
-// session is kept before it is forgotten (its worker's record stays, so its trust does too).
+// session is kept before it is forgotten (its worker's record stays longer: kDefaultForgetWorkersSeconds).
 inline constexpr int64_t kDefaultMaxLeasesPerCredential = 2048;
 // How long one lease may be held, renewals included (JobKind::max_hold_ms): a perft unit its
 // estimated leaves at this rate (about a hundredth of one core's), at least five minutes; a unit
@@ -174,6 +205,26 @@ inline constexpr uint64_t kSlowestPerftLeavesPerSecond = 1'000'000;
 inline constexpr int64_t kMinLeaseHoldSeconds = 300;
 inline constexpr int64_t kMaxLeaseHoldSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kDefaultForgetLostSeconds = 3600;
+// Worker names (records) remembered per credential and per owner, at most (the ones not forgotten
+// yet, below): a Hello under a new name past either is refused (RESOURCE_EXHAUSTED); a Hello under
+// a name already known (a restart) always passes. A credential is one host or one enrolled pod
+// running a few worker processes under stable names (the host name, or --name): 32 leaves room
+// for several processes and renamings. An owner may run hundreds of hosts, and a pod that is
+// replaced (not restarted) comes back under a new name: 4096 leaves room for a fleet of several
+// hundred that is replaced daily, within the forgetting time below. Each record costs a few KiB of
+// memory and a row of the store, so that one credential (or one owner) cannot grow either without
+// bound by saying Hello under made-up names.
+inline constexpr int kDefaultMaxWorkersPerCredential = 32;
+inline constexpr int kDefaultMaxWorkersPerOwner = 4096;
+// A worker's record is forgotten (its row deleted, and it no longer counts against the caps above)
+// once it has been silent this long with no session, and only when nothing needs it: no lease, no
+// copy of a unit of a job in memory (its vote and its name in the job's provenance), not
+// quarantined (the quarantine is kept in the records), and not its owner's last TRUSTED worker
+// (the owner's earned trust is kept in the records). Progress toward trust (agreeing results) of a
+// NEW worker is forgotten with it. Longer than any planned downtime: a week.
+inline constexpr int64_t kDefaultForgetWorkersSeconds = 7 * 24 * 3600;
+// How often the sweep looks for workers to forget (it walks the workers and the units in memory).
+inline constexpr int64_t kForgetWorkersIntervalMs = 60'000;
 
 // The protocol revision: workers say which they speak in Hello, and a coordinator accepts the
 // ones from kMinProtocolVersion on. 2: sessions, engines by name, verification.
@@ -188,6 +239,17 @@ inline constexpr int kDefaultMaxActiveJobs = 32;
 inline constexpr int64_t kDefaultMaxPlannedUnits = 8'000'000;
 inline constexpr int kDefaultMaxWatchesPerCaller = 64;
 inline constexpr int kDefaultMaxWatches = 1024;
+// Calls in flight at once per caller (credential), on each gRPC service: unary calls (each holds
+// a server thread while it runs; GetJob of a job with a spec of megabytes holds a copy of it) and
+// GetResults streams. A worker has two or three unary calls in flight at most (renewals beside a
+// completion): 128 is four per worker name at kDefaultMaxWorkersPerCredential. A client reading
+// results rarely streams more than one job's at a time (c960 watch of a self-play job reads its
+// leaders meanwhile): 8. AcquireWork long polls are not counted here: a session has at most one
+// waiting (a newer call of the session ends the older), so a credential has at most as many as
+// its workers. Unauthenticated callers (a coordinator that authenticates nobody) are not counted
+// for unary calls: there is no principal to budget, every caller is the operator.
+inline constexpr int kDefaultMaxCallsPerCaller = 128;
+inline constexpr int kDefaultMaxResultStreamsPerCaller = 8;
 // ListJobs stops adding jobs to a page once it holds this many bytes.
 inline constexpr size_t kMaxListBytes = 4 << 20;
 // Engine names (c960-worker --engine NAME=PATH; self-play jobs name one).

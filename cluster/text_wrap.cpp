@@ -60,11 +60,18 @@ int terminal_width(int ioctl_columns, const char* columns_env) {
   return std::max(w, kMinTerminalWidth);
 }
 
-int stdout_columns() {
+namespace {
+
+int columns_of(int fd) {
   winsize ws{};
-  const int cols = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+  const int cols = isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
   return terminal_width(cols, std::getenv("COLUMNS"));
 }
+
+}  // namespace
+
+int stdout_columns() { return columns_of(STDOUT_FILENO); }
+int stderr_columns() { return columns_of(STDERR_FILENO); }
 
 std::string wrap_text(absl::string_view text, size_t width, absl::string_view first, size_t indent,
                       bool keep_brackets) {

@@ -15,8 +15,9 @@ namespace c960::cluster {
 inline constexpr int kDefaultTerminalWidth = 80;
 inline constexpr int kMinTerminalWidth = 20;
 int terminal_width(int ioctl_columns, const char* columns_env);
-// terminal_width of this process's stdout when it is a terminal, else of $COLUMNS alone.
+// terminal_width of this process's stdout (stderr) when it is a terminal, else of $COLUMNS alone.
 int stdout_columns();
+int stderr_columns();
 
 // Fills the words of `text` (separated by spaces) into lines of at most `width` columns, each
 // ending in '\n': the first line begins with `first`, the others with `indent` spaces; a '\n' in

@@ -25,6 +25,15 @@ namespace {
 
 constexpr int64_t kRateWindowMs = 10'000;
 
+// The spec without what grows with the job (a perft job's FENs, a self-play job's explicit
+// positions: up to kMaxJobSpecBytes together), for watches: what c960 watch shows is the rest.
+v1::JobSpec spec_summary(const v1::JobSpec& spec) {
+  v1::JobSpec out = spec;
+  if (out.has_perft()) out.mutable_perft()->clear_fens();
+  if (out.has_selfplay()) out.mutable_selfplay()->clear_positions();
+  return out;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
@@ -63,13 +72,92 @@ absl::Status Coordinator::load() {
 absl::Status Coordinator::restore_after(const absl::Status& failed) {
   log_error(absl::StrCat("a commit failed (", failed.message(),
                          "): nothing of that call was kept; the coordinator's state is read back from its store"));
+  ++counters_.store_reloads;
   if (absl::Status s = load_locked(false); !s.ok()) {
     // Memory and store can no longer be told to agree: stop serving rather than count wrong.
     log_event(LogLevel::kError, "store_unreadable",
               absl::StrCat("reading the store back after a failed commit: ", s.message(), "; exiting"), {});
     std::abort();
   }
-  return absl::UnavailableError(absl::StrCat(failed.message(), "; nothing of this call was kept: retry it"));
+  store_failed(failed);
+  return refusal(clock_->now_ms());
+}
+
+void Coordinator::store_failed(const absl::Status& failed) {
+  ++counters_.store_commit_failures;
+  health_.cause = std::string(failed.message());
+  if (health_.degraded) return;
+  const int64_t now = clock_->now_ms();
+  health_.degraded = true;
+  health_.since_ms = now;
+  health_.backoff_ms = 0;
+  health_.next_probe_ms = now;  // a passing fault costs one probe at the next write
+  log_event(LogLevel::kError, "store_degraded",
+            absl::StrCat("a commit of the store failed (", health_.cause,
+                         "): writes are refused until a probe of the store succeeds; reads are served"),
+            {{"reason", health_.cause}});
+  changed();
+}
+
+absl::Status Coordinator::refusal(int64_t now) const {
+  const int64_t retry_ms = std::max<int64_t>(health_.next_probe_ms - now, kStoreProbeFirstMs);
+  return absl::UnavailableError(absl::StrCat("the coordinator cannot write its store (", health_.cause, ", for ",
+                                             (now - health_.since_ms) / 1000,
+                                             " s): nothing of this call was kept; retry in ", retry_ms, " ms"));
+}
+
+absl::Status Coordinator::writable(int64_t now) {
+  if (!health_.degraded) return absl::OkStatus();
+  if (now >= health_.next_probe_ms) probe_store(now);
+  return health_.degraded ? refusal(now) : absl::OkStatus();
+}
+
+void Coordinator::probe_store(int64_t now) {
+  ++counters_.store_probes;
+  // One small write in a transaction that changes nothing in the end: a worker's record (else
+  // a job's row) changed, then written back as memory holds it, which equals the store's. The
+  // change is needed: SQLite leaves a page clean when a row is overwritten with the same bytes,
+  // and a commit with no dirty page writes nothing, so it would pass on a full disk. A store
+  // with neither has nothing a write could spoil: the next transition is the probe.
+  absl::Status s;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    s = txn->status();
+    if (s.ok() && !registry_.workers.empty()) {
+      const StoredWorker& rec = registry_.workers.begin()->second.rec;
+      StoredWorker changed = rec;
+      ++changed.last_seen_ms;
+      s = store_->upsert_worker(changed);
+      if (s.ok()) s = store_->upsert_worker(rec);
+    } else if (s.ok() && !table_.by_seq.empty()) {
+      const Job* j = table_.by_seq.front();
+      s = store_->update_job(j->id, j->state, j->finished_ms + 1, j->mismatches, j->mismatch_detail);
+      if (s.ok())
+        s = j->state == v1::JOB_STATE_FAILED
+                ? store_->fail_job(j->id, j->state, j->finished_ms, j->failure_detail)
+                : store_->update_job(j->id, j->state, j->finished_ms, j->mismatches, j->mismatch_detail);
+    }
+    if (s.ok()) s = txn->commit();
+  }
+  if (!s.ok()) {
+    ++counters_.store_commit_failures;
+    health_.cause = std::string(s.message());
+    health_.backoff_ms = std::clamp(health_.backoff_ms * 2, kStoreProbeFirstMs, kStoreProbeMaxMs);
+    health_.next_probe_ms = now + health_.backoff_ms;
+    return;
+  }
+  log_event(LogLevel::kInfo, "store_writable",
+            absl::StrCat("the store takes writes again after ", (now - health_.since_ms) / 1000, " s (", health_.cause,
+                         "); writes are served"),
+            {{"degraded_s", (now - health_.since_ms) / 1000}});
+  health_ = StoreHealth{};
+  changed();
+  work_arrived();  // waiting acquires may be served now
+}
+
+std::string Coordinator::store_degraded() const {
+  std::lock_guard lock(mu_);
+  return health_.degraded ? health_.cause : "";
 }
 
 absl::Status Coordinator::load_locked(bool startup) {
@@ -98,7 +186,10 @@ absl::Status Coordinator::load_locked(bool startup) {
     ws.rec = std::move(w);
     if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
   }
+  registry_.per_identity.clear();
+  registry_.per_owner.clear();
   for (const auto& [key, w] : registry_.workers) {
+    count_worker(w.rec, 1);
     // A fault found under verify hosts bars the worker alone; anything else its whole owner.
     if (w.rec.trust == v1::TRUST_STATE_QUARANTINED)
       registry_.quarantined_voters.insert(absl::StartsWith(w.rec.trust_reason, kFaultPrefix) ? key : voter_of(key));
@@ -140,6 +231,7 @@ absl::Status Coordinator::load_locked(bool startup) {
     if (!j->kind) return absl::DataLossError(absl::StrCat("store: job ", s.id, " has an unknown kind"));
     j->verify = j->kind->verify_mode(j->spec);
     j->shared = j->kind->shared(j->spec);
+    j->summary = spec_summary(j->spec);
     j->state = v1::JobState(s.state);
     j->created_ms = s.created_ms;
     j->finished_ms = s.finished_ms;
@@ -291,22 +383,33 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   j->verifying.clear();
   j->done = 0;
   j->work_done = 0;
-  fail_job(j, absl::StrCat("the coordinator's store is damaged: ", why));
+  const std::string reason = absl::StrCat("the coordinator's store is damaged: ", why);
+  // Served as FAILED even when that cannot be written: its units are gone from memory, and a
+  // restart reaches the same verdict from the same damaged rows.
+  if (absl::Status s = fail_job(j, reason); !s.ok()) {
+    log_error(absl::StrCat("job ", j->id, ": ", s.message()));
+    apply_failed(j, reason, clock_->now_ms());
+  }
 }
 
-void Coordinator::fail_job(Job* j, const std::string& why) {
+absl::Status Coordinator::fail_job(Job* j, const std::string& why) {
+  const int64_t finished_ms = j->state == v1::JOB_STATE_FAILED ? j->finished_ms : clock_->now_ms();
+  // Decide, commit, apply: the store holds FAILED before memory says so.
+  if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, finished_ms, why); !s.ok())
+    return absl::UnavailableError(absl::StrCat("job ", j->id, " was not failed (", why, "): ", s.message()));
+  apply_failed(j, why, finished_ms);
+  return absl::OkStatus();
+}
+
+void Coordinator::apply_failed(Job* j, const std::string& why, int64_t finished_ms) {
   j->failure_detail = why;
   log_event(LogLevel::kError, "job_failed", absl::StrCat("job ", j->id, " FAILED: ", why),
             {{"job", j->id}, {"kind", j->kind->capability()}, {"reason", why}});
-  if (j->state != v1::JOB_STATE_FAILED) {
-    j->state = v1::JOB_STATE_FAILED;
-    j->finished_ms = clock_->now_ms();
-  }
+  j->state = v1::JOB_STATE_FAILED;
+  j->finished_ms = finished_ms;
   j->fresh.clear();
   j->replicas.clear();
   drop_leases(j);
-  if (absl::Status s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, j->finished_ms, j->failure_detail); !s.ok())
-    log_error(s.message());
   changed();
 }
 
@@ -385,10 +488,12 @@ std::string Coordinator::notice(const Job& j) const {
   return "";
 }
 
-v1::Job Coordinator::snapshot(const Job& j, bool with_spec) const {
+v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
   v1::Job out;
   out.set_id(j.id);
-  if (with_spec) *out.mutable_spec() = j.spec;
+  if (spec == SpecPart::kFull) *out.mutable_spec() = j.spec;
+  if (spec == SpecPart::kSummary) *out.mutable_spec() = j.summary;
+  const bool with_spec = spec != SpecPart::kNone;
   out.set_state(j.state);
   out.set_request_id(j.request_id);
   out.set_owner(j.owner);
@@ -487,6 +592,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   j->spec = req.spec();
   j->verify = kind->verify_mode(j->spec);
   j->shared = kind->shared(j->spec);
+  j->summary = spec_summary(j->spec);
   j->plan = std::move(plan.plan);
   // Audits: the spec's rate, else the coordinator's where trust roots can audit; the sample's
   // salt is secret (only the store keeps it).
@@ -599,6 +705,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   const std::pair<std::string, std::string> id_key{caller.identity, req.request_id()};
   {
     std::lock_guard lock(mu_);
+    if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
     if (absl::Status s = check_caps(caller, 0); !s.ok()) return s;
     if (absl::Status s = check_offers(*kind, req.spec()); !s.ok()) return s;
     if (!req.request_id().empty() && planning_ids_.count(id_key))
@@ -644,7 +751,12 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
     if (absl::Status s = check_caps(caller, int64_t(plan->units.size())); !s.ok()) return s;
   }
   absl::StatusOr<std::unique_ptr<Job>> stored = store_new_job(caller, req, kind, std::move(*plan));
-  if (!stored.ok()) return stored.status();
+  if (!stored.ok()) {
+    // Nothing of it is in memory: no reload, but the store is degraded until a probe succeeds.
+    std::lock_guard lock(mu_);
+    store_failed(stored.status());
+    return refusal(clock_->now_ms());
+  }
   std::lock_guard lock(mu_);
   // A failed commit of another call read the store back while this job was stored: it is in
   // memory already.
@@ -718,9 +830,12 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
   if (caller.role == Role::kRead) return absl::PermissionDeniedError("cancel: the read role may not cancel jobs");
   if (j->state == v1::JOB_STATE_RUNNING) {
     const int64_t now = clock_->now_ms();
+    if (absl::Status s = writable(now); !s.ok()) return s;
     if (absl::Status s = store_->update_job(j->id, v1::JOB_STATE_CANCELLED, now, j->mismatches, j->mismatch_detail);
-        !s.ok())
-      return s;
+        !s.ok()) {
+      store_failed(s);
+      return refusal(now);
+    }
     j->state = v1::JOB_STATE_CANCELLED;
     j->finished_ms = now;
     j->fresh.clear();
@@ -795,7 +910,7 @@ absl::StatusOr<v1::Job> Coordinator::watch(const Caller& caller, const std::stri
   *version = version_;
   absl::StatusOr<Job*> j = job_for(caller, job_id);
   if (!j.ok()) return j.status();
-  return snapshot(**j, with_spec);
+  return snapshot(**j, with_spec ? SpecPart::kSummary : SpecPart::kNone);
 }
 
 absl::StatusOr<std::unique_ptr<Coordinator::WatchSlot>> Coordinator::open_watch(const Caller& caller) {
@@ -907,6 +1022,7 @@ CoordinatorMetrics Coordinator::metrics() const {
     ++m.workers[{v1::TrustState(w.rec.trust), alive}];
   }
   m.watches = watches_total_;
+  m.store_degraded = health_.degraded;
   m.counters = counters_;
   return m;
 }
@@ -918,6 +1034,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
   absl::StatusOr<std::string> token = new_token();
   if (!token.ok()) return token.status();
   std::lock_guard lock(mu_);
+  if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
   int32_t& issued = registry_.enrolled[caller.identity];
   if (issued >= caller.uses)
     return absl::ResourceExhaustedError(absl::StrCat("enroll: join token '", caller.identity, "' was traded for ",
@@ -931,8 +1048,10 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
                      req.name(),
                      clock_->now_ms(),
                      caller.owner_or_identity()};
-  if (absl::Status s = store_->add_credential(c); !s.ok())
+  if (absl::Status s = store_->add_credential(c); !s.ok()) {
+    store_failed(s);
     return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
+  }
   ++issued;
   if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   log_event(LogLevel::kInfo, "worker_enrolled",
@@ -990,6 +1109,11 @@ std::string Coordinator::check_lease_counts() const {
 size_t Coordinator::sessions() const {
   std::lock_guard lock(mu_);
   return registry_.sessions.size();
+}
+
+size_t Coordinator::workers() const {
+  std::lock_guard lock(mu_);
+  return registry_.workers.size();
 }
 
 }  // namespace c960::cluster

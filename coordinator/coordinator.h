@@ -83,8 +83,14 @@ struct CoordinatorOptions {
   // Leases one owner may hold at once, over all its workers (hoarding): at most this, and at
   // most what its connected workers' threads compute in a lease period (verification.h).
   int64_t max_leases_per_credential = kDefaultMaxLeasesPerCredential;
-  // A lost session is forgotten this long after it was last seen (its worker's record stays).
+  // A lost session is forgotten this long after it was last seen (its worker's record stays
+  // until forget_workers_ms).
   int64_t forget_lost_ms = kDefaultForgetLostSeconds * 1000;
+  // Worker names remembered per credential and per owner (authenticated callers only), and how
+  // long a worker without a session stays remembered (cluster/config.h says which are kept longer).
+  int max_workers_per_credential = kDefaultMaxWorkersPerCredential;
+  int max_workers_per_owner = kDefaultMaxWorkersPerOwner;
+  int64_t forget_workers_ms = kDefaultForgetWorkersSeconds * 1000;
   // The thread that answers long polls and expands lazy plans; off only for a coordinator that
   // nobody long-polls (the simulation's, and its read-back copies: thread starts cost there).
   bool waiter_thread = true;
@@ -102,6 +108,11 @@ struct CoordinatorCounters {
   int64_t quarantines = 0;
   int64_t replicated = 0;              // units settled on two or more workers' agreeing results
   std::map<std::string, double> work;  // settled work by job kind: perft leaf nodes, self-play games
+  // The store: commits that failed (probes included), probes of a degraded store, and full
+  // reloads of memory from the store after a failed commit (start-up not counted).
+  int64_t store_commit_failures = 0;
+  int64_t store_probes = 0;
+  int64_t store_reloads = 0;
 };
 
 // A snapshot for monitoring: counts taken under the coordinator's lock, and its counters.
@@ -116,6 +127,7 @@ struct CoordinatorMetrics {
   int64_t units_disagreeing = 0;
   std::map<std::pair<v1::TrustState, bool>, int64_t> workers;  // by (trust, alive)
   int64_t watches = 0;                                         // open WatchJob streams
+  bool store_degraded = false;                                 // writes refused (degraded mode)
   CoordinatorCounters counters;
 };
 
@@ -147,8 +159,8 @@ class Coordinator {
   absl::StatusOr<std::vector<v1::ResultChunk>> results(const Caller& caller, const std::string& job_id, bool divide,
                                                        bool omit_games = false);
   // Waits up to wait_ms for a change after *version, then returns the job and the new version;
-  // without its spec unless with_spec (a watch sends it once: it never changes, and it may be
-  // megabytes).
+  // without its spec unless with_spec, and then without its lists of positions (a watch sends
+  // it once: it never changes; the lists may be megabytes, and each watcher would hold a copy).
   absl::StatusOr<v1::Job> watch(const Caller& caller, const std::string& job_id, uint64_t* version, int64_t wait_ms,
                                 bool with_spec = true);
   absl::StatusOr<v1::ListWorkersResponse> list_workers(const Caller& caller, const v1::ListWorkersRequest& req);
@@ -185,9 +197,18 @@ class Coordinator {
   // wait, when the session calls again or is replaced, on cancel_acquire or on shutdown (then
   // empty). `ticket` comes from new_ticket(), taken before the call so that a cancellation
   // racing with it finds it.
+  // `authorized` (when given) says whether the caller's credential still authenticates: a wait
+  // whose credential was revoked ends UNAUTHENTICATED, and is never given a lease, once the
+  // waiter thread looks (before any lease; at once after credentials_changed()). It is called
+  // under the coordinator's lock, only before `done`.
   using AcquireDone = std::function<void(absl::StatusOr<v1::AcquireWorkResponse>)>;
+  using StillAuthorized = std::function<bool()>;
   uint64_t new_ticket();
-  void acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket, AcquireDone done);
+  void acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket, AcquireDone done,
+                     StillAuthorized authorized = {});
+  // Credentials were revoked or removed (the tokens file reloaded): waiting acquires whose
+  // credential no longer authenticates end now (UNAUTHENTICATED).
+  void credentials_changed();
   // The caller of a waiting acquire went away: its wait ends now (answered empty).
   void cancel_acquire(uint64_t ticket);
   absl::StatusOr<v1::RenewLeasesResponse> renew(const Caller& caller, const v1::RenewLeasesRequest& req);
@@ -208,6 +229,9 @@ class Coordinator {
 
   // Cheap: counts over the jobs and workers in memory.
   CoordinatorMetrics metrics() const;
+  // Degraded mode: empty while the store takes writes; else why writes are refused now (a
+  // commit failed and no probe has succeeded since). /readyz reports it.
+  std::string store_degraded() const;
 
   static bool is_final(v1::JobState s) { return s != v1::JOB_STATE_RUNNING; }
   // How a worker's quarantine reason starts when it was for a fault found under verify hosts
@@ -221,6 +245,8 @@ class Coordinator {
   std::string durable_state() const;
   // Sessions held now (tests: lost ones are forgotten).
   size_t sessions() const;
+  // Worker records remembered now (tests: lost ones are forgotten).
+  size_t workers() const;
   // Empty when the per-credential lease counts equal the leases out (the simulation checks it),
   // else what differs.
   std::string check_lease_counts() const;
@@ -304,6 +330,9 @@ class Coordinator {
     std::string owner;
     v1::JobSpec spec;
     v1::JobSpec shared;  // what its units share (JobKind::shared): work_spec() adds it to a unit
+    // The spec without its lists of positions (spec_summary): what a watch sends, so that a watch
+    // of a job with a spec of megabytes does not cost a copy of it.
+    v1::JobSpec summary;
     v1::VerifyMode verify = v1::VERIFY_MODE_ADAPTIVE;
     v1::store::JobPlan plan;
     v1::JobState state = v1::JOB_STATE_RUNNING;
@@ -363,8 +392,18 @@ class Coordinator {
   // and watches stay). At start, and after a failed commit: whatever the failed transition had
   // changed in memory is gone with it.
   absl::Status load_locked(bool startup);
-  // A commit failed: memory is put back to what the store holds; the caller's answer.
+  // A commit failed after the transition had changed memory: memory is put back to what the
+  // store holds (one full reload, counted), the store is marked degraded, and the caller gets
+  // the refusal. Transitions refuse up front while degraded, so this runs once per episode,
+  // not once per retry.
   absl::Status restore_after(const absl::Status& failed);
+  // Degraded mode. store_failed: a commit failed (memory unchanged, or restored): writes are
+  // refused from now until a probe succeeds. writable: OK when writes may be tried; probes the
+  // store first when a probe is due; else the refusal (UNAVAILABLE, the cause, when to retry).
+  void store_failed(const absl::Status& failed);
+  absl::Status writable(int64_t now);
+  absl::Status refusal(int64_t now) const;
+  void probe_store(int64_t now);
   // The owner behind a worker key (its credential's owner; the key without authentication), and
   // whether it is quarantined.
   std::string voter_of(const std::string& key) const;
@@ -411,7 +450,9 @@ class Coordinator {
   // Whether the session offers every engine the job needs (their options aside).
   bool offers_all(const Session& s, const JobKind& kind, const v1::JobSpec& spec) const;
   void add_sample(Job* j);
-  v1::Job snapshot(const Job& j, bool with_spec = true) const;
+  // With the spec: whole (GetJob), or its summary (a watch's first message), or none.
+  enum class SpecPart { kNone, kSummary, kFull };
+  v1::Job snapshot(const Job& j, SpecPart spec = SpecPart::kFull) const;
   std::string notice(const Job& j) const;
   double audit_rate(const Job& j) const { return j.plan.audit_rate(); }
   void changed();
@@ -421,7 +462,12 @@ class Coordinator {
   absl::Status check_caps(const Caller& caller, int64_t new_units) const;
   // Fails a job whose stored units disagree with its record (a damaged store).
   void refuse_damaged(Job* j, const std::string& why);
-  void fail_job(Job* j, const std::string& why);
+  // Fails a job: its FAILED state is written first (in the caller's transaction when one is
+  // open, else on its own), then set in memory; when the write fails memory is left as it was
+  // (RUNNING) and the error returned.
+  absl::Status fail_job(Job* j, const std::string& why);
+  // The in-memory part of fail_job, once the store holds it.
+  void apply_failed(Job* j, const std::string& why, int64_t finished_ms);
 
   // Queues and leases.
   void enqueue(Job* j, int64_t i, bool front = false);
@@ -453,6 +499,7 @@ class Coordinator {
     int max_units = 1;
     int64_t deadline_ms = 0;
     AcquireDone done;
+    StillAuthorized authorized;
   };
   using Answer = std::pair<AcquireDone, absl::StatusOr<v1::AcquireWorkResponse>>;
   // Answers the waiters that can be answered now (work, deadline, shutdown); under the lock.
@@ -462,6 +509,9 @@ class Coordinator {
   // One completion's checks under the lock before its result is checked (phase 1 of complete).
   struct Pending;
   absl::Status apply_result(Pending& p, v1::CompleteUnitResponse* resp);
+  // Applies the completions (apply_result each) and the worker's record in one transaction and
+  // commits it: the commit's error leaves memory changed (the caller restores it).
+  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo);
   // The completions of one call: the call's own error, or one answer per completion.
   absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> complete_many(
       const Caller& caller, const std::string& worker_id, const std::vector<const v1::CompleteUnitRequest*>& reqs);
@@ -483,6 +533,11 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
+  // The worker counts per credential and per owner (the caps of hello) change by delta for rec.
+  void count_worker(const StoredWorker& rec, int delta);
+  // Forgets the workers silent for forget_workers_ms that nothing needs (cluster/config.h):
+  // their rows deleted, then their records. Whether any was.
+  bool forget_workers(int64_t now);
   static std::string canonical_text(const Job& j, const Copy& c);  // for logs
 
   Store* store_;
@@ -511,7 +566,10 @@ class Coordinator {
   // The worker registry. Invariants: a worker's record (`workers`, by key) is stored before it
   // changes here (save_worker in the transition's transaction); every session names a worker
   // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
-  // forgotten after forget_lost_ms (its worker's record stays); `quarantined_voters` holds the
+  // forgotten after forget_lost_ms, its worker's record after forget_workers_ms without a session
+  // if nothing needs it (forget_workers); `per_identity` and `per_owner` count the records of
+  // authenticated workers by credential and by owner (rec.identity, rec.owner), as `workers`
+  // holds them; `quarantined_voters` holds the
   // credential of every quarantined worker; `leases_held` counts, per credential, the copies
   // leased now (check_lease_counts); `enrolled` counts credentials
   // issued per join token, as the store's `credentials` table does.
@@ -523,6 +581,8 @@ class Coordinator {
     std::set<std::string> trusted_owners;  // owners with a TRUSTED worker (earned trust)
     std::map<std::string, int64_t> leases_held;
     std::map<std::string, int32_t> enrolled;
+    std::map<std::string, int> per_identity, per_owner;
+    int64_t next_forget_ms = 0;  // when the sweep next looks for workers to forget
   };
   WorkerRegistry registry_;
 
@@ -552,6 +612,7 @@ class Coordinator {
     std::map<std::string, uint64_t> waiting_session;
     bool work_event = false;    // units were queued since the waiters were last served
     bool refill_event = false;  // a lazily planned job wants its next roots expanded
+    bool auth_event = false;    // credentials were revoked: waiters' credentials are looked at again
     bool stop = false;
     std::condition_variable cv;
     std::thread thread;
@@ -563,6 +624,20 @@ class Coordinator {
   // When the leases out expire (sweep() pops those due, never walks them all).
   LeaseDeadlines<Job> deadlines_;
   CoordinatorCounters counters_;
+
+  // The store's health. Invariants: `degraded` from a failed commit until a probe (one small
+  // write in a transaction) succeeds; while degraded no transition writes or changes durable
+  // state in memory (each refuses up front with refusal()), so memory equals the store without
+  // a reload per retry; `next_probe_ms` is when the store may be tried again, `backoff_ms` the
+  // wait after a failed probe (kStoreProbeFirstMs doubling to kStoreProbeMaxMs, 0 before one).
+  struct StoreHealth {
+    bool degraded = false;
+    std::string cause;     // the failed commit's (or probe's) error
+    int64_t since_ms = 0;  // when the episode began
+    int64_t next_probe_ms = 0;
+    int64_t backoff_ms = 0;
+  };
+  StoreHealth health_;
 };
 
 }  // namespace c960::cluster

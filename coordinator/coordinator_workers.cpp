@@ -381,6 +381,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   const std::string voter = caller.identity.empty() ? key : caller.owner_or_identity();
 
   std::lock_guard lock(mu_);
+  if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
   // An owner is quarantined whole: none of its credentials or names may join again.
   if (registry_.quarantined_voters.count(voter) || registry_.quarantined_voters.count(key)) {
     auto it = registry_.workers.find(key);
@@ -391,6 +392,26 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   // Decide, commit, then apply: the record as it will be, stored before anything in memory
   // changes (a failed write leaves the old session and the old record as they were).
   auto known = registry_.workers.find(key);
+  // A new name counts against its credential's and its owner's caps (a known one, a restart,
+  // never does): refused before anything is stored.
+  if (known == registry_.workers.end() && !caller.identity.empty()) {
+    const auto held = [](const std::map<std::string, int>& m, const std::string& k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0 : it->second;
+    };
+    const auto refuse = [&](const char* flag, const std::string& whose, int n, int cap) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          flag, ": ", whose, " already has ", n, " worker names, the cap (", cap, "); worker '", host,
+          "' was not registered. Start workers under names the coordinator knows (c960-worker --name), or wait "
+          "until names unused for ",
+          options_.forget_workers_ms / 1000, " s are forgotten (--forget-workers-after-days)"));
+    };
+    if (int n = held(registry_.per_identity, caller.identity); n >= options_.max_workers_per_credential)
+      return refuse("max-workers-per-credential", absl::StrCat("credential '", caller.identity, "'"), n,
+                    options_.max_workers_per_credential);
+    if (int n = held(registry_.per_owner, voter); n >= options_.max_workers_per_owner)
+      return refuse("max-workers-per-owner", absl::StrCat("owner '", voter, "'"), n, options_.max_workers_per_owner);
+  }
   StoredWorker rec = known != registry_.workers.end() ? known->second.rec : StoredWorker{};
   const int64_t now = clock_->now_ms();
   if (rec.key.empty()) {
@@ -409,8 +430,10 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   rec.engines = absl::StrJoin(engines, ",");
   rec.provenance = worker_provenance(req);
   rec.last_seen_ms = now;
-  if (absl::Status st = store_->upsert_worker(rec); !st.ok())
+  if (absl::Status st = store_->upsert_worker(rec); !st.ok()) {
+    store_failed(st);
     return absl::UnavailableError(absl::StrCat(st.message(), "; the worker was not registered: retry"));
+  }
   // A new session supersedes the worker's previous one: its leases go back to the queue.
   if (auto old = registry_.session_of.find(key); old != registry_.session_of.end()) {
     for (Job* j : table_.by_seq)
@@ -421,6 +444,8 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
       }
     registry_.sessions.erase(old->second);
   }
+  if (known != registry_.workers.end()) count_worker(known->second.rec, -1);  // its owner may have changed
+  count_worker(rec, 1);
   WorkerState& w = registry_.workers[key];
   w.rec = std::move(rec);
   Session s;
@@ -473,7 +498,64 @@ void Coordinator::touch(Session* s) {
 }
 
 void Coordinator::save_worker(const WorkerState& w) {
-  if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) log_error(s.message());
+  if (absl::Status s = store_->upsert_worker(w.rec); !s.ok()) {
+    log_error(s.message());  // inside a transaction: its commit fails with it
+    store_failed(s);
+  }
+}
+
+void Coordinator::count_worker(const StoredWorker& rec, int delta) {
+  if (rec.identity.empty()) return;  // nobody authenticated: no caps
+  for (auto [m, k] : {std::pair{&registry_.per_identity, &rec.identity},
+                      std::pair{&registry_.per_owner, rec.owner.empty() ? &rec.identity : &rec.owner}})
+    if (((*m)[*k] += delta) <= 0) m->erase(*k);
+}
+
+bool Coordinator::forget_workers(int64_t now) {
+  // Candidates: silent long enough, no session, not quarantined (the quarantine lives in the
+  // records), and not the last TRUSTED worker of its owner (the owner's earned trust does).
+  std::map<std::string, int> trusted;  // TRUSTED workers by owner
+  for (const auto& [key, w] : registry_.workers)
+    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) ++trusted[voter_of(key)];
+  std::set<std::string> gone;
+  for (const auto& [key, w] : registry_.workers) {
+    if (registry_.session_of.count(key) || w.rec.last_seen_ms + options_.forget_workers_ms > now ||
+        w.rec.trust == v1::TRUST_STATE_QUARANTINED)
+      continue;
+    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) {
+      int& n = trusted[voter_of(key)];
+      if (n <= 1) continue;
+      --n;
+    }
+    gone.insert(key);
+  }
+  // Workers that jobs in memory still name stay: a lease or a copy's vote (a later quarantine of
+  // its owner finds its votes through its record), a folded group's sole voter, and the workers a
+  // job lists as its provenance.
+  for (const Job* j : table_.by_seq) {
+    if (gone.empty()) return false;
+    for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
+      if (j->units.live(i))
+        for (const Copy& c : j->units[i].copies) gone.erase(c.worker);
+    for (const auto& [g, f] : j->folded)
+      for (const std::string& v : f.record.sole_voters()) gone.erase(v);
+  }
+  if (gone.empty()) return false;
+  const std::vector<std::string> keys(gone.begin(), gone.end());
+  if (absl::Status s = store_->delete_workers(keys); !s.ok()) {
+    log_error(absl::StrCat("forgetting ", keys.size(), " workers: ", s.message()));
+    return false;
+  }
+  for (const std::string& key : keys) {
+    auto it = registry_.workers.find(key);
+    count_worker(it->second.rec, -1);
+    log_event(LogLevel::kInfo, "worker_forgotten",
+              absl::StrCat("worker ", key, " forgotten: silent for ", (now - it->second.rec.last_seen_ms) / 1000,
+                           " s, nothing needs its record"),
+              {{"worker", key}, {"silent_s", (now - it->second.rec.last_seen_ms) / 1000}});
+    registry_.workers.erase(it);
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +563,8 @@ void Coordinator::save_worker(const WorkerState& w) {
 
 absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp) {
   const int64_t now = clock_->now_ms();
+  // Leases are stored before they go out: none while the store refuses writes.
+  if (absl::Status st = writable(now); !st.ok()) return st;
   // One owner holds at most what its connected workers compute in a lease period, over all its
   // credentials and workers.
   const auto held_it = registry_.leases_held.find(s.voter);
@@ -662,9 +746,11 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     if (w.units.empty() && w.plan.SerializeAsString() == w.before) continue;  // nothing new
+    if (!writable(clock_->now_ms()).ok()) continue;  // degraded: tried again at an acquire after it
     if (absl::Status s = add_planned(j, std::move(w.plan), std::move(w.units)); !s.ok()) {
       // Tried again at the next acquire.
       log_error(absl::StrCat("job ", j->id, ": planning its next units: ", s.message()));
+      store_failed(s);
     }
   }
   changed();
@@ -730,7 +816,7 @@ absl::StatusOr<v1::AcquireWorkResponse> Coordinator::acquire(const Caller& calle
 uint64_t Coordinator::new_ticket() { return next_ticket_++; }
 
 void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket,
-                                AcquireDone done) {
+                                AcquireDone done, StillAuthorized authorized) {
   if (req.max_units() < 1 || req.max_units() > kMaxAcquire)
     return done(
         absl::InvalidArgumentError(absl::StrCat("max_units: ", req.max_units(), " is not in 1..", kMaxAcquire)));
@@ -760,7 +846,8 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
         const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
-        polls_.waiters[ticket] = Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done)};
+        polls_.waiters[ticket] =
+            Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done), std::move(authorized)};
         polls_.waiting_session[s.id] = ticket;
         parked = true;
       }
@@ -788,6 +875,13 @@ size_t Coordinator::waiting_acquires() const {
   return polls_.waiters.size();
 }
 
+void Coordinator::credentials_changed() {
+  std::lock_guard lock(mu_);
+  if (polls_.waiters.empty()) return;
+  polls_.auth_event = true;
+  polls_.cv.notify_one();
+}
+
 void Coordinator::work_arrived() {
   if (polls_.waiters.empty()) return;
   polls_.work_event = true;
@@ -796,13 +890,17 @@ void Coordinator::work_arrived() {
 
 void Coordinator::serve_waiters(std::vector<Answer>* out) {
   const int64_t now = clock_->now_ms();
-  const bool work = polls_.work_event;
-  polls_.work_event = false;
+  const bool work = polls_.work_event, revoked = polls_.auth_event;
+  polls_.work_event = polls_.auth_event = false;
   for (auto it = polls_.waiters.begin(); it != polls_.waiters.end();) {
     Waiter& w = it->second;
     absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
     bool answered = shutting_down_ || now >= w.deadline_ms;
-    if (!answered && work) {
+    // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
+    if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
+      answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
+      answered = true;
+    } else if (!answered && work) {
       auto sit = registry_.sessions.find(w.session);
       if (sit == registry_.sessions.end()) {
         answer = unknown_worker(w.session);  // replaced by a new Hello
@@ -831,7 +929,8 @@ void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     polls_.cv.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
-      return polls_.work_event || polls_.refill_event || polls_.stop || (shutting_down_ && !polls_.waiters.empty());
+      return polls_.work_event || polls_.refill_event || polls_.auth_event || polls_.stop ||
+             (shutting_down_ && !polls_.waiters.empty());
     });
     if (polls_.refill_event) {
       if (shutting_down_)
@@ -962,6 +1061,9 @@ absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRe
 void Coordinator::sweep() {
   std::lock_guard lock(mu_);
   const int64_t now = clock_->now_ms();
+  // Degraded: the sweep probes the store (with backoff) and changes nothing until it takes
+  // writes again (leases do not expire meanwhile: nothing can be completed either).
+  if (!writable(now).ok()) return;
   bool any = false;
   // The leases due, from the deadline heap: an entry whose lease was renewed, completed or
   // given back since is stale and dropped.
@@ -1003,6 +1105,10 @@ void Coordinator::sweep() {
     WorkerState& w = registry_.workers.at(s.key);
     w.rec.last_seen_ms = s.last_seen_ms;
     save_worker(w);
+  }
+  if (now >= registry_.next_forget_ms) {
+    registry_.next_forget_ms = now + kForgetWorkersIntervalMs;
+    any |= forget_workers(now);
   }
   if (any) changed();
 }
@@ -1096,6 +1202,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     touch(*found);
     worker = (*found)->key;
     if (barred(worker)) return quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
+    if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
     for (Pending& p : ps) {
       p.worker = worker;
       if (p.answer) continue;
@@ -1161,24 +1268,72 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
   // among the handler threads.
   std::lock_guard lock(mu_);
   if (any) {
+    const int64_t now = clock_->now_ms();
+    if (absl::Status s = writable(now); !s.ok()) return s;
+    std::vector<Pending*> todo;
+    for (Pending& p : ps)
+      if (!p.answer) todo.push_back(&p);
     // Every result of the call in one transaction (one commit, not one per unit).
-    std::unique_ptr<Store::Transaction> txn = store_->transaction();
-    for (Pending& p : ps) {
-      if (p.answer) continue;
-      v1::CompleteUnitResponse resp;
-      absl::Status s = apply_result(p, &resp);
-      if (s.ok())
-        p.answer = resp;
-      else
-        p.answer = s;
-    }
-    // The worker's record (its counts and trust) in the same commit as the results it moved.
-    save_worker(registry_.workers.at(worker));
-    // Every answer stands only if all of it is stored: otherwise none is given, memory goes
-    // back to what the store holds, and the worker sends the batch again (UNAVAILABLE).
-    if (absl::Status s = txn->commit(); !s.ok()) {
-      txn.reset();
-      return restore_after(s);
+    if (absl::Status failed = commit_results(worker, todo); !failed.ok()) {
+      // Nothing of it was kept, and memory goes back to what the store holds (the one reload
+      // of this failure; the store is degraded from here). Then judged: a store that refuses a
+      // small write refuses everything (the worker sends the batch again: UNAVAILABLE); one
+      // that takes it refused something in this batch, which is found by committing each
+      // completion on its own, in order: one that fails alone, twice, with the store taking
+      // writes around it, is refused for itself (FAILED_PRECONDITION naming the store's reason);
+      // those before it are answered, those after it UNAVAILABLE (sent again, they proceed).
+      for (Pending* p : todo) p->answer.reset();
+      restore_after(failed).IgnoreError();
+      probe_store(now);
+      if (health_.degraded) return refusal(now);
+      for (Pending* p : todo) {
+        absl::Status why;
+        for (int tries = 0; tries < kCompletionTriesAlone; ++tries) {
+          p->answer.reset();
+          if (p->canonical.ok()) {  // its settled form was moved from: made again
+            absl::StatusOr<SettledForm> form = p->kind->settle_form(p->spec, p->meta, *p->canonical);
+            if (!form.ok()) {
+              p->answer = form.status();
+              break;
+            }
+            p->form = std::move(*form);
+          }
+          why = commit_results(worker, {p});
+          if (why.ok()) break;
+          if (p->answer && !p->answer->ok() && p->answer->status().code() == absl::StatusCode::kInternal)
+            why = p->answer->status();  // the statement the store refused, not "the transaction failed"
+          p->answer.reset();
+          restore_after(why).IgnoreError();
+          probe_store(now);
+          if (health_.degraded) break;
+        }
+        if (p->answer) continue;
+        if (health_.degraded) {
+          for (Pending* q : todo)
+            if (!q->answer) q->answer = refusal(now);
+          break;
+        }
+        const absl::StatusCode code = why.code() == absl::StatusCode::kDataLoss ||
+                                              why.code() == absl::StatusCode::kInvalidArgument ||
+                                              why.code() == absl::StatusCode::kFailedPrecondition
+                                          ? why.code()
+                                          : absl::StatusCode::kFailedPrecondition;
+        p->answer =
+            absl::Status(code, absl::StrCat("unit_id: ", p->req->unit_id(), ": the store refuses this result (",
+                                            why.message(), "); it was not kept, and sending it again changes nothing"));
+        log_event(LogLevel::kError, "completion_refused",
+                  absl::StrCat("unit ", p->req->unit_id(), " from worker ", worker,
+                               ": the store refuses its result: ", why.message()),
+                  {{"unit", p->req->unit_id()}, {"worker", worker}, {"reason", std::string(why.message())}});
+        // The completions after it are not tried in this call: each was sent after the refused
+        // one, whose effects (a quarantine of this worker, say) they would have seen had it been
+        // kept, and a refusal could still be a passing fault met twice. Sent again, they proceed.
+        for (Pending* q : todo)
+          if (!q->answer)
+            q->answer = absl::UnavailableError(absl::StrCat("unit_id: ", q->req->unit_id(), ": not tried after ",
+                                                            p->req->unit_id(), " was refused: send it again"));
+        break;
+      }
     }
     changed();
   }
@@ -1187,6 +1342,22 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     out.push_back(std::move(*p.answer));
   }
   return out;
+}
+
+absl::Status Coordinator::commit_results(const std::string& worker, const std::vector<Pending*>& todo) {
+  std::unique_ptr<Store::Transaction> txn = store_->transaction();
+  if (!txn->status().ok()) return txn->status();
+  for (Pending* p : todo) {
+    v1::CompleteUnitResponse resp;
+    absl::Status s = apply_result(*p, &resp);
+    if (s.ok())
+      p->answer = resp;
+    else
+      p->answer = s;
+  }
+  // The worker's record (its counts and trust) in the same commit as the results it moved.
+  save_worker(registry_.workers.at(worker));
+  return txn->commit();
 }
 
 absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* resp) {
@@ -1396,8 +1567,11 @@ v1::CompletionOutcome Coordinator::on_result(Job* j, int64_t i, size_t ci, Settl
       return v1::COMPLETION_OUTCOME_ACCEPTED;
     }
     case Verdict::kFail:
-      fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", kMaxCopies, " owners sent results, ",
-                               "and the trusted ones among them are tied"));
+      // In the call's transaction: a failed write fails its commit (memory is then restored).
+      if (absl::Status s = fail_job(j, absl::StrCat("unit ", j->id, "/", i, ": ", kMaxCopies, " owners sent results, ",
+                                                    "and the trusted ones among them are tied"));
+          !s.ok())
+        log_error(s.message());
       return v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
     case Verdict::kPending: break;
   }
@@ -1709,7 +1883,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
     for (int64_t g : reopened) {
       if (absl::Status s = reopen(j, g); !s.ok()) {
         log_error(absl::StrCat("job ", j->id, ": planning folded group ", g, " again: ", s.message()));
-        fail_job(j, absl::StrCat("results of quarantined worker ", worker, " could not be taken back"));
+        if (absl::Status f =
+                fail_job(j, absl::StrCat("results of quarantined worker ", worker, " could not be taken back"));
+            !f.ok())
+          log_error(f.message());  // in the transition's transaction: its commit fails with it
         break;
       }
       ++revoked;
@@ -1764,13 +1941,39 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
     resp.set_outcome(v1::COMPLETION_OUTCOME_DISCARDED);
     return resp;
   }
-  // Decide, commit, then apply: the copy given up is stored first.
-  if (absl::Status s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data())); !s.ok())
-    return absl::UnavailableError(absl::StrCat(s.message(), "; the failure was not recorded: retry"));
-  ++j->unit_failures;
-  // Counted per owner: one owner's credentials and workers, whatever their names, are one reporter.
-  j->failing_workers.insert({voter_of(c.worker), c.worker});
-  j->failure_detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
+  // Decide: the failure counted, and whether it fails the job. Untrusted owners cannot fail a
+  // job (they may lie): a trusted owner's report, or kMinFailingOwners owners', can. Counted
+  // per owner: one owner's credentials and workers, whatever their names, are one reporter.
+  const int64_t failures = j->unit_failures + 1;
+  std::set<std::pair<std::string, std::string>> failing = j->failing_workers;
+  failing.insert({voter_of(c.worker), c.worker});
+  const std::string detail = absl::StrCat("unit ", req.unit_id(), " on worker ", c.worker, ": ", req.failure());
+  std::map<std::string, int> ranks;
+  std::set<std::string> reporters;
+  for (const auto& [o, w] : failing) {
+    ranks[o] = rank_of(o);
+    reporters.insert(w);
+  }
+  const bool fails = failures_fail_job(failures, failing, ranks, kMaxUnitFailures, kMinFailingOwners);
+  const std::string why = absl::StrCat(detail, " (reported by ", absl::StrJoin(reporters, ", "), ")");
+  const int64_t now = clock_->now_ms();
+  // Commit: the copy given up and, when it fails the job, the job's FAILED state, together.
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    absl::Status s = txn->status();
+    if (s.ok()) s = store_->discard_copy(j->id, index, int32_t(&c - u.copies.data()));
+    if (s.ok() && fails) s = store_->fail_job(j->id, v1::JOB_STATE_FAILED, now, why);
+    if (s.ok()) s = txn->commit();
+    if (!s.ok()) {
+      // Nothing in memory changed: no reload; writes are refused until the store takes them.
+      store_failed(s);
+      return absl::UnavailableError(absl::StrCat(s.message(), "; the failure was not recorded: retry"));
+    }
+  }
+  // Apply.
+  j->unit_failures = failures;
+  j->failing_workers = std::move(failing);
+  j->failure_detail = detail;
   log_event(LogLevel::kWarning, "unit_failure",
             absl::StrCat("unit failure ", j->unit_failures, " (", j->failing_workers.size(),
                          " workers): ", j->failure_detail),
@@ -1780,16 +1983,7 @@ absl::StatusOr<v1::CompleteUnitResponse> Coordinator::record_failure(const Calle
   c.discarded = true;
   if (c.leased()) end_lease(j, index, c, false);
   enqueue(j, index);
-  // Untrusted owners cannot fail a job (they may lie): a trusted owner's report, or
-  // kMinFailingOwners owners', can.
-  std::map<std::string, int> ranks;
-  std::set<std::string> reporters;
-  for (const auto& [o, w] : j->failing_workers) {
-    ranks[o] = rank_of(o);
-    reporters.insert(w);
-  }
-  if (failures_fail_job(j->unit_failures, j->failing_workers, ranks, kMaxUnitFailures, kMinFailingOwners))
-    fail_job(j, absl::StrCat(j->failure_detail, " (reported by ", absl::StrJoin(reporters, ", "), ")"));
+  if (fails) apply_failed(j, why, now);
   changed();
   resp.set_outcome(v1::COMPLETION_OUTCOME_FAILURE_RECORDED);
   return resp;

@@ -349,9 +349,15 @@ HttpApi::Match HttpApi::match(const std::string& method, const std::string& path
   return {};
 }
 
-HttpResponse HttpApi::handle(const HttpRequest& req) const {
+HttpResponse HttpApi::respond(const HttpRequest& req) const {
   const Match m = match(req.method, req.path);
   return m.route ? serve(*m.route, m.arg, req) : unrouted(req);
+}
+
+HttpResponse HttpApi::handle(const HttpRequest& req) const {
+  HttpResponse r = respond(req);
+  join_pages(&r);
+  return r;
 }
 
 HttpResponse HttpApi::finish(HttpResponse resp, const char* name, bool asset) const {
@@ -537,7 +543,13 @@ void HttpApi::set_cookies(const HttpRequest& req, const std::string& id, HttpRes
 HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const {
   switch (route.handler) {
     case Handler::kHealthz: return text(200, "ok\n");
-    case Handler::kReadyz: return ready_ ? text(200, "ready\n") : text(503, "not ready\n");
+    case Handler::kReadyz: {
+      if (!ready_) return text(503, "not ready\n");
+      // Degraded mode: the store refuses writes, so no work can be leased or completed here.
+      if (const std::string cause = coordinator_->store_degraded(); !cause.empty())
+        return text(503, absl::StrCat("not ready: the store refuses writes (", cause, ")\n"));
+      return text(200, "ready\n");
+    }
     case Handler::kLoginForm: {
       if (!options_.tokens) return text(404, "this coordinator takes no tokens: no login needed\n");
       auto next = req.query.find("next");
@@ -547,9 +559,25 @@ HttpResponse HttpApi::dispatch(const HttpRequest& req, const Route& route, const
     case Handler::kLogout: return logout(req);
     default: break;
   }
-  // Everything else: the one check, then the handler.
+  // Everything else: the one check, the principal's budget of unsent answers, then the handler.
   Caller caller;
   if (std::optional<HttpResponse> refused = authorize(req, route, &caller)) return *refused;
+  const std::string principal = caller.authenticated ? caller.identity : absl::StrCat("address ", req.peer_address);
+  if (req.budget) {
+    if (std::optional<std::string> why = req.budget->refuse(principal)) {
+      HttpResponse r = is_api(route.handler) ? api_error(absl::ResourceExhaustedError(*why)) : text(429, *why + "\n");
+      r.headers.emplace_back("Retry-After", "1");
+      r.principal = principal;
+      return r;
+    }
+  }
+  HttpResponse r = handler(req, route, arg, caller);
+  r.principal = principal;
+  return r;
+}
+
+HttpResponse HttpApi::handler(const HttpRequest& req, const Route& route, const std::string& arg,
+                              const Caller& caller) const {
   switch (route.handler) {
     case Handler::kDashboard:
     case Handler::kJobPage: return page(route, arg, caller);
@@ -739,16 +767,81 @@ HttpResponse HttpApi::api_results(const HttpRequest& req, const std::string& id,
   absl::StatusOr<std::vector<v1::ResultChunk>> chunks =
       coordinator_->results(caller, id, param_flag(req, "divide"), true);
   if (!chunks.ok()) return api_error(chunks.status());
-  return json(200, results_json(id, *chunks));
+  HttpResponse r = json(200, "");
+  r.pages = results_json_pages(id, std::move(*chunks));
+  return r;
 }
+
+namespace {
+
+// Workers asked of the coordinator at a time (a short hold of its lock each) for the listing.
+constexpr int kWorkersPerCall = 16;
+
+// A WorkerInfo as protobuf's JSON mapping writes it inside a list (no newline).
+std::string worker_json(const v1::WorkerInfo& w) {
+  std::string out = proto_json(w);
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// /api/v1/workers a page at a time: protobuf's JSON of the ListWorkersResponse the coordinator
+// gives for the whole page_size (without its cut at kMaxListBytes: nothing here is whole), made
+// from its listing kWorkersPerCall workers at a time; a page's workers are all this holds.
+class WorkerPages final : public AnswerPages {
+ public:
+  WorkerPages(Coordinator* coordinator, Caller caller, v1::ListWorkersRequest req, int wanted)
+      : coordinator_(coordinator), caller_(std::move(caller)), req_(std::move(req)), left_(wanted) {}
+
+  // The next workers, after `req_.page_token()`, into *out; false at the end of the answer.
+  bool next(std::string* out, absl::Status* error) override {
+    const size_t start = out->size();
+    for (;;) {
+      req_.set_page_size(std::min(left_, kWorkersPerCall));
+      absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller_, req_);
+      if (!resp.ok()) {
+        *error = resp.status();
+        return false;
+      }
+      for (const v1::WorkerInfo& w : resp->workers()) {
+        absl::StrAppend(out, first_ ? "" : ",", worker_json(w));
+        first_ = false;
+      }
+      left_ -= resp->workers_size();
+      req_.set_page_token(resp->next_page_token());
+      if (left_ <= 0 || resp->next_page_token().empty()) {
+        absl::StrAppend(out, "],\"next_page_token\":", json_quote(resp->next_page_token()), "}\n");
+        return false;
+      }
+      if (out->size() - start >= kHttpPageBytes) return true;
+    }
+  }
+  size_t held_bytes() const override { return 0; }
+
+ private:
+  Coordinator* coordinator_;
+  const Caller caller_;
+  v1::ListWorkersRequest req_;
+  int left_;
+  bool first_ = true;
+};
+
+}  // namespace
 
 HttpResponse HttpApi::api_workers(const HttpRequest& req, const Caller& caller) const {
   v1::ListWorkersRequest lr;
   lr.set_include_lost(param_flag(req, "include_lost"));
   if (absl::Status error = page_params(req, &lr); !error.ok()) return api_error(error);
-  absl::StatusOr<v1::ListWorkersResponse> resp = coordinator_->list_workers(caller, lr);
-  if (!resp.ok()) return api_error(resp.status());
-  return json(200, proto_json(*resp));
+  const int wanted = lr.page_size() == 0 ? kDefaultPageSize : lr.page_size();
+  auto pages = std::make_shared<WorkerPages>(coordinator_, caller, lr, wanted);
+  // The first page here: a refusal (a bad page_token) is the answer's status, not a cut answer.
+  HttpResponse r = json(200, "{\"workers\":[");
+  absl::Status error;
+  if (!pages->next(&r.body, &error)) {
+    if (!error.ok()) return api_error(error);
+    return r;  // the whole answer
+  }
+  r.pages = std::move(pages);
+  return r;
 }
 
 namespace {
@@ -834,6 +927,8 @@ HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, co
     r.content_type = csv ? "text/csv; charset=utf-8" : "application/json";
     extension = csv ? "csv" : "json";
   }
+  // Made whole (the c960 tool's writers), sent a page at a time; counted whole until sent.
+  if (r.body.size() > kHttpPageBytes) r.pages = text_pages(std::exchange(r.body, std::string()));
   // Job ids are [A-Za-z0-9._-] (validation.h): nothing to quote in the file name.
   r.headers.emplace_back("Content-Disposition",
                          absl::StrCat("attachment; filename=\"", job->id(), "-results", divide ? "-divide" : "",
@@ -841,53 +936,88 @@ HttpResponse HttpApi::download(const HttpRequest& req, const std::string& id, co
   return r;
 }
 
-std::string results_json(const std::string& job_id, const std::vector<v1::ResultChunk>& chunks) {
-  const bool selfplay = !chunks.empty() && chunks[0].has_selfplay();
-  std::string out = absl::StrCat("{\"job\":", json_quote(job_id), ",\"kind\":\"", selfplay ? "selfplay" : "perft",
-                                 "\",\"positions\":[");
-  bool complete = true, first = true;
-  // Self-play positions, a further chunk of the same position left out (chunks come position by
-  // position), and their ranking (selfplay/ranking.h).
-  std::vector<const v1::SelfPlayPositionResult*> positions;
-  std::vector<selfplay::ResultCounts> counts;
-  for (const v1::ResultChunk& c : chunks) {
-    if (!c.has_selfplay()) continue;
-    const v1::SelfPlayPositionResult& p = c.selfplay();
-    if (!positions.empty() && p.position_id() == positions.back()->position_id()) continue;
-    positions.push_back(&p);
-    counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
+namespace {
+
+// A job's results as the API's JSON, a page at a time: perft roots, then self-play positions
+// (ranked over all of them first: selfplay/ranking.h), then the totals. Each chunk is let go once
+// written.
+class ResultsJsonPages final : public AnswerPages {
+ public:
+  ResultsJsonPages(const std::string& job_id, std::vector<v1::ResultChunk> chunks) : chunks_(std::move(chunks)) {
+    selfplay_ = !chunks_.empty() && chunks_[0].has_selfplay();
+    head_ = absl::StrCat("{\"job\":", json_quote(job_id), ",\"kind\":\"", selfplay_ ? "selfplay" : "perft",
+                         "\",\"positions\":[");
+    // Self-play positions, a further chunk of the same position left out (chunks come position by
+    // position), and their ranking.
+    std::vector<selfplay::ResultCounts> counts;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const v1::ResultChunk& c = chunks_[i];
+      held_ += c.ByteSizeLong();
+      if (!c.has_selfplay()) continue;
+      const v1::SelfPlayPositionResult& p = c.selfplay();
+      if (!positions_.empty() && p.position_id() == chunks_[positions_.back()].selfplay().position_id()) continue;
+      positions_.push_back(i);
+      counts.push_back({p.white_wins(), p.draws(), p.black_wins()});
+    }
+    ranking_ = selfplay::rank_positions(counts);
+    counts_ = std::move(counts);
   }
-  const selfplay::Ranking ranking = selfplay::rank_positions(counts);
-  selfplay::ResultCounts total;
-  for (const v1::ResultChunk& c : chunks) {
-    if (!c.has_perft()) continue;
-    const v1::PerftRootResult& r = c.perft();
-    complete &= r.complete();
-    absl::StrAppend(&out, first ? "" : ",", "\n{\"index\":", r.index(), ",\"start_position\":", r.start_position(),
+
+  bool next(std::string* out, absl::Status*) override {
+    const size_t start = out->size();
+    if (!head_.empty()) out->append(std::exchange(head_, std::string()));
+    for (; perft_ < chunks_.size() && out->size() - start < kHttpPageBytes; ++perft_) {
+      if (!chunks_[perft_].has_perft()) continue;
+      perft_row(chunks_[perft_].perft(), out);
+      release(perft_);
+    }
+    if (perft_ < chunks_.size()) return true;
+    for (; sp_ < positions_.size() && out->size() - start < kHttpPageBytes; ++sp_) {
+      selfplay_row(sp_, out);
+      release(positions_[sp_]);
+    }
+    if (sp_ < positions_.size()) return true;
+    footer(out);
+    chunks_.clear();
+    held_ = 0;
+    return false;
+  }
+  size_t held_bytes() const override { return held_; }
+
+ private:
+  void release(size_t i) {
+    held_ -= std::min(held_, chunks_[i].ByteSizeLong());
+    chunks_[i] = v1::ResultChunk();
+  }
+
+  void perft_row(const v1::PerftRootResult& r, std::string* out) {
+    complete_ &= r.complete();
+    absl::StrAppend(out, first_ ? "" : ",", "\n{\"index\":", r.index(), ",\"start_position\":", r.start_position(),
                     ",\"fen\":", json_quote(r.fen()), ",\"depth\":", r.depth(),
                     ",\"complete\":", r.complete() ? "true" : "false", ",\"nodes\":\"",
                     to_string(from_proto(r.nodes())), "\"");
     if (r.divide_size() > 0) {
-      out += ",\"divide\":[";
+      out->append(",\"divide\":[");
       for (int k = 0; k < r.divide_size(); ++k)
-        absl::StrAppend(&out, k ? "," : "", "{\"move\":", json_quote(r.divide(k).move()), ",\"nodes\":\"",
+        absl::StrAppend(out, k ? "," : "", "{\"move\":", json_quote(r.divide(k).move()), ",\"nodes\":\"",
                         to_string(from_proto(r.divide(k).nodes())), "\"}");
-      out += "]";
+      out->append("]");
     }
-    out += "}";
-    first = false;
+    out->append("}");
+    first_ = false;
   }
-  const auto rank_number = [](int r) { return r ? absl::StrCat(r) : std::string("null"); };
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const v1::SelfPlayPositionResult& p = *positions[i];
-    complete &= p.complete();
-    total.white_wins += counts[i].white_wins;
-    total.draws += counts[i].draws;
-    total.black_wins += counts[i].black_wins;
-    const selfplay::Interval s = counts[i].score();
-    const selfplay::RankedPosition& r = ranking.positions[i];
+
+  void selfplay_row(size_t i, std::string* out) {
+    const auto rank_number = [](int r) { return r ? absl::StrCat(r) : std::string("null"); };
+    const v1::SelfPlayPositionResult& p = chunks_[positions_[i]].selfplay();
+    complete_ &= p.complete();
+    total_.white_wins += counts_[i].white_wins;
+    total_.draws += counts_[i].draws;
+    total_.black_wins += counts_[i].black_wins;
+    const selfplay::Interval s = counts_[i].score();
+    const selfplay::RankedPosition& r = ranking_.positions[i];
     absl::StrAppend(
-        &out, first ? "" : ",", "\n{\"id\":", json_quote(p.position_id()), ",\"start_position\":", p.start_position(),
+        out, first_ ? "" : ",", "\n{\"id\":", json_quote(p.position_id()), ",\"start_position\":", p.start_position(),
         ",\"fen\":", json_quote(p.fen()), ",\"games_planned\":", p.games_planned(),
         ",\"complete\":", p.complete() ? "true" : "false", ",\"games\":", p.games(), ",\"white_wins\":", p.white_wins(),
         ",\"draws\":", p.draws(), ",\"black_wins\":", p.black_wins(), ",\"total_plies\":", p.total_plies(),
@@ -895,21 +1025,80 @@ std::string results_json(const std::string& job_id, const std::vector<v1::Result
         ",\"rank\":", rank_number(r.rank), ",\"shrunk\":", json_number(r.shrunk), ",\"shrunk_lo\":", json_number(r.lo),
         ",\"shrunk_hi\":", json_number(r.hi), ",\"rank_lo\":", rank_number(r.rank_lo),
         ",\"rank_hi\":", rank_number(r.rank_hi), "}");
-    first = false;
+    first_ = false;
   }
-  absl::StrAppend(&out, "\n],\"complete\":", complete ? "true" : "false");
-  if (selfplay) {
-    const selfplay::Interval s = total.score();
-    absl::StrAppend(&out, ",\"total\":{\"games\":", total.games(), ",\"white_wins\":", total.white_wins,
-                    ",\"draws\":", total.draws, ",\"black_wins\":", total.black_wins,
-                    ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
-                    ",\"score_hi\":", json_number(s.hi), "}");
-    absl::StrAppend(&out, ",\"ranking\":{\"min_games\":", ranking.min_games, ",\"ranked\":", ranking.ranked(),
-                    ",\"most_games\":", ranking.most_games, ",\"mean\":", json_number(ranking.mean),
-                    ",\"tau\":", json_number(ranking.tau), ",\"tau_lo\":", json_number(ranking.tau_lo),
-                    ",\"tau_hi\":", json_number(ranking.tau_hi), "}");
+
+  void footer(std::string* out) {
+    absl::StrAppend(out, "\n],\"complete\":", complete_ ? "true" : "false");
+    if (selfplay_) {
+      const selfplay::Interval s = total_.score();
+      absl::StrAppend(out, ",\"total\":{\"games\":", total_.games(), ",\"white_wins\":", total_.white_wins,
+                      ",\"draws\":", total_.draws, ",\"black_wins\":", total_.black_wins,
+                      ",\"score\":", json_number(s.value), ",\"score_lo\":", json_number(s.lo),
+                      ",\"score_hi\":", json_number(s.hi), "}");
+      absl::StrAppend(out, ",\"ranking\":{\"min_games\":", ranking_.min_games, ",\"ranked\":", ranking_.ranked(),
+                      ",\"most_games\":", ranking_.most_games, ",\"mean\":", json_number(ranking_.mean),
+                      ",\"tau\":", json_number(ranking_.tau), ",\"tau_lo\":", json_number(ranking_.tau_lo),
+                      ",\"tau_hi\":", json_number(ranking_.tau_hi), "}");
+    }
+    out->append("}\n");
   }
-  return out + "}\n";
+
+  std::vector<v1::ResultChunk> chunks_;
+  bool selfplay_ = false;
+  std::string head_;
+  std::vector<size_t> positions_;  // indices in chunks_ of the self-play positions
+  std::vector<selfplay::ResultCounts> counts_;
+  selfplay::Ranking ranking_;
+  size_t perft_ = 0, sp_ = 0;  // the next chunk, the next position
+  bool complete_ = true, first_ = true;
+  selfplay::ResultCounts total_;
+  size_t held_ = 0;
+};
+
+// A text made whole, handed out a page at a time.
+class TextPages final : public AnswerPages {
+ public:
+  explicit TextPages(std::string text) : text_(std::move(text)) {}
+  bool next(std::string* out, absl::Status*) override {
+    const size_t n = std::min(kHttpPageBytes, text_.size() - pos_);
+    out->append(text_, pos_, n);
+    pos_ += n;
+    if (pos_ < text_.size()) return true;
+    text_.clear();
+    text_.shrink_to_fit();
+    return false;
+  }
+  // The text is one allocation: all of it is held until the last page.
+  size_t held_bytes() const override { return pos_ < text_.size() ? text_.capacity() : 0; }
+
+ private:
+  std::string text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<AnswerPages> results_json_pages(const std::string& job_id, std::vector<v1::ResultChunk> chunks) {
+  return std::make_shared<ResultsJsonPages>(job_id, std::move(chunks));
+}
+
+std::shared_ptr<AnswerPages> text_pages(std::string text) { return std::make_shared<TextPages>(std::move(text)); }
+
+bool join_pages(HttpResponse* resp, absl::Status* error) {
+  if (!resp->pages) return true;
+  absl::Status e;
+  while (resp->pages->next(&resp->body, &e)) {}
+  resp->pages.reset();
+  if (error) *error = e;
+  return e.ok();
+}
+
+std::string results_json(const std::string& job_id, const std::vector<v1::ResultChunk>& chunks) {
+  HttpResponse r;
+  r.pages = results_json_pages(job_id, chunks);
+  join_pages(&r);
+  return r.body;
 }
 
 std::multimap<std::string, std::string> parse_form(const std::string& body) {

@@ -1,12 +1,17 @@
 // The coordinator's HTTP side without sockets: one request in, one response out. The server
-// (http_server.h, over cpp-httplib) only converts requests and responses; tests call handle()
-// directly, as the gRPC services are thin adapters over Coordinator.
+// (http_server.h; http_wire.h parses and writes the bytes) calls respond(); tests call handle(),
+// the same with a paged answer's pages joined, as the gRPC services are thin adapters over
+// Coordinator.
 //
 // What it serves is one table, routes() (docs/operations.md lists it): each row a method, a path
-// pattern, the handler and the gRPC method the row mirrors. The server registers every row with
-// cpp-httplib's router, in the table's order; handle() matches the same patterns the same way
-// (std::regex_match over the whole decoded path, the first row of the method wins), so tests and
-// the server cannot route differently.
+// pattern, the handler and the gRPC method the row mirrors. match() picks the row (std::regex_match
+// over the whole decoded path, the first row of the method wins) for the server and tests alike.
+//
+// The big answers (the workers listing, a job's results as JSON, the results downloads) are
+// paged: HttpResponse::pages makes the rest of the answer a page at a time, as the server can
+// send it (cluster/config.h, kHttpPageBytes). Each answer after the authorization check names its
+// principal (the caller's identity, else the client's address), and a request whose principal
+// already has too many unsent answer bytes is refused 429 (HttpRequest::budget, the server's).
 //   /healthz, /readyz          open to all: alive; ready (store loaded, not draining) or 503
 //   /login (GET form, POST)    open: a token in, a session out (http_sessions.h): the cookie
 //                              __Host-c960_session (Secure, HttpOnly, SameSite=Strict) holds the
@@ -60,6 +65,8 @@
 
 namespace c960::cluster {
 
+class AnswerBudget;
+
 struct HttpRequest {
   std::string method = "GET";
   std::string host;            // the Host header ("" when absent)
@@ -76,13 +83,40 @@ struct HttpRequest {
   // The connection's own end: the address (IPv4, or IPv6 without brackets) and port it came in on.
   std::string local_address;
   int local_port = 0;
+  std::string peer_address;  // the client's address (the principal of who is not authenticated)
+  // The server's account of unsent answer bytes per principal; null: no limit (tests).
+  const AnswerBudget* budget = nullptr;
+};
+
+// The rest of a big answer, made a page at a time on a request thread, as the server can send it.
+class AnswerPages {
+ public:
+  virtual ~AnswerPages() = default;
+  // Appends the next page (about kHttpPageBytes) to *out; false once the answer is complete (the
+  // last bytes may come with it), or when it cannot go on (*error set: the server then ends the
+  // connection without the answer's end, so that the client sees it cut short).
+  virtual bool next(std::string* out, absl::Status* error) = 0;
+  // About how many bytes it holds to make the pages still to come (counted as unsent).
+  virtual size_t held_bytes() const = 0;
+};
+
+// What the server lets one principal have waiting in unsent answers.
+class AnswerBudget {
+ public:
+  virtual ~AnswerBudget() = default;
+  // nullopt: it may ask; else why not (the limit and its figure).
+  virtual std::optional<std::string> refuse(const std::string& principal) const = 0;
 };
 
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::string body;                    // the whole answer, or the first part of a paged one
+  std::shared_ptr<AnswerPages> pages;  // null: `body` is the whole answer
+  // Whose answer it is, for the limits on unsent bytes ("" before the authorization check: the
+  // server takes the client's address).
+  std::string principal;
 
   std::string header(const std::string& name) const;  // "" when absent (tests)
 };
@@ -120,7 +154,10 @@ class HttpApi {
   // All must outlive the HttpApi. `metrics` may be null (no /metrics, no request counts).
   HttpApi(Coordinator* coordinator, Store* store, Metrics* metrics, HttpOptions options);
 
+  // The answer, its pages joined (tests).
   HttpResponse handle(const HttpRequest& req) const;
+  // The answer as the server sends it: a big one paged.
+  HttpResponse respond(const HttpRequest& req) const;
 
   // /readyz answers 200 only while ready: from the store's load to the start of the drain.
   void set_ready(bool ready) { ready_ = ready; }
@@ -187,6 +224,8 @@ class HttpApi {
   // cleared when the request has one.
   void set_cookies(const HttpRequest& req, const std::string& id, HttpResponse* resp) const;
   HttpResponse dispatch(const HttpRequest& req, const Route& route, const std::string& arg) const;
+  // The row's handler, for an authorized caller.
+  HttpResponse handler(const HttpRequest& req, const Route& route, const std::string& arg, const Caller& caller) const;
   // Without authentication, the HOST:PORT names of this coordinator (see HttpOptions::listen_host).
   std::vector<std::string> own_hosts(const HttpRequest& req) const;
   // The 421 answer to a request whose Host is not one of own_hosts(); nullopt: it is, or there is
@@ -225,7 +264,12 @@ class HttpApi {
 std::multimap<std::string, std::string> parse_form(const std::string& body);
 // The value of cookie `name` in a Cookie header, or nullopt.
 std::optional<std::string> cookie_value(const std::string& header, const std::string& name);
-// A job's results as the API's JSON (see docs/operations.md).
+// A job's results as the API's JSON (see docs/operations.md), whole, or in pages.
 std::string results_json(const std::string& job_id, const std::vector<v1::ResultChunk>& chunks);
+std::shared_ptr<AnswerPages> results_json_pages(const std::string& job_id, std::vector<v1::ResultChunk> chunks);
+// Hands out a text made whole a page at a time (held_bytes: what is left of it).
+std::shared_ptr<AnswerPages> text_pages(std::string text);
+// A paged answer's whole text (tests); false with *error when the pages stopped on an error.
+bool join_pages(HttpResponse* resp, absl::Status* error = nullptr);
 
 }  // namespace c960::cluster

@@ -1,8 +1,9 @@
 #include "coordinator/http_server.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -38,6 +39,7 @@
 #include "absl/strings/strip.h"
 #include "cluster/address.h"
 #include "cluster/log.h"
+#include "coordinator/http_wire.h"
 
 namespace c960::cluster {
 namespace {
@@ -105,17 +107,6 @@ bool setup_tls(SSL_CTX& ctx, const ServerTls& tls) {
   return ok;
 }
 
-// httplib's parsing, routing and response writing for one request from a Stream:
-// process_request is protected, this makes it callable.
-class RequestProcessor : public httplib::Server {
- public:
-  using httplib::Server::process_request;
-};
-
-// Set by the route handler on the thread that runs it: whether HttpApi answered the request
-// (else httplib refused it, and the connection's framing is not to be trusted further).
-thread_local bool t_handled = false;
-
 // An address as text; IPv4-mapped IPv6 addresses as IPv4, so that one peer counts as one
 // address whichever family the listening socket has.
 std::pair<std::string, int> address_text(const sockaddr_storage& ss) {
@@ -134,44 +125,6 @@ std::pair<std::string, int> address_text(const sockaddr_storage& ss) {
     return {buf, ntohs(a->sin6_port)};
   }
   return {"unknown", 0};
-}
-
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 400: return "Bad Request";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Error";
-  }
-}
-
-// Whether an Accept-Encoding value accepts gzip: "gzip" (or "x-gzip") with a weight above 0.
-bool accepts_gzip(absl::string_view value) {
-  for (absl::string_view item : absl::StrSplit(value, ',')) {
-    std::vector<absl::string_view> parts = absl::StrSplit(item, ';');
-    const absl::string_view coding = absl::StripAsciiWhitespace(parts[0]);
-    if (!absl::EqualsIgnoreCase(coding, "gzip") && !absl::EqualsIgnoreCase(coding, "x-gzip")) continue;
-    double q = 1;
-    for (size_t i = 1; i < parts.size(); ++i) {
-      const absl::string_view p = absl::StripAsciiWhitespace(parts[i]);
-      if (p.size() > 2 && absl::EqualsIgnoreCase(p.substr(0, 2), "q=") && !absl::SimpleAtod(p.substr(2), &q)) q = 0;
-    }
-    if (q > 0) return true;
-  }
-  return false;
-}
-
-// A complete answer of the loop's own (a refusal before any handler), closing the connection;
-// `extra`: more header lines, each ending in CRLF.
-std::string canned_response(int status, const std::string& message, const std::string& extra = "") {
-  const std::string body = message + "\n";
-  return absl::StrCat("HTTP/1.1 ", status, " ", reason_phrase(status),
-                      "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
-                      "\r\nConnection: close\r\n", extra, "\r\n", body);
 }
 
 // One connection. The loop thread owns it; while its request is handled it belongs to one
@@ -205,48 +158,21 @@ struct Conn {
   size_t scan = 0;           // where the search for the head's end resumes
   size_t head_len = 0;       // 0: the head is not complete yet
   size_t body_len = 0;       // its Content-Length
+  WireRequest wire;          // the head, parsed (once the head is complete)
   bool health = false;       // GET or HEAD of /healthz or /readyz: the health lane
   std::string out;           // the response being sent
   size_t out_pos = 0;        // of it, sent so far
-  int64_t queued = 0;        // of it, unsent when the loop last had to wait: counted in queued_
   bool close_after = false;  // close once `out` is sent
-};
-
-// The buffered bytes of one framed request as httplib's Stream; what httplib writes goes to
-// the connection's output buffer, which the loop sends. Reads end (0, as at end of file) at the
-// request's end, so httplib never reads into a pipelined next request; a POST without
-// Content-Length reads as an empty body.
-class RequestStream final : public httplib::Stream {
- public:
-  RequestStream(const Conn& c, std::string_view request, std::string* out) : c_(c), rest_(request), out_(out) {}
-  using httplib::Stream::write;
-
-  bool is_readable() const override { return true; }  // a read never waits
-  bool is_writable() const override { return true; }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, rest_.size());
-    std::memcpy(ptr, rest_.data(), n);
-    rest_.remove_prefix(n);
-    return ssize_t(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    out_->append(ptr, size);
-    return ssize_t(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = c_.peer;
-    port = c_.peer_port;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = c_.local;
-    port = c_.local_port;
-  }
-  socket_t socket() const override { return c_.fd; }
-
- private:
-  const Conn& c_;
-  std::string_view rest_;
-  std::string* out_;
+  // A paged answer's rest (null: none, or all made): the next page is made, on a request thread,
+  // once `out` is sent.
+  std::shared_ptr<AnswerPages> pages;
+  std::unique_ptr<GzipStream> gzip;  // its compressor, if it is sent with gzip
+  bool chunked = false;              // its framing: chunks (HTTP/1.1), else to the connection's end
+  bool paging = false;               // queued for, or held by, a request thread for its next page
+  // Whose answer it is, and the bytes it has counted against the limits (queued_ and the
+  // principal's): unsent bytes of `out`, and what the answer's pages and compressor hold.
+  std::string principal;
+  int64_t counted = 0;
 };
 
 // A queue of complete requests and the threads that serve them.
@@ -259,7 +185,7 @@ struct Lane {
 
 }  // namespace
 
-class HttpServer::Impl {
+class HttpServer::Impl final : public AnswerBudget {
  public:
   Impl(const HttpApi* api, const HttpServerOptions& options) : api_(api), options_(options) {}
   ~Impl();
@@ -269,10 +195,16 @@ class HttpServer::Impl {
   void stop();
 
   int port_ = 0;
-  std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0};
+  std::atomic<int64_t> accepted_{0}, refused_{0}, refused_per_address_{0}, timed_out_{0}, open_{0}, evicted_{0};
   // Answers' bytes not yet sent (the loop thread's; atomic for counts()), and the requests refused
-  // over max_queued_bytes.
-  std::atomic<int64_t> queued_{0}, refused_queued_{0};
+  // over max_queued_bytes and over max_queued_bytes_per_principal.
+  std::atomic<int64_t> queued_{0}, refused_queued_{0}, refused_principal_{0};
+  // Pages made, and the most bytes one connection had counted (tests: each page's bound).
+  std::atomic<int64_t> answered_{0}, pages_{0}, most_counted_{0};
+
+  // AnswerBudget: a principal over max_queued_bytes_per_principal is refused (429).
+  std::optional<std::string> refuse(const std::string& principal) const override;
+  int64_t principal_bytes(const std::string& principal) const;
 
  private:
   enum class Io { kOk, kWantRead, kWantWrite, kEof, kError };
@@ -280,17 +212,19 @@ class HttpServer::Impl {
   // The loop thread.
   void loop();
   void accept_all();
+  bool evict_from_health_lane();
   void count_refusal(const std::string& peer, bool per_address);
   void refuse(int fd, const std::string& peer, bool per_address);
   void on_event(Conn* c);
   void handshake(Conn* c);
   void on_readable(Conn* c);
   void advance(Conn* c);
-  bool parse_head(Conn* c);
   void respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra = "");
   void dispatch(Conn* c);
   void take_done();
   void start_write(Conn* c);
+  void next_page(Conn* c);
+  void recount(Conn* c);
   void on_writable(Conn* c);
   void finish_response(Conn* c);
   void resume_reading(Conn* c);
@@ -310,9 +244,11 @@ class HttpServer::Impl {
   void serve_lane(Lane* lane);
   void serve(Conn* c);
 
+  void make_page(Conn* c);
+
   const HttpApi* api_;
   const HttpServerOptions options_;
-  RequestProcessor processor_;
+  WireLimits limits_;
   SSL_CTX* ctx_ = nullptr;
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   std::thread loop_thread_;
@@ -323,13 +259,18 @@ class HttpServer::Impl {
   std::mutex done_mu_;
   std::vector<Conn*> done_;
 
+  // Unsent answer bytes per principal (the loop writes, request threads read).
+  mutable std::mutex principals_mu_;
+  std::unordered_map<std::string, int64_t> principal_bytes_;
+
   // The loop thread's own (and stop()'s, once the threads are joined).
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<std::string, int> per_address_;
   std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;
   uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
   int lingering_refused_ = 0;
-  int health_open_ = 0;  // connections let in over the limits for health
+  int health_open_ = 0;                 // connections let in over the limits for health
+  std::set<uint64_t> health_lane_ids_;  // their ids, the oldest first
   SteadyClock::time_point accept_paused_until_{};
   bool accepting_ = false;
   // Refusals not yet logged, and when the last line was.
@@ -404,63 +345,7 @@ absl::Status HttpServer::Impl::listen(const std::string& listen, const ServerTls
   ev.data.u64 = kWakeId;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
 
-  // httplib's router serves the HttpApi's one table (HttpApi::routes()), row by row in its order;
-  // a last catch-all route per method hands what no row matched to HttpApi::unrouted (404, 405).
-  // Routes rather than httplib's pre-routing handler, which runs before the body is read. The
-  // catch-all pattern matches any path, newlines included; std::regex recurses per character, and
-  // httplib refuses request lines over 8 KiB (414) before routing, so the depth stays small.
-  const auto request = [](const httplib::Request& in) {
-    HttpRequest req;
-    req.method = in.method;
-    req.path = in.path;
-    for (const auto& [k, v] : in.params) req.query.emplace(k, v);
-    for (size_t i = 0, n = in.get_header_value_count("Authorization"); i < n; ++i)
-      req.authorization.push_back(in.get_header_value("Authorization", i));
-    req.cookie = in.get_header_value("Cookie");
-    req.content_type = in.get_header_value("Content-Type");
-    req.host = in.get_header_value("Host");
-    req.origin = in.get_header_value("Origin");
-    req.fetch_site = in.get_header_value("Sec-Fetch-Site");
-    req.requested_with = in.get_header_value("X-Requested-With");
-    req.body = in.body;
-    req.client_certificate_pem = peer_certificate(in.ssl);
-    req.local_address = in.local_addr;
-    req.local_port = in.local_port;
-    // httplib parses a form body into params too: only the query string's belong there.
-    if (in.method == "POST") req.query.clear();
-    return req;
-  };
-  const auto answer = [](HttpResponse resp, httplib::Response& out) {
-    t_handled = true;
-    out.status = resp.status;
-    for (const auto& [k, v] : resp.headers) out.set_header(k, v);
-    out.set_content(std::move(resp.body), resp.content_type);
-  };
-  for (const HttpApi::Route& route : HttpApi::routes()) {
-    const httplib::Server::Handler handler = [api = api_, &route, request, answer](const httplib::Request& in,
-                                                                                   httplib::Response& out) {
-      answer(api->serve(route, in.matches.size() > 1 ? in.matches[1].str() : std::string(), request(in)), out);
-    };
-    if (std::string_view(route.method) == "GET")
-      processor_.Get(route.pattern, handler);
-    else
-      processor_.Post(route.pattern, handler);
-  }
-  const httplib::Server::Handler unrouted = [api = api_, request, answer](const httplib::Request& in,
-                                                                          httplib::Response& out) {
-    answer(api->unrouted(request(in)), out);
-  };
-  const std::string any = "[\\s\\S]*";
-  processor_.Get(any, unrouted);
-  processor_.Post(any, unrouted);
-  processor_.Put(any, unrouted);
-  processor_.Patch(any, unrouted);
-  processor_.Delete(any, unrouted);
-  processor_.Options(any, unrouted);
-  processor_.set_payload_max_length(options_.max_body_bytes);
-  // What its Keep-Alive header announces.
-  processor_.set_keep_alive_timeout(std::max<time_t>(1, time_t(options_.idle_timeout_ms / 1000)));
-  processor_.set_keep_alive_max_count(kHttpMaxRequestsPerConnection);
+  limits_.max_body_bytes = options_.max_body_bytes;
   return absl::OkStatus();
 }
 
@@ -499,6 +384,14 @@ void HttpServer::Impl::stop() {
 }
 
 void HttpServer::Impl::loop() {
+  // Every write to a connection is this thread's. OpenSSL writes with write(2), which raises
+  // SIGPIPE on a socket the peer has closed (its default action ends the process): blocked on
+  // this thread, the write fails with EPIPE instead and the connection is closed. The signal
+  // then waits on this thread, blocked, and goes with it.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::vector<epoll_event> events(256);
   bool draining = false;
   SteadyClock::time_point grace{};
@@ -587,13 +480,17 @@ void HttpServer::Impl::accept_all() {
     const bool over_per_address = open_ < options_.max_connections;
     if (over) {
       count_refusal(peer, over_per_address);
-      if (health_open_ >= options_.health_connections) {
+      // The lane full: the oldest of its connections whose head has not come makes room, so that
+      // idle connections opened over the limits again and again cannot keep probes out.
+      if (health_open_ >= options_.health_connections && !evict_from_health_lane()) {
         refuse(fd, peer, over_per_address);
         continue;
       }
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // answers go out whole, at once
+    if (options_.send_buffer_bytes > 0)
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options_.send_buffer_bytes, sizeof options_.send_buffer_bytes);
     auto c = std::make_unique<Conn>();
     c->id = next_id_++;
     c->fd = fd;
@@ -602,12 +499,14 @@ void HttpServer::Impl::accept_all() {
     c->over_per_address = over && over_per_address;
     c->peer = std::move(peer);
     c->peer_port = peer_port;
+    c->principal = absl::StrCat("address ", c->peer);
     sockaddr_storage local{};
     socklen_t local_len = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0)
       std::tie(c->local, c->local_port) = address_text(local);
     if (over) {
       ++health_open_;
+      health_lane_ids_.insert(c->id);
     } else {
       ++per_address_[c->peer];
       ++open_;
@@ -632,9 +531,42 @@ void HttpServer::Impl::accept_all() {
       handshake(p);
     } else {
       p->state = Conn::State::kHead;
-      set_events(p, EPOLLIN);
+      on_readable(p);  // what has come already: a probe's request is there by now
     }
   }
+}
+
+bool HttpServer::Impl::evict_from_health_lane() {
+  // The oldest (ids grow) that has sent nothing or is closing, its answer sent; else the oldest
+  // whose request has not come whole (a probe's has no body). What has come is read first, so
+  // that a probe accepted a moment before its request came is not taken for a silent one.
+  const auto silent = [](const Conn& c) {
+    return (c.state == Conn::State::kHead && c.in.empty()) || c.state == Conn::State::kLinger ||
+           (c.state == Conn::State::kHandshake && SSL_get_state(c.ssl) == TLS_ST_BEFORE);
+  };
+  const auto unfinished = [](const Conn& c) {
+    return c.state == Conn::State::kHandshake || c.state == Conn::State::kHead || c.state == Conn::State::kBody;
+  };
+  const std::vector<uint64_t> ids(health_lane_ids_.begin(), health_lane_ids_.end());
+  for (const auto& is : {+silent, +unfinished}) {
+    for (const uint64_t id : ids) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) return true;  // closed meanwhile (its client had gone): room made
+      Conn* c = it->second.get();
+      if (!is(*c)) continue;
+      if (c->state == Conn::State::kHandshake) {
+        handshake(c);
+      } else if (c->state == Conn::State::kHead) {
+        on_readable(c);
+      }
+      if (!conns_.count(id)) return true;
+      if (!is(*c)) continue;
+      ++evicted_;
+      close_conn(c);
+      return true;
+    }
+  }
+  return false;
 }
 
 void HttpServer::Impl::count_refusal(const std::string& peer, bool per_address) {
@@ -790,7 +722,8 @@ void HttpServer::Impl::on_readable(Conn* c) {
   advance(c);
 }
 
-// Frames the request at the front of `in`: its head's end, then its body by Content-Length.
+// Frames the request at the front of `in`: its head's end, the head parsed (once: http_wire.h),
+// then its body by Content-Length.
 void HttpServer::Impl::advance(Conn* c) {
   const SteadyClock::time_point now = SteadyClock::now();
   if (c->state == Conn::State::kIdle) {
@@ -802,20 +735,22 @@ void HttpServer::Impl::advance(Conn* c) {
     set_deadline(c, now + std::chrono::milliseconds(options_.header_timeout_ms));
   }
   if (!c->head_len) {
-    // The head ends at its first empty line, as httplib reads it: lines end in LF, and the empty
-    // one is CRLF.
     const size_t end = std::min(c->in.size(), options_.max_head_bytes);
-    const size_t found = end >= 3 ? std::string_view(c->in.data(), end).find("\n\r\n", c->scan) : std::string::npos;
+    const size_t found = find_head_end(absl::string_view(c->in.data(), end), c->scan);
     if (found == std::string::npos) {
       if (c->in.size() > options_.max_head_bytes)
         return respond_and_close(c, 431,
                                  absl::StrCat("the request's head is over ", options_.max_head_bytes, " bytes"));
       if (c->peer_eof) return close_conn(c);
-      c->scan = end >= 2 ? end - 2 : 0;
+      c->scan = end;
       return;
     }
-    c->head_len = found + 3;
-    if (!parse_head(c)) return;
+    c->head_len = found;
+    WireRefusal refusal;
+    if (!cluster::parse_head(absl::string_view(c->in.data(), c->head_len), limits_, &c->wire, &refusal))
+      return respond_and_close(c, refusal.status, refusal.message);
+    c->body_len = c->wire.body_bytes;
+    c->health = c->wire.health;
     if (c->health_only && !c->health)
       return respond_and_close(c, 503,
                                c->over_per_address ? "too many connections from this address" : "too many connections");
@@ -826,93 +761,6 @@ void HttpServer::Impl::advance(Conn* c) {
   }
   if (c->in.size() >= c->head_len + c->body_len) return dispatch(c);
   if (c->peer_eof) close_conn(c);
-}
-
-// What the loop needs of the head: the body's length and whether it is a health probe; it
-// refuses what it cannot frame. httplib parses the head again, fully, on a request thread, from
-// the head as rewritten here: without Range and If-Range (RFC 9110 lets a server ignore them; so
-// httplib never builds a multipart answer, a page once per range), and with Accept-Encoding
-// saying gzip or nothing (so httplib never picks brotli, 50 times gzip's work for a page).
-bool HttpServer::Impl::parse_head(Conn* c) {
-  const absl::string_view head(c->in.data(), c->head_len);
-  std::string rewritten;  // the head without what is dropped; empty: nothing dropped
-  size_t kept = 0;        // of `head`, copied into `rewritten` so far
-  bool dropping = false;  // a dropped header's continuation lines (obs-fold) go with it
-  size_t eol = head.find('\n');
-  const absl::string_view request_line = head.substr(0, eol);
-  const size_t sp1 = request_line.find(' ');
-  const size_t sp2 = sp1 == absl::string_view::npos ? sp1 : request_line.find(' ', sp1 + 1);
-  if (sp2 != absl::string_view::npos) {
-    const absl::string_view method = request_line.substr(0, sp1);
-    absl::string_view target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
-    target = target.substr(0, target.find('?'));
-    c->health = (method == "GET" || method == "HEAD") && (target == "/healthz" || target == "/readyz");
-  }
-  std::optional<uint64_t> length;
-  for (size_t pos = eol + 1; pos < head.size();) {
-    const size_t start = pos;
-    eol = head.find('\n', pos);
-    absl::string_view line = head.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line.size() > CPPHTTPLIB_HEADER_MAX_LENGTH) {  // httplib would refuse it (400)
-      respond_and_close(c, 431, absl::StrCat("a header line is over ", CPPHTTPLIB_HEADER_MAX_LENGTH, " bytes"));
-      return false;
-    }
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const auto drop = [&](absl::string_view replacement) {
-      rewritten.append(head.data() + kept, start - kept);
-      rewritten.append(replacement.data(), replacement.size());
-      kept = pos;
-    };
-    if (dropping && !line.empty() && (line[0] == ' ' || line[0] == '\t')) {
-      drop("");
-      continue;
-    }
-    dropping = false;
-    const size_t colon = line.find(':');
-    if (colon == absl::string_view::npos) continue;  // the empty line, or one httplib skips too
-    const absl::string_view name = absl::StripTrailingAsciiWhitespace(line.substr(0, colon));
-    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
-    if (absl::EqualsIgnoreCase(name, "Range") || absl::EqualsIgnoreCase(name, "If-Range")) {
-      drop("");
-      dropping = true;
-    } else if (absl::EqualsIgnoreCase(name, "Accept-Encoding")) {
-      drop(accepts_gzip(value) ? "Accept-Encoding: gzip\r\n" : "");
-      dropping = true;
-    } else if (absl::EqualsIgnoreCase(name, "Content-Length")) {
-      uint64_t n = 0;
-      const bool digits = !value.empty() && value.size() <= 19 &&
-                          value.find_first_not_of("0123456789") == absl::string_view::npos &&
-                          absl::SimpleAtoi(value, &n);
-      if (!digits || (length && *length != n)) {
-        respond_and_close(c, 400, "Content-Length is not one number");
-        return false;
-      }
-      length = n;
-    } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
-      // Only the login form has a body, and browsers send it with a Content-Length.
-      if (absl::StrContains(absl::AsciiStrToLower(value), "chunked"))
-        respond_and_close(c, 411, "send the body with a Content-Length (no Transfer-Encoding)");
-      else
-        respond_and_close(c, 501, "Transfer-Encoding is not supported");
-      return false;
-    } else if (absl::EqualsIgnoreCase(name, "Content-Encoding") && !absl::EqualsIgnoreCase(value, "identity")) {
-      // No compressed bodies: a small body must not inflate into a big one.
-      respond_and_close(c, 415, "Content-Encoding is not supported");
-      return false;
-    }
-  }
-  if (length && *length > options_.max_body_bytes) {
-    respond_and_close(c, 413, absl::StrCat("the request's body is over ", options_.max_body_bytes, " bytes"));
-    return false;
-  }
-  c->body_len = length.value_or(0);
-  if (kept > 0) {
-    rewritten.append(head.data() + kept, head.size() - kept);
-    c->in.replace(0, c->head_len, rewritten);
-    c->head_len = rewritten.size();
-  }
-  return true;
 }
 
 void HttpServer::Impl::respond_and_close(Conn* c, int status, const std::string& message, const std::string& extra) {
@@ -950,7 +798,10 @@ void HttpServer::Impl::serve_lane(Lane* lane) {
       c = lane->queue.front();
       lane->queue.pop_front();
     }
-    serve(c);
+    if (c->paging)
+      make_page(c);
+    else
+      serve(c);
     {
       std::lock_guard lock(done_mu_);
       done_.push_back(c);
@@ -959,19 +810,68 @@ void HttpServer::Impl::serve_lane(Lane* lane) {
   }
 }
 
+// A request thread: the request routed by HttpApi, the answer serialized into `out`.
 void HttpServer::Impl::serve(Conn* c) {
-  const size_t size = c->head_len + c->body_len;
-  RequestStream stream(*c, std::string_view(c->in.data(), size), &c->out);
-  const bool close = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection || c->health_only;
-  bool closed = false;
-  t_handled = false;
-  const bool ok = processor_.process_request(stream, close, closed, [c](httplib::Request& req) { req.ssl = c->ssl; });
-  // httplib's own refusals (a request line or header it cannot parse): the rest of the bytes
-  // cannot be trusted to start a request.
-  c->close_after = close || closed || !ok || !t_handled;
-  c->in.erase(0, size);
+  HttpRequest req = std::move(c->wire.request);
+  req.body = c->in.substr(c->head_len, c->body_len);
+  req.client_certificate_pem = peer_certificate(c->ssl);
+  req.local_address = c->local;
+  req.local_port = c->local_port;
+  req.peer_address = c->peer;
+  req.budget = this;
+  HttpResponse resp = api_->respond(req);
+  ++answered_;
+  if (resp.status == 429) {
+    ++refused_principal_;
+    if (options_.metrics) options_.metrics->count_http_refused("max_queued_bytes_per_principal");
+  }
+  c->close_after = stopping_ || c->peer_eof || ++c->requests >= kHttpMaxRequestsPerConnection || c->health_only ||
+                   !c->wire.keep_alive;
+  WireFraming framing;
+  framing.head_only = req.method == "HEAD";
+  framing.close = c->close_after;
+  framing.http10 = c->wire.http10;
+  framing.gzip = c->wire.gzip;
+  framing.keep_alive_timeout_s = std::max<int64_t>(1, options_.idle_timeout_ms / 1000);
+  c->out = serialize_response(resp, framing, &c->gzip);
+  c->principal = resp.principal.empty() ? absl::StrCat("address ", c->peer) : std::move(resp.principal);
+  if (resp.pages && !framing.head_only) {
+    c->pages = std::move(resp.pages);
+    c->chunked = !c->wire.http10;
+    // The answer's end is the connection's in HTTP/1.0.
+    if (!c->chunked) c->close_after = true;
+  } else {
+    c->gzip.reset();
+  }
+  c->in.erase(0, c->head_len + c->body_len);
   c->head_len = c->body_len = c->scan = 0;
   c->health = false;
+  c->wire = WireRequest();
+}
+
+// A request thread: the next page of the connection's answer into `out` (sent whole before).
+void HttpServer::Impl::make_page(Conn* c) {
+  std::string page;
+  absl::Status error;
+  const bool more = c->pages->next(&page, &error);
+  ++pages_;
+  if (!error.ok()) {
+    // Headers said 200 already: the answer is cut short, and the client sees that it is.
+    log_event(LogLevel::kWarning, "http_answer_cut",
+              absl::StrCat("HTTP: an answer to ", c->principal, " stopped part way: ", error.message()),
+              {{"principal", c->principal}, {"error", std::string(error.message())}});
+    c->out.clear();
+    if (!page.empty()) append_page(&c->out, page, false, c->chunked, c->gzip.get());
+    c->pages.reset();
+    c->gzip.reset();
+    c->close_after = true;
+    return;
+  }
+  append_page(&c->out, page, !more, c->chunked, c->gzip.get());
+  if (!more) {
+    c->pages.reset();
+    c->gzip.reset();
+  }
 }
 
 void HttpServer::Impl::take_done() {
@@ -982,6 +882,7 @@ void HttpServer::Impl::take_done() {
   }
   for (Conn* c : done) {
     if (stopping_) c->close_after = true;
+    c->paging = false;
     start_write(c);
   }
 }
@@ -989,8 +890,9 @@ void HttpServer::Impl::take_done() {
 void HttpServer::Impl::start_write(Conn* c) {
   c->state = Conn::State::kWrite;
   c->out_pos = 0;
+  // Each page of a paged answer has the whole deadline: a reader must take a page in it.
   set_deadline(c, SteadyClock::now() + std::chrono::milliseconds(options_.write_timeout_ms));
-  on_writable(c);
+  on_writable(c);  // what the kernel does not take is counted there
 }
 
 void HttpServer::Impl::on_writable(Conn* c) {
@@ -1002,8 +904,7 @@ void HttpServer::Impl::on_writable(Conn* c) {
       continue;
     }
     // The reader has not taken it all: what is left waits in memory.
-    const int64_t left = int64_t(c->out.size() - c->out_pos);
-    queued_ += left - std::exchange(c->queued, left);
+    recount(c);
     if (io == Io::kWantWrite || (n == 0 && io == Io::kOk)) {
       set_events(c, EPOLLOUT);
     } else if (io == Io::kWantRead) {
@@ -1016,13 +917,62 @@ void HttpServer::Impl::on_writable(Conn* c) {
   finish_response(c);
 }
 
+// What a connection's answer holds: its unsent bytes, and what its pages and compressor hold for
+// the rest; counted in all and against its principal.
+void HttpServer::Impl::recount(Conn* c) {
+  int64_t now = int64_t(c->out.size() - c->out_pos);
+  if (c->pages) now += int64_t(c->pages->held_bytes());
+  if (c->gzip) now += int64_t(GzipStream::kStateBytes);
+  const int64_t delta = now - c->counted;
+  if (delta == 0) return;
+  c->counted = now;
+  queued_ += delta;
+  if (now > most_counted_) most_counted_ = now;
+  std::lock_guard lock(principals_mu_);
+  int64_t& p = principal_bytes_[c->principal];
+  p += delta;
+  if (p == 0) principal_bytes_.erase(c->principal);
+}
+
+void HttpServer::Impl::next_page(Conn* c) {
+  // Sent: the next page is made on a request thread (a reader that does not read holds no thread).
+  set_events(c, 0);
+  clear_deadline(c);
+  c->out.clear();
+  c->out_pos = 0;
+  recount(c);
+  c->state = Conn::State::kBusy;
+  c->paging = true;
+  {
+    std::lock_guard lock(api_lane_.mu);
+    api_lane_.queue.push_back(c);
+  }
+  api_lane_.cv.notify_one();
+}
+
 void HttpServer::Impl::finish_response(Conn* c) {
-  queued_ -= std::exchange(c->queued, 0);
+  if (c->pages && !stopping_) return next_page(c);
+  c->pages.reset();
+  c->gzip.reset();
   c->out.clear();
   c->out.shrink_to_fit();  // a big answer's buffer is not kept for the idle time
   c->out_pos = 0;
+  recount(c);
   if (c->close_after || stopping_) return begin_close(c);
   resume_reading(c);
+}
+
+std::optional<std::string> HttpServer::Impl::refuse(const std::string& principal) const {
+  const int64_t bytes = principal_bytes(principal);
+  if (bytes < int64_t(options_.max_queued_bytes_per_principal)) return std::nullopt;
+  return absl::StrCat("too many answers to ", principal, " wait to be sent (", bytes, " bytes, over the limit of ",
+                      options_.max_queued_bytes_per_principal, " per principal): read them, then try again");
+}
+
+int64_t HttpServer::Impl::principal_bytes(const std::string& principal) const {
+  std::lock_guard lock(principals_mu_);
+  auto it = principal_bytes_.find(principal);
+  return it == principal_bytes_.end() ? 0 : it->second;
 }
 
 void HttpServer::Impl::resume_reading(Conn* c) {
@@ -1114,7 +1064,11 @@ void HttpServer::Impl::clear_deadline(Conn* c) {
 
 void HttpServer::Impl::close_conn(Conn* c) {
   clear_deadline(c);
-  queued_ -= std::exchange(c->queued, 0);
+  c->out.clear();
+  c->out_pos = 0;
+  c->pages.reset();
+  c->gzip.reset();
+  recount(c);
   if (c->events && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   if (c->ssl) SSL_free(c->ssl);
   ::close(c->fd);
@@ -1124,6 +1078,7 @@ void HttpServer::Impl::close_conn(Conn* c) {
     if (options_.metrics) options_.metrics->set_http_connections(open_);
   } else if (c->health_only) {
     --health_open_;
+    health_lane_ids_.erase(c->id);
   } else {
     --lingering_refused_;
   }
@@ -1139,7 +1094,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const std::string&
                                                    options.max_connections, " (--http-max-connections)"));
   if (options.threads < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 ||
       options.write_timeout_ms < 1 || options.idle_timeout_ms < 1 || options.linger_ms < 0 ||
-      options.health_connections < 0 || options.max_head_bytes < 64 || options.max_queued_bytes < 1)
+      options.health_connections < 0 || options.max_head_bytes < 64 || options.max_queued_bytes < 1 ||
+      options.max_queued_bytes_per_principal < 1)
     return absl::InvalidArgumentError("HttpServerOptions: a thread count, timeout or size out of range");
   std::unique_ptr<HttpServer> s(new HttpServer);
   s->impl_ = std::make_unique<Impl>(api, options);
@@ -1163,10 +1119,19 @@ HttpServer::Counts HttpServer::counts() const {
   c.refused = impl_->refused_;
   c.refused_per_address = impl_->refused_per_address_;
   c.timed_out = impl_->timed_out_;
+  c.evicted = impl_->evicted_;
   c.open = impl_->open_;
   c.queued_bytes = impl_->queued_;
   c.refused_queued = impl_->refused_queued_;
+  c.refused_principal = impl_->refused_principal_;
+  c.answered = impl_->answered_;
+  c.pages = impl_->pages_;
+  c.most_connection_bytes = impl_->most_counted_;
   return c;
+}
+
+int64_t HttpServer::principal_bytes(const std::string& principal) const {
+  return impl_ ? impl_->principal_bytes(principal) : 0;
 }
 
 }  // namespace c960::cluster

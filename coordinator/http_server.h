@@ -1,19 +1,26 @@
 // The coordinator's HTTP listener (--http-listen) in front of HttpApi.
 //
-// Connections are its own, not cpp-httplib's (whose thread per connection let 16 idle
-// connections hold every thread, so that /healthz stopped answering): one event-loop thread
-// (epoll) accepts them, enforces the connection limits, does the TLS handshakes and reads each
-// request whole, head and body, under total deadlines (a client trickling bytes is cut at the
-// deadline, not kept by per-read timeouts). A complete request goes to a small pool of request
-// threads (/healthz and /readyz to a thread of their own), which let cpp-httplib parse it from
-// the buffered bytes, route it by HttpApi's table (each row a route of httplib's router, then a
-// catch-all per method for what no row matches) to HttpApi::serve or unrouted, and write the response into a buffer;
-// the loop sends it and keeps the connection for the next request. Only one thread at a time touches a connection.
-// The loop drops Range and If-Range from each head, and keeps of Accept-Encoding only gzip, before
-// httplib parses it: every answer is its page once, never a multipart one per range.
+// Connections are its own: one event-loop thread (epoll) accepts them, enforces the connection
+// limits, does the TLS handshakes and reads each request whole, head and body, under total
+// deadlines (a client trickling bytes is cut at the deadline, not kept by per-read timeouts). The
+// loop parses each head once (http_wire.h: refusals such as 400, 414, 431, 413 answered and the
+// connection closed) and hands the complete request to a small pool of request threads
+// (/healthz and /readyz to a thread of their own), which route it with HttpApi::respond and
+// serialize the answer into a buffer; the loop sends it and keeps the connection for the next
+// request. Only one thread at a time touches a connection. Range and If-Range are never read:
+// every answer is its page once, never a multipart one per range; gzip is the only coding.
+//
+// A big answer comes in pages (HttpResponse::pages), sent chunked: the next page is made on a
+// request thread only once the connection has sent the one before, so a reader that does not
+// read holds one page and no thread. Unsent answer bytes (with what a paged answer holds for its
+// rest) are counted per connection, per principal and in all: over max_queued_bytes a new request
+// is 503, over max_queued_bytes_per_principal a principal's new request is 429, both with
+// Retry-After.
 //
 // A connection over the connection limits is still let in, kHttpHealthConnections at once, for
-// one /healthz or /readyz; any other request on it is answered 503.
+// one /healthz or /readyz; any other request on it is answered 503. With that many in, a new one
+// takes the place of the oldest whose request has not come whole, or that is closing (closed at
+// once), so that connections opened over the limits again and again cannot keep a probe out.
 //
 // With TLS it serves HTTPS with the gRPC side's certificate and key (TLS 1.2 or later) and, with
 // a client CA, requires and verifies client certificates as the gRPC side does.
@@ -40,6 +47,8 @@ struct HttpServerOptions {
   size_t max_head_bytes = kMaxHttpHeadBytes;
   size_t max_body_bytes = kMaxHttpBodyBytes;
   size_t max_queued_bytes = kHttpMaxQueuedBytes;
+  size_t max_queued_bytes_per_principal = kHttpMaxQueuedBytesPerPrincipal;
+  int send_buffer_bytes = kHttpSendBufferBytes;  // 0: the kernel's autotuning
   int64_t header_timeout_ms = kHttpHeaderTimeoutMs;
   int64_t body_timeout_ms = kHttpBodyTimeoutMs;
   int64_t write_timeout_ms = kHttpWriteTimeoutMs;
@@ -72,11 +81,18 @@ class HttpServer {
     // health included: refused any other request).
     int64_t refused = 0;
     int64_t refused_per_address = 0;
-    int64_t timed_out = 0;       // cut at a deadline (handshake, head, body, write)
-    int64_t open = 0;            // admitted and not yet closed
-    int64_t queued_bytes = 0;    // of answers, not yet sent
-    int64_t refused_queued = 0;  // requests answered 503 over max_queued_bytes
+    int64_t timed_out = 0;              // cut at a deadline (handshake, head, body, write)
+    int64_t evicted = 0;                // let in for health, closed for a newer one
+    int64_t open = 0;                   // admitted and not yet closed
+    int64_t queued_bytes = 0;           // of answers, not yet sent (with what paged answers hold)
+    int64_t refused_queued = 0;         // requests answered 503 over max_queued_bytes
+    int64_t refused_principal = 0;      // requests answered 429 over max_queued_bytes_per_principal
+    int64_t answered = 0;               // requests HttpApi answered
+    int64_t pages = 0;                  // pages of paged answers made (after each answer's first)
+    int64_t most_connection_bytes = 0;  // the most one connection had counted at once
   };
+  // The unsent bytes counted against one principal now (tests).
+  int64_t principal_bytes(const std::string& principal) const;
   Counts counts() const;
 
   class Impl;

@@ -52,6 +52,18 @@ ABSL_FLAG(int32_t, max_watches, c960::cluster::kDefaultMaxWatches, "open c960 wa
 ABSL_FLAG(int64_t, max_leases_per_credential, c960::cluster::kDefaultMaxLeasesPerCredential,
           "leases one owner may hold at once, over all its credentials and workers, at most; each owner's cap is "
           "also its connected workers' threads x 2 (1..1000000)");
+ABSL_FLAG(int32_t, max_workers_per_credential, c960::cluster::kDefaultMaxWorkersPerCredential,
+          "worker names one credential may have remembered at once; a Hello under a new name past it is refused, "
+          "a restart under a known name never (1..1000000)");
+ABSL_FLAG(int32_t, max_workers_per_owner, c960::cluster::kDefaultMaxWorkersPerOwner,
+          "worker names one owner may have remembered at once, over all its credentials (1..1000000)");
+ABSL_FLAG(int64_t, forget_workers_after_days, c960::cluster::kDefaultForgetWorkersSeconds / 86400,
+          "a worker silent this many days is forgotten (its record deleted) unless it holds a lease, a job in "
+          "memory names it, it is quarantined, or it is its owner's last trusted worker (1..3650)");
+ABSL_FLAG(int32_t, max_calls_per_caller, c960::cluster::kDefaultMaxCallsPerCaller,
+          "unary gRPC calls one authenticated caller may have in flight at once, per service (1..100000)");
+ABSL_FLAG(int32_t, max_result_streams_per_caller, c960::cluster::kDefaultMaxResultStreamsPerCaller,
+          "GetResults streams (c960 results) one caller may have open at once (1..100000)");
 ABSL_FLAG(std::string, tls_cert, "", "serve TLS with this PEM certificate (and its chain); needs --tls-key");
 ABSL_FLAG(std::string, tls_key, "", "the PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -113,6 +125,11 @@ const c960::cluster::DaemonCommand kCommand = {
      {"max_watches_per_caller", "N"},
      {"max_watches", "N"},
      {"max_leases_per_credential", "N"},
+     {"max_workers_per_credential", "N"},
+     {"max_workers_per_owner", "N"},
+     {"forget_workers_after_days", "D"},
+     {"max_calls_per_caller", "N"},
+     {"max_result_streams_per_caller", "N"},
      {"tls_cert", "FILE"},
      {"tls_key", "FILE"},
      {"tls_client_ca", "FILE"},
@@ -282,6 +299,22 @@ int main(int argc, char** argv) {
   if (coordinator_options.max_leases_per_credential < 1 || coordinator_options.max_leases_per_credential > 1'000'000)
     return die("--max-leases-per-credential: not in 1..1000000");
 
+  coordinator_options.max_workers_per_credential = absl::GetFlag(FLAGS_max_workers_per_credential);
+  if (coordinator_options.max_workers_per_credential < 1 || coordinator_options.max_workers_per_credential > 1'000'000)
+    return die("--max-workers-per-credential: not in 1..1000000");
+  coordinator_options.max_workers_per_owner = absl::GetFlag(FLAGS_max_workers_per_owner);
+  if (coordinator_options.max_workers_per_owner < 1 || coordinator_options.max_workers_per_owner > 1'000'000)
+    return die("--max-workers-per-owner: not in 1..1000000");
+  const int64_t forget_days = absl::GetFlag(FLAGS_forget_workers_after_days);
+  if (forget_days < 1 || forget_days > 3650) return die("--forget-workers-after-days: not in 1..3650");
+  coordinator_options.forget_workers_ms = forget_days * 86'400'000;
+  c960::cluster::ServiceLimits service_limits;
+  service_limits.max_calls_per_caller = absl::GetFlag(FLAGS_max_calls_per_caller);
+  if (service_limits.max_calls_per_caller < 1 || service_limits.max_calls_per_caller > 100'000)
+    return die("--max-calls-per-caller: not in 1..100000");
+  service_limits.max_result_streams_per_caller = absl::GetFlag(FLAGS_max_result_streams_per_caller);
+  if (service_limits.max_result_streams_per_caller < 1 || service_limits.max_result_streams_per_caller > 100'000)
+    return die("--max-result-streams-per-caller: not in 1..100000");
   const int32_t http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
   if (http_max_connections < 1 || http_max_connections > 1'000'000)
     return die("--http-max-connections: not in 1..1000000");
@@ -333,8 +366,8 @@ int main(int argc, char** argv) {
   int port = 0;
   std::shared_ptr<const c960::cluster::CallAuthenticator> auth =
       c960::cluster::configure_server(*options, &builder, &port);
-  c960::cluster::JobServiceImpl jobs(&coordinator, auth);
-  c960::cluster::WorkerServiceImpl workers(&coordinator, auth);
+  c960::cluster::JobServiceImpl jobs(&coordinator, auth, service_limits);
+  c960::cluster::WorkerServiceImpl workers(&coordinator, auth, service_limits);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -401,6 +434,8 @@ int main(int argc, char** argv) {
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
     reload_tokens(options->tokens.get());
+    // Waiting AcquireWork calls of credentials revoked now end (and get no lease).
+    coordinator.credentials_changed();
   }
   c960::cluster::log_info(absl::StrCat("signal ", sig, ", shutting down"));
   health->SetServingStatus(false);

@@ -271,6 +271,18 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
           count_of(c.work, std::string("perft")));
   counter("c960_selfplay_games_total", "self-play games of settled units", count_of(c.work, std::string("selfplay")));
 
+  counter("c960_store_commit_failures_total", "commits of the store that failed (probes of a degraded store included)",
+          double(c.store_commit_failures));
+  counter("c960_store_probes_total", "small writes that probed a degraded store", double(c.store_probes));
+  counter("c960_store_reloads_total",
+          "full reloads of the coordinator's memory from its store after a failed commit (start-up not counted)",
+          double(c.store_reloads));
+  MetricFamily degraded = family(
+      "c960_store_degraded", "1 while the store refuses writes (degraded mode: writes answered UNAVAILABLE), else 0",
+      MetricType::Gauge);
+  add(&degraded, s.store_degraded ? 1 : 0);
+  out.push_back(std::move(degraded));
+
   MetricFamily size =
       family("c960_store_size_bytes", "the SQLite store on disk: the database file and its WAL", MetricType::Gauge);
   add(&size, double(store_sizes.db), {{"file", "db"}});

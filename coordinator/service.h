@@ -4,7 +4,11 @@
 // established, or Caller::local() on a server that authenticates nobody.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
 
 #include <grpcpp/grpcpp.h>
 
@@ -16,11 +20,44 @@
 
 namespace c960::cluster {
 
+// Calls in flight per caller on one service (cluster/config.h says why these defaults).
+struct ServiceLimits {
+  int max_calls_per_caller = kDefaultMaxCallsPerCaller;
+  int max_result_streams_per_caller = kDefaultMaxResultStreamsPerCaller;
+};
+
+// What each caller has in flight: a call past its caller's limit is refused at once
+// (RESOURCE_EXHAUSTED naming the limit's flag) instead of holding a server thread.
+class InFlight {
+ public:
+  // One call counted while it lives.
+  class Slot {
+   public:
+    Slot(InFlight* f, std::string identity) : f_(f), identity_(std::move(identity)) {}
+    Slot(Slot&& o) noexcept : f_(std::exchange(o.f_, nullptr)), identity_(std::move(o.identity_)) {}
+    Slot& operator=(Slot&&) = delete;
+    ~Slot();
+
+   private:
+    InFlight* f_;
+    std::string identity_;
+  };
+  // A slot for `identity` while fewer than `limit` are taken; else RESOURCE_EXHAUSTED:
+  // "FLAG: N WHAT in flight for WHO, the cap".
+  absl::StatusOr<Slot> enter(const std::string& identity, int limit, absl::string_view flag, absl::string_view what);
+  int in_flight(const std::string& identity) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, int> n_;
+};
+
 class JobServiceImpl final : public v1::JobService::Service {
  public:
   // `auth`: what configure_server returned.
-  explicit JobServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
-      : c_(c), auth_(std::move(auth)) {}
+  explicit JobServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr,
+                          ServiceLimits limits = {})
+      : c_(c), auth_(std::move(auth)), limits_(limits) {}
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override;
@@ -37,14 +74,18 @@ class JobServiceImpl final : public v1::JobService::Service {
 
   Coordinator* c_;
   std::shared_ptr<const CallAuthenticator> auth_;
+  ServiceLimits limits_;
+  InFlight calls_;
+  InFlight result_streams_;
 };
 
 // AcquireWork is served by the callback API: a long-polling worker holds no server thread while
 // it waits (10,000 idle workers would otherwise hold 10,000 threads).
 class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_AcquireWork<v1::WorkerService::Service> {
  public:
-  explicit WorkerServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr)
-      : c_(c), auth_(std::move(auth)) {}
+  explicit WorkerServiceImpl(Coordinator* c, std::shared_ptr<const CallAuthenticator> auth = nullptr,
+                             ServiceLimits limits = {})
+      : c_(c), auth_(std::move(auth)), limits_(limits) {}
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
   grpc::Status Enroll(grpc::ServerContext*, const v1::EnrollRequest* req, v1::EnrollResponse* resp) override;
   grpc::ServerUnaryReactor* AcquireWork(grpc::CallbackServerContext* ctx, const v1::AcquireWorkRequest* req,
@@ -63,6 +104,8 @@ class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_Acq
 
   Coordinator* c_;
   std::shared_ptr<const CallAuthenticator> auth_;
+  ServiceLimits limits_;
+  InFlight calls_;
 };
 
 }  // namespace c960::cluster

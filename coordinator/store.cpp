@@ -823,4 +823,18 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
   return t.commit();
 }
 
+absl::Status Store::delete_workers(const std::vector<std::string>& keys) {
+  std::lock_guard lock(mu_);
+  if (absl::Status s = check_write(); !s.ok()) return s;
+  Transaction t(this);
+  if (!t.status().ok()) return t.status();
+  for (const std::string& key : keys) {
+    Stmt q(*statements_, "DELETE FROM workers WHERE key = ?");
+    if (!q.ok()) return error("delete worker");
+    q.bind_text(1, key);
+    if (!q.run()) return error("delete worker");
+  }
+  return t.commit();
+}
+
 }  // namespace c960::cluster

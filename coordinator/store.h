@@ -248,6 +248,8 @@ class Store {
   // Every game stored for a job, by position then index (tests, audits).
   absl::StatusOr<std::vector<StoredGame>> load_games(const std::string& job_id);
   absl::Status upsert_worker(const StoredWorker& w);
+  // Deletes these workers' rows, in one transaction (forgotten workers).
+  absl::Status delete_workers(const std::vector<std::string>& keys);
   absl::StatusOr<std::vector<StoredCredential>> load_credentials();
   absl::Status add_credential(const StoredCredential& c);
 

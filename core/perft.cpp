@@ -601,7 +601,8 @@ std::vector<PerftResult> perft_parallel(const std::vector<Position>& roots, int 
   size_t done = 0;
   NodeCount done_nodes = 0;
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
+    for (size_t i;
+         !(options.stop && options.stop()) && (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
       tasks[i].nodes = perft(tasks[i].pos, tasks[i].depth, hash);
       if (options.progress) {
         std::lock_guard lock(progress_mu);

@@ -90,6 +90,9 @@ struct PerftOptions {
   int threads = 1;
   // Called from worker threads (serialised) after each finished task.
   std::function<void(size_t tasks_done, size_t tasks_total, NodeCount nodes_so_far)> progress;
+  // Asked before each task (from worker threads): once it says true, no further task starts, and
+  // the counts returned are partial (a caller that stops them must not report them as perft).
+  std::function<bool()> stop;
 };
 
 struct PerftResult {

@@ -95,6 +95,13 @@ absl::StatusOr<std::string> startpos_fen(int n, bool shredder) {
   return absl::StrCat(absl::AsciiStrToLower(*rank), "/pppppppp/8/8/8/8/PPPPPPPP/", *rank, " w ", castling, " - 0 1");
 }
 
+std::string startpos_list_csv() {
+  std::string out = "sp,backrank,xfen,shredder_fen\n";
+  for (int n = 0; n < kStartPositions; ++n)
+    absl::StrAppend(&out, n, ",", *backrank_of(n), ",", *startpos_fen(n), ",", *startpos_fen(n, true), "\n");
+  return out;
+}
+
 absl::StatusOr<int> number_of_fen(absl::string_view fen) {
   absl::StatusOr<Position> pos = Position::from_fen(fen);
   if (!pos.ok()) return pos.status();

@@ -23,6 +23,9 @@ absl::StatusOr<int> number_of_backrank(absl::string_view backrank);
 absl::StatusOr<int> number_of_fen(absl::string_view fen);
 // The FEN of start position n, X-FEN (KQkq) or Shredder-FEN (HAha).
 absl::StatusOr<std::string> startpos_fen(int n, bool shredder = false);
+// The canonical list of the 960: a CSV with header "sp,backrank,xfen,shredder_fen" and one row a
+// position, 0 to 959 (`c960 startpos --all`; shipped as data/chess960-positions.csv).
+std::string startpos_list_csv();
 // Double Fischer Random (White's and Black's back ranks chosen independently): pair number
 // w * 960 + b has White's back rank of start position w and Black's of start position b, so pair
 // n * 961 is Chess960 start position n. Castling rights are full, on each side's own rooks.

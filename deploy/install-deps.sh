@@ -13,8 +13,8 @@ PACKAGES=(
   libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)
   stockfish pgn-extract
   libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
-  # The coordinator's HTTP side (coordinator/http_*): the server, and the Prometheus text format.
-  libcpp-httplib-dev prometheus-cpp-dev
+  # The coordinator's HTTP side (coordinator/http_*): gzip (zlib), the Prometheus text format.
+  zlib1g-dev prometheus-cpp-dev
   # The metrics tests (tests/cluster/prometheus_test.sh): promtool and a Prometheus server that
   # scrapes a test coordinator on loopback (the package's own service is not used), curl to fetch
   # /metrics, python3 to read Prometheus' JSON answers.

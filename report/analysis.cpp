@@ -45,7 +45,34 @@ Histogram make_histogram(const SelfPlayTable& table, double win, double draw, do
     const double step = 1.0 / double(2 * common_n);
     for (int64_t k = 0; k <= 2 * common_n + 1; ++k) h.edges.push_back(std::clamp((double(k) - 0.5) * step, 0.0, 1.0));
   } else {
-    for (int i = 0; i <= kHistogramBins; ++i) h.edges.push_back(double(i) / kHistogramBins);
+    // Bins over the range the scores take, observed or expected (3.3 standard deviations of the
+    // noise either side of the pooled score at the fewest games: all but 0.1% of it), of a round
+    // width (1, 2, 2.5 or 5 times a power of ten) that gives at least kHistogramBins of them:
+    // a table whose scores lie within 0.50..0.60 gets bins 0.005 wide, not three bars 0.05 wide.
+    double lo = 1, hi = 0;
+    int64_t fewest = 0;
+    for (const SelfPlayRow& r : table.rows) {
+      const int64_t n = r.counts.games();
+      if (n == 0) continue;
+      lo = std::min(lo, score_of(r.counts));
+      hi = std::max(hi, score_of(r.counts));
+      fewest = fewest ? std::min(fewest, n) : n;
+    }
+    const double mean = win + 0.5 * draw;
+    const double noise =
+        3.3 * std::sqrt(std::max(0.0, win + 0.25 * draw - mean * mean) / double(std::max<int64_t>(1, fewest)));
+    lo = std::max(0.0, std::min(lo, mean - noise));
+    hi = std::min(1.0, std::max(hi, mean + noise));
+    const double target = std::max(hi - lo, 0.01) / kHistogramBins;  // at least 0.0005
+    const auto round_width = [target] {
+      for (double decade = 0.1;; decade /= 10)
+        for (double m : {5.0, 2.5, 2.0, 1.0})
+          if (m * decade <= target) return m * decade;
+    };
+    const double width = round_width();
+    const int64_t first = int64_t(std::floor(lo / width + 1e-9)), last = int64_t(std::ceil(hi / width - 1e-9));
+    for (int64_t k = first; k <= std::max(last, first + 1); ++k)
+      h.edges.push_back(std::clamp(double(k) * width, 0.0, 1.0));
   }
   const size_t bins = h.edges.size() - 1;
   h.observed.assign(bins, 0);

@@ -27,9 +27,11 @@ struct PositionResult {
 };
 
 // Per-position scores binned, against the counts expected if every position had the pooled
-// win/draw/loss probabilities (each position's exact score distribution, summed).
+// win/draw/loss probabilities (each position's exact score distribution, summed). One bin per
+// possible score when every position has the same few games; else round-width bins over the
+// range the observed and expected scores take (the expected's last 0.1% counted in the end bins).
 struct Histogram {
-  std::vector<double> edges;  // bins [edges[i], edges[i+1]); the last one includes 1
+  std::vector<double> edges;  // bins [edges[i], edges[i+1]); the last one includes its upper edge
   std::vector<double> observed, expected;
 };
 

@@ -55,6 +55,23 @@ std::string p_value(double p) {
   return absl::StrFormat("%.1e", p);
 }
 
+// "p = 0.012", "p = 3.1e-05" or "p &lt; 1e-300": a p-value in a sentence, with its relation.
+std::string p_is(double p) {
+  if (!std::isnan(p) && p <= 0) return "p &lt; 1e-300";
+  return "p = " + p_value(p);
+}
+
+// A permutation p-value (1 + #at least as large) / (permutations + 1): at its floor, when no
+// permutation reached the observed statistic, it is a bound ("p &le; 0.0099, the least 100
+// permutations can show"), not an estimate.
+std::string permutation_p_is(double p, int permutations) {
+  const double floor = 1.0 / (1.0 + double(permutations));
+  if (permutations > 0 && std::abs(p - floor) <= 1e-12)
+    return absl::StrCat("p &le; ", absl::StrFormat("%.2g", floor), " (none of the ", permutations,
+                        " permutations reached the observed &chi;&sup2;; more would show a smaller p)");
+  return p_is(p);
+}
+
 // 1234567 -> "1 234 567" with narrow no-break spaces.
 std::string grouped(NodeCount n) {
   const std::string digits = to_string(n);
@@ -212,8 +229,9 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
   if (h.dof > 0) {
     absl::StrAppend(&b, "<p class=\"verdict\">Chi-square test that all ", h.rows,
                     " positions share one win/draw/loss distribution: &chi;&sup2; = ", fixed(h.statistic, 1), " with ",
-                    h.dof, " degrees of freedom, <b>p = ", p_value(h.p_value), "</b>; by ", a.permutations,
-                    " permutations of the games among the positions, <b>p = ", p_value(a.permutation_p), "</b>.</p>");
+                    h.dof, " degrees of freedom, <b>", p_is(h.p_value), "</b>; by ", a.permutations,
+                    " permutations of the games among the positions, <b>",
+                    permutation_p_is(a.permutation_p, a.permutations), "</b>.</p>");
     if (h.share_expected_below_5 > 0.2)
       absl::StrAppend(
           &b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
@@ -280,7 +298,7 @@ std::string groups_section(const SelfPlayAnalysis& a) {
          "that share a feature, with a chi-square test of whether the groups differ (exploratory: five "
          "tests on the same games).</p><div class=\"groups\">";
     for (const GroupSummary& g : a.groups) {
-      absl::StrAppend(&b, "<table class=\"group\"><caption>", html(g.factor), ": p = ", p_value(g.test.p_value),
+      absl::StrAppend(&b, "<table class=\"group\"><caption>", html(g.factor), ": ", p_is(g.test.p_value),
                       "</caption><thead><tr><th>", html(g.factor),
                       "</th><th>games</th><th>score</th><th>95% interval</th>"
                       "<th class=\"bar\">0 &hellip; 1</th></tr></thead><tbody>");
@@ -370,8 +388,8 @@ std::string mirror_section(const SelfPlayAnalysis& a) {
   absl::StrAppend(&b, "<p class=\"verdict\">", count(m.tested), " of ", selfplay::kMirrorPairs,
                   " pairs of a position and its mirror image compared: ",
                   differ ? "some pairs differ" : "no sign that mirror images differ",
-                  " (&chi;&sup2; = ", fixed(m.chi_square, 1), " on ", m.dof, " degrees of freedom, p = ", p_value(m.p),
-                  "); ", m.significant_holm, " pair(s) differ after Holm's correction, ", m.significant_bh,
+                  " (&chi;&sup2; = ", fixed(m.chi_square, 1), " on ", m.dof, " degrees of freedom, ", p_is(m.p), "); ",
+                  m.significant_holm, " pair(s) differ after Holm's correction, ", m.significant_bh,
                   " after Benjamini&ndash;Hochberg's (5%).</p>");
   std::vector<const selfplay::MirrorPair*> tested;
   for (const selfplay::MirrorPair& p : m.pairs)
@@ -594,18 +612,17 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
 }
 
 std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o) {
-  // Colours centred on the overall score; the range covers 95% of the deviations.
-  std::vector<double> dev;
-  for (size_t i : a.by_score) dev.push_back(std::abs(a.positions[i].score.value - a.total_score.value));
-  std::sort(dev.begin(), dev.end());
-  double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
-  half = std::max(half, 0.02);
-  // A score is in [0, 1]: the scale stops there (uneven halves are fine, each has its own slope).
+  // Colours centred on the overall score; each half runs from there to the farthest score on its
+  // side (at least 0.02 away), so that no position's colour is cut off at the scale's end.
   const double mid = std::isnan(a.total_score.value) ? 0.5 : a.total_score.value;
-  std::string d =
-      absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, mid - half)), ",",
-                   json_number(mid), ",", json_number(std::min(1.0, mid + half)),
-                   "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
+  double low = mid - 0.02, high = mid + 0.02;
+  for (size_t i : a.by_score) {
+    low = std::min(low, a.positions[i].score.value);
+    high = std::max(high, a.positions[i].score.value);
+  }
+  std::string d = absl::StrCat("{\"kind\":\"selfplay\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, low)), ",",
+                               json_number(mid), ",", json_number(std::min(1.0, high)),
+                               "],\"palette\":\"diverging\",\"legend\":\"White's score\",\"rows\":[");
   bool first = true;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const SelfPlayRow& r = t.rows[i];
@@ -797,9 +814,8 @@ std::string match_body(const MatchTable& t, const MatchAnalysis& a, const Report
     absl::StrAppend(&b,
                     "Does the engines' difference depend on the position? The positions' pair scores against the "
                     "match's: &chi;&sup2; = ",
-                    fixed(mt.chi_square, 1), " on ", mt.dof,
-                    " degrees of freedom, <b>p = ", p_value(mt.heterogeneity_p), "</b>",
-                    mt.heterogeneity_p < 0.05 ? ": it does." : ": no sign that it does.", "</p><p>");
+                    fixed(mt.chi_square, 1), " on ", mt.dof, " degrees of freedom, <b>", p_is(mt.heterogeneity_p),
+                    "</b>", mt.heterogeneity_p < 0.05 ? ": it does." : ": no sign that it does.", "</p><p>");
   else
     b += "Whether the difference depends on the position is not computable here (fewer than two positions with "
          "pairs, or every pair alike).</p><p>";
@@ -851,15 +867,16 @@ std::string match_body(const MatchTable& t, const MatchAnalysis& a, const Report
 }
 
 std::string match_data(const MatchTable& t, const MatchAnalysis& a) {
-  // Colours centred on an even match; the range covers 95% of the deviations.
-  std::vector<double> dev;
-  for (size_t i : a.by_score) dev.push_back(std::abs(a.positions[i].score - 0.5));
-  std::sort(dev.begin(), dev.end());
-  double half = dev.empty() ? 0.1 : dev[std::min(dev.size() - 1, size_t(0.95 * double(dev.size())))];
-  half = std::clamp(half, 0.02, 0.5);
+  // Colours centred on an even match; each half runs to the farthest score on its side (at least
+  // 0.02 away), so that no position's colour is cut off at the scale's end.
+  double low = 0.48, high = 0.52;
+  for (size_t i : a.by_score) {
+    low = std::min(low, a.positions[i].score);
+    high = std::max(high, a.positions[i].score);
+  }
   std::string d =
-      absl::StrCat("{\"kind\":\"match\",\"heatmap\":{\"domain\":[", json_number(0.5 - half), ",0.5,",
-                   json_number(0.5 + half), "],\"palette\":\"diverging\",\"legend\":\"A's score\",\"rows\":[");
+      absl::StrCat("{\"kind\":\"match\",\"heatmap\":{\"domain\":[", json_number(std::max(0.0, low)), ",0.5,",
+                   json_number(std::min(1.0, high)), "],\"palette\":\"diverging\",\"legend\":\"A's score\",\"rows\":[");
   bool first = true;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const MatchRow& r = t.rows[i];

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/movegen.h"
 #include "core/notation.h"
 #include "core/prng.h"
+#include "core/startpos.h"
 
 namespace c960::selfplay {
 namespace {
@@ -240,16 +242,32 @@ std::string to_pgn(const GameRecord& game, const GameOptions& options) {
   tag("Site", options.site);
   tag("Date", options.date);
   tag("Round", options.round);
-  tag("White", game.white);
-  tag("Black", game.black);
+  // The engines' names: play_game tells two players of one name apart by their sides ("NAME
+  // (White)") for its messages, which the tags need not (and which would make one engine two
+  // players to a rating tool).
+  const absl::string_view white_side = " (White)", black_side = " (Black)";
+  absl::string_view white = game.white, black = game.black;
+  if (absl::EndsWith(white, white_side) && absl::EndsWith(black, black_side) &&
+      white.substr(0, white.size() - white_side.size()) == black.substr(0, black.size() - black_side.size())) {
+    white.remove_suffix(white_side.size());
+    black.remove_suffix(black_side.size());
+  }
+  tag("White", white);
+  tag("Black", black);
   tag("Result", result);
+  // The start position as Chess960 tools read it: Variant "Chess960" (lichess's and python-chess's
+  // name; python-chess and pgn-extract also read cutechess's "fischerandom"), SetUp and FEN, in
+  // X-FEN, which PGN readers (pgn-extract among them) understand best; then, for one of the 960,
+  // its standard number (data/chess960-positions.csv), which no common tool reads but a person or
+  // a script can sort by.
   tag("Variant", "Chess960");
   tag("SetUp", "1");
-  // X-FEN is what PGN readers (pgn-extract among them) understand best.
   absl::StatusOr<Position> start = Position::from_fen(game.start_fen);
   if (!start.ok()) return "";  // records come from play_game, whose FEN parsed
   Position pos = *start;
   tag("FEN", pos.fen(FenDialect::kXFen));
+  if (const absl::StatusOr<int> number = number_of_fen(game.start_fen); number.ok())
+    tag("StartPosition", absl::StrCat(*number));
   tag("TimeControl", options.time_control);
   tag("Termination", pgn_termination(game.termination));
   tag("PlyCount", absl::StrCat(game.plies()));

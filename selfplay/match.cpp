@@ -64,32 +64,50 @@ MatchFigures match_figures(const Pentanomial& penta) {
     var += double(penta[size_t(i)]) / n * (kScores[i] - mu) * (kScores[i] - mu);
   const double se = std::sqrt(var / n);
   f.score = mu;
-  // The normal interval of the pair scores (as fastchess and OpenBench give it). Where every pair
-  // is alike it would be a point: then the Agresti-Coull interval of the counts with z^2/2
-  // pseudo-pairs lost and z^2/2 won (2 pairs won: 0.29..1, not 1..1).
-  const double z2 = kZ95 * kZ95, na = n + z2;
-  const double ma = (mu * n + z2 / 2) / na;
-  double sa = 0;
-  for (int i = 0; i < kPentanomialCells; ++i) sa += double(penta[size_t(i)]) * kScores[i] * kScores[i];
-  const double va = std::max(0.0, (sa + z2 / 2) / na - ma * ma), se_a = std::sqrt(va / na);
-  f.score_lo = std::max(0.0, se > 0 ? mu - kZ95 * se : std::min(mu, ma - kZ95 * se_a));
-  f.score_hi = std::min(1.0, se > 0 ? mu + kZ95 * se : std::max(mu, ma + kZ95 * se_a));
-  f.elo = elo_from_score(mu);
-  f.elo_lo = elo_from_score(f.score_lo);
-  f.elo_hi = elo_from_score(f.score_hi);
   if (se > 0) {
+    // The normal interval of the pair scores, LOS and p from the same normal approximation, as
+    // fastchess and OpenBench give them (OpenBench's Elo(): scipy.stats.norm.ppf, not Student's t).
+    f.score_lo = std::max(0.0, mu - kZ95 * se);
+    f.score_hi = std::min(1.0, mu + kZ95 * se);
     const double z = (mu - 0.5) / se;
     f.nelo = (mu - 0.5) / std::sqrt(2 * var) * kNeloScale;
     f.los = 1 - normal_sf(z);
     f.p = normal_two_sided_p(z);
   } else {
-    // Every pair alike: no spread to measure, so LOS and p come from the adjusted counts'
-    // (a few pairs won are not certainty).
+    // Every pair alike (n pairs at score mu): no spread to measure, and a few pairs won are not
+    // certainty. Everything then comes from the exact sign test, so that interval, LOS and p
+    // agree: the interval holds 1/2 exactly when p >= 0.05 and 2.5% <= LOS <= 97.5%.
+    //  - p is the sign test's (16 pairs lost: 2^-15, not a normal tail of a made-up spread);
+    //  - LOS = 1 - P(a sign-test count at least as good for A | 1/2): 1 - 2^-n with n pairs won,
+    //    2^-n with n lost, 1/2 with none decided; so p = 2 min(LOS, 1 - LOS);
+    //  - on the side towards 1/2 the interval ends where the sign test's does: the fraction of
+    //    pairs at mu has the exact (Clopper-Pearson) bound c = 0.025^(1/n), and if the other pairs
+    //    scored 1 - mu the mean would be 1/2 + (mu - 1/2)(2c - 1) (for mu = 0 or 1 this is the
+    //    exact bound of any score in [0, 1]: 2 pairs won give 0.158..1). The far side is the
+    //    Agresti-Coull bound of the pairs with z^2/2 pseudo-pairs lost and z^2/2 won, or mu.
+    const double z2 = kZ95 * kZ95, na = n + z2;
+    const double ma = (mu * n + z2 / 2) / na;
+    const double va = std::max(0.0, (mu * mu * n + z2 / 2) / na - ma * ma), half_a = kZ95 * std::sqrt(va / na);
+    const double c = std::pow(0.025, 1 / n), near = 0.5 + (mu - 0.5) * (2 * c - 1);
     f.nelo = mu == 0.5 ? 0 : kNaN;
-    const double z = se_a > 0 ? (mu - 0.5) / se_a : 0;
-    f.los = 1 - normal_sf(z);
-    f.p = normal_two_sided_p(z);
+    if (mu > 0.5) {
+      f.score_lo = near;
+      f.score_hi = std::min(1.0, std::max(mu, ma + half_a));
+      f.los = 1 - std::pow(0.5, n);
+    } else if (mu < 0.5) {
+      f.score_lo = std::max(0.0, std::min(mu, ma - half_a));
+      f.score_hi = near;
+      f.los = std::pow(0.5, n);
+    } else {
+      f.score_lo = std::max(0.0, ma - half_a);
+      f.score_hi = std::min(1.0, ma + half_a);
+      f.los = 0.5;
+    }
+    f.p = f.sign_p;
   }
+  f.elo = elo_from_score(mu);
+  f.elo_lo = elo_from_score(f.score_lo);
+  f.elo_hi = elo_from_score(f.score_hi);
   return f;
 }
 
@@ -265,8 +283,10 @@ std::string MatchStats::to_text() const {
                           100 * all.los);
   if (sprt_.enabled()) {
     const double llr = this->llr();
-    absl::StrAppendFormat(&out, "SPRT %s: LLR %.2f (%.2f, %.2f): %s\n", describe(sprt_), llr, sprt_.lower(),
-                          sprt_.upper(), sprt_result_name(sprt_result(sprt_, llr)));
+    absl::StrAppendFormat(
+        &out, "SPRT %s: LLR %s (%.2f, %.2f): %s\n", describe(sprt_),
+        std::isnan(llr) ? std::string("none (a bound is out of reach)") : absl::StrFormat("%.2f", llr), sprt_.lower(),
+        sprt_.upper(), sprt_result_name(sprt_result(sprt_, llr)));
   }
   if (t.dof > 0)
     absl::StrAppendFormat(&out, "Does the difference depend on the position? chi-square %.1f on %d dof, p %.3g\n",
@@ -279,7 +299,10 @@ std::string MatchStats::to_text() const {
     const MatchFigures f = match_figures(p.penta);
     absl::StrAppendFormat(&out, "%-8s %5d %5d %5d %5d %5d %5d %6s %7s %6s %6s %s\n", p.id.substr(0, 8), f.pairs,
                           p.penta[0], p.penta[1], p.penta[2], p.penta[3], p.penta[4], csv_number(f.score, 3),
-                          std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo) : std::string(""),
+                          // A score of 0 or 1 is -inf or +inf Elo, as the CSV says; blank without pairs.
+                          std::isfinite(f.elo) ? absl::StrFormat("%+.0f", f.elo)
+                          : std::isinf(f.elo)  ? std::string(f.elo > 0 ? "+inf" : "-inf")
+                                               : std::string(""),
                           csv_number(f.sign_p, 3), csv_number(t.holm[k], 3), match_favours(f, t.holm[k]));
   }
   return out;

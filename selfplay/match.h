@@ -36,16 +36,19 @@ struct MatchFigures {
   double score = 0, score_lo = 0, score_hi = 0;  // A's mean score a game, 95% interval
   double elo = 0, elo_lo = 0, elo_hi = 0;        // logistic Elo of A over B
   double nelo = 0;                               // normalized Elo (pentanomial)
-  double los = 0;                                // P(A is stronger), normal approximation
-  double p = 0;                                  // two-sided, H0: score 1/2 (normal approximation)
+  double los = 0;                                // P(A is stronger): normal approximation (see below)
+  double p = 0;                                  // two-sided, H0: score 1/2 (see below)
   // The sign test on the pairs either engine won (more than 1 of the pair's 2 points), tied
   // pairs left out: exact binomial, two-sided; valid at any count (the per-position test).
   int64_t a_pairs = 0, b_pairs = 0;
   double sign_p = 1;
 };
-// NaN figures without pairs. The interval is the pair scores' normal one; with every pair alike
-// (no spread to measure, so that would be a point) the Agresti-Coull one of the counts with z^2/2
-// pseudo-pairs lost and as many won, from which LOS and p then come too.
+// NaN figures without pairs. The interval, LOS and p are the pair scores' normal ones, as
+// fastchess and OpenBench give them. With every pair alike there is no spread to measure (the
+// normal interval would be a point, LOS 100% and p 0): then p is the exact sign test's, LOS its
+// one-sided counterpart (1 - 2^-n with n pairs won), and the interval's end towards 1/2 the sign
+// test's exact bound, so that the three agree (2 pairs won: 0.158..1, LOS 75%, p 0.5); see
+// match.cpp.
 MatchFigures match_figures(const Pentanomial& penta);
 
 // Across positions (each one's pentanomial, in table order): per position the sign test's p

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,11 +31,13 @@ double decreasing_root(F f, double lo, double hi) {
 using Dist = std::array<double, kPentanomialCells>;
 
 // The distribution q_i = p_i / (1 + theta phi_i) with sum p_i phi_i / (1 + theta phi_i) = 0:
-// the closest to p (maximum likelihood) among those with sum q_i phi_i = 0.
-Dist tilt(const Dist& p, const Dist& phi) {
+// the closest to p (maximum likelihood) among those with sum q_i phi_i = 0. None when the phi_i
+// are all of one sign (no distribution on these cells has sum q_i phi_i = 0: the hypothesis is
+// out of reach; Fishtest's secular() asserts in that case).
+std::optional<Dist> tilt(const Dist& p, const Dist& phi) {
   double lo_phi = phi[0], hi_phi = phi[0];
   for (double x : phi) lo_phi = std::min(lo_phi, x), hi_phi = std::max(hi_phi, x);
-  if (lo_phi >= 0 || hi_phi <= 0) return p;  // no such distribution: the hypothesis is out of reach
+  if (lo_phi >= 0 || hi_phi <= 0) return std::nullopt;
   const double margin = 1e-9;
   const double theta = decreasing_root(
       [&](double t) {
@@ -48,7 +52,7 @@ Dist tilt(const Dist& p, const Dist& phi) {
 }
 
 // Maximum-likelihood distribution with mean s (logistic bounds).
-Dist with_mean(const Dist& p, double s) {
+std::optional<Dist> with_mean(const Dist& p, double s) {
   Dist phi;
   for (int i = 0; i < kPentanomialCells; ++i) phi[size_t(i)] = kScores[i] - s;
   return tilt(p, phi);
@@ -56,8 +60,9 @@ Dist with_mean(const Dist& p, double s) {
 
 // Maximum-likelihood distribution with (mu - 1/2) / sigma = t (normalized bounds): a fixed
 // point, started from the uniform distribution (Van den Bergh, "Comments on normalized Elo",
-// section 4.1).
-Dist with_normalized_mean(const Dist& p, double t) {
+// section 4.1). None where Fishtest's MLE_t_value() refuses: a step out of reach (tilt), or a
+// result whose (mu - 1/2) / sigma is not t within 1e-5.
+std::optional<Dist> with_normalized_mean(const Dist& p, double t) {
   Dist q;
   q.fill(1.0 / kPentanomialCells);
   for (int it = 0; it < 20; ++it) {
@@ -71,12 +76,18 @@ Dist with_normalized_mean(const Dist& p, double t) {
       const double u = (kScores[i] - mu) / sigma;
       phi[size_t(i)] = kScores[i] - 0.5 - 0.5 * t * sigma * (1 + u * u);
     }
-    const Dist next = tilt(p, phi);
+    const std::optional<Dist> tilted = tilt(p, phi);
+    if (!tilted) return std::nullopt;
+    const Dist& next = *tilted;
     double change = 0;
     for (int i = 0; i < kPentanomialCells; ++i) change = std::max(change, std::abs(next[size_t(i)] - q[size_t(i)]));
     q = next;
     if (change < 1e-9) break;
   }
+  double mu = 0, var = 0;
+  for (int i = 0; i < kPentanomialCells; ++i) mu += q[size_t(i)] * kScores[i];
+  for (int i = 0; i < kPentanomialCells; ++i) var += q[size_t(i)] * (kScores[i] - mu) * (kScores[i] - mu);
+  if (!(var > 0) || !(std::abs((mu - 0.5) / std::sqrt(var) - t) < 1e-5)) return std::nullopt;
   return q;
 }
 
@@ -93,6 +104,14 @@ absl::Status SprtRule::validate() const {
     return absl::InvalidArgumentError(absl::StrCat("sprt: beta ", beta, " is not in (0, 0.5)"));
   if (std::abs(elo0) > 1000 || std::abs(elo1) > 1000)
     return absl::InvalidArgumentError("sprt: elo0 and elo1 must be within -1000..1000");
+  // Normalized bounds: the maximum-likelihood distribution is a fixed point started from the
+  // uniform one, whose first step has a solution only for |t| < 2 sqrt(2) / 3, that is |nElo| <
+  // (2/3) 800 / ln 10 = 231.6, whatever the results (Fishtest's MLE_t_value() fails beyond).
+  if (normalized && (std::abs(elo0) >= kMaxNormalizedElo || std::abs(elo1) >= kMaxNormalizedElo))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "sprt: normalized elo0 and elo1 must be within -%.1f..%.1f (no distribution of pair scores reaches "
+        "beyond)",
+        kMaxNormalizedElo, kMaxNormalizedElo));
   return absl::OkStatus();
 }
 
@@ -157,7 +176,7 @@ double sprt_llr(const SprtRule& rule, const Pentanomial& penta) {
   double n = 0;
   for (int i = 0; i < kPentanomialCells; ++i) n += penta[size_t(i)] ? double(penta[size_t(i)]) : 1e-3;
   for (int i = 0; i < kPentanomialCells; ++i) p[size_t(i)] = (penta[size_t(i)] ? double(penta[size_t(i)]) : 1e-3) / n;
-  Dist p0, p1;
+  std::optional<Dist> p0, p1;
   if (rule.normalized) {
     p0 = with_normalized_mean(p, std::sqrt(2.0) * rule.elo0 / kNeloScale);
     p1 = with_normalized_mean(p, std::sqrt(2.0) * rule.elo1 / kNeloScale);
@@ -165,8 +184,13 @@ double sprt_llr(const SprtRule& rule, const Pentanomial& penta) {
     p0 = with_mean(p, logistic_score(rule.elo0));
     p1 = with_mean(p, logistic_score(rule.elo1));
   }
+  // A hypothesis no distribution of pair scores reaches (normalized bounds far out): no LLR, as
+  // Fishtest refuses one, rather than a finite number from a distribution that is not the
+  // hypothesis's.
+  if (!p0 || !p1) return std::numeric_limits<double>::quiet_NaN();
   double llr = 0;
-  for (int i = 0; i < kPentanomialCells; ++i) llr += p[size_t(i)] * (std::log(p1[size_t(i)]) - std::log(p0[size_t(i)]));
+  for (int i = 0; i < kPentanomialCells; ++i)
+    llr += p[size_t(i)] * (std::log((*p1)[size_t(i)]) - std::log((*p0)[size_t(i)]));
   return n * llr;
 }
 

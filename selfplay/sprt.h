@@ -20,6 +20,9 @@ namespace c960::selfplay {
 inline constexpr int kPentanomialCells = 5;
 using Pentanomial = std::array<int64_t, kPentanomialCells>;
 
+// Normalized bounds at or beyond this (in nElo, either sign) are refused: see SprtRule::validate.
+inline constexpr double kMaxNormalizedElo = 231.6;
+
 struct SprtRule {
   double elo0 = 0, elo1 = 0;  // elo0 < elo1; logistic Elo, or normalized Elo
   double alpha = 0.05, beta = 0.05;
@@ -36,6 +39,9 @@ std::string describe(const SprtRule& rule);
 
 enum class SprtResult { kContinue, kH0, kH1 };
 absl::string_view sprt_result_name(SprtResult r);  // "continue", "H0", "H1"
+// 0 without pairs; NaN where a hypothesis cannot be reached by any distribution of pair scores
+// (as Fishtest refuses one; validate() keeps normalized bounds where that cannot happen at the
+// start); sprt_result of NaN is kContinue.
 double sprt_llr(const SprtRule& rule, const Pentanomial& penta);
 SprtResult sprt_result(const SprtRule& rule, double llr);
 

@@ -3,6 +3,8 @@
 // --resume continuing to the files an uninterrupted run writes. No child processes: the
 // interrupt is requested in-process (cli/interrupt.h), as the signal handler does;
 // tests/cli_test.cpp sends real signals to the binary.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -163,6 +165,15 @@ TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
   ASSERT_LT(kept.size(), slurp(full).size());
   EXPECT_EQ(slurp(full).substr(0, kept.size()), kept);
   EXPECT_TRUE(exists(resume_path(part)));
+  // Issue 36: the same command without --resume overwrote the table and its state; refused now,
+  // the files as they were.
+  const std::string state = slurp(resume_path(part));
+  Result again = run_io(with({"--out", part}));
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.err.find("holds an interrupted table"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("add --resume"), std::string::npos) << again.err;
+  EXPECT_EQ(slurp(part), kept);
+  EXPECT_EQ(slurp(resume_path(part)), state);
 
   // A torn last row (a process killed mid-write) is written again.
   std::ofstream(part, std::ios::app) << "12,bqnb";
@@ -194,6 +205,27 @@ TEST(CliPerftTable, InterruptKeepsRowsAndResumeFinishesTheSameFile) {
   r = run_io(with({"--resume"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--resume needs --out"), std::string::npos) << r.err;
+}
+
+// Issue 36: a deep perft of one position stopped by Ctrl-C exited without a word. It now stops
+// between subtrees and says how far it got; no count is printed (it would be wrong).
+TEST(CliPerft, CtrlCOnOnePositionSaysWhereItStopped) {
+  std::atomic<bool> finished{false};
+  // Asked until the run ends: a request made before the command's handlers are in place is
+  // cleared by them.
+  std::thread asker([&] {
+    while (!finished) {
+      request_interrupt(SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const Result r = run_io({"perft", "--depth", "8", "--sp", "518", "--threads", "2"});
+  finished = true;
+  asker.join();
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("c960 perft: interrupted "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a single position's count cannot be resumed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Nodes searched"), std::string::npos) << r.out;
 }
 
 TEST(CliPerftTable, RowsGoToStdoutAsTheyAreCounted) {
@@ -256,6 +288,11 @@ TEST(CliSelfPlay, InterruptKeepsGamesAndResumeFinishesTheSameFiles) {
     Result r = run_io(selfplay_args(other));
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--seed differs: the interrupted run had '1', this one '2'"), std::string::npos) << r.err;
+    // Issue 36: without --resume, refused; the files stay as they were.
+    r = run_io(selfplay_args(part));
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("add --resume"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(ppgn), kept);
 
     std::vector<std::string> again = part;
     again.push_back("--resume");
@@ -367,6 +404,16 @@ TEST(CliSelfPlay, SpIsOneStartPosition) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--sp does not go with"), std::string::npos) << r.err;
   EXPECT_NE(run_io({"selfplay", "--help"}).out.find("--sp N"), std::string::npos);
+}
+
+// Issue 36: "1 threads", "1 duplicate games" in the summary line.
+TEST(CliSelfPlay, TheSummaryCountsInTheRightNumber) {
+  const Result r = run_io({"selfplay", "--sp", "518", "--games-per-position", "2", "--engine", "builtin", "--depth",
+                           "1", "--max-plies", "8", "--random-plies", "2", "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("c960 selfplay: 2 games in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", 1 thread), "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("1 threads"), std::string::npos) << r.err;
 }
 
 // Issue 20: the README's `c960 selfplay --sp 518 --games-per-position 100 --engine builtin

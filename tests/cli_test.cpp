@@ -259,9 +259,16 @@ TEST(Cli, PerftTableCtrlCKeepsRowsAndResumeFinishesTheTable) {
   }
   // Issue 21: the summary's totals are the whole table's (positions and nodes alike), and the
   // resumed run's own part is named as such, its rate from its own nodes.
-  EXPECT_NE(r.err.find(absl::StrCat(
-                "perft table depth 4: 960 positions, ", all_nodes, " nodes; this run (resumed after ", kept - 1,
-                " positions done before): ", 961 - kept, " positions, ", all_nodes - before, " nodes in ")),
+  // Issue 36: node counts with separators, as the progress line has them.
+  const auto grouped = [](uint64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (size_t i = 0; i < digits.size(); ++i)
+      out += std::string(i && (digits.size() - i) % 3 == 0 ? "," : "") + digits[i];
+    return out;
+  };
+  EXPECT_NE(r.err.find(absl::StrCat("perft table depth 4: 960 positions, ", grouped(all_nodes),
+                                    " nodes; this run (resumed after ", kept - 1, " positions done before): ",
+                                    961 - kept, " positions, ", grouped(all_nodes - before), " nodes in ")),
             std::string::npos)
       << r.err;
   EXPECT_EQ(test::slurp(out + ".c960-resume"), "");

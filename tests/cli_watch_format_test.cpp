@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cli/job_format.h"
 #include "cluster/u128.h"
 #include "gtest/gtest.h"
@@ -239,7 +241,33 @@ TEST(WatchFormat, RedrawGoesBackToTheTopOfTheBlock) {
   v.connection = "reconnecting to h:1... (since 3 s)";
   for (const std::string& line :
        {watch_plain_line(perft_job(), v, kT0), watch_plain_line(selfplay_job(), WatchView(), kT0)})
-    for (char c : line) EXPECT_GE(c, ' ') << line;
+    for (char c : line) EXPECT_TRUE(c >= ' ' || c == '\n') << line;
+}
+
+// Issue 36: a plain watch line (a log) with a waiting job's notice was 330 columns, which a
+// terminal breaks mid-word. Now lines of at most 80 columns, fields and words whole, the notice
+// on lines of its own.
+TEST(WatchFormat, PlainLinesFit80ColumnsAtTheirWords) {
+  v1::Job waiting = perft_job();
+  std::string notice = "waiting: results are checked by a second worker with a credential of its own";
+  for (int i = 0; i < 3; ++i) notice += "; and another reason that makes the notice long, " + std::to_string(i);
+  waiting.set_notice(notice);
+  const std::string text = watch_plain_line(waiting, WatchView(), kT0);
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  ASSERT_GE(lines.size(), 4u) << text;
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 80u) << text;
+  EXPECT_TRUE(absl::StartsWith(lines[0], "job-000123")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "24,123,456,789,012,345,000 nodes")) << "a field is never broken: " << text;
+  // The notice's words, in order, none broken: joined again they are the notice.
+  std::string joined;
+  bool in_notice = false;
+  for (const std::string& l : lines) {
+    const absl::string_view t = absl::StripLeadingAsciiWhitespace(l);
+    in_notice = in_notice || absl::StartsWith(t, "waiting:");
+    if (in_notice) absl::StrAppend(&joined, joined.empty() ? "" : " ", t);
+  }
+  EXPECT_EQ(joined, notice) << text;
+  EXPECT_EQ(text.back() == '\n', false);
 }
 
 TEST(StatusFormat, TableHasAHeaderAndAlignedColumns) {
@@ -342,6 +370,37 @@ TEST(StatusFormat, DescriptionFitsTheWidth) {
                                 "\n  unit failures: 1; last: a worker's engine did not start: /usr/games/stockfish:\n"
                                 "    No such file or directory\n"))
       << d;
+}
+
+// Issue 36: `c960 workers` was 126 columns on an 80-column terminal, broken mid-word. At a width,
+// WHY, ENGINES, VERSION (and OWNER) leave the row for wrapped lines under it; without one (a
+// pipe), one row a worker as before.
+TEST(WorkersTable, FitsTheTerminalByMovingColumnsUnderTheRow) {
+  v1::ListWorkersResponse resp;
+  v1::WorkerInfo* w = resp.add_workers();
+  w->set_name("worker-1/host-a");
+  w->set_owner("fleet");
+  w->set_version("0.1.0+g1234567");
+  w->add_engines("builtin");
+  w->add_engines("/usr/games/stockfish");
+  w->set_threads(16);
+  w->set_units_done(1234);
+  w->set_units_per_second(2.5);
+  w->set_alive(true);
+  w->set_trust(v1::TRUST_STATE_QUARANTINED);
+  w->set_trust_reason("outvoted on unit 77 of job-12: its count differed from two other workers' counts");
+  const std::string wide = workers_table(resp, 0);
+  EXPECT_EQ(std::count(wide.begin(), wide.end(), '\n'), 2) << wide;
+  EXPECT_GT(wide.find('\n', wide.find('\n') + 1) - wide.find('\n'), 81u) << wide;
+  const std::string narrow = workers_table(resp, 80);
+  for (absl::string_view l : absl::StrSplit(narrow, '\n')) EXPECT_LE(l.size(), 80u) << narrow;
+  EXPECT_TRUE(absl::StrContains(narrow, "    why: outvoted on unit 77")) << narrow;
+  EXPECT_TRUE(absl::StrContains(narrow, "    engines: builtin,/usr/games/stockfish")) << narrow;
+  const std::string header = narrow.substr(0, narrow.find('\n'));
+  EXPECT_FALSE(absl::StrContains(header, "WHY")) << narrow;
+  EXPECT_FALSE(absl::StrContains(header, "ENGINES")) << narrow;
+  EXPECT_TRUE(absl::StrContains(header, "NAME")) << narrow;
+  EXPECT_TRUE(absl::StrContains(header, "TRUST")) << narrow;
 }
 
 }  // namespace

@@ -44,20 +44,49 @@ TEST(MatchFigures, ScoreVarianceEloAndLos) {
   EXPECT_NEAR(f.sign_p, 2 * 56.0 / 1024, 1e-12);
   EXPECT_TRUE(std::isnan(match_figures(Pentanomial{}).score));
   EXPECT_NEAR(match_figures({4, 0, 0, 0, 0}).sign_p, 0.125, 1e-12);
-  // Every pair alike: no spread to measure, and still no certainty. Two pairs won: the interval
-  // of 2 won and z^2/2 of each pseudo-pair, not the point 1..1, and LOS below 100%.
+  // Every pair alike: no spread to measure, and still no certainty. Two pairs won: not the point
+  // 1..1, but the sign test's exact bound 0.025^(1/2) = 0.158 to 1, and LOS and p from the same
+  // test (issue 36: LOS was 99.5% and p 0.010 beside an interval holding 1/2).
   const MatchFigures two = match_figures({0, 0, 0, 0, 2});
-  const double z2 = 1.959963984540054 * 1.959963984540054, na = 2 + z2, ma = (2 + z2 / 2) / na;
   EXPECT_EQ(two.score, 1.0);
-  EXPECT_NEAR(two.score_lo, ma - 1.959963984540054 * std::sqrt((ma - ma * ma) / na), 1e-9);
-  EXPECT_LT(two.score_lo, 0.5);
+  EXPECT_NEAR(two.score_lo, std::sqrt(0.025), 1e-12);
   EXPECT_EQ(two.score_hi, 1.0);
-  EXPECT_GT(two.los, 0.9);
-  EXPECT_LT(two.los, 1.0);
+  EXPECT_NEAR(two.los, 0.75, 1e-12);
+  EXPECT_NEAR(two.p, 0.5, 1e-12);
   const MatchFigures even = match_figures({0, 0, 3, 0, 0});
   EXPECT_LT(even.score_lo, 0.5);
   EXPECT_GT(even.score_hi, 0.5);
   EXPECT_NEAR(even.los, 0.5, 1e-12);
+  EXPECT_EQ(even.p, 1.0);
+}
+
+// Issue 36: 16 pairs lost gave p = 5e-14 (the raw mean over the adjusted standard error) where
+// the exact sign test gives 2^-15 = 3.05e-5.
+TEST(MatchFigures, EveryPairLostIsTheExactSignTest) {
+  const MatchFigures f = match_figures({16, 0, 0, 0, 0});
+  EXPECT_NEAR(f.p, std::pow(0.5, 15), 1e-15);
+  EXPECT_NEAR(f.p, f.sign_p, 1e-15);
+  EXPECT_NEAR(f.los, std::pow(0.5, 16), 1e-15);
+  EXPECT_EQ(f.score_lo, 0.0);
+  EXPECT_NEAR(f.score_hi, 1 - std::pow(0.025, 1.0 / 16), 1e-12);
+  EXPECT_LT(f.score_hi, 0.5);
+}
+
+// With every pair alike, at any count and any pair score, the interval holds 1/2 exactly when
+// p >= 0.05 and LOS is within [2.5%, 97.5%]; and p = 2 min(LOS, 1 - LOS), as in the normal case.
+TEST(MatchFigures, EveryPairAlikeIntervalLosAndPAgree) {
+  for (int cell = 0; cell < kPentanomialCells; ++cell)
+    for (int n = 1; n <= 40; ++n) {
+      Pentanomial penta{};
+      penta[size_t(cell)] = n;
+      const MatchFigures f = match_figures(penta);
+      const bool holds = f.score_lo <= 0.5 && 0.5 <= f.score_hi;
+      EXPECT_EQ(holds, f.p >= 0.05) << "cell " << cell << ", " << n << " pairs";
+      EXPECT_EQ(holds, f.los >= 0.025 && f.los <= 0.975) << "cell " << cell << ", " << n << " pairs";
+      EXPECT_NEAR(f.p, std::min(1.0, 2 * std::min(f.los, 1 - f.los)), 1e-12) << "cell " << cell << ", " << n;
+      EXPECT_LE(f.score_lo, f.score);
+      EXPECT_GE(f.score_hi, f.score);
+    }
 }
 
 TEST(MatchStats, PairsAreCountedFromAsSideOnceEach) {
@@ -135,6 +164,49 @@ TEST(Sprt, ParsesAndValidatesNamingThePart) {
   for (const char* bad : {"elo0=5,elo1=0", "elo1=5", "elo0=0,elo1=5,alpha=0.7", "elo0=0,elo1=x",
                           "elo0=0,elo1=5,model=bayes", "elo0=0,elo1=5,gamma=1"})
     EXPECT_NE(parse_sprt("--sprt", bad, &r).message().find("--sprt"), std::string::npos) << bad;
+}
+
+// Issue 36: a position whose every pair A lost showed a blank Elo in the text table and -inf in
+// the CSV; both say -inf now.
+TEST(MatchStats, APositionAtZeroShowsMinusInfinityInTextAndCsv) {
+  MatchStats m("a", "b");
+  MatchPositionStats row;
+  row.id = "7";
+  row.penta = {3, 0, 0, 0, 0};
+  m.set_position(row);
+  const std::string text = m.to_text();
+  const size_t at = text.find("\n7 ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find(" -inf "), std::string::npos) << line;
+  EXPECT_NE(m.to_csv().find(",-inf,"), std::string::npos) << m.to_csv();
+}
+
+// Issue 36: normalized bounds that no distribution of pair scores reaches gave a finite LLR (from
+// the observed distribution standing in for the hypothesis's) where Fishtest refuses them. The
+// first maximum-likelihood step from the uniform distribution has a solution only for |nElo| <
+// (2/3) 800 / ln 10 = 231.6, whatever the results: such rules are refused, and an LLR that
+// cannot be computed is NaN (and decides nothing).
+TEST(Sprt, NormalizedBoundsOutOfReachAreRefused) {
+  SprtRule r;
+  EXPECT_NE(parse_sprt("--sprt", "elo0=0,elo1=250,model=normalized", &r).message().find("--sprt: normalized"),
+            std::string::npos);
+  EXPECT_NE(parse_sprt("--sprt", "elo0=-240,elo1=0,model=normalized", &r).message().find("231.6"), std::string::npos);
+  EXPECT_TRUE(parse_sprt("--sprt", "elo0=0,elo1=250", &r).ok());  // logistic: any score in (0, 1) is reachable
+  ASSERT_TRUE(parse_sprt("--sprt", "elo0=0,elo1=230,model=normalized", &r).ok());
+  const Pentanomial penta = {10, 40, 100, 60, 20};
+  EXPECT_TRUE(std::isfinite(sprt_llr(r, penta)));
+  SprtRule far = r;
+  far.elo1 = 300;  // as a rule that skipped validation would have it
+  EXPECT_TRUE(std::isnan(sprt_llr(far, penta)));
+  EXPECT_EQ(sprt_result(far, sprt_llr(far, penta)), SprtResult::kContinue);
+  MatchStats m("a", "b");
+  MatchPositionStats row;
+  row.id = "518";
+  row.penta = penta;
+  m.set_position(row);
+  m.set_sprt(far);
+  EXPECT_NE(m.to_text().find("LLR none"), std::string::npos) << m.to_text();
 }
 
 // For many pairs the generalized LLR approaches its normal approximation

@@ -381,6 +381,70 @@ TEST(ReportHtml, HeatmapScaleStaysInsideZeroToOne) {
   EXPECT_LT(lo, 0.6);  // the low half is not squeezed by the cap on the high one
 }
 
+// The heatmap's domain [low, middle, high] as the page's data gives it.
+std::vector<double> heatmap_domain(const std::string& html) {
+  const size_t at = html.find("\"domain\":[");
+  if (at == std::string::npos) return {};
+  const size_t open = at + std::string("\"domain\":[").size();
+  std::vector<double> out;
+  for (absl::string_view x : absl::StrSplit(html.substr(open, html.find(']', open) - open), ','))
+    out.push_back(std::stod(std::string(x)));
+  return out;
+}
+
+// Issue 36: scores within 0.50..0.60 (as the published tables' are) fell into three bars 0.05 wide,
+// and the heatmap's colour scale stopped at the 95th percentile of the deviations (0.595 here),
+// so the best positions shared one colour.
+TEST(ReportHtml, HistogramBinsAndHeatmapScaleFollowTheScores) {
+  std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
+  double top = 0;
+  for (int sp = 0; sp < 960; ++sp) {
+    const int w = 60 + sp % 21;  // scores (w + 40) / 200: 0.500 to 0.600
+    top = std::max(top, (w + 40) / 200.0);
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",200,", w, ",80,", 120 - w, "\n");
+  }
+  const SelfPlayTable t = *parse_selfplay_csv(csv);
+  const SelfPlayAnalysis a = analyse_selfplay(t, nullptr, {1, 100});
+  const Histogram& h = a.histogram;
+  ASSERT_GE(h.edges.size(), 21u);
+  int bars = 0;
+  double observed = 0, expected = 0;
+  for (size_t b = 0; b + 1 < h.edges.size(); ++b) {
+    EXPECT_LE(h.edges[b + 1] - h.edges[b], 0.01 + 1e-12) << b;
+    bars += h.observed[b] > 0;
+    observed += h.observed[b];
+    expected += h.expected[b];
+  }
+  EXPECT_GE(bars, 10);
+  EXPECT_EQ(observed, 960);
+  EXPECT_NEAR(expected, 960, 1e-6);
+  EXPECT_LE(h.edges.front(), 0.5);
+  EXPECT_GE(h.edges.back(), top);
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::vector<double> domain = heatmap_domain(*html);
+  ASSERT_EQ(domain.size(), 3u);
+  EXPECT_GE(domain[2], top - 1e-9);
+  EXPECT_LE(domain[0], 0.5 + 1e-9);
+}
+
+// Issue 36: "p = < 1e-300", and the permutation test's floor 1 / (permutations + 1) shown as an
+// estimate ("p = 0.010") beside it.
+TEST(ReportHtml, PValuesAtTheirLimitsSayWhatTheyAre) {
+  std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
+  for (int sp = 0; sp < 40; ++sp)
+    absl::StrAppend(&csv, sp, ",", *startpos_fen(sp), ",100,", sp % 2 ? "100,0,0" : "0,0,100", "\n");
+  ReportOptions o;
+  o.permutations = 100;
+  absl::StatusOr<std::string> html = report_from_csv(csv, o);
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string text = visible_text(*html);
+  EXPECT_EQ(text.find("p = &lt;"), std::string::npos);
+  EXPECT_NE(text.find("p &lt; 1e-300"), std::string::npos);
+  EXPECT_EQ(text.find("p = 0.010"), std::string::npos);
+  EXPECT_NE(text.find("p &le; 0.0099 (none of the 100 permutations"), std::string::npos);
+}
+
 TEST(ReportHtml, BestAndWorstAreRankedByTheShrunkScoreFromEnoughGames) {
   std::string csv = "sp,fen,games,white_wins,draws,black_wins\n";
   for (int sp = 0; sp < 12; ++sp) {

@@ -94,6 +94,10 @@ TEST(SelfPlaySpec, PgnHasDateTimeControlOpeningMarkAndSides) {
   EXPECT_NE(g.pgn.find("{random opening}"), std::string::npos) << g.pgn;
   EXPECT_EQ(g.white.substr(g.white.size() - 8), " (White)") << g.white;
   EXPECT_EQ(g.black.substr(g.black.size() - 8), " (Black)") << g.black;
+  // Issue 36: the tags name the engine, not "NAME (White)", and the start position by number.
+  const std::string engine = g.white.substr(0, g.white.size() - 8);
+  EXPECT_NE(g.pgn.find("[White \"" + engine + "\"]\n[Black \"" + engine + "\"]"), std::string::npos) << g.pgn;
+  EXPECT_NE(g.pgn.find("[StartPosition \"518\"]"), std::string::npos) << g.pgn;
   EXPECT_EQ(time_control(MoveLimits{0, 0, 2000}), "1/2");
   spec.date = "2026.13.01";
   EXPECT_NE(spec.validate().message().find("date"), absl::string_view::npos);

@@ -1,6 +1,11 @@
 #include "core/startpos.h"
 
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -23,6 +28,33 @@ TEST(Startpos, AgreesWithTheReferenceTable) {
   for (const test::StartposRow& r : rows) {
     EXPECT_EQ(*backrank_of(r.sp), r.backrank);
     EXPECT_EQ(*startpos_fen(r.sp, true), r.fen);
+  }
+}
+
+// The shipped list of the 960 (data/chess960-positions.csv) is what the generator makes, byte for
+// byte (regenerate it with `c960 startpos --all > data/chess960-positions.csv`), and agrees with
+// the independent reference table (backrank and Shredder-FEN of tests/data's perft table).
+TEST(Startpos, ShippedListIsTheGeneratorsAndTheReferences) {
+  std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/../../data/chess960-positions.csv", std::ios::binary);
+  ASSERT_TRUE(in) << "data/chess960-positions.csv is missing";
+  const std::string shipped((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(shipped, startpos_list_csv());
+  std::vector<std::string> lines;
+  std::stringstream ls(shipped);
+  for (std::string line; std::getline(ls, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 961u);
+  EXPECT_EQ(lines[0], "sp,backrank,xfen,shredder_fen");
+  const std::vector<test::StartposRow> reference = test::startpos_table();
+  ASSERT_EQ(reference.size(), 960u);
+  for (const test::StartposRow& r : reference) {
+    std::vector<std::string> f;
+    std::stringstream fs(lines[size_t(r.sp) + 1]);
+    for (std::string cell; std::getline(fs, cell, ',');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 4u) << lines[size_t(r.sp) + 1];
+    EXPECT_EQ(f[0], std::to_string(r.sp));
+    EXPECT_EQ(f[1], r.backrank);
+    EXPECT_EQ(f[3], r.fen);
+    EXPECT_EQ(*number_of_fen(f[2]), r.sp);
   }
 }
 

@@ -32,9 +32,9 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
       // The job sizes the built-in engine's tables; the operator bounds them.
       const selfplay::OptionPolicy builtin = it != engines.end() ? it->second.policy : default_builtin_policy();
       if (absl::Status s = builtin.check({selfplay::builtin_hash_option(spec->hash_mb)}); !s.ok())
-        return absl::FailedPreconditionError(absl::StrCat(
-            "engine 'builtin': hash_mb ", spec->hash_mb, " is more than this worker allows (",
-            builtin.describe(), " MiB per player; c960-worker --engine-option builtin:Hash=1..MAX)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("engine 'builtin': hash_mb ", spec->hash_mb, " is more than this worker allows (",
+                         builtin.describe(), " MiB per player; c960-worker --engine-option builtin:Hash=1..MAX)"));
       return absl::OkStatus();
     }
     if (it == engines.end())

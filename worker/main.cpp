@@ -134,7 +134,8 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
     if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat("--engine-option ", a.status().message()));
     if (it->first == c960::selfplay::kBuiltinEngine &&
         (!absl::EqualsIgnoreCase(a->name, "Hash") || !a->bounded || a->min < 1 || a->max > c960::selfplay::kMaxHashMb))
-      return absl::InvalidArgumentError(absl::StrCat("--engine-option '", e, "': builtin takes only Hash=MIN..MAX, within 1..",
+      return absl::InvalidArgumentError(absl::StrCat("--engine-option '", e,
+                                                     "': builtin takes only Hash=MIN..MAX, within 1..",
                                                      c960::selfplay::kMaxHashMb, " (MiB per player)"));
     std::vector<c960::selfplay::OptionPolicy::Allowed>& allowed = it->second.policy.allowed;
     allowed.erase(std::remove_if(allowed.begin(), allowed.end(),

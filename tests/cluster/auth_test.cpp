@@ -7,10 +7,12 @@
 #include <condition_variable>
 #include <google/protobuf/descriptor.h>
 #include <mutex>
+#include <optional>
 
 #include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/match.h"
+#include "cluster/config.h"
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/cluster/pki.h"
 
@@ -215,6 +217,57 @@ TEST_F(AuthTest, SighupReloadsTheTokensFile) {
   EXPECT_TRUE(absl::StrContains(log, tokens_file_ + ":1: bad hash")) << log;
   EXPECT_EQ(generic_call(tls_channel_, list, tokens_["submit"].token).error_code(), grpc::StatusCode::OK);
   EXPECT_TRUE(coordinator_->running());
+}
+
+// A worker token revoked (taken out of the tokens file, SIGHUP) while its AcquireWork waits for
+// work: the call ends UNAUTHENTICATED at the reload, long before its wait would, with no lease.
+TEST_F(AuthTest, ARevokedWorkersWaitingAcquireEndsAtTheReload) {
+  ASSERT_GT(start_secure(), 0);
+  std::unique_ptr<v1::WorkerService::Stub> stub = v1::WorkerService::NewStub(tls_channel_);
+  const auto context = [&](grpc::ClientContext* ctx, std::chrono::seconds deadline) {
+    ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+    ctx->set_credentials(grpc::AccessTokenCredentials(tokens_["worker"].token));
+  };
+  v1::HelloRequest hello;
+  hello.set_name("w");
+  hello.set_threads(1);
+  hello.add_capabilities("perft");
+  hello.set_protocol_version(cluster::kProtocolVersion);
+  v1::HelloResponse session;
+  {
+    grpc::ClientContext ctx;
+    context(&ctx, 10s);
+    grpc::Status s = stub->Hello(&ctx, hello, &session);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  v1::AcquireWorkRequest req;
+  req.set_worker_id(session.worker_id());
+  req.set_max_units(1);
+  req.set_wait_seconds(cluster::kMaxAcquireWaitSeconds);
+  grpc::ClientContext ctx;
+  context(&ctx, 120s);
+  v1::AcquireWorkResponse resp;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<grpc::Status> status;
+  stub->async()->AcquireWork(&ctx, &req, &resp, [&](grpc::Status s) {
+    std::lock_guard lock(mu);
+    status = std::move(s);
+    cv.notify_all();
+  });
+  // Parked: no answer while nothing changes.
+  {
+    std::unique_lock lock(mu);
+    EXPECT_FALSE(cv.wait_for(lock, 1s, [&] { return status.has_value(); })) << status->error_message();
+  }
+  const auto revoked_at = std::chrono::steady_clock::now();
+  write_tokens({"admin", "submit", "read"});
+  coordinator_->signal(SIGHUP);
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return status.has_value(); })) << "the waiting call did not end";
+  EXPECT_LT(std::chrono::steady_clock::now() - revoked_at, 30s);
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAUTHENTICATED) << status->error_message();
+  EXPECT_EQ(resp.leases_size(), 0);
 }
 
 TEST_F(AuthTest, BadTokensFileRefusedAtStartNamingTheLine) {

@@ -5,6 +5,7 @@
 #include "coordinator/http_api.h"
 
 #include <algorithm>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -766,6 +767,50 @@ TEST_F(HttpApiTest, JsonApiMirrorsTheCoordinator) {
   EXPECT_TRUE(absl::StrContains(results.body, "\"complete\":true")) << results.body;
   const HttpResponse workers = a->handle(get("/api/v1/workers"));
   EXPECT_TRUE(absl::StrContains(workers.body, "\"name\":\"w1\"")) << workers.body;
+}
+
+// The workers listing is paged (HttpResponse::pages: made a few workers at a time) and still the
+// bytes of protobuf's JSON of the coordinator's ListWorkersResponse for the same page_size, its
+// next_page_token included; a job's results JSON is paged too, and the same whole.
+TEST_F(HttpApiTest, PagedAnswersAreTheWholeAnswersBytes) {
+  auto a = api(false);
+  for (int i = 0; i < 300; ++i) {
+    v1::HelloRequest h;
+    h.set_name(absl::StrCat("w", 1000 + i));
+    h.set_threads(1 + i % 3);
+    h.add_capabilities("perft");
+    h.set_protocol_version(kProtocolVersion);
+    for (int e = 0; e < 60; ++e) h.add_engines(absl::StrCat("engine-", e));
+    ASSERT_TRUE(coordinator_->hello(Caller::local(), h).ok());
+  }
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  for (int size : {0, 1, 17, 250, 1000}) {
+    HttpRequest req = get(absl::StrCat("/api/v1/workers?page_size=", size));
+    v1::ListWorkersRequest lr;
+    lr.set_page_size(size);
+    auto list = coordinator_->list_workers(Caller::local(), lr);
+    ASSERT_TRUE(list.ok()) << list.status();
+    std::string want;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(*list, &want, o).ok());
+    HttpResponse paged = a->respond(req);
+    ASSERT_EQ(paged.status, 200);
+    EXPECT_EQ(paged.pages != nullptr, size == 0 || size > 17) << size;  // answers over a page only
+    ASSERT_TRUE(join_pages(&paged));
+    EXPECT_EQ(paged.body, want + "\n") << size;
+  }
+  // A bad page_token is the answer's status, not a cut answer.
+  EXPECT_EQ(a->respond(get("/api/v1/workers?page_token=%01")).status, 400);
+  const std::string id = run_perft_job("0,518,959");
+  auto chunks = coordinator_->results(Caller::local(), id, true, true);
+  ASSERT_TRUE(chunks.ok());
+  HttpResponse results = a->respond(get(absl::StrCat("/api/v1/jobs/", id, "/results?divide=1")));
+  ASSERT_NE(results.pages, nullptr);
+  EXPECT_GT(results.pages->held_bytes(), 0u);
+  ASSERT_TRUE(join_pages(&results));
+  EXPECT_EQ(results.body, results_json(id, *chunks));
+  EXPECT_TRUE(absl::EndsWith(results.body, "\n],\"complete\":true}\n")) << results.body;
 }
 
 // The downloads are the files `c960 results` writes (cluster/results_export.h): CSV with the

@@ -101,7 +101,14 @@ TEST_F(TlsTest, JobRoundTripOverTlsWithTokens) {
   const std::string cred1 = read_file(dir_ + "/vm1.cred"), cred2 = read_file(dir_ + "/vm2.cred");
   EXPECT_TRUE(absl::StartsWith(cred1, "c960_")) << cred1;
   EXPECT_NE(cred1, cred2);
-  r = cli({"workers", ca, "--token-file=" + admin});
+  // One worker may have computed the job alone: the other may still be enrolling (a loaded machine).
+  const auto both_listed = [&] {
+    r = cli({"workers", ca, "--token-file=" + admin});
+    return absl::StrContains(r.out, "fleet:1") && absl::StrContains(r.out, "fleet:2");
+  };
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       !both_listed() && std::chrono::steady_clock::now() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(absl::StrContains(r.out, "fleet:1") && absl::StrContains(r.out, "fleet:2")) << r.out << r.err;
   // The join token's two uses are spent: a third worker is refused, and says why.
   const RunResult third = run({"/usr/bin/timeout", "30", kWorkerBin, absl::StrCat("--coordinator=127.0.0.1:", port_),

@@ -319,11 +319,15 @@ TEST_F(TrustTest, AFailedCommitAcceptsNothing) {
   std::vector<v1::Lease> l = acquire(a, 2);
   ASSERT_EQ(l.size(), 2u);
   const std::string before = coordinator_->durable_state();
-  fail_commit(1);
+  // A full disk for the whole call (a fault that passes at once is met by the call's own probe
+  // and retry: degraded_store_test.cpp).
+  store_->set_fault_injector([](const char*) { return absl::InternalError("store: the disk is full (injected)"); });
   auto r = coordinator_->complete_units(Caller::local(), batch(a, {{l[0], result(l[0])}, {l[1], result(l[1])}}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
   EXPECT_EQ(coordinator_->durable_state(), before) << "memory kept what the store did not";
   EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  fail_commit(0);  // space again; the next probe of the store is due after the backoff
+  clock_.advance_ms(kStoreProbeMaxMs);
   expect_durable();
   r = coordinator_->complete_units(Caller::local(), batch(a, {{l[0], result(l[0])}, {l[1], result(l[1])}}));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -364,6 +368,7 @@ TEST_F(TrustTest, AFailedReHelloLeavesTheOldSession) {
   EXPECT_EQ(coordinator_->hello(kHonest1, req).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NO_THROW(coordinator_->metrics());
   EXPECT_EQ(workers().size(), 1u);
+  clock_.advance_ms(kStoreProbeMaxMs);  // the store's next probe is due (degraded mode)
   EXPECT_EQ(acquire(a, 1, kHonest1).size(), 1u) << "the old session stopped working";
   expect_durable();
 }
