@@ -58,14 +58,116 @@ template <Color Us, CastlingSide Cs, Sliders S, class Board, class Sink>
   sink.castle(ksq, rsq);
 }
 
-template <Color Us, Sliders S, class Board, class Sink>
-[[gnu::always_inline]] inline void generate(const Board& pos, Sink& sink) {
+// Every move but the king's steps, once the checkers (at most one) and the pinned pieces are
+// known. Check: the king is in check (every move must capture the checker or block its line);
+// Pins: some piece of ours is pinned. Both are known at compile time, so that the common case
+// (neither) pays for no mask.
+template <Color Us, Sliders S, bool Check, bool Pins, class Board, class Sink>
+[[gnu::always_inline]] inline void moves(const Board& pos, Sink& sink, const Attackers& them, Square ksq, Bitboard occ,
+                                         Bitboard ours, Bitboard theirs, Bitboard checkers, Bitboard pinned) {
   constexpr Color Them = ~Us;
   constexpr Direction Up = pawn_push(Us);
   constexpr Direction UpLeft = Us == WHITE ? NORTH_WEST : SOUTH_EAST;
   constexpr Direction UpRight = Us == WHITE ? NORTH_EAST : SOUTH_WEST;
   constexpr Bitboard Rank3 = rank_bb(relative_rank(Us, RANK_3));
   constexpr Bitboard Rank8 = rank_bb(relative_rank(Us, RANK_8));
+
+  // Every other move must capture the checker or block its line.
+  Bitboard check_mask = ~Bitboard(0);
+  if constexpr (Check) check_mask = between_bb(ksq, lsb(checkers));
+  const Bitboard targets = ~ours & check_mask;
+  const Bitboard free = Pins ? ~pinned : ~Bitboard(0);
+
+  // Pawns: unpinned ones set-wise, pinned ones one at a time along their pin line.
+  {
+    const Bitboard pawns = pos.pieces(Us, PAWN) & free;
+    const Bitboard empty = ~occ;
+    const Bitboard push1 = shift<Up>(pawns) & empty;
+    const Bitboard push2 = shift<Up>(push1 & Rank3) & empty & check_mask;
+    const Bitboard pushes = push1 & check_mask;
+    const Bitboard cap_l = shift<UpLeft>(pawns) & theirs & check_mask;
+    const Bitboard cap_r = shift<UpRight>(pawns) & theirs & check_mask;
+    sink.template pawn_targets<Up>(pushes & ~Rank8);
+    sink.template pawn_targets<Direction(Up + Up)>(push2);
+    sink.template pawn_targets<UpLeft>(cap_l & ~Rank8);
+    sink.template pawn_targets<UpRight>(cap_r & ~Rank8);
+    sink.template promotions<Up>(pushes & Rank8);
+    sink.template promotions<UpLeft>(cap_l & Rank8);
+    sink.template promotions<UpRight>(cap_r & Rank8);
+
+    if constexpr (Pins)
+      for (Bitboard b = pos.pieces(Us, PAWN) & pinned; b;) {
+        const Square from = pop_lsb(b);
+        const Bitboard one = shift<Up>(square_bb(from)) & empty;
+        const Bitboard two = shift<Up>(one & Rank3) & empty;
+        const Bitboard to = ((pawn_attacks(Us, from) & theirs) | one | two) & line_bb(ksq, from) & check_mask;
+        if (to & Rank8)
+          sink.promotion_targets(from, to);
+        else
+          sink.template targets<PAWN>(from, to);
+      }
+    C960_STOP_IF_DONE(sink);
+
+    // En passant: lift both pawns and look for a slider on the king; that one test covers the
+    // diagonal pin and the rank pin of two pawns side by side.
+    if (const Square ep = pos.ep_square(); ep != SQ_NONE) {
+      const Square capsq = ep - Up;
+      if (check_mask & (square_bb(ep) | square_bb(capsq))) {
+        for (Bitboard b = pawn_attacks(Them, ep) & pos.pieces(Us, PAWN); b;) {
+          const Square from = pop_lsb(b);
+          const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(ep);
+          if (!(rook_attacks<S>(ksq, after) & them.rq) && !(bishop_attacks<S>(ksq, after) & them.bq))
+            sink.en_passant(from, ep);
+        }
+      }
+    }
+  }
+
+  for (Bitboard b = pos.pieces(Us, KNIGHT) & free; b;) {
+    const Square from = pop_lsb(b);
+    sink.template targets<KNIGHT>(from, knight_attacks(from) & targets);
+  }
+  // Sliders: free ones first; pinned ones (rare) stay on their pin line.
+  for (Bitboard b = pos.pieces(Us, BISHOP) & free; b;) {
+    const Square from = pop_lsb(b);
+    sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets);
+  }
+  for (Bitboard b = pos.pieces(Us, ROOK) & free; b;) {
+    const Square from = pop_lsb(b);
+    sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets);
+  }
+  for (Bitboard b = pos.pieces(Us, QUEEN) & free; b;) {
+    const Square from = pop_lsb(b);
+    sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets);
+  }
+  if constexpr (Pins) {
+    for (Bitboard b = pos.pieces(Us, BISHOP) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
+    for (Bitboard b = pos.pieces(Us, ROOK) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
+    for (Bitboard b = pos.pieces(Us, QUEEN) & pinned; b;) {
+      const Square from = pop_lsb(b);
+      sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets & line_bb(ksq, from));
+    }
+  }
+  C960_STOP_IF_DONE(sink);
+
+  // Castling, as king takes own rook, never out of check.
+  if constexpr (!Check) {
+    const CastlingRights rights = pos.castling_rights();
+    castle<Us, KING_SIDE, S>(pos, sink, them, rights, ksq, occ);
+    castle<Us, QUEEN_SIDE, S>(pos, sink, them, rights, ksq, occ);
+  }
+  (void)checkers;
+}
+
+template <Color Us, Sliders S, class Board, class Sink>
+[[gnu::always_inline]] inline void generate(const Board& pos, Sink& sink) {
+  constexpr Color Them = ~Us;
 
   const Square ksq = pos.king_square(Us);
   const Bitboard occ = pos.pieces();
@@ -103,95 +205,14 @@ template <Color Us, Sliders S, class Board, class Sink>
     C960_STOP_IF_DONE(sink);
   }
   if (more_than_one(checkers)) return;
-
-  // Every other move must capture the checker or block its line.
-  const Bitboard check_mask = checkers ? between_bb(ksq, lsb(checkers)) : ~Bitboard(0);
-  const Bitboard targets = ~ours & check_mask;
-
-  // Pawns: unpinned ones set-wise, pinned ones one at a time along their pin line.
-  {
-    const Bitboard pawns = pos.pieces(Us, PAWN) & ~pinned;
-    const Bitboard empty = ~occ;
-    const Bitboard push1 = shift<Up>(pawns) & empty;
-    const Bitboard push2 = shift<Up>(push1 & Rank3) & empty & check_mask;
-    const Bitboard pushes = push1 & check_mask;
-    const Bitboard cap_l = shift<UpLeft>(pawns) & theirs & check_mask;
-    const Bitboard cap_r = shift<UpRight>(pawns) & theirs & check_mask;
-    sink.template pawn_targets<Up>(pushes & ~Rank8);
-    sink.template pawn_targets<Direction(Up + Up)>(push2);
-    sink.template pawn_targets<UpLeft>(cap_l & ~Rank8);
-    sink.template pawn_targets<UpRight>(cap_r & ~Rank8);
-    sink.template promotions<Up>(pushes & Rank8);
-    sink.template promotions<UpLeft>(cap_l & Rank8);
-    sink.template promotions<UpRight>(cap_r & Rank8);
-
-    for (Bitboard b = pos.pieces(Us, PAWN) & pinned; b;) {
-      const Square from = pop_lsb(b);
-      const Bitboard one = shift<Up>(square_bb(from)) & empty;
-      const Bitboard two = shift<Up>(one & Rank3) & empty;
-      const Bitboard to = ((pawn_attacks(Us, from) & theirs) | one | two) & line_bb(ksq, from) & check_mask;
-      if (to & Rank8)
-        sink.promotion_targets(from, to);
-      else
-        sink.template targets<PAWN>(from, to);
-    }
-    C960_STOP_IF_DONE(sink);
-
-    // En passant: lift both pawns and look for a slider on the king; that one test covers the
-    // diagonal pin and the rank pin of two pawns side by side.
-    if (const Square ep = pos.ep_square(); ep != SQ_NONE) {
-      const Square capsq = ep - Up;
-      if (check_mask & (square_bb(ep) | square_bb(capsq))) {
-        for (Bitboard b = pawn_attacks(Them, ep) & pos.pieces(Us, PAWN); b;) {
-          const Square from = pop_lsb(b);
-          const Bitboard after = (occ ^ square_bb(from) ^ square_bb(capsq)) | square_bb(ep);
-          if (!(rook_attacks<S>(ksq, after) & them.rq) && !(bishop_attacks<S>(ksq, after) & them.bq))
-            sink.en_passant(from, ep);
-        }
-      }
-    }
-  }
-
-  for (Bitboard b = pos.pieces(Us, KNIGHT) & ~pinned; b;) {
-    const Square from = pop_lsb(b);
-    sink.template targets<KNIGHT>(from, knight_attacks(from) & targets);
-  }
-  // Sliders: free ones first; pinned ones (rare) stay on their pin line.
-  for (Bitboard b = pos.pieces(Us, BISHOP) & ~pinned; b;) {
-    const Square from = pop_lsb(b);
-    sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets);
-  }
-  for (Bitboard b = pos.pieces(Us, ROOK) & ~pinned; b;) {
-    const Square from = pop_lsb(b);
-    sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets);
-  }
-  for (Bitboard b = pos.pieces(Us, QUEEN) & ~pinned; b;) {
-    const Square from = pop_lsb(b);
-    sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets);
-  }
-  if (pinned & ours & ~pos.pieces(Us, PAWN)) {
-    for (Bitboard b = pos.pieces(Us, BISHOP) & pinned; b;) {
-      const Square from = pop_lsb(b);
-      sink.template targets<BISHOP>(from, bishop_attacks<S>(from, occ) & targets & line_bb(ksq, from));
-    }
-    for (Bitboard b = pos.pieces(Us, ROOK) & pinned; b;) {
-      const Square from = pop_lsb(b);
-      sink.template targets<ROOK>(from, rook_attacks<S>(from, occ) & targets & line_bb(ksq, from));
-    }
-    for (Bitboard b = pos.pieces(Us, QUEEN) & pinned; b;) {
-      const Square from = pop_lsb(b);
-      sink.template targets<QUEEN>(from, queen_attacks<S>(from, occ) & targets & line_bb(ksq, from));
-    }
-  }
-  C960_STOP_IF_DONE(sink);
-
-  // Castling, as king takes own rook. The rook is lifted off for the attack test: it may be
-  // the piece that shields the king's path (or its landing square) from a slider on the rank.
-  if (!checkers) {
-    const CastlingRights rights = pos.castling_rights();
-    castle<Us, KING_SIDE, S>(pos, sink, them, rights, ksq, occ);
-    castle<Us, QUEEN_SIDE, S>(pos, sink, them, rights, ksq, occ);
-  }
+  // The rest is written three times, with "in check" and "has pinned pieces" known at compile
+  // time: most positions have neither, and then no mask below costs anything.
+  if (checkers)
+    moves<Us, S, true, true>(pos, sink, them, ksq, occ, ours, theirs, checkers, pinned);
+  else if (pinned)
+    moves<Us, S, false, true>(pos, sink, them, ksq, occ, ours, theirs, checkers, pinned);
+  else
+    moves<Us, S, false, false>(pos, sink, them, ksq, occ, ours, theirs, checkers, pinned);
 }
 
 #undef C960_STOP_IF_DONE

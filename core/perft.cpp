@@ -267,10 +267,15 @@ inline PieceType captured_type(const Board& b, Bitboard tb) {
 
 // Every field of the child is written once from the parent's, never copied and patched: the
 // patching reads back fresh stores, which costs more than the arithmetic.
-template <Color Us, bool Hash>
+// KeepsRights: the move cannot change the castling rights (see make()).
+template <Color Us, bool Hash, bool KeepsRights = false>
 inline void finish(const Board& b, Board& nb, Square from, Square to, Key key_delta) {
-  const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
-  nb.rights = CastlingRights(b.rights ^ lost);
+  if constexpr (KeepsRights) {
+    nb.rights = b.rights;
+  } else {
+    const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
+    nb.rights = CastlingRights(b.rights ^ lost);
+  }
   nb.ci = b.ci;
   if constexpr (Hash) {
     Key k = b.key ^ key_delta ^ b.ci->side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
@@ -315,7 +320,10 @@ inline void make(const Board& b, Board& nb, Square from, Square to) {
   if constexpr (Pt == PAWN)
     if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
       nb.ep = to - pawn_push(Us);
-  finish<Us, Hash>(b, nb, from, to, delta);
+  // A right is lost when its king or rook leaves its square or is captured there. A quiet move
+  // of any other piece changes none: it leaves a square that no king or rook with a right holds,
+  // and lands on an empty one, which a king or rook with a right would occupy.
+  finish<Us, Hash, !Capture && Pt != KING && Pt != ROOK>(b, nb, from, to, delta);
 }
 
 template <Color Us, bool Hash>
