@@ -298,7 +298,8 @@ inline void set_types(const Board& b, Board& nb, Bitboard clear, Bitboard moved_
 
 // A normal move (not a promotion, en passant or castle) of a piece of type Pt; Capture says
 // whether `to` holds an enemy piece (a quiet move leaves the other piece types as they are).
-template <Color Us, PieceType Pt, bool Hash, bool Capture>
+// Push2 (pawns): 1 a double push, 0 not one, 2 either (a pinned pawn's move).
+template <Color Us, PieceType Pt, bool Hash, bool Capture, int Push2 = 2>
 inline void make(const Board& b, Board& nb, Square from, Square to) {
   const Bitboard fb = square_bb(from), tb = square_bb(to);
   Key delta = 0;
@@ -317,8 +318,8 @@ inline void make(const Board& b, Board& nb, Square from, Square to) {
   }
   nb.by_color[Us] = b.by_color[Us] ^ (fb | tb);
   nb.ep = SQ_NONE;
-  if constexpr (Pt == PAWN)
-    if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
+  if constexpr (Pt == PAWN && Push2 != 0)
+    if ((Push2 == 1 || (int(from) ^ int(to)) == 16) && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
       nb.ep = to - pawn_push(Us);
   // A right is lost when its king or rook leaves its square or is captured there. A quiet move
   // of any other piece changes none: it leaves a square that no king or rook with a right holds,
@@ -431,10 +432,11 @@ struct RecurseSink {
   // Pushes (straight ahead) never capture; diagonal steps always do.
   template <Direction D>
   void pawn_targets(Bitboard to) {
-    constexpr bool kCapture = D != pawn_push(Us) && D != Direction(2 * pawn_push(Us));
+    constexpr bool kPush2 = D == Direction(2 * pawn_push(Us));
+    constexpr bool kCapture = D != pawn_push(Us) && !kPush2;
     while (to) {
       const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value, kCapture>(b, nb, s - D, s); });
+      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value, kCapture, kPush2>(b, nb, s - D, s); });
     }
   }
   template <Direction D>
@@ -477,11 +479,15 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
     Board leaves[MAX_MOVES];
     rs.children = leaves;
     movegen::generate<Us, S>(b, rs);
-    for (int i = 0; i < rs.child_count; ++i) {
+    // Locals, not the sink's fields: the loop then keeps them in registers.
+    const int count = rs.child_count;
+    uint64_t n = rs.n;
+    for (int i = 0; i < count; ++i) {
       movegen::CountSink cs;
       movegen::generate<~Us, S>(leaves[i], cs);
-      rs.n += cs.n;
+      n += cs.n;
     }
+    rs.n = n;
   } else if (Hash && depth - 1 >= kMinHashDepth) {
     Board children[MAX_MOVES];
     rs.children = children;
