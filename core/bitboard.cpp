@@ -33,6 +33,41 @@ Bitboard BishopTable[0x1480];
 Bitboard RookPextTable[0x19000];
 Bitboard BishopPextTable[0x1480];
 
+// The empty-board ray from each square in each direction, rook directions first (north, east,
+// south, west), then bishop ones (north-east, south-east, south-west, north-west).
+constexpr int kDirections[8][2] = {{0, 1}, {1, 0}, {0, -1}, {-1, 0}, {1, 1}, {1, -1}, {-1, -1}, {-1, 1}};
+Bitboard Rays[8][SQUARE_NB];
+
+void init_rays() {
+  for (int d = 0; d < 8; ++d)
+    for (int s = 0; s < SQUARE_NB; ++s) {
+      Bitboard ray = 0;
+      for (int f = file_of(Square(s)) + kDirections[d][0], r = rank_of(Square(s)) + kDirections[d][1];
+           f >= 0 && f < 8 && r >= 0 && r < 8; f += kDirections[d][0], r += kDirections[d][1])
+        ray |= square_bb(make_square(File(f), Rank(r)));
+      Rays[d][s] = ray;
+    }
+}
+
+// Slider attacks from the rays: each ray stops at its first blocker, the nearest set square
+// (the lowest for directions that raise the square index, the highest for the others). Equal to
+// sliding_attack_reference (sliders_test checks the tables built from it) and much faster: the
+// tables hold over 100,000 sets, built at every start.
+Bitboard ray_attacks(PieceType pt, Square s, Bitboard occ) {
+  Bitboard attacks = 0;
+  const int first = pt == ROOK ? 0 : 4;
+  for (int d = first; d < first + 4; ++d) {
+    const Bitboard ray = Rays[d][s], blockers = ray & occ;
+    if (!blockers) {
+      attacks |= ray;
+      continue;
+    }
+    const bool up = kDirections[d][1] > 0 || (kDirections[d][1] == 0 && kDirections[d][0] > 0);
+    attacks |= ray ^ Rays[d][up ? lsb(blockers) : msb(blockers)];
+  }
+  return attacks;
+}
+
 // Seeds known to find all magics quickly (one per rank), as in Stockfish.
 constexpr uint64_t kMagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
 
@@ -52,7 +87,7 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
         ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) | ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
     Magic& m = magics[s];
     if (layout) {
-      m.mask = sliding_attack_reference(pt, s, 0) & ~edges;
+      m.mask = ray_attacks(pt, s, 0) & ~edges;
       m.shift = unsigned(64 - popcount(m.mask));
       m.attacks = s == SQ_A1 ? table : magics[s - 1].attacks + size;
       m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
@@ -64,7 +99,7 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
     size = 0;
     do {
       occupancy[size] = b;
-      reference[size] = sliding_attack_reference(pt, s, b);
+      reference[size] = ray_attacks(pt, s, b);
       if (layout) m.pext_attacks[size] = reference[size];
       ++size;
       b = (b - m.mask) & m.mask;
@@ -153,6 +188,7 @@ Sliders choose_sliders() {
 
 struct Init {
   Init() {
+    init_rays();
     init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
     init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
     for (int i = 0; i < SQUARE_NB; ++i) {
@@ -161,22 +197,20 @@ struct Init {
     }
     set_sliders(choose_sliders());
     for (int a = 0; a < SQUARE_NB; ++a) {
-      RookRays[a] = sliding_attack_reference(ROOK, Square(a), 0);
-      BishopRays[a] = sliding_attack_reference(BISHOP, Square(a), 0);
+      RookRays[a] = ray_attacks(ROOK, Square(a), 0);
+      BishopRays[a] = ray_attacks(BISHOP, Square(a), 0);
     }
+    // Squares not on a common line: BetweenBB holds just the second square, LineBB nothing.
     for (int a = 0; a < SQUARE_NB; ++a)
-      for (int b = 0; b < SQUARE_NB; ++b) {
-        const Square s1 = Square(a), s2 = Square(b);
-        BetweenBB[a][b] = square_bb(s2);
-        LineBB[a][b] = 0;
-        for (PieceType pt : {BISHOP, ROOK}) {
-          if (sliding_attack_reference(pt, s1, 0) & square_bb(s2)) {
-            LineBB[a][b] = (sliding_attack_reference(pt, s1, 0) & sliding_attack_reference(pt, s2, 0)) | square_bb(s1) |
-                           square_bb(s2);
-            BetweenBB[a][b] =
-                (sliding_attack_reference(pt, s1, square_bb(s2)) & sliding_attack_reference(pt, s2, square_bb(s1))) |
-                square_bb(s2);
-          }
+      for (int b = 0; b < SQUARE_NB; ++b) BetweenBB[a][b] = square_bb(Square(b));
+    for (int a = 0; a < SQUARE_NB; ++a)
+      for (PieceType pt : {BISHOP, ROOK}) {
+        const Square s1 = Square(a);
+        const Bitboard from_a = ray_attacks(pt, s1, 0);
+        for (Bitboard line = from_a; line;) {
+          const Square s2 = pop_lsb(line);
+          LineBB[a][s2] = (from_a & ray_attacks(pt, s2, 0)) | square_bb(s1) | square_bb(s2);
+          BetweenBB[a][s2] = (ray_attacks(pt, s1, square_bb(s2)) & ray_attacks(pt, s2, square_bb(s1))) | square_bb(s2);
         }
       }
   }

@@ -25,11 +25,11 @@ constexpr bool more_than_one(Bitboard b) { return b & (b - 1); }
 constexpr int popcount(Bitboard b) { return std::popcount(b); }
 inline Square lsb(Bitboard b) {
   assert(b);
-  return Square(std::countr_zero(b));
+  return Square(__builtin_ctzll(b));  // b != 0: no test for zero, unlike std::countr_zero
 }
 inline Square msb(Bitboard b) {
   assert(b);
-  return Square(63 - std::countl_zero(b));
+  return Square(63 - __builtin_clzll(b));
 }
 inline Square pop_lsb(Bitboard& b) {
   const Square s = lsb(b);

@@ -40,29 +40,31 @@ PerftHash::PerftHash(size_t megabytes) {
     buckets_ = 0;
     throw std::bad_alloc();
   }
-  // Anonymous pages arrive zeroed (an empty slot is all zero). Huge pages spare the TLB on
-  // random probes. Touching every page once, in order, here is much cheaper than faulting them
-  // in at random from the search (seen: 10x on a 4 GB table).
-  void* p = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  madvise(p, bytes(), MADV_HUGEPAGE);
-  table_ = static_cast<Bucket*>(p);
-  prefault();
-}
-
-void PerftHash::prefault() {
-  volatile char* bytes_ptr = reinterpret_cast<volatile char*>(table_);
-  for (size_t off = 0; off < bytes(); off += 4096) bytes_ptr[off] = 0;
+  // Anonymous pages arrive zeroed, and an empty bucket is all zero, so nothing is written here:
+  // each page is faulted in by the first probe or store that reaches it, and the count starts at
+  // once whatever the size. Huge pages (where the system has them) spare the TLB on random
+  // probes and make those first touches 512 times fewer; they need a 2 MB aligned range, so the
+  // mapping is made 2 MB larger and the table starts at its first 2 MB boundary.
+  map_bytes_ = bytes() + kHugePage;
+  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    buckets_ = 0;
+    throw std::bad_alloc();
+  }
+  map_ = p;
+  const uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+  table_ = reinterpret_cast<Bucket*>(aligned);
+  madvise(table_, bytes(), MADV_HUGEPAGE);
 }
 
 PerftHash::~PerftHash() {
-  if (table_) munmap(table_, bytes());
+  if (map_) munmap(map_, map_bytes_);
 }
 
 void PerftHash::clear() {
   if (!table_) return;
-  madvise(table_, bytes(), MADV_DONTNEED);  // private anonymous pages read back as zero
-  prefault();
+  // Private anonymous pages read back as zero; they are faulted in again as the search reaches them.
+  madvise(table_, bytes(), MADV_DONTNEED);
   deep_stores_.store(0, std::memory_order_relaxed);
 }
 
@@ -203,7 +205,7 @@ class Board {
   Bitboard pieces(Color c, PieceType a, PieceType b) const { return by_color[c] & (by_type[a] | by_type[b]); }
   Square king_square(Color c) const { return lsb(pieces(c, KING)); }
   Square ep_square() const { return ep; }
-  bool can_castle(CastlingRights cr) const { return rights & cr; }
+  CastlingRights castling_rights() const { return rights; }
   Bitboard castling_path(int i) const { return ci->path[i]; }
   Bitboard castling_king_path(int i) const { return ci->king_path[i]; }
   Square castling_rook_square(int i) const { return ci->rook[i]; }
@@ -265,19 +267,24 @@ inline PieceType captured_type(const Board& b, Bitboard tb) {
 
 // Every field of the child is written once from the parent's, never copied and patched: the
 // patching reads back fresh stores, which costs more than the arithmetic.
-template <Color Us, bool Hash>
+// KeepsRights: the move cannot change the castling rights (see make()).
+template <Color Us, bool Hash, bool KeepsRights = false>
 inline void finish(const Board& b, Board& nb, Square from, Square to, Key key_delta) {
-  const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
-  nb.rights = CastlingRights(b.rights ^ lost);
+  if constexpr (KeepsRights) {
+    nb.rights = b.rights;
+  } else {
+    const CastlingRights lost = b.rights & (b.ci->mask[from] | b.ci->mask[to]);
+    nb.rights = CastlingRights(b.rights ^ lost);
+  }
   nb.ci = b.ci;
   if constexpr (Hash) {
     Key k = b.key ^ key_delta ^ b.ci->side ^ b.ci->key[b.rights] ^ b.ci->key[nb.rights];
     if (b.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(b.ep)];
     if (nb.ep != SQ_NONE) k ^= b.ci->enpassant[file_of(nb.ep)];
     nb.key = k;
-  } else {
-    nb.key = b.key;  // stale and never read: such children are not looked up, nor their children
   }
+  // Without Hash the child's key is left unset: such children are not looked up, nor their
+  // children, and nothing reads it.
 }
 
 // Piece types PAWN..KING of the child: `clear` removed from every type, then `moved_toggle`
@@ -289,24 +296,35 @@ inline void set_types(const Board& b, Board& nb, Bitboard clear, Bitboard moved_
     nb.by_type[pt] = (b.by_type[pt] & ~clear) ^ (pt == Moved ? moved_toggle : 0) ^ (pt == added_type ? added : 0);
 }
 
-// A normal move (not a promotion, en passant or castle) of a piece of type Pt.
-template <Color Us, PieceType Pt, bool Hash>
+// A normal move (not a promotion, en passant or castle) of a piece of type Pt; Capture says
+// whether `to` holds an enemy piece (a quiet move leaves the other piece types as they are).
+// Push2 (pawns): 1 a double push, 0 not one, 2 either (a pinned pawn's move).
+template <Color Us, PieceType Pt, bool Hash, bool Capture, int Push2 = 2>
 inline void make(const Board& b, Board& nb, Square from, Square to) {
   const Bitboard fb = square_bb(from), tb = square_bb(to);
   Key delta = 0;
   if constexpr (Hash) {
     delta = b.ci->psq[make_piece(Us, Pt)][from] ^ b.ci->psq[make_piece(Us, Pt)][to];
-    if (const PieceType cap = captured_type<~Us>(b, tb)) delta ^= b.ci->psq[make_piece(~Us, cap)][to];
+    if constexpr (Capture) delta ^= b.ci->psq[make_piece(~Us, captured_type<~Us>(b, tb))][to];
   }
-  set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
-  nb.by_type[ALL_PIECES] = (b.by_type[ALL_PIECES] ^ fb) | tb;
+  if constexpr (Capture) {
+    set_types<Pt>(b, nb, tb, fb | tb, NO_PIECE_TYPE, 0);
+    nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ fb;
+    nb.by_color[~Us] = b.by_color[~Us] ^ tb;
+  } else {
+    set_types<Pt>(b, nb, 0, fb | tb, NO_PIECE_TYPE, 0);
+    nb.by_type[ALL_PIECES] = b.by_type[ALL_PIECES] ^ (fb | tb);
+    nb.by_color[~Us] = b.by_color[~Us];
+  }
   nb.by_color[Us] = b.by_color[Us] ^ (fb | tb);
-  nb.by_color[~Us] = b.by_color[~Us] & ~tb;
   nb.ep = SQ_NONE;
-  if constexpr (Pt == PAWN)
-    if ((int(from) ^ int(to)) == 16 && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
+  if constexpr (Pt == PAWN && Push2 != 0)
+    if ((Push2 == 1 || (int(from) ^ int(to)) == 16) && (pawn_attacks(Us, to - pawn_push(Us)) & b.pieces(~Us, PAWN)))
       nb.ep = to - pawn_push(Us);
-  finish<Us, Hash>(b, nb, from, to, delta);
+  // A right is lost when its king or rook leaves its square or is captured there. A quiet move
+  // of any other piece changes none: it leaves a square that no king or rook with a right holds,
+  // and lands on an empty one, which a king or rook with a right would occupy.
+  finish<Us, Hash, !Capture && Pt != KING && Pt != ROOK>(b, nb, from, to, delta);
 }
 
 template <Color Us, bool Hash>
@@ -402,16 +420,23 @@ struct RecurseSink {
 
   template <PieceType Pt>
   void targets(Square from, Bitboard to) {
-    while (to) {
-      const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value>(b, nb, from, s); });
+    for (Bitboard quiet = to & ~b.pieces(~Us); quiet;) {
+      const Square s = pop_lsb(quiet);
+      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value, false>(b, nb, from, s); });
+    }
+    for (Bitboard captures = to & b.pieces(~Us); captures;) {
+      const Square s = pop_lsb(captures);
+      child([&](auto h, Board& nb) { make<Us, Pt, decltype(h)::value, true>(b, nb, from, s); });
     }
   }
+  // Pushes (straight ahead) never capture; diagonal steps always do.
   template <Direction D>
   void pawn_targets(Bitboard to) {
+    constexpr bool kPush2 = D == Direction(2 * pawn_push(Us));
+    constexpr bool kCapture = D != pawn_push(Us) && !kPush2;
     while (to) {
       const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value>(b, nb, s - D, s); });
+      child([&](auto h, Board& nb) { make<Us, PAWN, decltype(h)::value, kCapture, kPush2>(b, nb, s - D, s); });
     }
   }
   template <Direction D>
@@ -454,11 +479,15 @@ uint64_t perft_board(const Board& b, int depth, PerftHash* hash) {
     Board leaves[MAX_MOVES];
     rs.children = leaves;
     movegen::generate<Us, S>(b, rs);
-    for (int i = 0; i < rs.child_count; ++i) {
+    // Locals, not the sink's fields: the loop then keeps them in registers.
+    const int count = rs.child_count;
+    uint64_t n = rs.n;
+    for (int i = 0; i < count; ++i) {
       movegen::CountSink cs;
       movegen::generate<~Us, S>(leaves[i], cs);
-      rs.n += cs.n;
+      n += cs.n;
     }
+    rs.n = n;
   } else if (Hash && depth - 1 >= kMinHashDepth) {
     Board children[MAX_MOVES];
     rs.children = children;

@@ -29,7 +29,8 @@ std::string to_string(NodeCount n);
 //   misses. It keeps the deeper count unless that one is stale: a generation passes every
 //   quarter table of deep stores, and an entry sixteen generations old (typically from an
 //   earlier root or unit) gives way. A depth-3 count it gives up moves to the compact entries.
-// Memory is mapped once, in the constructor; clear() is not safe while other threads use it.
+// Memory is mapped once, in the constructor, and never touched there: pages arrive zeroed (empty)
+// as the search first reaches them. clear() is not safe while other threads use it.
 class PerftHash {
  public:
   // Throws std::bad_alloc when the memory cannot be mapped or exceeds the machine's memory.
@@ -56,10 +57,12 @@ class PerftHash {
   };
   static_assert(sizeof(Bucket) == 64);
 
-  void prefault();
   bool store_compact(Bucket& b, Key key, int depth, uint64_t nodes);
   bool store_full(Bucket& b, Key key, int depth, uint64_t nodes);
 
+  static constexpr size_t kHugePage = size_t(2) << 20;
+  void* map_ = nullptr;  // the mapping: the table and up to one huge page before it
+  size_t map_bytes_ = 0;
   Bucket* table_ = nullptr;
   size_t buckets_ = 0;
   int index_bits_ = 0;  // log2(buckets_): the key bits a bucket's position already verifies

@@ -69,5 +69,26 @@ TEST(Bitboard, BetweenIncludesTheFarSquareAndLineRunsEdgeToEdge) {
   EXPECT_FALSE(aligned(SQ_A1, SQ_H8, SQ_E4));
 }
 
+// The tables are built from rays at start-up; here every pair is checked against the ray walk.
+TEST(Bitboard, BetweenLineAndRaysOfEveryPairMatchTheRayWalk) {
+  for (int a = 0; a < SQUARE_NB; ++a) {
+    const Square s1 = Square(a);
+    ASSERT_EQ(RookRays[s1], sliding_attack_reference(ROOK, s1, 0));
+    ASSERT_EQ(BishopRays[s1], sliding_attack_reference(BISHOP, s1, 0));
+    for (int b = 0; b < SQUARE_NB; ++b) {
+      const Square s2 = Square(b);
+      Bitboard between = square_bb(s2), line = 0;
+      for (PieceType pt : {BISHOP, ROOK})
+        if (sliding_attack_reference(pt, s1, 0) & square_bb(s2)) {
+          between |= sliding_attack_reference(pt, s1, square_bb(s2)) & sliding_attack_reference(pt, s2, square_bb(s1));
+          line = (sliding_attack_reference(pt, s1, 0) & sliding_attack_reference(pt, s2, 0)) | square_bb(s1) |
+                 square_bb(s2);
+        }
+      ASSERT_EQ(between_bb(s1, s2), between) << a << " " << b;
+      ASSERT_EQ(line_bb(s1, s2), line) << a << " " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace c960

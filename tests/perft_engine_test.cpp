@@ -1,7 +1,10 @@
 // The fast perft against the reference walk, and its options: hash table, Zobrist key sets,
 // threads. None of them may change a count.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -76,6 +79,29 @@ TEST(PerftHash, StoreAndProbe) {
   PerftHash off(0);
   off.store(1, 2, 3);
   EXPECT_FALSE(off.probe(1, 2, n));
+}
+
+// Resident memory of this process, from /proc/self/statm (Linux).
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * size_t(sysconf(_SC_PAGESIZE));
+}
+
+// A table is counted with from its first node: making it writes nothing, so none of its memory
+// is resident until the search reaches it, and a store still lands in zeroed memory.
+TEST(PerftHash, MakingATableTouchesNoMemory) {
+  const size_t before = resident_bytes();
+  PerftHash h(512);
+  const size_t after = resident_bytes();
+  EXPECT_LT(after, before + (size_t(16) << 20)) << "made: " << (after - before) / 1024 << " KB resident";
+  uint64_t n = 0;
+  EXPECT_FALSE(h.probe(0xABCDEF, 5, n));
+  h.store(0xABCDEF, 5, 123456789);
+  ASSERT_TRUE(h.probe(0xABCDEF, 5, n));
+  EXPECT_EQ(n, 123456789u);
+  EXPECT_LT(resident_bytes(), before + (size_t(16) << 20));  // one page (or huge page) more
 }
 
 // The count a test stores for (key, depth): different for every depth, and of every size from
