@@ -15,6 +15,7 @@
 #include "cluster/config.h"
 #include "cluster/errors.h"
 #include "cluster/log.h"
+#include "cluster/results_export.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "coordinator/coordinator.h"
@@ -836,6 +837,7 @@ class Simulation {
       p.duplicates = r.duplicates();
       p.uncounted = r.uncounted();
       for (int t = 0; t < r.terminations_size(); ++t) p.terminations[size_t(t)] = r.terminations(t);
+      p.lines = result_lines(r);  // related games: each distinct game's line, as c960 results reads them
       stats.set_position(p);
     }
     const std::string got = stats.to_csv(), want = answers().local_csv(spec_);
