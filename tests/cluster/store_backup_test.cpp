@@ -1,18 +1,17 @@
 // Online backups of the SQLite store (coordinator/store_backup.h): a copy taken mid-job restores
 // to a coordinator that finishes the job exact; a copy taken while another connection writes is of
-// one commit while the coordinator writes; the newest N are kept; a full disk leaves the older copies and no half-written file;
-// the options are checked, naming their flags.
+// one commit while the coordinator writes; the newest N are kept; a full disk leaves the older copies and no
+// half-written file; the options are checked, naming their flags.
 #include "coordinator/store_backup.h"
-
-#include <sqlite3.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <sqlite3.h>
+#include <sys/resource.h>
 #include <thread>
 
 #include "absl/strings/match.h"
