@@ -16,13 +16,16 @@ namespace {
 constexpr char kName[] = "admin";
 
 const CommandSpec kSpec = {
-    kName, "c960 admin backup",
+    kName,
+    "c960 admin backup",
     "The coordinator's housekeeping; needs a token of role admin. backup: the coordinator makes a consistent copy "
     "of its store now, while it serves (SQLite's online backup), in its --backup-dir, keeping the newest "
     "--backup-keep; prints the copy's path on the coordinator's machine, its size and how long it took. To "
     "restore a copy, stop the coordinator and copy it over its --db (removing the -wal and -shm files beside "
     "--db).",
-    with_cluster_options({}), 1, {"backup"}};
+    with_cluster_options({}),
+    1,
+    {"backup"}};
 
 }  // namespace
 
@@ -36,8 +39,7 @@ int cmd_admin(const std::vector<std::string>& args, const Io& io) {
   Client client(*connection);
   v1::BackupStoreResponse resp;
   if (absl::Status s = client.backup_store(&resp); !s.ok()) return rpc_fail(io, kName, client, s);
-  io.out << resp.path() << "\n"
-         << absl::StrFormat("%d bytes in %.2f s", resp.bytes(), resp.seconds());
+  io.out << resp.path() << "\n" << absl::StrFormat("%d bytes in %.2f s", resp.bytes(), resp.seconds());
   if (resp.removed_size() > 0) io.out << absl::StrCat(", ", resp.removed_size(), " older removed");
   io.out << "\n";
   return kExitOk;

@@ -1,8 +1,6 @@
 #include "coordinator/store_backup.h"
 
 #include <fcntl.h>
-#include <sqlite3.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <system_error>
 
 #include "absl/strings/match.h"
@@ -29,13 +29,12 @@ std::string backup_name(int64_t unix_ms) {
   const std::time_t s = std::time_t(unix_ms / 1000);
   std::tm tm{};
   gmtime_r(&s, &tm);
-  return absl::StrFormat("%s%04d%02d%02dT%02d%02d%02d.%03dZ%s", kPrefix, tm.tm_year + 1900, tm.tm_mon + 1,
-                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(unix_ms % 1000), kSuffix);
+  return absl::StrFormat("%s%04d%02d%02dT%02d%02d%02d.%03dZ%s", kPrefix, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                         tm.tm_hour, tm.tm_min, tm.tm_sec, int(unix_ms % 1000), kSuffix);
 }
 
 bool is_backup_name(const std::string& name) {
-  return absl::StartsWith(name, kPrefix) && absl::EndsWith(name, kSuffix) &&
-         name.size() == backup_name(0).size();
+  return absl::StartsWith(name, kPrefix) && absl::EndsWith(name, kSuffix) && name.size() == backup_name(0).size();
 }
 
 // An SQLite error as a status: a full disk (SQLITE_FULL, or a write that failed with ENOSPC,
@@ -55,7 +54,8 @@ absl::Status sqlite_status(sqlite3* db, int rc, const std::string& what) {
 
 absl::Status fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("backup: cannot open '", path, "': ", std::strerror(errno)));
+  if (fd < 0)
+    return absl::FailedPreconditionError(absl::StrCat("backup: cannot open '", path, "': ", std::strerror(errno)));
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
@@ -132,9 +132,9 @@ absl::StatusOr<BackupMade> StoreBackups::copy_locked() {
           absl::StrCat("backup: --backup-dir: cannot make '", options_.dir, "': ", ec.message()));
     std::filesystem::permissions(options_.dir, std::filesystem::perms::owner_all, ec);
   }
-  int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   now_ms = std::max(now_ms, last_name_ms_ + 1);
   last_name_ms_ = now_ms;
   const std::string final_path = (std::filesystem::path(options_.dir) / backup_name(now_ms)).string();

@@ -31,9 +31,9 @@
 namespace c960::cluster {
 
 struct BackupOptions {
-  std::string dir;        // where copies go (--backup-dir); made (0700) if missing
-  int keep = 0;           // copies kept (--backup-keep)
-  int64_t every_ms = 0;   // BackupSchedule's period (--backup-every-minutes); 0: on request only
+  std::string dir;       // where copies go (--backup-dir); made (0700) if missing
+  int keep = 0;          // copies kept (--backup-keep)
+  int64_t every_ms = 0;  // BackupSchedule's period (--backup-every-minutes); 0: on request only
   int pages_per_step = kBackupPagesPerStep;
 };
 
