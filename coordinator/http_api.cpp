@@ -964,6 +964,7 @@ class ResultsJsonPages final : public AnswerPages {
       lines.push_back(result_lines(p));
     }
     std::vector<const selfplay::Lines*> of;
+    of.reserve(lines.size());
     for (const selfplay::Lines& l : lines) of.push_back(&l);
     related_ = selfplay::relatedness(of, counts);
     ranking_ = selfplay::rank_positions(counts, {.effective_games = related_.effective});

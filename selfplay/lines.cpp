@@ -52,6 +52,7 @@ double design_effect(const Lines& lines, double rho) { return design_effect(line
 Relatedness relatedness(const std::vector<const Lines*>& positions, const std::vector<ResultCounts>& games) {
   Relatedness r;
   std::vector<LineGroups> groups;
+  groups.reserve(positions.size());
   for (const Lines* lines : positions) groups.push_back(line_groups(*lines));
   // One-way analysis of variance by line within position, pooled over positions. A line of k
   // games with W wins, D draws: score sum s = W + D/2, sum of squares W + D/4.
