@@ -68,7 +68,11 @@ TEST(Simulation, EveryInvariantHoldsOverManySchedules) {
   EXPECT_GT(episodes, 0);
   EXPECT_GT(selfplay, 0);
   EXPECT_GT(failure_reports, 0);
-  EXPECT_GT(selfplay_failed, 0);
+  // Jobs failed by reports are rare (12 in the default 1,000 schedules): looked for only where
+  // there are enough schedules (sanitizer builds run 40).
+  if (schedules >= 500) {
+    EXPECT_GT(selfplay_failed, 0);
+  }
   // Colluding groups of 2 or 3 owners among 3 or 4 honest ones, placed at random and audited at
   // 10%, change their job's row in few schedules: without placement and audits nearly every row
   // of theirs would be forged. Measured on these seeds (perft schedules only: self-play's lies
@@ -77,8 +81,10 @@ TEST(Simulation, EveryInvariantHoldsOverManySchedules) {
   // loose). docs/cluster.md has the figures over more seeds.
   ASSERT_GT(colluding, perft / 4);
   ASSERT_GT(colluding_calm, perft / 20);
-  EXPECT_LE(double(forged), 0.10 * double(colluding)) << forged << " of " << colluding;
-  EXPECT_LE(double(forged_calm), 0.12 * double(colluding_calm)) << forged_calm << " of " << colluding_calm;
+  if (schedules >= 500) {  // (a rate is no bound on the sanitizer builds' few schedules)
+    EXPECT_LE(double(forged), 0.10 * double(colluding)) << forged << " of " << colluding;
+    EXPECT_LE(double(forged_calm), 0.12 * double(colluding_calm)) << forged_calm << " of " << colluding_calm;
+  }
   EXPECT_GT(caught, 0);
 }
 
