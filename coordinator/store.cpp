@@ -800,16 +800,8 @@ absl::Status Store::discard_copy(const std::string& job_id, int64_t unit, int32_
 absl::Status Store::upsert_worker(const StoredWorker& w) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  if (owners_) {  // the current schema: one statement (a completion batch writes its worker's row once)
-    Stmt q(*statements_,
-           "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-           "units_done, agreeing, trust, trust_reason, provenance, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-           "?, ?) ON CONFLICT(key) DO UPDATE SET identity = excluded.identity, host = excluded.host, version = "
-           "excluded.version, threads = excluded.threads, capabilities = excluded.capabilities, engines = "
-           "excluded.engines, last_seen_ms = excluded.last_seen_ms, units_done = excluded.units_done, agreeing = "
-           "excluded.agreeing, trust = excluded.trust, trust_reason = excluded.trust_reason, provenance = "
-           "excluded.provenance, owner = excluded.owner");
-    if (!q.ok()) return error("upsert worker");
+  // The columns every schema has, bound as parameters 1..12.
+  const auto bind_common = [&w](Stmt& q) {
     q.bind_text(1, w.key);
     q.bind_text(2, w.identity);
     q.bind_text(3, w.host);
@@ -822,12 +814,24 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
     q.bind(10, w.agreeing);
     q.bind(11, int64_t(w.trust));
     q.bind_text(12, w.trust_reason);
+  };
+  if (owners_) {  // the current schema: one statement (a completion batch writes its worker's row once)
+    Stmt q(*statements_,
+           "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+           "units_done, agreeing, trust, trust_reason, provenance, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+           "?, ?) ON CONFLICT(key) DO UPDATE SET identity = excluded.identity, host = excluded.host, version = "
+           "excluded.version, threads = excluded.threads, capabilities = excluded.capabilities, engines = "
+           "excluded.engines, last_seen_ms = excluded.last_seen_ms, units_done = excluded.units_done, agreeing = "
+           "excluded.agreeing, trust = excluded.trust, trust_reason = excluded.trust_reason, provenance = "
+           "excluded.provenance, owner = excluded.owner");
+    if (!q.ok()) return error("upsert worker");
+    bind_common(q);
     q.bind_text(13, w.provenance);
     q.bind_text(14, w.owner);
     if (!q.run()) return error("upsert worker");
     return absl::OkStatus();
   }
-  Transaction t(this);  // older schemas: the row and its provenance together
+  Transaction t(this);  // older schemas: the row and (schema 9) its provenance together
   if (!t.status().ok()) return t.status();
   Stmt q(*statements_,
          "INSERT INTO workers (key, identity, host, version, threads, capabilities, engines, last_seen_ms, units_done, "
@@ -837,27 +841,9 @@ absl::Status Store::upsert_worker(const StoredWorker& w) {
          "units_done = excluded.units_done, agreeing = excluded.agreeing, trust = excluded.trust, "
          "trust_reason = excluded.trust_reason");
   if (!q.ok()) return error("upsert worker");
-  q.bind_text(1, w.key);
-  q.bind_text(2, w.identity);
-  q.bind_text(3, w.host);
-  q.bind_text(4, w.version);
-  q.bind(5, int64_t(w.threads));
-  q.bind_text(6, w.capabilities);
-  q.bind_text(7, w.engines);
-  q.bind(8, w.last_seen_ms);
-  q.bind(9, w.units_done);
-  q.bind(10, w.agreeing);
-  q.bind(11, int64_t(w.trust));
-  q.bind_text(12, w.trust_reason);
+  bind_common(q);
   if (!q.run()) return error("upsert worker");
-  if (owners_) {
-    Stmt p(*statements_, "UPDATE workers SET provenance = ?, owner = ? WHERE key = ?");
-    if (!p.ok()) return error("upsert worker");
-    p.bind_text(1, w.provenance);
-    p.bind_text(2, w.owner);
-    p.bind_text(3, w.key);
-    if (!p.run()) return error("upsert worker");
-  } else if (pairs_) {
+  if (pairs_) {
     Stmt p(*statements_, "UPDATE workers SET provenance = ? WHERE key = ?");
     if (!p.ok()) return error("upsert worker");
     p.bind_text(1, w.provenance);
