@@ -55,20 +55,36 @@ grpc::Status call_with_retry(const std::function<grpc::Status()>& call, bool ide
 }
 
 Client::Client(std::string address, RetryPolicy policy)
-    : Client(cluster::ChannelOptions{std::move(address), std::nullopt, ""}, policy) {}
+    : Client(cluster::ChannelOptions{std::move(address), std::nullopt, "", ""}, policy) {}
 
 Client::Client(cluster::ChannelOptions options, RetryPolicy policy)
-    : options_(std::move(options)),
-      policy_(policy),
-      channel_(cluster::make_channel(options_)),
-      stub_(v1::JobService::NewStub(channel_)) {}
+    : options_(std::move(options)), policy_(policy), set_(options_) {
+  for (size_t k = 0; k < set_.size(); ++k) stubs_.push_back(v1::JobService::NewStub(set_.channel(k)));
+}
+
+v1::JobService::Stub* Client::stub() {
+  target_ = set_.current().index;
+  return stubs_[target_].get();
+}
 
 absl::Status Client::connect() {
   if (connected_) return absl::OkStatus();
+  if (set_.size() > 1) {
+    // Several coordinators: the first that connects within the time (a standby among them sends
+    // the calls on to the leader it names).
+    const int64_t rounds = std::max<int64_t>(1, cluster::kConnectTimeoutMs / cluster::kFailoverConnectMs);
+    for (size_t k = 0; k < set_.size() * size_t(rounds); ++k)
+      if (set_.await_current(cluster::kFailoverConnectMs)) {
+        connected_ = true;
+        return absl::OkStatus();
+      }
+    return absl::UnavailableError(absl::StrCat("none of the coordinators ", options_.address, " answered"));
+  }
+  const std::shared_ptr<grpc::Channel> channel = set_.channel(0);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(cluster::kConnectTimeoutMs);
   const cluster::ClientTls* tls = options_.tls ? &*options_.tls : nullptr;
   bool probed = false;
-  for (grpc_connectivity_state s = channel_->GetState(true); s != GRPC_CHANNEL_READY; s = channel_->GetState(true)) {
+  for (grpc_connectivity_state s = channel->GetState(true); s != GRPC_CHANNEL_READY; s = channel->GetState(true)) {
     // At the first failed attempt, look once: a TLS mismatch is said at once, while a refused
     // port may be a coordinator that is starting, so that one is waited for.
     if (s == GRPC_CHANNEL_TRANSIENT_FAILURE && !probed) {
@@ -76,7 +92,7 @@ absl::Status Client::connect() {
       if (cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls); p.lasting)
         return absl::UnavailableError(p.message);
     }
-    if (!channel_->WaitForStateChange(s, deadline)) {
+    if (!channel->WaitForStateChange(s, deadline)) {
       const cluster::ConnectionProblem p = cluster::diagnose_connection(address(), tls);
       return absl::UnavailableError(
           p.message.empty() ? absl::StrCat("no connection within ", cluster::kConnectTimeoutMs, " ms") : p.message);
@@ -88,7 +104,14 @@ absl::Status Client::connect() {
 
 absl::Status Client::call(const std::function<grpc::Status()>& fn, bool idempotent) {
   if (absl::Status s = connect(); !s.ok()) return s;
-  return to_absl(call_with_retry(fn, idempotent, policy_, sleep_ms));
+  return to_absl(call_with_retry(
+      [&] {
+        grpc::Status s = fn();
+        // A standby's answer, or no answer: the next try goes to the leader (or the next address).
+        if (set_.failed(target_, s)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, s.error_message());
+        return s;
+      },
+      idempotent, policy_, sleep_ms));
 }
 
 absl::Status Client::submit(const v1::SubmitJobRequest& request, v1::Job* job) {
@@ -96,7 +119,7 @@ absl::Status Client::submit(const v1::SubmitJobRequest& request, v1::Job* job) {
       [&] {
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kSubmitDeadlineMs);
-        return stub_->SubmitJob(&ctx, request, job);
+        return stub()->SubmitJob(&ctx, request, job);
       },
       // Not re-sent past its deadline: the coordinator stopped that plan, and planning it again
       // would cost as much. (An UNAVAILABLE coordinator is asked again with the same request
@@ -111,7 +134,7 @@ absl::Status Client::get_job(const std::string& id, v1::Job* job) {
       [&] {
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kRpcDeadlineMs);
-        return stub_->GetJob(&ctx, req, job);
+        return stub()->GetJob(&ctx, req, job);
       },
       true);
 }
@@ -121,7 +144,7 @@ absl::Status Client::list_jobs(v1::ListJobsResponse* response) {
       [&] {
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kRpcDeadlineMs);
-        return stub_->ListJobs(&ctx, v1::ListJobsRequest(), response);
+        return stub()->ListJobs(&ctx, v1::ListJobsRequest(), response);
       },
       true);
 }
@@ -133,15 +156,17 @@ absl::Status Client::cancel(const std::string& id, v1::Job* job) {
       [&] {
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kRpcDeadlineMs);
-        return stub_->CancelJob(&ctx, req, job);
+        return stub()->CancelJob(&ctx, req, job);
       },
       true);  // cancelling twice is cancelling once
 }
 
 absl::Status Client::backup_store(v1::BackupStoreResponse* response) {
-  std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(channel_);
   return call(
       [&] {
+        // A stub of the channel the call goes to (which may change between tries).
+        std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(set_.channel(set_.current().index));
+        target_ = set_.current().index;
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kBackupDeadlineMs);
         return admin->BackupStore(&ctx, v1::BackupStoreRequest(), response);
@@ -164,7 +189,7 @@ absl::Status Client::list_workers(bool include_lost, v1::ListWorkersResponse* re
               page.Clear();
               grpc::ClientContext ctx;
               set_deadline(ctx, cluster::kRpcDeadlineMs);
-              return stub_->ListWorkers(&ctx, req, &page);
+              return stub()->ListWorkers(&ctx, req, &page);
             },
             true);
         !s.ok())
@@ -187,7 +212,7 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
         grpc::ClientContext ctx;
         // Planning-sized deadline: a big job's results take a while to stream.
         set_deadline(ctx, cluster::kSubmitDeadlineMs);
-        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub_->GetResults(&ctx, req);
+        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub()->GetResults(&ctx, req);
         v1::ResultChunk chunk;
         while (reader->Read(&chunk)) chunks->push_back(chunk);
         return reader->Finish();
@@ -206,7 +231,7 @@ absl::Status Client::results(const std::string& id, bool divide, bool omit_games
       [&] {
         grpc::ClientContext ctx;
         set_deadline(ctx, cluster::kResultsStreamDeadlineMs);
-        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub_->GetResults(&ctx, req);
+        std::unique_ptr<grpc::ClientReader<v1::ResultChunk>> reader = stub()->GetResults(&ctx, req);
         v1::ResultChunk chunk;
         while (reader->Read(&chunk)) {
           delivered = true;
@@ -236,7 +261,7 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     grpc::ClientContext ctx;
     // The coordinator sends the job's state at once: until it has, a unary call's deadline.
     set_deadline(ctx, ever_got ? kWatchStreamDeadlineMs : cluster::kRpcDeadlineMs);
-    std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub_->WatchJob(&ctx, req);
+    std::unique_ptr<grpc::ClientReader<v1::Job>> reader = stub()->WatchJob(&ctx, req);
     v1::Job job;
     v1::JobSpec spec;  // the stream's first message carries it, later ones not
     while (reader->Read(&job)) {
@@ -255,6 +280,7 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
     }
     const grpc::Status s = reader->Finish();
     if (s.ok()) return absl::InternalError("the coordinator ended the watch before the job ended");
+    set_.failed(target_, s);  // a standby, or no answer: the next stream goes to the leader
     // Once any stream had updates, CANCELLED is the coordinator going away (also when a new
     // stream meets it still shutting down), not a refusal.
     if (!should_reconnect(s.error_code(), ever_got)) return to_absl(s);
@@ -275,9 +301,14 @@ absl::Status Client::watch(const std::string& id, const std::function<void(const
 }
 
 void Client::await_channel(int64_t ms) {
+  if (set_.size() > 1) {
+    set_.await_current(std::min(ms, cluster::kFailoverConnectMs));
+    return;
+  }
+  const std::shared_ptr<grpc::Channel> channel = set_.channel(0);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
-  for (grpc_connectivity_state s = channel_->GetState(true); s != GRPC_CHANNEL_READY; s = channel_->GetState(true))
-    if (!channel_->WaitForStateChange(s, deadline)) return;
+  for (grpc_connectivity_state s = channel->GetState(true); s != GRPC_CHANNEL_READY; s = channel->GetState(true))
+    if (!channel->WaitForStateChange(s, deadline)) return;
 }
 
 }  // namespace c960::cli

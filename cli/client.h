@@ -18,6 +18,7 @@
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
+#include "cluster/coordinator_set.h"
 
 namespace c960::cli {
 
@@ -94,10 +95,14 @@ class Client {
   // between a watch's attempts.
   void await_channel(int64_t ms);
 
+  // The stub of the coordinator calls go to now; remembers which, for failed().
+  v1::JobService::Stub* stub();
+
   cluster::ChannelOptions options_;
   RetryPolicy policy_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::JobService::Stub> stub_;
+  cluster::CoordinatorSet set_;  // one coordinator, or a leader and its standbys
+  std::vector<std::unique_ptr<v1::JobService::Stub>> stubs_;
+  size_t target_ = 0;  // the target of the call in flight
   bool connected_ = false;
 };
 

@@ -82,7 +82,8 @@ std::string in_cli_words(absl::string_view command, absl::string_view message) {
 
 OptionSpec coordinator_option() {
   return {"coordinator", Arity::kOne, "HOST:PORT",
-          absl::StrCat("the coordinator (default $C960_COORDINATOR, else ", cluster::kDefaultCoordinator, ")")};
+          absl::StrCat("the coordinator (default $C960_COORDINATOR, else ", cluster::kDefaultCoordinator,
+                       "); a leader and its standbys as HOST:PORT,HOST:PORT (calls follow the leader)")};
 }
 
 std::vector<OptionSpec> with_cluster_options(std::vector<OptionSpec> own) {
@@ -121,8 +122,8 @@ absl::StatusOr<cluster::ChannelOptions> connection_options(const ParsedArgs& arg
   // Checked before the files: the address is what a user gets wrong first.
   const bool from_env = !args.has("coordinator") && std::getenv("C960_COORDINATOR") && *std::getenv("C960_COORDINATOR");
   absl::StatusOr<std::string> address =
-      cluster::check_address(from_env ? "$C960_COORDINATOR" : "--coordinator", coordinator_address(args),
-                             {.default_port = true, .unix_socket = true});
+      cluster::check_address_list(from_env ? "$C960_COORDINATOR" : "--coordinator", coordinator_address(args),
+                                  {.default_port = true, .unix_socket = true});
   if (!address.ok()) return address.status();
   return cluster::client_channel_options(*address, flags);
 }

@@ -5,6 +5,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cluster/config.h"
 
 namespace c960::cluster {
@@ -73,6 +75,35 @@ absl::StatusOr<std::string> check_address(absl::string_view flag, absl::string_v
     if (number > 65535 || (number == 0 && !rule.port_zero)) return bad("has port ", number, ", not in ", range);
   }
   return ipv6 ? absl::StrCat("[", host, "]:", number) : absl::StrCat(host, ":", number);
+}
+
+absl::StatusOr<std::string> check_address_list(absl::string_view flag, absl::string_view value, AddressRule rule) {
+  if (value.find(',') == absl::string_view::npos) return check_address(flag, value, rule);
+  const std::vector<absl::string_view> items = absl::StrSplit(value, ',');
+  if (items.size() > size_t(kMaxCoordinatorAddresses))
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", items.size(), " addresses; at most ",
+                                                   kMaxCoordinatorAddresses, " coordinators may be named"));
+  std::vector<std::string> out;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const absl::string_view item = absl::StripAsciiWhitespace(items[k]);
+    if (item.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": address ", k + 1, " of ", items.size(), " is empty; give HOST:PORT,HOST:PORT"));
+    if (rule.unix_socket && absl::StartsWith(item, "unix:"))
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", item.substr(0, 256), "': a unix socket names one coordinator; give it alone"));
+    absl::StatusOr<std::string> one = check_address(flag, item, rule);
+    if (!one.ok()) return one.status();
+    if (std::find(out.begin(), out.end(), *one) != out.end())
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": '", *one, "' is named twice"));
+    out.push_back(std::move(*one));
+  }
+  return absl::StrJoin(out, ",");
+}
+
+std::vector<std::string> split_address_list(absl::string_view list) {
+  if (list.empty()) return {};
+  return absl::StrSplit(list, ',');
 }
 
 }  // namespace c960::cluster

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -33,5 +34,12 @@ struct AddressRule {
 // default port added where the rule gives one). INVALID_ARGUMENT naming the flag, the value and
 // what is wrong with it, with the valid range of a port.
 absl::StatusOr<std::string> check_address(absl::string_view flag, absl::string_view value, AddressRule rule);
+
+// Several coordinators (a leader and its standbys), comma-separated, each as check_address checks
+// it: "a:7960,b:7960". At most kMaxCoordinatorAddresses, none twice (after normalizing), no empty
+// item. Returns the addresses normalized and joined by commas (one address: as check_address).
+absl::StatusOr<std::string> check_address_list(absl::string_view flag, absl::string_view value, AddressRule rule);
+// The addresses of a list check_address_list made (one address: itself).
+std::vector<std::string> split_address_list(absl::string_view list);
 
 }  // namespace c960::cluster

@@ -33,6 +33,10 @@ std::shared_ptr<grpc::Channel> make_channel(const ChannelOptions& options) {
     ssl.pem_private_key = options.tls->key_pem;
     ssl.pem_cert_chain = options.tls->cert_pem;
     creds = grpc::SslCredentials(ssl);
+    if (!options.tls_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_name);
+      args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, options.tls_name);
+    }
     // gRPC sends call credentials only on a secure channel, so a token never travels in clear.
     if (!options.token.empty())
       creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(options.token));

@@ -18,8 +18,13 @@ struct ChannelOptions {
   std::string address;           // HOST:PORT of the coordinator
   std::optional<ClientTls> tls;  // nullopt: plaintext
   std::string token;             // sent as "authorization: Bearer TOKEN" on every call; only with tls
+  // The name the server's certificate is checked against, where the address is one of several
+  // IPs a name resolved to (CoordinatorSet); empty: the address's own host.
+  std::string tls_name;
 };
 
+// One channel to options.address, which must be a single address (CoordinatorSet makes one for
+// each of several).
 std::shared_ptr<grpc::Channel> make_channel(const ChannelOptions& options);
 
 // How a client was told to connect: the files of its flags (--tls-ca, --tls-cert, --tls-key,

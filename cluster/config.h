@@ -11,6 +11,12 @@ namespace c960::cluster {
 inline constexpr int kDefaultPort = 7960;
 // Where clients and workers look for the coordinator unless told otherwise (loopback only).
 inline constexpr char kDefaultCoordinator[] = "127.0.0.1:7960";
+// A leader and its standbys: --coordinator and $C960_COORDINATOR take up to this many addresses,
+// comma-separated; clients follow the one that leads.
+inline constexpr int kMaxCoordinatorAddresses = 16;
+// With several coordinators, a call waits this long for a connection to the one it is sent to
+// before it moves on to the next (one address: the call's own deadline).
+inline constexpr int64_t kFailoverConnectMs = 2'000;
 // Where the coordinator listens by default; port 0 picks a free port.
 inline constexpr char kDefaultListen[] = "127.0.0.1:7960";
 // The coordinator's SQLite file by default.

@@ -17,14 +17,27 @@ absl::Status with_reason(absl::Status status, v1::ErrorInfo::Reason reason) {
   return status;
 }
 
-v1::ErrorInfo::Reason reason_of(const absl::Status& status) {
+v1::ErrorInfo error_info_of(const absl::Status& status) {
   auto payload = status.GetPayload(kErrorInfoUrl);
   v1::ErrorInfo info;
-  if (!payload || !info.ParseFromString(std::string(*payload))) return v1::ErrorInfo::REASON_UNSPECIFIED;
-  return info.reason();
+  if (!payload || !info.ParseFromString(std::string(*payload))) return v1::ErrorInfo();
+  return info;
 }
 
+v1::ErrorInfo error_info_of(const grpc::Status& status) { return error_info_of(from_grpc(status)); }
+
+v1::ErrorInfo::Reason reason_of(const absl::Status& status) { return error_info_of(status).reason(); }
+
 v1::ErrorInfo::Reason reason_of(const grpc::Status& status) { return reason_of(from_grpc(status)); }
+
+absl::Status not_leader(absl::string_view message, absl::string_view leader) {
+  v1::ErrorInfo info;
+  info.set_reason(v1::ErrorInfo::REASON_NOT_LEADER);
+  info.set_leader(std::string(leader));
+  absl::Status status = absl::UnavailableError(message);
+  status.SetPayload(kErrorInfoUrl, absl::Cord(info.SerializeAsString()));
+  return status;
+}
 
 grpc::Status to_grpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "c960/v1/cluster.pb.h"
 
 namespace c960::cluster {
@@ -15,6 +16,11 @@ absl::Status with_reason(absl::Status status, v1::ErrorInfo::Reason reason);
 // The reason attached to a status, or REASON_UNSPECIFIED.
 v1::ErrorInfo::Reason reason_of(const absl::Status& status);
 v1::ErrorInfo::Reason reason_of(const grpc::Status& status);
+// The ErrorInfo attached to a status (reason and its details); an empty one where none is.
+v1::ErrorInfo error_info_of(const absl::Status& status);
+v1::ErrorInfo error_info_of(const grpc::Status& status);
+// UNAVAILABLE with REASON_NOT_LEADER naming the leader (empty: not known).
+absl::Status not_leader(absl::string_view message, absl::string_view leader);
 
 // Code, message and reason, as a gRPC status (the reason in the status details).
 grpc::Status to_grpc(const absl::Status& status);

@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "c960/v1/cluster.pb.h"
+#include "cluster/coordinator_set.h"
 
 namespace c960::cluster {
 
@@ -36,5 +37,7 @@ class CoordinatorConnection {
 
 // The real thing: WorkerService over a gRPC channel.
 std::unique_ptr<CoordinatorConnection> grpc_connection(std::shared_ptr<grpc::Channel> channel);
+// The same over a leader and its standbys: each call goes to the one that leads.
+std::unique_ptr<CoordinatorConnection> grpc_connection(std::shared_ptr<CoordinatorSet> coordinators);
 
 }  // namespace c960::cluster

@@ -16,6 +16,7 @@
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/auth.h"
 #include "cluster/config.h"
+#include "cluster/coordinator_set.h"
 #include "cluster/errors.h"
 #include "cluster/log.h"
 #include "cluster/tls.h"
@@ -63,17 +64,23 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
                                            const std::string& credential_file, const std::atomic<bool>& stop) {
   if (absl::StatusOr<std::string> t = read_credential(credential_file); t.ok() || !absl::IsNotFound(t.status()))
     return t;
-  auto stub = v1::WorkerService::NewStub(make_channel(options));
+  // A leader and its standbys: the enrollment goes to the leader (CoordinatorSet follows it).
+  CoordinatorSet coordinators(options);
+  std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs;
+  for (size_t k = 0; k < coordinators.size(); ++k) stubs.push_back(v1::WorkerService::NewStub(coordinators.channel(k)));
   v1::EnrollRequest req;
   req.set_name(name);
   for (int attempt = 1; !stop; ++attempt) {
+    if (!coordinators.await_current(kFailoverConnectMs)) continue;  // the next one, at once
+    const CoordinatorSet::Target target = coordinators.current();
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kRpcDeadlineMs));
     // Wait for a connection until the deadline rather than fail at once while gRPC reconnects: the
     // synchronous channel progresses a TLS handshake only while a call polls it (as connection.cpp).
     ctx.set_wait_for_ready(true);
     v1::EnrollResponse resp;
-    const grpc::Status s = stub->Enroll(&ctx, req, &resp);
+    const grpc::Status s = stubs[target.index]->Enroll(&ctx, req, &resp);
+    const bool moved = coordinators.failed(target.index, s);
     if (s.ok()) {
       if (!valid_token_text(resp.token()))
         return absl::InternalError("Enroll: the coordinator's answer holds no token");
@@ -88,12 +95,12 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
     if (attempt == 1 || attempt % 10 == 0) {
       // gRPC says only that the call failed; the probe says why (a wrong CA, a certificate not
       // made for the host dialled, ...), as the worker does once it has its credential.
-      const std::string why = diagnose_connection(options.address, options.tls ? &*options.tls : nullptr).message;
+      const std::string why = diagnose_connection(target.address, options.tls ? &*options.tls : nullptr).message;
       log_warning(absl::StrCat("enrolling: ", why.empty() ? s.error_message() : why, "; still trying"));
     }
     // A call that waited out its deadline goes again at once (a pause would leave a handshake
     // in progress unattended); a coordinator that answered UNAVAILABLE gets a moment.
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !moved) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return absl::CancelledError("stopped before enrolling");
 }

@@ -31,7 +31,9 @@
 #include "worker/enroll.h"
 #include "worker/worker.h"
 
-ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator, "HOST:PORT of the coordinator");
+ABSL_FLAG(std::string, coordinator, c960::cluster::kDefaultCoordinator,
+          "HOST:PORT of the coordinator; a leader and its standbys as HOST:PORT,HOST:PORT,... (calls follow the "
+          "leader)");
 ABSL_FLAG(int32_t, threads, 1, "compute threads (1..4096; 0: one per CPU)");
 ABSL_FLAG(int32_t, hash, c960::cluster::kDefaultWorkerHashMb, "perft hash in MB shared by the threads (0: none)");
 ABSL_FLAG(int64_t, grace_seconds, c960::cluster::kDefaultGraceSeconds,
@@ -74,7 +76,10 @@ const c960::cluster::DaemonCommand kCommand = {
     "players a game.\n\n"
     "A token (--token-file, or C960_TOKEN) needs TLS (--tls-ca). Each worker needs a credential of its own "
     "(each is one voter when results are verified): a token of its own, or a join token that it trades once "
-    "for one (--enroll-token-file), kept in --credential-file.",
+    "for one (--enroll-token-file), kept in --credential-file.\n\n"
+    "Several coordinators (a leader and its standbys, --coordinator A:PORT,B:PORT, or a name that resolves to "
+    "several addresses): the worker sends its calls to the one that leads, and follows a new leader when a "
+    "standby takes over.",
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"coordinator", "HOST:PORT", "C960_COORDINATOR"},
      {"threads", "N"},
@@ -151,7 +156,7 @@ absl::StatusOr<std::map<std::string, c960::cluster::EngineOffer>> engines_from_f
 int main(int argc, char** argv) {
   if (std::optional<int> rc = c960::cluster::parse_daemon_flags(argc, argv, kCommand)) return *rc;
   c960::cluster::set_log_program("c960-worker");
-  const absl::StatusOr<std::string> coordinator = c960::cluster::check_address(
+  const absl::StatusOr<std::string> coordinator = c960::cluster::check_address_list(
       "--coordinator", absl::GetFlag(FLAGS_coordinator), {.default_port = true, .unix_socket = true});
   if (!coordinator.ok()) return usage_error(std::string(coordinator.status().message()));
   int threads = absl::GetFlag(FLAGS_threads);
@@ -230,20 +235,22 @@ int main(int argc, char** argv) {
       offer.id_name = (*e)->id_name().substr(0, c960::cluster::kMaxProvenanceText);
   }
   options.engines = std::move(*engines);
-  auto channel = c960::cluster::make_channel(*channel_options);
+  // A leader and its standbys, or one coordinator: each call goes to the one that leads.
+  auto coordinators = std::make_shared<c960::cluster::CoordinatorSet>(*channel_options);
   // Not fatal (the worker keeps trying: its coordinator may start later), but a wrong CA or a
   // missing client certificate is said now, in words, rather than as retries in the log.
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
-                                 std::chrono::milliseconds(c960::cluster::kConnectTimeoutMs))) {
-    const std::string why = c960::cluster::diagnose_connection(channel_options->address,
-                                                               channel_options->tls ? &*channel_options->tls : nullptr)
-                                .message;
-    c960::cluster::log_warning(absl::StrCat("cannot connect to the coordinator at ", channel_options->address, " yet",
+  const c960::cluster::CoordinatorSet::Target first = coordinators->current();
+  if (!first.channel->WaitForConnected(std::chrono::system_clock::now() +
+                                       std::chrono::milliseconds(c960::cluster::kConnectTimeoutMs))) {
+    const std::string why =
+        c960::cluster::diagnose_connection(first.address, channel_options->tls ? &*channel_options->tls : nullptr)
+            .message;
+    c960::cluster::log_warning(absl::StrCat("cannot connect to the coordinator at ", first.address, " yet",
                                             why.empty() ? "" : ": ", why, "; still trying"));
   }
   std::unique_ptr<c960::cluster::Worker> owned;
   try {
-    owned = std::make_unique<c960::cluster::Worker>(c960::cluster::grpc_connection(channel), options);
+    owned = std::make_unique<c960::cluster::Worker>(c960::cluster::grpc_connection(coordinators), options);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "c960-worker: --hash: cannot allocate %d MB\n", hash);
     return 2;

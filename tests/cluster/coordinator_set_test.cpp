@@ -1,0 +1,219 @@
+// A leader and its standbys, seen from the clients (cluster/coordinator_set.h): the address list
+// flag, which coordinator calls go to after each kind of failure, and real calls through gRPC
+// from the worker's connection and the c960 tool's client to fake coordinators on loopback: a
+// standby that names the leader, one that names none, and an address where nothing listens.
+#include "cluster/coordinator_set.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "c960/v1/cluster.grpc.pb.h"
+#include "cli/client.h"
+#include "cluster/address.h"
+#include "cluster/errors.h"
+#include "gtest/gtest.h"
+#include "worker/connection.h"
+
+namespace c960::cluster {
+namespace {
+
+constexpr AddressRule kCoordinator = {.default_port = true, .unix_socket = true};
+
+TEST(AddressList, ListsAreCheckedItemByItemAndNormalized) {
+  absl::StatusOr<std::string> a = check_address_list("--coordinator", "a:1, b ,[::1]:3", kCoordinator);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a, absl::StrCat("a:1,b:", kDefaultPort, ",[::1]:3"));
+  EXPECT_EQ(split_address_list(*a), (std::vector<std::string>{"a:1", absl::StrCat("b:", kDefaultPort), "[::1]:3"}));
+  // One address: as check_address (a unix socket included).
+  EXPECT_EQ(*check_address_list("--coordinator", "unix:/run/c960.sock", kCoordinator), "unix:/run/c960.sock");
+}
+
+TEST(AddressList, RefusalsNameTheFlagAndTheProblem) {
+  const auto refused = [](absl::string_view value) {
+    absl::StatusOr<std::string> a = check_address_list("$C960_COORDINATOR", value, kCoordinator);
+    EXPECT_FALSE(a.ok()) << value;
+    if (a.ok()) return std::string();
+    EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string m(a.status().message());
+    EXPECT_EQ(m.rfind("$C960_COORDINATOR: ", 0), 0u) << m;
+    return m;
+  };
+  EXPECT_NE(refused("a:1,,b:2").find("address 2 of 3 is empty"), std::string::npos);
+  EXPECT_NE(refused("a:1,a:01").find("'a:1' is named twice"), std::string::npos);
+  EXPECT_NE(refused("a:1,b:99999").find("99999"), std::string::npos);
+  EXPECT_NE(refused("a:1,unix:/x").find("unix socket"), std::string::npos);
+  std::string many;
+  for (int k = 0; k <= kMaxCoordinatorAddresses; ++k) absl::StrAppend(&many, k ? "," : "", "h", k, ":1");
+  EXPECT_NE(refused(many).find(absl::StrCat("at most ", kMaxCoordinatorAddresses)), std::string::npos);
+}
+
+std::vector<std::string> three_addresses(const std::string&, const std::string& port) {
+  return {"192.0.2.1:" + port, "192.0.2.2:" + port, "[2001:db8::1]:" + port};
+}
+std::vector<std::string> no_addresses(const std::string&, const std::string&) { return {}; }
+
+ChannelOptions plain(std::string address) {
+  ChannelOptions o;
+  o.address = std::move(address);
+  return o;
+}
+
+TEST(CoordinatorSetTest, ANameThatResolvesToSeveralAddressesIsASetOfThem) {
+  CoordinatorSet set(plain("coordinators.example:7960"), three_addresses);
+  EXPECT_EQ(set.addresses(),
+            (std::vector<std::string>{"192.0.2.1:7960", "192.0.2.2:7960", "[2001:db8::1]:7960"}));
+  // An IP address is not looked up; a name that does not resolve stays as it is (gRPC resolves it).
+  EXPECT_EQ(CoordinatorSet(plain("192.0.2.9:7960"), three_addresses).addresses(),
+            std::vector<std::string>{"192.0.2.9:7960"});
+  EXPECT_EQ(CoordinatorSet(plain("nowhere.example:7960"), no_addresses).addresses(),
+            std::vector<std::string>{"nowhere.example:7960"});
+}
+
+TEST(CoordinatorSetTest, CallsFollowTheLeaderAStandbyNamesAndPassOverOnesThatDoNotAnswer) {
+  CoordinatorSet set(plain("192.0.2.1:1,192.0.2.2:2,192.0.2.3:3"), nullptr);
+  ASSERT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.current().index, 0u);
+  // A standby naming the leader: straight to it.
+  EXPECT_TRUE(set.failed(0, to_grpc(not_leader("standby", "192.0.2.3:3"))));
+  EXPECT_EQ(set.current().address, "192.0.2.3:3");
+  // A second report of a failure of a target calls have left moves nothing.
+  EXPECT_FALSE(set.failed(0, grpc::Status(grpc::StatusCode::UNAVAILABLE, "late")));
+  EXPECT_EQ(set.current().index, 2u);
+  // No answer: the next address, round the list.
+  EXPECT_TRUE(set.failed(2, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "")));
+  EXPECT_EQ(set.current().index, 0u);
+  // A leader outside the set is not followed (not a destination a standby may pick): the next.
+  EXPECT_TRUE(set.failed(0, to_grpc(not_leader("standby", "198.51.100.7:7960"))));
+  EXPECT_EQ(set.current().index, 1u);
+  // The leader's own answers (a refusal, a bad request) keep calls where they are.
+  for (grpc::StatusCode code : {grpc::StatusCode::PERMISSION_DENIED, grpc::StatusCode::INVALID_ARGUMENT,
+                                grpc::StatusCode::NOT_FOUND, grpc::StatusCode::RESOURCE_EXHAUSTED})
+    EXPECT_FALSE(set.failed(1, grpc::Status(code, "")));
+  EXPECT_FALSE(set.failed(1, grpc::Status::OK));
+  EXPECT_EQ(set.current().index, 1u);
+  EXPECT_EQ(set.moves(), 3);
+  // One coordinator: nothing ever moves.
+  CoordinatorSet one(plain("192.0.2.1:1"), nullptr);
+  EXPECT_FALSE(one.failed(0, to_grpc(not_leader("standby", "192.0.2.1:1"))));
+  EXPECT_TRUE(one.await_current(1));
+}
+
+// A fake coordinator: answers Hello and GetJob as a leader, or refuses both as a standby naming
+// `leader`.
+class FakeCoordinator final : public v1::WorkerService::Service, public v1::JobService::Service {
+ public:
+  explicit FakeCoordinator(std::string name) : name_(std::move(name)) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(static_cast<v1::WorkerService::Service*>(this));
+    b.RegisterService(static_cast<v1::JobService::Service*>(this));
+    server_ = b.BuildAndStart();
+  }
+  ~FakeCoordinator() override { server_->Shutdown(std::chrono::system_clock::now()); }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  void standby(std::string leader) {
+    std::lock_guard lock(mu_);
+    leader_ = std::move(leader);
+    leads_ = false;
+  }
+  void lead() {
+    std::lock_guard lock(mu_);
+    leads_ = true;
+  }
+  int calls() const { return calls_; }
+
+  grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest*, v1::HelloResponse* resp) override {
+    if (grpc::Status s = refuse(); !s.ok()) return s;
+    resp->set_worker_id(name_);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* job) override {
+    if (grpc::Status s = refuse(); !s.ok()) return s;
+    job->set_id(absl::StrCat(req->job_id(), "@", name_));
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::string name_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  grpc::Status refuse() {
+    ++calls_;
+    std::lock_guard lock(mu_);
+    return leads_ ? grpc::Status::OK : to_grpc(not_leader(absl::StrCat(name_, " is a standby"), leader_));
+  }
+  std::mutex mu_;
+  std::string leader_;
+  bool leads_ = true;
+  std::atomic<int> calls_{0};
+};
+
+// An address where nothing listens: a port taken from a server that then stopped.
+std::string dead_address() {
+  FakeCoordinator gone("gone");
+  return gone.address();
+}
+
+TEST(CoordinatorSetTest, AWorkersCallsReachTheLeaderThroughAStandbyAndPastADeadAddress) {
+  FakeCoordinator leader("leader"), standby("standby");
+  standby.standby(leader.address());
+  const std::string dead = dead_address();
+  auto set = std::make_shared<CoordinatorSet>(plain(absl::StrJoin({dead, standby.address(), leader.address()}, ",")));
+  std::unique_ptr<CoordinatorConnection> conn = grpc_connection(set);
+  v1::HelloResponse resp;
+  // The worker's own retry loop sends the call again after each failure: at most one try per
+  // address before the leader answers.
+  grpc::Status s;
+  int tries = 0;
+  for (; tries < 3; ++tries) {
+    s = conn->hello(v1::HelloRequest(), &resp, 5'000);
+    if (s.ok()) break;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  }
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.worker_id(), "leader");
+  EXPECT_EQ(tries, 2);  // the dead address, then the standby (which named the leader)
+  EXPECT_EQ(standby.calls(), 1);
+  // Later calls go straight to the leader.
+  ASSERT_TRUE(conn->hello(v1::HelloRequest(), &resp, 5'000).ok());
+  EXPECT_EQ(standby.calls(), 1);
+  EXPECT_EQ(leader.calls(), 2);
+
+  // The standby takes over and the old leader, now a standby, names it: calls follow at the next try.
+  standby.lead();
+  leader.standby(standby.address());
+  s = conn->hello(v1::HelloRequest(), &resp, 5'000);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(reason_of(s), v1::ErrorInfo::REASON_NOT_LEADER);
+  ASSERT_TRUE(conn->hello(v1::HelloRequest(), &resp, 5'000).ok());
+  EXPECT_EQ(resp.worker_id(), "standby");
+}
+
+TEST(CoordinatorSetTest, TheToolsCallsReachTheLeaderWithinTheirRetries) {
+  FakeCoordinator leader("leader"), standby("standby");
+  standby.standby(leader.address());
+  cli::Client client(plain(absl::StrCat(standby.address(), ",", leader.address())));
+  v1::Job job;
+  absl::Status s = client.get_job("j1", &job);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(job.id(), "j1@leader");
+  EXPECT_EQ(standby.calls(), 1);
+  // A standby that names no leader of the set: the tool tries the next address.
+  FakeCoordinator lone("lone");
+  lone.standby("");
+  cli::Client other(plain(absl::StrCat(lone.address(), ",", leader.address())));
+  s = other.get_job("j2", &job);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(job.id(), "j2@leader");
+}
+
+}  // namespace
+}  // namespace c960::cluster
