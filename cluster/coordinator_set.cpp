@@ -1,11 +1,11 @@
 #include "cluster/coordinator_set.h"
 
-#include <arpa/inet.h>
 #include <netdb.h>
-#include <sys/socket.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
+#include <sys/socket.h>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/address.h"
@@ -95,8 +95,8 @@ void CoordinatorSet::move_to(size_t index, const std::string& why) {
 bool CoordinatorSet::failed(size_t index, const grpc::Status& status) {
   if (addresses_.size() < 2 || status.ok()) return false;
   const v1::ErrorInfo info = error_info_of(status);
-  const bool not_leader = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                          info.reason() == v1::ErrorInfo::REASON_NOT_LEADER;
+  const bool not_leader =
+      status.error_code() == grpc::StatusCode::UNAVAILABLE && info.reason() == v1::ErrorInfo::REASON_NOT_LEADER;
   // Anything but "not there" (a refusal, a bad request) is the leader's answer: calls stay.
   if (!not_leader && status.error_code() != grpc::StatusCode::UNAVAILABLE &&
       status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
@@ -114,9 +114,11 @@ bool CoordinatorSet::failed(size_t index, const grpc::Status& status) {
     }
   }
   move_to((current_ + 1) % addresses_.size(),
-          not_leader ? "a standby that names no leader of this set"
-                     : absl::StrCat("no answer (", status.error_code() == grpc::StatusCode::UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
-                                    status.error_message().empty() ? "" : ": ", status.error_message(), ")"));
+          not_leader
+              ? "a standby that names no leader of this set"
+              : absl::StrCat("no answer (",
+                             status.error_code() == grpc::StatusCode::UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
+                             status.error_message().empty() ? "" : ": ", status.error_message(), ")"));
   return current_ != before;
 }
 

@@ -68,8 +68,7 @@ ChannelOptions plain(std::string address) {
 
 TEST(CoordinatorSetTest, ANameThatResolvesToSeveralAddressesIsASetOfThem) {
   CoordinatorSet set(plain("coordinators.example:7960"), three_addresses);
-  EXPECT_EQ(set.addresses(),
-            (std::vector<std::string>{"192.0.2.1:7960", "192.0.2.2:7960", "[2001:db8::1]:7960"}));
+  EXPECT_EQ(set.addresses(), (std::vector<std::string>{"192.0.2.1:7960", "192.0.2.2:7960", "[2001:db8::1]:7960"}));
   // An IP address is not looked up; a name that does not resolve stays as it is (gRPC resolves it).
   EXPECT_EQ(CoordinatorSet(plain("192.0.2.9:7960"), three_addresses).addresses(),
             std::vector<std::string>{"192.0.2.9:7960"});
