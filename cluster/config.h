@@ -24,6 +24,10 @@ inline constexpr char kDefaultDb[] = "c960-coordinator.db";
 // A lease lasts this long unless renewed: long enough to ride out a GC-free hiccup or a slow
 // network, short enough that a lost worker's units return within a minute.
 inline constexpr int64_t kDefaultLeaseSeconds = 30;
+// Coordinators sharing one store: the leader lease lasts this long unless renewed (every third of
+// it). With SQLite the lease is a lock the kernel drops when its holder dies, so a standby takes
+// over within kLeaderStandbyPollMs of that; with a database server, within this plus the poll.
+inline constexpr int64_t kDefaultLeaderLeaseSeconds = 10;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
 // Degraded mode (a commit of the store failed, e.g. its disk is full): writes are refused with

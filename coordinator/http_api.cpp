@@ -350,8 +350,28 @@ HttpApi::Match HttpApi::match(const std::string& method, const std::string& path
   return {};
 }
 
+void HttpApi::set_standby(bool standby, const std::string& leader) {
+  {
+    std::lock_guard lock(standby_mu_);
+    leader_ = leader;
+  }
+  standby_ = standby;
+}
+
 HttpResponse HttpApi::respond(const HttpRequest& req) const {
   const Match m = match(req.method, req.path);
+  if (standby_ && !(m.route && m.route->handler == Handler::kHealthz)) {
+    std::string leader;
+    {
+      std::lock_guard lock(standby_mu_);
+      leader = leader_;
+    }
+    return finish(text(503, absl::StrCat("not ready: this coordinator is a standby; ",
+                                         leader.empty() ? "no leader is known yet"
+                                                        : absl::StrCat("the leader serves gRPC at ", leader),
+                                         "\n")),
+                  "standby", false);
+  }
   return m.route ? serve(*m.route, m.arg, req) : unrouted(req);
 }
 

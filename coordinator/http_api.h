@@ -50,6 +50,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -161,6 +162,10 @@ class HttpApi {
 
   // /readyz answers 200 only while ready: from the store's load to the start of the drain.
   void set_ready(bool ready) { ready_ = ready; }
+  // A standby (another coordinator leads; the one behind this HttpApi is not loaded): every
+  // request but /healthz is answered 503 naming the leader ("" while none is known), /readyz
+  // included, so that load balancers and Kubernetes send nothing here.
+  void set_standby(bool standby, const std::string& leader = "");
 
   enum class Handler {
     kHealthz,
@@ -253,6 +258,9 @@ class HttpApi {
   Metrics* metrics_;
   HttpOptions options_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> standby_{false};
+  mutable std::mutex standby_mu_;
+  std::string leader_;  // while standby (under standby_mu_)
   // With tokens: the sessions, and the token table's generation they were last checked against
   // (a reload's or a new issued credential's: see by_session).
   std::unique_ptr<SessionTable> sessions_;

@@ -8,8 +8,10 @@
 // from any store or socket; LeaseStore is the one atomic step a store provides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
@@ -41,7 +43,7 @@ class LeaseStore {
 };
 
 // What a coordinator is, and what it does next.
-enum class Role {
+enum class LeaderRole {
   kStandby,  // another holds the lease: answer NOT_LEADER naming it, try again later
   kLeader,   // this one holds it: serve; renew before renew_by
   kDeposed,  // it led and does not any more (another took the lease, or it could not renew in
@@ -55,6 +57,9 @@ struct LeaderTiming {
   // over soon, and fencing stops the rest.
   int64_t renew_every_ms() const { return ttl_ms / 3; }
   int64_t margin_ms() const { return ttl_ms / 5; }
+  // A standby looks at most this long after the lease became free (a takeover's delay, beside
+  // the lease's expiry and the store's load).
+  int64_t standby_poll_ms() const { return std::min<int64_t>(renew_every_ms(), 500); }
 };
 
 class LeaderElection {
@@ -64,30 +69,32 @@ class LeaderElection {
   // One step, at local time now_ms: takes or renews the lease, and says what this coordinator is
   // now. A store error: a leader stays one while its lease (by the local clock, from its last
   // renewal) has more than the margin left, then is deposed; a standby stays one.
-  Role step(int64_t now_ms);
+  LeaderRole step(int64_t now_ms);
 
-  Role role() const { return role_; }
-  int64_t epoch() const { return epoch_; }   // while leader: the epoch that fences its writes
+  LeaderRole role() const { return role_; }
+  int64_t epoch() const { return epoch_; }               // while leader: the epoch that fences its writes
   const std::string& leader() const { return leader_; }  // the holder as last read ("" unknown)
   const std::string& holder() const { return holder_; }
+  // The name given to clients, once known (a port picked at start): written at the next step.
+  void set_holder(std::string holder) { holder_ = std::move(holder); }
   const std::string& why() const { return why_; }  // the last change of role, in words
   // How long this leader's lease has left by the local clock (measured from before its last
   // renewal: the store's expiry is no earlier); <= 0 for a standby.
-  int64_t lease_left_ms(int64_t now_ms) const { return role_ == Role::kLeader ? local_expiry_ms_ - now_ms : 0; }
+  int64_t lease_left_ms(int64_t now_ms) const { return role_ == LeaderRole::kLeader ? local_expiry_ms_ - now_ms : 0; }
   // When the next step is due (local clock).
   int64_t next_step_ms() const { return next_ms_; }
 
   // The pure decision: what a coordinator that was `was` (leading at `epoch`) is after a step
   // that failed (!stepped) or granted the lease or not, at `row.epoch`; local_left_ms: how long
   // its lease has left by the local clock (a leader's, from its last renewal).
-  static Role decide(Role was, bool stepped, bool granted, int64_t row_epoch, int64_t epoch, int64_t local_left_ms,
-                     const LeaderTiming& timing);
+  static LeaderRole decide(LeaderRole was, bool stepped, bool granted, int64_t row_epoch, int64_t epoch,
+                           int64_t local_left_ms, const LeaderTiming& timing);
 
  private:
   LeaseStore* store_;
   std::string holder_;
   LeaderTiming timing_;
-  Role role_ = Role::kStandby;
+  LeaderRole role_ = LeaderRole::kStandby;
   int64_t epoch_ = 0;
   std::string leader_;
   std::string why_;

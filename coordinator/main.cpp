@@ -1,8 +1,12 @@
 // c960-coordinator: serves JobService and WorkerService on --listen, state in the --db file;
 // TLS, tokens and client certificates as its flags say (cluster/server.h). With --http-listen
 // also the dashboard, /metrics and the JSON API (coordinator/http_api.h), same TLS and tokens.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sys/resource.h>
 #include <thread>
@@ -12,6 +16,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -21,10 +26,13 @@
 #include "cluster/log.h"
 #include "cluster/server.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/file_lease.h"
 #include "coordinator/http_api.h"
 #include "coordinator/http_server.h"
+#include "coordinator/leadership.h"
 #include "coordinator/metrics.h"
 #include "coordinator/service.h"
+#include "coordinator/standby_service.h"
 #include "coordinator/store_backup.h"
 #include "core/version.h"
 
@@ -90,6 +98,11 @@ ABSL_FLAG(int32_t, http_max_connections, c960::cluster::kHttpMaxConnections,
 ABSL_FLAG(int32_t, http_max_connections_per_address, c960::cluster::kHttpMaxConnectionsPerAddress,
           "HTTP connections open at once from one client address; behind a reverse proxy all come from its address "
           "(1..--http-max-connections)");
+ABSL_FLAG(std::string, advertise, "",
+          "HOST:PORT at which clients reach this coordinator's gRPC port: standbys name it to clients while it "
+          "leads (default: --listen, with the port it got)");
+ABSL_FLAG(int64_t, leader_lease_seconds, c960::cluster::kDefaultLeaderLeaseSeconds,
+          "coordinators sharing one store: how long the leader lease lasts unless renewed (2..300)");
 ABSL_FLAG(bool, init, false,
           "make a new store in --db even though the file exists but is empty, or is an SQLite file of something else");
 ABSL_FLAG(bool, insecure, false,
@@ -115,6 +128,9 @@ const c960::cluster::DaemonCommand kCommand = {
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel), "
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file "
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n\n"
+    "Several coordinators may share one store (standbys): one leads, holding a lease in the store; the others "
+    "answer every call UNAVAILABLE naming the leader (--advertise) and /readyz 503, and one of them takes over "
+    "when the leader stops or dies. Give workers and clients all of their addresses (--coordinator A,B).\n\n"
     "--backup-dir keeps consistent copies of --db taken while it serves (SQLite's online backup), hourly by "
     "default and on request (c960 admin backup, admin role); to restore one, stop the coordinator and copy it "
     "over --db (removing --db's -wal and -shm files).\n\n"
@@ -153,6 +169,8 @@ const c960::cluster::DaemonCommand kCommand = {
      {"http_port_file", "FILE"},
      {"http_max_connections", "N"},
      {"http_max_connections_per_address", "N"},
+     {"advertise", "HOST:PORT"},
+     {"leader_lease_seconds", "S"},
      {"insecure", ""},
      {"init", ""}},
 };
@@ -272,6 +290,96 @@ void raise_file_limit(int http_connections) {
                                             " may need: accepting pauses when they run out"));
 }
 
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Write then rename, so a reader never sees a half-written port.
+int write_port(const std::string& flag, const std::string& file, int p) {
+  const std::string tmp = file + ".tmp";
+  std::ofstream(tmp) << p << "\n";
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) return die(absl::StrCat(flag, ": cannot write '", file, "'"));
+  return 0;
+}
+
+// HOST:PORT with the port it got (port 0 asked for any).
+std::string with_port(const std::string& address, int port) {
+  const std::optional<c960::cluster::HostPort> hp = c960::cluster::split_host_port(address);
+  if (!hp) return address;
+  return absl::StrContains(hp->host, ':') ? absl::StrCat("[", hp->host, "]:", port) : absl::StrCat(hp->host, ":", port);
+}
+
+// A standby: until this coordinator holds the leader lease (returns true) or a stop signal
+// (false). Meanwhile its gRPC port answers every call UNAVAILABLE naming the leader, with the
+// same TLS and authentication as a leader's; the health service and /readyz say not serving.
+// *port (and *http_port) receive the ports it listened on: the leader listens on the same ones.
+bool stand_by(c960::cluster::LeaderElection& election, const c960::cluster::ServerOptions& options,
+              c960::cluster::HttpApi* http_api, const std::string& http_listen, const sigset_t& signals, int* port,
+              int* http_port, int* rc) {
+  c960::cluster::StandbyService standby;
+  standby.set_leader(election.leader());
+  grpc::ServerBuilder builder;
+  c960::cluster::configure_server(options, &builder, port);
+  builder.RegisterCallbackGenericService(&standby);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || *port == 0) {
+    *rc = die(absl::StrCat("--listen: cannot serve on '", options.listen, "'"));
+    return false;
+  }
+  server->GetHealthCheckService()->SetServingStatus(false);
+  std::unique_ptr<c960::cluster::HttpServer> http;
+  if (http_api) {
+    http_api->set_standby(true, election.leader());
+    absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started = c960::cluster::HttpServer::start(
+        http_listen, options.tls ? &*options.tls : nullptr, http_api, c960::cluster::HttpServerOptions());
+    if (!started.ok()) {
+      server->Shutdown();
+      *rc = die(std::string(started.status().message()));
+      return false;
+    }
+    http = std::move(*started);
+    *http_port = http->port();
+  }
+  if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty())
+    if ((*rc = write_port("--port-file", pf, *port))) return false;
+  if (const std::string pf = absl::GetFlag(FLAGS_http_port_file); !pf.empty() && http)
+    if ((*rc = write_port("--http-port-file", pf, *http_port))) return false;
+  c960::cluster::log_event(c960::cluster::LogLevel::kInfo, "standby",
+                           absl::StrCat("standby on port ", *port, ": ",
+                                        election.leader().empty() ? "no leader known yet"
+                                                                  : absl::StrCat("the leader is ", election.leader())),
+                           {{"leader", election.leader()}});
+  bool leads = false;
+  std::string leader = election.leader();
+  for (;;) {
+    const int64_t wait = std::max<int64_t>(1, election.next_step_ms() - steady_ms());
+    timespec ts{time_t(wait / 1000), long(wait % 1000) * 1'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      c960::cluster::log_info(absl::StrCat("signal ", sig, ", shutting down (a standby)"));
+      break;
+    }
+    if (election.step(steady_ms()) == c960::cluster::LeaderRole::kLeader) {
+      leads = true;
+      break;
+    }
+    if (election.leader() != leader) {
+      leader = election.leader();
+      standby.set_leader(leader);
+      if (http_api) http_api->set_standby(true, leader);
+      c960::cluster::log_event(c960::cluster::LogLevel::kInfo, "leader_changed",
+                               absl::StrCat("the leader is now ", leader.empty() ? "unknown" : leader),
+                               {{"leader", leader}});
+    }
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  if (http) http->stop();
+  if (http_api) http_api->set_standby(false);
+  *rc = 0;
+  return leads;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -361,6 +469,51 @@ int main(int argc, char** argv) {
   // full disk, instead of SIGXFSZ killing the coordinator without a word.
   std::signal(SIGXFSZ, SIG_IGN);
 
+  // Both before any builder exists (a standby's too): they hook into every server built afterwards.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  // Who leads among coordinators sharing the store (leadership.h): with SQLite, a lock beside
+  // the file, taken before the store is opened (a leader holds the file's own lock too). A
+  // standby serves as one until it holds the lease, then opens and loads the store.
+  const int64_t lease_seconds = absl::GetFlag(FLAGS_leader_lease_seconds);
+  if (lease_seconds < 2 || lease_seconds > 300) return die("--leader-lease-seconds: not in 2..300");
+  std::string advertise = absl::GetFlag(FLAGS_advertise);
+  if (!advertise.empty()) {
+    absl::StatusOr<std::string> checked = c960::cluster::check_address("--advertise", advertise, {});
+    if (!checked.ok()) return die(std::string(checked.status().message()));
+    advertise = *checked;
+  }
+  std::unique_ptr<c960::cluster::LeaseStore> lease;
+  if (const std::string db = absl::GetFlag(FLAGS_db); db != ":memory:")
+    lease = std::make_unique<c960::cluster::FileLease>(db + "-leader");
+  std::unique_ptr<c960::cluster::LeaderElection> election;
+  int port = 0, http_port = 0;
+  if (lease) {
+    // The name standbys give clients; with port 0, fixed once the port is known (below).
+    election =
+        std::make_unique<c960::cluster::LeaderElection>(lease.get(),
+                                                        !advertise.empty()                      ? advertise
+                                                        : absl::EndsWith(options->listen, ":0") ? ""
+                                                                                                : options->listen,
+                                                        c960::cluster::LeaderTiming{.ttl_ms = lease_seconds * 1000});
+    if (election->step(steady_ms()) != c960::cluster::LeaderRole::kLeader) {
+      std::unique_ptr<c960::cluster::HttpApi> standby_http;
+      if (!listen->http_listen.empty()) {
+        c960::cluster::HttpOptions ho;
+        ho.tokens = options->tokens;
+        ho.tls = options->tls.has_value();
+        // Nothing behind it: a standby's HTTP side answers 503 (and /healthz) alone.
+        standby_http = std::make_unique<c960::cluster::HttpApi>(nullptr, nullptr, nullptr, std::move(ho));
+      }
+      int rc = 0;
+      if (!stand_by(*election, *options, standby_http.get(), listen->http_listen, signals, &port, &http_port, &rc))
+        return rc;
+      // The leader listens where the standby did (port 0 asked for any: the same one again).
+      options->listen = with_port(options->listen, port);
+    }
+    c960::cluster::log_event(c960::cluster::LogLevel::kInfo, "leader", election->why(), {{"epoch", election->epoch()}});
+  }
   absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(
       absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion, absl::GetFlag(FLAGS_init));
   if (!store.ok()) return die(std::string(store.status().message()));
@@ -390,11 +543,9 @@ int main(int argc, char** argv) {
   c960::cluster::Coordinator coordinator(store->get(), &clock, coordinator_options);
   // Worker credentials issued by Enroll are accepted beside the tokens file's.
   if (options->tokens) coordinator.set_token_table(options->tokens.get());
+
   if (absl::Status s = coordinator.load(); !s.ok()) return die(std::string(s.message()));
 
-  // Both before the builder exists: they hook into every server built afterwards.
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (metrics) {
     // Every call is timed in one place, whatever its service.
@@ -402,7 +553,6 @@ int main(int argc, char** argv) {
     interceptors.push_back(metrics->interceptor_factory());
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
-  int port = 0;
   std::shared_ptr<const c960::cluster::CallAuthenticator> auth =
       c960::cluster::configure_server(*options, &builder, &port);
   c960::cluster::JobServiceImpl jobs(&coordinator, auth, service_limits);
@@ -439,7 +589,8 @@ int main(int argc, char** argv) {
     hso.metrics = metrics.get();
     raise_file_limit(hso.max_connections);
     absl::StatusOr<std::unique_ptr<c960::cluster::HttpServer>> started =
-        c960::cluster::HttpServer::start(http_listen, options->tls ? &*options->tls : nullptr, http_api.get(), hso);
+        c960::cluster::HttpServer::start(http_port ? with_port(http_listen, http_port) : http_listen,
+                                         options->tls ? &*options->tls : nullptr, http_api.get(), hso);
     if (!started.ok()) {
       server->Shutdown();
       return die(std::string(started.status().message()));
@@ -449,13 +600,6 @@ int main(int argc, char** argv) {
     c960::cluster::log_info(absl::StrCat("serving ", options->tls ? "HTTPS" : "HTTP", " on port ", http->port(),
                                          ": dashboard /, metrics /metrics, API /api/v1/"));
   }
-  // Write then rename, so a reader never sees a half-written port.
-  const auto write_port = [](const std::string& flag, const std::string& file, int p) {
-    const std::string tmp = file + ".tmp";
-    std::ofstream(tmp) << p << "\n";
-    if (std::rename(tmp.c_str(), file.c_str()) != 0) return die(absl::StrCat(flag, ": cannot write '", file, "'"));
-    return 0;
-  };
   if (const std::string pf = absl::GetFlag(FLAGS_http_port_file); !pf.empty() && http)
     if (int rc = write_port("--http-port-file", pf, http->port())) return rc;
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty())
@@ -469,6 +613,32 @@ int main(int argc, char** argv) {
     while (!cv.wait_for(lock, std::chrono::milliseconds(c960::cluster::kSweepIntervalMs), [&] { return stopping; }))
       coordinator.sweep();
   });
+  // The leader lease, renewed; lost, this coordinator stops at once, without another write (a
+  // standby takes over; started again, this one is a standby). Its name, once its port is known.
+  std::thread keeper;
+  if (election) {
+    if (election->holder().empty()) {  // written down for the standbys at once
+      election->set_holder(advertise.empty() ? with_port(options->listen, port) : advertise);
+      election->step(steady_ms());
+    }
+    keeper = std::thread([&] {
+      std::unique_lock lock(mu);
+      for (;;) {
+        const auto wait = std::chrono::milliseconds(std::max<int64_t>(1, election->next_step_ms() - steady_ms()));
+        if (cv.wait_for(lock, wait, [&] { return stopping; })) return;
+        lock.unlock();
+        const c960::cluster::LeaderRole role = election->step(steady_ms());
+        lock.lock();
+        if (role == c960::cluster::LeaderRole::kDeposed) {
+          c960::cluster::log_event(
+              c960::cluster::LogLevel::kError, "deposed",
+              absl::StrCat("no longer the leader: ", election->why(), "; exiting now (started again, it is a standby)"),
+              {{"epoch", election->epoch()}});
+          std::_Exit(75);  // EX_TEMPFAIL: no destructor, no write
+        }
+      }
+    });
+  }
 
   int sig = 0;
   for (;;) {
@@ -490,6 +660,11 @@ int main(int argc, char** argv) {
   }
   cv.notify_all();
   sweeper.join();
+  if (keeper.joinable()) keeper.join();
+  // Given up at once: a standby takes over without waiting for the lease to run out.
+  if (election && election->role() == c960::cluster::LeaderRole::kLeader)
+    if (absl::Status s = lease->release_lease(election->holder(), election->epoch()); !s.ok())
+      c960::cluster::log_error(std::string(s.message()));
   if (backup_schedule) backup_schedule->stop();
   return 0;
 }

@@ -22,11 +22,11 @@ grpc::ServerGenericBidiReactor* StandbyService::CreateReactor(grpc::GenericCallb
     void OnDone() override { delete this; }
   };
   const std::string leader = this->leader();
-  return new Refusal(to_grpc(not_leader(
-      absl::StrCat(ctx->method(), ": this coordinator is a standby; ",
-                   leader.empty() ? "no leader is known yet (one takes over within the lease time)"
-                                  : absl::StrCat("the leader is ", leader)),
-      leader)));
+  return new Refusal(
+      to_grpc(not_leader(absl::StrCat(ctx->method(), ": this coordinator is a standby; ",
+                                      leader.empty() ? "no leader is known yet (one takes over within the lease time)"
+                                                     : absl::StrCat("the leader is ", leader)),
+                         leader)));
 }
 
 }  // namespace c960::cluster

@@ -273,6 +273,88 @@ TEST_F(ClusterTest, CoordinatorKilledMidJobResumesFromItsFile) {
   expect_exact(job, 6, 60);
 }
 
+// Issue 37: two coordinators on one store. The second is a standby: its gRPC port refuses every
+// call naming the leader, its /readyz is 503. The leader is killed mid-job (verified, so copies
+// and votes must carry over); the standby takes over at once (SQLite's lease is a lock the kernel
+// drops), the workers, given both addresses, follow it, and the job ends exact.
+TEST_F(ClusterTest, AStandbyTakesOverWhenTheLeaderIsKilledMidJob) {
+  const int leader_port = start_coordinator();
+  ASSERT_GT(leader_port, 0);
+  const std::string standby_port_file = dir_ + "/standby.port", standby_http_file = dir_ + "/standby.http";
+  Process standby({c960::test::kCoordinatorBin, "--listen=127.0.0.1:0", "--port-file=" + standby_port_file,
+                   "--http-listen=127.0.0.1:0", "--http-port-file=" + standby_http_file, "--db=" + db_},
+                  dir_ + "/standby.log");
+  int standby_port = 0, standby_http = 0;
+  for (auto end = std::chrono::steady_clock::now() + 20s;
+       std::chrono::steady_clock::now() < end &&
+       !(absl::SimpleAtoi(absl::StripAsciiWhitespace(read_file(standby_port_file)), &standby_port) &&
+         absl::SimpleAtoi(absl::StripAsciiWhitespace(read_file(standby_http_file)), &standby_http));)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_GT(standby_port, 0) << read_file(dir_ + "/standby.log");
+  ASSERT_GT(standby_http, 0) << read_file(dir_ + "/standby.log");
+  const std::string leader_address = absl::StrCat("127.0.0.1:", leader_port);
+  const std::string standby_address = absl::StrCat("127.0.0.1:", standby_port);
+  // Channels that reconnect within a tenth of a second, as the tools' do (cluster/channel.cpp).
+  grpc::ChannelArguments fast;
+  fast.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  fast.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  fast.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  const auto standby_channel = grpc::CreateCustomChannel(standby_address, grpc::InsecureChannelCredentials(), fast);
+  {  // the standby refuses, naming the leader (once it has read the lease after the leader wrote its port)
+    auto standby_jobs = v1::JobService::NewStub(standby_channel);
+    grpc::Status s;
+    for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;
+         std::this_thread::sleep_for(50ms)) {
+      v1::ListJobsResponse resp;
+      s = standby_jobs->ListJobs(ctx().get(), v1::ListJobsRequest(), &resp);
+      if (error_info_of(s).leader() == leader_address) break;
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    EXPECT_EQ(reason_of(s), v1::ErrorInfo::REASON_NOT_LEADER);
+    EXPECT_EQ(error_info_of(s).leader(), leader_address);
+    const std::string readyz = dir_ + "/readyz";
+    const int rc = std::system(absl::StrCat("curl -s -o ", readyz, " -w '%{http_code}' http://127.0.0.1:", standby_http,
+                                            "/readyz > ", readyz, ".code")
+                                   .c_str());
+    ASSERT_EQ(rc, 0);
+    EXPECT_EQ(read_file(readyz + ".code"), "503");
+    EXPECT_TRUE(absl::StrContains(read_file(readyz), "standby")) << read_file(readyz);
+  }
+  const std::string both = absl::StrCat(leader_address, ",", standby_address);
+  ClusterFixture::start_worker(0, {"--threads=1", "--hash=16", "--coordinator=" + both});
+  ClusterFixture::start_worker(0, {"--threads=1", "--hash=16", "--coordinator=" + both});
+  const v1::Job submitted = submit(6, "0-59", 0, v1::VERIFY_MODE_ALL);
+  v1::Job job;
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.progress().units_done() >= 12; }, 60s, &job));
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before the kill";
+  const int64_t done_before = job.progress().units_done();
+  coordinator_->kill_now();
+  const auto killed = std::chrono::steady_clock::now();
+  channel_ = standby_channel;
+  jobs_ = v1::JobService::NewStub(channel_);
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job&) { return true; }, 30s, &job))
+      << read_file(dir_ + "/standby.log");
+  const double takeover_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::fprintf(stderr, "takeover: the standby served %.2f s after the leader was killed\n", takeover_s);
+  EXPECT_GE(job.progress().units_done(), done_before) << "completed units were lost";
+  ASSERT_TRUE(wait_job(
+      submitted.id(), [](const v1::Job& j) { return j.state() != v1::JOB_STATE_RUNNING; }, 90s, &job))
+      << read_file(dir_ + "/standby.log");
+  expect_exact(job, 6, 60);
+  // The tool, given both addresses with the first one dead, reaches the new leader.
+  std::string out;
+  const std::string o = dir_ + "/status.out";
+  ASSERT_EQ(
+      std::system(absl::StrCat(kCliBin, " status ", submitted.id(), " --coordinator ", both, " >", o, " 2>&1").c_str()),
+      0)
+      << read_file(o);
+  EXPECT_TRUE(absl::StrContains(read_file(o), "SUCCEEDED")) << read_file(o);
+  const std::string log = read_file(dir_ + "/standby.log");
+  EXPECT_TRUE(absl::StrContains(log, "took the leader lease (epoch 2)")) << log;
+}
+
 TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {
   const int port = free_port();
   ASSERT_GT(port, 0);

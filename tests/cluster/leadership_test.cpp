@@ -4,19 +4,23 @@
 // deposed, a store that stops answering.
 #include "coordinator/leadership.h"
 
-#include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <memory>
-
+#include <csignal>
 #include <map>
+#include <memory>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/errors.h"
+#include "coordinator/file_lease.h"
 #include "coordinator/standby_service.h"
 #include "gtest/gtest.h"
 
@@ -57,58 +61,57 @@ class FakeLeaseStore final : public LeaseStore {
 const LeaderTiming kTiming{.ttl_ms = 9'000};
 
 TEST(LeaderElectionDecide, EveryCase) {
-  using R = Role;
+  using R = LeaderRole;
   const auto d = [](R was, bool stepped, bool granted, int64_t row_epoch, int64_t epoch, int64_t left) {
     return LeaderElection::decide(was, stepped, granted, row_epoch, epoch, left, kTiming);
   };
-  EXPECT_EQ(d(R::kStandby, true, true, 1, 0, 0), R::kLeader);           // took a free lease
-  EXPECT_EQ(d(R::kStandby, true, false, 1, 0, 0), R::kStandby);         // another holds it
-  EXPECT_EQ(d(R::kStandby, false, false, 0, 0, 0), R::kStandby);        // store down: waits
-  EXPECT_EQ(d(R::kLeader, true, true, 4, 4, 100), R::kLeader);          // renewed
-  EXPECT_EQ(d(R::kLeader, true, false, 5, 4, 5'000), R::kDeposed);      // another took it
-  EXPECT_EQ(d(R::kLeader, true, true, 6, 4, 5'000), R::kDeposed);       // lost, then taken again
-  EXPECT_EQ(d(R::kLeader, false, false, 0, 4, 1'801), R::kLeader);      // store down, time left
-  EXPECT_EQ(d(R::kLeader, false, false, 0, 4, 1'800), R::kDeposed);     // ... within the margin
-  EXPECT_EQ(d(R::kDeposed, true, true, 7, 7, 9'000), R::kDeposed);      // for good
+  EXPECT_EQ(d(R::kStandby, true, true, 1, 0, 0), R::kLeader);        // took a free lease
+  EXPECT_EQ(d(R::kStandby, true, false, 1, 0, 0), R::kStandby);      // another holds it
+  EXPECT_EQ(d(R::kStandby, false, false, 0, 0, 0), R::kStandby);     // store down: waits
+  EXPECT_EQ(d(R::kLeader, true, true, 4, 4, 100), R::kLeader);       // renewed
+  EXPECT_EQ(d(R::kLeader, true, false, 5, 4, 5'000), R::kDeposed);   // another took it
+  EXPECT_EQ(d(R::kLeader, true, true, 6, 4, 5'000), R::kDeposed);    // lost, then taken again
+  EXPECT_EQ(d(R::kLeader, false, false, 0, 4, 1'801), R::kLeader);   // store down, time left
+  EXPECT_EQ(d(R::kLeader, false, false, 0, 4, 1'800), R::kDeposed);  // ... within the margin
+  EXPECT_EQ(d(R::kDeposed, true, true, 7, 7, 9'000), R::kDeposed);   // for good
 }
 
 TEST(LeaderElectionTest, OneLeadsAndAStandbyTakesOverOnlyOnceTheLeaseExpired) {
   FakeLeaseStore store;
   LeaderElection a(&store, "a:7960", kTiming), b(&store, "b:7960", kTiming);
-  EXPECT_EQ(a.step(0), Role::kLeader);
+  EXPECT_EQ(a.step(0), LeaderRole::kLeader);
   EXPECT_EQ(a.epoch(), 1);
-  EXPECT_EQ(b.step(0), Role::kStandby);
+  EXPECT_EQ(b.step(0), LeaderRole::kStandby);
   EXPECT_EQ(b.leader(), "a:7960");
   // a renews on time for a while; b never gets it.
   for (int k = 1; k <= 10; ++k) {
     store.now += kTiming.renew_every_ms();
-    EXPECT_EQ(a.step(k * kTiming.renew_every_ms()), Role::kLeader);
-    EXPECT_EQ(b.step(k * kTiming.renew_every_ms()), Role::kStandby);
+    EXPECT_EQ(a.step(k * kTiming.renew_every_ms()), LeaderRole::kLeader);
+    EXPECT_EQ(b.step(k * kTiming.renew_every_ms()), LeaderRole::kStandby);
   }
   EXPECT_EQ(store.row.epoch, 1);
   // a pauses (no steps) past its lease: b takes over with the next epoch...
   store.now += kTiming.ttl_ms;
-  EXPECT_EQ(b.step(0), Role::kLeader);
+  EXPECT_EQ(b.step(0), LeaderRole::kLeader);
   EXPECT_EQ(b.epoch(), 2);
   // ...and a, waking, is deposed at its first step (its epoch is fenced in the store meanwhile).
-  EXPECT_EQ(a.step(11 * kTiming.renew_every_ms()), Role::kDeposed);
+  EXPECT_EQ(a.step(11 * kTiming.renew_every_ms()), LeaderRole::kDeposed);
   EXPECT_NE(a.why().find("b:7960"), std::string::npos) << a.why();
   // A clean shutdown gives the lease up at once: the other takes it without waiting.
   ASSERT_TRUE(store.release_lease("b:7960", 2).ok());
   LeaderElection c(&store, "c:7960", kTiming);
-  EXPECT_EQ(c.step(0), Role::kLeader);
+  EXPECT_EQ(c.step(0), LeaderRole::kLeader);
   EXPECT_EQ(c.epoch(), 3);
 }
 
 TEST(LeaderElectionTest, ALeaderWhoseStoreStopsAnsweringStepsDownBeforeItsLeaseCanBeTaken) {
   FakeLeaseStore store;
   LeaderElection a(&store, "a:7960", kTiming);
-  ASSERT_EQ(a.step(0), Role::kLeader);
+  ASSERT_EQ(a.step(0), LeaderRole::kLeader);
   store.down = true;
   int64_t t = 0;
-  while (a.step(t = a.next_step_ms()) == Role::kLeader) {
-  }
-  EXPECT_EQ(a.role(), Role::kDeposed);
+  while (a.step(t = a.next_step_ms()) == LeaderRole::kLeader) {}
+  EXPECT_EQ(a.role(), LeaderRole::kDeposed);
   // Deposed while the store would still say its lease holds: no standby led in between.
   EXPECT_LT(t, kTiming.ttl_ms);
   EXPECT_NE(a.why().find("connection refused"), std::string::npos) << a.why();
@@ -117,13 +120,13 @@ TEST(LeaderElectionTest, ALeaderWhoseStoreStopsAnsweringStepsDownBeforeItsLeaseC
 TEST(LeaderElectionTest, ARestartedCoordinatorUnderTheSameNameWaitsForItsOldLease) {
   FakeLeaseStore store;
   LeaderElection old_self(&store, "a:7960", kTiming);
-  ASSERT_EQ(old_self.step(0), Role::kLeader);
+  ASSERT_EQ(old_self.step(0), LeaderRole::kLeader);
   // The same address again (a restart while the old process may still run): not the holder of
   // the old epoch, so a standby until that lease expires.
   LeaderElection again(&store, "a:7960", kTiming);
-  EXPECT_EQ(again.step(0), Role::kStandby);
+  EXPECT_EQ(again.step(0), LeaderRole::kStandby);
   store.now += kTiming.ttl_ms;
-  EXPECT_EQ(again.step(0), Role::kLeader);
+  EXPECT_EQ(again.step(0), LeaderRole::kLeader);
   EXPECT_EQ(again.epoch(), 2);
 }
 
@@ -145,18 +148,18 @@ TEST(LeaderElectionTest, NeverTwoLeadersOfOneEpoch) {
     store.now += dt, local += dt;
     store.down = rnd() % 10 == 0;
     LeaderElection& c = cs[rnd() % cs.size()];
-    if (c.role() == Role::kDeposed) c = LeaderElection(&store, c.holder(), kTiming);  // restarted
+    if (c.role() == LeaderRole::kDeposed) c = LeaderElection(&store, c.holder(), kTiming);  // restarted
     c.step(local);
     ASSERT_GE(store.row.epoch, last_epoch);
     last_epoch = store.row.epoch;
     std::map<int64_t, int> leaders;
     for (const LeaderElection& e : cs)
-      if (e.role() == Role::kLeader) ++leaders[e.epoch()];
+      if (e.role() == LeaderRole::kLeader) ++leaders[e.epoch()];
     for (const auto& [epoch, n] : leaders) ASSERT_EQ(n, 1) << "epoch " << epoch << " at step " << i;
     // A leader of an epoch the store no longer holds knows its lease ran out (its own clock says
     // so before its next step): it never serves as leader past the moment another took over.
     for (const LeaderElection& e : cs) {
-      if (e.role() == Role::kLeader && e.epoch() != store.row.epoch) {
+      if (e.role() == LeaderRole::kLeader && e.epoch() != store.row.epoch) {
         ASSERT_LE(e.lease_left_ms(local), 0) << e.holder() << " at step " << i;
       }
     }
@@ -211,6 +214,60 @@ TEST(StandbyServiceTest, EveryCallIsSentToTheLeader) {
     EXPECT_EQ(error_info_of(s).leader(), "192.0.2.1:7960");
   }
   server->Shutdown(std::chrono::system_clock::now());
+}
+
+}  // namespace
+}  // namespace c960::cluster
+
+namespace c960::cluster {
+namespace {
+
+// Coordinators on one SQLite file: the lease is a lock the kernel drops when its holder dies.
+TEST(FileLeaseTest, ASecondCoordinatorWaitsAndTakesOverWhenTheFirstIsKilled) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/file_lease_", ::getpid(), "-leader");
+  ::unlink(path.c_str());
+  const LeaderTiming timing{.ttl_ms = 3'000};
+  {
+    FileLease a(path), b(path);
+    LeaderElection ea(&a, "a:1", timing), eb(&b, "b:2", timing);
+    EXPECT_EQ(ea.step(0), LeaderRole::kLeader);
+    EXPECT_EQ(ea.epoch(), 1);
+    EXPECT_EQ(eb.step(0), LeaderRole::kStandby);
+    EXPECT_EQ(eb.leader(), "a:1");
+    EXPECT_EQ(ea.step(1'000), LeaderRole::kLeader);  // renewed, same epoch
+    EXPECT_EQ(ea.epoch(), 1);
+    ASSERT_TRUE(a.release_lease("a:1", 1).ok());  // a clean shutdown
+    EXPECT_EQ(eb.step(2'000), LeaderRole::kLeader);
+    EXPECT_EQ(eb.epoch(), 2);
+  }
+  // A holder killed with SIGKILL (no destructor, no release): the next takes over at once.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    FileLease lease(path);
+    LeaderElection e(&lease, "child:3", timing);
+    const char c = e.step(0) == LeaderRole::kLeader ? 'L' : 'S';
+    if (::write(ready[1], &c, 1) != 1) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ASSERT_EQ(c, 'L');
+  FileLease d(path);
+  LeaderElection ed(&d, "d:4", timing);
+  EXPECT_EQ(ed.step(0), LeaderRole::kStandby);
+  EXPECT_EQ(ed.leader(), "child:3");
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(ed.step(500), LeaderRole::kLeader);
+  EXPECT_EQ(ed.epoch(), 4);  // a (1), b (2), the child (3), d (4)
+  ::unlink(path.c_str());
 }
 
 }  // namespace
