@@ -197,7 +197,8 @@ std::string match_favours(const MatchFigures& f, double holm) {
 std::string MatchStats::to_csv() const {
   std::string out =
       "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,p,"
-      "p_holm,p_bh,favours,duplicates,unpaired\n";
+      "p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b\n";
+  const std::string engines = absl::StrCat(",", csv_field(a_), ",", csv_field(b_));
   const MatchTests t = tests();
   const auto row = [&](const std::string& sp, const std::string& fen, const Pentanomial& penta, int64_t w, int64_t d,
                        int64_t l, const std::string& adjusted, int64_t dups, int64_t unpaired) {
@@ -208,7 +209,7 @@ std::string MatchStats::to_csv() const {
                     csv_number(f.score_lo, 4), ",", csv_number(f.score_hi, 4), ",", csv_number(f.elo, 1), ",",
                     csv_number(f.elo_lo, 1), ",", csv_number(f.elo_hi, 1), ",", csv_number(f.nelo, 1), ",",
                     csv_number(f.los, 4), ",", csv_number(sp == "all" ? f.p : f.sign_p, 4), ",", adjusted, ",", dups,
-                    ",", unpaired, "\n");
+                    ",", unpaired, engines, "\n");
   };
   int64_t w = 0, d = 0, l = 0, dups = 0, unpaired = 0;
   for (size_t k = 0; k < positions_.size(); ++k) {

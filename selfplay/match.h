@@ -94,9 +94,10 @@ class MatchStats {
   Pentanomial total() const;
   double llr() const { return sprt_llr(sprt_, total()); }
   // CSV: "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,
-  // elo_lo,elo_hi,nelo,los,p,p_holm,p_bh,favours,duplicates,unpaired" (wins, draws and losses
-  // A's; p: the sign test's, adjusted by Holm and Benjamini-Hochberg over the positions;
-  // favours: A, B or empty, by Holm at 5%), then the row 'all' (p: the normal approximation's,
+  // elo_lo,elo_hi,nelo,los,p,p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b" (wins,
+  // draws and losses A's; p: the sign test's, adjusted by Holm and Benjamini-Hochberg over the
+  // positions; favours: A, B or empty, by Holm at 5%; the engines' names the same on every row, so
+  // that a report of the CSV can name them), then the row 'all' (p: the normal approximation's,
   // no adjustment, no favours).
   std::string to_csv() const;
   // {"metadata", "engines": {"a", "b"}, "positions": [...], "total": {...}, "heterogeneity":

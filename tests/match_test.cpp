@@ -117,7 +117,7 @@ TEST(MatchStats, PairsAreCountedFromAsSideOnceEach) {
   const std::string csv = m.to_csv();
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,"
-            "p,p_holm,p_bh,favours,duplicates,unpaired");
+            "p,p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b");
   EXPECT_NE(csv.find("\n0,"), std::string::npos);
   EXPECT_NE(csv.find("\nall,,3,1,0,0,1,1,6,3,1,2,"), std::string::npos) << csv;
 }
