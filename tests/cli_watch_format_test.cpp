@@ -156,12 +156,14 @@ TEST(WatchFormat, AJobWaitingOnVerificationShowsNoTime) {
   waiting.mutable_progress()->set_units_done(95'900);
   waiting.mutable_progress()->set_units_verifying(100);
   v1::Job blocked = perft_job();
-  blocked.set_notice("waiting: results are checked by a second owner (verify adaptive) and 1 owner can compute this job");
+  blocked.set_notice(
+      "waiting: results are checked by a second owner (verify adaptive) and 1 owner can compute this job");
   for (const int width : {60, 80, 200}) {
     const std::string line = watch_lines(waiting, WatchView(), kT0 + 60'000, width)[1];
     EXPECT_TRUE(absl::StrContains(line, "ETA: waiting on verification")) << line;
     EXPECT_FALSE(absl::StrContains(line, "3:25:07")) << line;
-    EXPECT_TRUE(absl::StrContains(watch_lines(blocked, WatchView(), kT0 + 60'000, width)[1], "ETA: none while waiting"));
+    EXPECT_TRUE(
+        absl::StrContains(watch_lines(blocked, WatchView(), kT0 + 60'000, width)[1], "ETA: none while waiting"));
   }
   // A self-play job's own estimate (from its games' rate) is not shown either.
   v1::Job sp = selfplay_job();
