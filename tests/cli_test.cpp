@@ -154,6 +154,17 @@ TEST(Cli, PerftSuiteExitCodes) {
   for (const std::string& f : {good, bad, broken_fen, broken_syntax}) std::remove(f.c_str());
 }
 
+// Issue 36: the suite's summary writes every count as the node count is written, with thousands
+// separators ("1920 checks" stood beside "717,340 nodes").
+TEST(Cli, PerftSuiteSummaryGroupsEveryCount) {
+  const test::RunResult r =
+      c960({"perft", "--epd", std::string(C960_TEST_DATA_DIR) + "/chess960_midgame.epd", "--max-depth", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": 960 positions, 1,920 checks, 0 mismatches, 0 bad positions, 3,840 skipped; 717,340 nodes"),
+            std::string::npos)
+      << r.out;
+}
+
 // Issue 21: a malformed line and an illegal FEN are both bad positions (counted, named by line,
 // exit 1 after the whole suite); a mismatch prints c960's divide at the lowest depth that differs
 // and the command that bisects below it.
