@@ -6,7 +6,9 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "gtest/gtest.h"
@@ -305,6 +307,17 @@ TEST(Cli, SelfPlaySigtermKeepsGamesAndResumeFinishesTheFiles) {
     ASSERT_TRUE(wait_for(pgn, "[Event ", 2)) << test::slurp(dir.file("log"));
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait(std::chrono::seconds(60)), 143) << test::slurp(dir.file("log"));
+  }
+  // What the signal handler writes: lines under 80 columns (issue 36: 100, broken mid-word).
+  const std::string log = test::slurp(dir.file("log"));
+  EXPECT_NE(log.find("c960: interrupted: finishing the work in progress and writing what is done\n"
+                     "c960: interrupt again to quit at once\n"),
+            std::string::npos)
+      << log;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StartsWith(line, "c960: ")) {
+      EXPECT_LT(line.size(), 80u) << line;
+    }
   }
   const std::string kept = test::slurp(pgn);
   ASSERT_LT(kept.size(), test::slurp(dir.file("full.pgn")).size());
