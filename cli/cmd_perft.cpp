@@ -118,6 +118,8 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int checks = 0, mismatches = 0, errors = 0, skipped = 0;
+  // Counts with thousands separators, as the node count has them.
+  const auto grouped = [](auto n) { return with_separators(absl::StrCat(n)); };
   NodeCount nodes = 0;
   for (const PerftCase& c : cases) {
     if (!c.error.empty()) {
@@ -167,11 +169,11 @@ int run_suite(const ParsedArgs& p, const PerftRunner& runner, const Io& io) {
   }
   const double secs = seconds_since(t0);
   io.out << for_out(
-      io, absl::StrFormat("%s: %d positions, %d checks, %d %s, %d bad %s, %d skipped; %s nodes in %.2f s "
+      io, absl::StrFormat("%s: %s positions, %s checks, %d %s, %d bad %s, %s skipped; %s nodes in %.2f s "
                           "(%s)",
-                          path, cases.size(), checks, mismatches, mismatches == 1 ? "mismatch" : "mismatches", errors,
-                          errors == 1 ? "position" : "positions", skipped, with_separators(to_string(nodes)), secs,
-                          rate(nodes, secs)));
+                          path, grouped(cases.size()), grouped(checks), mismatches,
+                          mismatches == 1 ? "mismatch" : "mismatches", errors, errors == 1 ? "position" : "positions",
+                          grouped(skipped), with_separators(to_string(nodes)), secs, rate(nodes, secs)));
   return mismatches || errors ? kExitCheckFailed : kExitOk;
 }
 

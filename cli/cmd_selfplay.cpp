@@ -241,7 +241,7 @@ int cmd_selfplay(const std::vector<std::string>& args, const Io& io) {
                              duplicates, std::string());
     }
     selfplay::SelfPlayStats stats;
-    if (adaptive) stats.set_adaptive(spec->adaptive, spec->games_per_position);
+    if (adaptive) stats.set_adaptive(spec->adaptive, spec->games_per_position, spec->engine);
     for (size_t k = 0; k < finished.size(); ++k)
       for (const std::optional<selfplay::GameRecord>& g : finished[k])
         if (g) stats.add(spec->positions[k], *g);

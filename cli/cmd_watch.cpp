@@ -32,7 +32,8 @@ constexpr int64_t kEtaWindowMs = 120'000;
 const CommandSpec kSpec = {
     kName, "c960 watch JOB",
     "Shows the job's progress until it ends: state, percentage, units, nodes or games, rate, ETA "
-    "(for self-play from the games of the last two minutes), elapsed time and workers; a finished "
+    "(for self-play from the games of the last two minutes; none while the job waits: 'waiting on "
+    "verification' or 'none while waiting'), elapsed time and workers; a finished "
     "job shows how long it took. For a self-play job also the best and worst positions so far by "
     "White's score shrunk toward the other positions' (#NUMBER BACKRANK SHRUNK (rank LO-HI, n=GAMES), "
     "the rank's 95% interval; only positions with 20 games or more are ranked: docs/report.md, "

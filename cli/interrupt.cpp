@@ -16,9 +16,11 @@ struct sigaction g_old_int, g_old_term;
 
 void on_signal(int signo) {
   g_signal.store(signo);
-  // write(2) is async-signal-safe; the command says what it kept once it has stopped.
+  // write(2) is async-signal-safe; the command says what it kept once it has stopped. Lines
+  // under 80 columns, so that a terminal breaks no word (the handler cannot ask its width).
   static const char kMessage[] =
-      "\nc960: interrupted: finishing the work in progress and writing what is done (again: quit at once)\n";
+      "\nc960: interrupted: finishing the work in progress and writing what is done\n"
+      "c960: interrupt again to quit at once\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
 }
 

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -93,6 +94,18 @@ double eta_of(const v1::Job& j, const WatchView& v) {
   return v.eta_seconds > -2 ? v.eta_seconds : j.progress().eta_seconds();
 }
 
+// The ETA field of a running job. No time while the job waits: when every unit left has a result
+// that waits for a second worker's, the end depends on when one checks them, not on any rate; and
+// when the coordinator says the job waits (its notice begins "waiting:", e.g. a one-owner cluster
+// under --verify adaptive), a rate measured before it began waiting would make up a time.
+std::string eta_text(const v1::Job& j, const WatchView& v) {
+  const v1::Progress& p = j.progress();
+  if (p.units_verifying() > 0 && p.units_total() - p.units_done() <= p.units_verifying())
+    return "ETA: waiting on verification";
+  if (absl::StartsWith(j.notice(), "waiting:")) return "ETA: none while waiting";
+  return absl::StrCat("ETA ", format_duration(eta_of(j, v)));
+}
+
 // The fields of the second watch line, in display order.
 std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t now) {
   const v1::Progress& p = j.progress();
@@ -116,7 +129,7 @@ std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t n
   if (is_final(j)) {
     f.push_back({{absl::StrCat("took ", format_duration(job_elapsed_seconds(j, now)))}, 0});
   } else {
-    f.push_back({{absl::StrCat("ETA ", format_duration(eta_of(j, v)))}, 0});
+    f.push_back({{eta_text(j, v)}, 0});
     f.push_back({{absl::StrCat("elapsed ", format_duration(job_elapsed_seconds(j, now))), ""}, 4});
     f.push_back({{absl::StrCat(p.workers(), "/", p.workers_alive(), " workers"), ""}, 3});
   }

@@ -1,5 +1,6 @@
 // The command table of the c960 tool.
 #include <algorithm>
+#include <string_view>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -54,7 +55,11 @@ std::vector<CommandInfo> command_table() {
 }
 
 std::string usage_text(int width) {
-  constexpr size_t kColumn = 13;
+  // The summaries start two columns after the longest name, so that every name is set off from
+  // its summary by two spaces at least (help2man, and readers, take one space as part of the text).
+  size_t longest = std::string_view("version").size();
+  for (const Subcommand& c : kCommands) longest = std::max(longest, std::string_view(c.name).size());
+  const size_t kColumn = 2 + longest + 2;
   const size_t w = size_t(std::max(width, 0));
   std::string s = cluster::wrap_text("usage: c960 <command> [options]   (c960 <command> --help for details)", w, "", 7);
   s += "\ncommands:\n";

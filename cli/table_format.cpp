@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/job_format.h"
 #include "cluster/log.h"
+#include "report/analysis.h"
 #include "report/stats.h"
 #include "selfplay/lines.h"
 #include "selfplay/positions.h"
@@ -269,9 +270,15 @@ std::string ranking_note(const selfplay::Ranking& r, bool rank_column) {
 }
 
 std::string position_matters_line(const selfplay::SelfPlayStats& stats) {
+  // Each position's games as its effective number (related games: selfplay/lines.h).
   std::vector<std::vector<int64_t>> table;
-  for (const selfplay::PositionStats* p : stats.rows())
-    if (p->counts.games() > 0) table.push_back({p->counts.white_wins, p->counts.draws, p->counts.black_wins});
+  const std::vector<const selfplay::PositionStats*> rows = stats.rows();
+  const selfplay::Relatedness related = stats.relatedness();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i]->counts.games() == 0) continue;
+    const selfplay::ResultCounts c = report::effective_counts(rows[i]->counts, related.effective[i]);
+    table.push_back({c.white_wins, c.draws, c.black_wins});
+  }
   const report::ChiSquareTest t = report::chi_square_homogeneity(table);
   if (t.dof <= 0) return "";
   const std::string p = t.p_value < 0.001 ? "p < 0.001" : absl::StrFormat("p = %.3f", t.p_value);

@@ -107,7 +107,7 @@ selfplay::SelfPlayStats selfplay_stats_from_results(const v1::Job& job, const st
                     });
   if (absl::StatusOr<selfplay::SelfPlaySpec> spec = selfplay::spec_from_proto(job.spec().selfplay());
       spec.ok() && spec->adaptive.enabled())
-    stats.set_adaptive(spec->adaptive, spec->games_per_position);
+    stats.set_adaptive(spec->adaptive, spec->games_per_position, spec->engine);
   return stats;
 }
 

@@ -1,6 +1,8 @@
-# Run by the build (deploy/CMakeLists.txt, target man): writes NAME.1.gz for each built binary
-# with help2man, from its --help and the version of the c960 tool. c960.1 also gets a COMMANDS
-# section with every command's --help (at 80 columns), the commands read from `c960 --help`.
+# Run by the build (deploy/CMakeLists.txt, target man): writes NAME.1 and NAME.1.gz for each
+# built binary with help2man, from its --help and the version of the c960 tool (NAME.1 so that
+# `man ./NAME.1` reads it where it was built; NAME.1.gz is the one installed). c960.1 also gets a
+# COMMANDS section with every command's --help, the commands read from `c960 --help`: made at
+# kCommandColumns, since man indents the section's text by 7 and its pages are read at 80.
 # ${config} sets help2man, names ("binary=one-line description" each), binaries and mandir.
 cmake_policy(VERSION 3.25)
 include("${config}")
@@ -11,6 +13,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${c960_tool} --version failed: no version for the man pages")
 endif()
 string(REGEX REPLACE "^[^ ]+ " "" version "${version}")
+set(kCommandColumns 73)
 file(MAKE_DIRECTORY "${mandir}")
 
 # Text as roff shows it verbatim: backslashes escaped, lines that would be requests guarded.
@@ -39,7 +42,8 @@ foreach(line IN LISTS lines)
   if(command STREQUAL "version")
     continue()
   endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env COLUMNS=80 "${c960_tool}" ${command} --help OUTPUT_VARIABLE help
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env COLUMNS=${kCommandColumns} "${c960_tool}" ${command} --help
+                          OUTPUT_VARIABLE help
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "c960 ${command} --help failed")
@@ -72,7 +76,7 @@ foreach(binary IN LISTS binaries)
   if(NOT rc EQUAL 0 OR NOT EXISTS "${page}")
     message(FATAL_ERROR "help2man ${name}: ${err}")
   endif()
-  execute_process(COMMAND gzip -9nf "${page}" RESULT_VARIABLE rc)
+  execute_process(COMMAND gzip -9nkf "${page}" RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "gzip ${page} failed")
   endif()

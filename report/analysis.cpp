@@ -84,9 +84,10 @@ Histogram make_histogram(const SelfPlayTable& table, double win, double draw, do
   std::map<int64_t, std::vector<double>> pmf_cache;  // by number of games
   const double per_game_var = win + 0.25 * draw - (win + 0.5 * draw) * (win + 0.5 * draw);
   for (const SelfPlayRow& r : table.rows) {
-    const int64_t n = r.counts.games();
-    if (n == 0) continue;
+    if (r.counts.games() == 0) continue;
     h.observed[bin_of(score_of(r.counts))] += 1;
+    // The noise of a position's score is that of its effective number of games.
+    const int64_t n = effective_counts(r.counts, r.effective_games).games();
     if (n <= kExactTestMaxGames) {
       auto it = pmf_cache.find(n);
       if (it == pmf_cache.end()) it = pmf_cache.emplace(n, points_pmf(int(n), win, draw, loss)).first;
@@ -108,6 +109,8 @@ Histogram make_histogram(const SelfPlayTable& table, double win, double draw, do
 }
 
 std::vector<GroupSummary> group_summaries(const SelfPlayTable& table) {
+  // The test pools each position's effective counts (effective_counts); the table shows the
+  // games and their effective number.
   // "c" or "b+g": the files of a piece on the back rank.
   const auto files_of = [](const std::string& rank, char piece) {
     std::string out;
@@ -117,21 +120,31 @@ std::vector<GroupSummary> group_summaries(const SelfPlayTable& table) {
   };
   std::vector<GroupSummary> out;
   const auto summarise = [&](const std::string& name, const auto& label) {
-    std::map<std::string, selfplay::ResultCounts> groups;
+    struct Pooled {
+      selfplay::ResultCounts games, tested;
+      double effective = 0;
+    };
+    std::map<std::string, Pooled> groups;
     for (const SelfPlayRow& r : table.rows) {
       if (r.key.sp < 0 || r.counts.games() == 0) continue;
-      selfplay::ResultCounts& g = groups[label(*backrank_of(r.key.sp))];
-      g.white_wins += r.counts.white_wins;
-      g.draws += r.counts.draws;
-      g.black_wins += r.counts.black_wins;
+      Pooled& g = groups[label(*backrank_of(r.key.sp))];
+      const selfplay::ResultCounts e = effective_counts(r.counts, r.effective_games);
+      g.games.white_wins += r.counts.white_wins;
+      g.games.draws += r.counts.draws;
+      g.games.black_wins += r.counts.black_wins;
+      g.tested.white_wins += e.white_wins;
+      g.tested.draws += e.draws;
+      g.tested.black_wins += e.black_wins;
+      g.effective += std::isnan(r.effective_games) ? double(r.counts.games()) : r.effective_games;
     }
     if (groups.size() < 2) return;
     GroupSummary s;
     s.factor = name;
     std::vector<selfplay::ResultCounts> counts;
-    for (const auto& [k, c] : groups) {
-      s.groups.emplace_back(k, c);
-      counts.push_back(c);
+    for (const auto& [k, g] : groups) {
+      s.groups.emplace_back(k, g.games);
+      s.effective.push_back(g.effective);
+      counts.push_back(g.tested);
     }
     s.test = chi_square_homogeneity(wdl_table(counts));
     out.push_back(std::move(s));
@@ -175,16 +188,42 @@ ReferenceComparison compare(const SelfPlayTable& table, const SelfPlayTable& ref
 
 }  // namespace
 
+selfplay::ResultCounts effective_counts(const selfplay::ResultCounts& c, double effective) {
+  const int64_t n = c.games();
+  if (n == 0 || !(effective > 0) || effective >= double(n)) return c;
+  const int64_t target = std::max<int64_t>(1, std::llround(effective));
+  const int64_t raw[3] = {c.white_wins, c.draws, c.black_wins};
+  int64_t out[3];
+  double rest[3];
+  int64_t sum = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double q = double(raw[k]) * double(target) / double(n);
+    out[k] = int64_t(std::floor(q));
+    rest[k] = q - double(out[k]);
+    sum += out[k];
+  }
+  for (; sum < target; ++sum) {
+    const int k = int(std::max_element(rest, rest + 3) - rest);
+    ++out[k];
+    rest[k] = -1;
+  }
+  return {out[0], out[1], out[2]};
+}
+
 SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTable* reference,
                                   const AnalysisOptions& options) {
   SelfPlayAnalysis a;
+  // with_games: the positions' counts as the tests take them (effective_counts).
   std::vector<selfplay::ResultCounts> with_games;
   for (const SelfPlayRow& r : table.rows) {
     a.total.white_wins += r.counts.white_wins;
     a.total.draws += r.counts.draws;
     a.total.black_wins += r.counts.black_wins;
-    if (r.counts.games()) with_games.push_back(r.counts);
+    if (r.counts.games() == 0) continue;
+    with_games.push_back(effective_counts(r.counts, r.effective_games));
+    a.tested_games += with_games.back().games();
   }
+  a.tests_effective = a.tested_games < a.total.games();
   a.total_score = a.total.score();
   const double n_total = double(a.total.games());
   if (n_total > 0) {
@@ -197,8 +236,9 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   for (const SelfPlayRow& r : table.rows) {
     PositionResult pr;
     pr.score = selfplay::effective_score(r.counts, r.effective_games);
-    const int64_t n = r.counts.games();
-    if (n > 0) pr.p = points_test_p(int(n), int(2 * r.counts.white_wins + r.counts.draws), a.win, a.draw, a.loss);
+    const selfplay::ResultCounts e = effective_counts(r.counts, r.effective_games);
+    const int64_t n = e.games();
+    if (n > 0) pr.p = points_test_p(int(n), int(2 * e.white_wins + e.draws), a.win, a.draw, a.loss);
     a.positions.push_back(pr);
     p.push_back(pr.p);
   }
@@ -234,25 +274,30 @@ SelfPlayAnalysis analyse_selfplay(const SelfPlayTable& table, const SelfPlayTabl
   const std::vector<std::vector<int64_t>> wdl = wdl_table(with_games);
   a.homogeneity = chi_square_homogeneity(wdl);
   if (a.homogeneity.dof > 0) {
-    a.permutations = std::max(kMinPermutations, std::min(options.permutations, int(kPermutationBudget / n_total)));
+    a.permutations =
+        std::max(kMinPermutations, std::min(options.permutations, int(kPermutationBudget / double(a.tested_games))));
     a.permutation_p = chi_square_permutation_p(wdl, a.permutations, options.seed);
   }
 
   if (n_total > 0) {
     a.histogram = make_histogram(table, a.win, a.draw, a.loss);
     // Spread: the variance of the scores is the true positions' variance plus each position's
-    // sampling variance (per-game variance / games), averaged.
+    // sampling variance (per-game variance / effective games), averaged.
     const double per_game_var = a.win + 0.25 * a.draw - (a.win + 0.5 * a.draw) * (a.win + 0.5 * a.draw);
+    std::vector<double> scores;
     double mean = 0, noise = 0;
-    for (const selfplay::ResultCounts& c : with_games) {
-      mean += score_of(c);
-      noise += per_game_var / double(c.games());
+    for (const SelfPlayRow& r : table.rows) {
+      if (r.counts.games() == 0) continue;
+      const double n = double(r.counts.games());
+      scores.push_back(score_of(r.counts));
+      mean += scores.back();
+      noise += per_game_var / (r.effective_games > 0 && r.effective_games < n ? r.effective_games : n);
     }
-    const double m = double(with_games.size());
+    const double m = double(scores.size());
     mean /= m;
     noise /= m;
     double var = 0;
-    for (const selfplay::ResultCounts& c : with_games) var += (score_of(c) - mean) * (score_of(c) - mean);
+    for (double s : scores) var += (s - mean) * (s - mean);
     if (m > 1) {
       var /= m - 1;
       a.observed_sd = std::sqrt(var);

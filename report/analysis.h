@@ -40,7 +40,8 @@ struct Histogram {
 struct GroupSummary {
   std::string factor;
   std::vector<std::pair<std::string, selfplay::ResultCounts>> groups;
-  ChiSquareTest test;
+  std::vector<double> effective;  // each group's effective number of games (its games when not known)
+  ChiSquareTest test;             // of the groups' effective counts
 };
 
 struct ReferencePoint {
@@ -59,6 +60,11 @@ struct ReferenceComparison {
 struct SelfPlayAnalysis {
   selfplay::ResultCounts total;
   selfplay::Interval total_score;
+  // The tests (exact, chi-square, permutation, groups) take each position's counts scaled to its
+  // effective number of games, rounded (related games: selfplay/lines.h), where the table gives
+  // one below its games: tests_effective, with tested_games games in all.
+  bool tests_effective = false;
+  int64_t tested_games = 0;
   double win = kNaN, draw = kNaN, loss = kNaN;  // pooled per-game probabilities
   std::vector<PositionResult> positions;        // in the table's order
   std::vector<size_t> by_score;                 // rows with games, best for White first
@@ -96,6 +102,13 @@ struct AdaptiveSummary {
 };
 // The order of verdicts in the report: decided ones first, the band's edges before its inside.
 inline constexpr const char* kVerdictOrder[] = {"above", "below", "inside", "narrow", "cap", "open"};
+
+// A position's counts as the tests take them: scaled to its effective number of games
+// (selfplay/lines.h: the games over the design effect of their lines) and rounded to whole games
+// by largest remainders, so that games of one opening line count for what they are worth (a
+// design-effect correction of the exact, chi-square and permutation tests). The counts
+// themselves when `effective` is NaN or not below the games.
+selfplay::ResultCounts effective_counts(const selfplay::ResultCounts& counts, double effective);
 
 AdaptiveSummary summarise_adaptive(const SelfPlayTable& table, const SelfPlayAnalysis& analysis);
 

@@ -233,7 +233,15 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
                     " positions share one win/draw/loss distribution: &chi;&sup2; = ", fixed(h.statistic, 1), " with ",
                     h.dof, " degrees of freedom, <b>", p_is(h.p_value), "</b>; by ", a.permutations,
                     " permutations of the games among the positions, <b>",
-                    permutation_p_is(a.permutation_p, a.permutations), "</b>.</p>");
+                    permutation_p_is(a.permutation_p, a.permutations), "</b>.",
+                    a.tests_effective
+                        ? absl::StrCat(" Related games counted as what they are worth: these tests, and those of each "
+                                       "position and of the groups below, take each position's games as its "
+                                       "effective number (",
+                                       count(a.total.games()), " games count as ", count(a.tested_games),
+                                       "; the counts scaled and rounded, a design-effect correction).")
+                        : std::string(),
+                    "</p>");
     if (h.share_expected_below_5 > 0.2)
       absl::StrAppend(
           &b, "<p class=\"note\">", fixed(100 * h.share_expected_below_5, 0),
@@ -256,8 +264,9 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
     } else if (!t.effective_known()) {
       absl::StrAppend(&b,
                       "<p class=\"note\">This table does not say how its games relate (no effective_games column): "
-                      "each game is taken as independent. Games of a position that share their opening count for "
-                      "less; if they do, the intervals and tests here are too narrow.</p>");
+                      "each game is taken as independent, by the intervals and by every test here. Games of a "
+                      "position that share their opening count for less; if they do, the intervals are too narrow "
+                      "and the p-values too small.</p>");
     } else {
       double games = 0, effective = 0;
       int64_t mostly = 0;
@@ -268,7 +277,7 @@ std::string tests_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
       }
       absl::StrAppend(&b, "<p class=\"note\">Related games (games sharing their first ", selfplay::kLinePlies,
                       " plies): the ", count(int64_t(games)), " games count as ", fixed(effective, 1),
-                      " independent ones (the table's effective_games column); the intervals use them.",
+                      " independent ones (the table's effective_games column); the intervals and tests use them.",
                       mostly ? absl::StrCat(" WARNING: ", mostly,
                                             " positions' games count for less than half their "
                                             "number: they mostly follow few lines.")
@@ -330,8 +339,9 @@ std::string groups_section(const SelfPlayAnalysis& a) {
                       "</caption><thead><tr><th>", html(g.factor),
                       "</th><th>games</th><th>score</th><th>95% interval</th>"
                       "<th class=\"bar\">0 &hellip; 1</th></tr></thead><tbody>");
-      for (const auto& [label, c] : g.groups) {
-        const selfplay::Interval s = c.score();
+      for (size_t i = 0; i < g.groups.size(); ++i) {
+        const auto& [label, c] = g.groups[i];
+        const selfplay::Interval s = selfplay::effective_score(c, i < g.effective.size() ? g.effective[i] : kNaN);
         absl::StrAppend(&b, "<tr><td>", html(label), "</td><td>", count(c.games()), "</td><td>", fixed(s.value),
                         "</td><td>", interval_text(s), "</td><td>", interval_bar(s), "</td></tr>");
       }
@@ -547,6 +557,7 @@ std::string adaptive_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) 
   else
     b += "Each position played in batches until its question was answered. The rule is not recorded in the table, "
          "and no verdict says which kind it was.";
+  if (!t.engine.empty()) absl::StrAppend(&b, " Engine: <b>", html(t.engine), "</b>.");
   b += "</p><div class=\"pair\"><table class=\"positions\" id=\"verdicts\"><caption>Verdicts</caption><thead><tr>"
        "<th>verdict</th><th>positions</th><th class=\"text\">meaning</th></tr></thead><tbody>";
   for (const auto& [v, n] : s.verdicts)

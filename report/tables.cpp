@@ -157,6 +157,32 @@ PositionKey resolve_key(const std::string& id, const std::string& fen) {
   return key;
 }
 
+// A column that names the run (its engines, its rule), the same on every row: its text, taken
+// from the first row, or an error naming the row that differs.
+class RunColumn {
+ public:
+  RunColumn(const Header& h, const std::string& name) : name_(name), column_(h.find(name)) {}
+  absl::Status add(const Record& r) {
+    if (!column_) return absl::OkStatus();
+    const std::string& v = r.fields[*column_];
+    if (line_ == 0) {
+      value_ = v;
+      line_ = r.line;
+    } else if (v != value_) {
+      return cell_error(r, *column_, name_,
+                        absl::StrCat("'", v, "' differs from line ", line_, "'s '", value_, "' (one run names one)"));
+    }
+    return absl::OkStatus();
+  }
+  const std::string& value() const { return value_; }
+
+ private:
+  std::string name_;
+  std::optional<size_t> column_;
+  std::string value_;
+  int line_ = 0;
+};
+
 // Columns that a table must have; the error names the first missing one and the header.
 absl::StatusOr<std::vector<size_t>> require(const Header& h, const Record& r, const std::vector<std::string>& names,
                                             const std::string& what) {
@@ -231,7 +257,9 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
   if (rank_col)
     for (size_t i = *rank_col + 1; i < h.names().size(); ++i) {
       const std::string& name = h.names()[i];
-      if (name == "anytime_lo" || name == "anytime_hi" || name == "verdict" || name == "complete") continue;
+      if (name == "anytime_lo" || name == "anytime_hi" || name == "verdict" || name == "rule" || name == "engine" ||
+          name == "complete")
+        continue;
       table.termination_names.push_back(name);
       term_cols.push_back(i);
     }
@@ -250,6 +278,7 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
   // "above" or "below"): one run has one rule.
   std::string rule_verdict;
   int rule_line = 0;
+  RunColumn rule(h, "rule"), engine(h, "engine");
 
   Seen seen;
   std::optional<Record> all_row;
@@ -257,6 +286,9 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
     const Record& r = (*records)[ri];
     if (absl::Status s = check_width(r, h); !s.ok()) return s;
     const std::string& id = r.fields[(*cols)[0]];
+    if (table.adaptive)
+      for (RunColumn* c : {&rule, &engine})
+        if (absl::Status s = c->add(r); !s.ok()) return s;
     if (id == "all") {
       if (all_row) return absl::InvalidArgumentError(absl::StrCat("line ", r.line, ": a second 'all' row"));
       all_row = r;
@@ -348,6 +380,8 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text) {
     table.rows.push_back(std::move(row));
   }
   if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  table.adaptive_rule = rule.value();
+  table.engine = engine.value();
   if (all_row) {
     // A truncated or edited file shows here: the 'all' row must be the rows' sum.
     selfplay::ResultCounts sum;
@@ -430,9 +464,12 @@ absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
   MatchTable table;
   MatchRow sum;
   Seen seen;
+  RunColumn engine_a(h, "engine_a"), engine_b(h, "engine_b");
   for (size_t ri = 1; ri < records->size(); ++ri) {
     const Record& r = (*records)[ri];
     if (absl::Status s = check_width(r, h); !s.ok()) return s;
+    for (RunColumn* c : {&engine_a, &engine_b})
+      if (absl::Status s = c->add(r); !s.ok()) return s;
     const std::string& id = r.fields[col(0)];
     if (id.empty()) return cell_error(r, col(0), "sp", "empty");
     const bool all = id == "all";
@@ -486,6 +523,8 @@ absl::StatusOr<MatchTable> parse_match_csv(absl::string_view text) {
     table.rows.push_back(std::move(row));
   }
   if (table.rows.empty()) return absl::InvalidArgumentError("the table has no positions");
+  table.engine_a = engine_a.value();
+  table.engine_b = engine_b.value();
   return table;
 }
 
@@ -623,6 +662,7 @@ SelfPlayTable selfplay_table_from_stats(const selfplay::SelfPlayStats& stats) {
   if (stats.adaptive().enabled()) {
     table.adaptive = true;
     table.adaptive_rule = selfplay::describe(stats.adaptive());
+    table.engine = stats.engine();
   }
   for (size_t t = 0; t < size_t(selfplay::Termination::kCount); ++t)
     table.termination_names.emplace_back(selfplay::termination_name(selfplay::Termination(t)));

@@ -50,9 +50,10 @@ struct SelfPlayTable {
   std::vector<SelfPlayRow> rows;
   std::vector<std::string> termination_names;
   // An adaptive run (selfplay/adaptive.h): the rows have anytime intervals and verdicts. The
-  // rule (selfplay::describe) when known; a CSV does not record it.
+  // rule (selfplay::describe) and the engine when known (a CSV's "rule" and "engine" columns;
+  // older CSVs lack them).
   bool adaptive = false;
-  std::string adaptive_rule;
+  std::string adaptive_rule, engine;
   // How related the games are: selfplay::Relatedness::note() when the table came from a run's
   // games; empty for a CSV (whose rows carry only "lines" and "effective_games", when they do).
   std::string related_note;
@@ -94,7 +95,8 @@ struct MatchTable {
 
 // The table of `c960 selfplay --format csv`: header "sp,fen,games,white_wins,draws,black_wins,..."
 // (columns found by name; after "rank" come the terminations; "lines" and "effective_games" are
-// read when there: without them every game is taken as independent), one row per position, and a last
+// read when there: without them every game is taken as independent; an adaptive run's "rule" and
+// "engine", when there, must be the same on every row), one row per position, and a last
 // row "all" whose counts must equal the rows' sums. Derived columns (score, intervals, Elo) are
 // not read: the report computes them from the counts.
 absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text);
@@ -105,8 +107,9 @@ absl::StatusOr<SelfPlayTable> parse_selfplay_csv(absl::string_view text);
 absl::StatusOr<PerftTable> parse_perft_csv(absl::string_view text);
 
 // The table of `c960 selfplay --engine A --opponent B --format csv` (selfplay::MatchStats::to_csv):
-// header "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,...,duplicates,unpaired", one row
-// per position, and a last row "all" whose counts must equal the rows' sums. Each row must add
+// header "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,...,duplicates,unpaired" (and,
+// when there, "engine_a,engine_b": the same on every row), one row per position, and a last row
+// "all" whose counts must equal the rows' sums. Each row must add
 // up: pairs = ll + ld + dd_wl + wd + ww, games = wins + draws + losses = 2 pairs, and A's points
 // (wins + draws / 2) = ld / 2 + dd_wl + 3 wd / 2 + 2 ww. Derived columns (score, Elo, p, favours)
 // are not read: the report computes them from the counts.

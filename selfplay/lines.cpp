@@ -131,7 +131,7 @@ std::string Relatedness::note() const {
                   estimated ? absl::StrFormat("their games' correlation is estimated at %.2f", rho)
                             : std::string("too few to estimate how related their games are, so they are taken as "
                                           "related as copies (correlation 1)"),
-                  "; intervals use the effective number of games.\n");
+                  "; intervals and tests use the effective number of games.\n");
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "selfplay/lines.h"
 #include "selfplay/significance.h"
 #include "selfplay/stats.h"
 
@@ -133,6 +134,7 @@ void MatchStats::add_pair(const StartPosition& position, const GameRecord* a_whi
   }
   const int first = a_half_points(*a_white, true), second = a_half_points(*b_white, false);
   ++p.penta[size_t(first + second)];
+  ++p.lines[line_hash(*a_white) * 0x9e3779b97f4a7c15ULL ^ line_hash(*b_white)][size_t(first + second)];
   for (int half : {first, second}) (half == 2 ? p.wins : half == 1 ? p.draws : p.losses)++;
 }
 
@@ -189,6 +191,87 @@ MatchTests MatchStats::tests() const {
   return match_tests(v);
 }
 
+std::string MatchRelatedness::note() const {
+  if (shared_lines == 0) return "";
+  const std::string text =
+      absl::StrCat("WARNING: related pairs: ", shared_lines, shared_lines == 1 ? " line holds" : " lines hold",
+                   " two pairs or more of a position (both games sharing their first ", kLinePlies, " plies); ",
+                   estimated ? absl::StrFormat("their pairs' correlation is estimated at %.2f", rho)
+                             : std::string("too few to estimate how related their pairs are (taken as copies)"),
+                   absl::StrFormat("; the %d pairs count as about %.1f independent ones", pairs, effective),
+                   unrecorded > 0 ? absl::StrCat(" (", unrecorded, " positions' lines not recorded)") : std::string(),
+                   ". The figures above take every pair as independent: their intervals are too narrow and their "
+                   "p-values too small. Give --random-plies K or a book for varied openings.");
+  // Lines of at most 80 columns, broken between words, as a terminal would not.
+  constexpr size_t kWidth = 80;
+  std::string out, line;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && line.size() + 1 + word.size() > kWidth) {
+      absl::StrAppend(&out, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  return absl::StrCat(out, line, "\n");
+}
+
+MatchRelatedness match_relatedness(const std::vector<const MatchPositionStats*>& positions) {
+  MatchRelatedness r;
+  // One-way analysis of variance of the pair scores by line within position (as lines.cpp).
+  double ssw = 0, ssb = 0, df_w = 0, df_b = 0, n0_num = 0;
+  for (const MatchPositionStats* p : positions) {
+    if (p->lines.empty()) {
+      r.unrecorded += p->pairs() > 0;
+      continue;
+    }
+    double s = 0, n = 0, sum_sq_sizes = 0, between = 0, count = 0;
+    for (const auto& [hash, penta] : p->lines) {
+      double k = 0, sc = 0, sq = 0;
+      for (int i = 0; i < kPentanomialCells; ++i) {
+        const double c = double(penta[size_t(i)]);
+        k += c;
+        sc += c * kScores[i];
+        sq += c * kScores[i] * kScores[i];
+      }
+      if (k == 0) continue;
+      s += sc;
+      n += k;
+      sum_sq_sizes += k * k;
+      between += sc * sc / k;
+      ssw += sq - sc * sc / k;
+      count += 1;
+      if (k >= 2) ++r.shared_lines;
+    }
+    if (n == 0) continue;
+    ssb += between - s * s / n;
+    df_w += n - count;
+    df_b += count - 1;
+    n0_num += n - sum_sq_sizes / n;
+  }
+  if (r.shared_lines >= kMinSharedLinesToEstimate && df_w > 0 && df_b > 0) {
+    const double msw = ssw / df_w, msb = ssb / df_b, n0 = n0_num / df_b;
+    const double denominator = msb + (n0 - 1) * msw;
+    r.rho = denominator > 0 ? std::clamp((msb - msw) / denominator, 0.0, 1.0) : 1.0;
+    r.estimated = denominator > 0;
+  }
+  for (const MatchPositionStats* p : positions) {
+    const double n = double(p->pairs());
+    double sum_sq_sizes = 0;
+    for (const auto& [hash, penta] : p->lines) {
+      double k = 0;
+      for (int64_t c : penta) k += double(c);
+      sum_sq_sizes += k * k;
+    }
+    const bool recorded = !p->lines.empty() && n > 0;
+    r.effective_of.push_back(recorded ? n / (1 + (sum_sq_sizes / n - 1) * r.rho) : n);
+    if (recorded) {
+      r.pairs += p->pairs();
+      r.effective += r.effective_of.back();
+    }
+  }
+  return r;
+}
+
 std::string match_favours(const MatchFigures& f, double holm) {
   if (!(holm < 0.05)) return "";
   return f.score > 0.5 ? "A" : "B";
@@ -197,7 +280,8 @@ std::string match_favours(const MatchFigures& f, double holm) {
 std::string MatchStats::to_csv() const {
   std::string out =
       "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,p,"
-      "p_holm,p_bh,favours,duplicates,unpaired\n";
+      "p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b\n";
+  const std::string engines = absl::StrCat(",", csv_field(a_), ",", csv_field(b_));
   const MatchTests t = tests();
   const auto row = [&](const std::string& sp, const std::string& fen, const Pentanomial& penta, int64_t w, int64_t d,
                        int64_t l, const std::string& adjusted, int64_t dups, int64_t unpaired) {
@@ -208,7 +292,7 @@ std::string MatchStats::to_csv() const {
                     csv_number(f.score_lo, 4), ",", csv_number(f.score_hi, 4), ",", csv_number(f.elo, 1), ",",
                     csv_number(f.elo_lo, 1), ",", csv_number(f.elo_hi, 1), ",", csv_number(f.nelo, 1), ",",
                     csv_number(f.los, 4), ",", csv_number(sp == "all" ? f.p : f.sign_p, 4), ",", adjusted, ",", dups,
-                    ",", unpaired, "\n");
+                    ",", unpaired, engines, "\n");
   };
   int64_t w = 0, d = 0, l = 0, dups = 0, unpaired = 0;
   for (size_t k = 0; k < positions_.size(); ++k) {
@@ -291,6 +375,7 @@ std::string MatchStats::to_text() const {
   if (t.dof > 0)
     absl::StrAppendFormat(&out, "Does the difference depend on the position? chi-square %.1f on %d dof, p %.3g\n",
                           t.chi_square, t.dof, t.heterogeneity_p);
+  absl::StrAppend(&out, relatedness().note());
   absl::StrAppend(&out, "\n");
   absl::StrAppendFormat(&out, "%-8s %5s %5s %5s %5s %5s %5s %6s %7s %6s %6s %s\n", "pos", "pairs", "LL", "LD", "DD+WL",
                         "WD", "WW", "score", "Elo", "sign p", "Holm", "favours");

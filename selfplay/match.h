@@ -76,8 +76,32 @@ struct MatchPositionStats {
   int64_t duplicates = 0;                   // pairs that repeat an earlier pair of the position move for move
   int64_t unpaired = 0;                     // games whose partner is missing or not evidence (not counted)
   std::set<uint64_t> pair_hashes;
+  // The pairs' lines: a pair's line is the lines (selfplay/lines.h: first kLinePlies plies) of
+  // both its games; each line's pentanomial counts by its hash. Empty when not recorded (a
+  // cluster job's results carry no lines of pairs).
+  std::map<uint64_t, Pentanomial> lines;
   int64_t pairs() const;
 };
+
+// How related a match's pairs are: as selfplay/lines.h for games, with pair scores (0, 1/4, 1/2,
+// 3/4, 1) in place of game scores. The intraclass correlation rho of the pairs of one line, from
+// a one-way analysis of variance of the pair scores by line within position over all positions
+// when at least kMinSharedLinesToEstimate lines hold two pairs or more, else taken as 1; a
+// position's effective pairs are its pairs / (1 + (m - 1) rho), m = sum n_c^2 / n. Not used by
+// the match's figures yet (a cluster job's results carry no lines of pairs, and its figures must
+// equal a local run's): the text output says how many pairs the figures would count.
+struct MatchRelatedness {
+  double rho = 1;
+  bool estimated = false;
+  int64_t shared_lines = 0;          // lines holding two pairs or more, over all positions
+  int64_t pairs = 0;                 // over the positions whose lines were recorded
+  double effective = 0;              // their effective pairs
+  int64_t unrecorded = 0;            // positions with pairs whose lines were not recorded
+  std::vector<double> effective_of;  // per position (its pairs when not recorded)
+  // A paragraph for the text output ("" when no two pairs of a position share a line).
+  std::string note() const;
+};
+MatchRelatedness match_relatedness(const std::vector<const MatchPositionStats*>& positions);
 
 class MatchStats {
  public:
@@ -92,17 +116,20 @@ class MatchStats {
   void set_sprt(const SprtRule& rule) { sprt_ = rule; }
   std::vector<const MatchPositionStats*> rows() const;
   Pentanomial total() const;
+  MatchRelatedness relatedness() const { return match_relatedness(rows()); }
   double llr() const { return sprt_llr(sprt_, total()); }
   // CSV: "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,
-  // elo_lo,elo_hi,nelo,los,p,p_holm,p_bh,favours,duplicates,unpaired" (wins, draws and losses
-  // A's; p: the sign test's, adjusted by Holm and Benjamini-Hochberg over the positions;
-  // favours: A, B or empty, by Holm at 5%), then the row 'all' (p: the normal approximation's,
+  // elo_lo,elo_hi,nelo,los,p,p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b" (wins,
+  // draws and losses A's; p: the sign test's, adjusted by Holm and Benjamini-Hochberg over the
+  // positions; favours: A, B or empty, by Holm at 5%; the engines' names the same on every row, so
+  // that a report of the CSV can name them), then the row 'all' (p: the normal approximation's,
   // no adjustment, no favours).
   std::string to_csv() const;
   // {"metadata", "engines": {"a", "b"}, "positions": [...], "total": {...}, "heterogeneity":
   // {chi_square, dof, p}, "sprt": {...} (when set)}.
   std::string to_json(const std::vector<MetadataValue>& metadata = {}) const;
-  // A table for a terminal: the totals first, then one row a position.
+  // A table for a terminal: the totals first (with MatchRelatedness::note), then one row a
+  // position.
   std::string to_text() const;
 
  private:

@@ -197,15 +197,14 @@ std::optional<uint64_t> id_number(absl::string_view id) {
   return n;
 }
 
-// RFC 4180: a field with a comma, a quote or a line break is quoted, quotes doubled.
+}  // namespace
+
 std::string csv_field(absl::string_view s) {
   if (s.find_first_of(",\"\r\n") == absl::string_view::npos) return std::string(s);
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
-
-}  // namespace
 
 std::vector<const PositionStats*> SelfPlayStats::rows() const {
   std::vector<const PositionStats*> out;
@@ -311,7 +310,8 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
       "sp,fen,games,white_wins,draws,black_wins,score,score_lo,score_hi,elo,elo_lo,elo_hi,draw_rate,mean_plies,"
       "duplicates,uncounted,lines,effective_games,shrunk,shrunk_lo,shrunk_hi,rank_lo,rank_hi,rank";
   const bool adaptive = adaptive_.enabled();
-  if (adaptive) out += ",anytime_lo,anytime_hi,verdict";
+  if (adaptive) out += ",anytime_lo,anytime_hi,verdict,rule,engine";
+  const std::string run = adaptive ? absl::StrCat(",", csv_field(describe(adaptive_)), ",", csv_field(engine_)) : "";
   for (size_t t = 0; t < size_t(Termination::kCount); ++t) absl::StrAppend(&out, ",", termination_name(Termination(t)));
   out += complete_column ? ",complete\n" : "\n";
   const Relatedness related = relatedness();
@@ -327,10 +327,11 @@ std::string SelfPlayStats::to_csv(bool complete_column) const {
                     ",", p.duplicates, ",", p.uncounted, ",", lines, ",",
                     csv_number(std::isnan(effective) ? double(p.counts.games()) : effective, 1), ",", r);
     if (adaptive && sp == "all") {
-      out += ",,,";
+      absl::StrAppend(&out, ",,,", run);
     } else if (adaptive) {
       const AnytimeInterval a = anytime(p);
-      absl::StrAppend(&out, ",", csv_number(a.lo, 4), ",", csv_number(a.hi, 4), ",", verdict_name(verdict_of(p, a)));
+      absl::StrAppend(&out, ",", csv_number(a.lo, 4), ",", csv_number(a.hi, 4), ",", verdict_name(verdict_of(p, a)),
+                      run);
     }
     for (int64_t c : p.terminations) absl::StrAppend(&out, ",", c);
     if (complete_column) out += p.complete ? ",true" : ",false";

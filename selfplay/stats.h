@@ -68,6 +68,8 @@ using Lines = std::map<uint64_t, ResultCounts>;
 // The number formats of the tables: CSV (empty for NaN, "inf"/"-inf"), JSON (null for NaN and
 // infinities), a JSON string, and metadata as a JSON object (numbers unquoted).
 std::string csv_number(double x, int decimals);
+// RFC 4180: a field with a comma, a quote or a line break quoted, its quotes doubled.
+std::string csv_field(absl::string_view s);
 std::string json_number(double x, int decimals);
 std::string json_string(absl::string_view s);
 std::string metadata_json(const std::vector<MetadataValue>& metadata);
@@ -148,15 +150,19 @@ class SelfPlayStats {
   // "mirror_pairs": each Chess960 position against its mirror image (selfplay/mirror.h).
   // complete_field adds "complete": true|false after each position's rank and first in the total.
   std::string to_json(const std::vector<MetadataValue>& metadata = {}, bool complete_field = false) const;
-  // An adaptive run (selfplay/adaptive.h): to_csv adds columns "anytime_lo,anytime_hi,verdict"
-  // after "rank" (empty on the 'all' row, whose games were not drawn from one position), to_json
-  // "anytime_lo", "anytime_hi" and "verdict" after each position's "rank". `cap` is the spec's
-  // games_per_position.
-  void set_adaptive(const AdaptiveRule& rule, int cap) {
+  // An adaptive run (selfplay/adaptive.h): to_csv adds columns
+  // "anytime_lo,anytime_hi,verdict,rule,engine" after "rank" (the first three empty on the 'all'
+  // row, whose games were not drawn from one position; rule, describe(rule), and engine the same
+  // on every row, so that a report of the CSV can name them), to_json "anytime_lo", "anytime_hi"
+  // and "verdict" after each position's "rank". `cap` is the spec's games_per_position; `engine`
+  // the spec's (builtin, or the engine's path or name).
+  void set_adaptive(const AdaptiveRule& rule, int cap, std::string engine = "") {
     adaptive_ = rule;
     cap_ = cap;
+    engine_ = std::move(engine);
   }
   const AdaptiveRule& adaptive() const { return adaptive_; }
+  const std::string& engine() const { return engine_; }
   // A position's anytime interval and verdict under the rule.
   AnytimeInterval anytime(const PositionStats& p) const;
   Verdict verdict_of(const PositionStats& p) const;
@@ -166,6 +172,7 @@ class SelfPlayStats {
   std::vector<PositionStats> positions_;  // in the order first added
   AdaptiveRule adaptive_;
   int cap_ = 0;
+  std::string engine_;
   std::map<std::string, size_t, std::less<>> index_;
 };
 

@@ -6,7 +6,9 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/notation.h"
 #include "core/perft.h"
 #include "gtest/gtest.h"
@@ -154,6 +156,17 @@ TEST(Cli, PerftSuiteExitCodes) {
   for (const std::string& f : {good, bad, broken_fen, broken_syntax}) std::remove(f.c_str());
 }
 
+// Issue 36: the suite's summary writes every count as the node count is written, with thousands
+// separators ("1920 checks" stood beside "717,340 nodes").
+TEST(Cli, PerftSuiteSummaryGroupsEveryCount) {
+  const test::RunResult r =
+      c960({"perft", "--epd", std::string(C960_TEST_DATA_DIR) + "/chess960_midgame.epd", "--max-depth", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": 960 positions, 1,920 checks, 0 mismatches, 0 bad positions, 3,840 skipped; 717,340 nodes"),
+            std::string::npos)
+      << r.out;
+}
+
 // Issue 21: a malformed line and an illegal FEN are both bad positions (counted, named by line,
 // exit 1 after the whole suite); a mismatch prints c960's divide at the lowest depth that differs
 // and the command that bisects below it.
@@ -294,6 +307,17 @@ TEST(Cli, SelfPlaySigtermKeepsGamesAndResumeFinishesTheFiles) {
     ASSERT_TRUE(wait_for(pgn, "[Event ", 2)) << test::slurp(dir.file("log"));
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait(std::chrono::seconds(60)), 143) << test::slurp(dir.file("log"));
+  }
+  // What the signal handler writes: lines under 80 columns (issue 36: 100, broken mid-word).
+  const std::string log = test::slurp(dir.file("log"));
+  EXPECT_NE(log.find("c960: interrupted: finishing the work in progress and writing what is done\n"
+                     "c960: interrupt again to quit at once\n"),
+            std::string::npos)
+      << log;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StartsWith(line, "c960: ")) {
+      EXPECT_LT(line.size(), 80u) << line;
+    }
   }
   const std::string kept = test::slurp(pgn);
   ASSERT_LT(kept.size(), test::slurp(dir.file("full.pgn")).size());

@@ -148,6 +148,34 @@ TEST(WatchFormat, AFinishedJobShowsItsDurationAndNoEta) {
   }
 }
 
+// A job that waits shows no made-up time: when every unit left waits for a second worker's
+// result, the ETA says so; when the coordinator says the job waits (a one-owner cluster under
+// --verify adaptive), it shows no time. Some units verifying among many pending keep the time.
+TEST(WatchFormat, AJobWaitingOnVerificationShowsNoTime) {
+  v1::Job waiting = perft_job();
+  waiting.mutable_progress()->set_units_done(95'900);
+  waiting.mutable_progress()->set_units_verifying(100);
+  v1::Job blocked = perft_job();
+  blocked.set_notice(
+      "waiting: results are checked by a second owner (verify adaptive) and 1 owner can compute this job");
+  for (const int width : {60, 80, 200}) {
+    const std::string line = watch_lines(waiting, WatchView(), kT0 + 60'000, width)[1];
+    EXPECT_TRUE(absl::StrContains(line, "ETA: waiting on verification")) << line;
+    EXPECT_FALSE(absl::StrContains(line, "3:25:07")) << line;
+    EXPECT_TRUE(
+        absl::StrContains(watch_lines(blocked, WatchView(), kT0 + 60'000, width)[1], "ETA: none while waiting"));
+  }
+  // A self-play job's own estimate (from its games' rate) is not shown either.
+  v1::Job sp = selfplay_job();
+  sp.mutable_progress()->set_units_done(9'000);
+  sp.mutable_progress()->set_units_verifying(600);
+  WatchView view;
+  view.eta_seconds = 0;
+  EXPECT_TRUE(absl::StrContains(watch_plain_line(sp, view, kT0 + 60'000), "ETA: waiting on verification"));
+  EXPECT_TRUE(absl::StrContains(job_description(waiting, kT0 + 60'000), "ETA: waiting on verification"));
+  EXPECT_TRUE(absl::StrContains(watch_lines(perft_job(), WatchView(), kT0 + 60'000, 80)[1], "ETA 3:25:07"));
+}
+
 // Units end in bursts: the ETA counts down between them and does not jump up when one ends.
 TEST(WatchFormat, SelfPlayEtaCountsDownBetweenUnits) {
   RateWindow w(120'000);

@@ -8,7 +8,10 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "selfplay/lines.h"
 #include "selfplay/spec.h"
 #include "selfplay/sprt.h"
 
@@ -24,6 +27,69 @@ GameRecord game(GameResult result, int salt) {
   Move m = Move(uint16_t(100 + salt));
   g.moves = {m, Move(uint16_t(200 + salt)), Move(uint16_t(300 + salt))};
   return g;
+}
+
+// A game whose first 12 plies (selfplay::kLinePlies) follow opening line `line` and whose later
+// ones are set by `salt`: games of one line share their line and differ.
+GameRecord line_game(GameResult result, int line, int salt) {
+  GameRecord g = game(result, 0);
+  g.moves.clear();
+  for (int i = 0; i < kLinePlies; ++i) g.moves.push_back(Move(uint16_t(1000 * line + i + 1)));
+  for (int i = 0; i < 4; ++i) g.moves.push_back(Move(uint16_t(40000 + 8 * salt + i)));
+  return g;
+}
+
+// Issue 36: pairs of a position that share their opening line are grouped as lines, as games
+// are in self-play, and the text output says how many independent pairs they are worth (the
+// figures do not use it yet: a cluster job's must equal a local run's, and its results carry no
+// lines of pairs).
+TEST(MatchLines, PairsOfOneLineAreCountedAndTheTextSaysSo) {
+  // 12 positions; in each, 20 pairs in 2 lines of 10: A wins both games of every pair of the
+  // first line and loses both of the second's (the line decides the pair).
+  MatchStats m("a", "b");
+  const std::vector<StartPosition> positions = chess960_positions({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  int salt = 0;
+  for (const StartPosition& pos : positions)
+    for (int line = 0; line < 2; ++line)
+      for (int k = 0; k < 10; ++k) {
+        const GameRecord a =
+            line_game(line == 0 ? GameResult::kWhiteWins : GameResult::kBlackWins, pos.number * 2 + line, salt++);
+        const GameRecord b =
+            line_game(line == 0 ? GameResult::kBlackWins : GameResult::kWhiteWins, pos.number * 2 + line + 500, salt++);
+        m.add_pair(pos, &a, &b);
+      }
+  const MatchRelatedness r = m.relatedness();
+  EXPECT_TRUE(r.estimated);
+  EXPECT_EQ(r.shared_lines, 24);
+  EXPECT_NEAR(r.rho, 1.0, 1e-9);  // every pair of a line alike
+  EXPECT_EQ(r.pairs, 240);
+  EXPECT_NEAR(r.effective, 24.0, 1e-9);  // 20 pairs in 2 lines of 10: 20 / (1 + 9) a position
+  ASSERT_EQ(r.effective_of.size(), 12u);
+  EXPECT_NEAR(r.effective_of[0], 2.0, 1e-9);
+  EXPECT_EQ(m.rows()[0]->lines.size(), 2u);
+  const std::string text = m.to_text();
+  std::string note = r.note();
+  for (absl::string_view line : absl::StrSplit(note, '\n')) EXPECT_LE(line.size(), 80u) << line;
+  absl::StrReplaceAll({{"\n", " "}}, &note);
+  EXPECT_NE(note.find("WARNING: related pairs: 24 lines hold two pairs or more"), std::string::npos) << note;
+  EXPECT_NE(note.find("the 240 pairs count as about 24.0 independent ones"), std::string::npos) << note;
+  EXPECT_NE(text.find(r.note()), std::string::npos) << text;
+  // Pairs each of their own line, or a cluster job's (no lines recorded): no warning.
+  MatchStats apart("a", "b");
+  for (int k = 0; k < 20; ++k) {
+    const GameRecord a = line_game(GameResult::kWhiteWins, k, 2 * k);
+    const GameRecord b = line_game(GameResult::kDraw, k + 100, 2 * k + 1);
+    apart.add_pair(positions[0], &a, &b);
+  }
+  EXPECT_EQ(apart.relatedness().shared_lines, 0);
+  EXPECT_NEAR(apart.relatedness().effective, 20.0, 1e-9);
+  EXPECT_EQ(apart.to_text().find("WARNING"), std::string::npos);
+  MatchStats cluster("a", "b");
+  MatchPositionStats p = *m.rows()[0];
+  p.lines.clear();
+  cluster.set_position(p);
+  EXPECT_EQ(cluster.relatedness().unrecorded, 1);
+  EXPECT_EQ(cluster.to_text().find("WARNING"), std::string::npos);
 }
 
 TEST(MatchFigures, ScoreVarianceEloAndLos) {
@@ -117,7 +183,7 @@ TEST(MatchStats, PairsAreCountedFromAsSideOnceEach) {
   const std::string csv = m.to_csv();
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "sp,fen,pairs,ll,ld,dd_wl,wd,ww,games,wins,draws,losses,score,score_lo,score_hi,elo,elo_lo,elo_hi,nelo,los,"
-            "p,p_holm,p_bh,favours,duplicates,unpaired");
+            "p,p_holm,p_bh,favours,duplicates,unpaired,engine_a,engine_b");
   EXPECT_NE(csv.find("\n0,"), std::string::npos);
   EXPECT_NE(csv.find("\nall,,3,1,0,0,1,1,6,3,1,2,"), std::string::npos) << csv;
 }

@@ -270,6 +270,19 @@ TEST(ReportAnalysis, PositionsThatDifferAreFound) {
   EXPECT_GT(a.excess_sd, 0.1);
 }
 
+// A position's counts scaled to its effective number of games, rounded by largest remainders.
+TEST(ReportAnalysis, EffectiveCountsScaleAndRound) {
+  using C = selfplay::ResultCounts;
+  const auto same = [](const C& a, const C& b) {
+    return a.white_wins == b.white_wins && a.draws == b.draws && a.black_wins == b.black_wins;
+  };
+  EXPECT_TRUE(same(effective_counts({10, 5, 5}, 4.0), {2, 1, 1}));
+  EXPECT_TRUE(same(effective_counts({7, 0, 3}, 2.4), {1, 0, 1}));  // 1.4, 0, 0.6: the 0.6 rounds up
+  EXPECT_TRUE(same(effective_counts({7, 0, 3}, 0.3), {1, 0, 0}));  // one game at least
+  EXPECT_TRUE(same(effective_counts({7, 0, 3}, std::nan("")), {7, 0, 3}));
+  EXPECT_TRUE(same(effective_counts({7, 0, 3}, 10.0), {7, 0, 3}));
+}
+
 TEST(ReportAnalysis, ReferenceComparison) {
   std::vector<std::array<int, 4>> rows, other;
   for (int sp = 100; sp < 130; ++sp) rows.push_back({sp, sp % 7, 3, 6 - sp % 7});
@@ -355,6 +368,53 @@ std::string visible_text(const std::string& html) {
     if (html[i] == '>') tag = false;
   }
   return out;
+}
+
+// Related games: 40 positions of 1000 games each, every position's games in 2 lines of 500 copies
+// (effective games 2), White winning them all in even positions and losing them all in odd ones.
+// Taken as independent, every test says p < 1e-300; taken as what they are worth (2 games a
+// position), the chi-square gives about 1e-4 and no position differs alone. The report says so.
+TEST(ReportAnalysis, RelatedGamesDoNotMakeTinyPValues) {
+  SelfPlayTable t;
+  for (int sp = 0; sp < 40; ++sp) {
+    SelfPlayRow r;
+    r.key = {absl::StrCat(sp), "", sp};
+    r.counts = sp % 2 ? selfplay::ResultCounts{0, 0, 1000} : selfplay::ResultCounts{1000, 0, 0};
+    r.lines = 2;
+    r.effective_games = 2;
+    t.rows.push_back(r);
+  }
+  SelfPlayTable independent = t;
+  for (SelfPlayRow& r : independent.rows) r.lines = -1, r.effective_games = kNaN;
+
+  const SelfPlayAnalysis raw = analyse_selfplay(independent, nullptr, {1, 200});
+  EXPECT_FALSE(raw.tests_effective);
+  EXPECT_LT(raw.homogeneity.p_value, 1e-300);
+  EXPECT_EQ(raw.significant_holm, 40);
+
+  const SelfPlayAnalysis a = analyse_selfplay(t, nullptr, {1, 200});
+  EXPECT_TRUE(a.tests_effective);
+  EXPECT_EQ(a.tested_games, 80);
+  EXPECT_NEAR(a.homogeneity.statistic, 80, 1e-9);  // 40 x 2 table of 80 games, perfectly split
+  EXPECT_EQ(a.homogeneity.dof, 39);
+  EXPECT_GT(a.homogeneity.p_value, 1e-6);
+  EXPECT_LT(a.homogeneity.p_value, 1e-2);
+  EXPECT_EQ(a.permutations, 200);
+  EXPECT_EQ(a.significant_holm, 0);  // 2 wins of 2 at 1/2: p = 1/2
+  EXPECT_NEAR(a.positions[0].p, 0.5, 1e-9);
+  // The bishops' files split the even and odd positions: real evidence, but not p < 1e-300.
+  for (const GroupSummary& g : a.groups) EXPECT_GT(g.test.p_value, 1e-30) << g.factor;
+  // The sampling noise is that of 2 games: nothing is left over for real differences beyond it.
+  EXPECT_NEAR(a.noise_sd, std::sqrt(0.25 / 2), 1e-9);
+
+  absl::StatusOr<std::string> html = report_from_data(t, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->find("1e-300"), std::string::npos);
+  EXPECT_NE(visible_text(*html).find(" games count as 80; the counts scaled and rounded"), std::string::npos);
+  absl::StatusOr<std::string> raw_html = report_from_data(independent, {});
+  ASSERT_TRUE(raw_html.ok());
+  EXPECT_NE(raw_html->find("1e-300"), std::string::npos);
+  EXPECT_NE(visible_text(*raw_html).find("by every test here"), std::string::npos);
 }
 
 // Issue 20: the best and worst lists were by the raw score, at any number of games; issue 21: every
@@ -712,6 +772,40 @@ TEST(ReportAdaptive, KnownRuleAndBadColumns) {
   }
 }
 
+// The CSV of an adaptive run names its rule and engine (the same on every row), and a report of
+// the CSV says them; a row that names another is refused.
+TEST(ReportAdaptive, TheCsvNamesItsRuleAndEngine) {
+  selfplay::SelfPlayStats st;
+  selfplay::AdaptiveRule rule;
+  ASSERT_TRUE(selfplay::parse_band("--band", "0.50+-0.03", &rule).ok());
+  st.set_adaptive(rule, 40, "/usr/games/stockfish, patched");
+  for (int sp : {3, 4, 5})
+    for (int i = 0; i < 10; ++i)
+      st.add(sp, game(i % 2 ? GameResult::kWhiteWins : GameResult::kDraw, Termination::kCheckmate, 40,
+                      uint16_t(100 * sp + i)));
+  const std::string csv = st.to_csv();
+  ASSERT_NE(csv.find(",verdict,rule,engine,"), std::string::npos) << csv;
+  absl::StatusOr<SelfPlayTable> t = parse_selfplay_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->adaptive_rule, selfplay::describe(rule));
+  EXPECT_EQ(t->engine, "/usr/games/stockfish, patched");
+  EXPECT_EQ(t->termination_names.size(), size_t(Termination::kCount));
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("<b>band 0.47:0.53, batch 20</b>"), std::string::npos);
+  EXPECT_NE(html->find("Engine: <b>/usr/games/stockfish, patched</b>"), std::string::npos);
+  EXPECT_EQ(html->find("The rule is not recorded"), std::string::npos);
+  // One run has one rule: a row that says another is refused, naming it.
+  const std::vector<std::string> lines = absl::StrSplit(csv, '\n');
+  std::string other = csv;
+  absl::StrReplaceAll({{lines[2], absl::StrReplaceAll(lines[2], {{"band 0.47:0.53", "band 0.4:0.6"}})}}, &other);
+  absl::StatusOr<SelfPlayTable> bad = parse_selfplay_csv(other);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 3, column"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("(rule): 'band 0.4:0.6, batch 20' differs from line 2's"), std::string::npos)
+      << bad.status();
+}
+
 // A's points in a pair of each pentanomial cell, and the games that make it (a DD/WL pair is
 // written as two draws).
 constexpr double kPairScore[5] = {0, 0.25, 0.5, 0.75, 1};
@@ -854,6 +948,41 @@ TEST(ReportMatch, RealMatchFixture) {
   size_t cells = 0;
   for (size_t at = html->find("{\"sp\":"); at != std::string::npos; at = html->find("{\"sp\":", at + 1)) ++cells;
   EXPECT_EQ(cells, last);
+}
+
+// A match's CSV names its engines (engine_a, engine_b on every row), and a report of the CSV says
+// them; a CSV without the columns (older runs) says it does not name them.
+TEST(ReportMatch, TheCsvNamesItsEngines) {
+  selfplay::MatchStats m("builtin", "/usr/games/stockfish");
+  selfplay::MatchPositionStats p;
+  p.id = "518";
+  p.sp = 518;
+  p.fen = *startpos_fen(518);
+  p.penta = {1, 2, 3, 2, 1};
+  // As match_csv below: wins wd + 2 ww, draws ld + 2 dd_wl + wd, losses 2 ll + ld.
+  p.wins = 2 + 2 * 1, p.draws = 2 + 2 * 3 + 2, p.losses = 2 * 1 + 2;
+  m.set_position(p);
+  const std::string csv = m.to_csv();
+  ASSERT_NE(csv.find(",unpaired,engine_a,engine_b\n"), std::string::npos) << csv;
+  absl::StatusOr<MatchTable> t = parse_match_csv(csv);
+  ASSERT_TRUE(t.ok()) << t.status() << "\n" << csv;
+  EXPECT_EQ(t->engine_a, "builtin");
+  EXPECT_EQ(t->engine_b, "/usr/games/stockfish");
+  absl::StatusOr<std::string> html = report_from_csv(csv, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("Engine <b>A</b>: builtin; engine <b>B</b>: /usr/games/stockfish."), std::string::npos);
+  EXPECT_NE(html->find("<title>c960 match report: builtin vs /usr/games/stockfish</title>"), std::string::npos);
+  // Without the columns: A and B, and the report says the table does not name them.
+  absl::StatusOr<std::string> old = report_from_csv(match_csv({{518, {1, 2, 3, 2, 1}}}), {});
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_NE(old->find("the table does not name them"), std::string::npos);
+  // One match has one pair of engines.
+  const std::string other = csv.substr(0, csv.size() - std::string("/usr/games/stockfish\n").size()) + "stockfish-17\n";
+  absl::StatusOr<MatchTable> bad = parse_match_csv(other);
+  ASSERT_FALSE(bad.ok()) << other;
+  EXPECT_NE(bad.status().message().find("(engine_b): 'stockfish-17' differs from line 2's '/usr/games/stockfish'"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(ReportMatch, MalformedTablesAreRefusedNamingLineAndField) {

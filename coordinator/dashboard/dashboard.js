@@ -116,6 +116,17 @@
     return wrap;
   }
 
+  // A running job's ETA, as `c960 watch` gives it: no time while the job waits (every unit left
+  // waits for a second worker's result, or the coordinator's notice says it waits), since a rate
+  // measured before would make one up.
+  function etaText(job, p) {
+    if (job.state !== 'JOB_STATE_RUNNING') return '—';
+    const verifying = num(p.units_verifying);
+    if (verifying > 0 && num(p.units_total) - num(p.units_done) <= verifying) return 'waiting on verification';
+    if ((job.notice || '').startsWith('waiting:')) return 'none while waiting';
+    return duration(num(p.eta_seconds));
+  }
+
   // The numbers of a job's progress, whatever its kind.
   function progressOf(job) {
     const p = job.progress || {};
@@ -126,7 +137,7 @@
       verifying: num(p.units_verifying), disagreements: num(p.disagreements),
       gamesDone: num(p.games_done), gamesTotal: num(p.games_total), nodes: big(p.nodes_done),
       rate: selfplay ? rate(num(p.games_per_second) * 60, 'games/min') : rate(num(p.nodes_per_second), 'nodes/s'),
-      eta: job.state === 'JOB_STATE_RUNNING' ? duration(num(p.eta_seconds)) : '—',
+      eta: etaText(job, p),
       workers: num(p.workers), alive: num(p.workers_alive),
     };
   }

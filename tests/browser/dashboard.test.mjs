@@ -89,6 +89,9 @@ test('dashboard: jobs with progress bars, workers, no errors', async () => {
     await notice.waitFor({ timeout: 15000 });
     assert.match(await notice.textContent(), /checked by a second owner/);
     assert.equal(await notice.isVisible(), true);
+    // ... and its ETA shows no made-up time.
+    assert.match(await page.locator(`table.jobs tr[data-job="${waitingJob}"] td`).nth(6).textContent(),
+                 /^(waiting on verification|none while waiting)$/);
     // The table follows the running job without a reload.
     const first = Number(await page.locator(`tr[data-job="${selfplayJob}"]`).getAttribute('data-units-done'));
     await page.waitForFunction(
