@@ -215,6 +215,8 @@ std::string format_duration(double seconds) {
 std::string job_kind(const v1::Job& j) {
   if (j.spec().has_selfplay()) return "selfplay";
   if (j.spec().has_perft()) return absl::StrCat("perft d", j.spec().perft().depth());
+  if (j.spec().has_evaluation())
+    return j.spec().evaluation().depth() > 0 ? absl::StrCat("eval d", j.spec().evaluation().depth()) : "eval";
   return "?";
 }
 
@@ -371,6 +373,14 @@ std::string job_description(const v1::Job& j, int64_t now, int width) {
         s.fens_size() ? absl::StrCat(s.fens_size(), " FENs")
                       : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
         ", split depth ", j.split_depth()));
+  }
+  if (j.spec().has_evaluation()) {
+    const v1::EvaluationJobSpec& s = j.spec().evaluation();
+    std::string engines;
+    for (const v1::EvaluationEngine& e : s.engines()) absl::StrAppend(&engines, engines.empty() ? "" : ", ", e.engine());
+    out += line(absl::StrCat("evaluation by ", engines, " at ",
+                             s.depth() > 0 ? absl::StrCat("depth ", s.depth()) : absl::StrCat(s.nodes(), " nodes"),
+                             ", start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()));
   }
   if (j.spec().has_selfplay()) {
     const v1::SelfPlayJobSpec& s = j.spec().selfplay();
