@@ -19,7 +19,7 @@ constexpr char kName[] = "evaluate";
 
 const CommandSpec kSpec = {
     kName,
-    "c960 evaluate [--sps RANGE | --sp N] --engine builtin|PATH ... [--option [ENGINE:]NAME=VALUE ...]\n"
+    "c960 evaluate [--sps RANGE | --sp N] --engine builtin|PATH|NAME=PATH ... [--option [ENGINE:]NAME=VALUE ...]\n"
     "                     (--depth D | --nodes N) [--hash MB] [--threads T] [--format text|csv|json] [--out FILE]",
     "Evaluates each start position (all 960 by default) with each engine at a fixed depth or node count, and "
     "prints one row per position and engine: the depth the engine reached, the nodes it searched, its score for "
@@ -27,7 +27,8 @@ const CommandSpec kSpec = {
     "runs on one thread with the engine's hash cleared first (ucinewgame; the built-in engine's tables), and UCI "
     "options Threads and MultiPV may only be 1, so that a deterministic engine gives the same figures on any "
     "machine and in a cluster job ('c960 submit evaluation', whose workers check each other's). UCI engines are "
-    "given by path and may take any option they declare (--option ENGINE:NAME=VALUE with several engines). CSV "
+    "given by path, or as NAME=PATH to name them NAME in the rows, and may take any option they declare (--option "
+    "ENGINE:NAME=VALUE with several engines, ENGINE the name or path as given). CSV "
     "columns: sp, fen, engine, depth_limit, nodes_limit, depth, nodes, score_cp (empty for a mate), mate (moves; "
     "negative: White is mated), best_move, pv (moves separated by spaces); JSON carries the same with the run's "
     "metadata. 'c960 report --from SELFPLAY.csv --evaluations FILE' sets the evaluations beside the games' scores.",

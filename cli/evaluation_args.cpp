@@ -13,7 +13,9 @@ std::vector<OptionSpec> evaluation_spec_options() {
       {"sps", Arity::kOne, "LIST", "start position numbers and ranges, e.g. 0-9,518 (default 0-959)"},
       {"sp", Arity::kOne, "N", "one start position, 0..959 (as --sps N)"},
       {"engine", Arity::kMany, "builtin|ENGINE",
-       absl::StrCat("the engines, 1..", selfplay::kMaxEvalEngines, " (repeatable): builtin, or a UCI engine")},
+       absl::StrCat("the engines, 1..", selfplay::kMaxEvalEngines,
+                    " (repeatable): builtin, or a UCI engine (c960 evaluate: PATH or NAME=PATH; a job: a NAME the "
+                    "workers offer)")},
       {"option", Arity::kMany, "[ENGINE:]NAME=VALUE",
        "a UCI option for an engine (repeatable); with several engines prefixed by the engine as given to --engine"},
       {"depth", Arity::kOne, "D", absl::StrCat("search depth, 1..", selfplay::kMaxEvalDepth)},
@@ -41,7 +43,12 @@ absl::StatusOr<selfplay::EvalSpec> evaluation_spec_from_args(const ParsedArgs& p
       return absl::InvalidArgumentError(absl::StrCat("--engine: '", e,
                                                      "' is a path; name an engine the workers offer (builtin, or NAME "
                                                      "from c960-worker --engine NAME=PATH)"));
-    spec.engines.push_back({e, "", {}, std::nullopt});
+    // A local run names an engine NAME=PATH (its rows say NAME), or by its path alone.
+    const size_t eq = e.find('=');
+    if (!job && eq != std::string::npos && eq > 0 && eq + 1 < e.size())
+      spec.engines.push_back({e.substr(0, eq), e.substr(eq + 1), {}, std::nullopt});
+    else
+      spec.engines.push_back({e, "", {}, std::nullopt});
   }
   if (p.has("option"))
     for (const std::string& text : p.all("option")) {

@@ -106,6 +106,9 @@ std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t n
     f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units"), ""}, 3});
     const double rate = v.rate >= 0 ? v.rate : p.games_per_second();
     if (!is_final(j)) f.push_back({{absl::StrFormat("%.1f games/min", rate * 60), ""}, 1});
+  } else if (j.spec().has_evaluation()) {
+    // Its progress is its units' (a unit: a few positions of one engine).
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
   } else {
     f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
     Field n = count_field(to_string(cluster::from_proto(p.nodes_done())), "nodes", 2);

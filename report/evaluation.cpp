@@ -50,6 +50,8 @@ absl::StatusOr<EvaluationTable> parse_evaluation_csv(absl::string_view text) {
     absl::string_view line = absl::StripSuffix(lines[ln], "\r");
     if (line.empty()) continue;
     const std::vector<std::string> f = csv_fields(line);
+    // Tables of several runs may be concatenated: their headers again are skipped.
+    if (!col.empty() && !f.empty() && f[0] == "sp") continue;
     if (col.empty()) {
       for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
       for (const char* need : {"sp", "engine", "score_cp", "mate"})

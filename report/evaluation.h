@@ -33,6 +33,7 @@ struct EvaluationTable {
 
 // The CSV of `c960 evaluate --format csv` ("sp,fen,engine,depth_limit,nodes_limit,depth,nodes,
 // score_cp,mate,best_move,pv"; columns found by name: sp, engine, score_cp and mate are needed).
+// Tables may be concatenated (a header again is skipped), e.g. two runs at different depths.
 // Errors name the line and the column; a (position, engine) twice is an error.
 absl::StatusOr<EvaluationTable> parse_evaluation_csv(absl::string_view text);
 
