@@ -74,11 +74,11 @@ int cmd_evaluate(const std::vector<std::string>& args, const Io& io) {
         for (const selfplay::UciOptionValue& o : e.options) absl::StrAppend(&one, " ", o.name, "=", o.value);
         engines.push_back(one);
       }
-      text = selfplay::evaluations_json(
-          *rows, {{"version", std::string(c960::version())},
-                  {"engines", absl::StrJoin(engines, "; ")},
-                  {"limit", spec->depth > 0 ? absl::StrCat("depth ", spec->depth) : absl::StrCat(spec->nodes, " nodes")},
-                  {"hash_mb", absl::StrCat(spec->hash_mb)}});
+      text = selfplay::evaluations_json(*rows, {{"version", std::string(c960::version())},
+                                                {"engines", absl::StrJoin(engines, "; ")},
+                                                {"limit", spec->depth > 0 ? absl::StrCat("depth ", spec->depth)
+                                                                          : absl::StrCat(spec->nodes, " nodes")},
+                                                {"hash_mb", absl::StrCat(spec->hash_mb)}});
       break;
     }
   }

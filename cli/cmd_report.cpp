@@ -169,6 +169,11 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
   Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.get_job(id, &job); !s.ok()) return rpc_fail(io, kName, client, s);
+  if (job.spec().has_evaluation())
+    return fail(io, kName,
+                absl::StrCat("job ", id, " is an evaluation job: its table is 'c960 results ", id,
+                             " --format csv --out eval.csv', which 'c960 report --from SELFPLAY.csv --evaluations "
+                             "eval.csv' sets beside a self-play table's scores"));
   const bool partial = job.state() != v1::JOB_STATE_SUCCEEDED;
   if (partial && !p.has("partial"))
     return fail(io, kName,

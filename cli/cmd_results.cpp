@@ -183,10 +183,9 @@ int evaluation_results(const ParsedArgs& p, const Io& io, OutputFormat format, c
     if (open > 0 && !p.has("partial")) return incomplete_fail(io, job, open, rows.size() + open);
     return emit(p, io, evaluation_text_table(rows));
   }
-  absl::StatusOr<std::string> file =
-      cluster::results_file(job, chunks, format == OutputFormat::kCsv ? cluster::ResultsFormat::kCsv
-                                                                       : cluster::ResultsFormat::kJson,
-                            false, p.has("partial"));
+  absl::StatusOr<std::string> file = cluster::results_file(
+      job, chunks, format == OutputFormat::kCsv ? cluster::ResultsFormat::kCsv : cluster::ResultsFormat::kJson, false,
+      p.has("partial"));
   if (!file.ok()) return fail(io, kName, file.status(), kExitCheckFailed);
   return emit(p, io, *file);
 }

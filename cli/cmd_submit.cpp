@@ -42,7 +42,8 @@ const CommandSpec kSpec = {
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
     "                  [--store-games all|none|sample:N]\n"
     "                  [--opponent builtin|NAME [--opponent-option NAME=VALUE ...] [--sprt elo0=E,elo1=E]]\n"
-    "       c960 submit evaluation [--sp N | --sps RANGE] --engine builtin|NAME ... [--option [ENGINE:]NAME=VALUE ...]\n"
+    "       c960 submit evaluation [--sp N | --sps RANGE] --engine builtin|NAME ... [--option [ENGINE:]NAME=VALUE "
+    "...]\n"
     "                  (--depth D | --nodes N) [--hash MB] [--positions-per-unit K] [--request-id ID]\n"
     "       (all: [--verify off|adaptive|all|hosts] [--watch] [--quiet])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
@@ -150,9 +151,8 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 absl::Status evaluation_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   const std::vector<OptionSpec> own = evaluation_spec_options();
   for (const OptionSpec& o : kSpec.options) {
-    const bool allowed = o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" ||
-                         o.name == "watch" || o.name == "quiet" || o.name == "positions-per-unit" ||
-                         is_cluster_option(o.name) ||
+    const bool allowed = o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" || o.name == "watch" ||
+                         o.name == "quiet" || o.name == "positions-per-unit" || is_cluster_option(o.name) ||
                          std::any_of(own.begin(), own.end(), [&](const OptionSpec& q) { return q.name == o.name; });
     if (!allowed && p.has(o.name))
       return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of evaluation"));
@@ -164,8 +164,7 @@ absl::Status evaluation_request(const ParsedArgs& p, v1::SubmitJobRequest* req) 
   // The positions as given ("0-959" stays short).
   e->set_start_positions(p.has("sp") ? p.get("sp") : p.get("sps", ""));
   if (p.has("positions-per-unit")) {
-    absl::StatusOr<long long> k =
-        p.get_int("positions-per-unit", 0, 1, cluster::kMaxEvaluationPositionsPerUnit);
+    absl::StatusOr<long long> k = p.get_int("positions-per-unit", 0, 1, cluster::kMaxEvaluationPositionsPerUnit);
     if (!k.ok()) return k.status();
     e->set_positions_per_unit(int(*k));
   }
@@ -222,8 +221,7 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
   if (p.positional().empty()) return fail(io, kName, "give the job kind: c960 submit perft|selfplay|evaluation ...");
   if (p.positional()[0] != "perft" && p.positional()[0] != "selfplay" && p.positional()[0] != "evaluation")
-    return fail(io, kName,
-                absl::StrCat("'", p.positional()[0], "' is not a job kind (perft, selfplay or evaluation)"));
+    return fail(io, kName, absl::StrCat("'", p.positional()[0], "' is not a job kind (perft, selfplay or evaluation)"));
   if (p.positional().size() > 1) return fail(io, kName, absl::StrCat("unexpected argument '", p.positional()[1], "'"));
   v1::SubmitJobRequest req;
   const absl::Status built = p.positional()[0] == "selfplay"     ? selfplay_request(p, &req)

@@ -19,13 +19,15 @@ std::vector<OptionSpec> evaluation_spec_options() {
       {"option", Arity::kMany, "[ENGINE:]NAME=VALUE",
        "a UCI option for an engine (repeatable); with several engines prefixed by the engine as given to --engine"},
       {"depth", Arity::kOne, "D", absl::StrCat("search depth, 1..", selfplay::kMaxEvalDepth)},
-      {"nodes", Arity::kOne, "N", absl::StrCat("nodes per search, 1..", selfplay::kMaxNodesLimit, " (instead of --depth)")},
+      {"nodes", Arity::kOne, "N",
+       absl::StrCat("nodes per search, 1..", selfplay::kMaxNodesLimit, " (instead of --depth)")},
       {"multipv", Arity::kOne, "1", "principal variations kept: 1 (the only choice)"},
       {"hash", Arity::kOne, "MB",
-       absl::StrCat("the built-in engine's hash, 1..", selfplay::kMaxHashMb, " (default ", selfplay::kDefaultHashMb, ")")},
+       absl::StrCat("the built-in engine's hash, 1..", selfplay::kMaxHashMb, " (default ", selfplay::kDefaultHashMb,
+                    ")")},
       {"engine-timeout", Arity::kOne, "MS",
-       absl::StrCat("a UCI engine's search at most, ", selfplay::kMinEngineTimeoutMs, "..", selfplay::kMaxEngineTimeoutMs,
-                    " (default ", selfplay::kDefaultEngineTimeoutMs, ")")},
+       absl::StrCat("a UCI engine's search at most, ", selfplay::kMinEngineTimeoutMs, "..",
+                    selfplay::kMaxEngineTimeoutMs, " (default ", selfplay::kDefaultEngineTimeoutMs, ")")},
   };
 }
 

@@ -380,7 +380,8 @@ std::string job_description(const v1::Job& j, int64_t now, int width) {
   if (j.spec().has_evaluation()) {
     const v1::EvaluationJobSpec& s = j.spec().evaluation();
     std::string engines;
-    for (const v1::EvaluationEngine& e : s.engines()) absl::StrAppend(&engines, engines.empty() ? "" : ", ", e.engine());
+    for (const v1::EvaluationEngine& e : s.engines())
+      absl::StrAppend(&engines, engines.empty() ? "" : ", ", e.engine());
     out += line(absl::StrCat("evaluation by ", engines, " at ",
                              s.depth() > 0 ? absl::StrCat("depth ", s.depth()) : absl::StrCat(s.nodes(), " nodes"),
                              ", start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()));

@@ -11,8 +11,10 @@ absl::StatusOr<selfplay::EvalSpec> evaluation_spec_from_proto(const v1::Evaluati
   if (p.start_positions().size() > size_t(kMaxStartPositionsLength))
     return absl::InvalidArgumentError(
         absl::StrCat("start_positions: longer than ", kMaxStartPositionsLength, " characters"));
-  absl::StatusOr<std::vector<int>> positions = parse_sp_ranges(p.start_positions().empty() ? "0-959" : p.start_positions());
-  if (!positions.ok()) return absl::InvalidArgumentError(absl::StrCat("start_positions: ", positions.status().message()));
+  absl::StatusOr<std::vector<int>> positions =
+      parse_sp_ranges(p.start_positions().empty() ? "0-959" : p.start_positions());
+  if (!positions.ok())
+    return absl::InvalidArgumentError(absl::StrCat("start_positions: ", positions.status().message()));
   s.positions = *std::move(positions);
   if (p.engines_size() > selfplay::kMaxEvalEngines)
     return absl::InvalidArgumentError(
@@ -35,12 +37,11 @@ absl::StatusOr<selfplay::EvalSpec> evaluation_spec_from_proto(const v1::Evaluati
   s.hash_mb = p.hash_mb() == 0 ? selfplay::kDefaultHashMb : p.hash_mb();
   s.engine_timeout_ms = p.engine_timeout_ms() == 0 ? selfplay::kDefaultEngineTimeoutMs : p.engine_timeout_ms();
   if (p.positions_per_unit() < 0 || p.positions_per_unit() > kMaxEvaluationPositionsPerUnit)
-    return absl::InvalidArgumentError(absl::StrCat("positions_per_unit: ", p.positions_per_unit(), " is not in 1..",
-                                                   kMaxEvaluationPositionsPerUnit));
+    return absl::InvalidArgumentError(
+        absl::StrCat("positions_per_unit: ", p.positions_per_unit(), " is not in 1..", kMaxEvaluationPositionsPerUnit));
   if (absl::Status v = selfplay::validate_evaluation(s); !v.ok()) {
     // The library calls the list "positions"; the proto "start_positions".
-    if (v.message().rfind("positions:", 0) == 0)
-      return absl::InvalidArgumentError(absl::StrCat("start_", v.message()));
+    if (v.message().rfind("positions:", 0) == 0) return absl::InvalidArgumentError(absl::StrCat("start_", v.message()));
     return v;
   }
   return s;

@@ -62,12 +62,11 @@ std::string job_json(const v1::Job& j, int64_t now) {
   const std::string finished = iso8601_utc(j.finished_unix_ms());
   const double duration = job_elapsed_seconds(j, now);
   return absl::StrCat(
-      "{\"id\": ", json_quote(j.id()), ", \"kind\": \"", kind,
-      "\", \"depth\": ",
-      perft                         ? absl::StrCat(j.spec().perft().depth())
+      "{\"id\": ", json_quote(j.id()), ", \"kind\": \"", kind, "\", \"depth\": ",
+      perft                                                            ? absl::StrCat(j.spec().perft().depth())
       : j.spec().has_evaluation() && j.spec().evaluation().depth() > 0 ? absl::StrCat(j.spec().evaluation().depth())
-                                                                     : "null", ", \"state\": \"",
-      state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), 6),
+                                                                       : "null",
+      ", \"state\": \"", state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), 6),
       ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(), ", \"nodes_done\": \"",
       to_string(from_proto(p.nodes_done())), "\", \"nodes_per_second\": ", json_number(p.nodes_per_second(), 1),
       ", \"games_done\": ", p.games_done(), ", \"games_total\": ", p.games_total(),

@@ -268,8 +268,8 @@ absl::StatusOr<std::string> results_file(const v1::Job& job, const std::vector<v
       for (const v1::UciOption& o : e.options()) absl::StrAppend(&engines, " ", o.name(), "=", o.value());
     }
     metadata.emplace_back("engines", engines);
-    metadata.emplace_back("limit", spec.depth() > 0 ? absl::StrCat("depth ", spec.depth())
-                                                    : absl::StrCat(spec.nodes(), " nodes"));
+    metadata.emplace_back(
+        "limit", spec.depth() > 0 ? absl::StrCat("depth ", spec.depth()) : absl::StrCat(spec.nodes(), " nodes"));
     if (open > 0) metadata.emplace_back("incomplete", absl::StrCat(open, " evaluations outstanding"));
     return selfplay::evaluations_json(rows, metadata);
   }

@@ -49,8 +49,7 @@ class EvaluationKind : public JobKind {
       const std::string field = absl::StrCat("engines[", k, "]");
       // A job names an engine the workers offer; it never makes them start a program of its choosing.
       const std::string& name = s->engines[k].name;
-      const bool ok = name.size() <= size_t(kMaxEngineNameLength) &&
-                      std::all_of(name.begin(), name.end(), [](char c) {
+      const bool ok = name.size() <= size_t(kMaxEngineNameLength) && std::all_of(name.begin(), name.end(), [](char c) {
                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
                       });
       if (!ok)
@@ -121,8 +120,8 @@ class EvaluationKind : public JobKind {
         return absl::InvalidArgumentError(absl::StrCat(field, ".start_position: ", r.evaluations(i).start_position(),
                                                        " where ", u.start_positions(i), " was due"));
       if (r.evaluations(i).pv_size() > selfplay::kMaxEvalPvPlies)
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".pv: ", r.evaluations(i).pv_size(), " plies is more than ", selfplay::kMaxEvalPvPlies));
+        return absl::InvalidArgumentError(absl::StrCat(field, ".pv: ", r.evaluations(i).pv_size(),
+                                                       " plies is more than ", selfplay::kMaxEvalPvPlies));
       absl::StatusOr<selfplay::Evaluation> e =
           selfplay::check_evaluation(evaluation_from_proto(r.evaluations(i)), field);
       if (!e.ok()) return e.status();
@@ -135,7 +134,8 @@ class EvaluationKind : public JobKind {
     std::vector<EngineNeed> out;
     for (const v1::EvaluationEngine& e : spec.evaluation().engines()) {
       EngineNeed n{e.engine(), {}};
-      if (e.engine() == selfplay::kBuiltinEngine) n.options.push_back(selfplay::builtin_hash_option(spec.evaluation().hash_mb()));
+      if (e.engine() == selfplay::kBuiltinEngine)
+        n.options.push_back(selfplay::builtin_hash_option(spec.evaluation().hash_mb()));
       for (const v1::UciOption& o : e.options()) n.options.push_back({o.name(), o.value()});
       out.push_back(std::move(n));
     }
@@ -151,9 +151,10 @@ class EvaluationKind : public JobKind {
 
   std::string describe_plan(const v1::store::JobPlan& plan, size_t units) const override {
     const v1::store::EvaluationPlan& ep = plan.evaluation();
-    return absl::StrCat(ep.positions_size(), " positions x ", ep.engines_size(), ep.engines_size() == 1 ? " engine" : " engines",
-                        ", ", ep.depth() > 0 ? absl::StrCat("depth ", ep.depth()) : absl::StrCat(ep.nodes(), " nodes"),
-                        ", ", units, " units");
+    return absl::StrCat(ep.positions_size(), " positions x ", ep.engines_size(),
+                        ep.engines_size() == 1 ? " engine" : " engines", ", ",
+                        ep.depth() > 0 ? absl::StrCat("depth ", ep.depth()) : absl::StrCat(ep.nodes(), " nodes"), ", ",
+                        units, " units");
   }
 
   // One chunk per position and engine, positions in job order and engines in job order.

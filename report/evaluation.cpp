@@ -73,7 +73,8 @@ absl::StatusOr<EvaluationTable> parse_evaluation_csv(absl::string_view text) {
       return bad("sp", absl::StrCat("'", field("sp"), "' is not a start position 0..959"));
     e.engine = field("engine");
     if (e.engine.empty()) return bad("engine", "empty");
-    if (!absl::SimpleAtoi(field("mate"), &e.mate)) return bad("mate", absl::StrCat("'", field("mate"), "' is not an integer"));
+    if (!absl::SimpleAtoi(field("mate"), &e.mate))
+      return bad("mate", absl::StrCat("'", field("mate"), "' is not an integer"));
     if (e.mate == 0) {
       double cp = 0;
       if (!absl::SimpleAtod(field("score_cp"), &cp) || !std::isfinite(cp))

@@ -623,8 +623,8 @@ std::string evaluation_section(const SelfPlayTable& t, const SelfPlayAnalysis& a
   size_t matched = 0;
   for (const auto& [sp, i] : row_of)
     for (const std::string& engine : ev.engines) matched += by_engine[engine].count(sp);
-  std::string b = absl::StrCat("<section id=\"evaluations\"><h2>Evaluations beside the games</h2><p>", html(name),
-                               ": ", ev.rows.size(), " evaluations by ", ev.engines.size(),
+  std::string b = absl::StrCat("<section id=\"evaluations\"><h2>Evaluations beside the games</h2><p>", html(name), ": ",
+                               ev.rows.size(), " evaluations by ", ev.engines.size(),
                                ev.engines.size() == 1 ? " engine (" : " engines (",
                                html(absl::StrJoin(ev.engines, ", ")), "); ", matched,
                                " of them of positions this table has games of. Scores are White's (White moves first "

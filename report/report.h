@@ -22,7 +22,7 @@ struct ReportOptions {
   // and how the report names it.
   std::string evaluations_csv;
   std::string evaluations_name;
-  uint64_t seed = 1;           // of the permutation test: the same input gives the same file
+  uint64_t seed = 1;  // of the permutation test: the same input gives the same file
   int permutations = 2000;
 };
 

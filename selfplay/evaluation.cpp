@@ -59,7 +59,8 @@ class BuiltinEvaluator : public Evaluator {
 
 class UciEvaluator : public Evaluator {
  public:
-  UciEvaluator(UciConfig config, int depth, uint64_t nodes) : config_(std::move(config)), depth_(depth), nodes_(nodes) {}
+  UciEvaluator(UciConfig config, int depth, uint64_t nodes)
+      : config_(std::move(config)), depth_(depth), nodes_(nodes) {}
   std::string id_name() const override { return id_name_; }
   absl::Status start() {
     absl::StatusOr<std::unique_ptr<UciEngine>> e = UciEngine::start(config_);
@@ -159,7 +160,8 @@ absl::Status validate_evaluation(const EvalSpec& spec) {
     std::set<std::string> option_names;
     for (const UciOptionValue& o : e.options) {
       const std::string name = absl::AsciiStrToLower(o.name);
-      if (o.name.empty() || o.name.size() > size_t(kMaxEvalOptionLength) || o.value.size() > size_t(kMaxEvalOptionLength))
+      if (o.name.empty() || o.name.size() > size_t(kMaxEvalOptionLength) ||
+          o.value.size() > size_t(kMaxEvalOptionLength))
         return bad(field + ".options", absl::StrCat("'", o.name.substr(0, 64), "': a name of 1..", kMaxEvalOptionLength,
                                                     " characters and a value of at most ", kMaxEvalOptionLength));
       if (!option_names.insert(name).second)
@@ -201,8 +203,8 @@ absl::StatusOr<Evaluation> check_evaluation(const Evaluation& e, const std::stri
   absl::StatusOr<Move> best =
       e.best_move.size() <= 5 ? parse_uci(*pos, e.best_move) : absl::InvalidArgumentError("too long");
   if (!best.ok())
-    return bad(field + ".best_move", absl::StrCat("'", e.best_move.substr(0, 8), "' is not a legal move in start position ",
-                                                  e.sp));
+    return bad(field + ".best_move",
+               absl::StrCat("'", e.best_move.substr(0, 8), "' is not a legal move in start position ", e.sp));
   out.best_move = to_uci(*best);
   if (e.pv.size() > size_t(kMaxEvalPvPlies))
     return bad(field + ".pv", absl::StrCat(e.pv.size(), " plies is more than ", kMaxEvalPvPlies));
@@ -245,10 +247,9 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::make(const EvalEngine& eng
 std::string evaluations_csv(const std::vector<EvalRow>& rows) {
   std::string out = "sp,fen,engine,depth_limit,nodes_limit,depth,nodes,score_cp,mate,best_move,pv\n";
   for (const EvalRow& r : rows)
-    absl::StrAppend(&out, r.sp, ",", csv_field(r.fen), ",", csv_field(r.engine), ",", r.depth_limit, ",",
-                    r.nodes_limit, ",", r.eval.depth, ",", r.eval.nodes, ",",
-                    r.eval.mate != 0 ? "" : absl::StrCat(r.eval.score_cp), ",", r.eval.mate, ",", r.eval.best_move,
-                    ",", absl::StrJoin(r.eval.pv, " "), "\n");
+    absl::StrAppend(&out, r.sp, ",", csv_field(r.fen), ",", csv_field(r.engine), ",", r.depth_limit, ",", r.nodes_limit,
+                    ",", r.eval.depth, ",", r.eval.nodes, ",", r.eval.mate != 0 ? "" : absl::StrCat(r.eval.score_cp),
+                    ",", r.eval.mate, ",", r.eval.best_move, ",", absl::StrJoin(r.eval.pv, " "), "\n");
   return out;
 }
 
@@ -290,14 +291,18 @@ absl::StatusOr<std::vector<EvalRow>> run_evaluation(const EvalSpec& spec, int th
       absl::StatusOr<Evaluation> ev = absl::UnknownError("");
       if (!mine[k]) {
         absl::StatusOr<std::unique_ptr<Evaluator>> e = Evaluator::make(spec.engines[k], spec);  // names its engine
-        if (e.ok()) mine[k] = *std::move(e);
-        else ev = e.status();
+        if (e.ok())
+          mine[k] = *std::move(e);
+        else
+          ev = e.status();
       }
       if (mine[k]) {
         const std::string where = absl::StrCat("engine '", spec.engines[k].name, "', start position ", sp);
         ev = mine[k]->evaluate(sp);
-        if (ev.ok()) ev = check_evaluation(*ev, where);
-        else ev = absl::Status(ev.status().code(), absl::StrCat(where, ": ", ev.status().message()));
+        if (ev.ok())
+          ev = check_evaluation(*ev, where);
+        else
+          ev = absl::Status(ev.status().code(), absl::StrCat(where, ": ", ev.status().message()));
       }
       std::lock_guard<std::mutex> lock(mu);
       if (!ev.ok()) {

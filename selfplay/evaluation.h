@@ -49,7 +49,7 @@ struct EvalEngine {
 struct EvalSpec {
   std::vector<int> positions;  // start position numbers, in order
   std::vector<EvalEngine> engines;
-  int depth = 0;        // exactly one of depth and nodes
+  int depth = 0;  // exactly one of depth and nodes
   uint64_t nodes = 0;
   int hash_mb = kDefaultHashMb;                     // the built-in engine's
   int engine_timeout_ms = kDefaultEngineTimeoutMs;  // a UCI engine's search, at most

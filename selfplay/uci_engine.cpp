@@ -441,7 +441,8 @@ absl::StatusOr<UciSearchReply> UciEngine::go(absl::string_view fen, const std::v
   for (auto line = info.rbegin(); line != info.rend(); ++line) {
     const std::vector<absl::string_view> iw = words(*line);
     if (iw.empty() || iw[0] != "info") continue;
-    if (std::find(iw.begin(), iw.end(), "score") == iw.end() || std::find(iw.begin(), iw.end(), "lowerbound") != iw.end() ||
+    if (std::find(iw.begin(), iw.end(), "score") == iw.end() ||
+        std::find(iw.begin(), iw.end(), "lowerbound") != iw.end() ||
         std::find(iw.begin(), iw.end(), "upperbound") != iw.end())
       continue;
     for (size_t i = 1; i < iw.size(); ++i) {

@@ -1,6 +1,8 @@
 // The evaluation kind's parts without sockets: spec validation (errors name the field), unit
 // planning, result checking, the built-in engine's determinism, Stockfish's evaluations read from
 // its UCI output (when installed), and the report's statistics on known inputs.
+#include "report/evaluation.h"
+
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include "cluster/evaluation_proto.h"
 #include "coordinator/evaluation_kind.h"
 #include "core/prng.h"
-#include "report/evaluation.h"
 #include "selfplay/evaluation.h"
 #include "tests/selfplay_test_util.h"
 

@@ -95,9 +95,9 @@ absl::StatusOr<v1::UnitResult> compute_evaluation(const v1::EvaluationUnitSpec& 
   if (engine.builtin()) {
     const selfplay::OptionPolicy builtin = it != engines.end() ? it->second.policy : default_builtin_policy();
     if (absl::Status s = builtin.check({selfplay::builtin_hash_option(spec->hash_mb)}); !s.ok())
-      return absl::FailedPreconditionError(
-          absl::StrCat("engine 'builtin': hash_mb ", spec->hash_mb, " is more than this worker allows (",
-                       builtin.describe(), " MiB; c960-worker --engine-option builtin:Hash=1..MAX)"));
+      return absl::FailedPreconditionError(absl::StrCat("engine 'builtin': hash_mb ", spec->hash_mb,
+                                                        " is more than this worker allows (", builtin.describe(),
+                                                        " MiB; c960-worker --engine-option builtin:Hash=1..MAX)"));
   } else {
     if (it == engines.end())
       return absl::FailedPreconditionError(absl::StrCat("engine '", engine.name, "' is not offered by this worker"));

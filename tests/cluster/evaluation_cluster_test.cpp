@@ -55,7 +55,7 @@ class EvaluationClusterTest : public c960::test::ClusterFixture {
     const std::string out = cli(absl::StrCat("submit evaluation ", job_spec, " --verify hosts --quiet"), &rc);
     ASSERT_EQ(rc, 0) << out;
     const std::vector<std::string> words = absl::StrSplit(absl::StripAsciiWhitespace(out), absl::ByAnyChar(" \n"));
-  const std::string id = words.back();  // the job id is the last word (a note may come before it)
+    const std::string id = words.back();  // the job id is the last word (a note may come before it)
     v1::Job job;
     ASSERT_TRUE(wait_final(id, &job)) << "job " << id << " did not finish";
     ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.failure_detail();
