@@ -321,6 +321,7 @@ absl::StatusOr<std::vector<EvalRow>> run_evaluation(const EvalSpec& spec, int th
   };
   std::vector<std::thread> pool;
   const int n = std::max(1, std::min<int>(threads, int(total)));
+  pool.reserve(size_t(n));
   for (int i = 0; i < n; ++i) pool.emplace_back(work);
   for (std::thread& t : pool) t.join();
   if (failed) return first_error;
