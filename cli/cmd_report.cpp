@@ -31,13 +31,15 @@ constexpr char kName[] = "report";
 
 const CommandSpec kSpec = {
     kName,
-    "c960 report --from FILE [--reference FILE] [--title T] [--out FILE]\n"
-    "       c960 report JOB [--reference FILE] [--title T] [--out FILE]",
+    "c960 report --from FILE [--reference FILE] [--evaluations FILE] [--title T] [--out FILE]\n"
+    "       c960 report JOB [--reference FILE] [--evaluations FILE] [--title T] [--out FILE]",
     "Writes one HTML file that opens offline (its scripts, styles and data inside): for self-play the "
     "960-cell heatmap of White's score, the table by score with intervals, whether the start position "
     "matters (chi-square, per-position tests with Holm and Benjamini-Hochberg), the histogram against "
     "sampling noise, the best and worst by the shrunk score with rank intervals, each position against its "
-    "mirror image, with --reference a comparison with another table, and for an adaptive run (--band, "
+    "mirror image, with --reference a comparison with another table, with --evaluations each position's "
+    "evaluation by each engine beside its score (agreement between engines, a logistic calibration of centipawns "
+    "to score, the positions where evaluation and games disagree), and for an adaptive run (--band, "
     "--target-width) its verdicts, games played and anytime intervals; for a two-engine match (c960 selfplay "
     "--opponent) the pentanomial counts, A's score, Elo, nElo and LOS, which positions favour which engine "
     "(sign tests with Holm and Benjamini-Hochberg), whether the difference depends on the position, and a "
@@ -53,6 +55,8 @@ const CommandSpec kSpec = {
         {{"from", Arity::kOne, "FILE", "a results table (CSV; a match's JSON) instead of a job"},
          {"partial", Arity::kFlag, "", "JOB: report what a running, cancelled or failed job has done so far"},
          {"reference", Arity::kOne, "FILE", "self-play: another table (CSV) to compare with"},
+         {"evaluations", Arity::kOne, "FILE",
+          "self-play: an evaluation table (CSV of c960 evaluate or of an evaluation job) to set beside the scores"},
          {"title", Arity::kOne, "T", "the page's title"},
          {"out", Arity::kOne, "FILE", "write here instead of stdout"}}),
     1};
@@ -165,6 +169,11 @@ int job_report(const ParsedArgs& p, const Io& io, report::ReportOptions options,
   Client client(*connection);
   v1::Job job;
   if (absl::Status s = client.get_job(id, &job); !s.ok()) return rpc_fail(io, kName, client, s);
+  if (job.spec().has_evaluation())
+    return fail(io, kName,
+                absl::StrCat("job ", id, " is an evaluation job: its table is 'c960 results ", id,
+                             " --format csv --out eval.csv', which 'c960 report --from SELFPLAY.csv --evaluations "
+                             "eval.csv' sets beside a self-play table's scores"));
   const bool partial = job.state() != v1::JOB_STATE_SUCCEEDED;
   if (partial && !p.has("partial"))
     return fail(io, kName,
@@ -225,6 +234,12 @@ int cmd_report(const std::vector<std::string>& args, const Io& io) {
     if (!ref.ok()) return fail(io, kName, ref.status());
     options.reference_csv = std::move(*ref);
     options.reference_name = base_name(p.get("reference"));
+  }
+  if (p.has("evaluations")) {
+    absl::StatusOr<std::string> ev = read_input("--evaluations", p.get("evaluations"));
+    if (!ev.ok()) return fail(io, kName, ev.status());
+    options.evaluations_csv = std::move(*ev);
+    options.evaluations_name = base_name(p.get("evaluations"));
   }
   std::string html;
   if (p.has("from")) {

@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/table_format.h"
+#include "cluster/evaluation_proto.h"
+#include "cluster/results_export.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "core/perft.h"
@@ -170,6 +172,24 @@ int perft_results(const ParsedArgs& p, const Io& io, OutputFormat format, const 
   return emit(p, io, perft_json(rows, divide, metadata, partial));
 }
 
+// An evaluation job: the CSV and JSON are the coordinator's download files; text is a table of
+// the same rows.
+int evaluation_results(const ParsedArgs& p, const Io& io, OutputFormat format, const v1::Job& job,
+                       const std::vector<v1::ResultChunk>& chunks) {
+  if (p.has("divide")) return fail(io, kName, "--divide: only perft jobs have divides");
+  if (format == OutputFormat::kText) {
+    size_t open = 0;
+    const std::vector<selfplay::EvalRow> rows = cluster::evaluation_rows(chunks, &open);
+    if (open > 0 && !p.has("partial")) return incomplete_fail(io, job, open, rows.size() + open);
+    return emit(p, io, evaluation_text_table(rows));
+  }
+  absl::StatusOr<std::string> file = cluster::results_file(
+      job, chunks, format == OutputFormat::kCsv ? cluster::ResultsFormat::kCsv : cluster::ResultsFormat::kJson, false,
+      p.has("partial"));
+  if (!file.ok()) return fail(io, kName, file.status(), kExitCheckFailed);
+  return emit(p, io, *file);
+}
+
 }  // namespace
 
 int cmd_results(const std::vector<std::string>& args, const Io& io) {
@@ -192,6 +212,7 @@ int cmd_results(const std::vector<std::string>& args, const Io& io) {
   if (absl::Status s = client.get_job(p.positional()[0], &job); !s.ok()) return rpc_fail(io, kName, client, s);
   if (job.spec().has_selfplay()) return selfplay_results(p, io, *format, client, job, chunks);
   if (p.has("pgn")) return fail(io, kName, "--pgn: only self-play jobs have games");
+  if (job.spec().has_evaluation()) return evaluation_results(p, io, *format, job, chunks);
   return perft_results(p, io, *format, job, chunks);
 }
 

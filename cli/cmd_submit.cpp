@@ -10,9 +10,11 @@
 #include "cli/client.h"
 #include "cli/cluster_command.h"
 #include "cli/commands.h"
+#include "cli/evaluation_args.h"
 #include "cli/selfplay_args.h"
 #include "cli/watch.h"
 #include "cluster/config.h"
+#include "cluster/evaluation_proto.h"
 #include "cluster/selfplay_proto.h"
 
 namespace c960::cli {
@@ -40,7 +42,10 @@ const CommandSpec kSpec = {
     "                  [--random-plies K] [--seed S] [--games-per-unit G] [--request-id ID]\n"
     "                  [--store-games all|none|sample:N]\n"
     "                  [--opponent builtin|NAME [--opponent-option NAME=VALUE ...] [--sprt elo0=E,elo1=E]]\n"
-    "       (both: [--verify off|adaptive|all] [--watch] [--quiet])",
+    "       c960 submit evaluation [--sp N | --sps RANGE] --engine builtin|NAME ... [--option [ENGINE:]NAME=VALUE "
+    "...]\n"
+    "                  (--depth D | --nodes N) [--hash MB] [--positions-per-unit K] [--request-id ID]\n"
+    "       (all: [--verify off|adaptive|all|hosts] [--watch] [--quiet])",
     "Submits a job to the coordinator and prints its id as the last word. Without --sps (or "
     "--fen; for selfplay also --epd or --dfrc) the job covers all 960 start positions. Give several FENs as quoted "
     "arguments, one FEN each. A self-play job takes the options of 'c960 selfplay' that define "
@@ -51,7 +56,9 @@ const CommandSpec kSpec = {
     "test decides or --games-per-position. Results are checked by the coordinator and, as --verify says, by "
     "other workers. Submitting again with the same --request-id returns the same job. With --quiet "
     "only the job id is printed (JOB=$(c960 submit ... --quiet)); with --watch the job is then "
-    "followed as 'c960 watch' does, with its exit codes.",
+    "followed as 'c960 watch' does, with its exit codes. An evaluation job evaluates each position with each "
+    "engine as 'c960 evaluate' does (engines by the NAMEs workers offer; a worker gets its units only if it offers "
+    "every engine of the job), a unit being a few positions of one engine; 'c960 results' gives its CSV or JSON.",
     [] {
       std::vector<OptionSpec> o = kPerftOptions;
       for (const OptionSpec& sp : selfplay_spec_options())
@@ -59,6 +66,7 @@ const CommandSpec kSpec = {
       // A cluster job names engines the workers offer, never a path on this machine.
       for (OptionSpec& sp : o)
         if (sp.name == "engine") {
+          sp.arity = Arity::kMany;  // an evaluation's engines; one for selfplay
           sp.metavar = "builtin|NAME";
           sp.help =
               "selfplay: the built-in engine, or a UCI engine the workers offer by NAME (c960-worker --engine "
@@ -69,6 +77,11 @@ const CommandSpec kSpec = {
               "selfplay: a match: the second engine (B), builtin or a NAME the workers offer; its units go to workers "
               "that offer both engines";
         }
+      for (const OptionSpec& e : evaluation_spec_options())
+        if (std::none_of(o.begin(), o.end(), [&](const OptionSpec& q) { return q.name == e.name; })) o.push_back(e);
+      o.push_back({"positions-per-unit", Arity::kOne, "K",
+                   absl::StrCat("evaluation: positions per unit of work (1..", cluster::kMaxEvaluationPositionsPerUnit,
+                                ", default ", cluster::kDefaultEvaluationPositionsPerUnit, ")")});
       o.push_back({"games-per-unit", Arity::kOne, "G",
                    absl::StrCat("selfplay: games per unit of work (1..", cluster::kMaxSelfPlayGamesPerUnit,
                                 ", default ", cluster::kDefaultSelfPlayGamesPerUnit, ")")});
@@ -88,13 +101,18 @@ const CommandSpec kSpec = {
       return with_cluster_options(std::move(o));
     }(),
     1,
-    {"perft", "selfplay"}};
+    {"perft", "selfplay", "evaluation"}};
 
 // The self-play part of submit: the same options and checks as the local command.
 absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
   for (const char* perft_only : {"split-depth"})
     if (p.has(perft_only))
       return absl::InvalidArgumentError(absl::StrCat("--", perft_only, ": not an option of selfplay"));
+  if (p.has("engine") && p.all("engine").size() > 1)
+    return absl::InvalidArgumentError("--engine: selfplay takes one engine (a match: --opponent)");
+  for (const char* evaluation_only : {"positions-per-unit", "multipv"})
+    if (p.has(evaluation_only))
+      return absl::InvalidArgumentError(absl::StrCat("--", evaluation_only, ": not an option of selfplay"));
   // Workers offer engines by name; a job never makes them start a program of its choosing.
   for (const char* option : {"engine", "opponent"})
     if (p.has(option) && (p.get(option).find('/') != std::string::npos || p.get(option).find('=') != std::string::npos))
@@ -125,6 +143,30 @@ absl::Status selfplay_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
       return absl::InvalidArgumentError(
           absl::StrCat("--store-games: '", v.substr(0, 64), "' is not all, none or sample:N (N in 1..", 1 << 30, ")"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// The evaluation part: the options of 'c960 evaluate' that define it, engines by name.
+absl::Status evaluation_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
+  const std::vector<OptionSpec> own = evaluation_spec_options();
+  for (const OptionSpec& o : kSpec.options) {
+    const bool allowed = o.name == "request-id" || o.name == "verify" || o.name == "audit-rate" || o.name == "watch" ||
+                         o.name == "quiet" || o.name == "positions-per-unit" || is_cluster_option(o.name) ||
+                         std::any_of(own.begin(), own.end(), [&](const OptionSpec& q) { return q.name == o.name; });
+    if (!allowed && p.has(o.name))
+      return absl::InvalidArgumentError(absl::StrCat("--", o.name, ": not an option of evaluation"));
+  }
+  absl::StatusOr<selfplay::EvalSpec> spec = evaluation_spec_from_args(p, true);
+  if (!spec.ok()) return spec.status();
+  v1::EvaluationJobSpec* e = req->mutable_spec()->mutable_evaluation();
+  *e = cluster::evaluation_spec_to_proto(*spec);
+  // The positions as given ("0-959" stays short).
+  e->set_start_positions(p.has("sp") ? p.get("sp") : p.get("sps", ""));
+  if (p.has("positions-per-unit")) {
+    absl::StatusOr<long long> k = p.get_int("positions-per-unit", 0, 1, cluster::kMaxEvaluationPositionsPerUnit);
+    if (!k.ok()) return k.status();
+    e->set_positions_per_unit(int(*k));
   }
   return absl::OkStatus();
 }
@@ -177,12 +219,14 @@ absl::Status perft_request(const ParsedArgs& p, v1::SubmitJobRequest* req) {
 int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   ParsedArgs p;
   if (std::optional<int> rc = parse_command(kSpec, args, io, &p)) return *rc;
-  if (p.positional().empty()) return fail(io, kName, "give the job kind: c960 submit perft|selfplay ...");
-  if (p.positional()[0] != "perft" && p.positional()[0] != "selfplay")
-    return fail(io, kName, absl::StrCat("'", p.positional()[0], "' is not a job kind (perft or selfplay)"));
+  if (p.positional().empty()) return fail(io, kName, "give the job kind: c960 submit perft|selfplay|evaluation ...");
+  if (p.positional()[0] != "perft" && p.positional()[0] != "selfplay" && p.positional()[0] != "evaluation")
+    return fail(io, kName, absl::StrCat("'", p.positional()[0], "' is not a job kind (perft, selfplay or evaluation)"));
   if (p.positional().size() > 1) return fail(io, kName, absl::StrCat("unexpected argument '", p.positional()[1], "'"));
   v1::SubmitJobRequest req;
-  const absl::Status built = p.positional()[0] == "selfplay" ? selfplay_request(p, &req) : perft_request(p, &req);
+  const absl::Status built = p.positional()[0] == "selfplay"     ? selfplay_request(p, &req)
+                             : p.positional()[0] == "evaluation" ? evaluation_request(p, &req)
+                                                                 : perft_request(p, &req);
   if (!built.ok()) return fail(io, kName, built);
   if (p.has("verify")) {
     const std::string v = p.get("verify");
@@ -222,6 +266,8 @@ int cmd_submit(const std::vector<std::string>& args, const Io& io) {
   if (!job.notice().empty()) io.err << "c960 submit: note: job " << job.id() << " is " << job.notice() << std::endl;
   if (p.has("quiet")) {
     io.out << job.id() << "\n";
+  } else if (job.spec().has_evaluation()) {
+    io.out << "submitted evaluation: " << job.progress().units_total() << " units; job " << job.id() << "\n";
   } else if (job.spec().has_selfplay()) {
     io.out << "submitted selfplay: " << job.progress().games_total() << " games in " << job.progress().units_total()
            << " units; job " << job.id() << "\n";

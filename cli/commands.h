@@ -31,6 +31,7 @@ int cmd_perft(const std::vector<std::string>& args, const Io& io);
 // perft divide as the perftree debugger expects it.
 int cmd_perftree(const std::vector<std::string>& args, const Io& io);
 int cmd_selfplay(const std::vector<std::string>& args, const Io& io);
+int cmd_evaluate(const std::vector<std::string>& args, const Io& io);
 // Clients of the cluster coordinator (cli/client.h).
 int cmd_submit(const std::vector<std::string>& args, const Io& io);
 int cmd_status(const std::vector<std::string>& args, const Io& io);
@@ -52,6 +53,7 @@ const CommandSpec& startpos_spec();
 const CommandSpec& perft_spec();
 const CommandSpec& perftree_spec();
 const CommandSpec& selfplay_spec();
+const CommandSpec& evaluate_spec();
 const CommandSpec& submit_spec();
 const CommandSpec& status_spec();
 const CommandSpec& watch_spec();

@@ -119,6 +119,9 @@ std::vector<Field> detail_fields(const v1::Job& j, const WatchView& v, int64_t n
     f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units"), ""}, 3});
     const double rate = v.rate >= 0 ? v.rate : p.games_per_second();
     if (!is_final(j)) f.push_back({{absl::StrFormat("%.1f games/min", rate * 60), ""}, 1});
+  } else if (j.spec().has_evaluation()) {
+    // Its progress is its units' (a unit: a few positions of one engine).
+    f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
   } else {
     f.push_back({{absl::StrCat(p.units_done(), "/", p.units_total(), " units")}, 0});
     Field n = count_field(to_string(cluster::from_proto(p.nodes_done())), "nodes", 2);
@@ -228,6 +231,8 @@ std::string format_duration(double seconds) {
 std::string job_kind(const v1::Job& j) {
   if (j.spec().has_selfplay()) return "selfplay";
   if (j.spec().has_perft()) return absl::StrCat("perft d", j.spec().perft().depth());
+  if (j.spec().has_evaluation())
+    return j.spec().evaluation().depth() > 0 ? absl::StrCat("eval d", j.spec().evaluation().depth()) : "eval";
   return "?";
 }
 
@@ -384,6 +389,15 @@ std::string job_description(const v1::Job& j, int64_t now, int width) {
         s.fens_size() ? absl::StrCat(s.fens_size(), " FENs")
                       : absl::StrCat("start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()),
         ", split depth ", j.split_depth()));
+  }
+  if (j.spec().has_evaluation()) {
+    const v1::EvaluationJobSpec& s = j.spec().evaluation();
+    std::string engines;
+    for (const v1::EvaluationEngine& e : s.engines())
+      absl::StrAppend(&engines, engines.empty() ? "" : ", ", e.engine());
+    out += line(absl::StrCat("evaluation by ", engines, " at ",
+                             s.depth() > 0 ? absl::StrCat("depth ", s.depth()) : absl::StrCat(s.nodes(), " nodes"),
+                             ", start positions ", s.start_positions().empty() ? "0-959" : s.start_positions()));
   }
   if (j.spec().has_selfplay()) {
     const v1::SelfPlayJobSpec& s = j.spec().selfplay();

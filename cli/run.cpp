@@ -27,6 +27,7 @@ constexpr Subcommand kCommands[] = {
     {"perftree", "perft divide for the perftree debugger: perftree DEPTH FEN [MOVES]", cmd_perftree, perftree_spec},
     {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay,
      selfplay_spec},
+    {"evaluate", "evaluate start positions with engines at a fixed depth or node count", cmd_evaluate, evaluate_spec},
     {"submit", "submit a job to the cluster coordinator", cmd_submit, submit_spec},
     {"status", "show cluster jobs and their progress", cmd_status, status_spec},
     {"watch", "follow a cluster job until it ends", cmd_watch, watch_spec},

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/job_format.h"
 #include "cluster/log.h"
@@ -74,6 +75,26 @@ std::string incomplete_note(size_t incomplete, size_t rows, absl::string_view wh
 }
 
 }  // namespace
+
+std::string evaluation_text_table(const std::vector<selfplay::EvalRow>& rows) {
+  constexpr size_t kPvShown = 8;
+  const std::vector<TextColumn> columns = {{"sp", true},    {"position", false}, {"engine", false}, {"depth", true},
+                                           {"nodes", true}, {"score", true},     {"best", false},   {"pv", false}};
+  std::vector<std::vector<std::string>> cells;
+  for (const selfplay::EvalRow& r : rows) {
+    const selfplay::Evaluation& e = r.eval;
+    const std::string score = e.mate > 0   ? absl::StrCat("mate ", e.mate)
+                              : e.mate < 0 ? absl::StrCat("mated ", -e.mate)
+                                           : absl::StrFormat("%+.2f", e.score_cp / 100.0);
+    std::vector<std::string> pv(e.pv.begin(), e.pv.begin() + std::ptrdiff_t(std::min(e.pv.size(), kPvShown)));
+    cells.push_back({sp_text(r.sp), selfplay::position_label(r.fen), r.engine, absl::StrCat(e.depth),
+                     with_thousands(NodeCount(e.nodes)), score, e.best_move,
+                     absl::StrCat(absl::StrJoin(pv, " "), e.pv.size() > kPvShown ? " ..." : "")});
+  }
+  std::string out = render_columns(columns, cells);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
 
 std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide) {
   std::vector<const PerftRow*> order;

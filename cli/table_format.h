@@ -13,6 +13,7 @@
 #include "cluster/results_export.h"
 #include "cluster/text_wrap.h"
 #include "core/perft.h"
+#include "selfplay/evaluation.h"
 #include "selfplay/ranking.h"
 #include "selfplay/spec.h"
 #include "selfplay/stats.h"
@@ -49,6 +50,11 @@ using cluster::PerftRow;
 // separators, and a last row "total"; with divide, a row per first move under its root. Roots not
 // complete are marked "incomplete" (their counts so far) and counted in a line below.
 std::string perft_text_table(const std::vector<PerftRow>& rows, bool divide);
+
+// Text: the evaluations in the given order, each with its position (number and back rank),
+// engine, depth reached, nodes, score ("+0.35", "mate 3", "mated 2"), best move and the PV's
+// first plies.
+std::string evaluation_text_table(const std::vector<selfplay::EvalRow>& rows);
 
 // Text: a header, the 'all' row (the whole job), then the positions in SelfPlayStats::ranking's
 // order (the ranked by their shrunk score, best for White first, then the others), each with its

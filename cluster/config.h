@@ -166,12 +166,17 @@ inline constexpr size_t kUnitsPerStoreBatch = 2'000;
 // worker loses little, big enough that per-unit overhead (RPCs, a store commit) stays small.
 inline constexpr int kDefaultSelfPlayGamesPerUnit = 4;
 inline constexpr int kMaxSelfPlayGamesPerUnit = 1000;
+// Evaluation job limits (the spec's own bounds: selfplay/evaluation.h). A unit is a few
+// positions of one engine: a search at depth 12 takes Stockfish well under a second, so one
+// position a unit would spend more on RPCs and commits than on the searches.
+inline constexpr int kDefaultEvaluationPositionsPerUnit = 4;
+inline constexpr int kMaxEvaluationPositionsPerUnit = 960;
 // A self-play job's positions beyond the 960 (FENs or DFRC pairs) at most: the explicit ones
 // travel in the spec, which every Job message carries (about 80 bytes each), and each is a row
 // of results.
 inline constexpr int kMaxSelfPlayPositions = 10'000;
-inline constexpr int kMaxUciOptions = 64;
-inline constexpr int kMaxUciOptionLength = 256;  // name or value
+inline constexpr int kMaxUciOptions = 64;        // selfplay::kMaxEvalOptions is the same
+inline constexpr int kMaxUciOptionLength = 256;  // name or value (selfplay::kMaxEvalOptionLength too)
 inline constexpr int kMaxEnginePathLength = 4096;
 inline constexpr int kMaxGamePlies = 20000;     // a stored game's moves
 inline constexpr int kMaxPgnBytes = 1 << 20;    // a stored game's PGN

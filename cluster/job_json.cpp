@@ -57,13 +57,16 @@ double job_elapsed_seconds(const v1::Job& j, int64_t now_unix_ms) {
 std::string job_json(const v1::Job& j, int64_t now) {
   const v1::Progress& p = j.progress();
   const bool perft = j.spec().has_perft();
+  const char* kind = perft ? "perft" : j.spec().has_evaluation() ? "evaluation" : "selfplay";
   const double eta = is_final(j) || p.eta_seconds() < 0 ? NAN : p.eta_seconds();
   const std::string finished = iso8601_utc(j.finished_unix_ms());
   const double duration = job_elapsed_seconds(j, now);
   return absl::StrCat(
-      "{\"id\": ", json_quote(j.id()), ", \"kind\": \"", perft ? "perft" : "selfplay",
-      "\", \"depth\": ", perft ? absl::StrCat(j.spec().perft().depth()) : "null", ", \"state\": \"",
-      state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), 6),
+      "{\"id\": ", json_quote(j.id()), ", \"kind\": \"", kind, "\", \"depth\": ",
+      perft                                                            ? absl::StrCat(j.spec().perft().depth())
+      : j.spec().has_evaluation() && j.spec().evaluation().depth() > 0 ? absl::StrCat(j.spec().evaluation().depth())
+                                                                       : "null",
+      ", \"state\": \"", state_name(j.state()), "\", \"fraction_done\": ", json_number(job_fraction(j), 6),
       ", \"units_done\": ", p.units_done(), ", \"units_total\": ", p.units_total(), ", \"nodes_done\": \"",
       to_string(from_proto(p.nodes_done())), "\", \"nodes_per_second\": ", json_number(p.nodes_per_second(), 1),
       ", \"games_done\": ", p.games_done(), ", \"games_total\": ", p.games_total(),

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/evaluation_proto.h"
 #include "cluster/job_json.h"
 #include "cluster/log.h"
 #include "cluster/selfplay_proto.h"
@@ -248,6 +249,29 @@ absl::StatusOr<std::string> results_file(const v1::Job& job, const std::vector<v
     if (open > 0 && !partial) return incomplete(job, open, positions);
     if (format == ResultsFormat::kCsv) return stats.to_csv(partial);
     return stats.to_json(spec_metadata(job), partial);
+  }
+  if (job.spec().has_evaluation()) {
+    // One row per position and engine; a partial job's outstanding evaluations are left out.
+    size_t open = 0;
+    const std::vector<selfplay::EvalRow> rows = evaluation_rows(chunks, &open);
+    if (open > 0 && !partial)
+      return absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " is ", state_name(job.state()), " (",
+                                                        rows.size(), " of ", rows.size() + open,
+                                                        " evaluations complete): ask with partial=1 for what is done"));
+    if (format == ResultsFormat::kCsv) return selfplay::evaluations_csv(rows);
+    std::vector<std::pair<std::string, std::string>> metadata;
+    for (const selfplay::MetadataValue& v : job_metadata(job)) metadata.emplace_back(v.key, v.value);
+    const v1::EvaluationJobSpec& spec = job.spec().evaluation();
+    std::string engines;
+    for (const v1::EvaluationEngine& e : spec.engines()) {
+      absl::StrAppend(&engines, engines.empty() ? "" : "; ", e.engine());
+      for (const v1::UciOption& o : e.options()) absl::StrAppend(&engines, " ", o.name(), "=", o.value());
+    }
+    metadata.emplace_back("engines", engines);
+    metadata.emplace_back(
+        "limit", spec.depth() > 0 ? absl::StrCat("depth ", spec.depth()) : absl::StrCat(spec.nodes(), " nodes"));
+    if (open > 0) metadata.emplace_back("incomplete", absl::StrCat(open, " evaluations outstanding"));
+    return selfplay::evaluations_json(rows, metadata);
   }
   std::vector<PerftRow> rows;
   size_t open = 0;

@@ -1,6 +1,7 @@
 #include "coordinator/kinds.h"
 
 #include "coordinator/coordinator.h"
+#include "coordinator/evaluation_kind.h"
 
 namespace c960::cluster {
 
@@ -8,6 +9,7 @@ std::vector<std::unique_ptr<JobKind>> make_kinds(const CoordinatorOptions& optio
   std::vector<std::unique_ptr<JobKind>> kinds;
   kinds.push_back(make_perft_kind(options.lazy_plan_walk, options.lazy_window_units));
   kinds.push_back(make_selfplay_kind());
+  kinds.push_back(make_evaluation_kind());
   return kinds;
 }
 

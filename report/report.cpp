@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,6 +12,7 @@
 #include "core/startpos.h"
 #include "report/analysis.h"
 #include "report/assets.h"
+#include "report/evaluation.h"
 #include "selfplay/lines.h"
 
 namespace c960::report {
@@ -604,6 +606,225 @@ std::string adaptive_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) 
   return b;
 }
 
+// Evaluations beside the scores (report/evaluation.h): the section's HTML, and its chart's data
+// (a JSON member, "evaluations":{...}) in *data.
+constexpr size_t kMaxDisagreements = 20;
+
+std::string cp_text(const EvalEntry& e) {
+  if (e.mate > 0) return absl::StrCat("mate ", e.mate);
+  if (e.mate < 0) return absl::StrCat("mated ", -e.mate);
+  return absl::StrFormat("%+.0f", e.cp);
+}
+
+// Mates rank beyond every centipawn score (for rank correlations only).
+double rank_value(const EvalEntry& e) { return e.mate != 0 ? (e.mate > 0 ? 1e6 - e.mate : -1e6 - e.mate) : e.cp; }
+
+std::string evaluation_section(const SelfPlayTable& t, const SelfPlayAnalysis& a, const EvaluationTable& ev,
+                               const std::string& name, std::string* data) {
+  // The table's rows by start position, and each engine's evaluation of each.
+  std::map<int, size_t> row_of;
+  for (size_t i = 0; i < t.rows.size(); ++i)
+    if (t.rows[i].key.sp >= 0 && t.rows[i].counts.games() > 0) row_of[t.rows[i].key.sp] = i;
+  std::map<std::string, std::map<int, const EvalEntry*>> by_engine;
+  for (const EvalEntry& e : ev.rows) by_engine[e.engine][e.sp] = &e;
+  const auto games_of = [&](size_t i) {
+    const SelfPlayRow& r = t.rows[i];
+    return std::isfinite(r.effective_games) ? r.effective_games : double(r.counts.games());
+  };
+  size_t matched = 0;
+  for (const auto& [sp, i] : row_of)
+    for (const std::string& engine : ev.engines) matched += by_engine[engine].count(sp);
+  std::string b = absl::StrCat("<section id=\"evaluations\"><h2>Evaluations beside the games</h2><p>", html(name), ": ",
+                               ev.rows.size(), " evaluations by ", ev.engines.size(),
+                               ev.engines.size() == 1 ? " engine (" : " engines (",
+                               html(absl::StrJoin(ev.engines, ", ")), "); ", matched,
+                               " of them of positions this table has games of. Scores are White's (White moves first "
+                               "in every start position).</p>");
+  if (matched == 0) return b + "<p class=\"note\">No position has both games and an evaluation.</p></section>\n";
+
+  // Calibration and agreement with the games, engine by engine.
+  struct Fit {
+    LogisticFit fit;
+    RankCorrelation with_games;
+  };
+  std::map<std::string, Fit> fits;
+  b += "<h3>Centipawns and score</h3><table class=\"positions\" id=\"calibration\"><thead><tr><th>engine</th>"
+       "<th>positions</th><th>a (logit at 0 cp)</th><th>b (per pawn)</th><th>score at 0 cp</th><th>cp for 0.5</th>"
+       "<th>deviance (df)</th><th>null deviance</th><th>Spearman &rho; with score (95%)</th></tr></thead><tbody>";
+  for (const std::string& engine : ev.engines) {
+    std::vector<double> cp, score, games, rank_x, rank_y;
+    for (const auto& [sp, i] : row_of) {
+      auto it = by_engine[engine].find(sp);
+      if (it == by_engine[engine].end()) continue;
+      rank_x.push_back(rank_value(*it->second));
+      rank_y.push_back(a.positions[i].score.value);
+      if (it->second->mate != 0) continue;
+      cp.push_back(it->second->cp);
+      score.push_back(a.positions[i].score.value);
+      games.push_back(games_of(i));
+    }
+    Fit& f = fits[engine];
+    f.fit = fit_logistic(cp, score, games);
+    f.with_games = spearman_interval(rank_x, rank_y);
+    const LogisticFit& l = f.fit;
+    absl::StrAppend(&b, "<tr><td>", html(engine), "</td><td>", rank_x.size(), "</td>");
+    if (l.ok)
+      absl::StrAppend(&b, "<td>", fixed(l.a), " &plusmn; ", fixed(l.se_a), "</td><td>", fixed(l.b), " &plusmn; ",
+                      fixed(l.se_b), "</td><td>", fixed(l.score_at(0)), "</td><td>",
+                      std::abs(l.b) > 1e-9 ? absl::StrFormat("%+.0f", -100 * l.a / l.b) : "&ndash;", "</td><td>",
+                      fixed(l.deviance, 1), " (", l.n - 2, ")</td><td>", fixed(l.null_deviance, 1), "</td>");
+    else
+      b += "<td colspan=\"6\">no fit (fewer than 3 positions with games and a centipawn score, or one score)</td>";
+    absl::StrAppend(&b, "<td>", fixed(f.with_games.rho),
+                    std::isfinite(f.with_games.lo)
+                        ? absl::StrCat(" (", fixed(f.with_games.lo), " &hellip; ", fixed(f.with_games.hi), ")")
+                        : "",
+                    "</td></tr>");
+  }
+  b += "</tbody></table><p class=\"legend\">White's expected score at x centipawns is 1 / (1 + e<sup>&minus;(a + b "
+       "x/100)</sup>), fitted by maximum likelihood to each position's points as binomial trials weighted by its "
+       "games (its effective number of games where the table has it); &plusmn; one standard error. A deviance far "
+       "above its degrees of freedom means the positions' scores scatter around the curve by more than their games' "
+       "noise: the evaluation does not tell all. Mates are left out of the fit and ranked beyond every centipawn "
+       "score. Spearman's &rho; with a 95% interval (Fisher's z, Bonett&ndash;Wright variance).</p>"
+       "<div class=\"chart\"><canvas id=\"eval-scatter\"></canvas></div>";
+
+  // Agreement between engines.
+  if (ev.engines.size() > 1) {
+    b += "<h3>Agreement between engines</h3><table class=\"positions\" id=\"engine-agreement\"><thead><tr>"
+         "<th>engines</th><th>positions</th><th>Spearman &rho;</th><th>95% interval</th><th>mean |&Delta;cp|</th>"
+         "<th>same best move</th></tr></thead><tbody>";
+    for (size_t x = 0; x < ev.engines.size(); ++x)
+      for (size_t y = x + 1; y < ev.engines.size(); ++y) {
+        std::vector<double> vx, vy;
+        double diff = 0;
+        size_t cp_pairs = 0, same = 0;
+        for (const auto& [sp, ex] : by_engine[ev.engines[x]]) {
+          auto ey = by_engine[ev.engines[y]].find(sp);
+          if (ey == by_engine[ev.engines[y]].end()) continue;
+          vx.push_back(rank_value(*ex));
+          vy.push_back(rank_value(*ey->second));
+          same += ex->best_move == ey->second->best_move;
+          if (ex->mate == 0 && ey->second->mate == 0) {
+            diff += std::abs(ex->cp - ey->second->cp);
+            ++cp_pairs;
+          }
+        }
+        const RankCorrelation r = spearman_interval(vx, vy);
+        absl::StrAppend(&b, "<tr><td>", html(ev.engines[x]), " &ndash; ", html(ev.engines[y]), "</td><td>", vx.size(),
+                        "</td><td>", fixed(r.rho), "</td><td>",
+                        std::isfinite(r.lo) ? absl::StrCat(fixed(r.lo), " &hellip; ", fixed(r.hi)) : "&ndash;",
+                        "</td><td>", cp_pairs ? fixed(diff / double(cp_pairs), 1) : "&ndash;", "</td><td>",
+                        vx.empty() ? "&ndash;" : absl::StrCat(same, " of ", vx.size()), "</td></tr>");
+      }
+    b += "</tbody></table><p class=\"legend\">Over all the positions both engines evaluated (games or not). "
+         "Mean |&Delta;cp| over those where neither found a mate.</p>";
+  }
+
+  // Where evaluation and games disagree: the fitted score outside the games' 95% interval.
+  struct Miss {
+    double by;
+    size_t row;
+    const EvalEntry* e;
+    double expected;
+  };
+  std::vector<Miss> misses;
+  size_t tried = 0;
+  for (const std::string& engine : ev.engines) {
+    const LogisticFit& l = fits[engine].fit;
+    if (!l.ok) continue;
+    for (const auto& [sp, i] : row_of) {
+      auto it = by_engine[engine].find(sp);
+      if (it == by_engine[engine].end() || it->second->mate != 0) continue;
+      ++tried;
+      const selfplay::Interval& s = a.positions[i].score;
+      const double expected = l.score_at(it->second->cp);
+      const double by = expected > s.hi ? expected - s.hi : expected < s.lo ? s.lo - expected : 0;
+      if (by > 0) misses.push_back({by, i, it->second, expected});
+    }
+  }
+  std::sort(misses.begin(), misses.end(), [](const Miss& x, const Miss& y) { return x.by > y.by; });
+  absl::StrAppend(&b, "<h3>Where evaluation and games disagree</h3><p>", misses.size(), " of ", tried,
+                  " evaluations put White's expected score (from its engine's fitted curve) outside the games' 95% "
+                  "interval",
+                  misses.size() > kMaxDisagreements ? absl::StrCat("; the ", kMaxDisagreements, " farthest") : "",
+                  ". About 5% would by chance alone if the curve told each position's score; the curve is fitted "
+                  "to these same scores, which pulls it toward them.</p>");
+  if (!misses.empty()) {
+    b += "<table class=\"positions\" id=\"eval-disagreements\"><thead><tr><th>position</th><th>back rank</th>"
+         "<th>games</th><th>score</th><th>95% interval</th><th>engine</th><th>cp</th><th>expected score</th>"
+         "<th>outside by</th><th>best move</th></tr></thead><tbody>";
+    for (size_t k = 0; k < std::min(misses.size(), kMaxDisagreements); ++k) {
+      const Miss& m = misses[k];
+      const SelfPlayRow& r = t.rows[m.row];
+      absl::StrAppend(&b, "<tr><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+                      count(r.counts.games()), "</td><td>", fixed(a.positions[m.row].score.value), "</td><td>",
+                      interval_text(a.positions[m.row].score), "</td><td>", html(m.e->engine), "</td><td>",
+                      cp_text(*m.e), "</td><td>", fixed(m.expected), "</td><td>", fixed(m.by), "</td><td>",
+                      html(m.e->best_move), "</td></tr>");
+    }
+    b += "</tbody></table>";
+  }
+
+  // Every position with games and evaluations, best score for White first.
+  b += "<h3>Positions</h3><table class=\"positions sortable\" id=\"eval-positions\"><thead><tr><th>position</th>"
+       "<th>back rank</th><th>games</th><th>score</th><th>95% interval</th>";
+  for (const std::string& engine : ev.engines)
+    absl::StrAppend(&b, "<th>", html(engine), " cp</th><th>", html(engine), " best</th>");
+  b += "</tr></thead><tbody>";
+  for (size_t i : a.by_score) {
+    const SelfPlayRow& r = t.rows[i];
+    if (r.key.sp < 0 || !row_of.count(r.key.sp)) continue;
+    bool any = false;
+    for (const std::string& engine : ev.engines) any |= by_engine[engine].count(r.key.sp) > 0;
+    if (!any) continue;
+    absl::StrAppend(&b, "<tr><td>", html(r.key.id), "</td><td class=\"br\">", backrank(r.key.sp), "</td><td>",
+                    count(r.counts.games()), "</td><td>", fixed(a.positions[i].score.value), "</td><td>",
+                    interval_text(a.positions[i].score), "</td>");
+    for (const std::string& engine : ev.engines) {
+      auto it = by_engine[engine].find(r.key.sp);
+      if (it == by_engine[engine].end()) {
+        b += "<td></td><td></td>";
+        continue;
+      }
+      absl::StrAppend(&b, "<td data-sort=\"", json_number(rank_value(*it->second)), "\">", cp_text(*it->second),
+                      "</td><td title=\"", html(it->second->pv), "\">", html(it->second->best_move), "</td>");
+    }
+    b += "</tr>";
+  }
+  b += "</tbody></table><p class=\"legend\">A best move's cell shows its principal variation when pointed at.</p>"
+       "</section>\n";
+
+  // The chart: each engine's positions (cp, score) and its fitted curve.
+  double lo = 0, hi = 0;
+  for (const EvalEntry& e : ev.rows)
+    if (e.mate == 0 && row_of.count(e.sp)) lo = std::min(lo, e.cp), hi = std::max(hi, e.cp);
+  *data = "\"evaluations\":{\"engines\":[";
+  for (size_t k = 0; k < ev.engines.size(); ++k) {
+    const std::string& engine = ev.engines[k];
+    absl::StrAppend(data, k ? "," : "", "{\"name\":", json_string(engine), ",\"points\":[");
+    bool first = true;
+    for (const auto& [sp, i] : row_of) {
+      auto it = by_engine[engine].find(sp);
+      if (it == by_engine[engine].end() || it->second->mate != 0) continue;
+      absl::StrAppend(data, first ? "" : ",", "{\"x\":", json_number(it->second->cp),
+                      ",\"y\":", json_number(a.positions[i].score.value), ",\"id\":", json_string(t.rows[i].key.id),
+                      "}");
+      first = false;
+    }
+    *data += "],\"curve\":[";
+    const LogisticFit& l = fits[engine].fit;
+    if (l.ok)
+      for (int s = 0; s <= 40; ++s) {
+        const double x = lo + (hi - lo) * s / 40;
+        absl::StrAppend(data, s ? "," : "", "{\"x\":", json_number(x), ",\"y\":", json_number(l.score_at(x)), "}");
+      }
+    *data += "]}";
+  }
+  *data += "]}";
+  return b;
+}
+
 // All positions.
 std::string positions_section(const SelfPlayTable& t, const SelfPlayAnalysis& a) {
   std::string b;
@@ -619,7 +840,7 @@ std::string positions_section(const SelfPlayTable& t, const SelfPlayAnalysis& a)
 }
 
 std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
-                          const SelfPlayTable* ref, const std::string& title) {
+                          const SelfPlayTable* ref, const std::string& title, const std::string& evaluations) {
   std::string b = absl::StrCat("<header><h1>", html(title), "</h1></header>\n<main>\n");
   b += summary_section(a);
   b += adaptive_section(t, a);
@@ -630,6 +851,7 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
   b += extremes_section(t, a);
   b += mirror_section(a);
   b += reference_section(t, a, o, ref);
+  b += evaluations;
   b += positions_section(t, a);
   // Terminations, as metadata rows.
   std::string extra;
@@ -650,7 +872,8 @@ std::string selfplay_body(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
          "</footer>";
 }
 
-std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o) {
+std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, const ReportOptions& o,
+                          const std::string& evaluations) {
   // Colours centred on the overall score; each half runs from there to the farthest score on its
   // side (at least 0.02 away), so that no position's colour is cut off at the scale's end.
   const double mid = std::isnan(a.total_score.value) ? 0.5 : a.total_score.value;
@@ -702,6 +925,7 @@ std::string selfplay_data(const SelfPlayTable& t, const SelfPlayAnalysis& a, con
     }
     d += "]}";
   }
+  if (!evaluations.empty()) absl::StrAppend(&d, ",\n", evaluations);
   return d + "}";
 }
 
@@ -1094,15 +1318,25 @@ absl::StatusOr<std::string> report_from_data(const SelfPlayTable& table, const R
   const SelfPlayAnalysis a =
       analyse_selfplay(table, reference ? &*reference : nullptr, {options.seed, options.permutations});
   if (a.total.games() == 0) return absl::InvalidArgumentError("the self-play table has no games");
+  std::string evaluations, evaluations_data;
+  if (!options.evaluations_csv.empty()) {
+    absl::StatusOr<EvaluationTable> e = parse_evaluation_csv(options.evaluations_csv);
+    if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat("evaluation table: ", e.status().message()));
+    evaluations = evaluation_section(
+        table, a, *e, options.evaluations_name.empty() ? "the evaluation table" : options.evaluations_name,
+        &evaluations_data);
+  }
   const std::string title = options.title.empty() ? "c960 self-play report" : options.title;
-  return page(title, selfplay_body(table, a, options, reference ? &*reference : nullptr, title),
-              selfplay_data(table, a, options));
+  return page(title, selfplay_body(table, a, options, reference ? &*reference : nullptr, title, evaluations),
+              selfplay_data(table, a, options, evaluations_data));
 }
 
 absl::StatusOr<std::string> report_from_data(const PerftTable& table, const ReportOptions& options) {
   if (table.rows.empty()) return absl::InvalidArgumentError("the perft table has no positions");
   if (!options.reference_csv.empty())
     return absl::InvalidArgumentError("a reference table goes with self-play tables only");
+  if (!options.evaluations_csv.empty())
+    return absl::InvalidArgumentError("an evaluation table goes with self-play tables only");
   const PerftAnalysis a = analyse_perft(table);
   const std::string title = options.title.empty() ? "c960 perft report" : options.title;
   return page(title, perft_body(a, options, title), perft_data(a));
@@ -1112,6 +1346,8 @@ absl::StatusOr<std::string> report_from_data(const MatchTable& table, const Repo
   if (table.rows.empty()) return absl::InvalidArgumentError("the match table has no positions");
   if (!options.reference_csv.empty())
     return absl::InvalidArgumentError("a reference table goes with self-play tables only");
+  if (!options.evaluations_csv.empty())
+    return absl::InvalidArgumentError("an evaluation table goes with self-play tables only");
   const MatchAnalysis a = analyse_match(table);
   if (a.figures.pairs == 0) return absl::InvalidArgumentError("the match table has no pairs");
   const std::string title = !options.title.empty() ? options.title

@@ -18,7 +18,11 @@ struct ReportOptions {
   Metadata metadata;           // shown in order: engine, options, limits, seed, version, dates, ...
   std::string reference_csv;   // self-play only: another self-play table to compare with
   std::string reference_name;  // how the report names it (e.g. its file name)
-  uint64_t seed = 1;           // of the permutation test: the same input gives the same file
+  // Self-play only: an evaluation table (the CSV of `c960 evaluate`) to set beside the scores,
+  // and how the report names it.
+  std::string evaluations_csv;
+  std::string evaluations_name;
+  uint64_t seed = 1;  // of the permutation test: the same input gives the same file
   int permutations = 2000;
 };
 

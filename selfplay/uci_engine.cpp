@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -435,6 +436,34 @@ absl::StatusOr<UciSearchReply> UciEngine::go(absl::string_view fen, const std::v
       else if (iw[i + 1] == "mate")
         reply.score_cp = v > 0 ? kMateScoreCp - (2 * v - 1) : -kMateScoreCp - 2 * v;
     }
+  }
+  // The last exact score with what the same line says of depth, nodes and PV (evaluations).
+  for (auto line = info.rbegin(); line != info.rend(); ++line) {
+    const std::vector<absl::string_view> iw = words(*line);
+    if (iw.empty() || iw[0] != "info") continue;
+    if (std::find(iw.begin(), iw.end(), "score") == iw.end() ||
+        std::find(iw.begin(), iw.end(), "lowerbound") != iw.end() ||
+        std::find(iw.begin(), iw.end(), "upperbound") != iw.end())
+      continue;
+    for (size_t i = 1; i < iw.size(); ++i) {
+      if (iw[i] == "pv") {
+        for (size_t k = i + 1; k < iw.size(); ++k) reply.final_pv.emplace_back(iw[k]);
+        break;
+      }
+      if (i + 1 >= iw.size()) break;
+      int v;
+      if (iw[i] == "depth" && parse_number(iw[i + 1], v) && v >= 0) reply.final_depth = v;
+      if (iw[i] == "nodes") {
+        unsigned long long n = 0;
+        if (parse_number(iw[i + 1], n)) reply.final_nodes = n;
+      }
+      if (iw[i] == "score" && i + 2 < iw.size() && parse_number(iw[i + 2], v) && v >= -kMateScoreCp / 2 &&
+          v <= kMateScoreCp / 2) {
+        if (iw[i + 1] == "cp") reply.final_cp = v;
+        if (iw[i + 1] == "mate") reply.final_mate = v;
+      }
+    }
+    break;
   }
   return reply;
 }

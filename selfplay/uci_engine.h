@@ -91,6 +91,13 @@ struct UciGoLimits {
 struct UciSearchReply {
   std::string bestmove;         // as sent, e.g. "e1h1"
   std::optional<int> score_cp;  // the last "info ... score" seen; mates as +-(100000 - plies)
+  // The search's last "info" line with an exact score (not a lowerbound or upperbound), as the
+  // engine sent it: its depth, nodes, score (cp, or mate in moves) and principal variation.
+  // Unset fields: the line did not have them (no such line: final_cp and final_mate unset).
+  int final_depth = 0;
+  unsigned long long final_nodes = 0;
+  std::optional<int> final_cp, final_mate;
+  std::vector<std::string> final_pv;
 };
 
 class UciEngine {

@@ -59,7 +59,7 @@ TEST_F(BashCompletion, CompletesCommandsOptionsAndValues) {
   // Fixed values: choices from the metavar, the first word of submit and completion.
   EXPECT_EQ(complete({"c960", "status", "--format", ""}), (Words{"text", "json"}));
   EXPECT_EQ(complete({"c960", "status", "--format", "=", "js"}), Words{"json"});  // --format=js
-  EXPECT_EQ(complete({"c960", "submit", ""}), (Words{"perft", "selfplay"}));
+  EXPECT_EQ(complete({"c960", "submit", ""}), (Words{"perft", "selfplay", "evaluation"}));
   EXPECT_EQ(complete({"c960", "completion", "z"}), Words{"zsh"});
   EXPECT_EQ(complete({"c960", "token", "new", "--role", "w"}), Words{"worker"});
   EXPECT_EQ(complete({"c960", "submit", "selfplay", "--verify", "a"}), (Words{"adaptive", "all"}));
@@ -130,7 +130,7 @@ TEST(ZshCompletion, ParsesAndOffersWhatTheParserTakes) {
   EXPECT_TRUE(absl::StrContains(perft, "\n*--fen[")) << perft;  // takes several words
   const std::string status = run({"c960", "status", "--format", ""});
   EXPECT_TRUE(absl::StrContains(status, ":text|json:(text json)\n")) << status;
-  EXPECT_TRUE(absl::StrContains(run({"c960", "submit", ""}), "\n1:submit:(perft selfplay)\n"));
+  EXPECT_TRUE(absl::StrContains(run({"c960", "submit", ""}), "\n1:submit:(perft selfplay evaluation)\n"));
   // Every option of every command is offered for its command.
   for (const cli::CommandInfo& c : cli::command_table()) {
     const std::string offered = run({"c960", c.name, "--"});

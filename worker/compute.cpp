@@ -6,10 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
+#include "cluster/evaluation_proto.h"
 #include "cluster/selfplay_proto.h"
 #include "cluster/u128.h"
 #include "core/notation.h"
 #include "core/position.h"
+#include "core/startpos.h"
 #include "selfplay/local_runner.h"
 
 namespace c960::cluster {
@@ -75,6 +77,56 @@ absl::StatusOr<v1::UnitResult> compute_selfplay(const v1::SelfPlayUnitSpec& u,
   return out;
 }
 
+// An evaluation unit: its positions by its one engine, started once per job and thread and kept
+// while the thread serves units of the same job and engine.
+absl::StatusOr<v1::UnitResult> compute_evaluation(const v1::EvaluationUnitSpec& u,
+                                                  const std::map<std::string, EngineOffer>& engines) {
+  thread_local std::string cached_job;
+  thread_local std::unique_ptr<selfplay::Evaluator> evaluator;
+  absl::StatusOr<selfplay::EvalSpec> spec = evaluation_spec_from_proto(u.job());
+  if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("spec.evaluation.job.", spec.status().message()));
+  if (spec->engines.size() != 1)
+    return absl::InvalidArgumentError("spec.evaluation.job.engines: a unit is computed by one engine");
+  if (u.start_positions_size() < 1 || u.start_positions_size() > kMaxEvaluationPositionsPerUnit)
+    return absl::InvalidArgumentError(absl::StrCat("spec.evaluation.start_positions: ", u.start_positions_size(),
+                                                   " positions is not in 1..", kMaxEvaluationPositionsPerUnit));
+  selfplay::EvalEngine& engine = spec->engines[0];
+  const auto it = engines.find(engine.name);
+  if (engine.builtin()) {
+    const selfplay::OptionPolicy builtin = it != engines.end() ? it->second.policy : default_builtin_policy();
+    if (absl::Status s = builtin.check({selfplay::builtin_hash_option(spec->hash_mb)}); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("engine 'builtin': hash_mb ", spec->hash_mb,
+                                                        " is more than this worker allows (", builtin.describe(),
+                                                        " MiB; c960-worker --engine-option builtin:Hash=1..MAX)"));
+  } else {
+    if (it == engines.end())
+      return absl::FailedPreconditionError(absl::StrCat("engine '", engine.name, "' is not offered by this worker"));
+    engine.path = it->second.path;
+    engine.policy = it->second.policy;
+  }
+  const std::string key = u.job().SerializeAsString();
+  if (!evaluator || key != cached_job) {
+    evaluator.reset();
+    absl::StatusOr<std::unique_ptr<selfplay::Evaluator>> e = selfplay::Evaluator::make(engine, *spec);
+    if (!e.ok()) return absl::FailedPreconditionError(e.status().message());
+    evaluator = *std::move(e);
+    cached_job = key;
+  }
+  v1::UnitResult out;
+  for (int sp : u.start_positions()) {
+    if (sp < 0 || sp >= kStartPositions)
+      return absl::InvalidArgumentError(absl::StrCat("spec.evaluation.start_positions: ", sp, " is not in 0..959"));
+    absl::StatusOr<selfplay::Evaluation> e = evaluator->evaluate(sp);
+    if (!e.ok()) {
+      evaluator.reset();
+      return absl::FailedPreconditionError(
+          absl::StrCat("engine '", engine.name, "', start position ", sp, ": ", e.status().message()));
+    }
+    evaluation_to_proto(*e, out.mutable_evaluation()->add_evaluations());
+  }
+  return out;
+}
+
 // The key set of a copy of a perft unit: 0 the global one, others one per seed, kept per thread
 // (a set is 9 KB; a worker sees a handful).
 const zobrist::Keys* keys_for(uint64_t seed) {
@@ -104,6 +156,7 @@ selfplay::OptionPolicy default_builtin_policy() {
 absl::StatusOr<v1::UnitResult> compute_unit(const v1::UnitSpec& spec, PerftHash* hash,
                                             const std::map<std::string, EngineOffer>& engines) {
   if (spec.kind_case() == v1::UnitSpec::kSelfplay) return compute_selfplay(spec.selfplay(), engines);
+  if (spec.kind_case() == v1::UnitSpec::kEvaluation) return compute_evaluation(spec.evaluation(), engines);
   if (spec.kind_case() != v1::UnitSpec::kPerft) return absl::InvalidArgumentError("spec: not a perft unit");
   const v1::PerftUnitSpec& p = spec.perft();
   if (p.depth() < 0 || p.depth() > kMaxUnitDepth)

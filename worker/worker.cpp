@@ -129,6 +129,7 @@ bool Worker::hello() {
       req.set_threads(options_.threads);
       req.add_capabilities("perft");
       req.add_capabilities("selfplay");
+      req.add_capabilities("evaluation");
       req.set_protocol_version(kProtocolVersion);
       req.set_cpu(options_.cpu);
       for (const auto& [name, offer] : options_.engines) {

@@ -86,11 +86,11 @@
                   JOB_STATE_CANCELLED: 'cancelled' };
   const TRUST = { TRUST_STATE_NEW: 'new', TRUST_STATE_TRUSTED: 'trusted', TRUST_STATE_QUARANTINED: 'quarantined' };
   const stateName = (s) => STATE[s] || 'unknown';
-  const kindOf = (job) => (job.spec && job.spec.selfplay ? 'selfplay' : 'perft');
+  const kindOf = (job) => (job.spec && job.spec.selfplay ? 'selfplay' : job.spec && job.spec.evaluation ? 'evaluation' : 'perft');
   // The coordinator's default (VERIFY_MODE_UNSPECIFIED) is adaptive.
   const verifyName = (v) => (v && v !== 'VERIFY_MODE_UNSPECIFIED' ? v.slice(12).toLowerCase() : 'adaptive');
   // The kind, with a perft job's depth: "perft depth 5".
-  const kindText = (job) => (kindOf(job) === 'perft' ? `perft depth ${num((job.spec.perft || {}).depth)}` : 'selfplay');
+  const kindText = (job) => (kindOf(job) === 'perft' ? `perft depth ${num((job.spec.perft || {}).depth)}` : kindOf(job));
   // Admin cancels any job, a submitter its own (the coordinator decides; this only hides the button).
   const mayCancel = (job) => job.state === 'JOB_STATE_RUNNING' &&
     (role === 'admin' || (role === 'submit' && job.owner === caller));
@@ -149,6 +149,12 @@
       const limit = num(sp.nodes) ? `${intText(sp.nodes)} nodes` : num(sp.depth) ? `depth ${sp.depth}` : `${sp.movetime_ms} ms`;
       return `${sp.engine || 'builtin'}, ${limit}/move, ${sp.games_per_position} games per position, ` +
              `positions ${sp.start_positions || 'all'}, ${num(sp.random_plies)} random plies, seed ${sp.seed}`;
+    }
+    if (s.evaluation) {
+      const e = s.evaluation;
+      const limit = num(e.depth) ? `depth ${e.depth}` : `${intText(e.nodes)} nodes`;
+      return `evaluation by ${(e.engines || []).map((x) => x.engine).join(', ')} at ${limit}, ` +
+             `positions ${e.start_positions || 'all'}`;
     }
     const p = s.perft || {};
     const roots = (p.fens || []).length ? `${p.fens.length} FENs` : `positions ${p.start_positions || 'all'}`;
@@ -346,8 +352,9 @@
         renderNotes(notes, job);
         document.body.dataset.unitsDone = String(p.unitsDone);
         document.body.dataset.state = stateName(job.state);
-        if (!view) view = p.selfplay ? selfplayView() : perftView();
-        if (p.unitsDone !== resultsFor || !view.shown) {
+        // An evaluation job's results are its downloads (CSV, JSON); the page shows its progress.
+        if (!view && kindOf(job) !== 'evaluation') view = p.selfplay ? selfplayView() : perftView();
+        if (view && (p.unitsDone !== resultsFor || !view.shown)) {
           const results = await getJson(`/api/v1/jobs/${encodeURIComponent(id)}/results${p.selfplay ? '' : '?divide=1'}`);
           view.show(results);
           view.shown = true;
@@ -400,7 +407,7 @@
     const base = `/api/v1/jobs/${encodeURIComponent(job.id)}/results`;
     const files = [['CSV', '.csv', ''], ['JSON', '.json', '']];
     if (kindOf(job) === 'perft') files.push(['CSV with divide', '.csv', 'divide=1'], ['JSON with divide', '.json', 'divide=1']);
-    else files.push(['PGN', '.pgn', '']);
+    else if (kindOf(job) === 'selfplay') files.push(['PGN', '.pgn', '']);
     files.forEach(([label, ext, query], i) => {
       const params = [query, finished ? '' : 'partial=1'].filter(Boolean).join('&');
       const a = el('a', 'download', label);

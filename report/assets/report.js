@@ -59,6 +59,28 @@
     }));
   }
 
+  if (data.evaluations && canvas('eval-scatter')) {
+    // Each engine's positions (centipawns, White's score) and its fitted logistic curve.
+    const colours = ['#2166ac', '#b2182b', '#1b7837', '#762a83', '#e08214', '#01665e', '#8c510a', '#4d4d4d'];
+    const datasets = [];
+    data.evaluations.engines.forEach((e, k) => {
+      const c = colours[k % colours.length];
+      datasets.push({ label: e.name, data: e.points, backgroundColor: c, pointRadius: 3 });
+      if (e.curve.length)
+        datasets.push({ type: 'line', label: `${e.name}: fitted`, data: e.curve, borderColor: c, pointRadius: 0,
+                        borderWidth: 1.5 });
+    });
+    charts.push(new Chart(canvas('eval-scatter'), {
+      type: 'scatter',
+      data: { datasets },
+      options: {
+        scales: { x: { title: { display: true, text: 'evaluation (centipawns, White)' } },
+                  y: { title: { display: true, text: "White's score in the games" } } },
+        plugins: { tooltip: { callbacks: { label: (c) => `${c.raw.id ?? ''} (${c.raw.x.toFixed(0)} cp, ${c.raw.y.toFixed(3)})` } } },
+      },
+    }));
+  }
+
   if (data.counts && canvas('counts-chart')) {
     // Points, not bars: counts differ by tens of percent, and bars must start at zero.
     const points = data.counts.values.map((y, i) => ({ x: i, y, id: data.counts.labels[i] }));
