@@ -433,21 +433,28 @@ class Simulation {
         left.push_back(w.outbox[k]);
         refused_ = true;
       }
-      if (st.reason() == v1::ErrorInfo::REASON_QUARANTINED) w.barred = true;
-      if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_ACCEPTED) {
-        log(absl::StrCat(w.key(), " accepted ", st.unit_id()));
-        if (full_) violation(absl::StrCat(w.key(), "'s result for ", st.unit_id(), " accepted while the disk is full"));
-      }
-      if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED) {
-        log(absl::StrCat(w.key(), "'s failure report for ", st.unit_id(), " recorded"));
-        ++report_.failure_reports;
-        if (full_) violation(absl::StrCat(w.key(), "'s failure report recorded while the disk is full"));
-      }
-      // A perft unit cannot fail: its report is refused (and not sent again).
-      if (!selfplay_ && st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED)
-        violation(absl::StrCat("a failure report for perft unit ", st.unit_id(), " was recorded"));
+      answered(w, st);
     }
+    // The first completion sent twice: its second answer counts too (the first may have been
+    // refused UNAVAILABLE by a failed commit, and the second kept after a probe).
+    if (req.completions_size() > int(batch)) answered(w, r->statuses(int(batch)));
     w.outbox = std::move(left);
+  }
+
+  // What one answer of a CompleteUnits call tells.
+  void answered(SimWorker& w, const v1::CompletionStatus& st) {
+    if (st.reason() == v1::ErrorInfo::REASON_QUARANTINED) w.barred = true;
+    if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_ACCEPTED) {
+      log(absl::StrCat(w.key(), " accepted ", st.unit_id()));
+      if (full_) violation(absl::StrCat(w.key(), "'s result for ", st.unit_id(), " accepted while the disk is full"));
+    }
+    if (st.code() == 0 && st.outcome() == v1::COMPLETION_OUTCOME_FAILURE_RECORDED) {
+      log(absl::StrCat(w.key(), "'s failure report for ", st.unit_id(), " recorded"));
+      ++report_.failure_reports;
+      if (full_) violation(absl::StrCat(w.key(), "'s failure report recorded while the disk is full"));
+      // A perft unit cannot fail: its report is refused (and not sent again).
+      if (!selfplay_) violation(absl::StrCat("a failure report for perft unit ", st.unit_id(), " was recorded"));
+    }
   }
 
   void reckless(SimWorker& w) {
