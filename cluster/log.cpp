@@ -18,6 +18,7 @@ std::mutex g_mu;
 std::string g_program = "c960";
 LogFormat g_format = LogFormat::kText;
 std::atomic<bool> g_silenced{false};
+thread_local LogHold* t_hold = nullptr;
 
 std::string timestamp() {
   const auto now = std::chrono::system_clock::now();
@@ -159,8 +160,28 @@ std::string format_log_line(LogFormat format, absl::string_view time, LogLevel l
 
 void set_log_silenced(bool silenced) { g_silenced = silenced; }
 
+LogHold::LogHold() : outer_(t_hold) { t_hold = this; }
+
+LogHold::~LogHold() { t_hold = outer_; }
+
+void LogHold::release() {
+  std::vector<Event> held;
+  held.swap(held_);
+  LogHold* self = t_hold;
+  t_hold = outer_;  // written (or held by the outer hold), not held here again
+  for (Event& e : held) log_event(e.level, e.event, e.message, e.fields);
+  t_hold = self;
+}
+
+bool LogHold::hold(Event e) {
+  if (!t_hold || e.event.empty()) return false;
+  t_hold->held_.push_back(std::move(e));
+  return true;
+}
+
 void log_event(LogLevel level, absl::string_view event, absl::string_view message, const LogFields& fields) {
   if (g_silenced) return;
+  if (t_hold && !event.empty() && LogHold::hold({level, std::string(event), std::string(message), fields})) return;
   const std::string ts = timestamp();
   // One write per line under a lock, so lines from threads never interleave.
   std::lock_guard lock(g_mu);

@@ -55,6 +55,31 @@ inline void log_error(absl::string_view message) { log(LogLevel::kError, message
 // a leading underscore.
 void log_event(LogLevel level, absl::string_view event, absl::string_view message, const LogFields& fields = {});
 
+// Holds this thread's events (log_event with an event name) while it lives: a transition that
+// may yet fail to commit logs into one, and release() writes what it holds once the commit
+// succeeded; what is still held when it ends is dropped (what those events told did not happen).
+// Plain lines (log, log_error) are written at once. Holds nest: an inner hold releases into the
+// one around it.
+class LogHold {
+ public:
+  LogHold();
+  ~LogHold();
+  LogHold(const LogHold&) = delete;
+  LogHold& operator=(const LogHold&) = delete;
+  void release();
+  // Called by log_event: whether this thread holds events now (then `e` was kept).
+  struct Event {
+    LogLevel level;
+    std::string event, message;
+    LogFields fields;
+  };
+  static bool hold(Event e);
+
+ private:
+  std::vector<Event> held_;
+  LogHold* outer_;
+};
+
 // One line as log() writes it, without the newline (tests).
 std::string format_log_line(LogFormat format, absl::string_view time, LogLevel level, absl::string_view program,
                             absl::string_view event, absl::string_view message, const LogFields& fields);

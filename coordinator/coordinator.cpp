@@ -65,21 +65,10 @@ void Coordinator::changed() {
 
 absl::Status Coordinator::load() {
   std::lock_guard lock(mu_);
-  return load_locked(true);
-}
-
-absl::Status Coordinator::restore_after(const absl::Status& failed) {
-  log_error(absl::StrCat("a commit failed (", failed.message(),
-                         "): nothing of that call was kept; the coordinator's state is read back from its store"));
-  ++counters_.store_reloads;
-  if (absl::Status s = load_locked(false); !s.ok()) {
-    // Memory and store can no longer be told to agree: stop serving rather than count wrong.
-    log_event(LogLevel::kError, "store_unreadable",
-              absl::StrCat("reading the store back after a failed commit: ", s.message(), "; exiting"), {});
-    std::abort();
-  }
-  store_failed(failed);
-  return refusal(clock_->now_ms());
+  // Called again, it replaces memory with the store's (tests; no failure path reloads).
+  if (loaded_) ++counters_.store_reloads;
+  loaded_ = true;
+  return load_locked();
 }
 
 void Coordinator::store_failed(const absl::Status& failed) {
@@ -159,7 +148,7 @@ std::string Coordinator::store_degraded() const {
   return health_.degraded ? health_.cause : "";
 }
 
-absl::Status Coordinator::load_locked(bool startup) {
+absl::Status Coordinator::load_locked() {
   absl::StatusOr<std::vector<StoredJob>> jobs = store_->load_jobs();
   if (!jobs.ok()) return jobs.status();
   absl::StatusOr<std::vector<StoredWorker>> workers = store_->load_workers();
@@ -204,11 +193,6 @@ absl::Status Coordinator::load_locked(bool startup) {
     it = registry_.sessions.erase(it);
   }
   for (StoredJob& s : *jobs) {
-    if (!s.planned && !startup) {
-      // Being stored by a submit right now (restore after a failed commit): it joins when done.
-      table_.next_seq = std::max(table_.next_seq, s.seq + 1);
-      continue;
-    }
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
       // the same request id: drop the part that was stored.

@@ -109,7 +109,8 @@ struct CoordinatorCounters {
   int64_t replicated = 0;              // units settled on two or more workers' agreeing results
   std::map<std::string, double> work;  // settled work by job kind (JobKind::work)
   // The store: commits that failed (probes included), probes of a degraded store, and full
-  // reloads of memory from the store after a failed commit (start-up not counted).
+  // reloads of memory from the store after start-up (load() called again; a failed commit
+  // reloads nothing, so this stays 0 in a running daemon).
   int64_t store_commit_failures = 0;
   int64_t store_probes = 0;
   int64_t store_reloads = 0;
@@ -139,7 +140,8 @@ class Coordinator {
   ~Coordinator();
 
   // Loads jobs and workers from the store: unfinished jobs resume, with every unit that has no
-  // settled result queued again as far as it still wants results.
+  // settled result queued again as far as it still wants results. Called again, it replaces
+  // memory with what the store holds (counted in store_reloads).
   absl::Status load();
 
   // Users. The submit role sees only its own jobs (others' are NOT_FOUND).
@@ -390,15 +392,9 @@ class Coordinator {
 
   const JobKind* kind_for(v1::JobSpec::KindCase c) const;
   // Jobs and workers as the store holds them, replacing those in memory (sessions, waiters
-  // and watches stay). At start, and after a failed commit: whatever the failed transition had
-  // changed in memory is gone with it.
-  absl::Status load_locked(bool startup);
-  // A commit failed after the transition had changed memory: memory is put back to what the
-  // store holds (one full reload, counted), the store is marked degraded, and the caller gets
-  // the refusal. Transitions refuse up front while degraded, so this runs once per episode,
-  // not once per retry.
-  absl::Status restore_after(const absl::Status& failed);
-  // Degraded mode. store_failed: a commit failed (memory unchanged, or restored): writes are
+  // and watches stay): load().
+  absl::Status load_locked();
+  // Degraded mode. store_failed: a commit failed (memory unchanged): writes are
   // refused from now until a probe succeeds. writable: OK when writes may be tried; probes the
   // store first when a probe is due; else the refusal (UNAVAILABLE, the cause, when to retry).
   void store_failed(const absl::Status& failed);
@@ -510,16 +506,21 @@ class Coordinator {
   // One completion's checks under the lock before its result is checked (phase 1 of complete).
   struct Pending;
   absl::Status apply_result(Pending& p, v1::CompleteUnitResponse* resp);
-  // The completions of a batch and the workers' records they change, in one transaction. Plan,
-  // commit, apply: plan_result writes each completion's rows and plans its memory changes from
-  // memory as it is, apply_planned installs them once the commit succeeded; a failed commit
-  // leaves memory as it was (*memory_changed false). A batch with a completion whose effects
-  // reach beyond its unit (plan_result false: a quarantine, a reopened or overturned unit, a
-  // failed job, trust earned) is applied the older way, apply_result in the transaction: then a
-  // failed commit leaves memory changed (*memory_changed true: the caller restores it).
+  // The completions of a batch and the workers' records they change, in one transaction; a
+  // failed commit leaves memory exactly as it was. Plan, commit, apply: plan_result writes each
+  // completion's rows and plans its memory changes from memory as it is (trust earned included:
+  // the owners it makes trusted rank so for the rest of the batch), apply_planned installs them
+  // once the commit succeeded. A batch with a completion whose effects reach beyond its unit
+  // and worker (plan_result false: a quarantine cascade, a reopened or overturned unit, a job
+  // failed by tied votes, a settle with an earlier copy's result, a unit twice in the batch) is
+  // staged instead: apply_result runs in the transaction, in the batch's order, with an Undo
+  // that keeps each part it changes as it was (keep()) and holds its log events; a failed commit
+  // swaps the kept parts back in (the jobs' addresses stay) and drops the events.
   struct PlannedResult;
   struct BatchPlan;
-  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo, bool* memory_changed);
+  struct Undo;
+  absl::Status commit_results(const std::string& worker, const std::vector<Pending*>& todo);
+  absl::Status commit_staged(const std::string& worker, const std::vector<Pending*>& todo);
   bool plan_result(Pending& p, BatchPlan* plan);
   void apply_planned(PlannedResult& r, const BatchPlan& plan);
   // The completions of one call: the call's own error, or one answer per completion.
@@ -580,8 +581,11 @@ class Coordinator {
   };
   JobTable table_;
 
-  // The worker registry. Invariants: a worker's record (`workers`, by key) is stored before it
-  // changes here (save_worker in the transition's transaction); every session names a worker
+  // The worker registry. Invariants: a worker's record (`workers`, by key) changes here only
+  // once the store holds the change: hello and the sweep write it first; a completion batch
+  // plans the records it changes and installs them after its commit (a staged batch changes
+  // them in its transaction and, if the commit fails, puts back the registry it kept: records,
+  // quarantined voters, trusted owners and lease counts as they were); every session names a worker
   // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
   // forgotten after forget_lost_ms, its worker's record after forget_workers_ms without a session
   // if nothing needs it (forget_workers); `per_identity` and `per_owner` count the records of
@@ -640,6 +644,13 @@ class Coordinator {
   // While a completion batch applies its results: the workers whose rows it writes at its end
   // (save_worker adds to it instead of writing); null otherwise.
   std::set<std::string>* batch_saves_ = nullptr;
+  // While a staged completion batch runs (commit_staged): what it changed, as it was. keep(j)
+  // before a job is changed (the first time: a copy of it); null otherwise.
+  Undo* undo_ = nullptr;
+  void keep(Job* j);
+  // While a completion batch is planned: the owners it makes trusted (rank_of ranks them so).
+  const std::set<std::string>* planned_trusted_ = nullptr;
+  bool loaded_ = false;  // load() ran once (a second one is a reload)
 
   std::mt19937_64 rng_;  // spot checks
   // When the leases out expire (sweep() pops those due, never walks them all).

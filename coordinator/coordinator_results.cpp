@@ -1,6 +1,7 @@
-// The coordinator's results: completions (a batch planned, committed, then applied, or the older
-// apply-in-transaction path for cascades), their verification, settling, folding and reopening
-// groups, trust, quarantine, and failure reports.
+// The coordinator's results: completions (a batch planned, committed, then applied; or, for
+// cascades, staged: applied in the transaction with what it changes kept, and put back if the
+// commit fails), their verification, settling, folding and reopening groups, trust, quarantine,
+// and failure reports.
 #include <algorithm>
 #include <set>
 
@@ -196,22 +197,18 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
       todo.clear();
     }
     // Every result of the call in one transaction (one commit, not one per unit).
-    bool changed_memory = false;
     absl::Status failed;
-    if (!todo.empty()) failed = commit_results(worker, todo, &changed_memory);
+    if (!todo.empty()) failed = commit_results(worker, todo);
     if (!failed.ok()) {
-      // Nothing of it was kept, and memory goes back to what the store holds (the one reload
-      // of this failure; the store is degraded from here). Then judged: a store that refuses a
-      // small write refuses everything (the worker sends the batch again: UNAVAILABLE); one
-      // that takes it refused something in this batch, which is found by committing each
-      // completion on its own, in order: one that fails alone, twice, with the store taking
-      // writes around it, is refused for itself (FAILED_PRECONDITION naming the store's reason);
-      // those before it are answered, those after it UNAVAILABLE (sent again, they proceed).
+      // Nothing of it was kept, and memory is as it was (no reload); the store is degraded from
+      // here. Then judged: a store that refuses a small write refuses everything (the worker
+      // sends the batch again: UNAVAILABLE); one that takes it refused something in this batch,
+      // which is found by committing each completion on its own, in order: one that fails alone,
+      // twice, with the store taking writes around it, is refused for itself
+      // (FAILED_PRECONDITION naming the store's reason); those before it are answered, those
+      // after it UNAVAILABLE (sent again, they proceed).
       for (Pending* p : todo) p->answer.reset();
-      if (changed_memory)
-        restore_after(failed).IgnoreError();
-      else
-        store_failed(failed);  // planned: nothing in memory changed
+      store_failed(failed);
       probe_store(now);
       if (health_.degraded) {
         const absl::Status refused = refusal(now);
@@ -231,15 +228,12 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
             }
             p->form = std::move(*form);
           }
-          why = commit_results(worker, {p}, &changed_memory);
+          why = commit_results(worker, {p});
           if (why.ok()) break;
           if (p->answer && !p->answer->ok() && p->answer->status().code() == absl::StatusCode::kInternal)
             why = p->answer->status();  // the statement the store refused, not "the transaction failed"
           p->answer.reset();
-          if (changed_memory)
-            restore_after(why).IgnoreError();
-          else
-            store_failed(why);
+          store_failed(why);
           probe_store(now);
           if (health_.degraded) break;
         }
@@ -298,12 +292,28 @@ struct Coordinator::BatchPlan {
   std::map<const Job*, int64_t> settles;           // units each job settles in the batch
   std::set<const Job*> finished;                   // jobs the batch finishes
   std::map<std::string, StoredWorker> workers;     // the records of the workers it changes, as it leaves them
+  std::set<std::string> trusted;                   // owners it makes trusted (rank_of sees them while planning)
+  std::vector<std::string> trusted_workers;        // the workers that earned it, in order
   int64_t now = 0;
 };
 
-absl::Status Coordinator::commit_results(const std::string& worker, const std::vector<Pending*>& todo,
-                                         bool* memory_changed) {
-  *memory_changed = false;
+// What a staged batch changes, as it was before it (commit_staged): the jobs it changes (each
+// copied by keep() before its first change), the registry's records, quarantines, trust and lease
+// counts, the counters, and the long polls' events.
+struct Coordinator::Undo {
+  std::map<Job*, Job> jobs;
+  std::map<std::string, WorkerState> workers;
+  std::set<std::string> quarantined_voters, trusted_owners;
+  std::map<std::string, int64_t> leases_held;
+  CoordinatorCounters counters;
+  bool work_event = false, refill_event = false;
+};
+
+void Coordinator::keep(Job* j) {
+  if (undo_ && !undo_->jobs.count(j)) undo_->jobs.emplace(j, *j);
+}
+
+absl::Status Coordinator::commit_results(const std::string& worker, const std::vector<Pending*>& todo) {
   // Plan and commit.
   BatchPlan plan;
   plan.now = clock_->now_ms();
@@ -312,8 +322,10 @@ absl::Status Coordinator::commit_results(const std::string& worker, const std::v
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     if (!txn->status().ok()) return txn->status();
+    planned_trusted_ = &plan.trusted;
     for (Pending* p : todo)
       if (!(local = plan_result(*p, &plan))) break;
+    planned_trusted_ = nullptr;
     if (local) {
       // The workers' records (counts and trust) in the same commit as the results that moved
       // them, each written once.
@@ -321,42 +333,78 @@ absl::Status Coordinator::commit_results(const std::string& worker, const std::v
         if (absl::Status s = store_->upsert_worker(rec); !s.ok()) return s;
       if (absl::Status s = txn->commit(); !s.ok()) return s;
     }
-  }  // (a plan abandoned for the older path below is rolled back here)
-  if (local) {
-    // Apply.
-    std::vector<Job*> jobs;  // in the batch's order
-    for (PlannedResult& r : plan.results) {
-      apply_planned(r, plan);
-      if (std::find(jobs.begin(), jobs.end(), r.j) == jobs.end()) jobs.push_back(r.j);
-    }
-    for (auto& [key, rec] : plan.workers) registry_.workers.at(key).rec = std::move(rec);
-    // Groups all settled now are folded, each in a commit of its own (one that fails stays as it
-    // is, and is tried again on load), after every result of the batch is in.
-    for (Job* j : jobs) fold_ready(j);
-    return absl::OkStatus();
+  }  // (a plan abandoned for the staged path is rolled back here)
+  if (!local) {
+    for (Pending* p : todo) p->answer.reset();
+    return commit_staged(worker, todo);
   }
+  // Apply.
+  std::vector<Job*> jobs;  // in the batch's order
+  for (PlannedResult& r : plan.results) {
+    apply_planned(r, plan);
+    if (std::find(jobs.begin(), jobs.end(), r.j) == jobs.end()) jobs.push_back(r.j);
+  }
+  for (auto& [key, rec] : plan.workers) registry_.workers.at(key).rec = std::move(rec);
+  registry_.trusted_owners.insert(plan.trusted.begin(), plan.trusted.end());
+  for (const std::string& key : plan.trusted_workers) {
+    const std::string& why = registry_.workers.at(key).rec.trust_reason;
+    log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", key, " trusted: ", why),
+              {{"worker", key}, {"reason", why}});
+  }
+  // Groups all settled now are folded, each in a commit of its own (one that fails stays as it
+  // is, and is tried again on load), after every result of the batch is in.
+  for (Job* j : jobs) fold_ready(j);
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::commit_staged(const std::string& worker, const std::vector<Pending*>& todo) {
   // A completion whose effects reach beyond its own unit and worker (a quarantine and what it
-  // takes back, a unit reopened or overturned, a job failed, trust earned, a unit sent twice in
-  // one batch) is not planned: the batch changes memory inside its transaction, and a failed
-  // commit leaves memory changed (the caller reads it back from the store).
-  for (Pending* p : todo) p->answer.reset();
-  *memory_changed = true;
-  std::unique_ptr<Store::Transaction> txn = store_->transaction();
-  if (!txn->status().ok()) return txn->status();
-  std::set<std::string> saves{worker};
-  batch_saves_ = &saves;
-  for (Pending* p : todo) {
-    v1::CompleteUnitResponse resp;
-    absl::Status s = apply_result(*p, &resp);
-    if (s.ok())
-      p->answer = resp;
-    else
-      p->answer = s;
+  // takes back, a unit reopened or overturned, a job failed, a unit sent twice in one batch) is
+  // not planned: the batch is applied in its transaction, completion by completion in the
+  // batch's order (a unit's second completion sees its first), by the same code as always
+  // (apply_result). What it changes is kept as it was first (Undo; keep() copies a job before
+  // its first change), and its log events are held: a failed commit swaps the kept state back
+  // in, contents only (jobs keep their addresses: by_seq, the deadline heap and the placements
+  // point at them), and drops the events, so memory is exactly as it was without a reload.
+  Undo undo{{},        registry_.workers, registry_.quarantined_voters, registry_.trusted_owners, registry_.leases_held,
+            counters_, polls_.work_event, polls_.refill_event};
+  LogHold events;
+  absl::Status s;
+  {
+    std::unique_ptr<Store::Transaction> txn = store_->transaction();
+    s = txn->status();
+    if (s.ok()) {
+      undo_ = &undo;
+      std::set<std::string> saves{worker};
+      batch_saves_ = &saves;
+      for (Pending* p : todo) {
+        v1::CompleteUnitResponse resp;
+        absl::Status applied = apply_result(*p, &resp);
+        if (applied.ok())
+          p->answer = resp;
+        else
+          p->answer = applied;
+      }
+      batch_saves_ = nullptr;
+      undo_ = nullptr;
+      for (const std::string& key : saves)
+        if (s.ok()) s = store_->upsert_worker(registry_.workers.at(key).rec);
+      if (s.ok()) s = txn->commit();
+    }
   }
-  batch_saves_ = nullptr;
-  for (const std::string& key : saves)
-    if (absl::Status s = store_->upsert_worker(registry_.workers.at(key).rec); !s.ok()) return s;
-  return txn->commit();
+  if (s.ok()) {
+    events.release();
+    return s;
+  }
+  for (auto& [j, old] : undo.jobs) *j = std::move(old);
+  registry_.workers = std::move(undo.workers);
+  registry_.quarantined_voters = std::move(undo.quarantined_voters);
+  registry_.trusted_owners = std::move(undo.trusted_owners);
+  registry_.leases_held = std::move(undo.leases_held);
+  counters_ = std::move(undo.counters);
+  polls_.work_event = undo.work_event;
+  polls_.refill_event = undo.refill_event;
+  return s;
 }
 
 bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
@@ -427,7 +475,9 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
   const Decision& d = r.d;
   if (!d.quarantine.empty()) return false;
   ++plan->workers.at(worker).units_done;
-  // Credits: the worker that computed each credited voter's copy (this one's included).
+  // Credits: the worker that computed each credited voter's copy (this one's included). Trust
+  // earned: the owner ranks as trusted for the rest of the batch (planned_trusted_), and in
+  // memory once the batch committed.
   auto credit_all = [&] {
     std::vector<std::string> keys;
     for (const std::string& v : d.credit) {
@@ -445,12 +495,16 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
       auto [it, added] = plan->workers.try_emplace(key, found->second.rec);
       StoredWorker& rec = it->second;
       ++rec.agreeing;
-      if (rec.trust == v1::TRUST_STATE_NEW) {
-        if (earns_trust(rec.agreeing, options_.trust_after)) return false;  // trust earned: ranks change
+      if (rec.trust != v1::TRUST_STATE_NEW) continue;
+      if (earns_trust(rec.agreeing, options_.trust_after)) {
+        rec.trust = v1::TRUST_STATE_TRUSTED;
+        rec.trust_reason = absl::StrCat(rec.agreeing, " results confirmed by trusted owners");
+        plan->trusted.insert(voter_of(key));
+        plan->trusted_workers.push_back(key);
+      } else {
         rec.trust_reason = absl::StrCat(rec.agreeing, " of ", options_.trust_after, " results confirmed");
       }
     }
-    return true;
   };
   v1::CompletionOutcome outcome = v1::COMPLETION_OUTCOME_PENDING_VERIFICATION;
   switch (d.verdict) {
@@ -461,7 +515,7 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
       break;
     case Verdict::kConfirm:
       if (absl::Status s = store_->set_votes(j->id, i, d.votes); !s.ok()) return refused(s);
-      if (!credit_all()) return false;
+      credit_all();
       outcome = v1::COMPLETION_OUTCOME_DUPLICATE;
       break;
     case Verdict::kSettle: {
@@ -479,7 +533,7 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
       ++settles;
       if (r.finishes) plan->finished.insert(j);
       r.audited = votes.needs_root;
-      if (!credit_all()) return false;
+      credit_all();
       outcome = v1::COMPLETION_OUTCOME_ACCEPTED;
       break;
     }
@@ -541,6 +595,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   Job* j = find_job(p.job_id);
   const int64_t index = p.index;
   if (!j) return absl::UnavailableError(absl::StrCat("unit_id: job ", p.job_id, " is being read back; retry"));
+  keep(j);                      // staged: what follows may change it
   if (!j->units.live(index)) {  // folded while its result was checked: as for a folded unit
     resp->set_outcome(v1::COMPLETION_OUTCOME_DUPLICATE);
     return absl::OkStatus();
@@ -1022,6 +1077,7 @@ void Coordinator::quarantine_voter(const std::string& voter, const std::string& 
   for (Job* j : table_.by_seq) {
     auto it = j->placed.find(voter);
     if (it == j->placed.end()) continue;
+    keep(j);
     std::deque<int64_t> q = std::move(it->second);
     j->placed.erase(it);
     for (int64_t i : q)
@@ -1059,6 +1115,7 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
           reopened.push_back(g);
           break;
         }
+    if (!reopened.empty()) keep(j);
     for (int64_t g : reopened) {
       if (absl::Status s = reopen(j, g); !s.ok()) {
         log_error(absl::StrCat("job ", j->id, ": planning folded group ", g, " again: ", s.message()));
@@ -1076,6 +1133,7 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
       Unit& u = j->units[i];
       Copy* c = u.copy_of(worker);
       if (!c) continue;
+      keep(j);
       if (c->leased()) end_lease(j, int64_t(i), *c, true);
       if (!c->result || c->discarded) continue;
       c->discarded = true;

@@ -110,7 +110,8 @@ int Coordinator::rank_of(const std::string& owner) const {
   // Without authentication every worker is the operator's own (a key with no identity).
   if (auto it = registry_.workers.find(owner); it != registry_.workers.end() && it->second.rec.identity.empty())
     return kRankRoot;
-  return registry_.trusted_owners.count(owner) ? kRankTrusted : kRankUntrusted;
+  const bool trusted = registry_.trusted_owners.count(owner) || (planned_trusted_ && planned_trusted_->count(owner));
+  return trusted ? kRankTrusted : kRankUntrusted;
 }
 
 int Coordinator::rank_in(const Job& j, const std::string& voter) const {

@@ -306,7 +306,7 @@ std::string Metrics::render(const CoordinatorMetrics& s, const Store::FileSizes&
           double(c.store_commit_failures));
   counter("c960_store_probes_total", "small writes that probed a degraded store", double(c.store_probes));
   counter("c960_store_reloads_total",
-          "full reloads of the coordinator's memory from its store after a failed commit (start-up not counted)",
+          "full reloads of the coordinator's memory from its store after start-up (a failed commit reloads nothing: 0)",
           double(c.store_reloads));
   MetricFamily degraded = family(
       "c960_store_degraded", "1 while the store refuses writes (degraded mode: writes answered UNAVAILABLE), else 0",

@@ -4,6 +4,7 @@
 // probe); a completion the store refuses for itself is refused alone and its batch proceeds.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <memory>
@@ -19,22 +20,27 @@
 namespace c960::cluster {
 namespace {
 
-// Fails store commits as a full disk would: every one while `full`, or the n-th from now.
+// Fails store commits as a full disk would: every write while `full`, every outermost commit
+// while `commits` (the writes inside a transaction succeed, its commit fails: a transition runs
+// to its end before it fails), or the n-th commit from now.
 class Faults {
  public:
   void attach(Store* store) {
     store->set_fault_injector([this](const char* what) {
-      if (full_ || (std::string(what) == "commit" && countdown_ > 0 && --countdown_ == 0))
+      const bool commit = std::string(what) == "commit";
+      if (full_ || (commit && commits_) || (commit && countdown_ > 0 && --countdown_ == 0))
         return absl::InternalError("store: the disk is full (injected)");
       return absl::OkStatus();
     });
   }
   void fill() { full_ = true; }
-  void free() { full_ = false; }
+  void free() { full_ = commits_ = false; }
+  void fail_commits() { commits_ = true; }
   void fail_commit(int n) { countdown_ = n; }
 
  private:
   bool full_ = false;
+  bool commits_ = false;
   int countdown_ = 0;
 };
 
@@ -305,10 +311,18 @@ TEST_F(DegradedStoreTest, APassingFaultCostsOneProbeNotARefusalOfTheRetry) {
 // counts, the units by state, the workers' counters, and the counters of leases and reloads.
 std::string memory_of(Coordinator& c) {
   const CoordinatorMetrics m = c.metrics();
-  std::string out = absl::StrCat(c.durable_state(), "\nlease counts: ", c.check_lease_counts(), "\nunits pending ",
-                                 m.units_pending, " leased ", m.units_leased, " verifying ", m.units_verifying,
-                                 " done ", m.units_done, "\nexpiries ", m.counters.lease_expiries, " requeues ",
-                                 m.counters.requeues, " reloads ", m.counters.store_reloads, "\n");
+  std::string out = absl::StrCat(
+      c.durable_state(), "\nlease counts: ", c.check_lease_counts(), "\nunits pending ", m.units_pending, " leased ",
+      m.units_leased, " verifying ", m.units_verifying, " done ", m.units_done, " disagreeing ", m.units_disagreeing,
+      "\nexpiries ", m.counters.lease_expiries, " requeues ", m.counters.requeues, " reloads ",
+      m.counters.store_reloads, " quarantines ", m.counters.quarantines, " mismatches ", m.counters.mismatches,
+      " disagreements ", m.counters.disagreements, " replicated ", m.counters.replicated, "\n");
+  auto js = c.list_jobs(Caller::local(), {});
+  if (js.ok())
+    for (const v1::Job& j : js->jobs()) {
+      auto full = c.get_job(Caller::local(), j.id());
+      if (full.ok()) absl::StrAppend(&out, "job ", full->ShortDebugString(), "\n");
+    }
   auto ws = c.list_workers(Caller::local(), {});
   if (ws.ok())
     for (const v1::WorkerInfo& w : ws->workers())
@@ -480,6 +494,220 @@ TEST_F(DegradedStoreTest, ACompletionTheStoreRefusesIsRefusedAloneAndItsBatchPro
   run({w});
   expect_exact(j.id(), 3);
   expect_durable();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The completions whose effects reach beyond their unit and worker (issue 35): a batch whose
+// commit fails leaves memory exactly as it was, with no reload and no event logged; sent again
+// once the store takes writes, it has its effects.
+
+const Caller kRoot1{"r1", Role::kWorker, true};
+const Caller kRoot2{"r2", Role::kWorker, true};
+
+class FailedCascadeTest : public DegradedStoreTest {
+ protected:
+  void SetUp() override {
+    DegradedStoreTest::SetUp();
+    CoordinatorOptions o;
+    o.trust_roots = {"r1", "r2"};
+    o.audit_rate = 0;
+    open(o);
+    faults_.attach(store_.get());
+  }
+  static Caller untrusted(const std::string& name) { return Caller{name, Role::kWorker, true}; }
+  // The batch `req` sent while every commit fails: refused (UNAVAILABLE), memory as it was, no
+  // reload, and none of `events` logged. Then sent again once the store takes writes: its
+  // answers.
+  v1::CompleteUnitsResponse refused_then_kept(const v1::CompleteUnitsRequest& req, const Caller& caller,
+                                              const std::vector<std::string>& events) {
+    const std::string before = memory_of(*coordinator_);
+    faults_.fail_commits();
+    ::testing::internal::CaptureStderr();
+    auto r = coordinator_->complete_units(caller, req);
+    const std::string logged = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+    EXPECT_NE(coordinator_->store_degraded(), "");
+    EXPECT_EQ(memory_of(*coordinator_), before);
+    EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+    EXPECT_EQ(coordinator_->check_lease_counts(), "");
+    for (const std::string& e : events) EXPECT_FALSE(absl::StrContains(logged, e)) << e << " logged:\n" << logged;
+    expect_durable();
+    faults_.free();
+    clock_.advance_ms(kStoreProbeMaxMs);  // the next call probes the store: it takes writes
+    ::testing::internal::CaptureStderr();
+    r = coordinator_->complete_units(caller, req);
+    last_logged_ = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(coordinator_->store_degraded(), "");
+    EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+    expect_durable();
+    return r.ok() ? *r : v1::CompleteUnitsResponse();
+  }
+  static v1::CompleteUnitsRequest request(const std::string& w,
+                                          const std::vector<std::pair<v1::Lease, v1::UnitResult>>& rs) {
+    v1::CompleteUnitsRequest req;
+    req.set_worker_id(w);
+    for (const auto& [l, r] : rs) {
+      v1::CompleteUnitRequest* c = req.add_completions();
+      c->set_unit_id(l.unit_id());
+      c->set_attempt(l.attempt());
+      *c->mutable_result() = r;
+    }
+    return req;
+  }
+  // Each worker in turn leases one unit, and the lease expires before the next leases: they all
+  // hold a copy of the same unit (the job's first), the last one's lease still out.
+  v1::Lease one_unit_to_all(const std::vector<std::pair<std::string, Caller>>& ws) {
+    v1::Lease first;
+    for (size_t k = 0; k < ws.size(); ++k) {
+      const std::vector<v1::Lease> l = acquire(ws[k].first, 1, ws[k].second);
+      EXPECT_EQ(l.size(), 1u);
+      if (l.empty()) return first;
+      if (k == 0) first = l[0];
+      EXPECT_EQ(l[0].unit_id(), first.unit_id());
+      if (k + 1 == ws.size()) return l[0];
+      clock_.advance_ms(options_.lease_ms + 1);
+      coordinator_->sweep();
+    }
+    return first;
+  }
+  std::string last_logged_;
+};
+
+// (a) An impossible result quarantines its worker: everything it settled alone is taken back,
+// a unit still in memory and a lazily planned root already folded (planned again).
+TEST_F(DegradedStoreTest, AFailedQuarantineCascadeLeavesMemoryAsItWas) {
+  CoordinatorOptions o;  // every unit planned lazily, one root per refill
+  o.lazy_plan_walk = 0;
+  o.lazy_window_units = 1;
+  o.lazy_low_water_units = 1;
+  open(o);
+  faults_.attach(store_.get());
+  const std::string w = hello("w");
+  const v1::Job j = submit(perft_request(v1::VERIFY_MODE_OFF, 4, "0-2", 2));
+  // Verify off: every result stands on w's word alone. The first root is settled and folded, and
+  // some units of the second are settled.
+  const int64_t first_root = job(j.id()).progress().units_total();
+  ASSERT_GT(first_root, 0);
+  for (int64_t done = 0; done < first_root + 5; ++done) {
+    v1::AcquireWorkRequest req;
+    req.set_worker_id(w);
+    req.set_max_units(1);
+    req.set_wait_seconds(5);  // the next root is expanded by the coordinator's own thread
+    auto got = coordinator_->acquire(Caller::local(), req);
+    ASSERT_TRUE(got.ok() && got->leases_size() == 1) << got.status();
+    ASSERT_EQ(complete(w, got->leases(0)).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  }
+  ASSERT_GT(job(j.id()).progress().units_total(), first_root + 5);
+  auto rows = store_->unit_rows(j.id());
+  ASSERT_TRUE(rows.ok());
+  ASSERT_LT(*rows, job(j.id()).progress().units_total()) << "the first root was not folded";
+  const std::vector<v1::Lease> l = acquire(w, 1);
+  ASSERT_EQ(l.size(), 1u);
+  v1::UnitResult impossible = result(l[0]);
+  impossible.mutable_perft()->mutable_nodes()->set_hi(~0ULL);
+  impossible.mutable_perft()->mutable_nodes()->set_lo(~0ULL);
+  v1::CompleteUnitsRequest req;
+  req.set_worker_id(w);
+  v1::CompleteUnitRequest* c = req.add_completions();
+  c->set_unit_id(l[0].unit_id());
+  c->set_attempt(l[0].attempt());
+  *c->mutable_result() = impossible;
+
+  const std::string before = memory_of(*coordinator_);
+  const int64_t done_before = job(j.id()).progress().units_done();
+  faults_.fail_commits();
+  ::testing::internal::CaptureStderr();
+  auto r = coordinator_->complete_units(Caller::local(), req);
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(memory_of(*coordinator_), before);
+  EXPECT_EQ(job(j.id()).progress().units_done(), done_before);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  EXPECT_EQ(coordinator_->check_lease_counts(), "");
+  EXPECT_FALSE(absl::StrContains(logged, "QUARANTINED")) << logged;
+  EXPECT_FALSE(absl::StrContains(logged, "taken back")) << logged;
+  expect_durable();
+  // Sent again once the store takes writes: the quarantine and all it takes back.
+  faults_.free();
+  clock_.advance_ms(kStoreProbeMaxMs);
+  r = coordinator_->complete_units(Caller::local(), req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(absl::StatusCode(r->statuses(0).code()), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(workers().at("w").trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_EQ(job(j.id()).progress().units_done(), 0);
+  EXPECT_EQ(coordinator_->metrics().counters.store_reloads, 0);
+  expect_durable();
+}
+
+// (b) A trust root overturns a result an untrusted owner settled alone: the root's result
+// replaces it and the owner is quarantined.
+TEST_F(FailedCascadeTest, AFailedOverturnLeavesMemoryAsItWas) {
+  const Caller a = untrusted("a");
+  const std::string wa = hello("wa", a), wr = hello("wr", kRoot1);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 5, "0", Caller::local(), 1);
+  const v1::Lease lr = one_unit_to_all({{wa, a}, {wr, kRoot1}});
+  ASSERT_EQ(complete(wa, lr, result(lr, 1), a).value(), v1::COMPLETION_OUTCOME_ACCEPTED);  // a lie, settled
+  const v1::CompleteUnitsResponse r =
+      refused_then_kept(request(wr, {{lr, result(lr)}}), kRoot1, {"QUARANTINED", "RESULT MISMATCH"});
+  ASSERT_EQ(r.statuses_size(), 1);
+  EXPECT_EQ(r.statuses(0).outcome(), v1::COMPLETION_OUTCOME_ACCEPTED) << r.ShortDebugString();
+  EXPECT_EQ(workers().at("a/wa").trust(), v1::TRUST_STATE_QUARANTINED);
+  EXPECT_GE(job(j.id()).result_mismatches(), 1);
+}
+
+// (c) Five owners sent results for one unit and the two trust roots among them disagree: the
+// job fails.
+TEST_F(FailedCascadeTest, AFailedFailOnTiedVotesLeavesMemoryAsItWas) {
+  const Caller u1 = untrusted("u1"), u2 = untrusted("u2"), u3 = untrusted("u3");
+  const std::string w1 = hello("w1", u1), w2 = hello("w2", u2), w3 = hello("w3", u3);
+  const std::string r1 = hello("r1w", kRoot1), r2 = hello("r2w", kRoot2);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 5, "0", Caller::local(), 1);
+  const v1::Lease l = one_unit_to_all({{w1, u1}, {w2, u2}, {w3, u3}, {r1, kRoot1}, {r2, kRoot2}});
+  ASSERT_EQ(complete(w1, l, result(l), u1).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  ASSERT_EQ(complete(w2, l, result(l), u2).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  ASSERT_EQ(complete(w3, l, result(l), u3).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  ASSERT_EQ(complete(r1, l, result(l), kRoot1).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  refused_then_kept(request(r2, {{l, result(l, 1)}}), kRoot2, {"FAILED", "RESULT MISMATCH"});
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(absl::StrContains(job(j.id()).failure_detail(), "tied")) << job(j.id()).failure_detail();
+  EXPECT_TRUE(absl::StrContains(last_logged_, "FAILED")) << last_logged_;
+}
+
+// (d) A root's batch confirms an untrusted owner's results: the owner earns trust in it.
+TEST_F(FailedCascadeTest, AFailedBatchThatEarnsTrustLeavesMemoryAsItWas) {
+  CoordinatorOptions o = options_;
+  o.trust_after = 1;  // the first result a trust root confirms
+  open(o);
+  faults_.attach(store_.get());
+  const Caller a = untrusted("a");
+  const std::string wa = hello("wa", a), wr = hello("wr", kRoot1);
+  submit(v1::VERIFY_MODE_ALL, 3, "0-3");
+  const std::vector<v1::Lease> la = acquire(wa, 1, a);
+  ASSERT_EQ(la.size(), 1u);
+  ASSERT_EQ(complete(wa, la[0], result(la[0]), a).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  std::vector<std::pair<v1::Lease, v1::UnitResult>> rs;  // the root's copies, one of them of a's unit
+  for (const v1::Lease& l : acquire(wr, 8, kRoot1)) rs.emplace_back(l, result(l));
+  ASSERT_TRUE(std::any_of(rs.begin(), rs.end(), [&](const auto& r) { return r.first.unit_id() == la[0].unit_id(); }));
+  EXPECT_EQ(workers().at("a/wa").trust(), v1::TRUST_STATE_NEW);
+  refused_then_kept(request(wr, rs), kRoot1, {"trusted"});
+  EXPECT_EQ(workers().at("a/wa").trust(), v1::TRUST_STATE_TRUSTED);
+  EXPECT_TRUE(absl::StrContains(last_logged_, "worker a/wa trusted")) << last_logged_;
+}
+
+// (e) A batch that sends one unit twice (and another unit once).
+TEST_F(FailedCascadeTest, AFailedBatchWithAUnitTwiceLeavesMemoryAsItWas) {
+  const std::string w = hello("w", kRoot1);
+  const v1::Job j = submit(v1::VERIFY_MODE_OFF, 3, "0-3");
+  const std::vector<v1::Lease> l = acquire(w, 2, kRoot1);
+  ASSERT_EQ(l.size(), 2u);
+  const v1::CompleteUnitsResponse r =
+      refused_then_kept(request(w, {{l[0], result(l[0])}, {l[0], result(l[0])}, {l[1], result(l[1])}}), kRoot1, {});
+  ASSERT_EQ(r.statuses_size(), 3);
+  EXPECT_EQ(r.statuses(0).outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(r.statuses(1).outcome(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  EXPECT_EQ(r.statuses(2).outcome(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(job(j.id()).progress().units_done(), 2);
 }
 
 }  // namespace

@@ -164,5 +164,38 @@ TEST(DaemonLog, GrpcLinesGoThroughTheLog) {
   EXPECT_EQ(text.find("E1"), std::string::npos) << text;  // no raw gRPC line
 }
 
+// A hold keeps events (not plain lines) until it is released, in their order, and drops them if
+// it never is; an inner hold releases into the one around it.
+TEST(DaemonLog, HeldEventsAreWrittenOnlyOnceReleased) {
+  set_log_silenced(false);
+  set_log_format(LogFormat::kText);
+  ::testing::internal::CaptureStderr();
+  {
+    LogHold dropped;
+    log_event(LogLevel::kInfo, "never", "an event of a transition that did not commit");
+    log_error("a plain line is written at once");
+  }
+  std::string text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(text.find("did not commit"), std::string::npos) << text;
+  EXPECT_NE(text.find("a plain line is written at once"), std::string::npos) << text;
+
+  LogHold outer;
+  ::testing::internal::CaptureStderr();
+  log_event(LogLevel::kInfo, "first", "first event");
+  {
+    LogHold inner;
+    log_event(LogLevel::kInfo, "second", "second event");
+    inner.release();
+  }
+  text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(text.find("event"), std::string::npos) << text;
+  ::testing::internal::CaptureStderr();
+  outer.release();
+  text = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(text.find("first event"), std::string::npos) << text;
+  ASSERT_NE(text.find("second event"), std::string::npos) << text;
+  EXPECT_LT(text.find("first event"), text.find("second event")) << text;
+}
+
 }  // namespace
 }  // namespace c960::cluster
