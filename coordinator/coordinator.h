@@ -652,7 +652,8 @@ class Coordinator {
   const std::set<std::string>* planned_trusted_ = nullptr;
   bool loaded_ = false;  // load() ran once (a second one is a reload)
 
-  std::mt19937_64 rng_;  // spot checks
+  std::mt19937_64 rng_;          // spot checks
+  std::mt19937_64 session_ids_;  // with options_.seed: session ids (else the system's randomness)
   // When the leases out expire (sweep() pops those due, never walks them all).
   LeaseDeadlines<Job> deadlines_;
   CoordinatorCounters counters_;

@@ -163,7 +163,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   WorkerState& w = registry_.workers[key];
   w.rec = std::move(rec);
   Session s;
-  s.id = new_session_id();
+  s.id = new_session_id(options_.seed ? &session_ids_ : nullptr);
   s.key = key;
   s.voter = voter;
   s.threads = w.rec.threads;

@@ -146,7 +146,12 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
         continue;
       }
       if (!p.req->failure().empty()) {
-        p.answer = record_failure(caller, *p.req, j, p.index, *c);
+        // After a report whose commit failed in this very call, the store is degraded: the rest
+        // are refused as any write is then, not tried against it one by one.
+        if (absl::Status s = writable(clock_->now_ms()); !s.ok())
+          p.answer = s;
+        else
+          p.answer = record_failure(caller, *p.req, j, p.index, *c);
         continue;
       }
       p.kind = j->kind;

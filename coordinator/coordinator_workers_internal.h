@@ -23,7 +23,10 @@ namespace c960::cluster::workers_internal {
 // Rates of workers for `c960 workers`: over this window.
 inline constexpr int64_t kWorkerRateWindowMs = 120'000;
 
-inline std::string new_session_id() {
+// From the system's randomness; from `seeded` where the coordinator was given a seed (tests and
+// the simulation, whose failing seeds must replay: the order of sessions follows their ids).
+inline std::string new_session_id(std::mt19937_64* seeded) {
+  if (seeded) return absl::StrFormat("s-%016x%016x", (*seeded)(), (*seeded)());
   std::random_device rd;
   return absl::StrFormat("s-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
 }
