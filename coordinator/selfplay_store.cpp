@@ -15,7 +15,6 @@
 
 namespace c960::cluster {
 
-using store_sql::describe;
 using store_sql::Stmt;
 
 namespace {
@@ -255,14 +254,20 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
     d.bind(3, sp.first_game);
     d.bind(4, sp.first_game + int64_t(sp.games.size()));
     if (!d.run()) return sql.error("delete games");
-    t.stored -= sqlite3_changes(sql.db());
+    t.stored -= sql.db()->changes();
   }
   const std::string terms = pack_counts(t.terminations);
   Stmt u(sql.statements(), binds_,
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-         "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-         "duplicates, stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+         "INSERT INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, stored, "
+         "terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, sp) DO UPDATE SET "
+         "games = excluded.games, white_wins = excluded.white_wins, draws = excluded.draws, black_wins = "
+         "excluded.black_wins, plies = excluded.plies, duplicates = excluded.duplicates, stored = excluded.stored, "
+         "terminations = excluded.terminations, uncounted = excluded.uncounted",
+         "INSERT INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, stored, "
+         "terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, sp) DO UPDATE SET games = "
+         "excluded.games, white_wins = excluded.white_wins, draws = excluded.draws, black_wins = excluded.black_wins, "
+         "plies = excluded.plies, duplicates = excluded.duplicates, stored = excluded.stored, terminations = "
+         "excluded.terminations");
   if (!u.ok()) return sql.error("position totals");
   u.bind_text(1, job_id);
   u.bind(2, int64_t(sp.sp));

@@ -1,6 +1,7 @@
 // The real binaries on loopback with ephemeral ports: full jobs checked against the published
 // perft table, workers and the coordinator killed mid-job, graceful stops, duplicate and late
-// completions, and invalid requests with their status codes.
+// completions, and invalid requests with their status codes. Built twice: with the store in an
+// SQLite file, and (C960_TEST_POSTGRES) in a database of a scratch PostgreSQL server.
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include "core/position.h"
 #include "core/startpos.h"
 #include "tests/cluster/cluster_fixture.h"
+#include "tests/cluster/pg_server.h"
 #include "tests/cluster/reference.h"
 #include "tests/process.h"
 #include "worker/compute.h"
@@ -66,6 +68,16 @@ class ClusterTest : public c960::test::ClusterFixture {
   void SetUp() override {
     ASSERT_EQ(reference().size(), 960u);
     ClusterFixture::SetUp();
+#ifdef C960_TEST_POSTGRES
+    // cluster_pg_integration_test: the same tests with the store in a PostgreSQL database.
+    std::string why;
+    bool installed = false;
+    testing::PgServer* pg = testing::PgServer::shared(&why, &installed);
+    if (!installed) GTEST_SKIP() << why;
+    ASSERT_NE(pg, nullptr) << why;
+    db_ = pg->fresh_database("cluster");
+    ASSERT_FALSE(db_.empty()) << "createdb failed";
+#endif
   }
 
   int start_coordinator(int port = 0, const std::vector<std::string>& extra = {}) {
