@@ -10,9 +10,7 @@
 
 namespace c960::cluster::store_db {
 
-bool is_postgres_url(std::string_view db) {
-  return db.starts_with("postgresql://") || db.starts_with("postgres://");
-}
+bool is_postgres_url(std::string_view db) { return db.starts_with("postgresql://") || db.starts_with("postgres://"); }
 
 std::string redact_url(std::string_view url) {
   const size_t scheme = url.find("://");
@@ -76,7 +74,8 @@ std::string postgres(std::string_view in) {
         out += "BYTEA";
       } else if (word == "WITHOUT" && next_word(in, j) == "ROWID") {
         j = in.find("ROWID", j) + 5;  // PostgreSQL's tables have no rowid to do without
-      } else if (word == "c960_bind" && in.substr(j).starts_with("('") && in.find("',", j + 2) != std::string_view::npos) {
+      } else if (word == "c960_bind" && in.substr(j).starts_with("('") &&
+                 in.find("',", j + 2) != std::string_view::npos) {
         // c960_bind('KIND', ...) as c960_bind_KIND(...): one function per binding, so that the
         // server knows its parameters' types from it (overloads of one name would leave
         // parameters in them ambiguous).

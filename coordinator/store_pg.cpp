@@ -2,10 +2,9 @@
 // SQLite's dialect once, when prepared (dialect::postgres); kept ones are server-side prepared
 // statements by name, prepared once per connection. Parameters go in binary (integers as the
 // types the server inferred for them, blobs as BYTEA), results come back in binary.
+#include <cstring>
 #include <libpq-fe.h>
 #include <sqlite3.h>
-
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -196,9 +195,9 @@ class PgConnection final : public Connection {
       v[size_t(k)] = values[size_t(k)].c_str();
       lengths[size_t(k)] = int(values[size_t(k)].size());
     }
-    PGresult* r = name.empty() ? PQexecParams(conn_, sql.c_str(), n, types.data(), v.data(), lengths.data(),
-                                              formats.data(), 1)
-                               : PQexecPrepared(conn_, name.c_str(), n, v.data(), lengths.data(), formats.data(), 1);
+    PGresult* r = name.empty()
+                      ? PQexecParams(conn_, sql.c_str(), n, types.data(), v.data(), lengths.data(), formats.data(), 1)
+                      : PQexecPrepared(conn_, name.c_str(), n, v.data(), lengths.data(), formats.data(), 1);
     const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
       state_.clear();
@@ -297,8 +296,7 @@ absl::StatusOr<std::unique_ptr<Connection>> open_postgres(const std::string& url
   if (PQstatus(conn) != CONNECTION_OK) {
     const std::string why(absl::StripTrailingAsciiWhitespace(PQerrorMessage(conn)));
     PQfinish(conn);
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot connect to the database '", redact_url(url), "': ", why));
+    return absl::FailedPreconditionError(absl::StrCat("cannot connect to the database '", redact_url(url), "': ", why));
   }
   PQsetNoticeReceiver(conn, ignore_notice, nullptr);
   return std::unique_ptr<Connection>(std::make_unique<PgConnection>(conn));
