@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace c960::cluster::testing {
+namespace c960::test {
 
 class PgServer {
  public:
@@ -150,4 +150,4 @@ class PgServer {
   bool started_ = false;
 };
 
-}  // namespace c960::cluster::testing
+}  // namespace c960::test

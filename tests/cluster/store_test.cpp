@@ -34,13 +34,13 @@ enum class Backend { kSqlite, kPostgres };
 
 // The test process's PostgreSQL server: skips the test when PostgreSQL is not installed, fails it
 // when the server would not start.
-#define C960_USE_PG(pg)                               \
-  do {                                                \
-    std::string why;                                  \
-    bool installed = false;                           \
-    pg = testing::PgServer::shared(&why, &installed); \
-    if (!installed) GTEST_SKIP() << why;              \
-    ASSERT_NE(pg, nullptr) << why;                    \
+#define C960_USE_PG(pg)                            \
+  do {                                             \
+    std::string why;                               \
+    bool installed = false;                        \
+    pg = test::PgServer::shared(&why, &installed); \
+    if (!installed) GTEST_SKIP() << why;           \
+    ASSERT_NE(pg, nullptr) << why;                 \
   } while (0)
 
 class StoreBackendTest : public ::testing::TestWithParam<Backend> {
@@ -59,7 +59,7 @@ class StoreBackendTest : public ::testing::TestWithParam<Backend> {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
     return path;
   }
-  testing::PgServer* pg_ = nullptr;
+  test::PgServer* pg_ = nullptr;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values(Backend::
 class PostgresStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { C960_USE_PG(pg_); }
-  testing::PgServer* pg_ = nullptr;
+  test::PgServer* pg_ = nullptr;
 };
 
 // Issue 19: a store file that is there but empty (a mount or a copy gone wrong) used to start as
