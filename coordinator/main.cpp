@@ -35,8 +35,8 @@
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
 ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this file once serving");
 ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb,
-          "the store of jobs, units, results and workers: an SQLite file, or a PostgreSQL database "
-          "(postgresql://USER@HOST:PORT/DATABASE?sslmode=verify-full&sslrootcert=FILE; no password in it)");
+          "the store of jobs, units, results and workers: an SQLite file, or a PostgreSQL database's URL "
+          "(postgresql://USER@HOST:PORT/DB?sslmode=...; no password in it)");
 ABSL_FLAG(std::string, db_password_file, "",
           "--db postgresql://: a file (not readable by group or others) holding the database password; else "
           "libpq's PGPASSWORD or PGPASSFILE from the environment");

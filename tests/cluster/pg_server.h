@@ -1,11 +1,13 @@
 // A scratch PostgreSQL server for tests: a cluster made with initdb in a temporary directory, run
 // as an unprivileged user (the postgres account when the tests run as root), listening on a free
 // loopback port and a socket in that directory only, stopped (pg_ctl stop -m immediate) and
-// removed when the process's tests end, or when it fails to start. One per test process, a
+// removed when the process's tests end, or when it fails to start, or (by a watcher process)
+// when the test process is killed. One per test process, a
 // fresh database per test. PostgreSQL 15's binaries are looked for in /usr/lib/postgresql/15/bin
 // (C960_PG_BIN overrides); without them the tests that need a server skip, naming why.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -126,7 +128,34 @@ class PgServer {
       stop();
       return false;
     }
+    watch_for_exit();
     return true;
+  }
+
+  // A process killed before its destructor runs (SIGKILL, SIGPIPE, a crash) would leave the
+  // server running: a shell that waits on a pipe this process holds stops it and removes the
+  // directory when the pipe closes, which it does when this process ends in any way.
+  void watch_for_exit() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    const std::string stop_cmd = absl::StrCat(getuid() == 0 ? "runuser -u postgres -- " : "", bin_, "/pg_ctl -D ", dir_,
+                                              "/data -m immediate -w stop; rm -rf ", dir_);
+    const std::string script = absl::StrCat("cat >/dev/null; ", stop_cmd, " >/dev/null 2>&1");
+    const pid_t pid = fork();
+    if (pid == 0) {  // only exec after fork: the test process may have threads
+      dup2(fds[0], 0);
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      setsid();  // not in the test's process group: a signal to it does not reach the watcher first
+      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[0]);
+    if (pid > 0)
+      watch_fd_ = fds[1];  // kept open until this process ends
+    else
+      close(fds[1]);
   }
 
   std::string failed(const char* what) const {
@@ -148,6 +177,7 @@ class PgServer {
   std::string dir_;
   int port_ = 0;
   bool started_ = false;
+  int watch_fd_ = -1;  // the pipe the watcher waits on (watch_for_exit)
 };
 
 }  // namespace c960::test
