@@ -3,8 +3,9 @@
 // loopback port and a socket in that directory only, stopped (pg_ctl stop -m immediate) and
 // removed when the process's tests end, or when it fails to start, or (by a watcher process)
 // when the test process is killed. One per test process, a
-// fresh database per test. PostgreSQL 15's binaries are looked for in /usr/lib/postgresql/15/bin
-// (C960_PG_BIN overrides); without them the tests that need a server skip, naming why.
+// fresh database per test; under ctest, the run's one server instead (pg_fixture.sh). PostgreSQL 15's binaries are
+// looked for in /usr/lib/postgresql/15/bin (C960_PG_BIN overrides); without them the tests that need a server skip,
+// naming why.
 #pragma once
 
 #include <fcntl.h>
@@ -35,6 +36,20 @@ class PgServer {
     static std::unique_ptr<PgServer> server = [] {
       const char* env = std::getenv("C960_PG_BIN");
       const std::string bin = env && *env ? env : "/usr/lib/postgresql/15/bin";
+      // Under ctest, the run's one server (the fixture "pg": tests/cluster/pg_fixture.sh).
+      const char* shared_dir = std::getenv("C960_PG_SERVER_DIR");
+      int port = 0;
+      if (shared_dir && *shared_dir) {
+        std::ifstream in(std::string(shared_dir) + "/port");
+        if (in >> port && port > 0) {
+          found = true;
+          auto s = std::unique_ptr<PgServer>(new PgServer(bin));
+          s->dir_ = shared_dir;
+          s->port_ = port;
+          s->owned_ = false;
+          return s;
+        }
+      }
       found = std::filesystem::exists(bin + "/initdb") && std::filesystem::exists(bin + "/pg_ctl");
       if (!found) {
         failure = absl::StrCat("PostgreSQL is not installed (no initdb and pg_ctl in ", bin,
@@ -50,7 +65,9 @@ class PgServer {
     return server.get();
   }
 
-  ~PgServer() { stop(); }
+  ~PgServer() {
+    if (owned_) stop();
+  }
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
 
@@ -66,10 +83,11 @@ class PgServer {
   }
   // psql's output of SQL run in `database` (tests that look at the server directly).
   std::string psql(const std::string& database, const std::string& sql) {
-    const std::string out = dir_ + "/psql.out";
-    std::ofstream(dir_ + "/psql.sql") << sql;
-    if (!run(absl::StrCat(bin_, "/psql -X -q -A -t -h ", dir_, " -p ", port_, " -U c960 -d ", database, " -f ", dir_,
-                          "/psql.sql -o ", out)))
+    const std::string in = absl::StrCat(dir_, "/psql-", getpid(), ".sql"),
+                      out = absl::StrCat(dir_, "/psql-", getpid(), ".out");
+    std::ofstream(in) << sql;
+    if (!run(absl::StrCat(bin_, "/psql -X -q -A -t -h ", dir_, " -p ", port_, " -U c960 -d ", database, " -f ", in,
+                          " -o ", out)))
       return "(psql failed)";
     std::stringstream s;
     s << std::ifstream(out).rdbuf();
@@ -178,6 +196,7 @@ class PgServer {
   int port_ = 0;
   bool started_ = false;
   int watch_fd_ = -1;  // the pipe the watcher waits on (watch_for_exit)
+  bool owned_ = true;  // started by this process (else the ctest fixture's: left running)
 };
 
 }  // namespace c960::test
