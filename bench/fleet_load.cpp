@@ -11,6 +11,7 @@
 // the client's own CPU (it shares the machine). Not a test: the figures go in the notes.
 //   build/release/bench/c960-bench-fleet [--workers 10000] [--unit_ms 2000] [--batch 1]
 //                                        [--seconds 30] [--client_threads 2] [--plaintext]
+//                                        [--db postgresql://...]
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,9 @@ ABSL_FLAG(int32_t, seconds, 30, "measured window, after every worker said Hello 
 ABSL_FLAG(int32_t, client_threads, 2, "client threads, one completion queue each");
 ABSL_FLAG(int32_t, ramp, 200, "workers connecting at once while the fleet comes up");
 ABSL_FLAG(bool, plaintext, false, "no TLS and no tokens (to see what security costs)");
+ABSL_FLAG(std::string, db, "",
+          "the coordinator's --db: an empty PostgreSQL database's postgresql:// URL; default an SQLite file in a "
+          "scratch directory");
 ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
 
 namespace v1 = c960::v1;
@@ -249,8 +253,9 @@ int main(int argc, char** argv) {
   }
   const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/c960-fleet-", getpid());
   std::filesystem::create_directories(dir);
-  std::vector<std::string> daemon = {absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0",
-                                     "--port-file=" + dir + "/port", "--db=" + dir + "/c.db", "--lease-seconds=120"};
+  std::vector<std::string> daemon = {
+      absl::GetFlag(FLAGS_coordinator_bin), "--listen=127.0.0.1:0", "--port-file=" + dir + "/port",
+      "--db=" + (absl::GetFlag(FLAGS_db).empty() ? dir + "/c.db" : absl::GetFlag(FLAGS_db)), "--lease-seconds=120"};
   std::string ca_pem, admin_token;
   std::vector<std::string> tokens;
   if (secure) {

@@ -2,14 +2,18 @@
 // TLS, tokens and client certificates as its flags say (cluster/server.h). With --http-listen
 // also the dashboard, /metrics and the JSON API (coordinator/http_api.h), same TLS and tokens.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <thread>
+
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -34,11 +38,17 @@
 #include "coordinator/service.h"
 #include "coordinator/standby_service.h"
 #include "coordinator/store_backup.h"
+#include "coordinator/store_db.h"
 #include "core/version.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
 ABSL_FLAG(std::string, port_file, "", "write the port actually chosen to this file once serving");
-ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb, "SQLite file with jobs, units, results and workers");
+ABSL_FLAG(std::string, db, c960::cluster::kDefaultDb,
+          "the store of jobs, units, results and workers: an SQLite file, or a PostgreSQL database's URL "
+          "(postgresql://USER@HOST:PORT/DB?sslmode=...; no password in it)");
+ABSL_FLAG(std::string, db_password_file, "",
+          "--db postgresql://: a file (not readable by group or others) holding the database password; else "
+          "libpq's PGPASSWORD or PGPASSFILE from the environment");
 ABSL_FLAG(int64_t, lease_seconds, c960::cluster::kDefaultLeaseSeconds,
           "a lease not renewed for this long returns its unit to the queue (1..3600)");
 ABSL_FLAG(int32_t, trust_after, c960::cluster::kDefaultTrustAfter,
@@ -119,7 +129,8 @@ int die(const std::string& msg) {
 
 const c960::cluster::DaemonCommand kCommand = {
     "c960-coordinator",
-    "c960-coordinator [--listen HOST:PORT] [--db FILE [--init]] [--port-file FILE] [--lease-seconds S]\n"
+    "c960-coordinator [--listen HOST:PORT] [--db FILE|URL [--init] [--db-password-file FILE]]\n"
+    "                        [--port-file FILE] [--lease-seconds S]\n"
     "                        [--trust-after K] [--spot-check-rate P]\n"
     "                        [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--tokens FILE]\n"
     "                        [--http-listen HOST:PORT [--http-port-file FILE] [--http-max-connections N]\n"
@@ -128,6 +139,10 @@ const c960::cluster::DaemonCommand kCommand = {
     "Serves the c960 cluster: users submit, watch and fetch jobs (c960 submit|status|watch|results|cancel), "
     "workers (c960-worker) lease their units. Jobs, units, results and workers live in the SQLite file "
     "--db; a coordinator restarted on the same file resumes every job. Stops on SIGTERM or SIGINT.\n\n"
+    "--db postgresql://... keeps them in a PostgreSQL database instead (one coordinator per database), its "
+    "password from --db-password-file or libpq's environment (PGPASSWORD, PGPASSFILE), TLS to it by libpq's "
+    "sslmode and sslrootcert in the URL. Back such a store up with PostgreSQL's own tools (pg_basebackup, "
+    "pg_dump): --backup-dir is for SQLite stores.\n\n"
     "Several coordinators may share one store (standbys): one leads, holding a lease in the store; the others "
     "answer every call UNAVAILABLE naming the leader (--advertise) and /readyz 503, and one of them takes over "
     "when the leader stops or dies. Give workers and clients all of their addresses (--coordinator A,B).\n\n"
@@ -142,7 +157,8 @@ const c960::cluster::DaemonCommand kCommand = {
     absl::string_view(c960::version().data(), c960::version().size()),
     {{"listen", "HOST:PORT"},
      {"port_file", "FILE"},
-     {"db", "FILE"},
+     {"db", "FILE|URL"},
+     {"db_password_file", "FILE"},
      {"lease_seconds", "S"},
      {"trust_after", "K"},
      {"spot_check_rate", "P"},
@@ -252,6 +268,38 @@ std::string security_summary(const c960::cluster::ServerOptions& o) {
   if (!o.tls->client_ca_pem.empty()) absl::StrAppend(&s, ", client certificates required");
   if (!c960::cluster::authenticates(o)) absl::StrAppend(&s, ", no authentication");
   return s;
+}
+
+// --db and --db-password-file checked together: a PostgreSQL URL with no password in it (the
+// command line is for anyone on the machine to read), and the password read from its file (not
+// readable by others, as libpq wants of PGPASSFILE). "" when libpq's environment gives it.
+absl::StatusOr<std::string> database_password(const std::string& backup_dir) {
+  const std::string db = absl::GetFlag(FLAGS_db), file = absl::GetFlag(FLAGS_db_password_file);
+  if (!c960::cluster::store_db::is_postgres_url(db)) {
+    if (!file.empty()) return absl::InvalidArgumentError("--db-password-file: only with --db postgresql://...");
+    return std::string();
+  }
+  if (c960::cluster::store_db::redact_url(db) != db)
+    return absl::InvalidArgumentError(
+        "--db: a password in the URL is on the command line for anyone to see: give it in --db-password-file, or "
+        "PGPASSWORD or PGPASSFILE in the environment");
+  if (!backup_dir.empty())
+    return absl::InvalidArgumentError(
+        "--backup-dir: the store is a PostgreSQL database: back it up with PostgreSQL's own tools (pg_basebackup, "
+        "pg_dump, or the managed database's backups)");
+  if (file.empty()) return std::string();
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("--db-password-file: cannot read '", file, "': ", strerror(errno)));
+  if (st.st_mode & 077)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--db-password-file: '", file, "' is readable by group or others: chmod 600 it"));
+  std::ifstream in(file);
+  std::string password;
+  std::getline(in, password);
+  if (!in && !in.eof()) return absl::InvalidArgumentError(absl::StrCat("--db-password-file: cannot read '", file, "'"));
+  if (password.empty()) return absl::InvalidArgumentError(absl::StrCat("--db-password-file: '", file, "' is empty"));
+  return password;
 }
 
 // SIGHUP: the tokens file again. A file that does not load leaves the tokens in use.
@@ -485,7 +533,8 @@ int main(int argc, char** argv) {
     advertise = *checked;
   }
   std::unique_ptr<c960::cluster::LeaseStore> lease;
-  if (const std::string db = absl::GetFlag(FLAGS_db); db != ":memory:")
+  // (PostgreSQL: one coordinator per database, by the store's advisory lock, so far.)
+  if (const std::string db = absl::GetFlag(FLAGS_db); db != ":memory:" && !c960::cluster::store_db::is_postgres_url(db))
     lease = std::make_unique<c960::cluster::FileLease>(db + "-leader");
   std::unique_ptr<c960::cluster::LeaderElection> election;
   int port = 0, http_port = 0;
@@ -514,8 +563,11 @@ int main(int argc, char** argv) {
     }
     c960::cluster::log_event(c960::cluster::LogLevel::kInfo, "leader", election->why(), {{"epoch", election->epoch()}});
   }
-  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = c960::cluster::Store::open(
-      absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion, absl::GetFlag(FLAGS_init));
+  const absl::StatusOr<std::string> db_password = database_password(backup_options.dir);
+  if (!db_password.ok()) return die(std::string(db_password.status().message()));
+  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store =
+      c960::cluster::Store::open(absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion,
+                                 absl::GetFlag(FLAGS_init), c960::cluster::kind_tables(), *db_password);
   if (!store.ok()) return die(std::string(store.status().message()));
   // Metrics only when there is somewhere to see them: the HTTP side.
   const std::string& http_listen = listen->http_listen;
@@ -559,7 +611,7 @@ int main(int argc, char** argv) {
   c960::cluster::WorkerServiceImpl workers(&coordinator, auth, service_limits);
   builder.RegisterService(&jobs);
   builder.RegisterService(&workers);
-  c960::cluster::AdminServiceImpl admin(backups.get());
+  c960::cluster::AdminServiceImpl admin(backups.get(), (*store)->embedded());
   builder.RegisterService(&admin);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

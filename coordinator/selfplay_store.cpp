@@ -15,7 +15,6 @@
 
 namespace c960::cluster {
 
-using store_sql::describe;
 using store_sql::Stmt;
 
 namespace {
@@ -106,7 +105,7 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
   // hash was there before it, so duplicates = the sum of (n - 1), whatever order games settle in.
   Stmt h(sql.statements(),
          "INSERT INTO sp_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO UPDATE "
-         "SET n = n + 1 RETURNING n");
+         "SET n = sp_hashes.n + 1 RETURNING n");
   Stmt hd(sql.statements(), "UPDATE sp_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
   Stmt hz(sql.statements(), "DELETE FROM sp_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
   if (!h.ok() || !hd.ok() || !hz.ok()) return sql.error("game hashes");
@@ -114,8 +113,8 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
   // lines; a line whose last game goes is deleted.
   Stmt lu(sql.statements(),
           "INSERT INTO sp_lines (job_id, sp, line, white_wins, draws, black_wins) VALUES (?, ?, ?, ?, ?, ?) ON "
-          "CONFLICT (job_id, sp, line) DO UPDATE SET white_wins = white_wins + excluded.white_wins, draws = draws + "
-          "excluded.draws, black_wins = black_wins + excluded.black_wins");
+          "CONFLICT (job_id, sp, line) DO UPDATE SET white_wins = sp_lines.white_wins + excluded.white_wins, draws = "
+          "sp_lines.draws + excluded.draws, black_wins = sp_lines.black_wins + excluded.black_wins");
   Stmt lz(sql.statements(),
           "DELETE FROM sp_lines WHERE job_id = ? AND sp = ? AND line = ? AND white_wins = 0 AND draws = 0 AND "
           "black_wins = 0");
@@ -178,7 +177,7 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
           absl::StrCat("match unit of games ", sp.first_game, "+", sp.games.size(), " does not hold whole pairs"));
     Stmt ph(sql.statements(),
             "INSERT INTO sp_pair_hashes (job_id, sp, hash, n) VALUES (?, ?, ?, 1) ON CONFLICT (job_id, sp, hash) DO "
-            "UPDATE SET n = n + 1 RETURNING n");
+            "UPDATE SET n = sp_pair_hashes.n + 1 RETURNING n");
     Stmt phd(sql.statements(),
              "UPDATE sp_pair_hashes SET n = n - 1 WHERE job_id = ? AND sp = ? AND hash = ? RETURNING n");
     Stmt phz(sql.statements(), "DELETE FROM sp_pair_hashes WHERE job_id = ? AND sp = ? AND hash = ? AND n <= 0");
@@ -255,14 +254,20 @@ absl::Status apply_settlement(StoreSql& sql, const std::string& job_id, const Se
     d.bind(3, sp.first_game);
     d.bind(4, sp.first_game + int64_t(sp.games.size()));
     if (!d.run()) return sql.error("delete games");
-    t.stored -= sqlite3_changes(sql.db());
+    t.stored -= sql.db()->changes();
   }
   const std::string terms = pack_counts(t.terminations);
   Stmt u(sql.statements(), binds_,
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-         "duplicates, stored, terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-         "INSERT OR REPLACE INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, "
-         "duplicates, stored, terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+         "INSERT INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, stored, "
+         "terminations, uncounted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, sp) DO UPDATE SET "
+         "games = excluded.games, white_wins = excluded.white_wins, draws = excluded.draws, black_wins = "
+         "excluded.black_wins, plies = excluded.plies, duplicates = excluded.duplicates, stored = excluded.stored, "
+         "terminations = excluded.terminations, uncounted = excluded.uncounted",
+         "INSERT INTO sp_totals (job_id, sp, games, white_wins, draws, black_wins, plies, duplicates, stored, "
+         "terminations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, sp) DO UPDATE SET games = "
+         "excluded.games, white_wins = excluded.white_wins, draws = excluded.draws, black_wins = excluded.black_wins, "
+         "plies = excluded.plies, duplicates = excluded.duplicates, stored = excluded.stored, terminations = "
+         "excluded.terminations");
   if (!u.ok()) return sql.error("position totals");
   u.bind_text(1, job_id);
   u.bind(2, int64_t(sp.sp));

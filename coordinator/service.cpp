@@ -209,6 +209,10 @@ grpc::Status WorkerServiceImpl::ReleaseUnits(grpc::ServerContext* ctx, const v1:
 
 grpc::Status AdminServiceImpl::BackupStore(grpc::ServerContext*, const v1::BackupStoreRequest*,
                                            v1::BackupStoreResponse* resp) {
+  if (!backups_ && !embedded_)
+    return to_grpc(absl::FailedPreconditionError(
+        "backup: the store is a PostgreSQL database: back it up with PostgreSQL's own tools (pg_basebackup, pg_dump, "
+        "or the managed database's backups)"));
   if (!backups_) return to_grpc(absl::FailedPreconditionError("backup: this coordinator's store has no backups"));
   absl::StatusOr<BackupMade> made = backups_->backup_now();
   if (!made.ok()) return to_grpc(made.status());

@@ -114,12 +114,15 @@ class WorkerServiceImpl final : public v1::WorkerService::WithCallbackMethod_Acq
 // FAILED_PRECONDITION.
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
-  explicit AdminServiceImpl(StoreBackups* backups) : backups_(backups) {}
+  // backups: nullptr when the coordinator keeps none; `embedded`: whether its store is an SQLite
+  // file (a PostgreSQL one is backed up with PostgreSQL's tools).
+  explicit AdminServiceImpl(StoreBackups* backups, bool embedded = true) : backups_(backups), embedded_(embedded) {}
   grpc::Status BackupStore(grpc::ServerContext*, const v1::BackupStoreRequest* req,
                            v1::BackupStoreResponse* resp) override;
 
  private:
   StoreBackups* backups_;
+  bool embedded_;
 };
 
 }  // namespace c960::cluster

@@ -1,69 +1,23 @@
 #include "coordinator/store.h"
 
-#include <cerrno>
 #include <chrono>
-#include <climits>
-#include <cstring>
-#include <openssl/sha.h>
 #include <optional>
 #include <sqlite3.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
+#include "coordinator/store_db.h"
 #include "coordinator/store_sql.h"
 
 namespace c960::cluster {
 
 namespace {
-
-// Why a write failed when SQLite kept no errno (it keeps the global errno only by chance: later
-// calls overwrite it): what can make writes fail, looked at directly. Empty: nothing found.
-std::string write_failure_cause(sqlite3* db) {
-  const char* path = sqlite3_db_filename(db, "main");
-  if (!path || !*path) return "";
-  rlimit limit{};
-  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    for (const std::string& f : {std::string(path), absl::StrCat(path, "-wal"), absl::StrCat(path, "-journal")}) {
-      struct stat st {};
-      if (stat(f.c_str(), &st) == 0 && uint64_t(st.st_size) >= uint64_t(limit.rlim_cur))
-        return "the disk is full (the file reached the process's file size limit)";
-    }
-  struct statvfs fs {};
-  if (statvfs(path, &fs) == 0 && fs.f_bavail == 0) return "the disk is full";
-  return "";
-}
-
+// The PostgreSQL advisory lock that one coordinator holds on its database ("c960").
+constexpr const char* kLockDatabase = "SELECT pg_try_advisory_lock(1664694832)";
 }  // namespace
 
-namespace store_sql {
-
-std::string describe(sqlite3* db) {
-  const int rc = sqlite3_extended_errcode(db);
-  const int sys = sqlite3_system_errno(db);
-  switch (rc & 0xFF) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return "the file is locked: is another coordinator using it?";
-    case SQLITE_READONLY: return "the file or its directory is read-only";
-    case SQLITE_FULL: return "the disk is full";
-    case SQLITE_CANTOPEN:
-      return absl::StrCat("cannot open the file", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
-    case SQLITE_IOERR:
-      if (sys == EFBIG) return "the disk is full (the file reached the process's file size limit)";
-      if (sys == ENOSPC) return "the disk is full";
-      if (sys == EROFS || sys == EACCES || sys == EPERM) return "the file or its directory is read-only";
-      if (std::string cause = write_failure_cause(db); !cause.empty()) return cause;
-      return absl::StrCat("I/O error", sys ? absl::StrCat(" (", std::strerror(sys), ")") : "");
-    default: return sqlite3_errmsg(db);
-  }
-}
-
-}  // namespace store_sql
-
-using store_sql::describe;
 using store_sql::Stmt;
 
 // Transactions nest by counting: only the outermost is an SQLite transaction (BEGIN ..
@@ -126,18 +80,11 @@ absl::Status Store::check_write() {
 absl::Status Store::error(const char* what) const {
   // A failed statement inside a transaction: the enclosing transaction must not commit.
   if (depth_ > 0) poisoned_ = true;
-  return absl::InternalError(absl::StrCat("store: ", what, ": ", describe(db_)));
+  return absl::InternalError(absl::StrCat("store: ", what, ": ", db_->describe()));
 }
 
 absl::Status Store::exec(const char* sql) {
-  char* msg = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    const std::string why = describe(db_);
-    absl::Status s =
-        absl::InternalError(absl::StrCat("store: ", why, msg && why != msg ? absl::StrCat(" (", msg, ")") : ""));
-    sqlite3_free(msg);
-    return s;
-  }
+  if (!db_->exec(sql)) return absl::InternalError(absl::StrCat("store: ", db_->describe()));
   return absl::OkStatus();
 }
 
@@ -145,17 +92,18 @@ template <size_t N>
 absl::Status Store::run(const char (&sql)[N]) {
   Stmt q(*statements_, sql);
   if (!q.ok() || q.step() != SQLITE_DONE) {
-    const std::string why = describe(db_);
-    return absl::InternalError(absl::StrCat("store: ", sql, ": ", why));
+    return absl::InternalError(absl::StrCat("store: ", sql, ": ", db_->describe()));
   }
   return absl::OkStatus();
 }
 
 int Store::copy_into(sqlite3* dest, int pages_per_step) {
+  sqlite3* src = db_->sqlite();
+  if (!src) return SQLITE_MISUSE;
   sqlite3_backup* b = nullptr;
   {
     std::lock_guard lock(mu_);
-    b = sqlite3_backup_init(dest, "main", db_, "main");
+    b = sqlite3_backup_init(dest, "main", src, "main");
   }
   if (!b) return sqlite3_errcode(dest);
   int rc = SQLITE_OK;
@@ -173,108 +121,78 @@ absl::Status Store::exec_for_test(const std::string& sql) {
   return exec(sql.c_str());
 }
 
-namespace {
-
-// c960_bind(x, ...), an SQL function of the store's connection: the first 16 bytes of SHA-256
-// over its arguments, each as a type byte (integer, or bytes for text and blobs alike), a length
-// and its bytes; NULL when any argument is NULL (a row without a result has no binding). Rows
-// keep it beside each result, computed from the row itself (schema 8): a result moved to
-// another unit's row, or damaged, no longer matches. The formulas are in store_sql.h.
-void bind_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
-  std::string bytes;
-  for (int i = 0; i < argc; ++i) {
-    const char* data = nullptr;
-    uint64_t n = 0;
-    int64_t v = 0;
-    switch (sqlite3_value_type(argv[i])) {
-      case SQLITE_NULL: sqlite3_result_null(ctx); return;
-      case SQLITE_INTEGER:
-        v = sqlite3_value_int64(argv[i]);
-        bytes += 'i';
-        data = reinterpret_cast<const char*>(&v);
-        n = sizeof v;
-        break;
-      default:
-        bytes += 'b';
-        data = static_cast<const char*>(sqlite3_value_blob(argv[i]));
-        n = uint64_t(sqlite3_value_bytes(argv[i]));
-        break;
-    }
-    for (int b = 0; b < 8; ++b) bytes += char((n >> (8 * b)) & 0xFF);
-    if (n) bytes.append(data, size_t(n));
-  }
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
-  sqlite3_result_blob(ctx, md, 16, SQLITE_TRANSIENT);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int up_to, bool init,
-                                                   const std::vector<const KindTables*>& tables) {
+                                                   const std::vector<const KindTables*>& tables,
+                                                   const std::string& password) {
+  const bool pg = store_db::is_postgres_url(path);
+  const std::string name = pg ? store_db::redact_url(path) : path;  // as errors name it
   // A file that is there but holds no store (0 bytes: a mount or a copy gone wrong) would
   // otherwise start as an empty store without a word, its jobs gone.
   struct stat st {};
-  if (!init && path != ":memory:" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+  if (!pg && !init && path != ":memory:" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
     return absl::FailedPreconditionError(
         absl::StrCat("'", path, "' exists but is empty: it is not a c960 store; give --init to make a new one there"));
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
-    absl::Status s = absl::FailedPreconditionError(absl::StrCat("cannot open '", path, "': ", db ? describe(db) : "?"));
-    sqlite3_close(db);
-    return s;
-  }
-  std::unique_ptr<Store> store(new Store(db));
+  absl::StatusOr<std::unique_ptr<store_db::Connection>> db =
+      pg ? store_db::open_postgres(path, password) : store_db::open_sqlite(path);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<Store> store(new Store(std::move(*db)));
   store->tables_ = tables;
-  sqlite3_extended_result_codes(db, 1);
-  if (sqlite3_create_function_v2(db, "c960_bind", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, bind_function,
-                                 nullptr, nullptr, nullptr) != SQLITE_OK)
-    return absl::InternalError(absl::StrCat("cannot use '", path, "': ", describe(db)));
-  // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
-  // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
-  // One coordinator per file: the exclusive lock is taken now and held until the process ends
-  // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
-  sqlite3_busy_timeout(db, 500);
+  store->embedded_ = !pg;
+  store_db::Connection* c = store->db_.get();
+  const auto refused = [&name](const absl::Status& s) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot use '", name, "': ", s.message()));
+  };
   std::lock_guard lock(store->mu_);
-  // An SQLite file of something else (no c960 schema version, and tables c960 never had): not
-  // ours to change. (Stores from before schema versions have version 0 and c960's first tables.)
-  if (!init && path != ":memory:") {
-    Stmt version(db, "PRAGMA user_version");
-    Stmt tables(db,
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-                "('jobs', 'units', 'games', 'workers')");
-    if (!version.ok() || version.step() != SQLITE_ROW || !tables.ok() || tables.step() != SQLITE_ROW)
-      return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", describe(db)));
-    if (version.i64(0) == 0 && tables.i64(0) > 0)
+  if (pg) {
+    // One coordinator per database: a session lock, held until the connection closes (a killed
+    // coordinator's goes with it), so a second one fails here, not halfway.
+    Stmt lock_db(c, kLockDatabase);
+    if (!lock_db.ok() || lock_db.step() != SQLITE_ROW) return refused(store->error("lock"));
+    if (lock_db.i64(0) == 0)
       return absl::FailedPreconditionError(
-          absl::StrCat("'", path,
-                       "' is an SQLite file but not a c960 store (its tables have no c960 schema "
-                       "version); give --init to add a c960 store to it"));
+          absl::StrCat("cannot use '", name, "': another coordinator is using this database"));
   }
-  for (const std::string& sql :
-       {std::string("PRAGMA locking_mode=EXCLUSIVE"), std::string("PRAGMA journal_mode=WAL"),
-        std::string("PRAGMA synchronous=NORMAL"), absl::StrCat("PRAGMA cache_size=-", kStoreCacheMiB * 1024),
-        absl::StrCat("PRAGMA wal_autocheckpoint=", kStoreCheckpointPages), std::string("BEGIN EXCLUSIVE"),
-        std::string("COMMIT")})
-    if (absl::Status s = store->exec(sql.c_str()); !s.ok())
-      return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
-  if (absl::Status s = store->migrate(up_to); !s.ok())
-    return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
+  // A file or database of something else (no c960 schema version, and tables c960 never had):
+  // not ours to change. (Stores from before schema versions have version 0 and c960's first
+  // tables.)
+  if (!init && path != ":memory:") {
+    const int version = store->read_version();
+    Stmt foreign(c, store_db::dialect::foreign_tables_query(c->dialect()));
+    if (version < 0 || !foreign.ok() || foreign.step() != SQLITE_ROW) return refused(store->error("schema version"));
+    if (version == 0 && foreign.i64(0) > 0)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "'", name, "' is ", pg ? "a PostgreSQL database" : "an SQLite file",
+          " but not a c960 store (its tables have no c960 schema version); give --init to add a c960 store to it"));
+  }
+  if (pg) {
+    // The schema version's table and c960_bind, before the migrations that use them.
+    if (absl::Status s = store->exec(store_db::dialect::postgres_prelude()); !s.ok()) return refused(s);
+  } else {
+    // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
+    // (only a power loss may drop the last ones), at a fraction of FULL's fsync cost.
+    // One coordinator per file: the exclusive lock is taken now and held until the process ends
+    // (a killed coordinator's lock goes with it), so a second one fails here, not halfway.
+    for (const std::string& sql :
+         {std::string("PRAGMA locking_mode=EXCLUSIVE"), std::string("PRAGMA journal_mode=WAL"),
+          std::string("PRAGMA synchronous=NORMAL"), absl::StrCat("PRAGMA cache_size=-", kStoreCacheMiB * 1024),
+          absl::StrCat("PRAGMA wal_autocheckpoint=", kStoreCheckpointPages), std::string("BEGIN EXCLUSIVE"),
+          std::string("COMMIT")})
+      if (absl::Status s = store->exec(sql.c_str()); !s.ok()) return refused(s);
+  }
+  if (absl::Status s = store->migrate(up_to); !s.ok()) return refused(s);
   store->version_ = up_to;
-  if (absl::Status s = store->create_kind_tables(); !s.ok())
-    return absl::FailedPreconditionError(absl::StrCat("cannot use '", path, "': ", s.message()));
+  if (absl::Status s = store->create_kind_tables(); !s.ok()) return refused(s);
   store->binds_ = up_to >= 8;
   store->pairs_ = up_to >= 9;
   store->owners_ = up_to >= 10;
   return store;
 }
 
-Store::Store(sqlite3* db) : db_(db), statements_(std::make_unique<Statements>(Statements{db, {}})) {}
+Store::Store(std::unique_ptr<store_db::Connection> db)
+    : db_(std::move(db)), statements_(std::make_unique<Statements>(Statements{db_.get(), {}})) {}
 
 Store::~Store() {
   statements_.reset();  // finalized before the connection closes
-  sqlite3_close(db_);
 }
 
 void Store::set_commit_observer(std::function<void(double seconds)> observer) {
@@ -285,8 +203,9 @@ void Store::set_commit_observer(std::function<void(double seconds)> observer) {
 Store::FileSizes Store::file_sizes() {
   std::lock_guard lock(mu_);
   FileSizes out;
-  const char* name = sqlite3_db_filename(db_, "main");
-  if (!name || !*name) return out;  // in memory
+  sqlite3* db = db_->sqlite();
+  const char* name = db ? sqlite3_db_filename(db, "main") : nullptr;
+  if (!name || !*name) return out;  // in memory, or PostgreSQL's
   struct stat st {};
   if (stat(name, &st) == 0) out.db = int64_t(st.st_size);
   if (stat(absl::StrCat(name, "-wal").c_str(), &st) == 0) out.wal = int64_t(st.st_size);
@@ -297,7 +216,7 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
   std::lock_guard lock(mu_);
   std::vector<StoredJob> jobs;
   {
-    Stmt q(db_,
+    Stmt q(db_.get(),
            "SELECT id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, mismatch_detail, "
            "failure_detail, unit_count, planned, owner FROM jobs ORDER BY seq");
     if (!q.ok()) return error("load jobs");
@@ -323,17 +242,19 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
     if (rc != SQLITE_DONE) return error("load jobs");
   }
   // Each result with whether it is still bound to its row (schema 8; older stores in tests: yes).
-  Stmt u(db_, binds_ ? "SELECT idx, spec, meta, attempt, result, wanted, votes, bound IS " C960_UNIT_BINDING
-                       " FROM units WHERE job_id = ? ORDER BY idx"
-                     : "SELECT idx, spec, meta, attempt, result, wanted, votes, 1 FROM units WHERE job_id = ? "
-                       "ORDER BY idx");
-  Stmt c(db_, binds_ ? "SELECT idx, copy, worker, attempt, seed, result, discarded, bound IS " C960_COPY_BINDING
-                       " FROM copies WHERE job_id = ? ORDER BY idx, copy"
-                     : "SELECT idx, copy, worker, attempt, seed, result, discarded, 1 FROM copies WHERE job_id = ? "
-                       "ORDER BY idx, copy");
-  Stmt f(db_, binds_ ? "SELECT grp, first_unit, end_unit, record, bound IS " C960_FOLD_BINDING
-                       " FROM folded WHERE job_id = ? ORDER BY first_unit"
-                     : "SELECT grp, first_unit, end_unit, record, 1 FROM folded WHERE job_id = ? ORDER BY first_unit");
+  Stmt u(db_.get(), binds_ ? "SELECT idx, spec, meta, attempt, result, wanted, votes, bound IS " C960_UNIT_BINDING
+                             " FROM units WHERE job_id = ? ORDER BY idx"
+                           : "SELECT idx, spec, meta, attempt, result, wanted, votes, 1 FROM units WHERE job_id = ? "
+                             "ORDER BY idx");
+  Stmt c(db_.get(), binds_
+                        ? "SELECT idx, copy, worker, attempt, seed, result, discarded, bound IS " C960_COPY_BINDING
+                          " FROM copies WHERE job_id = ? ORDER BY idx, copy"
+                        : "SELECT idx, copy, worker, attempt, seed, result, discarded, 1 FROM copies WHERE job_id = ? "
+                          "ORDER BY idx, copy");
+  Stmt f(db_.get(),
+         binds_ ? "SELECT grp, first_unit, end_unit, record, bound IS " C960_FOLD_BINDING
+                  " FROM folded WHERE job_id = ? ORDER BY first_unit"
+                : "SELECT grp, first_unit, end_unit, record, 1 FROM folded WHERE job_id = ? ORDER BY first_unit");
   if (!u.ok() || !c.ok() || !f.ok()) return error("load units");
   for (StoredJob& j : jobs) {
     u.reset();
@@ -383,12 +304,12 @@ absl::StatusOr<std::vector<StoredJob>> Store::load_jobs() {
 absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
   std::lock_guard lock(mu_);
   std::vector<StoredWorker> workers;
-  Stmt q(db_, owners_  ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-                         "units_done, agreeing, trust, trust_reason, provenance, owner FROM workers ORDER BY key"
-              : pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-                         "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
-                       : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
-                         "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
+  Stmt q(db_.get(), owners_  ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                               "units_done, agreeing, trust, trust_reason, provenance, owner FROM workers ORDER BY key"
+                    : pairs_ ? "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                               "units_done, agreeing, trust, trust_reason, provenance FROM workers ORDER BY key"
+                             : "SELECT key, identity, host, version, threads, capabilities, engines, last_seen_ms, "
+                               "units_done, agreeing, trust, trust_reason FROM workers ORDER BY key");
   if (!q.ok()) return error("load workers");
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
@@ -416,9 +337,10 @@ absl::StatusOr<std::vector<StoredWorker>> Store::load_workers() {
 absl::StatusOr<std::vector<StoredCredential>> Store::load_credentials() {
   std::lock_guard lock(mu_);
   std::vector<StoredCredential> out;
-  Stmt q(db_, owners_ ? "SELECT name, hash, join_name, worker, created_ms, owner FROM credentials "
-                        "ORDER BY created_ms, name"
-                      : "SELECT name, hash, join_name, worker, created_ms FROM credentials ORDER BY created_ms, name");
+  Stmt q(db_.get(),
+         owners_ ? "SELECT name, hash, join_name, worker, created_ms, owner FROM credentials "
+                   "ORDER BY created_ms, name"
+                 : "SELECT name, hash, join_name, worker, created_ms FROM credentials ORDER BY created_ms, name");
   if (!q.ok()) return error("load credentials");
   int rc;
   while ((rc = q.step()) == SQLITE_ROW)
@@ -430,9 +352,10 @@ absl::StatusOr<std::vector<StoredCredential>> Store::load_credentials() {
 absl::Status Store::add_credential(const StoredCredential& c) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, owners_ ? "INSERT INTO credentials (name, hash, join_name, worker, created_ms, owner) "
-                        "VALUES (?, ?, ?, ?, ?, ?)"
-                      : "INSERT INTO credentials (name, hash, join_name, worker, created_ms) VALUES (?, ?, ?, ?, ?)");
+  Stmt q(db_.get(), owners_
+                        ? "INSERT INTO credentials (name, hash, join_name, worker, created_ms, owner) "
+                          "VALUES (?, ?, ?, ?, ?, ?)"
+                        : "INSERT INTO credentials (name, hash, join_name, worker, created_ms) VALUES (?, ?, ?, ?, ?)");
   if (!q.ok()) return error("add credential");
   q.bind_text(1, c.name);
   q.bind_text(2, c.hash);
@@ -446,10 +369,11 @@ absl::Status Store::add_credential(const StoredCredential& c) {
 
 absl::Status Store::insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin,
                                  size_t end) {
-  Stmt u(db_, binds_ ? "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes, bound) VALUES "
-                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, c960_bind('unit', ?1, ?2, ?3, ?6))"
-                     : "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes) VALUES "
-                       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  Stmt u(db_.get(), binds_
+                        ? "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes, bound) VALUES "
+                          "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, c960_bind('unit', ?1, ?2, ?3, ?6))"
+                        : "INSERT INTO units (job_id, idx, spec, meta, attempt, result, wanted, votes) VALUES "
+                          "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
   if (!u.ok()) return error("insert units");
   for (size_t i = begin; i < end; ++i) {
     const StoredUnit& s = units[i];
@@ -472,7 +396,7 @@ absl::Status Store::insert_units(const std::string& job_id, const std::vector<St
 
 absl::Status Store::insert_job_row(const StoredJob& j, bool planned, int64_t unit_count) {
   Stmt q(
-      db_,
+      db_.get(),
       "INSERT INTO jobs (id, seq, request_id, spec, plan, state, created_ms, finished_ms, mismatches, "
       "mismatch_detail, failure_detail, unit_count, planned, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!q.ok()) return error("insert job");
@@ -523,11 +447,11 @@ absl::Status Store::add_units(const std::string& job_id, const std::vector<Store
 absl::Status Store::finish_job_plan(const std::string& job_id, int64_t unit_count) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, "UPDATE jobs SET planned = 1, unit_count = ? WHERE id = ?");
+  Stmt q(db_.get(), "UPDATE jobs SET planned = 1, unit_count = ? WHERE id = ?");
   if (!q.ok()) return error("finish plan");
   q.bind(1, unit_count);
   q.bind_text(2, job_id);
-  if (!q.run() || sqlite3_changes(db_) != 1) return error("finish plan");
+  if (!q.run() || db_->changes() != 1) return error("finish plan");
   return absl::OkStatus();
 }
 
@@ -537,12 +461,12 @@ absl::Status Store::extend_job_plan(const std::string& job_id, const std::string
   Transaction t(this);
   if (!t.status().ok()) return t.status();
   if (absl::Status s = insert_units(job_id, units, 0, units.size()); !s.ok()) return s;
-  Stmt q(db_, "UPDATE jobs SET plan = ?, unit_count = ? WHERE id = ?");
+  Stmt q(db_.get(), "UPDATE jobs SET plan = ?, unit_count = ? WHERE id = ?");
   if (!q.ok()) return error("extend plan");
   q.bind(1, plan);
   q.bind(2, unit_count);
   q.bind_text(3, job_id);
-  if (!q.run() || sqlite3_changes(db_) != 1) return error("extend plan");
+  if (!q.run() || db_->changes() != 1) return error("extend plan");
   return t.commit();
 }
 
@@ -552,7 +476,7 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
   if (!t.status().ok()) return t.status();
   {
     // Only settled units fold: a unit without a result, or a missing one, is a bug, never a loss.
-    Stmt q(db_, "SELECT COUNT(*), COUNT(result) FROM units WHERE job_id = ? AND idx >= ? AND idx < ?");
+    Stmt q(db_.get(), "SELECT COUNT(*), COUNT(result) FROM units WHERE job_id = ? AND idx >= ? AND idx < ?");
     if (!q.ok()) return error("fold units");
     q.bind_text(1, job_id);
     q.bind(2, fold.first);
@@ -562,9 +486,10 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
       return absl::InternalError(absl::StrCat("store: units ", job_id, "/", fold.first, "..", fold.end - 1, ": ",
                                               q.i64(0), " rows, ", q.i64(1), " settled; not folded"));
   }
-  Stmt ins(db_, binds_ ? "INSERT INTO folded (job_id, grp, first_unit, end_unit, record, bound) VALUES "
-                         "(?1, ?2, ?3, ?4, ?5, c960_bind('fold', ?1, ?3, ?4, ?5))"
-                       : "INSERT INTO folded (job_id, grp, first_unit, end_unit, record) VALUES (?1, ?2, ?3, ?4, ?5)");
+  Stmt ins(db_.get(),
+           binds_ ? "INSERT INTO folded (job_id, grp, first_unit, end_unit, record, bound) VALUES "
+                    "(?1, ?2, ?3, ?4, ?5, c960_bind('fold', ?1, ?3, ?4, ?5))"
+                  : "INSERT INTO folded (job_id, grp, first_unit, end_unit, record) VALUES (?1, ?2, ?3, ?4, ?5)");
   if (!ins.ok()) return error("fold units");
   ins.bind_text(1, job_id);
   ins.bind(2, fold.group);
@@ -574,7 +499,7 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
   if (!ins.run()) return error("fold units");
   for (const char* sql : {"DELETE FROM copies WHERE job_id = ? AND idx >= ? AND idx < ?",
                           "DELETE FROM units WHERE job_id = ? AND idx >= ? AND idx < ?"}) {
-    Stmt q(db_, sql);
+    Stmt q(db_.get(), sql);
     if (!q.ok()) return error("fold units");
     q.bind_text(1, job_id);
     q.bind(2, fold.first);
@@ -587,22 +512,22 @@ absl::Status Store::fold_units(const std::string& job_id, const StoredFold& fold
 absl::Status Store::retire_fold(const std::string& job_id, int64_t group, const std::string& record) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, binds_ ? "UPDATE folded SET grp = -1 - first_unit, record = ?1, bound = c960_bind('fold', job_id, "
-                       "first_unit, end_unit, ?1) WHERE job_id = ?2 AND grp = ?3"
-                     : "UPDATE folded SET grp = -1 - first_unit, record = ?1 WHERE job_id = ?2 AND grp = ?3");
+  Stmt q(db_.get(), binds_ ? "UPDATE folded SET grp = -1 - first_unit, record = ?1, bound = c960_bind('fold', job_id, "
+                             "first_unit, end_unit, ?1) WHERE job_id = ?2 AND grp = ?3"
+                           : "UPDATE folded SET grp = -1 - first_unit, record = ?1 WHERE job_id = ?2 AND grp = ?3");
   if (!q.ok()) return error("retire folded group");
   q.bind(1, record);
   q.bind_text(2, job_id);
   q.bind(3, group);
   if (!q.run()) return error("retire folded group");
-  if (sqlite3_changes(db_) != 1)
+  if (db_->changes() != 1)
     return absl::InternalError(absl::StrCat("store: job ", job_id, " has no folded group ", group));
   return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Store::unit_rows(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  Stmt q(db_, "SELECT COUNT(*) FROM units WHERE job_id = ?");
+  Stmt q(db_.get(), "SELECT COUNT(*) FROM units WHERE job_id = ?");
   if (!q.ok()) return error("unit rows");
   q.bind_text(1, job_id);
   if (q.step() != SQLITE_ROW) return error("unit rows");
@@ -618,7 +543,7 @@ absl::Status Store::delete_job(const std::string& job_id) {
     if (absl::Status s = k->delete_job(sql, job_id); !s.ok()) return s;
   for (const char* sql : {"DELETE FROM copies WHERE job_id = ?", "DELETE FROM units WHERE job_id = ?",
                           "DELETE FROM folded WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
-    Stmt q(db_, sql);
+    Stmt q(db_.get(), sql);
     if (!q.ok()) return error("delete job");
     q.bind_text(1, job_id);
     if (!q.run()) return error("delete job");
@@ -630,7 +555,7 @@ absl::Status Store::update_job(const std::string& id, int32_t state, int64_t fin
                                const std::string& mismatch_detail) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, mismatches = ?, mismatch_detail = ? WHERE id = ?");
+  Stmt q(db_.get(), "UPDATE jobs SET state = ?, finished_ms = ?, mismatches = ?, mismatch_detail = ? WHERE id = ?");
   if (!q.ok()) return error("update job");
   q.bind(1, int64_t(state));
   q.bind(2, finished_ms);
@@ -645,7 +570,7 @@ absl::Status Store::fail_job(const std::string& id, int32_t state, int64_t finis
                              const std::string& failure_detail) {
   std::lock_guard lock(mu_);
   if (absl::Status s = check_write(); !s.ok()) return s;
-  Stmt q(db_, "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
+  Stmt q(db_.get(), "UPDATE jobs SET state = ?, finished_ms = ?, failure_detail = ? WHERE id = ?");
   if (!q.ok()) return error("fail job");
   q.bind(1, int64_t(state));
   q.bind(2, finished_ms);
@@ -718,7 +643,7 @@ absl::Status Store::settle_unit(const std::string& job_id, int64_t unit, const s
     q.bind(4, unit);
     if (!q.run()) return error("settle unit");
     // A settled unit stays as it is: a second settlement is a bug, never a second count.
-    if (sqlite3_changes(db_) != 1)
+    if (db_->changes() != 1)
       return absl::InternalError(absl::StrCat("store: unit ", job_id, "/", unit, " is settled already"));
   }
   if (job_state) {

@@ -1,4 +1,5 @@
-// The coordinator's durable state in one SQLite file (WAL): jobs, their units with the result
+// The coordinator's durable state in one SQLite file (WAL), or in a PostgreSQL database
+// (store_db.h: the backend seam; the same schema and migrations on both): jobs, their units with the result
 // each was settled with, the copies of each unit that workers were given and what they sent,
 // workers with their trust, and worker credentials. Each kind of job keeps its own tables
 // (KindTables below: the self-play kind's are in selfplay_store.cpp); the generic store names
@@ -11,7 +12,8 @@
 // that other calls are served between them. Every writing method is one transaction; several
 // may be grouped into one with transaction().
 //
-// The schema has a version (PRAGMA user_version); open() applies the migrations a file lacks,
+// The schema has a version (SQLite: PRAGMA user_version; PostgreSQL: table c960_schema); open()
+// applies the migrations a file lacks,
 // in order, each in its own transaction: the generic step of each version, then the steps the
 // kinds registered at that version.
 #pragma once
@@ -30,6 +32,10 @@
 struct sqlite3;
 
 namespace c960::cluster {
+
+namespace store_db {
+class Connection;  // store_db.h: the backend seam (SQLite or PostgreSQL)
+}
 
 // One copy of a unit: a lease given to a worker, and the result it sent for it (the copies of a
 // unit are compared when a job verifies its results).
@@ -151,14 +157,19 @@ class Store {
   // The schema version this code writes; open() migrates older files up to it.
   static constexpr int kSchemaVersion = 10;
 
-  // Opens or creates the file; ":memory:" gives a private in-memory store (tests).
+  // Opens or creates the file; ":memory:" gives a private in-memory store (tests). A
+  // postgresql:// URL (store_db::is_postgres_url) opens the store in that PostgreSQL database
+  // instead, `password` given to libpq beside it when not empty; a database that holds tables but
+  // no c960 store is refused unless `init`, as a foreign file is, and so is a second store on the
+  // same database while the first is open (an advisory lock held as long as the connection).
   // up_to: the version to migrate to (tests of migrations make older stores with it). A file that
   // exists but is empty, or is an SQLite file of something else, is refused (FAILED_PRECONDITION)
   // unless `init` (c960-coordinator --init); one that is not SQLite at all is always refused.
   // tables: the kinds' tables it holds (every kind's unless a test says otherwise).
   static absl::StatusOr<std::unique_ptr<Store>> open(const std::string& path, int up_to = kSchemaVersion,
                                                      bool init = false,
-                                                     const std::vector<const KindTables*>& tables = kind_tables());
+                                                     const std::vector<const KindTables*>& tables = kind_tables(),
+                                                     const std::string& password = "");
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -243,6 +254,8 @@ class Store {
     int64_t db = 0, wal = 0;
   };
   FileSizes file_sizes();
+  // Whether the store is an SQLite file (false: a PostgreSQL database, which copy_into cannot copy).
+  bool embedded() const { return embedded_; }
 
   // Copies the whole store into `dest` (an open, empty SQLite database) with SQLite's online
   // backup API through this store's own connection, `pages_per_step` pages a step, taking the
@@ -250,7 +263,7 @@ class Store {
   // transaction holds the lock), and SQLite carries what they change into the copy, which ends as
   // the store after the last step's commit. Returns SQLite's code: SQLITE_OK when the copy is
   // whole, else the error (SQLITE_FULL: `dest`'s disk is full; sqlite3_system_errno(dest) says
-  // more).
+  // more). SQLITE_MISUSE on PostgreSQL.
   int copy_into(sqlite3* dest, int pages_per_step);
 
   // Runs SQL as it is (tests that damage a store on purpose).
@@ -266,7 +279,9 @@ class Store {
 
  private:
   friend class StoreSql;
-  explicit Store(sqlite3* db);
+  explicit Store(std::unique_ptr<store_db::Connection> db);
+  // The schema version the database has (0: new), or -1 when it cannot be read.
+  int read_version();
   absl::Status migrate(int up_to);
   // The kinds' steps of `version` (inside its migration's transaction); their create().
   absl::Status kind_step(int version);
@@ -281,8 +296,9 @@ class Store {
   absl::Status insert_job_row(const StoredJob& j, bool planned, int64_t unit_count);
   absl::Status insert_units(const std::string& job_id, const std::vector<StoredUnit>& units, size_t begin, size_t end);
   std::recursive_mutex mu_;
-  sqlite3* db_;
+  std::unique_ptr<store_db::Connection> db_;
   std::unique_ptr<Statements> statements_;
+  bool embedded_ = true;
   int depth_ = 0;  // open transactions (savepoints nest)
   // A nested transaction failed or was rolled back inside the outermost one: the outermost
   // cannot commit (a call's writes are kept all together or not at all).

@@ -115,6 +115,9 @@ void StoreBackups::set_observer(std::function<void(const absl::StatusOr<BackupMa
 }
 
 absl::StatusOr<BackupMade> StoreBackups::backup_now() {
+  if (!store_->embedded())
+    return absl::FailedPreconditionError(
+        "backup: the store is a PostgreSQL database: back it up with PostgreSQL's own tools (pg_basebackup, pg_dump)");
   std::lock_guard lock(mu_);
   absl::StatusOr<BackupMade> made = copy_locked();
   if (observer_) observer_(made);

@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "coordinator/store.h"
+#include "coordinator/store_db.h"
 #include "coordinator/store_sql.h"
 
 namespace c960::cluster {
 
-using store_sql::describe;
 using store_sql::Stmt;
 
 namespace {
@@ -110,19 +110,32 @@ static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
 int Store::schema_version() {
   std::lock_guard lock(mu_);
-  Stmt q(db_, "PRAGMA user_version");
+  return read_version();
+}
+
+int Store::read_version() {
+  const store_db::Dialect d = db_->dialect();
+  if (d == store_db::Dialect::kPostgres) {  // its version's table is made on open (dialect::postgres_prelude)
+    Stmt t(db_.get(), store_db::dialect::table_exists_query(d));
+    if (!t.ok()) return -1;
+    t.bind_text(1, "c960_schema");
+    if (t.step() != SQLITE_ROW) return -1;
+    if (t.i64(0) == 0) return 0;
+  }
+  Stmt q(db_.get(), store_db::dialect::schema_version_query(d));
   return q.ok() && q.step() == SQLITE_ROW ? int(q.i64(0)) : -1;
 }
 
 absl::Status Store::migrate(int up_to) {
-  int version = 0;
-  bool legacy = false;  // made before the schema had a version
-  {
-    Stmt q(db_, "PRAGMA user_version");
-    if (!q.ok() || q.step() != SQLITE_ROW) return error("schema version");
-    version = int(q.i64(0));
-    Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'");
-    legacy = version == 0 && t.ok() && t.step() == SQLITE_ROW;
+  const store_db::Dialect d = db_->dialect();
+  int version = read_version();
+  if (version < 0) return error("schema version");
+  bool legacy = false;  // an SQLite file made before the schema had a version
+  if (version == 0 && d == store_db::Dialect::kSqlite) {
+    Stmt t(db_.get(), store_db::dialect::table_exists_query(d));
+    if (!t.ok()) return error("schema version");
+    t.bind_text(1, "jobs");
+    legacy = t.step() == SQLITE_ROW && t.i64(0) > 0;
   }
   if (version > kSchemaVersion)
     return absl::FailedPreconditionError(absl::StrCat("schema version ", version, " is newer than this coordinator's (",
@@ -133,7 +146,7 @@ absl::Status Store::migrate(int up_to) {
     // missing). Recognised once, here; later changes are migrations.
     bool has_failure_detail = false;
     {
-      Stmt q(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'failure_detail'");
+      Stmt q(db_.get(), "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'failure_detail'");
       has_failure_detail = q.ok() && q.step() == SQLITE_ROW;
     }
     Transaction t(this);
@@ -143,7 +156,7 @@ absl::Status Store::migrate(int up_to) {
         return s;
     if (absl::Status s = exec(kMigrations[0]); !s.ok()) return s;
     if (absl::Status s = kind_step(1); !s.ok()) return s;
-    if (absl::Status s = exec("PRAGMA user_version = 1"); !s.ok()) return s;
+    if (absl::Status s = exec(store_db::dialect::set_schema_version(d, 1).c_str()); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
     version = 1;
   }
@@ -153,7 +166,7 @@ absl::Status Store::migrate(int up_to) {
     if (absl::Status s = exec(kMigrations[version]); !s.ok()) return s;
     if (version + 1 == 8) binds_ = true;
     if (absl::Status s = kind_step(version + 1); !s.ok()) return s;
-    if (absl::Status s = exec(absl::StrCat("PRAGMA user_version = ", version + 1).c_str()); !s.ok()) return s;
+    if (absl::Status s = exec(store_db::dialect::set_schema_version(d, version + 1).c_str()); !s.ok()) return s;
     if (absl::Status s = t.commit(); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -3,14 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <sqlite3.h>
 #include <string>
 #include <unordered_map>
 
 #include "absl/status/status.h"
 #include "coordinator/store.h"
+#include "coordinator/store_db.h"
 
-// What binds each stored result to its row (schema 8): c960_bind (store.cpp) over the row's
+// What binds each stored result to its row (schema 8): c960_bind (SQLite's: store_sqlite.cpp;
+// PostgreSQL's: store_dialect.cpp) over the row's
 // own key, its unit's spec and the result, computed by the statement that writes the result and
 // checked by those that read it back. Macros, so that statements stay string literals.
 #define C960_UNIT_BINDING "c960_bind('unit', job_id, idx, spec, result)"
@@ -24,26 +27,24 @@ namespace c960::cluster {
 // Prepared statements of the paths every lease and completion takes, kept for reuse: preparing
 // one (parsing and planning the SQL) costs as much as running it, under the coordinator's lock.
 struct Store::Statements {
-  sqlite3* db;
+  store_db::Connection* db;
   struct Entry {
-    sqlite3_stmt* stmt = nullptr;
+    std::unique_ptr<store_db::Statement> stmt;
     bool in_use = false;  // a statement already stepping (a nested use) is not handed out twice
   };
   // By the SQL's address: every statement kept is a string literal (Stmt takes only arrays), so
   // a lookup hashes a pointer, not the text. Nodes do not move.
   std::unordered_map<const char*, Entry> entries;
-  ~Statements() {
-    for (auto& [sql, e] : entries) sqlite3_finalize(e.stmt);
-  }
 };
 
 namespace store_sql {
 
 // A statement for the length of a scope: prepared here and finalized on every path out of the
-// function, or (given the store's Statements) taken from and given back to them, reset.
+// function, or (given the store's Statements) taken from and given back to them, reset. Steps
+// answer SQLite's codes on either backend (store_db.h).
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  Stmt(store_db::Connection* db, const char* sql) : own_(db->prepare(sql, false)), s_(own_.get()) {}
   template <size_t N>
   Stmt(Store::Statements& cache, const char (&sql)[N]) {
     take(cache, sql);
@@ -55,55 +56,44 @@ class Stmt {
     take(cache, is_current ? current : older);
   }
   ~Stmt() {
-    if (!entry_) {
-      sqlite3_finalize(s_);
-      return;
-    }
-    reset();
+    if (!entry_) return;
+    s_->reset();
     entry_->in_use = false;
   }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  void bind(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
-  void bind_text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-  void bind_null(int i) { sqlite3_bind_null(s_, i); }
-  int step() { return sqlite3_step(s_); }
+  bool ok() const { return s_ != nullptr; }
+  void bind(int i, const std::string& v) { s_->bind_blob(i, v); }
+  void bind_text(int i, const std::string& v) { s_->bind_text(i, v); }
+  void bind(int i, int64_t v) { s_->bind_int(i, v); }
+  void bind_null(int i) { s_->bind_null(i); }
+  int step() { return s_->step(); }
   // One statement that returns no rows.
   bool run() { return step() == SQLITE_DONE; }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
-  bool is_null(int c) { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-  std::string blob(int c) {
-    const void* p = sqlite3_column_blob(s_, c);
-    return p ? std::string(static_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, c))) : std::string();
-  }
+  void reset() { s_->reset(); }
+  int64_t i64(int c) { return s_->column_int(c); }
+  bool is_null(int c) { return s_->column_null(c); }
+  std::string blob(int c) { return s_->column_blob(c); }
 
  private:
   // A literal's kept statement (prepared once), or a fresh one while it is in use (nested).
   void take(Store::Statements& cache, const char* sql) {
     Store::Statements::Entry& e = cache.entries[sql];
     if (e.in_use) {
-      rc_ = sqlite3_prepare_v2(cache.db, sql, -1, &s_, nullptr);
+      own_ = cache.db->prepare(sql, false);
+      s_ = own_.get();
       return;
     }
-    if (!e.stmt) rc_ = sqlite3_prepare_v3(cache.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr);
-    if (!e.stmt) return;  // rc_ says why; the entry stays empty and is prepared again next time
+    if (!e.stmt) e.stmt = cache.db->prepare(sql, true);
+    if (!e.stmt) return;  // the connection says why; the entry stays empty and is prepared again next time
     e.in_use = true;
     entry_ = &e;
-    s_ = e.stmt;
+    s_ = e.stmt.get();
   }
-  sqlite3_stmt* s_ = nullptr;
-  int rc_ = SQLITE_OK;
+  std::unique_ptr<store_db::Statement> own_;  // one prepared for this scope only
+  store_db::Statement* s_ = nullptr;
   Store::Statements::Entry* entry_ = nullptr;
 };
-
-// What went wrong, in words an operator can act on.
-std::string describe(sqlite3* db);
 
 }  // namespace store_sql
 
@@ -114,7 +104,7 @@ std::string describe(sqlite3* db);
 class StoreSql {
  public:
   explicit StoreSql(Store* s) : s_(s), lock_(s->mu_) {}
-  sqlite3* db() const { return s_->db_; }
+  store_db::Connection* db() const { return s_->db_.get(); }
   Store::Statements& statements() const { return *s_->statements_; }
   // The file's schema version (during a migration: the version being made).
   int version() const { return s_->version_; }

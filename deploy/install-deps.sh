@@ -11,6 +11,9 @@ PACKAGES=(
   ccache  # deploy/build.sh compiles through it: a cache kept between builds and CI runs
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
+  # The coordinator's store on a PostgreSQL server: libpq to build; the server for the tests, which
+  # run scratch clusters of their own (tests/cluster/pg_server.h; skipped where it is missing).
+  libpq-dev postgresql-15
   libssl-dev openssl  # TLS files and token hashes (OpenSSL libcrypto); test certificates (openssl)
   stockfish pgn-extract
   libjs-chart.js  # Chart.js, embedded into the HTML reports at build time (report/CMakeLists.txt)
@@ -59,8 +62,14 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 # cloud-init is here only for `cloud-init schema`: keep it from configuring this machine at its
 # next boot.
+# postgresql-15 is here for the tests' scratch clusters: keep Debian from making and starting a
+# cluster of its own ("main" on port 5432) as it installs.
 for p in "${missing[@]}"; do
   if [[ "$p" == cloud-init ]]; then $SUDO mkdir -p /etc/cloud && $SUDO touch /etc/cloud/cloud-init.disabled; fi
+  if [[ "$p" == postgresql-15 ]]; then
+    $SUDO mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.d/c960.conf >/dev/null
+  fi
 done
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

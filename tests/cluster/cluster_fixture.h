@@ -1,6 +1,7 @@
 // The base of the cluster integration tests: a scratch directory per test (removed when the test
 // passes, its logs printed when it fails), and the real coordinator and workers started on
 // loopback with ephemeral ports; every process is stopped in TearDown, also after a failure.
+// Built with C960_TEST_POSTGRES, the coordinator's store is a PostgreSQL database.
 #pragma once
 
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "c960/v1/cluster.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/pg_server.h"
 #include "tests/process.h"
 #include "tests/test_util.h"
 
@@ -41,6 +43,17 @@ class ClusterFixture : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     db_ = dir_ + "/coordinator.db";
+#ifdef C960_TEST_POSTGRES
+    // The binary's PostgreSQL build (tests/CMakeLists.txt: *_pg_* tests): the store in a fresh
+    // database of the process's scratch server (pg_server.h) instead.
+    std::string why;
+    bool installed = false;
+    PgServer* pg = PgServer::shared(&why, &installed);
+    if (!installed) GTEST_SKIP() << why;
+    ASSERT_NE(pg, nullptr) << why;
+    db_ = pg->fresh_database("cluster");
+    ASSERT_FALSE(db_.empty()) << "createdb failed";
+#endif
   }
 
   void TearDown() override {

@@ -1,6 +1,7 @@
 // The real binaries on loopback with ephemeral ports: full jobs checked against the published
 // perft table, workers and the coordinator killed mid-job, graceful stops, duplicate and late
-// completions, and invalid requests with their status codes.
+// completions, and invalid requests with their status codes. Built twice: with the store in an
+// SQLite file, and (C960_TEST_POSTGRES) in a database of a scratch PostgreSQL server.
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -537,6 +538,40 @@ TEST_F(ClusterTest, BadAddressesAreUsageErrorsInEveryProgram) {
     EXPECT_TRUE(absl::StrContains(r.err, c.why)) << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+// --db postgresql:// and its password: refused before any connection when the password would be on
+// the command line or in a file others may read, or with SQLite's backups; an unreachable server
+// names the URL (no password in it).
+TEST_F(ClusterTest, DatabaseFlagsAreCheckedBeforeConnecting) {
+  const std::string url = "postgresql://c960@127.0.0.1:1/none?connect_timeout=2";
+  const std::string file = dir_ + "/db.password", open_file = dir_ + "/open.password";
+  test::write_file(file, "secret\n");
+  test::write_file(open_file, "secret\n");
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::permissions(open_file, std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
+  struct Case {
+    std::vector<std::string> args;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {{"--db=postgresql://c960:secret@127.0.0.1:1/none"}, "--db: a password in the URL is on the command line"},
+      {{"--db=" + url, "--backup-dir=" + dir_ + "/backups"}, "--backup-dir: the store is a PostgreSQL database"},
+      {{"--db=" + dir_ + "/c.db", "--db-password-file=" + file}, "--db-password-file: only with --db postgresql://"},
+      {{"--db=" + url, "--db-password-file=" + open_file}, "is readable by group or others"},
+      {{"--db=" + url, "--db-password-file=" + dir_ + "/missing"}, "--db-password-file: cannot read"},
+      {{"--db=" + url, "--db-password-file=" + file}, "cannot connect to the database 'postgresql://c960@127.0.0.1:1/"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {test::kCoordinatorBin, "--listen=127.0.0.1:0"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const test::RunResult r = test::run(argv);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << "\n" << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, c.why)) << r.err;
+    EXPECT_FALSE(absl::StrContains(r.err, "secret")) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/backups"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/c.db"));
 }
 
 TEST_F(ClusterTest, InvalidRequestsGetTheirStatusCodes) {

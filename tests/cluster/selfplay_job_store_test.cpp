@@ -1,9 +1,32 @@
 // The self-play job kind in the coordinator, without sockets: the store: self-play tables settled and taken back, and
 // stores of older schemas converted.
+#include "tests/cluster/pg_server.h"
 #include "tests/cluster/selfplay_job_fixture.h"
 
 namespace c960::cluster {
 namespace {
+
+// The self-play tables on each backend: a fresh SQLite file, or a fresh database on the test
+// process's PostgreSQL server (skipped when PostgreSQL is not installed).
+class SelfPlayStoreBackends : public ::testing::TestWithParam<bool> {
+ protected:
+  std::string fresh(const std::string& name) {
+    if (GetParam()) {
+      std::string why;
+      bool installed = false;
+      test::PgServer* pg = test::PgServer::shared(&why, &installed);
+      if (!installed) return "";
+      EXPECT_NE(pg, nullptr) << why;
+      return pg ? pg->fresh_database("selfplay") : "";
+    }
+    const std::string path = absl::StrCat(::testing::TempDir(), "/", name, "-", getpid(), ".db");
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+    return path;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, SelfPlayStoreBackends, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "PostgreSQL" : "SQLite"; });
 
 // Schema 8 counts each distinct game once: opened, a store of schema 7 has every self-play
 // job's statistics counted again from its settled units' game summaries (here made wrong on
@@ -44,9 +67,11 @@ TEST_F(SelfPlayJobTest, SchemaSevenStoresAreRecountedDistinctGamesOnce) {
 
 // Taking a settled unit back (its only vote came from a worker quarantined since) takes its
 // games out of the counts, duplicates included, and out of the stored games.
-TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
-  auto store = Store::open(":memory:");
-  ASSERT_TRUE(store.ok());
+TEST_P(SelfPlayStoreBackends, TakingAUnitBackUndoesItsCountsAndGames) {
+  const std::string where = fresh("c960-selfplay-undo");
+  if (where.empty()) GTEST_SKIP() << "PostgreSQL is not installed";
+  auto store = Store::open(where);
+  ASSERT_TRUE(store.ok()) << store.status();
   StoredJob j;
   j.id = "job-1";
   j.seq = 1;
@@ -72,7 +97,8 @@ TEST(SelfPlayStoreTest, TakingAUnitBackUndoesItsCountsAndGames) {
     return s;
   };
   const SelfPlaySettlement a = settlement(0, 7), b = settlement(2, 7);
-  ASSERT_TRUE(settle_with_games(store->get(), "job-1", 0, "r0", std::nullopt, 0, a).ok());
+  ASSERT_TRUE(settle_with_games(store->get(), "job-1", 0, "r0", std::nullopt, 0, a).ok())
+      << settle_with_games(store->get(), "job-1", 0, "r0", std::nullopt, 0, a);
   ASSERT_TRUE(settle_with_games(store->get(), "job-1", 1, "r1", std::nullopt, 0, b).ok());
   auto totals = load_position_totals(store->get(), "job-1");
   ASSERT_TRUE(totals.ok() && totals->size() == 1u);
@@ -351,9 +377,9 @@ TEST(SelfPlayStoreTest, OldStoresGainTheFailureColumn) {
 
 // The store counts a match unit's pairs, and takes them back, as MatchStats counts them: a pair
 // that repeats another is a duplicate whichever settles first, and goes with its last copy.
-TEST(SelfPlayStoreMatch, PairsAreCountedOnceAndTakenBack) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/c960-match-store-", getpid(), ".db");
-  std::filesystem::remove(path);
+TEST_P(SelfPlayStoreBackends, PairsAreCountedOnceAndTakenBack) {
+  const std::string path = fresh("c960-match-store");
+  if (path.empty()) GTEST_SKIP() << "PostgreSQL is not installed";
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   // Two units of two pairs each: pairs (1-0, 0-1) = A wins both (WW), and a drawn pair with a
@@ -379,7 +405,7 @@ TEST(SelfPlayStoreMatch, PairsAreCountedOnceAndTakenBack) {
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() && !t->empty() ? (*t)[0].pairs : std::vector<int64_t>();
   };
-  ASSERT_TRUE(apply_settlement(store->get(), "j", a, 1).ok());
+  ASSERT_TRUE(apply_settlement(store->get(), "j", a, 1).ok()) << apply_settlement(store->get(), "j", a, 1);
   // penta[4] (WW) 1, wins 2, unpaired 2.
   EXPECT_EQ(pairs(), (std::vector<int64_t>{0, 0, 0, 0, 1, 2, 0, 0, 0, 2}));
   ASSERT_TRUE(apply_settlement(store->get(), "j", b, 1).ok());
@@ -393,7 +419,8 @@ TEST(SelfPlayStoreMatch, PairsAreCountedOnceAndTakenBack) {
   ASSERT_TRUE(apply_settlement(store->get(), "j", b, -1).ok());
   EXPECT_EQ(pairs(), (std::vector<int64_t>(10, 0)));
   store->reset();
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  if (!GetParam())
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 }  // namespace

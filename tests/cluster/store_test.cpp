@@ -1,4 +1,5 @@
-// The SQLite store: what goes in comes back, results are written once.
+// The store, on SQLite and on PostgreSQL (a scratch server: pg_server.h): what goes in comes
+// back, results are written once.
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +14,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/store.h"
+#include "coordinator/store_db.h"
+#include "coordinator/store_sql.h"
+#include "tests/cluster/pg_server.h"
 
 namespace c960::cluster {
 namespace {
@@ -24,6 +28,51 @@ StoredUnit unit(int64_t index, const std::string& spec = "s") {
   u.meta = "m";
   return u;
 }
+
+// The backends every test below runs on.
+enum class Backend { kSqlite, kPostgres };
+
+// The test process's PostgreSQL server: skips the test when PostgreSQL is not installed, fails it
+// when the server would not start.
+#define C960_USE_PG(pg)                            \
+  do {                                             \
+    std::string why;                               \
+    bool installed = false;                        \
+    pg = test::PgServer::shared(&why, &installed); \
+    if (!installed) GTEST_SKIP() << why;           \
+    ASSERT_NE(pg, nullptr) << why;                 \
+  } while (0)
+
+class StoreBackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kPostgres) C960_USE_PG(pg_);
+  }
+  // Where a new store goes: a fresh file, or a fresh database.
+  std::string fresh(const std::string& name) {
+    if (pg_) {
+      const std::string url = pg_->fresh_database("store");
+      EXPECT_FALSE(url.empty()) << "createdb failed";
+      return url;
+    }
+    const std::string path = ::testing::TempDir() + "/" + name;
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+    return path;
+  }
+  test::PgServer* pg_ = nullptr;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         [](const ::testing::TestParamInfo<Backend>& b) {
+                           return b.param == Backend::kSqlite ? "SQLite" : "PostgreSQL";
+                         });
+
+// What only PostgreSQL has, or what compares it with SQLite.
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { C960_USE_PG(pg_); }
+  test::PgServer* pg_ = nullptr;
+};
 
 // Issue 19: a store file that is there but empty (a mount or a copy gone wrong) used to start as
 // an empty store without a word, every job gone; an SQLite file of something else was made one.
@@ -61,9 +110,8 @@ TEST(StoreTest, AnEmptyOrForeignFileIsRefusedUnlessInit) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
-  const std::string path = ::testing::TempDir() + "/store_test.db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+TEST_P(StoreBackendTest, JobsUnitsAndWorkersSurviveReopening) {
+  const std::string path = fresh("store_test.db");
   {
     auto store = Store::open(path);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -135,9 +183,8 @@ TEST(StoreTest, JobsUnitsAndWorkersSurviveReopening) {
   EXPECT_EQ((*(*store)->load_jobs())[0].units.size(), 3u);
 }
 
-TEST(StoreTest, ASecondStoreOnTheSameFileIsRefused) {
-  const std::string path = ::testing::TempDir() + "/store_test_lock.db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+TEST_P(StoreBackendTest, ASecondStoreOnTheSameFileIsRefused) {
+  const std::string path = fresh("store_test_lock.db");
   auto first = Store::open(path);
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = Store::open(path);
@@ -149,32 +196,27 @@ TEST(StoreTest, ASecondStoreOnTheSameFileIsRefused) {
 
 TEST(StoreTest, UnwritablePathIsAnError) { EXPECT_FALSE(Store::open("/nonexistent-dir/x/y.db").ok()); }
 
-std::string fresh_path(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
-  return path;
-}
-
-TEST(StoreTest, NewStoresHaveTheCurrentSchemaVersion) {
-  auto store = Store::open(":memory:");
+TEST_P(StoreBackendTest, NewStoresHaveTheCurrentSchemaVersion) {
+  auto store = Store::open(fresh("store_test_version.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->schema_version(), Store::kSchemaVersion);
 }
 
-TEST(StoreTest, AStoreFromANewerCoordinatorIsRefused) {
-  const std::string path = fresh_path("store_test_newer.db");
+TEST_P(StoreBackendTest, AStoreFromANewerCoordinatorIsRefused) {
+  const std::string path = fresh("store_test_newer.db");
   {
     auto store = Store::open(path);
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->exec_for_test("PRAGMA user_version = 999").ok());
+    const auto dialect = GetParam() == Backend::kSqlite ? store_db::Dialect::kSqlite : store_db::Dialect::kPostgres;
+    ASSERT_TRUE((*store)->exec_for_test(store_db::dialect::set_schema_version(dialect, 999)).ok());
   }
   auto store = Store::open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("newer"), absl::string_view::npos) << store.status();
 }
 
-TEST(StoreTest, AFailedTransactionLeavesNothingBehind) {
-  auto store = Store::open(":memory:");
+TEST_P(StoreBackendTest, AFailedTransactionLeavesNothingBehind) {
+  auto store = Store::open(fresh("store_test_AFailedTransactionLeavesNothingBehind.db"));
   ASSERT_TRUE(store.ok());
   StoredJob j;
   j.id = "job-1";
@@ -191,8 +233,8 @@ TEST(StoreTest, AFailedTransactionLeavesNothingBehind) {
   EXPECT_EQ((*(*store)->load_jobs())[0].unit_count, 3);
 }
 
-TEST(StoreTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
-  auto store = Store::open(":memory:");
+TEST_P(StoreBackendTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
+  auto store = Store::open(fresh("store_test_BigJobsAreStoredInStepsAndCountOnlyOncePlanned.db"));
   ASSERT_TRUE(store.ok());
   StoredJob j;
   j.id = "job-7";
@@ -214,8 +256,8 @@ TEST(StoreTest, BigJobsAreStoredInStepsAndCountOnlyOncePlanned) {
   EXPECT_TRUE((*(*store)->load_jobs()).empty());
 }
 
-TEST(StoreTest, FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow) {
-  auto store = Store::open(":memory:");
+TEST_P(StoreBackendTest, FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow) {
+  auto store = Store::open(fresh("store_test_FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow.db"));
   ASSERT_TRUE(store.ok());
   StoredJob j;
   j.id = "job-1";
@@ -259,9 +301,8 @@ TEST(StoreTest, FoldingReplacesSettledUnitsAndTheirCopiesWithOneRow) {
   EXPECT_TRUE((*(*store)->load_jobs()).empty());
 }
 
-TEST(StoreTest, AVersion4StoreGainsTheFoldedTable) {
-  const std::string path = ::testing::TempDir() + "/store_test_v4.db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+TEST_P(StoreBackendTest, AVersion4StoreGainsTheFoldedTable) {
+  const std::string path = fresh("store_test_v4.db");
   {
     auto store = Store::open(path, 4);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -282,7 +323,90 @@ TEST(StoreTest, AVersion4StoreGainsTheFoldedTable) {
   ASSERT_TRUE(jobs.ok());
   EXPECT_TRUE((*jobs)[0].units.empty());
   ASSERT_EQ((*jobs)[0].folds.size(), 1u);
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+  if (!pg_)
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
+}
+
+// Every stored result is bound to its row (schema 8) by c960_bind: the same function of the same
+// row on both backends (SQLite's in C++, PostgreSQL's in SQL), so a store moved from one to the
+// other checks alike; and a result moved to another row is refused on both.
+TEST_F(PostgresStoreTest, ResultsAreBoundToTheirRowsAlikeOnBothBackends) {
+  std::vector<std::string> bindings;
+  for (const std::string& where : {pg_->fresh_database("store"), std::string(":memory:")}) {
+    auto store = Store::open(where);
+    ASSERT_TRUE(store.ok()) << store.status();
+    StoredJob j;
+    j.id = "job-\xc3\xa9";  // text beyond ASCII: its UTF-8 bytes
+    j.seq = 1;
+    j.units.push_back(unit(0, std::string("spec\0\xff", 6)));
+    j.units.push_back(unit(-5, "other"));
+    ASSERT_TRUE((*store)->insert_job(j).ok());
+    ASSERT_TRUE((*store)->record_leases(j.id, {{-5, 1, 1, {-5, 3, "w/a", 1, 0, {}, false}}}).ok());
+    ASSERT_TRUE((*store)->put_copy_result(j.id, -5, 3, std::string("r\0", 2)).ok());
+    ASSERT_TRUE((*store)->settle_unit(j.id, 0, std::string(300, 'x'), 1, std::nullopt, 0).ok());
+    ASSERT_TRUE((*store)->settle_unit(j.id, -5, "r", 1, std::nullopt, 0).ok());
+    ASSERT_TRUE((*store)->fold_units(j.id, {9, -5, -4, "record"}).ok());
+    std::string all;
+    {
+      StoreSql sql(store->get());
+      for (const char* q : {"SELECT bound FROM units ORDER BY idx", "SELECT bound FROM folded ORDER BY grp"}) {
+        store_sql::Stmt s(sql.db(), q);
+        ASSERT_TRUE(s.ok()) << q;
+        while (s.step() == SQLITE_ROW) {
+          EXPECT_EQ(s.blob(0).size(), 16u);
+          all += s.blob(0);
+        }
+      }
+    }
+    bindings.push_back(all);
+    // A damaged result no longer matches its row.
+    ASSERT_TRUE((*store)->exec_for_test("UPDATE units SET result = 'xx' WHERE idx = 0").ok());
+    EXPECT_EQ((*store)->unit_result(j.id, 0).status().code(), absl::StatusCode::kDataLoss);
+    auto jobs = (*store)->load_jobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    EXPECT_FALSE((*jobs)[0].units[0].intact);
+    EXPECT_TRUE((*jobs)[0].folds[0].intact);
+  }
+  EXPECT_EQ(bindings[0].size(), 32u);
+  EXPECT_EQ(bindings[0], bindings[1]) << "PostgreSQL's c960_bind differs from SQLite's";
+}
+
+// A database with tables of something else is not made a store unless asked, as a foreign file.
+TEST_F(PostgresStoreTest, AForeignDatabaseIsRefusedUnlessInit) {
+  const std::string url = pg_->fresh_database("store");
+  const std::string db = url.substr(url.rfind('/') + 1, url.find('?') - url.rfind('/') - 1);
+  EXPECT_EQ(pg_->psql(db, "CREATE TABLE accounts (id INTEGER, balance INTEGER); SELECT 'made';"), "made\n");
+  auto refused = Store::open(url);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "not a c960 store")) << refused.status();
+  EXPECT_TRUE(Store::open(url, Store::kSchemaVersion, true).ok());
+  EXPECT_TRUE(Store::open(url).ok());
+}
+
+// A server that is not there: FAILED_PRECONDITION naming the URL without its password.
+TEST(StoreTest, AnUnreachableDatabaseIsAnErrorWithoutItsPassword) {
+  auto s = Store::open("postgresql://c960:secret@127.0.0.1:1/none?sslmode=disable&connect_timeout=2");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.status().message(), "postgresql://c960:***@127.0.0.1:1/none")) << s.status();
+  EXPECT_FALSE(absl::StrContains(s.status().message(), "secret")) << s.status();
+}
+
+// The PostgreSQL dialect, as the store's SQL is translated.
+TEST(StoreTest, SqliteSqlIsTranslatedForPostgres) {
+  using store_db::dialect::postgres;
+  EXPECT_EQ(postgres("SELECT a FROM t WHERE x = ? AND y = ?"), "SELECT a FROM t WHERE x = $1 AND y = $2");
+  EXPECT_EQ(postgres("UPDATE t SET r = ?1, b = f(?1) WHERE k = ?2 AND j = ?"),
+            "UPDATE t SET r = $1, b = f($1) WHERE k = $2 AND j = $3");
+  EXPECT_EQ(postgres("SELECT '?', \"INTEGER\" FROM t WHERE s = 'it''s ?' AND v = ?"),
+            "SELECT '?', \"INTEGER\" FROM t WHERE s = 'it''s ?' AND v = $1");
+  EXPECT_EQ(postgres("CREATE TABLE t (a INTEGER NOT NULL, b BLOB, PRIMARY KEY (a)) WITHOUT ROWID;"),
+            "CREATE TABLE t (a BIGINT NOT NULL, b BYTEA, PRIMARY KEY (a)) ;");
+  EXPECT_EQ(postgres("SELECT bound IS f(x), r IS NULL, r IS NOT NULL FROM t"),
+            "SELECT bound IS NOT DISTINCT FROM f(x), r IS NULL, r IS NOT NULL FROM t");
+  EXPECT_EQ(postgres("UPDATE u SET b = c960_bind('unit', job_id, idx, spec, ?1)"),
+            "UPDATE u SET b = c960_bind_unit(job_id, idx, spec, $1)");
+  EXPECT_EQ(store_db::redact_url("postgresql://u:pw@h:5/d?x=1"), "postgresql://u:***@h:5/d?x=1");
+  EXPECT_EQ(store_db::redact_url("postgresql://u@h/d"), "postgresql://u@h/d");
 }
 
 }  // namespace
