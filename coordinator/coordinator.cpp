@@ -37,7 +37,10 @@ v1::JobSpec spec_summary(const JobKind& kind, const v1::JobSpec& spec) {
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
-    : store_(store), clock_(clock), options_(options), rng_(options.seed ? options.seed : std::random_device{}()),
+    : store_(store),
+      clock_(clock),
+      options_(options),
+      rng_(options.seed ? options.seed : std::random_device{}()),
       session_ids_(options.seed ^ 0x5e55'10e1d5ULL) {
   kinds_ = make_kinds(options_);
   if (options_.waiter_thread) polls_.thread = std::thread([this] { waiter_loop(); });

@@ -1,13 +1,13 @@
 #include "coordinator/file_lease.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <sys/file.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -40,13 +40,15 @@ absl::StatusOr<LeaseRow> FileLease::read_row() const {
   LeaseRow row;
   const std::string text(buf, size_t(n));
   const std::vector<std::string> parts = absl::StrSplit(absl::StripSuffix(text, "\n"), absl::MaxSplits(' ', 1));
-  if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &row.epoch) && row.epoch > 0) row.holder = parts[1];
-  else row.epoch = 0;
+  if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &row.epoch) && row.epoch > 0)
+    row.holder = parts[1];
+  else
+    row.epoch = 0;
   return row;
 }
 
 absl::StatusOr<LeaseStore::Step> FileLease::take_or_renew_lease(const std::string& holder, int64_t epoch,
-                                                               int64_t ttl_ms) {
+                                                                int64_t ttl_ms) {
   Step step;
   step.now_ms = now_ms();
   if (held_) {
@@ -65,8 +67,7 @@ absl::StatusOr<LeaseStore::Step> FileLease::take_or_renew_lease(const std::strin
   }
   if (fd_ < 0) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0)
-      return absl::FailedPreconditionError(absl::StrCat("leader lease ", path_, ": ", std::strerror(errno)));
+    if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat("leader lease ", path_, ": ", std::strerror(errno)));
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK)

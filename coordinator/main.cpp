@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <thread>
 
-
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
