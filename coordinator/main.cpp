@@ -38,6 +38,7 @@
 #include "coordinator/standby_service.h"
 #include "coordinator/store_backup.h"
 #include "coordinator/store_db.h"
+#include "coordinator/store_lease.h"
 #include "core/version.h"
 
 ABSL_FLAG(std::string, listen, c960::cluster::kDefaultListen, "HOST:PORT to serve on; port 0 picks a free port");
@@ -531,10 +532,22 @@ int main(int argc, char** argv) {
     if (!checked.ok()) return die(std::string(checked.status().message()));
     advertise = *checked;
   }
+  const absl::StatusOr<std::string> db_password = database_password(backup_options.dir);
+  if (!db_password.ok()) return die(std::string(db_password.status().message()));
+  const auto open_store = [&] {
+    return c960::cluster::Store::open(absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion,
+                                      absl::GetFlag(FLAGS_init), c960::cluster::kind_tables(), *db_password);
+  };
+  // PostgreSQL: the store's own advisory lock (store_lease.h); SQLite: a lock beside the file.
   std::unique_ptr<c960::cluster::LeaseStore> lease;
-  // (PostgreSQL: one coordinator per database, by the store's advisory lock, so far.)
-  if (const std::string db = absl::GetFlag(FLAGS_db); db != ":memory:" && !c960::cluster::store_db::is_postgres_url(db))
+  c960::cluster::StoreLease* store_lease = nullptr;
+  if (const std::string db = absl::GetFlag(FLAGS_db); c960::cluster::store_db::is_postgres_url(db)) {
+    auto l = std::make_unique<c960::cluster::StoreLease>(open_store);
+    store_lease = l.get();
+    lease = std::move(l);
+  } else if (db != ":memory:") {
     lease = std::make_unique<c960::cluster::FileLease>(db + "-leader");
+  }
   std::unique_ptr<c960::cluster::LeaderElection> election;
   int port = 0, http_port = 0;
   if (lease) {
@@ -546,6 +559,8 @@ int main(int argc, char** argv) {
                                                                                                 : options->listen,
                                                         c960::cluster::LeaderTiming{.ttl_ms = lease_seconds * 1000});
     if (election->step(steady_ms()) != c960::cluster::LeaderRole::kLeader) {
+      // A store that cannot be opened at all (not one another coordinator holds) is said now.
+      if (store_lease && !store_lease->last_error().ok()) return die(std::string(store_lease->last_error().message()));
       std::unique_ptr<c960::cluster::HttpApi> standby_http;
       if (!listen->http_listen.empty()) {
         c960::cluster::HttpOptions ho;
@@ -562,12 +577,12 @@ int main(int argc, char** argv) {
     }
     c960::cluster::log_event(c960::cluster::LogLevel::kInfo, "leader", election->why(), {{"epoch", election->epoch()}});
   }
-  const absl::StatusOr<std::string> db_password = database_password(backup_options.dir);
-  if (!db_password.ok()) return die(std::string(db_password.status().message()));
-  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store =
-      c960::cluster::Store::open(absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion,
-                                 absl::GetFlag(FLAGS_init), c960::cluster::kind_tables(), *db_password);
+  // The leader's store: the one its lease opened (PostgreSQL), else opened now.
+  absl::StatusOr<std::unique_ptr<c960::cluster::Store>> store = std::unique_ptr<c960::cluster::Store>();
+  if (store_lease) *store = store_lease->take_store();
+  if (!*store) store = open_store();
   if (!store.ok()) return die(std::string(store.status().message()));
+  if (store_lease) store_lease->watch(store->get());
   // Metrics only when there is somewhere to see them: the HTTP side.
   const std::string& http_listen = listen->http_listen;
   std::unique_ptr<c960::cluster::Metrics> metrics;

@@ -116,6 +116,13 @@ int Store::copy_into(sqlite3* dest, int pages_per_step) {
   return rc != SQLITE_DONE ? rc : fin;
 }
 
+absl::Status Store::check_alive() {
+  std::lock_guard lock(mu_);
+  Stmt q(*statements_, "SELECT 1");
+  if (!q.ok() || q.step() != SQLITE_ROW) return absl::UnavailableError(absl::StrCat("store: ", db_->describe()));
+  return absl::OkStatus();
+}
+
 absl::Status Store::exec_for_test(const std::string& sql) {
   std::lock_guard lock(mu_);
   return exec(sql.c_str());
@@ -149,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
     Stmt lock_db(c, kLockDatabase);
     if (!lock_db.ok() || lock_db.step() != SQLITE_ROW) return refused(store->error("lock"));
     if (lock_db.i64(0) == 0)
-      return absl::FailedPreconditionError(
+      return absl::AbortedError(  // (ABORTED: StoreLease tells a leader's lock from a failure)
           absl::StrCat("cannot use '", name, "': another coordinator is using this database"));
   }
   // A file or database of something else (no c960 schema version, and tables c960 never had):

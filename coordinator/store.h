@@ -266,6 +266,10 @@ class Store {
   // more). SQLITE_MISUSE on PostgreSQL.
   int copy_into(sqlite3* dest, int pages_per_step);
 
+  // One round trip to the database (PostgreSQL: whether the connection, and the advisory lock it
+  // holds, are still there). UNAVAILABLE naming the cause when not.
+  absl::Status check_alive();
+
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 

@@ -294,6 +294,15 @@ TEST_F(ClusterTest, AStandbyTakesOverWhenTheLeaderIsKilledMidJob) {
   ASSERT_GT(standby_port, 0) << read_file(dir_ + "/standby.log");
   ASSERT_GT(standby_http, 0) << read_file(dir_ + "/standby.log");
   const std::string leader_address = absl::StrCat("127.0.0.1:", leader_port);
+#ifdef C960_TEST_POSTGRES
+  // PostgreSQL's lease is the store's advisory lock, which does not say who holds it: a standby
+  // names no leader, and clients try the next address (CoordinatorSet).
+  const std::string named_leader;
+  const int64_t new_epoch = 1;
+#else
+  const std::string named_leader = leader_address;
+  const int64_t new_epoch = 2;
+#endif
   const std::string standby_address = absl::StrCat("127.0.0.1:", standby_port);
   // Channels that reconnect within a tenth of a second, as the tools' do (cluster/channel.cpp).
   grpc::ChannelArguments fast;
@@ -308,11 +317,11 @@ TEST_F(ClusterTest, AStandbyTakesOverWhenTheLeaderIsKilledMidJob) {
          std::this_thread::sleep_for(50ms)) {
       v1::ListJobsResponse resp;
       s = standby_jobs->ListJobs(ctx().get(), v1::ListJobsRequest(), &resp);
-      if (error_info_of(s).leader() == leader_address) break;
+      if (reason_of(s) == v1::ErrorInfo::REASON_NOT_LEADER && error_info_of(s).leader() == named_leader) break;
     }
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
     EXPECT_EQ(reason_of(s), v1::ErrorInfo::REASON_NOT_LEADER);
-    EXPECT_EQ(error_info_of(s).leader(), leader_address);
+    EXPECT_EQ(error_info_of(s).leader(), named_leader);
     const std::string readyz = dir_ + "/readyz";
     const int rc = std::system(absl::StrCat("curl -s -o ", readyz, " -w '%{http_code}' http://127.0.0.1:", standby_http,
                                             "/readyz > ", readyz, ".code")
@@ -353,7 +362,7 @@ TEST_F(ClusterTest, AStandbyTakesOverWhenTheLeaderIsKilledMidJob) {
       << read_file(o);
   EXPECT_TRUE(absl::StrContains(read_file(o), "SUCCEEDED")) << read_file(o);
   const std::string log = read_file(dir_ + "/standby.log");
-  EXPECT_TRUE(absl::StrContains(log, "took the leader lease (epoch 2)")) << log;
+  EXPECT_TRUE(absl::StrContains(log, absl::StrCat("took the leader lease (epoch ", new_epoch, ")"))) << log;
 }
 
 TEST_F(ClusterTest, WorkersStartedBeforeTheCoordinatorWaitForIt) {

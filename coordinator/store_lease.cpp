@@ -1,0 +1,42 @@
+#include "coordinator/store_lease.h"
+
+#include <chrono>
+
+namespace c960::cluster {
+namespace {
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+absl::StatusOr<LeaseStore::Step> StoreLease::take_or_renew_lease(const std::string& holder, int64_t epoch,
+                                                                int64_t ttl_ms) {
+  Step step;
+  step.now_ms = wall_ms();
+  Store* held = held_ ? held_ : store_.get();
+  if (held) {
+    if (absl::Status s = held->check_alive(); !s.ok()) return s;
+    if (holder != holder_) holder_ = holder;
+    step.granted = epoch == epoch_;
+    step.row = {holder_, epoch_, step.now_ms + ttl_ms};
+    return step;
+  }
+  absl::StatusOr<std::unique_ptr<Store>> opened = open_();
+  last_error_ = opened.ok() || absl::IsAborted(opened.status()) ? absl::OkStatus() : opened.status();
+  if (!opened.ok()) {
+    if (!absl::IsAborted(opened.status())) return opened.status();
+    step.row = {"", 0, step.now_ms + ttl_ms};  // held by a live session; who, the lock does not say
+    return step;
+  }
+  store_ = std::move(*opened);
+  epoch_ = 1;  // one holding per process: a lost lock is never taken again by the same process
+  holder_ = holder;
+  step.granted = true;
+  step.row = {holder_, epoch_, step.now_ms + ttl_ms};
+  return step;
+}
+
+}  // namespace c960::cluster
