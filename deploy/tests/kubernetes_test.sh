@@ -155,4 +155,59 @@ if errors:
     sys.exit("FAIL:\n  " + "\n  ".join(errors))
 print(f"render checked: image {images.pop()}, user {uid}, ports, grace periods, flags, TLS and tokens from Secrets, exec probes over TLS, PDB, HPA")
 PY
+# The standby overlay (deploy/kubernetes-ha): two coordinators on PostgreSQL, ready only while
+# leading, alive while their port answers; the SQLite StatefulSet gone; the database's password
+# from a required Secret that docs/deploy.md creates; every flag in the binaries' --help.
+kubectl kustomize "$ROOT/deploy/kubernetes-ha" >"$work/ha.yaml" 2>"$work/kustomize-ha.err" ||
+  fail "kubectl kustomize deploy/kubernetes-ha: $(cat "$work/kustomize-ha.err")"
+python3 - "$work" "$ROOT" <<'PY'
+import re, sys, yaml
+work, root = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(open(f"{work}/ha.yaml")) if d]
+errors = []
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+flags = {b: set(open(f"{work}/c960-{b}.flags").read().split()) for b in ("coordinator", "healthcheck")}
+byname = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+check(("StatefulSet", "c960-coordinator") not in byname, "ha: the SQLite StatefulSet must be gone")
+dep = byname.get(("Deployment", "c960-coordinator"), {})
+check(dep.get("spec", {}).get("replicas") == 2, "ha: the coordinator Deployment must have two replicas")
+pod = dep.get("spec", {}).get("template", {}).get("spec", {})
+c = (pod.get("containers") or [{}])[0]
+args = c.get("args", [])
+for a in args[1:]:
+    check(a.split("=", 1)[0] in flags["coordinator"], f"ha: {a} is not in c960-coordinator --help")
+vals = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args[1:] if "=" in a}
+check(vals.get("--db", "").startswith("postgresql://"), "ha: --db must name a PostgreSQL database")
+check("@" in vals.get("--db", "") and ":" not in vals.get("--db", "").split("@")[0].split("//")[1],
+      "ha: --db must not carry a password")
+check(vals.get("--advertise", "") == "$(POD_IP):7960", "ha: --advertise must be the pod's address")
+check(any(e.get("name") == "POD_IP" and e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.podIP"
+          for e in c.get("env", [])), "ha: POD_IP must come from status.podIP")
+mounts = {m["name"]: m["mountPath"] for m in c.get("volumeMounts", [])}
+pw = vals.get("--db-password-file", "")
+vol = [v for v in pod.get("volumes", []) if mounts.get(v["name"]) == pw.rsplit("/", 1)[0]]
+check(len(vol) == 1 and "secret" in vol[0] and not vol[0]["secret"].get("optional", False),
+      "ha: --db-password-file must lie in a required Secret")
+doc = open(f"{root}/docs/deploy.md").read()
+if vol:
+    name = vol[0]["secret"]["secretName"]
+    check(re.search(rf"kubectl create secret generic {name} --from-file={pw.rsplit('/', 1)[1]}=", doc) is not None,
+          f"ha: docs/deploy.md must create the Secret {name} with the key {pw.rsplit('/', 1)[1]}")
+ready = c.get("readinessProbe", {}).get("exec", {}).get("command", [])
+check(ready[:1] == ["c960-healthcheck"], "ha: readiness must ask the health service (a standby is NOT_SERVING)")
+check("exec" not in c.get("livenessProbe", {}) and "tcpSocket" in c.get("livenessProbe", {}),
+      "ha: liveness must not ask the health service (it would restart every standby)")
+pdb = byname.get(("PodDisruptionBudget", "c960-coordinator"), {})
+check(pdb.get("spec", {}).get("selector", {}).get("matchLabels") == dep.get("spec", {}).get("selector", {}).get("matchLabels"),
+      "ha: a PodDisruptionBudget must select the coordinators")
+svc = byname.get(("Service", "c960-coordinator"), {})
+check(svc.get("spec", {}).get("selector", {}).items() <= dep.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {}).items(),
+      "ha: the Service must select the coordinators")
+check(("StatefulSet", "c960-postgres") in byname, "ha: the trial PostgreSQL must be there")
+if errors:
+    sys.exit("FAIL:\n  " + "\n  ".join(errors))
+print("ha overlay checked: two coordinators on PostgreSQL, readiness on leadership, liveness on the port, the password from a Secret")
+PY
 echo "kubernetes_test: 1 passed, 0 failed"
