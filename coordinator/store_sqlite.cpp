@@ -140,7 +140,7 @@ class SqliteConnection final : public Connection {
   }
   std::string describe() override {
     // exec()'s message while its error is the current one (a later error replaces both).
-    const std::string why = describe_code();
+    std::string why = describe_code();
     if (exec_message_.empty() || exec_message_ == why || exec_message_ != sqlite3_errmsg(db_)) return why;
     return absl::StrCat(why, " (", exec_message_, ")");
   }
