@@ -13,7 +13,7 @@ int64_t wall_ms() {
 }  // namespace
 
 absl::StatusOr<LeaseStore::Step> StoreLease::take_or_renew_lease(const std::string& holder, int64_t epoch,
-                                                                int64_t ttl_ms) {
+                                                                 int64_t ttl_ms) {
   Step step;
   step.now_ms = wall_ms();
   Store* held = held_ ? held_ : store_.get();
