@@ -47,6 +47,14 @@ absl::StatusOr<LeaseRow> FileLease::read_row() const {
   return row;
 }
 
+absl::Status FileLease::write_row(int64_t epoch, const std::string& holder) {
+  const std::string text = absl::StrCat(epoch, " ", holder, "\n");
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) != ssize_t(text.size()) ||
+      ::fdatasync(fd_) != 0)
+    return absl::UnavailableError(absl::StrCat("leader lease ", path_, ": ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LeaseStore::Step> FileLease::take_or_renew_lease(const std::string& holder, int64_t epoch,
                                                                 int64_t ttl_ms) {
   Step step;
@@ -56,9 +64,7 @@ absl::StatusOr<LeaseStore::Step> FileLease::take_or_renew_lease(const std::strin
     // its own address since (a port picked at start) is written down for the standbys.
     step.granted = epoch == row_.epoch;
     if (step.granted && holder != row_.holder) {
-      const std::string text = absl::StrCat(row_.epoch, " ", holder, "\n");
-      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) != ssize_t(text.size()))
-        return absl::UnavailableError(absl::StrCat("leader lease ", path_, ": ", std::strerror(errno)));
+      if (absl::Status w = write_row(row_.epoch, holder); !w.ok()) return w;
       row_.holder = holder;
     }
     row_.expires_ms = step.now_ms + ttl_ms;
@@ -85,12 +91,9 @@ absl::StatusOr<LeaseStore::Step> FileLease::take_or_renew_lease(const std::strin
     return before.status();
   }
   LeaseRow row{holder, before->epoch + 1, step.now_ms + ttl_ms};
-  const std::string text = absl::StrCat(row.epoch, " ", holder, "\n");
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) != ssize_t(text.size()) ||
-      ::fdatasync(fd_) != 0) {
-    const int err = errno;
+  if (absl::Status w = write_row(row.epoch, holder); !w.ok()) {
     ::flock(fd_, LOCK_UN);
-    return absl::UnavailableError(absl::StrCat("leader lease ", path_, ": ", std::strerror(err)));
+    return w;
   }
   held_ = true;
   row_ = row;

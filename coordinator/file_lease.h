@@ -28,6 +28,8 @@ class FileLease final : public LeaseStore {
 
  private:
   absl::StatusOr<LeaseRow> read_row() const;
+  // "EPOCH HOLDER\n", synced (the lock held).
+  absl::Status write_row(int64_t epoch, const std::string& holder);
   std::string path_;
   int fd_ = -1;
   bool held_ = false;

@@ -19,7 +19,7 @@ absl::StatusOr<LeaseStore::Step> StoreLease::take_or_renew_lease(const std::stri
   Store* held = held_ ? held_ : store_.get();
   if (held) {
     if (absl::Status s = held->check_alive(); !s.ok()) return s;
-    if (holder != holder_) holder_ = holder;
+    holder_ = holder;
     step.granted = epoch == epoch_;
     step.row = {holder_, epoch_, step.now_ms + ttl_ms};
     return step;

@@ -1,10 +1,15 @@
 // Helpers shared by the test binaries: reading test data and building positions.
 #pragma once
 
+#include <unistd.h>
+
+#include <arpa/inet.h>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <vector>
 
 #include "core/position.h"
@@ -82,6 +87,21 @@ inline std::vector<StartposRow> startpos_table() {
     rows.push_back(r);
   }
   return rows;
+}
+
+// A loopback port free now (bound and let go): for a process that must be told its port.
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
 }
 
 }  // namespace c960::test

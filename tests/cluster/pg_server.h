@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/test_util.h"
 
 namespace c960::test {
 
@@ -104,20 +105,6 @@ class PgServer {
     return std::system(absl::StrCat(full, " >>", dir_, "/log 2>&1").c_str()) == 0;
   }
 
-  static int free_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-  }
-
   bool start(std::string* why) {
     char tmpl[] = "/tmp/c960-pg-XXXXXX";
     if (!mkdtemp(tmpl)) {
@@ -135,7 +122,7 @@ class PgServer {
     }
     // The port is free when asked; another process may take it before the server does: try again.
     for (int attempt = 0; attempt < 3 && !started_; ++attempt) {
-      port_ = free_port();
+      port_ = c960::test::free_port();
       started_ = run(absl::StrCat(bin_, "/pg_ctl -D ", dir_, "/data -l ", dir_, "/server.log -w -t 60 -o \"-p ", port_,
                                   " -k ", dir_,
                                   " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "

@@ -1,14 +1,15 @@
 // A standby's side of leadership with real sockets and processes (coordinator/standby_service.h,
 // coordinator/file_lease.h): every gRPC call a standby gets is sent to the leader, and the SQLite
 // lease passes to a second holder the moment the first is killed.
-#include <grpcpp/grpcpp.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <memory>
 #include <string>
+#include <sys/wait.h>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "c960/v1/cluster.grpc.pb.h"
