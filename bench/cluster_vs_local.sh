@@ -3,12 +3,17 @@
 # coordinator and two one-thread workers on loopback, against 'c960 perft --table --threads 2'
 # on the same machine. Prints both wall times and the cluster's speed as a share of the local
 # tool's. Run after building the release preset:
-#   bench/cluster_vs_local.sh [DEPTH] [WORKER_HASH_MB]
-# WORKER_HASH_MB defaults to 0 so both sides do the same work (the local tool has no hash).
+#   bench/cluster_vs_local.sh [DEPTH] [WORKER_HASH_MB] [SPS]
+# WORKER_HASH_MB defaults to 0 so both sides do the same work (the local tool has no hash); with
+# a hash, the local tool gets the two workers' memory in one table (2 x WORKER_HASH_MB), so both
+# sides have the same threads and the same memory. SPS (default 0-959) narrows the positions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 depth="${1:-6}"
 hash_mb="${2:-0}"
+sps="${3:-0-959}"
+[[ "$depth" =~ ^[1-9][0-9]?$ ]] || { echo "cluster_vs_local.sh: DEPTH: '$depth' is not a depth" >&2; exit 2; }
+[[ "$hash_mb" =~ ^[0-9]+$ ]] || { echo "cluster_vs_local.sh: WORKER_HASH_MB: '$hash_mb' is not a number" >&2; exit 2; }
 bin=build/release
 tmp="$(mktemp -d)"
 pids=()
@@ -22,7 +27,7 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 
 t0=$(now)
-"$bin/cli/c960" perft --table --depth "$depth" --sps 0-959 --threads 2 --out "$tmp/local.csv" >/dev/null 2>&1
+"$bin/cli/c960" perft --table --depth "$depth" --sps "$sps" --threads 2 --hash $((2 * hash_mb)) --out "$tmp/local.csv" >/dev/null 2>&1
 t1=$(now)
 local_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 
@@ -36,7 +41,7 @@ for i in 1 2; do
 done
 sleep 0.5  # workers registered: time the job, not process start-up
 t2=$(now)
-job="$("$bin/cli/c960" submit perft --depth "$depth" --sps 0-959 | tail -n 1 | awk '{print $NF}')"
+job="$("$bin/cli/c960" submit perft --depth "$depth" --sps "$sps" | tail -n 1 | awk '{print $NF}')"
 "$bin/cli/c960" watch "$job" >/dev/null
 "$bin/cli/c960" results "$job" --out "$tmp/cluster.csv" >/dev/null
 t3=$(now)
@@ -44,9 +49,9 @@ cluster_s=$(awk -v a="$t2" -v b="$t3" 'BEGIN { print b - a }')
 
 cmp -s "$tmp/local.csv" "$tmp/cluster.csv" && same=identical || same=DIFFERENT
 nodes=$(awk -F, 'NR > 1 { s += $4 } END { printf "%.0f", s }' "$tmp/local.csv")
-printf 'perft depth %s over 960 start positions (%s nodes), tables %s\n' "$depth" "$nodes" "$same"
+printf 'perft depth %s of start positions %s (%s nodes), tables %s\n' "$depth" "$sps" "$nodes" "$same"
 awk -v n="$nodes" -v l="$local_s" -v c="$cluster_s" -v h="$hash_mb" 'BEGIN {
-  printf "local   c960 perft --table --threads 2:       %8.2f s  %7.1f Mnps\n", l, n / l / 1e6
+  printf "local   c960 perft --table --threads 2:       %8.2f s  %7.1f Mnps  (hash %s MB)\n", l, n / l / 1e6, 2 * h
   printf "cluster 1 coordinator + 2 workers x 1 thread: %8.2f s  %7.1f Mnps  (worker hash %s MB)\n", c, n / c / 1e6, h
   printf "cluster speed / local speed: %.1f%%\n", 100 * l / c
 }'
