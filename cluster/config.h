@@ -139,8 +139,15 @@ inline constexpr int kHttpMaxSessions = 4096;
 inline constexpr int kMaxDepth = 16;
 inline constexpr int kMaxUnitDepth = 10;
 inline constexpr int kMaxSplitDepth = 6;
-// The automatic split leaves this many plies to each unit: perft 7 of a position takes seconds.
-inline constexpr int kTargetUnitDepth = 7;
+// The automatic split leaves at most this many plies to each unit: perft 9 of a start position
+// takes about a minute on one thread with a table (docs/perft.md). Splitting costs work: a unit's
+// subtree shares no table with its siblings on other workers (perft 8 of 10 start positions on two
+// one-thread workers: 54 s of CPU unsplit, 84 s split at ply 1, `bench/cluster_vs_local.sh`).
+inline constexpr int kTargetUnitDepth = 9;
+// A job whose units keep kDeepUnitDepth plies or more (seconds to minutes each) is split further
+// until it has about kMinAutoUnits units, so that a job of few roots still spreads over workers.
+inline constexpr int kDeepUnitDepth = 8;
+inline constexpr int64_t kMinAutoUnits = 16;
 // A plan may walk at most this many split-ply positions in total and keep at most this many
 // units: beyond that, planning and the store would take too long.
 inline constexpr uint64_t kMaxPlanWalk = 8'000'000;

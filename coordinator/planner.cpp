@@ -62,8 +62,17 @@ absl::StatusOr<std::vector<PerftRoot>> resolve_perft_roots(const v1::PerftJobSpe
   return roots;
 }
 
-int auto_split_depth(int depth) {
-  return depth > kTargetUnitDepth ? std::min(depth - kTargetUnitDepth, kMaxSplitDepth) : 0;
+int auto_split_depth(int depth, size_t roots) {
+  const int most = std::max(0, std::min(kMaxSplitDepth, depth - 1));
+  int split = std::min(std::max(0, depth - kTargetUnitDepth), most);
+  // The units' count estimated with about 20 moves a ply (a start position has 18 to 21).
+  double units = double(std::max<size_t>(roots, 1));
+  for (int k = 0; k < split; ++k) units *= 20;
+  while (depth - split >= kDeepUnitDepth && units < double(kMinAutoUnits) && split < most) {
+    ++split;
+    units *= 20;
+  }
+  return split;
 }
 
 namespace {
@@ -150,7 +159,7 @@ absl::StatusOr<PerftPlan> plan_perft_roots(const v1::PerftJobSpec& spec) {
           absl::StrCat("split_depth: ", spec.split_depth(), " is not in 0..", std::min(kMaxSplitDepth, plan.depth)));
     plan.split_depth = spec.split_depth();
   } else {
-    plan.split_depth = auto_split_depth(plan.depth);
+    plan.split_depth = auto_split_depth(plan.depth, plan.roots.size());
   }
   if (plan.depth - plan.split_depth > kMaxUnitDepth)
     return absl::InvalidArgumentError(absl::StrCat("split_depth: units would count ", plan.depth - plan.split_depth,

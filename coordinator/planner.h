@@ -43,9 +43,11 @@ struct PerftPlan {
 
 // The roots a spec names, validated: INVALID_ARGUMENT naming depth, start_positions or fens.
 absl::StatusOr<std::vector<PerftRoot>> resolve_perft_roots(const v1::PerftJobSpec& spec);
-// The split ply chosen when the spec gives none: units keep about kTargetUnitDepth plies, and the
-// split is never past kMaxSplitDepth.
-int auto_split_depth(int depth);
+// The split ply chosen when the spec gives none, for `roots` roots: units keep at most
+// kTargetUnitDepth plies; units of kDeepUnitDepth plies or more are split further while the job
+// would have fewer than kMinAutoUnits of them (about 20 moves a ply); never past kMaxSplitDepth
+// or depth - 1.
+int auto_split_depth(int depth, size_t roots);
 // Validates the spec and plans it. INVALID_ARGUMENT for bad fields, RESOURCE_EXHAUSTED when the
 // plan would walk or keep too many positions (said from estimates before any walk where they
 // already tell), CANCELLED when `cancelled` says so.

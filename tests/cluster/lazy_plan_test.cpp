@@ -162,7 +162,7 @@ TEST(LazyPlanner, OneRootsWalkIsBounded) {
   auto p = plan_perft_roots(spec);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->roots.size(), 960u);
-  EXPECT_EQ(p->split_depth, 3);
+  EXPECT_EQ(p->split_depth, 1);
 }
 
 TEST_F(LazyPlanTest, TotalsEqualTheEagerPlanAndThePublishedTable) {

@@ -97,13 +97,28 @@ TEST(PlannerTest, SplitZeroMakesOneUnitPerRootThatBringsItsDivide) {
 }
 
 TEST(PlannerTest, AutomaticSplitKeepsUnitsAtTheTargetDepth) {
-  EXPECT_EQ(auto_split_depth(1), 0);
-  EXPECT_EQ(auto_split_depth(kTargetUnitDepth), 0);
-  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 2), 2);
+  // Enough roots: units keep kTargetUnitDepth plies at most, whole roots when they can.
+  EXPECT_EQ(auto_split_depth(1, 960), 0);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth, 960), 0);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 1, 960), 1);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 2, 960), 2);
+  // Shallow units are never split for the sake of spreading: a small job stays one unit a root.
+  EXPECT_EQ(auto_split_depth(kDeepUnitDepth - 1, 1), 0);
+  EXPECT_EQ(auto_split_depth(1, 1), 0);
+  // Deep units of few roots are split until about kMinAutoUnits of them (20 moves a ply).
+  EXPECT_EQ(auto_split_depth(kDeepUnitDepth, 1), 1);
+  EXPECT_EQ(auto_split_depth(kDeepUnitDepth, size_t(kMinAutoUnits)), 0);
+  EXPECT_EQ(auto_split_depth(kDeepUnitDepth, size_t(kMinAutoUnits) - 1), 1);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth, 1), 1);
+  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 1, 1), 1);
   absl::StatusOr<PerftPlan> plan = plan_perft(spec(kTargetUnitDepth + 1, "518"));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->split_depth, 1);
   EXPECT_EQ(plan->units.size(), 20u);
+  // Perft 8 of 960 roots: one unit a root (its table sees all its transpositions).
+  plan = plan_perft_roots(spec(kDeepUnitDepth, ""));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->split_depth, 0);
 }
 
 TEST(PlannerTest, FensAreRootsAndRootsWithoutMovesGiveNoUnits) {
@@ -171,9 +186,8 @@ TEST(PlannerTest, InvalidSpecsNameTheField) {
 // kMaxSplitDepth, and the plan is refused from estimates (the message says "about"), before
 // perft(6) or perft(9) of any root is counted.
 TEST(PlannerTest, AHugePlanIsRefusedFromEstimatesBeforeAnyWalk) {
-  EXPECT_EQ(auto_split_depth(16), kMaxSplitDepth);
-  EXPECT_EQ(auto_split_depth(kTargetUnitDepth + 2), 2);
-  EXPECT_EQ(auto_split_depth(kTargetUnitDepth), 0);
+  EXPECT_EQ(auto_split_depth(16, 960), kMaxSplitDepth);
+  EXPECT_EQ(auto_split_depth(16, 1), kMaxSplitDepth);
   absl::StatusOr<PerftPlan> p = plan_perft_roots(spec(16, ""));
   ASSERT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted) << p.status();
   EXPECT_TRUE(absl::StrContains(p.status().message(), "about ")) << p.status();
