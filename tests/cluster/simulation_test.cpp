@@ -13,7 +13,7 @@
 #endif
 // On PostgreSQL (the ctest fixture's server): fewer, each statement being a round trip.
 #ifndef C960_SIM_PG_DEFAULT_SCHEDULES
-#define C960_SIM_PG_DEFAULT_SCHEDULES 20
+#define C960_SIM_PG_DEFAULT_SCHEDULES 10
 #endif
 
 namespace c960::cluster::sim {
