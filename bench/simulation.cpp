@@ -34,6 +34,10 @@ ABSL_FLAG(bool, failers_drain, true,
           "failers compute honestly in the drain (false: they stop there, as a retired machine would)");
 ABSL_FLAG(bool, root_failers, false, "one failer may be the operator's (the trust root's owner)");
 ABSL_FLAG(bool, verbose, false, "print every step (for replaying one seed)");
+ABSL_FLAG(std::string, db, "",
+          "the store: empty for SQLite in memory, or a postgresql:// URL of a scratch database (emptied for each "
+          "schedule; its leaders may be deposed)");
+ABSL_FLAG(double, depose_rate, 0.02, "PostgreSQL: chance per step that the leader's connection is cut");
 ABSL_FLAG(int, collusion_roots, 0,
           "instead: perft(5) of start positions 0..N-1 with 4 honest owners (one of them the operator's trust "
           "root) and 2 that collude (the same lie): how many rows they change");
@@ -175,9 +179,11 @@ int main(int argc, char** argv) {
   config.failers_drain = absl::GetFlag(FLAGS_failers_drain);
   config.root_failers = absl::GetFlag(FLAGS_root_failers);
   config.verbose = absl::GetFlag(FLAGS_verbose);
+  config.db = absl::GetFlag(FLAGS_db);
+  config.depose_rate = absl::GetFlag(FLAGS_depose_rate);
   const auto start = std::chrono::steady_clock::now();
   long long steps = 0, faults = 0, restarts = 0, completions = 0, checks = 0, failed = 0, violations = 0;
-  long long selfplay = 0, episodes = 0, failure_reports = 0, jobs_failed = 0;
+  long long selfplay = 0, episodes = 0, failure_reports = 0, jobs_failed = 0, deposed = 0;
   long long colluding = 0, forged = 0, colluding_calm = 0, forged_calm = 0;
   const int n = absl::GetFlag(FLAGS_schedules);
   for (int k = 0; k < n; ++k) {
@@ -191,6 +197,7 @@ int main(int argc, char** argv) {
     episodes += r.episodes;
     failure_reports += r.failure_reports;
     jobs_failed += r.job_failed;
+    deposed += r.deposed;
     if (r.colluders) {
       ++colluding;
       forged += r.forged_rows > 0;
@@ -206,16 +213,17 @@ int main(int argc, char** argv) {
       ++failed;
       violations += (long long)r.violations.size();
       for (const std::string& v : r.violations) std::printf("  VIOLATION %s\n", v.c_str());
-      std::printf("  replay: c960-bench-simulation --seed %llu --schedules 1 --verbose\n", (unsigned long long)r.seed);
+      std::printf("  replay: c960-bench-simulation%s --seed %llu --schedules 1 --verbose\n",
+                  config.db.empty() ? "" : " --db URL", (unsigned long long)r.seed);
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "%d schedules (%lld self-play) in %.1f s: %lld steps, %lld completions, %lld invariant checks, %lld store "
       "faults, %lld degraded-store episodes, %lld failure reports recorded (%lld jobs failed), %lld coordinator "
-      "restarts; %lld schedules with violations (%lld violations)\n",
-      n, selfplay, secs, steps, completions, checks, faults, episodes, failure_reports, jobs_failed, restarts, failed,
-      violations);
+      "restarts, %lld leaders deposed; %lld schedules with violations (%lld violations)\n",
+      n, selfplay, secs, steps, completions, checks, faults, episodes, failure_reports, jobs_failed, restarts, deposed,
+      failed, violations);
   std::printf(
       "%lld schedules with colluding owners: %lld ended with their row changed (%lld of the %lld without a "
       "degraded-store episode)\n",

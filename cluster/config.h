@@ -28,6 +28,17 @@ inline constexpr int64_t kDefaultLeaseSeconds = 30;
 // it). With SQLite the lease is a lock the kernel drops when its holder dies, so a standby takes
 // over within kLeaderStandbyPollMs of that; with a database server, within this plus the poll.
 inline constexpr int64_t kDefaultLeaderLeaseSeconds = 10;
+// The coordinator's connection to a PostgreSQL store (libpq's settings, which a --db URL may
+// override): TCP keepalives after this long idle, every interval, this many unanswered, and data
+// unacknowledged this long ends the connection (tcp_user_timeout). A leader cut off from the
+// database so learns within about a leader lease that its connection, and with it its lease, is
+// gone, instead of waiting in a write for the kernel's retransmissions (minutes).
+inline constexpr int kPgKeepaliveIdleSeconds = 5;
+inline constexpr int kPgKeepaliveIntervalSeconds = 2;
+inline constexpr int kPgKeepaliveCount = 3;
+inline constexpr int kPgTcpUserTimeoutMs = 10'000;
+// How long the coordinator waits for a PostgreSQL server to accept a connection.
+inline constexpr int kPgConnectTimeoutSeconds = 10;
 // How often the coordinator looks for expired leases and lost workers.
 inline constexpr int64_t kSweepIntervalMs = 500;
 // Degraded mode (a commit of the store failed, e.g. its disk is full): writes are refused with

@@ -31,8 +31,12 @@ LeaderRole LeaderElection::step(int64_t now_ms) {
   absl::StatusOr<LeaseStore::Step> s =
       store_->take_or_renew_lease(holder_, role_ == LeaderRole::kLeader ? epoch_ : 0, timing_.ttl_ms);
   const LeaderRole was = role_;
-  role_ =
-      decide(was, s.ok(), s.ok() && s->granted, s.ok() ? s->row.epoch : 0, epoch_, local_expiry_ms_ - now_ms, timing_);
+  // A lease lost for good (its holder's connection gone): no margin to wait out, nothing can be
+  // written any more.
+  const bool lost = !s.ok() && absl::IsAborted(s.status()) && was == LeaderRole::kLeader;
+  role_ = lost ? LeaderRole::kDeposed
+               : decide(was, s.ok(), s.ok() && s->granted, s.ok() ? s->row.epoch : 0, epoch_, local_expiry_ms_ - now_ms,
+                        timing_);
   if (s.ok()) leader_ = s->row.expires_ms > s->now_ms ? s->row.holder : "";
   if (role_ == LeaderRole::kLeader && s.ok()) {
     epoch_ = s->row.epoch;
@@ -44,7 +48,8 @@ LeaderRole LeaderElection::step(int64_t now_ms) {
       case LeaderRole::kLeader: why_ = absl::StrCat("took the leader lease (epoch ", epoch_, ")"); break;
       case LeaderRole::kStandby: why_ = "another coordinator leads"; break;
       case LeaderRole::kDeposed:
-        why_ = !s.ok()      ? absl::StrCat("could not renew the leader lease before it ran out: ", s.status().message())
+        why_ = lost         ? absl::StrCat("lost the leader lease: ", s.status().message())
+               : !s.ok()    ? absl::StrCat("could not renew the leader lease before it ran out: ", s.status().message())
                : s->granted ? absl::StrCat("the leader lease was lost and taken again (epoch ", epoch_, " to ",
                                            s->row.epoch, ")")
                             : absl::StrCat("another coordinator (", s->row.holder, ") took the leader lease (epoch ",

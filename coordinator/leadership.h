@@ -1,8 +1,11 @@
 // Which of the coordinators sharing one store leads. Exactly one holds the leader lease, a row
 // of the store: its holder (the gRPC address it advertises), an epoch that grows by one at every
 // change of holder, and when it expires. The holder renews it well before then; a standby takes
-// it once it has expired. The epoch fences the store: every transaction of a leader checks, inside
-// itself, that the row still holds its epoch (Store::set_fence), so a leader that lost the lease
+// it once it has expired. What fences the store is the lease's own lock, which every write of the
+// leader goes through: with SQLite, the file's exclusive lock and a flock beside it
+// (file_lease.h), which nobody else can take while the leader's process lives; with PostgreSQL,
+// the store's advisory lock, held by the session of the one connection every write of the leader
+// uses, which is never opened again once lost (store_lease.h). So a leader that lost the lease
 // while paused or cut off cannot commit anything, whatever its clock says. The decisions are a
 // pure function of the lease as read and the local clock (LeaderElection::decide), tested apart
 // from any store or socket; LeaseStore is the one atomic step a store provides.
@@ -31,7 +34,8 @@ class LeaseStore {
   // In one transaction: when the lease is free or expired at the store's clock, or held by
   // `holder` at `epoch` (renewal), it becomes `holder`'s until the store's now + ttl_ms (a new
   // epoch when it changes hands); otherwise it is left as it is. Returns the row as it is after
-  // the step, and the store's clock at that step.
+  // the step, and the store's clock at that step. ABORTED: the caller's lease is lost for good
+  // (a leader's database connection, which held it, is gone): a leader is deposed at once.
   struct Step {
     LeaseRow row;
     int64_t now_ms = 0;
@@ -68,7 +72,8 @@ class LeaderElection {
 
   // One step, at local time now_ms: takes or renews the lease, and says what this coordinator is
   // now. A store error: a leader stays one while its lease (by the local clock, from its last
-  // renewal) has more than the margin left, then is deposed; a standby stays one.
+  // renewal) has more than the margin left, then is deposed; a standby stays one. ABORTED (the
+  // lease lost for good): a leader is deposed at once.
   LeaderRole step(int64_t now_ms);
 
   LeaderRole role() const { return role_; }

@@ -37,6 +37,7 @@
 #include "coordinator/service.h"
 #include "coordinator/standby_service.h"
 #include "coordinator/store_backup.h"
+#include "coordinator/store_copy.h"
 #include "coordinator/store_db.h"
 #include "coordinator/store_lease.h"
 #include "core/version.h"
@@ -115,6 +116,9 @@ ABSL_FLAG(int64_t, leader_lease_seconds, c960::cluster::kDefaultLeaderLeaseSecon
           "coordinators sharing one store: how long the leader lease lasts unless renewed (2..300)");
 ABSL_FLAG(bool, init, false,
           "make a new store in --db even though the file exists but is empty, or is an SQLite file of something else");
+ABSL_FLAG(std::string, migrate_from, "",
+          "copy the SQLite store at this path into the empty PostgreSQL database that --db names, verify the copy, "
+          "and exit (no coordinator may be running on either)");
 ABSL_FLAG(bool, insecure, false,
           "serve beyond loopback without TLS and authentication (anyone reaching the port may do anything)");
 
@@ -159,6 +163,7 @@ const c960::cluster::DaemonCommand kCommand = {
      {"port_file", "FILE"},
      {"db", "FILE|URL"},
      {"db_password_file", "FILE"},
+     {"migrate_from", "FILE"},
      {"lease_seconds", "S"},
      {"trust_after", "K"},
      {"spot_check_rate", "P"},
@@ -534,6 +539,16 @@ int main(int argc, char** argv) {
   }
   const absl::StatusOr<std::string> db_password = database_password(backup_options.dir);
   if (!db_password.ok()) return die(std::string(db_password.status().message()));
+  if (const std::string from = absl::GetFlag(FLAGS_migrate_from); !from.empty()) {
+    absl::StatusOr<c960::cluster::MigrationReport> moved =
+        c960::cluster::migrate_store(from, absl::GetFlag(FLAGS_db), *db_password);
+    if (!moved.ok()) return die(std::string(moved.status().message()));
+    for (const c960::cluster::TableDigest& t : moved->tables)
+      std::printf("%-16s %10lld rows  sha256 %s\n", t.table.c_str(), static_cast<long long>(t.rows), t.sha256.c_str());
+    std::printf("migrated '%s' (schema %d) into '%s': every table verified\n", from.c_str(), moved->schema_version,
+                c960::cluster::store_db::redact_url(absl::GetFlag(FLAGS_db)).c_str());
+    return 0;
+  }
   const auto open_store = [&] {
     return c960::cluster::Store::open(absl::GetFlag(FLAGS_db), c960::cluster::Store::kSchemaVersion,
                                       absl::GetFlag(FLAGS_init), c960::cluster::kind_tables(), *db_password);

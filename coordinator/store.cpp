@@ -119,8 +119,11 @@ int Store::copy_into(sqlite3* dest, int pages_per_step) {
 absl::Status Store::check_alive() {
   std::lock_guard lock(mu_);
   Stmt q(*statements_, "SELECT 1");
-  if (!q.ok() || q.step() != SQLITE_ROW) return absl::UnavailableError(absl::StrCat("store: ", db_->describe()));
-  return absl::OkStatus();
+  if (q.ok() && q.step() == SQLITE_ROW) return absl::OkStatus();
+  if (db_->lost())
+    return absl::AbortedError(
+        absl::StrCat("store: ", db_->describe(), "; the leader lease (the session's advisory lock) went with it"));
+  return absl::UnavailableError(absl::StrCat("store: ", db_->describe()));
 }
 
 absl::Status Store::exec_for_test(const std::string& sql) {

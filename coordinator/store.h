@@ -267,7 +267,9 @@ class Store {
   int copy_into(sqlite3* dest, int pages_per_step);
 
   // One round trip to the database (PostgreSQL: whether the connection, and the advisory lock it
-  // holds, are still there). UNAVAILABLE naming the cause when not.
+  // holds, are still there). ABORTED when the connection is gone for good (it is never opened
+  // again, and its advisory lock went with it), UNAVAILABLE naming the cause when it failed
+  // otherwise (the server busy, a statement refused).
   absl::Status check_alive();
 
   // Runs SQL as it is (tests that damage a store on purpose).

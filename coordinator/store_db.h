@@ -68,6 +68,9 @@ class Connection {
   // The last error: its kind, and what went wrong in words an operator can act on.
   virtual Failure failure() = 0;
   virtual std::string describe() = 0;
+  // Whether the connection is gone for good (PostgreSQL: the server or the network dropped it;
+  // it is never opened again, and whatever its session held went with it). SQLite: never.
+  virtual bool lost() { return false; }
   // The SQLite handle (backups, file sizes), or nullptr on PostgreSQL.
   virtual sqlite3* sqlite() { return nullptr; }
 };

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cluster/config.h"
 #include "coordinator/store_db.h"
 
 namespace c960::cluster::store_db {
@@ -158,6 +159,10 @@ class PgConnection final : public Connection {
 
   int64_t changes() override { return changes_; }
 
+  // libpq never connects again by itself: a connection gone bad stays so, and so does what its
+  // session held (the store's advisory lock: the leader lease).
+  bool lost() override { return PQstatus(conn_) == CONNECTION_BAD; }
+
   Failure failure() override {
     if (state_.empty()) return message_.empty() ? Failure::kNone : Failure::kIo;
     const std::string_view cls = std::string_view(state_).substr(0, 2);
@@ -283,15 +288,22 @@ void ignore_notice(void*, const PGresult*) {}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Connection>> open_postgres(const std::string& url, const std::string& password) {
-  const char* keys[] = {"dbname", "password", "application_name", nullptr};
-  const char* values[] = {url.c_str(), password.empty() ? nullptr : password.c_str(), "c960-coordinator", nullptr};
-  if (password.empty()) {  // libpq stops at the first null value: leave the password out
-    keys[1] = "application_name";
-    values[1] = "c960-coordinator";
-    keys[2] = nullptr;
-    values[2] = nullptr;
+  // The URL comes after the defaults, so that what it says wins; the password after it.
+  const std::string idle = absl::StrCat(kPgKeepaliveIdleSeconds), interval = absl::StrCat(kPgKeepaliveIntervalSeconds),
+                    count = absl::StrCat(kPgKeepaliveCount), user_timeout = absl::StrCat(kPgTcpUserTimeoutMs),
+                    connect_timeout = absl::StrCat(kPgConnectTimeoutSeconds);
+  std::vector<const char*> keys = {"application_name", "keepalives",       "keepalives_idle", "keepalives_interval",
+                                   "keepalives_count", "tcp_user_timeout", "connect_timeout", "dbname"};
+  std::vector<const char*> values = {"c960-coordinator",      "1",           idle.c_str(),
+                                     interval.c_str(),        count.c_str(), user_timeout.c_str(),
+                                     connect_timeout.c_str(), url.c_str()};
+  if (!password.empty()) {  // libpq stops at the first null value: left out when there is none
+    keys.push_back("password");
+    values.push_back(password.c_str());
   }
-  PGconn* conn = PQconnectdbParams(keys, values, 1);
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), 1);
   if (!conn) return absl::ResourceExhaustedError("cannot connect to the database: out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
     const std::string why(absl::StripTrailingAsciiWhitespace(PQerrorMessage(conn)));

@@ -1,5 +1,6 @@
 // The store's SQL plumbing, shared by its files (store.cpp: generic tables; store_migrations.cpp:
-// the schema) and the kinds' table code (KindTables; selfplay_store.cpp), and nothing else.
+// the schema; store_copy.cpp: the copy to PostgreSQL) and the kinds' table code (KindTables;
+// selfplay_store.cpp), and nothing else.
 #pragma once
 
 #include <cstdint>

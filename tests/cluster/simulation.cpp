@@ -21,6 +21,8 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/selfplay_codec.h"
 #include "coordinator/selfplay_store.h"
+#include "coordinator/store_db.h"
+#include "coordinator/store_lease.h"
 #include "core/perft.h"
 #include "core/position.h"
 #include "selfplay/local_runner.h"
@@ -137,19 +139,32 @@ class Simulation {
     options_.trust_roots = {"ops"};  // the operator's own workers: h0 and its second name
     options_.audit_rate = 0.1;
     options_.waiter_thread = false;  // nobody long-polls here
-    store_ = std::move(Store::open(":memory:").value());
-    store_->set_fault_injector([this](const char*) {
-      // A degraded-store episode: every write fails while it lasts (the check's read-backs only
-      // read).
-      if (full_) return absl::InternalError("store: the disk is full (simulated episode)");
-      if (!faults_on_ || !chance(config_.fault_rate)) return absl::OkStatus();
-      ++report_.faults;
-      return absl::InternalError("store: the disk is full (simulated)");
-    });
+    if (config_.db.empty()) {
+      store_ = std::move(Store::open(":memory:").value());
+      arm(store_.get());
+      return;
+    }
+    // PostgreSQL: the schedule's database emptied, then led as a coordinator leads it.
+    pg_ = true;
+    if (absl::Status s = empty_database(); !s.ok()) {
+      violation(absl::StrCat("emptying the database: ", s.message()));
+      return;
+    }
+    lease_ = std::make_unique<StoreLease>([this] { return Store::open(config_.db); });
+    election_ = std::make_unique<LeaderElection>(lease_.get(), "leader", timing_);
+    if (election_->step(clock_.now_ms()) != LeaderRole::kLeader) {
+      violation(absl::StrCat("the first coordinator did not take the lease: ", election_->why(), " ",
+                             lease_->last_error().ToString()));
+      return;
+    }
+    store_ = lease_->take_store();
+    lease_->watch(store_.get());
+    arm(store_.get());
   }
 
   Report run() {
     report_.seed = seed_;
+    if (!store_) return report_;
     setup();
     start();
     faults_on_ = true;
@@ -174,6 +189,85 @@ class Simulation {
   // one's draws.
   static bool chance_of(std::mt19937_64& g, double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
   static int pick_of(std::mt19937_64& g, int n) { return std::uniform_int_distribution<int>(0, n - 1)(g); }
+
+  // Store faults as the schedule draws them (set on each store the schedule uses).
+  void arm(Store* store) {
+    store->set_fault_injector([this](const char*) {
+      // A degraded-store episode: every write fails while it lasts (the check's read-backs only
+      // read).
+      if (full_) return absl::InternalError("store: the disk is full (simulated episode)");
+      if (!faults_on_ || !chance(config_.fault_rate)) return absl::OkStatus();
+      ++report_.faults;
+      return absl::InternalError("store: the disk is full (simulated)");
+    });
+  }
+
+  // SQL run on a connection of its own to the schedule's database.
+  absl::Status on_the_side(const char* sql) {
+    absl::StatusOr<std::unique_ptr<store_db::Connection>> c = store_db::open_postgres(config_.db, "");
+    if (!c.ok()) return c.status();
+    if (!(*c)->exec(sql)) return absl::InternalError((*c)->describe());
+    return absl::OkStatus();
+  }
+
+  // Every table of the database's schema dropped: each schedule starts from an empty database.
+  absl::Status empty_database() {
+    return on_the_side(
+        "DO $$ DECLARE r record; BEGIN FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = "
+        "current_schema() LOOP EXECUTE 'DROP TABLE ' || quote_ident(r.tablename) || ' CASCADE'; END LOOP; END $$");
+  }
+
+  // The leader's database session ended from outside (a server restart, or a network cut the
+  // server noticed, ends it alike), waiting until it is gone: its advisory lock, the lease, with it.
+  absl::Status cut_leader() {
+    return on_the_side(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "pid <> pg_backend_pid() AND application_name = 'c960-coordinator'");
+  }
+
+  // A deposition (PostgreSQL): the leader's connection is cut and a standby takes the lease and
+  // the store; the deposed leader still serves a few of its workers' calls (it has not renewed
+  // yet), and none of them commits: its memory stays what the store held before the cut, which
+  // the standby loads. Its next renewal deposes it, and the standby leads from then on.
+  void depose() {
+    ++report_.deposed;
+    log("the leader's database connection is cut; a standby takes over");
+    const bool faults = faults_on_;
+    faults_on_ = false;  // only the cut fails writes here
+    const std::string before = coordinator_->durable_state();
+    if (absl::Status s = cut_leader(); !s.ok()) return violation(absl::StrCat("cutting the leader: ", s.message()));
+    auto lease = std::make_unique<StoreLease>([this] { return Store::open(config_.db); });
+    auto election = std::make_unique<LeaderElection>(lease.get(), "standby", timing_);
+    if (election->step(clock_.now_ms()) != LeaderRole::kLeader)
+      return violation(absl::StrCat("the standby did not take the lease after the cut: ", election->why(), " ",
+                                    lease->last_error().ToString()));
+    std::unique_ptr<Store> store = lease->take_store();
+    lease->watch(store.get());
+    for (int k = 0; k < 4; ++k) act(workers_[size_t(pick(int(workers_.size())))], false);
+    if (const std::string now = coordinator_->durable_state(); now != before)
+      violation(absl::StrCat("the deposed leader's memory changed after its connection was cut:\n--- before\n", before,
+                             "--- now\n", now));
+    Coordinator standby(store.get(), &clock_, options_);
+    if (absl::Status s = standby.load(); !s.ok()) return violation(absl::StrCat("the standby's load: ", s.message()));
+    if (const std::string loaded = standby.durable_state(); loaded != before)
+      violation(absl::StrCat("the store changed after the leader's connection was cut:\n--- before\n", before,
+                             "--- the standby loaded\n", loaded));
+    if (election_->step(clock_.now_ms()) != LeaderRole::kDeposed)
+      violation(absl::StrCat("the leader was not deposed at its renewal after the cut: ", election_->why()));
+    else
+      log(absl::StrCat("deposed: ", election_->why()));
+    // The deposed process exits; the standby leads.
+    coordinator_.reset();
+    store_ = std::move(store);
+    election_ = std::move(election);
+    lease_ = std::move(lease);
+    arm(store_.get());
+    start();
+    refused_ = false;
+    for (SimWorker& w : workers_) w.held.clear();  // their sessions were the deposed leader's
+    last_checked_.clear();
+    faults_on_ = faults;
+  }
 
   void log(const std::string& s) {
     if (config_.verbose) std::printf("[seed %llu] %s\n", static_cast<unsigned long long>(seed_), s.c_str());
@@ -539,6 +633,7 @@ class Simulation {
 
   void step(bool drain) {
     if (!drain && chance(config_.restart_rate)) restart();
+    if (!drain && pg_ && !full_ && chance_of(extra_, config_.depose_rate)) depose();
     if (!drain && chance(0.15)) {
       clock_.advance_ms(pick(int(options_.lease_ms * 3 / 2)));
       coordinator_->sweep();
@@ -854,6 +949,10 @@ class Simulation {
   std::mt19937_64 rng_;
   FakeClock clock_;
   CoordinatorOptions options_;
+  bool pg_ = false;  // the store is a PostgreSQL database (Config::db)
+  const LeaderTiming timing_{.ttl_ms = 10'000};
+  std::unique_ptr<StoreLease> lease_;  // PostgreSQL: the leader's lease and election
+  std::unique_ptr<LeaderElection> election_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<SimWorker> workers_;

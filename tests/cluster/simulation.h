@@ -1,6 +1,7 @@
 // A deterministic simulation of the coordinator (as FoundationDB and TigerBeetle test
-// themselves): one seeded driver runs the real Coordinator on a fake clock over the real SQLite
-// store (in memory, kept across coordinator restarts as a file would be) against simulated
+// themselves): one seeded driver runs the real Coordinator on a fake clock over the real store
+// (SQLite in memory, kept across coordinator restarts as a file would be, or a PostgreSQL
+// database: Config::db) against simulated
 // workers: honest (one owner of them the operator's trust root, the others outside contributors),
 // slow, crashing and restarting, lying alone, two names of one credential colluding, hoarding,
 // groups of 2 or 3 colluding owners (several credentials each) that ask right after each other
@@ -27,6 +28,9 @@
 //    the metric agree); a process reloads from the store at most once per episode, not per
 //    retry; when the disk has room again the coordinator resumes by itself (a sweep after the
 //    probe's longest backoff), with no reload;
+//  - PostgreSQL: a leader whose connection was cut commits nothing more (its calls fail, its
+//    memory stays what the store held before the cut, which is what the standby loads), and its
+//    next renewal deposes it;
 // and at the end, after a drain with honest workers only and no faults: the job SUCCEEDED and
 // its counts equal the core's perft exactly, each unit counted once, or a self-play job's
 // statistics equal a local run's of its spec (or it FAILED, as above, and is FAILED when loaded
@@ -59,6 +63,14 @@ struct Config {
   // then waits for ever; the seeds that show it stall in the drain.
   bool root_failers = false;
   bool verbose = false;  // print every step
+  // The store: "" for SQLite (in memory), or a postgresql:// URL of a scratch database, emptied
+  // (every table in its schema dropped) at the start of each schedule. On PostgreSQL the
+  // coordinator leads by the store's lease (StoreLease, LeaderElection), and a deposition may
+  // happen: the leader's database session is ended from outside (as a server restart or a
+  // network cut would end it), a standby takes the lease and the store while the deposed leader
+  // still serves its workers a few calls, and then the deposed leader's next renewal deposes it.
+  std::string db;
+  double depose_rate = 0.02;  // chance per step of a deposition (PostgreSQL only)
 };
 
 struct Report {
@@ -75,6 +87,7 @@ struct Report {
   int64_t episodes = 0;                 // degraded-store episodes
   int64_t failure_reports = 0;          // failure reports recorded
   bool job_failed = false;              // the job FAILED (by failure reports)
+  int64_t deposed = 0;                  // leaders deposed by a cut connection (PostgreSQL)
 };
 
 Report run(uint64_t seed, const Config& config = {});

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/store.h"
 #include "coordinator/store_db.h"
+#include "coordinator/store_lease.h"
 #include "coordinator/store_sql.h"
 #include "tests/cluster/pg_server.h"
 
@@ -384,6 +385,56 @@ TEST_F(PostgresStoreTest, AForeignDatabaseIsRefusedUnlessInit) {
   EXPECT_TRUE(absl::StrContains(refused.status().message(), "not a c960 store")) << refused.status();
   EXPECT_TRUE(Store::open(url, Store::kSchemaVersion, true).ok());
   EXPECT_TRUE(Store::open(url).ok());
+}
+
+// A leader whose database connection is cut (the server ended its session: a restart, a
+// network cut that the server noticed, an operator's pg_terminate_backend) has lost its lease
+// with the session's advisory lock. libpq never connects it again: it is deposed at its next
+// renewal, without waiting out its lease, and nothing it writes after the cut is kept; a standby
+// takes the lease and the store.
+TEST_F(PostgresStoreTest, ALeaderWhoseConnectionIsCutIsDeposedAtOnceAndWritesNothing) {
+  const std::string url = pg_->fresh_database("store");
+  const std::string db = url.substr(url.rfind('/') + 1, url.find('?') - url.rfind('/') - 1);
+  const LeaderTiming timing{.ttl_ms = 10'000};
+  StoreLease lease_a([&] { return Store::open(url); });
+  LeaderElection a(&lease_a, "a:1", timing);
+  ASSERT_EQ(a.step(0), LeaderRole::kLeader) << a.why();
+  std::unique_ptr<Store> store_a = lease_a.take_store();
+  ASSERT_NE(store_a, nullptr);
+  lease_a.watch(store_a.get());
+  StoredWorker w;
+  w.key = "id/before";
+  ASSERT_TRUE(store_a->upsert_worker(w).ok());
+  StoreLease lease_b([&] { return Store::open(url); });
+  LeaderElection b(&lease_b, "b:1", timing);
+  ASSERT_EQ(b.step(0), LeaderRole::kStandby);
+
+  EXPECT_EQ(pg_->psql(db,
+                      "SELECT COUNT(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity WHERE datname = "
+                      "current_database() AND application_name = 'c960-coordinator';"),
+            "1\n");
+  w.key = "id/after";
+  const absl::Status write = store_a->upsert_worker(w);
+  EXPECT_FALSE(write.ok());
+  const absl::Status alive = store_a->check_alive();
+  EXPECT_EQ(alive.code(), absl::StatusCode::kAborted) << alive;
+  // 1 ms after its last renewal, with nearly all of its lease left by its own clock.
+  EXPECT_EQ(a.step(1), LeaderRole::kDeposed);
+  EXPECT_TRUE(absl::StrContains(a.why(), "lost the leader lease")) << a.why();
+
+  ASSERT_EQ(b.step(2), LeaderRole::kLeader) << b.why();
+  std::unique_ptr<Store> store_b = lease_b.take_store();
+  ASSERT_NE(store_b, nullptr);
+  // The old connection stays gone: its writes keep failing, and only the new leader's are kept.
+  w.key = "id/late";
+  EXPECT_FALSE(store_a->upsert_worker(w).ok());
+  w.key = "id/new-leader";
+  ASSERT_TRUE(store_b->upsert_worker(w).ok());
+  absl::StatusOr<std::vector<StoredWorker>> workers = store_b->load_workers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  std::vector<std::string> keys;
+  for (const StoredWorker& x : *workers) keys.push_back(x.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"id/before", "id/new-leader"}));
 }
 
 // A server that is not there: FAILED_PRECONDITION naming the URL without its password.
