@@ -2,14 +2,13 @@
 // SQLite's dialect once, when prepared (dialect::postgres); kept ones are server-side prepared
 // statements by name, prepared once per connection. Parameters go in binary (integers as the
 // types the server inferred for them, blobs as BYTEA), results come back in binary.
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cstring>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -174,10 +173,11 @@ class PgConnection final : public Connection {
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s) != 0 ||
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s) != 0 ||
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0)
-      return absl::InternalError(absl::StrCat("cannot set TCP keepalives on the database connection: ", strerror(errno)));
-    const std::string sql = absl::StrCat("SET tcp_user_timeout = ", timeout_ms, "; SET tcp_keepalives_idle = ", idle_s,
-                                         "; SET tcp_keepalives_interval = ", interval_s,
-                                         "; SET tcp_keepalives_count = ", count);
+      return absl::InternalError(
+          absl::StrCat("cannot set TCP keepalives on the database connection: ", strerror(errno)));
+    const std::string sql =
+        absl::StrCat("SET tcp_user_timeout = ", timeout_ms, "; SET tcp_keepalives_idle = ", idle_s,
+                     "; SET tcp_keepalives_interval = ", interval_s, "; SET tcp_keepalives_count = ", count);
     PGresult* r = PQexec(conn_, sql.c_str());
     if (!record(r, PGRES_COMMAND_OK))
       return absl::FailedPreconditionError(
