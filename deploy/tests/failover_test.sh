@@ -334,8 +334,9 @@ rc=0
 wait "${pid_of[c2]}" || rc=$?
 unset 'pid_of[c2]'
 ((rc == 75)) || fail "coordinator 2 exited $rc, want 75 (deposed): $(tail -3 "$work/c2.log")"
-c2_exit_ms=$((($(date +%s%N) - t_fail_ns) / 1000000))
-grep -q 'no longer the leader' "$work/c2.log" || fail "coordinator 2 does not say it was deposed"
+deposed=$(grep -m 1 'no longer the leader' "$work/c2.log") || fail "coordinator 2 does not say it was deposed"
+# When, by its log line's time stamp.
+c2_exit_ms=$((($(date -d "${deposed%% *}" +%s%N) - t_fail_ns) / 1000000))
 in_ns "$ns_sw" ip link set p3 up
 wait_end "$job" 300
 c960 results "$job" --out "$work/cluster.csv" --pgn "$work/cluster.pgn" >/dev/null || fail "results of $job"
@@ -348,5 +349,5 @@ games=$(grep -c '^\[Event ' "$work/local.pgn")
 log "job $job SUCCEEDED on coordinator 1: $total/$total units; results and $games games equal to c960 selfplay's, byte for byte"
 
 echo "takeover after SIGKILL of the leader: $(ms "$kill_serve_ms") until the standby served, $(ms "$kill_unit_ms") until a unit was done after it"
-echo "takeover after the leader's link was cut: $(ms "$cut_serve_ms") until the standby served, $(ms "$cut_unit_ms") until a unit was done after it; the old leader exited (75) $(ms "$c2_exit_ms") after the cut"
+echo "takeover after the leader's link was cut: $(ms "$cut_serve_ms") until the standby served, $(ms "$cut_unit_ms") until a unit was done after it; the old leader was deposed (exit 75) $(ms "$c2_exit_ms") after the cut"
 echo "failover_test: 1 passed, 0 failed ($(($(date +%s) - t_start)) s)"
