@@ -127,14 +127,19 @@ bool CoordinatorSet::await_current(int64_t ms) {
   const Target t = current();
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
   // Polling the channel is what moves its connection (and a TLS handshake) on. A connection that
-  // failed (refused, reset, a handshake that failed) is passed over at once; one that hangs, when
-  // the time is up.
+  // fails while this waits (refused, reset, a handshake that failed) is passed over at once; one
+  // that hangs, when the time is up. A channel that had failed before (on an earlier visit) is
+  // waited for: gRPC reports TRANSIENT_FAILURE until its next try connects, and that try moves on
+  // only while someone polls the channel, so passing it over at once left a worker unable to
+  // reach a standby that had since become the leader (the failover test across namespaces).
   std::string why;
+  bool failed_before = t.channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
   for (grpc_connectivity_state s = t.channel->GetState(true); s != GRPC_CHANNEL_READY; s = t.channel->GetState(true)) {
-    if (s == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+    if (s == GRPC_CHANNEL_TRANSIENT_FAILURE && !failed_before) {
       why = "cannot connect";
       break;
     }
+    failed_before = false;
     if (!t.channel->WaitForStateChange(s, deadline)) {
       why = absl::StrCat("no connection within ", ms, " ms");
       break;

@@ -69,7 +69,7 @@ std::shared_ptr<const CallAuthenticator> configure_server(const ServerOptions& o
     ssl.pem_key_cert_pairs.push_back({options.tls->key_pem, options.tls->cert_pem});
     creds = grpc::SslServerCredentials(ssl);
     if (authenticates(options)) {
-      auth = std::make_shared<CallAuthenticator>(options.tokens, !options.tls->client_ca_pem.empty());
+      auth = std::make_shared<CallAuthenticator>(options.tokens, !options.tls->client_ca_pem.empty(), options.standby);
       creds->SetAuthMetadataProcessor(auth);
     }
   } else {
@@ -128,7 +128,16 @@ absl::StatusOr<Caller> CallAuthenticator::identify(std::optional<absl::string_vi
 absl::StatusOr<std::optional<Caller>> CallAuthenticator::decide(
     absl::string_view method, std::optional<absl::string_view> authorization,
     std::optional<absl::string_view> certificate_pem) const {
-  return authorize(method, identify(authorization, certificate_pem));
+  absl::StatusOr<Caller> caller = identify(authorization, certificate_pem);
+  // A standby knows the tokens file but not the credentials the leader issued (kept in its
+  // store): a token it does not know goes through unidentified, to be told NOT_LEADER.
+  if (standby_ && !caller.ok() && authorization && tokens_) {
+    absl::string_view token = *authorization;
+    if (token.size() >= 7 && absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ") &&
+        !tokens_->find(absl::StripAsciiWhitespace(token.substr(7))))
+      return std::optional<Caller>();
+  }
+  return authorize(method, caller);
 }
 
 grpc::Status CallAuthenticator::Process(const InputMetadata& md, grpc::AuthContext* context, OutputMetadata*,

@@ -31,6 +31,10 @@ struct ServerOptions {
   std::string listen;                  // HOST:PORT; port 0 picks a free port
   std::optional<ServerTls> tls;        // nullopt: plaintext
   std::shared_ptr<TokenTable> tokens;  // null: no tokens (needs tls otherwise)
+  // A standby coordinator's server: a token not in `tokens` is let in unidentified (to the
+  // standby's NOT_LEADER answer) instead of refused, since it may be a worker's credential that
+  // the leader issued and keeps in the store, which a standby has not read (CallAuthenticator).
+  bool standby = false;
 };
 
 // Whether callers are authenticated at all: tokens, or required client certificates.
@@ -57,8 +61,12 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
  public:
   // `tokens` null: no tokens. `client_certificates`: the server requires verified client
   // certificates, so a call without a token may be authenticated by its certificate.
-  CallAuthenticator(std::shared_ptr<const TokenTable> tokens, bool client_certificates)
-      : tokens_(std::move(tokens)), client_certificates_(client_certificates) {}
+  // `standby`: a well-formed bearer token that is not in `tokens` is let in with no caller
+  // rather than refused UNAUTHENTICATED; the server must then answer every call without
+  // serving anything (a standby's StandbyService), so that a worker whose credential only the
+  // leader knows moves on to the leader instead of stopping.
+  CallAuthenticator(std::shared_ptr<const TokenTable> tokens, bool client_certificates, bool standby = false)
+      : tokens_(std::move(tokens)), client_certificates_(client_certificates), standby_(standby) {}
   // Quick (a hash and a map lookup): runs on gRPC's own thread.
   bool IsBlocking() const override { return false; }
   grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
@@ -85,6 +93,7 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
 
   std::shared_ptr<const TokenTable> tokens_;
   bool client_certificates_;
+  bool standby_;
   mutable std::mutex certificates_mu_;
   mutable std::map<std::string, absl::StatusOr<Caller>, std::less<>> certificates_;
 };

@@ -365,7 +365,8 @@ std::string with_port(const std::string& address, int port) {
 
 // A standby: until this coordinator holds the leader lease (returns true) or a stop signal
 // (false). Meanwhile its gRPC port answers every call UNAVAILABLE naming the leader, with the
-// same TLS and authentication as a leader's; the health service and /readyz say not serving.
+// same TLS and authentication as a leader's (except that a token not in the tokens file, such
+// as a worker's credential, is answered so too); the health service and /readyz say not serving.
 // *port (and *http_port) receive the ports it listened on: the leader listens on the same ones.
 bool stand_by(c960::cluster::LeaderElection& election, const c960::cluster::ServerOptions& options,
               c960::cluster::HttpApi* http_api, const std::string& http_listen, const sigset_t& signals, int* port,
@@ -373,7 +374,11 @@ bool stand_by(c960::cluster::LeaderElection& election, const c960::cluster::Serv
   c960::cluster::StandbyService standby;
   standby.set_leader(election.leader());
   grpc::ServerBuilder builder;
-  c960::cluster::configure_server(options, &builder, port);
+  // Tokens the standby does not know (workers' credentials, issued by the leader) are told
+  // NOT_LEADER too, not UNAUTHENTICATED: the worker goes on to the leader.
+  c960::cluster::ServerOptions standby_options = options;
+  standby_options.standby = true;
+  c960::cluster::configure_server(standby_options, &builder, port);
   builder.RegisterCallbackGenericService(&standby);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || *port == 0) {

@@ -126,6 +126,11 @@ absl::Status Store::check_alive() {
   return absl::UnavailableError(absl::StrCat("store: ", db_->describe()));
 }
 
+absl::Status Store::limit_silence(int64_t ms) {
+  std::lock_guard lock(mu_);
+  return db_->limit_silence(ms);
+}
+
 absl::Status Store::exec_for_test(const std::string& sql) {
   std::lock_guard lock(mu_);
   return exec(sql.c_str());

@@ -271,6 +271,11 @@ class Store {
   // again, and its advisory lock went with it), UNAVAILABLE naming the cause when it failed
   // otherwise (the server busy, a statement refused).
   absl::Status check_alive();
+  // PostgreSQL: the connection is given up, on both ends, once the server has not acknowledged
+  // what was sent to it for `ms` (store_db::Connection::limit_silence), so that check_alive and
+  // any statement waiting on a cut network fail within that time instead of TCP's minutes, and
+  // the server ends the session (and its advisory lock) as soon. SQLite: nothing.
+  absl::Status limit_silence(int64_t ms);
 
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);

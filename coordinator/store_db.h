@@ -73,6 +73,11 @@ class Connection {
   virtual bool lost() { return false; }
   // The SQLite handle (backups, file sizes), or nullptr on PostgreSQL.
   virtual sqlite3* sqlite() { return nullptr; }
+  // PostgreSQL: the connection is given up when the server has not acknowledged what was sent to
+  // it for `ms` (a cut network), on both ends: here (TCP_USER_TIMEOUT, keepalive probes after a
+  // sixth of it idle) and in the server's session (the same settings, so that the server ends the
+  // session, and releases its locks, when this client is cut off). SQLite: nothing to do.
+  virtual absl::Status limit_silence(int64_t /*ms*/) { return absl::OkStatus(); }
 };
 
 // SQLite: opens or creates the file ("": nothing to open; ":memory:" a private in-memory one).

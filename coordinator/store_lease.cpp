@@ -31,6 +31,12 @@ absl::StatusOr<LeaseStore::Step> StoreLease::take_or_renew_lease(const std::stri
     step.row = {"", 0, step.now_ms + ttl_ms};  // held by a live session; who, the lock does not say
     return step;
   }
+  // A cut network fails the leader's round trips within half its lease (it is deposed before
+  // the lease ends), and the server ends its session, and so the lock, as soon.
+  if (absl::Status s = (*opened)->limit_silence(ttl_ms / 2); !s.ok()) {
+    last_error_ = s;
+    return s;
+  }
   store_ = std::move(*opened);
   epoch_ = 1;  // one holding per process: a lost lock is never taken again by the same process
   holder_ = holder;

@@ -2,9 +2,13 @@
 // SQLite's dialect once, when prepared (dialect::postgres); kept ones are server-side prepared
 // statements by name, prepared once per connection. Parameters go in binary (integers as the
 // types the server inferred for them, blobs as BYTEA), results come back in binary.
+#include <algorithm>
 #include <cstring>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -162,6 +166,29 @@ class PgConnection final : public Connection {
   // libpq never connects again by itself: a connection gone bad stays so, and so does what its
   // session held (the store's advisory lock: the leader lease).
   bool lost() override { return PQstatus(conn_) == CONNECTION_BAD; }
+
+  absl::Status limit_silence(int64_t ms) override {
+    const int fd = PQsocket(conn_);
+    if (fd < 0) return absl::UnavailableError("the connection to the database server was lost");
+    const int timeout_ms = int(std::clamp<int64_t>(ms, 1000, 3'600'000));
+    const int idle_s = std::max(1, timeout_ms / 6000), interval_s = 1, count = 3, on = 1;
+    // Unix sockets have no TCP options: nothing can cut them.
+    if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof timeout_ms) != 0) return absl::OkStatus();
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0)
+      return absl::InternalError(
+          absl::StrCat("cannot set TCP keepalives on the database connection: ", strerror(errno)));
+    const std::string sql =
+        absl::StrCat("SET tcp_user_timeout = ", timeout_ms, "; SET tcp_keepalives_idle = ", idle_s,
+                     "; SET tcp_keepalives_interval = ", interval_s, "; SET tcp_keepalives_count = ", count);
+    PGresult* r = PQexec(conn_, sql.c_str());
+    if (!record(r, PGRES_COMMAND_OK))
+      return absl::FailedPreconditionError(
+          absl::StrCat("the database server refused its session's TCP timeouts: ", message_));
+    return absl::OkStatus();
+  }
 
   Failure failure() override {
     if (state_.empty()) return message_.empty() ? Failure::kNone : Failure::kIo;

@@ -376,6 +376,35 @@ TEST_F(Authenticator, WithoutTokensATokenIsRefusedAndCertificatesAreNeeded) {
             absl::StatusCode::kUnauthenticated);
 }
 
+// A standby knows the tokens file, not the credentials the leader issued: a token it does not
+// know is let through to its NOT_LEADER answer (a worker then goes on to the leader; refused
+// UNAUTHENTICATED, it stopped). What is not a bearer token, or no credential, is still refused.
+TEST_F(Authenticator, AStandbyLetsUnknownTokensThroughToItsNotLeaderAnswer) {
+  const CallAuthenticator leader(tokens_, false), standby(tokens_, false, true);
+  EXPECT_EQ(leader.decide("/c960.v1.WorkerService/CompleteUnits", "Bearer issued-by-the-leader", std::nullopt)
+                .status()
+                .code(),
+            absl::StatusCode::kUnauthenticated);
+  absl::StatusOr<std::optional<Caller>> d =
+      standby.decide("/c960.v1.WorkerService/CompleteUnits", "Bearer issued-by-the-leader", std::nullopt);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(*d) << "let in with no caller";
+  d = standby.decide("/c960.v1.WorkerService/Hello", "Bearer tw", std::nullopt);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(*d);
+  EXPECT_EQ((*d)->identity, "w1");
+  // A known token is still held to its role.
+  EXPECT_EQ(standby.decide("/c960.v1.JobService/SubmitJob", "Bearer tw", std::nullopt).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(standby.decide("/c960.v1.WorkerService/Hello", "Basic dHc=", std::nullopt).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(standby.decide("/c960.v1.WorkerService/Hello", std::nullopt, std::nullopt).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  const CallAuthenticator standby_without_tokens(nullptr, true, true);
+  EXPECT_EQ(standby_without_tokens.decide("/c960.v1.JobService/GetJob", "Bearer tw", std::nullopt).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
 TEST(ListenAddress, LoopbackOrNot) {
   EXPECT_TRUE(is_loopback_listen("127.0.0.1:7960"));
   EXPECT_TRUE(is_loopback_listen("127.1.2.3:0"));

@@ -437,6 +437,22 @@ TEST_F(PostgresStoreTest, ALeaderWhoseConnectionIsCutIsDeposedAtOnceAndWritesNot
   EXPECT_EQ(keys, (std::vector<std::string>{"id/before", "id/new-leader"}));
 }
 
+// A leader's session gives up a cut network within the time asked, on the server's side too:
+// the server ends the session, and releases its advisory lock, once the client is silent that
+// long (without it, at the server's TCP keepalive: two hours by default).
+TEST_F(PostgresStoreTest, LimitSilenceSetsTheSessionsTcpTimeouts) {
+  auto store = Store::open(pg_->fresh_database("store"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string check =
+      "DO $$BEGIN IF current_setting('tcp_user_timeout') <> '4000' OR current_setting('tcp_keepalives_idle') <> '1' "
+      "OR current_setting('tcp_keepalives_count') <> '3' THEN RAISE EXCEPTION 'not set'; END IF; END$$";
+  EXPECT_FALSE((*store)->exec_for_test(check).ok()) << "the server's defaults";
+  ASSERT_TRUE((*store)->limit_silence(4000).ok());
+  const absl::Status set = (*store)->exec_for_test(check);
+  EXPECT_TRUE(set.ok()) << set;
+  EXPECT_TRUE((*store)->check_alive().ok());
+}
+
 // A server that is not there: FAILED_PRECONDITION naming the URL without its password.
 TEST(StoreTest, AnUnreachableDatabaseIsAnErrorWithoutItsPassword) {
   auto s = Store::open("postgresql://c960:secret@127.0.0.1:1/none?sslmode=disable&connect_timeout=2");
