@@ -284,8 +284,6 @@ class Coordinator {
 
     int leases() const;
     int results() const;  // valid results sent (not discarded)
-    // Wants another copy leased: unsettled, and its leases and results do not reach `wanted`.
-    bool needs_copy() const;
     Copy* copy_of(const std::string& worker);
   };
   // A job's units by index: every index the plan gave out so far (size) less the folded ones,
@@ -411,6 +409,10 @@ class Coordinator {
   int rank_in(const Job& j, const std::string& voter) const;
   // The unit's votes as the policy reads them.
   UnitVotes votes_of(const Job& j, int64_t i) const;
+  // Whether unit u of job j wants another copy leased: unsettled, and its leases and the voters
+  // of its valid results do not reach `wanted` (two results of one voter, e.g. of two workers of
+  // one owner, are one: counted as two, the unit would never ask another voter).
+  bool needs_copy(const Job& j, const Unit& u) const;
   // Whether the coordinator places the job's copies (verify all and adaptive).
   static bool places(const Job& j) { return j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_ADAPTIVE; }
   // The owners that could compute a job's copies now (connected, running it, not quarantined),

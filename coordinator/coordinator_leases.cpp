@@ -39,13 +39,19 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, owner_cap(s.voter) - held)));
   if (max_units <= 0) return absl::OkStatus();
   // Whether unit u may have a copy computed by this session's worker: no other worker of its
-  // voter holds a copy (one vote per owner; per worker under verify hosts); the worker's own
-  // earlier copy only if it has no result, was not given up and is not leased already.
+  // voter has a result for it or a lease on it (one vote per owner; per worker under verify
+  // hosts), and the worker's own earlier copy only if it has no result, was not given up and is
+  // not leased already. A copy another worker of the voter left without a result (its lease
+  // ended: the worker died or went away) holds no vote, and does not stop the voter's other
+  // workers: the unit would wait for that worker for ever. Should its result still come, it is
+  // the same voter's: no second vote (verification.h).
   auto may_compute = [&](const Job& j, const Unit& u) {
     const std::string me = voter_in(j, s.key);
-    for (const Copy& c : u.copies)
-      if (voter_in(j, c.worker) == me && (c.worker != s.key || c.result || c.discarded || c.leased() || c.overheld))
+    for (const Copy& c : u.copies) {
+      if (voter_in(j, c.worker) != me) continue;
+      if (c.worker == s.key ? (c.result || c.discarded || c.leased() || c.overheld) : (c.result || c.leased()))
         return false;
+    }
     return true;
   };
   // Plan: the leases, found from memory as it is (the queues' entries popped on the way are
@@ -79,7 +85,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         if (!j->units.live(i) || j->units[i].placed != s.voter) continue;  // stale entry
         Unit& u = j->units[i];
         u.placed.clear();
-        if (!u.needs_copy() || mine_now.count(i)) continue;
+        if (!needs_copy(*j, u) || mine_now.count(i)) continue;
         if (!may_compute(*j, u)) {  // another worker of this owner took it meanwhile: placed again
           enqueue(j, i, true);
           continue;
@@ -105,7 +111,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
         if (!j->units.live(i)) continue;  // folded since it was queued
         Unit& u = j->units[i];
         u.queued = false;
-        if (!u.needs_copy() || mine_now.count(i)) continue;  // stale entry
+        if (!needs_copy(*j, u) || mine_now.count(i)) continue;  // stale entry
         if (!places(*j) || (root && may_compute(*j, u))) {
           if (replicas && !may_compute(*j, u)) {
             skipped.push_back(i);

@@ -38,7 +38,14 @@ int Coordinator::Unit::results() const {
   return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.result && !c.discarded; }));
 }
 
-bool Coordinator::Unit::needs_copy() const { return !result && (wanted == 0 || leases() + results() < wanted); }
+bool Coordinator::needs_copy(const Job& j, const Unit& u) const {
+  if (u.result) return false;
+  if (u.wanted == 0) return true;
+  std::set<std::string> voters;
+  for (const Copy& c : u.copies)
+    if (c.result && !c.discarded) voters.insert(voter_in(j, c.worker));
+  return u.leases() + int(voters.size()) < u.wanted;
+}
 
 Coordinator::Copy* Coordinator::Unit::copy_of(const std::string& worker) {
   for (Copy& c : copies)
@@ -69,7 +76,7 @@ void Coordinator::Units::fold(int64_t first, int64_t end) {
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
   if (!j->units.live(i)) return;
   Unit& u = j->units[i];
-  if (u.queued || !u.placed.empty() || !u.needs_copy() || j->state != v1::JOB_STATE_RUNNING) return;
+  if (u.queued || !u.placed.empty() || !needs_copy(*j, u) || j->state != v1::JOB_STATE_RUNNING) return;
   std::deque<int64_t>& q = u.copies.empty() ? j->fresh : j->replicas;
   if (front)
     q.push_front(i);

@@ -69,6 +69,52 @@ TEST_F(CoordinatorTest, ExpiredLeasesReturnToTheQueueWithANewAttempt) {
   }
 }
 
+// A copy left by a worker that went away (its lease expired, no result) does not hold its
+// owner's vote: another worker of the same owner computes the unit (found by the failover test
+// across namespaces, deploy/tests/failover_test.sh: two workers under one owner's tokens, one
+// killed, the job stalled at 198 of 200 units). The owner still counts once: its late result,
+// the same, is no second vote, so the unit still waits for another owner's.
+TEST_F(CoordinatorTest, AnOwnersOtherWorkerTakesOverACopyItsDeadWorkerLeft) {
+  CoordinatorOptions o;
+  o.trust_roots = {"root"};
+  o.audit_rate = 0;
+  CoordinatorFixture::open(o);
+  const Caller x1{"x1", Role::kWorker, true, 0, "xavier"}, x2{"x2", Role::kWorker, true, 0, "xavier"};
+  const Caller y1{"y1", Role::kWorker, true, 0, "yvonne"};
+  const std::string wx1 = hello("x-one", x1), wx2 = hello("x-two", x2), wy1 = hello("y-one", y1);
+  const v1::Job j = CoordinatorFixture::submit(perft_request(v1::VERIFY_MODE_ALL, 3, "518", 0));
+  // Both owners get a copy of the one unit; xavier's goes to x-one, which then dies.
+  std::optional<v1::Lease> held, other;
+  for (int k = 0; k < 20 && (!held || !other); ++k) {
+    if (!held)
+      for (const v1::Lease& l : acquire(wx1, 1, x1)) held = l;
+    if (!other)
+      for (const v1::Lease& l : acquire(wy1, 1, y1)) other = l;
+    clock_.advance_ms(options_.placement_ms + 1);  // a placement with a silent owner moves on
+    coordinator_->sweep();
+  }
+  ASSERT_TRUE(held && other) << "both owners leased a copy";
+  ASSERT_EQ(complete(wy1, *other, result(*other), y1).value(), v1::COMPLETION_OUTCOME_PENDING_VERIFICATION);
+  clock_.advance_ms(kLeaseMs + 1);
+  coordinator_->sweep();
+  // x-two computes it, and the unit settles on two owners' agreeing results.
+  std::vector<v1::Lease> taken;
+  for (int k = 0; k < 5 && taken.empty(); ++k) {
+    taken = acquire(wx2, 1, x2);
+    if (taken.empty()) {
+      clock_.advance_ms(options_.placement_ms + 1);
+      coordinator_->sweep();
+    }
+  }
+  ASSERT_EQ(taken.size(), 1u) << "x-two never got the unit its owner's dead worker left";
+  EXPECT_EQ(taken[0].unit_id(), held->unit_id());
+  EXPECT_EQ(complete(wx2, taken[0], result(taken[0]), x2).value(), v1::COMPLETION_OUTCOME_ACCEPTED);
+  EXPECT_EQ(job(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+  // x-one's late result is its owner's again: no new vote, nothing counted twice.
+  EXPECT_EQ(complete(wx1, *held, result(*held), x1).value(), v1::COMPLETION_OUTCOME_DUPLICATE);
+  expect_exact(j.id(), 3);
+}
+
 TEST_F(CoordinatorTest, RenewalExtendsLeasesAndSilentWorkersAreLost) {
   const std::string w1 = hello("one"), w2 = hello("two");
   const v1::Job j = submit(3, "0", 0);
