@@ -121,8 +121,8 @@ void Coordinator::probe_store(int64_t now) {
       ++changed.last_seen_ms;
       s = store_->upsert_worker(changed);
       if (s.ok()) s = store_->upsert_worker(rec);
-    } else if (s.ok() && !table_.by_seq.empty()) {
-      const Job* j = table_.by_seq.front();
+    } else if (s.ok() && table_.size() > 0) {
+      const Job* j = table_.all().front();
       s = store_->update_job(j->id, j->state, j->finished_ms + 1, j->mismatches, j->mismatch_detail);
       if (s.ok())
         s = j->state == v1::JOB_STATE_FAILED
@@ -166,9 +166,7 @@ absl::Status Coordinator::load_locked() {
   }
   std::map<std::string, WorkerState> before;
   before.swap(registry_.workers);
-  table_.jobs.clear();
-  table_.by_seq.clear();
-  table_.by_request_id.clear();
+  table_.clear();
   registry_.quarantined_voters.clear();
   registry_.trusted_owners.clear();
   registry_.leases_held.clear();
@@ -204,7 +202,7 @@ absl::Status Coordinator::load_locked() {
                 absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"),
                 {{"job", s.id}});
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
-      table_.next_seq = std::max(table_.next_seq, s.seq + 1);
+      table_.saw_seq(s.seq);
       continue;
     }
     auto j = std::make_unique<Job>();
@@ -312,11 +310,7 @@ absl::Status Coordinator::load_locked() {
     } else {
       track_groups(j.get(), j->units.first(), int64_t(j->units.size()));
     }
-    table_.next_seq = std::max(table_.next_seq, j->seq + 1);
-    if (!j->request_id.empty()) table_.by_request_id[{j->owner, j->request_id}] = j.get();
-    table_.by_seq.push_back(j.get());
-    Job* raw = j.get();
-    table_.jobs[j->id] = std::move(j);
+    Job* raw = table_.add(std::move(j));
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
     } else {
@@ -397,13 +391,11 @@ void Coordinator::apply_failed(Job* j, const std::string& why, int64_t finished_
   j->fresh.clear();
   j->replicas.clear();
   drop_leases(j);
+  table_.finished(j);
   changed();
 }
 
-Coordinator::Job* Coordinator::find_job(const std::string& id) {
-  auto it = table_.jobs.find(id);
-  return it == table_.jobs.end() ? nullptr : it->second.get();
-}
+Coordinator::Job* Coordinator::find_job(const std::string& id) { return table_.find(id); }
 
 absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, const std::string& id) {
   if (absl::Status s = check_id(id, "job_id"); !s.ok()) return s;
@@ -550,8 +542,8 @@ void Coordinator::add_sample(Job* j) {
 absl::Status Coordinator::check_caps(const Caller& caller, int64_t new_units) const {
   int active = 0;
   int64_t units = 0;
-  for (const Job* j : table_.by_seq)
-    if (j->state == v1::JOB_STATE_RUNNING && j->owner == caller.identity) {
+  for (const Job* j : table_.running())
+    if (j->owner == caller.identity) {
       ++active;
       units += j->total() - j->done;
     }
@@ -571,7 +563,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   auto j = std::make_unique<Job>();
   {
     std::lock_guard lock(mu_);
-    j->seq = table_.next_seq++;
+    j->seq = table_.take_seq();
   }
   j->id = absl::StrCat("job-", j->seq);
   j->request_id = req.request_id();
@@ -681,12 +673,12 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
     if (req.request_id().empty()) return std::nullopt;
     std::lock_guard lock(mu_);
-    auto it = table_.by_request_id.find({caller.identity, req.request_id()});
-    if (it == table_.by_request_id.end()) return std::nullopt;
-    if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
+    const Job* found = table_.find_by_request(caller.identity, req.request_id());
+    if (!found) return std::nullopt;
+    if (found->spec.SerializeAsString() != req.spec().SerializeAsString())
       return absl::AlreadyExistsError(
-          absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
-    return snapshot(*it->second);
+          absl::StrCat("request_id: already used for job ", found->id, " with another spec"));
+    return snapshot(*found);
   };
   if (auto e = existing()) return *e;
   const std::pair<std::string, std::string> id_key{caller.identity, req.request_id()};
@@ -767,9 +759,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"units", raw->total()},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
-  if (!raw->request_id.empty()) table_.by_request_id[{raw->owner, raw->request_id}] = raw;
-  table_.by_seq.push_back(raw);
-  table_.jobs[raw->id] = std::move(*stored);
+  table_.add(std::move(*stored));
   if (!raw->fresh.empty()) work_arrived();
   changed();
   return snapshot(*raw);
@@ -794,7 +784,8 @@ absl::StatusOr<v1::ListJobsResponse> Coordinator::list_jobs(const Caller& caller
   v1::ListJobsResponse out;
   size_t bytes = 0;
   int64_t last_seq = 0;
-  for (auto it = table_.by_seq.rbegin(); it != table_.by_seq.rend(); ++it) {
+  // Final jobs included: the whole table, newest first.
+  for (auto it = table_.all().rbegin(); it != table_.all().rend(); ++it) {
     const Job& j = **it;
     if (j.seq >= before || (caller.role == Role::kSubmit && j.owner != caller.identity)) continue;
     v1::Job snap = snapshot(j);
@@ -828,6 +819,7 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     j->fresh.clear();
     j->replicas.clear();
     drop_leases(j);
+    table_.finished(j);
     const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
     log_event(LogLevel::kInfo, "job_cancelled", absl::StrCat("job ", j->id, " cancelled by ", by),
               {{"job", j->id}, {"kind", j->kind->capability()}, {"by", by}});
@@ -987,7 +979,7 @@ CoordinatorMetrics Coordinator::metrics() const {
     m.kinds.push_back(k->capability());
     m.descriptors.push_back(k->descriptor());
   }
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {  // final jobs included: they are counted by state
     ++m.jobs[{j->kind->capability(), j->state}];
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // A verifying unit may also be leased (to the worker that checks it): count it once.
@@ -1057,7 +1049,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
 std::string Coordinator::durable_state() const {
   std::lock_guard lock(mu_);
   std::string out;
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {
     absl::StrAppend(&out, "job ", j->id, " state ", int(j->state), " done ", j->done, "/", j->total(), " work ",
                     to_string(j->work_done), " mismatches ", j->mismatches, " damaged ", j->damaged, " plan ",
                     j->plan.ByteSizeLong(), "\n");
@@ -1083,7 +1075,7 @@ std::string Coordinator::durable_state() const {
 std::string Coordinator::check_lease_counts() const {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> counted;
-  for (const Job* j : table_.by_seq)
+  for (const Job* j : table_.all())  // final jobs' copies hold no lease: counted all the same
     for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
       if (j->units.live(i))
         for (const Copy& c : j->units[i].copies)

@@ -52,9 +52,9 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   // soft state, put back if the commit fails); nothing durable changes before the commit.
   std::vector<std::pair<Job*, std::vector<Store::Lease>>> plan;
   int planned = 0;
-  for (Job* j : table_.by_seq) {
+  for (Job* j : table_.running()) {
     if (planned >= max_units) break;
-    if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
+    if (!s.capabilities.count(j->kind->capability())) continue;
     if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
       polls_.refill_event = true;
@@ -190,7 +190,7 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     absl::Status error;
   };
   std::vector<Work> work;
-  for (Job* j : table_.by_seq)
+  for (Job* j : table_.running())
     if (j->refilling)
       work.push_back({j->id,
                       j->kind,
@@ -514,8 +514,7 @@ absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRe
     if (c && c->session == s.id) end_lease(j, index, *c, true);
   }
   if (req.release_all_others())
-    for (Job* j : table_.by_seq) {
-      if (j->state != v1::JOB_STATE_RUNNING) continue;
+    for (Job* j : table_.running()) {
       for (auto it = j->active.begin(); it != j->active.end();) {
         const int64_t i = *it++;
         if (keep.count({j->id, i})) continue;

@@ -150,7 +150,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   }
   // A new session supersedes the worker's previous one: its leases go back to the queue.
   if (auto old = registry_.session_of.find(key); old != registry_.session_of.end()) {
-    for (Job* j : table_.by_seq)
+    for (Job* j : table_.running())  // final jobs hold no leases (drop_leases)
       for (auto it = j->active.begin(); it != j->active.end();) {
         const int64_t i = *it++;
         for (Copy& c : j->units[i].copies)
@@ -188,7 +188,7 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   registry_.session_of[key] = s.id;
   registry_.sessions[s.id] = std::move(s);
   // An owner that may decide waiting units may have joined: the next look says.
-  for (Job* j : table_.by_seq) j->stalled = 0;
+  for (Job* j : table_.running()) j->stalled = 0;
   changed();
   return resp;
 }
@@ -250,7 +250,7 @@ bool Coordinator::forget_workers(int64_t now) {
   // Workers that jobs in memory still name stay: a lease or a copy's vote (a later quarantine of
   // its owner finds its votes through its record), a folded group's sole voter, and the workers a
   // job lists as its provenance.
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {  // final jobs included: their copies and groups name workers
     if (gone.empty()) return false;
     for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
       if (j->units.live(i))

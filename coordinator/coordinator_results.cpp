@@ -307,6 +307,7 @@ struct Coordinator::BatchPlan {
 // counts, the counters, and the long polls' events.
 struct Coordinator::Undo {
   std::map<Job*, Job> jobs;
+  coord::JobTable::Order order;  // which jobs run (a job the batch finishes leaves them)
   std::map<std::string, WorkerState> workers;
   std::set<std::string> quarantined_voters, trusted_owners;
   std::map<std::string, int64_t> leases_held;
@@ -371,8 +372,15 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
   // its first change), and its log events are held: a failed commit swaps the kept state back
   // in, contents only (jobs keep their addresses: by_seq, the deadline heap and the placements
   // point at them), and drops the events, so memory is exactly as it was without a reload.
-  Undo undo{{},        registry_.workers, registry_.quarantined_voters, registry_.trusted_owners, registry_.leases_held,
-            counters_, polls_.work_event, polls_.refill_event};
+  Undo undo{{},
+            table_.order(),
+            registry_.workers,
+            registry_.quarantined_voters,
+            registry_.trusted_owners,
+            registry_.leases_held,
+            counters_,
+            polls_.work_event,
+            polls_.refill_event};
   LogHold events;
   absl::Status s;
   {
@@ -402,6 +410,7 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
     return s;
   }
   for (auto& [j, old] : undo.jobs) *j = std::move(old);
+  table_.restore(std::move(undo.order));
   registry_.workers = std::move(undo.workers);
   registry_.quarantined_voters = std::move(undo.quarantined_voters);
   registry_.trusted_owners = std::move(undo.trusted_owners);
@@ -891,8 +900,15 @@ void Coordinator::group_settled(Job* j, int64_t i, int delta) {
 }
 
 void Coordinator::fold_finished(int64_t now) {
-  for (Job* j : table_.by_seq) {
-    if (j->groups.empty() || !is_final(j->state) || j->damaged || j->finished_ms + options_.lease_ms > now) continue;
+  // The final jobs with groups left (JobTable::finishing), not every job: a copy, since a job
+  // with none left leaves the list.
+  const std::vector<Job*> finishing = table_.finishing();
+  for (Job* j : finishing) {
+    if (j->groups.empty() || j->damaged) {
+      table_.done_folding(j);
+      continue;
+    }
+    if (j->finished_ms + options_.lease_ms > now) continue;
     for (auto it = j->groups.begin(); it != j->groups.end();) {
       // A final job's unsettled units never settle (late results are discarded): their groups
       // never fold, and are not walked again at every sweep.
@@ -904,6 +920,7 @@ void Coordinator::fold_finished(int64_t now) {
       ++it;
     }
     fold_ready(j);  // a fold that fails stays as it is, and the next sweep tries again
+    if (j->groups.empty()) table_.done_folding(j);
   }
 }
 
@@ -1012,6 +1029,7 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   // Leases still out (spot checks) no longer count against their credentials' caps: the sweep
   // does not walk finished jobs. Their results are still compared when they come.
   drop_leases(j);
+  table_.finished(j);
   log_event(LogLevel::kInfo, "job_succeeded",
             absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
                          ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
@@ -1078,8 +1096,8 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
 void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
   registry_.quarantined_voters.insert(voter);
   registry_.trusted_owners.erase(voter);
-  // Copies placed with it are placed again.
-  for (Job* j : table_.by_seq) {
+  // Copies placed with it are placed again (running jobs only: a final job places nothing).
+  for (Job* j : table_.running()) {
     auto it = j->placed.find(voter);
     if (it == j->placed.end()) continue;
     keep(j);
@@ -1110,7 +1128,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   // Its leases go back, its waiting results lose their vote, and a running job's result that
   // stands on its word alone is taken back and computed again.
   int64_t revoked = 0;
-  for (Job* j : table_.by_seq) {
+  // A copy of the running jobs: taking back a result may fail a job, or settle and finish one,
+  // which takes it out of running().
+  const std::vector<Job*> running = table_.running();
+  for (Job* j : running) {
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // Folded groups with a unit settled on its word alone: planned again, computed again.
     std::vector<int64_t> reopened;

@@ -28,43 +28,7 @@ using workers_internal::stored_units;
 using workers_internal::unknown_worker;
 
 // ---------------------------------------------------------------------------------------------
-// Units and their copies
-
-int Coordinator::Unit::leases() const {
-  return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.leased(); }));
-}
-
-int Coordinator::Unit::results() const {
-  return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.result && !c.discarded; }));
-}
-
-bool Coordinator::Unit::needs_copy() const { return !result && (wanted == 0 || leases() + results() < wanted); }
-
-Coordinator::Copy* Coordinator::Unit::copy_of(const std::string& worker) {
-  for (Copy& c : copies)
-    if (c.worker == worker) return &c;
-  return nullptr;
-}
-
-void Coordinator::Units::append_folded(int64_t n) {
-  if (live_.empty()) {
-    base_ += n;
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) live_.emplace_back().folded = true;
-}
-
-void Coordinator::Units::fold(int64_t first, int64_t end) {
-  for (int64_t i = std::max(first, base_); i < end; ++i) {
-    Unit& u = live_[size_t(i - base_)];
-    u = Unit();
-    u.folded = true;
-  }
-  while (!live_.empty() && live_.front().folded) {
-    live_.pop_front();
-    ++base_;
-  }
-}
+// Queues
 
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
   if (!j->units.live(i)) return;
@@ -172,8 +136,7 @@ void Coordinator::replace_stale(int64_t now) {
   std::set<std::string> live;
   for (const auto& [id, s] : registry_.sessions)
     if (!s.lost) live.insert(s.voter);
-  for (Job* j : table_.by_seq) {
-    if (j->state != v1::JOB_STATE_RUNNING) continue;
+  for (Job* j : table_.running()) {
     for (auto it = j->placed.begin(); it != j->placed.end();) {
       std::deque<int64_t>& q = it->second;
       const bool gone = !live.count(it->first) || registry_.quarantined_voters.count(it->first);
