@@ -4,7 +4,6 @@
 
 namespace c960::cluster::coord {
 
-
 int Unit::leases() const {
   return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.leased(); }));
 }

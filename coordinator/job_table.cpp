@@ -57,7 +57,8 @@ void JobTable::restore(Order order) {
 }
 
 std::string JobTable::check() const {
-  if (all_.size() != jobs_.size()) return absl::StrCat(all_.size(), " jobs in creation order, ", jobs_.size(), " by id");
+  if (all_.size() != jobs_.size())
+    return absl::StrCat(all_.size(), " jobs in creation order, ", jobs_.size(), " by id");
   std::map<const Job*, size_t> pos;
   for (size_t k = 0; k < all_.size(); ++k) {
     const Job* j = all_[k];

@@ -4,7 +4,6 @@
 #include "coordinator/job_table.h"
 
 #include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,7 +69,7 @@ TEST(JobTable, AFinishedJobLeavesTheRunningInOrderAndOnce) {
   t.finished(jobs[0]);
   t.finished(jobs[0]);  // idempotent
   EXPECT_EQ(ids(t.running()), (std::vector<std::string>{"job-2", "job-4", "job-5"}));
-  EXPECT_EQ(t.all().size(), 5u);  // final jobs stay in the table
+  EXPECT_EQ(t.all().size(), 5u);       // final jobs stay in the table
   EXPECT_TRUE(t.finishing().empty());  // neither had groups to fold
   EXPECT_EQ(t.check(), "");
 }
