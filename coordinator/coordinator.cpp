@@ -115,8 +115,8 @@ void Coordinator::probe_store(int64_t now) {
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     s = txn->status();
-    if (s.ok() && !registry_.workers.empty()) {
-      const StoredWorker& rec = registry_.workers.begin()->second.rec;
+    if (s.ok() && !registry_.workers().empty()) {
+      const StoredWorker& rec = registry_.workers().begin()->second.rec;
       StoredWorker changed = rec;
       ++changed.last_seen_ms;
       s = store_->upsert_worker(changed);
@@ -159,41 +159,16 @@ absl::Status Coordinator::load_locked() {
   if (!workers.ok()) return workers.status();
   absl::StatusOr<std::vector<StoredCredential>> credentials = store_->load_credentials();
   if (!credentials.ok()) return credentials.status();
-  registry_.enrolled.clear();
+  registry_.clear_enrolled();
   for (const StoredCredential& c : *credentials) {
-    ++registry_.enrolled[c.join_name];
+    registry_.enrolled_one(c.join_name);
     if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   }
-  std::map<std::string, WorkerState> before;
-  before.swap(registry_.workers);
   table_.clear();
-  registry_.quarantined_voters.clear();
-  registry_.trusted_owners.clear();
-  registry_.leases_held.clear();
   deadlines_.clear();  // its entries point into the jobs replaced here
-  for (StoredWorker& w : *workers) {
-    WorkerState& ws = registry_.workers[w.key];
-    ws.rec = std::move(w);
-    if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
-  }
-  registry_.per_identity.clear();
-  registry_.per_owner.clear();
-  for (const auto& [key, w] : registry_.workers) {
-    count_worker(w.rec, 1);
-    // A fault found under verify hosts bars the worker alone; anything else its whole owner.
-    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED)
-      registry_.quarantined_voters.insert(absl::StartsWith(w.rec.trust_reason, kFaultPrefix) ? key : voter_of(key));
-    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) registry_.trusted_owners.insert(voter_of(key));
-  }
-  // Sessions of workers the store does not know (their Hello was not kept) end.
-  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
-    if (registry_.workers.count(it->second.key)) {
-      ++it;
-      continue;
-    }
-    registry_.session_of.erase(it->second.key);
-    it = registry_.sessions.erase(it);
-  }
+  // The records, their counts and trust (the lease counts start again with the jobs' leases);
+  // sessions of workers the store does not know (their Hello was not kept) end.
+  registry_.load(*std::move(workers), kFaultPrefix);
   for (StoredJob& s : *jobs) {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
@@ -416,7 +391,7 @@ std::string Coordinator::notice(const Job& j) const {
   std::set<std::string> able;   // owners: verification needs two, whatever their credentials and names
   std::set<std::string> hosts;  // workers (verify hosts)
   bool trusted = false;         // one of them is trusted (adaptive verification takes its word)
-  for (const auto& [id, s] : registry_.sessions) {
+  for (const auto& [id, s] : registry_.sessions()) {
     if (s.lost) continue;
     alive = true;
     const bool computes = s.capabilities.count(j.kind->capability()) > 0;
@@ -425,7 +400,7 @@ std::string Coordinator::notice(const Job& j) const {
     capable |= computes;
     offered |= has_engine;
     allowed |= runs_it;
-    if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) {
+    if (computes && runs_it && !registry_.quarantined(s.voter)) {
       able.insert(s.voter);
       hosts.insert(s.key);
       trusted |= rank_of(s.voter) >= kRankTrusted;
@@ -491,8 +466,8 @@ v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
         for (const Copy& c : j.units[i].copies)
           if (c.result && !c.discarded) keys.insert(c.worker);
     for (const std::string& k : keys)
-      if (auto w = registry_.workers.find(k); w != registry_.workers.end() && !w->second.rec.provenance.empty())
-        lines.insert(absl::StrCat(k, ": ", w->second.rec.provenance));
+      if (const WorkerState* w = registry_.find(k); w && !w->rec.provenance.empty())
+        lines.insert(absl::StrCat(k, ": ", w->rec.provenance));
     for (const std::string& l : lines) out.add_provenance(l);
   }
   j.kind->fill_job(j.plan, &out);
@@ -510,7 +485,7 @@ v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
       if (c.leased()) holders.insert(c.worker);
   p->set_workers(int32_t(holders.size()));
   int alive = 0;
-  for (const auto& [id, s] : registry_.sessions) alive += !s.lost;
+  for (const auto& [id, s] : registry_.sessions()) alive += !s.lost;
   p->set_workers_alive(alive);
   double rate = 0, unit_rate = 0;
   if (j.state == v1::JOB_STATE_RUNNING) {
@@ -923,17 +898,16 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
   const int64_t now = clock_->now_ms();
   v1::ListWorkersResponse out;
   size_t bytes = 0;
-  for (auto wit = req.page_token().empty() ? registry_.workers.begin()
-                                           : registry_.workers.upper_bound(req.page_token());
-       wit != registry_.workers.end(); ++wit) {
+  for (auto wit = req.page_token().empty() ? registry_.workers().begin()
+                                           : registry_.workers().upper_bound(req.page_token());
+       wit != registry_.workers().end(); ++wit) {
     const auto& [key, w] = *wit;
     if (out.workers_size() >= page_size || (out.workers_size() > 0 && bytes > kMaxListBytes)) {
       out.set_next_page_token(out.workers(out.workers_size() - 1).name());
       break;
     }
     const Session* session = nullptr;
-    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
-      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) session = &it->second;
+    if (const std::string* id = registry_.session_of(key)) session = registry_.session(*id);
     const bool alive = session && !session->lost;
     if (!alive && !req.include_lost()) continue;
     v1::WorkerInfo* info = out.add_workers();
@@ -997,10 +971,10 @@ CoordinatorMetrics Coordinator::metrics() const {
       m.units_disagreeing += results.size() > 1;
     }
   }
-  for (const auto& [key, w] : registry_.workers) {
+  for (const auto& [key, w] : registry_.workers()) {
     bool alive = false;
-    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
-      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) alive = !it->second.lost;
+    if (const std::string* id = registry_.session_of(key))
+      if (const Session* s = registry_.session(*id)) alive = !s->lost;
     ++m.workers[{v1::TrustState(w.rec.trust), alive}];
   }
   m.watches = watches_total_;
@@ -1017,7 +991,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
   if (!token.ok()) return token.status();
   std::lock_guard lock(mu_);
   if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
-  int32_t& issued = registry_.enrolled[caller.identity];
+  const int32_t issued = registry_.enrolled(caller.identity);
   if (issued >= caller.uses)
     return absl::ResourceExhaustedError(absl::StrCat("enroll: join token '", caller.identity, "' was traded for ",
                                                      issued, " worker credentials, all its uses=", caller.uses,
@@ -1034,11 +1008,11 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
     store_failed(s);
     return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
   }
-  ++issued;
+  registry_.enrolled_one(caller.identity);
   if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   log_event(LogLevel::kInfo, "worker_enrolled",
             absl::StrCat("worker '", req.name(), "' enrolled with join token '", caller.identity, "' as ", c.name, " (",
-                         issued, " of ", caller.uses, " uses)"),
+                         issued + 1, " of ", caller.uses, " uses)"),
             {{"identity", c.name}, {"join", caller.identity}, {"name", req.name()}, {"uses", caller.uses}});
   v1::EnrollResponse resp;
   resp.set_token(*token);
@@ -1066,7 +1040,7 @@ std::string Coordinator::durable_state() const {
       absl::StrAppend(&out, " folded ", g, " ", f.first, "..", f.end, " ", absl::CEscape(f.record.SerializeAsString()),
                       "\n");
   }
-  for (const auto& [key, w] : registry_.workers)
+  for (const auto& [key, w] : registry_.workers())
     absl::StrAppend(&out, "worker ", key, " trust ", w.rec.trust, " (", w.rec.trust_reason, ") agreeing ",
                     w.rec.agreeing, " done ", w.rec.units_done, "\n");
   return out;
@@ -1080,22 +1054,22 @@ std::string Coordinator::check_lease_counts() const {
       if (j->units.live(i))
         for (const Copy& c : j->units[i].copies)
           if (c.leased()) ++counted[voter_of(c.worker)];
-  if (counted == registry_.leases_held) return "";
+  if (counted == registry_.leases_held()) return "";
   std::string out = "leases out by credential:";
   for (const auto& [v, n] : counted) absl::StrAppend(&out, " ", v, "=", n);
   absl::StrAppend(&out, "; counted:");
-  for (const auto& [v, n] : registry_.leases_held) absl::StrAppend(&out, " ", v, "=", n);
+  for (const auto& [v, n] : registry_.leases_held()) absl::StrAppend(&out, " ", v, "=", n);
   return out;
 }
 
 size_t Coordinator::sessions() const {
   std::lock_guard lock(mu_);
-  return registry_.sessions.size();
+  return registry_.sessions().size();
 }
 
 size_t Coordinator::workers() const {
   std::lock_guard lock(mu_);
-  return registry_.workers.size();
+  return registry_.workers().size();
 }
 
 }  // namespace c960::cluster

@@ -51,6 +51,7 @@
 #include "coordinator/lease_deadlines.h"
 #include "coordinator/store.h"
 #include "coordinator/verification.h"
+#include "coordinator/worker_registry.h"
 
 namespace c960::cluster {
 
@@ -265,23 +266,9 @@ class Coordinator {
   using Folded = coord::Folded;
   using Sample = coord::Sample;
   using Job = coord::Job;
-  // A worker process's registration; a worker's new Hello ends its previous session.
-  struct Session {
-    std::string id;
-    std::string key;    // the worker's key
-    std::string voter;  // its owner (owner, else identity, else the key when nobody is authenticated)
-    int32_t threads = 1;
-    std::set<std::string> capabilities, engines;
-    // What a job may set on each engine, as the worker declared it (an engine without one: the
-    // worker checks alone).
-    std::map<std::string, selfplay::OptionPolicy> policies;
-    int64_t last_seen_ms = 0;
-    bool lost = false;
-  };
-  struct WorkerState {
-    StoredWorker rec;
-    std::deque<std::pair<int64_t, int64_t>> samples;  // (ms, units_done), for its rate
-  };
+  // The worker registry's records and sessions (coordinator/worker_registry.h).
+  using Session = coord::Session;
+  using WorkerState = coord::WorkerState;
 
   const JobKind* kind_for(v1::JobSpec::KindCase c) const;
   // Jobs and workers as the store holds them, replacing those in memory (sessions, waiters
@@ -316,9 +303,7 @@ class Coordinator {
   int64_t owner_cap(const std::string& owner) const;
   // Placements whose owner went away or did not lease them in time go back to the queues.
   void replace_stale(int64_t now);
-  bool barred(const std::string& key) const {
-    return registry_.quarantined_voters.count(voter_of(key)) > 0 || registry_.quarantined_voters.count(key) > 0;
-  }
+  bool barred(const std::string& key) const { return registry_.barred(key); }
   // A copy's lease, counted per credential (max_leases_per_credential).
   void take_lease(Copy& c, const Session& s);
   void drop_lease(Copy& c);
@@ -444,8 +429,6 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
-  // The worker counts per credential and per owner (the caps of hello) change by delta for rec.
-  void count_worker(const StoredWorker& rec, int delta);
   // Forgets the workers silent for forget_workers_ms that nothing needs (cluster/config.h):
   // their rows deleted, then their records. Whether any was.
   bool forget_workers(int64_t now);
@@ -466,31 +449,14 @@ class Coordinator {
   // The jobs (coordinator/job_table.h): by id, in creation order, the running ones apart.
   coord::JobTable table_;
 
-  // The worker registry. Invariants: a worker's record (`workers`, by key) changes here only
-  // once the store holds the change: hello and the sweep write it first; a completion batch
-  // plans the records it changes and installs them after its commit (a staged batch changes
-  // them in its transaction and, if the commit fails, puts back the registry it kept: records,
-  // quarantined voters, trusted owners and lease counts as they were); every session names a worker
-  // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
-  // forgotten after forget_lost_ms, its worker's record after forget_workers_ms without a session
-  // if nothing needs it (forget_workers); `per_identity` and `per_owner` count the records of
-  // authenticated workers by credential and by owner (rec.identity, rec.owner), as `workers`
-  // holds them; `quarantined_voters` holds the
-  // credential of every quarantined worker; `leases_held` counts, per credential, the copies
-  // leased now (check_lease_counts); `enrolled` counts credentials
-  // issued per join token, as the store's `credentials` table does.
-  struct WorkerRegistry {
-    std::map<std::string, WorkerState> workers;     // by key
-    std::map<std::string, Session> sessions;        // by session id
-    std::map<std::string, std::string> session_of;  // worker key -> its current session
-    std::set<std::string> quarantined_voters;
-    std::set<std::string> trusted_owners;  // owners with a TRUSTED worker (earned trust)
-    std::map<std::string, int64_t> leases_held;
-    std::map<std::string, int32_t> enrolled;
-    std::map<std::string, int> per_identity, per_owner;
-    int64_t next_forget_ms = 0;  // when the sweep next looks for workers to forget
-  };
-  WorkerRegistry registry_;
+  // The worker registry (coordinator/worker_registry.h): records, sessions, trust, lease and
+  // worker counts. A record changes there only once the store holds the change: hello and the
+  // sweep write it first; a completion batch plans the records it changes and installs them
+  // after its commit (a staged batch changes them in its transaction and, if the commit fails,
+  // puts back what it kept: WorkerRegistry::keep and restore); a lost session is forgotten after
+  // forget_lost_ms, its worker's record after forget_workers_ms without a session if nothing
+  // needs it (forget_workers).
+  coord::WorkerRegistry registry_;
 
   // Plans being made now (outside mu_): the authenticated callers making one, and the
   // (owner, request id) of each that has an id.

@@ -34,8 +34,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   if (absl::Status st = writable(now); !st.ok()) return st;
   // One owner holds at most what its connected workers compute in a lease period, over all its
   // credentials and workers.
-  const auto held_it = registry_.leases_held.find(s.voter);
-  const int64_t held = held_it == registry_.leases_held.end() ? 0 : held_it->second;
+  const int64_t held = registry_.leases_held(s.voter);
   max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, owner_cap(s.voter) - held)));
   if (max_units <= 0) return absl::OkStatus();
   // Whether unit u may have a copy computed by this session's worker: no other worker of its
@@ -310,7 +309,7 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
         polls_.waiting_session.erase(old);
       }
       if (barred(s.key)) {
-        now_answer = quarantined(s.key, registry_.workers.at(s.key).rec.trust_reason);
+        now_answer = quarantined(s.key, registry_.at(s.key).rec.trust_reason);
       } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
@@ -370,14 +369,14 @@ void Coordinator::serve_waiters(std::vector<Answer>* out) {
       answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
       answered = true;
     } else if (!answered && work) {
-      auto sit = registry_.sessions.find(w.session);
-      if (sit == registry_.sessions.end()) {
+      Session* session = registry_.session(w.session);
+      if (!session) {
         answer = unknown_worker(w.session);  // replaced by a new Hello
         answered = true;
-      } else if (barred(sit->second.key)) {
-        answer = quarantined(sit->second.key, registry_.workers.at(sit->second.key).rec.trust_reason);
+      } else if (barred(session->key)) {
+        answer = quarantined(session->key, registry_.at(session->key).rec.trust_reason);
         answered = true;
-      } else if (absl::Status st = lease_units(sit->second, w.max_units, &*answer); !st.ok()) {
+      } else if (absl::Status st = lease_units(*session, w.max_units, &*answer); !st.ok()) {
         answer = st;
         answered = true;
       } else {
@@ -552,39 +551,33 @@ void Coordinator::sweep() {
   replace_stale(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
-  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
-    const Session& s = it->second;
-    if (!s.lost || s.last_seen_ms + options_.forget_lost_ms > now || polls_.waiting_session.count(s.id)) {
-      ++it;
-      continue;
-    }
-    if (auto o = registry_.session_of.find(s.key); o != registry_.session_of.end() && o->second == s.id)
-      registry_.session_of.erase(o);
-    it = registry_.sessions.erase(it);
-    any = true;
+  std::vector<std::string> forgotten, silent;
+  for (const auto& [id, s] : registry_.sessions()) {
+    if (s.lost && s.last_seen_ms + options_.forget_lost_ms <= now && !polls_.waiting_session.count(s.id))
+      forgotten.push_back(id);
+    else if (!s.lost && s.last_seen_ms + options_.lease_ms <= now)
+      silent.push_back(id);
   }
-  for (auto& [id, s] : registry_.sessions) {
-    if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
+  for (const std::string& id : forgotten) registry_.forget_session(id);
+  any |= !forgotten.empty();
+  for (const std::string& id : silent) {
+    Session& s = *registry_.session(id);
     // Plan, commit, apply: the worker's record with its last sighting is written first; when the
     // write fails nothing changes (the store is degraded; the next sweep after a probe tries again).
-    WorkerState& w = registry_.workers.at(s.key);
-    StoredWorker rec = w.rec;
+    StoredWorker rec = registry_.at(s.key).rec;
     rec.last_seen_ms = s.last_seen_ms;
     if (absl::Status st = store_->upsert_worker(rec); !st.ok()) {
       store_failed(st);
       break;
     }
-    w.rec = std::move(rec);
+    registry_.install(std::move(rec));
     s.lost = true;
     any = true;
     log_event(LogLevel::kWarning, "worker_lost",
               absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
               {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
   }
-  if (now >= registry_.next_forget_ms) {
-    registry_.next_forget_ms = now + kForgetWorkersIntervalMs;
-    any |= forget_workers(now);
-  }
+  if (registry_.forget_due(now, kForgetWorkersIntervalMs)) any |= forget_workers(now);
   if (any) changed();
 }
 
