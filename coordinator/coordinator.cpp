@@ -43,17 +43,16 @@ Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions op
       rng_(options.seed ? options.seed : std::random_device{}()),
       session_ids_(options.seed ^ 0x5e55'10e1d5ULL) {
   kinds_ = make_kinds(options_);
-  if (options_.waiter_thread) polls_.thread = std::thread([this] { waiter_loop(); });
+  if (options_.waiter_thread) polls_.start([this] { waiter_loop(); });
 }
 
 Coordinator::~Coordinator() {
   {
     std::lock_guard lock(mu_);
-    polls_.stop = true;
+    polls_.stop();
     shutting_down_ = true;
   }
-  polls_.cv.notify_all();
-  if (polls_.thread.joinable()) polls_.thread.join();
+  polls_.join();
 }
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
@@ -309,7 +308,7 @@ absl::Status Coordinator::load_locked() {
         // A look due when the last start stopped (its settlement was stored, its look not yet).
         if (raw->kind->plans_from_results(raw->plan)) {
           raw->refilling = true;
-          polls_.refill_event = true;
+          polls_.refill_wanted();
         }
         log_event(LogLevel::kInfo, "job_resumed",
                   absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->total(), " units done"),
@@ -938,7 +937,7 @@ void Coordinator::shutdown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
-  polls_.cv.notify_all();
+  polls_.cv().notify_all();
 }
 
 bool Coordinator::shutting_down() const {

@@ -49,6 +49,7 @@
 #include "coordinator/job_kind.h"
 #include "coordinator/job_table.h"
 #include "coordinator/lease_deadlines.h"
+#include "coordinator/long_polls.h"
 #include "coordinator/store.h"
 #include "coordinator/verification.h"
 #include "coordinator/worker_registry.h"
@@ -207,8 +208,8 @@ class Coordinator {
   // whose credential was revoked ends UNAUTHENTICATED, and is never given a lease, once the
   // waiter thread looks (before any lease; at once after credentials_changed()). It is called
   // under the coordinator's lock, only before `done`.
-  using AcquireDone = std::function<void(absl::StatusOr<v1::AcquireWorkResponse>)>;
-  using StillAuthorized = std::function<bool()>;
+  using AcquireDone = coord::LongPolls::Done;
+  using StillAuthorized = coord::LongPolls::StillAuthorized;
   uint64_t new_ticket();
   void acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket, AcquireDone done,
                      StillAuthorized authorized = {});
@@ -368,15 +369,8 @@ class Coordinator {
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
   // A waiting acquire (long poll).
-  struct Waiter {
-    Caller caller;
-    std::string session;
-    int max_units = 1;
-    int64_t deadline_ms = 0;
-    AcquireDone done;
-    StillAuthorized authorized;
-  };
-  using Answer = std::pair<AcquireDone, absl::StatusOr<v1::AcquireWorkResponse>>;
+  using Waiter = coord::LongPolls::Waiter;
+  using Answer = coord::LongPolls::Answer;
   // Answers the waiters that can be answered now (work, deadline, shutdown); under the lock.
   void serve_waiters(std::vector<Answer>* out);
   void waiter_loop();
@@ -476,20 +470,9 @@ class Coordinator {
   std::map<std::string, int> watches_;
   int watches_total_ = 0;
 
-  // The long polls. Invariants: waiting acquires by ticket (arrival order), at most one per
-  // session (`waiting_session`: session -> its ticket); each is answered exactly once, never
-  // under mu_, by the waiter thread or by the call that replaces it.
-  struct LongPolls {
-    std::map<uint64_t, Waiter> waiters;
-    std::map<std::string, uint64_t> waiting_session;
-    bool work_event = false;    // units were queued since the waiters were last served
-    bool refill_event = false;  // a lazily planned job wants its next roots expanded
-    bool auth_event = false;    // credentials were revoked: waiters' credentials are looked at again
-    bool stop = false;
-    std::condition_variable cv;
-    std::thread thread;
-  };
-  LongPolls polls_;
+  // The long polls (coordinator/long_polls.h): waiting acquires, one per session, and the
+  // events that wake the waiter thread (waiter_loop), which answers them outside mu_.
+  coord::LongPolls polls_;
   std::atomic<uint64_t> next_ticket_{1};
 
   // While a completion batch applies its results: the workers whose rows it writes at its end

@@ -56,8 +56,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     if (!s.capabilities.count(j->kind->capability())) continue;
     if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
-      polls_.refill_event = true;
-      polls_.cv.notify_one();
+      polls_.refill_wanted();
     }
     auto mine = j->placed.find(s.voter);
     if (j->fresh.empty() && j->replicas.empty() && (mine == j->placed.end() || mine->second.empty())) continue;
@@ -177,7 +176,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
 }
 
 void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
-  polls_.refill_event = false;
+  polls_.clear_refill();
   struct Work {
     std::string job;
     const JobKind* kind;
@@ -222,7 +221,7 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     // Units that settled while the looks read the store are looked at again.
     if (j->state == v1::JOB_STATE_RUNNING && j->kind->plans_from_results(j->plan) && j->done != w.done) {
       j->refilling = true;
-      polls_.refill_event = true;
+      polls_.refill_wanted();
     }
     if (j->state != v1::JOB_STATE_RUNNING || j->plan.SerializeAsString() != w.before) continue;
     if (!w.error.ok()) {
@@ -302,21 +301,16 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
       Session& s = **found;
       touch(&s);
       // A newer call of the session ends the older one's wait: its caller gave up on it.
-      if (auto old = polls_.waiting_session.find(s.id); old != polls_.waiting_session.end()) {
-        auto it = polls_.waiters.find(old->second);
-        superseded.emplace(std::move(it->second.done), v1::AcquireWorkResponse());
-        polls_.waiters.erase(it);
-        polls_.waiting_session.erase(old);
-      }
+      if (std::optional<Waiter> old = polls_.take_session(s.id))
+        superseded.emplace(std::move(old->done), v1::AcquireWorkResponse());
       if (barred(s.key)) {
         now_answer = quarantined(s.key, registry_.at(s.key).rec.trust_reason);
       } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
         const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
-        polls_.waiters[ticket] =
-            Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done), std::move(authorized)};
-        polls_.waiting_session[s.id] = ticket;
+        polls_.park(ticket, Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done),
+                                   std::move(authorized)});
         parked = true;
       }
     }
@@ -329,86 +323,74 @@ void Coordinator::cancel_acquire(uint64_t ticket) {
   AcquireDone done;
   {
     std::lock_guard lock(mu_);
-    auto it = polls_.waiters.find(ticket);
-    if (it == polls_.waiters.end()) return;
-    done = std::move(it->second.done);
-    polls_.waiting_session.erase(it->second.session);
-    polls_.waiters.erase(it);
+    std::optional<Waiter> w = polls_.take(ticket);
+    if (!w) return;
+    done = std::move(w->done);
   }
   done(v1::AcquireWorkResponse());
 }
 
 size_t Coordinator::waiting_acquires() const {
   std::lock_guard lock(mu_);
-  return polls_.waiters.size();
+  return polls_.size();
 }
 
 void Coordinator::credentials_changed() {
   std::lock_guard lock(mu_);
-  if (polls_.waiters.empty()) return;
-  polls_.auth_event = true;
-  polls_.cv.notify_one();
+  polls_.credentials_changed();
 }
 
-void Coordinator::work_arrived() {
-  if (polls_.waiters.empty()) return;
-  polls_.work_event = true;
-  polls_.cv.notify_one();
-}
+void Coordinator::work_arrived() { polls_.work_arrived(); }
 
 void Coordinator::serve_waiters(std::vector<Answer>* out) {
   const int64_t now = clock_->now_ms();
-  const bool work = polls_.work_event, revoked = polls_.auth_event;
-  polls_.work_event = polls_.auth_event = false;
-  for (auto it = polls_.waiters.begin(); it != polls_.waiters.end();) {
-    Waiter& w = it->second;
-    absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
-    bool answered = shutting_down_ || now >= w.deadline_ms;
-    // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
-    if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
-      answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
-      answered = true;
-    } else if (!answered && work) {
-      Session* session = registry_.session(w.session);
-      if (!session) {
-        answer = unknown_worker(w.session);  // replaced by a new Hello
-        answered = true;
-      } else if (barred(session->key)) {
-        answer = quarantined(session->key, registry_.at(session->key).rec.trust_reason);
-        answered = true;
-      } else if (absl::Status st = lease_units(*session, w.max_units, &*answer); !st.ok()) {
-        answer = st;
-        answered = true;
-      } else {
-        answered = answer->leases_size() > 0;
-      }
-    }
-    if (!answered) {
-      ++it;
-      continue;
-    }
-    out->emplace_back(std::move(w.done), std::move(answer));
-    polls_.waiting_session.erase(w.session);
-    it = polls_.waiters.erase(it);
-  }
+  const coord::LongPolls::Events events = polls_.take_served();
+  const bool work = events.work, revoked = events.auth;
+  polls_.serve(
+      [&](Waiter& w) -> std::optional<absl::StatusOr<v1::AcquireWorkResponse>> {
+        absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
+        bool answered = shutting_down_ || now >= w.deadline_ms;
+        // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
+        if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
+          answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
+          answered = true;
+        } else if (!answered && work) {
+          Session* session = registry_.session(w.session);
+          if (!session) {
+            answer = unknown_worker(w.session);  // replaced by a new Hello
+            answered = true;
+          } else if (barred(session->key)) {
+            answer = quarantined(session->key, registry_.at(session->key).rec.trust_reason);
+            answered = true;
+          } else if (absl::Status st = lease_units(*session, w.max_units, &*answer); !st.ok()) {
+            answer = st;
+            answered = true;
+          } else {
+            answered = answer->leases_size() > 0;
+          }
+        }
+        if (!answered) return std::nullopt;
+        return answer;
+      },
+      out);
 }
 
 void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    polls_.cv.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
-      return polls_.work_event || polls_.refill_event || polls_.auth_event || polls_.stop ||
-             (shutting_down_ && !polls_.waiters.empty());
+    polls_.cv().wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
+      const coord::LongPolls::Events& e = polls_.events();
+      return e.work || e.refill || e.auth || polls_.stopping() || (shutting_down_ && !polls_.empty());
     });
-    if (polls_.refill_event) {
+    if (polls_.events().refill) {
       if (shutting_down_)
-        polls_.refill_event = false;
+        polls_.clear_refill();
       else
         refill_jobs(lock);
     }
     std::vector<Answer> answers;
     serve_waiters(&answers);
-    const bool stop = polls_.stop;
+    const bool stop = polls_.stopping();
     lock.unlock();
     for (Answer& a : answers) a.first(std::move(a.second));
     if (stop) return;
@@ -553,7 +535,7 @@ void Coordinator::sweep() {
   // as the same worker: its record stays).
   std::vector<std::string> forgotten, silent;
   for (const auto& [id, s] : registry_.sessions()) {
-    if (s.lost && s.last_seen_ms + options_.forget_lost_ms <= now && !polls_.waiting_session.count(s.id))
+    if (s.lost && s.last_seen_ms + options_.forget_lost_ms <= now && !polls_.waiting(s.id))
       forgotten.push_back(id);
     else if (!s.lost && s.last_seen_ms + options_.lease_ms <= now)
       silent.push_back(id);

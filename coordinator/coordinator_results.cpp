@@ -310,7 +310,7 @@ struct Coordinator::Undo {
   coord::JobTable::Order order;          // which jobs run (a job the batch finishes leaves them)
   coord::WorkerRegistry::Kept registry;  // records, trust and lease counts
   CoordinatorCounters counters;
-  bool work_event = false, refill_event = false;
+  coord::LongPolls::Events events;
 };
 
 void Coordinator::keep(Job* j) {
@@ -370,7 +370,7 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
   // its first change), and its log events are held: a failed commit swaps the kept state back
   // in, contents only (jobs keep their addresses: by_seq, the deadline heap and the placements
   // point at them), and drops the events, so memory is exactly as it was without a reload.
-  Undo undo{{}, table_.order(), registry_.keep(), counters_, polls_.work_event, polls_.refill_event};
+  Undo undo{{}, table_.order(), registry_.keep(), counters_, polls_.events()};
   LogHold events;
   absl::Status s;
   {
@@ -403,8 +403,7 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
   table_.restore(std::move(undo.order));
   registry_.restore(std::move(undo.registry));
   counters_ = std::move(undo.counters);
-  polls_.work_event = undo.work_event;
-  polls_.refill_event = undo.refill_event;
+  polls_.restore(undo.events);
   return s;
 }
 
@@ -854,8 +853,7 @@ void Coordinator::apply_settle(Job* j, int64_t i, const std::string& kept, int32
   // A plan that waits for results looks at them now (on the refill thread, without the lock).
   if (!finishes && j->kind->plans_from_results(j->plan) && !j->refilling) {
     j->refilling = true;
-    polls_.refill_event = true;
-    polls_.cv.notify_one();
+    polls_.refill_wanted();
   }
 }
 
