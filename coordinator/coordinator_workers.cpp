@@ -1,5 +1,6 @@
-// The coordinator's units and their copies: queues, voters and ranks, placement, and the
-// leases of copies (planned, then applied). The calls for workers are split by concept:
+// The coordinator's queues of units, voters and ranks, placement, and the leases of copies
+// (planned, then applied). The job model is in job.h, the parts that own state in job_table.h,
+// worker_registry.h and long_polls.h. The calls for workers are split by concept:
 // coordinator_registry.cpp (sessions, the worker registry), coordinator_leases.cpp (leases, long
 // polls, renewals, the sweep), coordinator_results.cpp (completions, verification, folding,
 // quarantine, failure reports).
