@@ -1045,6 +1045,13 @@ std::string Coordinator::durable_state() const {
   return out;
 }
 
+std::string Coordinator::check_parts() const {
+  std::lock_guard lock(mu_);
+  if (std::string t = table_.check(); !t.empty()) return absl::StrCat("jobs: ", t);
+  if (std::string r = registry_.check(); !r.empty()) return absl::StrCat("workers: ", r);
+  return "";
+}
+
 std::string Coordinator::check_lease_counts() const {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> counted;

@@ -257,6 +257,9 @@ class Coordinator {
   // Empty when the per-credential lease counts equal the leases out (the simulation checks it),
   // else what differs.
   std::string check_lease_counts() const;
+  // Empty when the parts' own invariants hold (JobTable::check, WorkerRegistry::check), else
+  // what is wrong (tests).
+  std::string check_parts() const;
 
  private:
   // The job model (coordinator/job.h).
