@@ -1,11 +1,14 @@
 // The coordinator's logic alone, no gRPC: acquire + complete cycles of trivial units, one unit
 // a call or a batch of them (AcquireWork for `batch` units, one CompleteUnits), with the store in
 // memory and in a WAL file. The ceiling the daemon's throughput is measured against; a figure is
-// per unit.
+// per unit. The *WithFinishedJobs benchmarks keep `finished` final jobs in the table beside one
+// running job: what a sweep, a Hello (a worker's new session) and an acquire + complete cost as
+// finished jobs pile up (the hot paths walk only the running jobs: JobTable::running).
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
 #include <filesystem>
+#include <memory>
 
 #include "cluster/config.h"
 #include "coordinator/coordinator.h"
@@ -83,6 +86,104 @@ void BM_AcquireComplete(benchmark::State& state) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(std::filesystem::path(path).concat(suffix));
 }
 BENCHMARK(BM_AcquireComplete)->ArgsProduct({{0, 1}, {1, 8}})->ArgNames({"on_disk", "batch"});
+
+// A coordinator (store in memory) with `finished` jobs cancelled a lease period ago (a sweep
+// has folded what they had), then one running job of about 4,000 units, and a worker. The clock
+// stands still while measured. Empty on success, else what failed.
+struct WithFinishedJobs {
+  std::unique_ptr<Store> store;
+  FakeClock clock;
+  std::unique_ptr<Coordinator> c;
+  v1::HelloRequest hello;
+  std::string worker;
+
+  std::string setup(int64_t finished) {
+    auto opened = Store::open(":memory:");
+    if (!opened.ok()) return "store";
+    store = std::move(*opened);
+    CoordinatorOptions o;
+    o.plan_budget_ms = int64_t(1) << 40;  // thousands of submits in a row
+    o.waiter_thread = false;
+    c = std::make_unique<Coordinator>(store.get(), &clock, o);
+    if (!c->load().ok()) return "load";
+    hello.set_name("bench");
+    hello.set_threads(1);
+    hello.add_capabilities("perft");
+    hello.set_protocol_version(kProtocolVersion);
+    absl::StatusOr<v1::HelloResponse> h = c->hello(Caller::local(), hello);
+    if (!h.ok()) return std::string(h.status().message());
+    worker = h->worker_id();
+    v1::SubmitJobRequest small;
+    small.mutable_spec()->mutable_perft()->set_depth(2);
+    small.mutable_spec()->mutable_perft()->set_split_depth(1);
+    small.mutable_spec()->mutable_perft()->set_start_positions("0");
+    for (int64_t k = 0; k < finished; ++k) {
+      absl::StatusOr<v1::Job> j = c->submit(Caller::local(), small);
+      if (!j.ok()) return std::string(j.status().message());
+      if (!c->cancel(Caller::local(), j->id()).ok()) return "cancel";
+    }
+    clock.advance_ms(o.lease_ms + 1);
+    c->sweep();
+    h = c->hello(Caller::local(), hello);  // the sweep found the worker silent: a new session
+    if (!h.ok()) return std::string(h.status().message());
+    worker = h->worker_id();
+    v1::SubmitJobRequest big;
+    big.mutable_spec()->mutable_perft()->set_depth(3);
+    big.mutable_spec()->mutable_perft()->set_split_depth(2);
+    big.mutable_spec()->mutable_perft()->set_start_positions("0-9");
+    big.mutable_spec()->set_verify(v1::VERIFY_MODE_OFF);
+    if (!c->submit(Caller::local(), big).ok()) return "submit";
+    return "";
+  }
+};
+
+void BM_SweepWithFinishedJobs(benchmark::State& state) {
+  WithFinishedJobs f;
+  if (std::string e = f.setup(state.range(0)); !e.empty()) {
+    state.SkipWithError(e.c_str());
+    return;
+  }
+  for (auto _ : state) f.c->sweep();
+}
+BENCHMARK(BM_SweepWithFinishedJobs)->Arg(0)->Arg(1'000)->Arg(10'000)->ArgName("finished")->Iterations(20'000);
+
+void BM_HelloWithFinishedJobs(benchmark::State& state) {
+  WithFinishedJobs f;
+  if (std::string e = f.setup(state.range(0)); !e.empty()) {
+    state.SkipWithError(e.c_str());
+    return;
+  }
+  // The same worker again: each Hello replaces its session (and looks for the old one's leases).
+  for (auto _ : state) benchmark::DoNotOptimize(f.c->hello(Caller::local(), f.hello));
+}
+BENCHMARK(BM_HelloWithFinishedJobs)->Arg(0)->Arg(1'000)->Arg(10'000)->ArgName("finished")->Iterations(5'000);
+
+void BM_AcquireCompleteWithFinishedJobs(benchmark::State& state) {
+  WithFinishedJobs f;
+  if (std::string e = f.setup(state.range(0)); !e.empty()) {
+    state.SkipWithError(e.c_str());
+    return;
+  }
+  v1::AcquireWorkRequest a;
+  a.set_worker_id(f.worker);
+  a.set_max_units(1);
+  for (auto _ : state) {
+    auto got = f.c->acquire(Caller::local(), a);
+    if (!got.ok() || got->leases_size() != 1) {
+      state.SkipWithError("acquire");
+      break;
+    }
+    v1::CompleteUnitsRequest r;
+    r.set_worker_id(f.worker);
+    v1::CompleteUnitRequest* one = r.add_completions();
+    one->set_unit_id(got->leases(0).unit_id());
+    one->set_attempt(got->leases(0).attempt());
+    *one->mutable_result() = *compute_unit(got->leases(0).spec(), nullptr);
+    benchmark::DoNotOptimize(f.c->complete_units(Caller::local(), r));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AcquireCompleteWithFinishedJobs)->Arg(0)->Arg(1'000)->Arg(10'000)->ArgName("finished")->Iterations(3'000);
 
 }  // namespace
 }  // namespace c960::cluster

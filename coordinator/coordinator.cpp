@@ -43,17 +43,16 @@ Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions op
       rng_(options.seed ? options.seed : std::random_device{}()),
       session_ids_(options.seed ^ 0x5e55'10e1d5ULL) {
   kinds_ = make_kinds(options_);
-  if (options_.waiter_thread) polls_.thread = std::thread([this] { waiter_loop(); });
+  if (options_.waiter_thread) polls_.start([this] { waiter_loop(); });
 }
 
 Coordinator::~Coordinator() {
   {
     std::lock_guard lock(mu_);
-    polls_.stop = true;
+    polls_.stop();
     shutting_down_ = true;
   }
-  polls_.cv.notify_all();
-  if (polls_.thread.joinable()) polls_.thread.join();
+  polls_.join();
 }
 
 const JobKind* Coordinator::kind_for(v1::JobSpec::KindCase c) const {
@@ -115,14 +114,14 @@ void Coordinator::probe_store(int64_t now) {
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
     s = txn->status();
-    if (s.ok() && !registry_.workers.empty()) {
-      const StoredWorker& rec = registry_.workers.begin()->second.rec;
+    if (s.ok() && !registry_.workers().empty()) {
+      const StoredWorker& rec = registry_.workers().begin()->second.rec;
       StoredWorker changed = rec;
       ++changed.last_seen_ms;
       s = store_->upsert_worker(changed);
       if (s.ok()) s = store_->upsert_worker(rec);
-    } else if (s.ok() && !table_.by_seq.empty()) {
-      const Job* j = table_.by_seq.front();
+    } else if (s.ok() && table_.size() > 0) {
+      const Job* j = table_.all().front();
       s = store_->update_job(j->id, j->state, j->finished_ms + 1, j->mismatches, j->mismatch_detail);
       if (s.ok())
         s = j->state == v1::JOB_STATE_FAILED
@@ -159,43 +158,16 @@ absl::Status Coordinator::load_locked() {
   if (!workers.ok()) return workers.status();
   absl::StatusOr<std::vector<StoredCredential>> credentials = store_->load_credentials();
   if (!credentials.ok()) return credentials.status();
-  registry_.enrolled.clear();
+  registry_.clear_enrolled();
   for (const StoredCredential& c : *credentials) {
-    ++registry_.enrolled[c.join_name];
+    registry_.enrolled_one(c.join_name);
     if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   }
-  std::map<std::string, WorkerState> before;
-  before.swap(registry_.workers);
-  table_.jobs.clear();
-  table_.by_seq.clear();
-  table_.by_request_id.clear();
-  registry_.quarantined_voters.clear();
-  registry_.trusted_owners.clear();
-  registry_.leases_held.clear();
+  table_.clear();
   deadlines_.clear();  // its entries point into the jobs replaced here
-  for (StoredWorker& w : *workers) {
-    WorkerState& ws = registry_.workers[w.key];
-    ws.rec = std::move(w);
-    if (auto it = before.find(ws.rec.key); it != before.end()) ws.samples = std::move(it->second.samples);
-  }
-  registry_.per_identity.clear();
-  registry_.per_owner.clear();
-  for (const auto& [key, w] : registry_.workers) {
-    count_worker(w.rec, 1);
-    // A fault found under verify hosts bars the worker alone; anything else its whole owner.
-    if (w.rec.trust == v1::TRUST_STATE_QUARANTINED)
-      registry_.quarantined_voters.insert(absl::StartsWith(w.rec.trust_reason, kFaultPrefix) ? key : voter_of(key));
-    if (w.rec.trust == v1::TRUST_STATE_TRUSTED) registry_.trusted_owners.insert(voter_of(key));
-  }
-  // Sessions of workers the store does not know (their Hello was not kept) end.
-  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
-    if (registry_.workers.count(it->second.key)) {
-      ++it;
-      continue;
-    }
-    registry_.session_of.erase(it->second.key);
-    it = registry_.sessions.erase(it);
-  }
+  // The records, their counts and trust (the lease counts start again with the jobs' leases);
+  // sessions of workers the store does not know (their Hello was not kept) end.
+  registry_.load(*std::move(workers), kFaultPrefix);
   for (StoredJob& s : *jobs) {
     if (!s.planned) {
       // A submit cut off while storing its plan never answered its client, which retries with
@@ -204,7 +176,7 @@ absl::Status Coordinator::load_locked() {
                 absl::StrCat("dropping ", s.id, ": its plan was not completely stored (interrupted submit)"),
                 {{"job", s.id}});
       if (absl::Status st = store_->delete_job(s.id); !st.ok()) return st;
-      table_.next_seq = std::max(table_.next_seq, s.seq + 1);
+      table_.saw_seq(s.seq);
       continue;
     }
     auto j = std::make_unique<Job>();
@@ -312,11 +284,7 @@ absl::Status Coordinator::load_locked() {
     } else {
       track_groups(j.get(), j->units.first(), int64_t(j->units.size()));
     }
-    table_.next_seq = std::max(table_.next_seq, j->seq + 1);
-    if (!j->request_id.empty()) table_.by_request_id[{j->owner, j->request_id}] = j.get();
-    table_.by_seq.push_back(j.get());
-    Job* raw = j.get();
-    table_.jobs[j->id] = std::move(j);
+    Job* raw = table_.add(std::move(j));
     if (!damage.empty()) {
       refuse_damaged(raw, damage);
     } else {
@@ -340,7 +308,7 @@ absl::Status Coordinator::load_locked() {
         // A look due when the last start stopped (its settlement was stored, its look not yet).
         if (raw->kind->plans_from_results(raw->plan)) {
           raw->refilling = true;
-          polls_.refill_event = true;
+          polls_.refill_wanted();
         }
         log_event(LogLevel::kInfo, "job_resumed",
                   absl::StrCat("resuming ", raw->id, ": ", raw->done, "/", raw->total(), " units done"),
@@ -397,13 +365,11 @@ void Coordinator::apply_failed(Job* j, const std::string& why, int64_t finished_
   j->fresh.clear();
   j->replicas.clear();
   drop_leases(j);
+  table_.finished(j);
   changed();
 }
 
-Coordinator::Job* Coordinator::find_job(const std::string& id) {
-  auto it = table_.jobs.find(id);
-  return it == table_.jobs.end() ? nullptr : it->second.get();
-}
+Coordinator::Job* Coordinator::find_job(const std::string& id) { return table_.find(id); }
 
 absl::StatusOr<Coordinator::Job*> Coordinator::job_for(const Caller& caller, const std::string& id) {
   if (absl::Status s = check_id(id, "job_id"); !s.ok()) return s;
@@ -424,7 +390,7 @@ std::string Coordinator::notice(const Job& j) const {
   std::set<std::string> able;   // owners: verification needs two, whatever their credentials and names
   std::set<std::string> hosts;  // workers (verify hosts)
   bool trusted = false;         // one of them is trusted (adaptive verification takes its word)
-  for (const auto& [id, s] : registry_.sessions) {
+  for (const auto& [id, s] : registry_.sessions()) {
     if (s.lost) continue;
     alive = true;
     const bool computes = s.capabilities.count(j.kind->capability()) > 0;
@@ -433,7 +399,7 @@ std::string Coordinator::notice(const Job& j) const {
     capable |= computes;
     offered |= has_engine;
     allowed |= runs_it;
-    if (computes && runs_it && !registry_.quarantined_voters.count(s.voter)) {
+    if (computes && runs_it && !registry_.quarantined(s.voter)) {
       able.insert(s.voter);
       hosts.insert(s.key);
       trusted |= rank_of(s.voter) >= kRankTrusted;
@@ -499,8 +465,8 @@ v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
         for (const Copy& c : j.units[i].copies)
           if (c.result && !c.discarded) keys.insert(c.worker);
     for (const std::string& k : keys)
-      if (auto w = registry_.workers.find(k); w != registry_.workers.end() && !w->second.rec.provenance.empty())
-        lines.insert(absl::StrCat(k, ": ", w->second.rec.provenance));
+      if (const WorkerState* w = registry_.find(k); w && !w->rec.provenance.empty())
+        lines.insert(absl::StrCat(k, ": ", w->rec.provenance));
     for (const std::string& l : lines) out.add_provenance(l);
   }
   j.kind->fill_job(j.plan, &out);
@@ -518,7 +484,7 @@ v1::Job Coordinator::snapshot(const Job& j, SpecPart spec) const {
       if (c.leased()) holders.insert(c.worker);
   p->set_workers(int32_t(holders.size()));
   int alive = 0;
-  for (const auto& [id, s] : registry_.sessions) alive += !s.lost;
+  for (const auto& [id, s] : registry_.sessions()) alive += !s.lost;
   p->set_workers_alive(alive);
   double rate = 0, unit_rate = 0;
   if (j.state == v1::JOB_STATE_RUNNING) {
@@ -550,8 +516,8 @@ void Coordinator::add_sample(Job* j) {
 absl::Status Coordinator::check_caps(const Caller& caller, int64_t new_units) const {
   int active = 0;
   int64_t units = 0;
-  for (const Job* j : table_.by_seq)
-    if (j->state == v1::JOB_STATE_RUNNING && j->owner == caller.identity) {
+  for (const Job* j : table_.running())
+    if (j->owner == caller.identity) {
       ++active;
       units += j->total() - j->done;
     }
@@ -571,7 +537,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
   auto j = std::make_unique<Job>();
   {
     std::lock_guard lock(mu_);
-    j->seq = table_.next_seq++;
+    j->seq = table_.take_seq();
   }
   j->id = absl::StrCat("job-", j->seq);
   j->request_id = req.request_id();
@@ -681,12 +647,12 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
   auto existing = [&]() -> std::optional<absl::StatusOr<v1::Job>> {
     if (req.request_id().empty()) return std::nullopt;
     std::lock_guard lock(mu_);
-    auto it = table_.by_request_id.find({caller.identity, req.request_id()});
-    if (it == table_.by_request_id.end()) return std::nullopt;
-    if (it->second->spec.SerializeAsString() != req.spec().SerializeAsString())
+    const Job* found = table_.find_by_request(caller.identity, req.request_id());
+    if (!found) return std::nullopt;
+    if (found->spec.SerializeAsString() != req.spec().SerializeAsString())
       return absl::AlreadyExistsError(
-          absl::StrCat("request_id: already used for job ", it->second->id, " with another spec"));
-    return snapshot(*it->second);
+          absl::StrCat("request_id: already used for job ", found->id, " with another spec"));
+    return snapshot(*found);
   };
   if (auto e = existing()) return *e;
   const std::pair<std::string, std::string> id_key{caller.identity, req.request_id()};
@@ -767,9 +733,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"units", raw->total()},
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
-  if (!raw->request_id.empty()) table_.by_request_id[{raw->owner, raw->request_id}] = raw;
-  table_.by_seq.push_back(raw);
-  table_.jobs[raw->id] = std::move(*stored);
+  table_.add(std::move(*stored));
   if (!raw->fresh.empty()) work_arrived();
   changed();
   return snapshot(*raw);
@@ -794,7 +758,8 @@ absl::StatusOr<v1::ListJobsResponse> Coordinator::list_jobs(const Caller& caller
   v1::ListJobsResponse out;
   size_t bytes = 0;
   int64_t last_seq = 0;
-  for (auto it = table_.by_seq.rbegin(); it != table_.by_seq.rend(); ++it) {
+  // Final jobs included: the whole table, newest first.
+  for (auto it = table_.all().rbegin(); it != table_.all().rend(); ++it) {
     const Job& j = **it;
     if (j.seq >= before || (caller.role == Role::kSubmit && j.owner != caller.identity)) continue;
     v1::Job snap = snapshot(j);
@@ -828,6 +793,7 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     j->fresh.clear();
     j->replicas.clear();
     drop_leases(j);
+    table_.finished(j);
     const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
     log_event(LogLevel::kInfo, "job_cancelled", absl::StrCat("job ", j->id, " cancelled by ", by),
               {{"job", j->id}, {"kind", j->kind->capability()}, {"by", by}});
@@ -931,17 +897,16 @@ absl::StatusOr<v1::ListWorkersResponse> Coordinator::list_workers(const Caller&,
   const int64_t now = clock_->now_ms();
   v1::ListWorkersResponse out;
   size_t bytes = 0;
-  for (auto wit = req.page_token().empty() ? registry_.workers.begin()
-                                           : registry_.workers.upper_bound(req.page_token());
-       wit != registry_.workers.end(); ++wit) {
+  for (auto wit = req.page_token().empty() ? registry_.workers().begin()
+                                           : registry_.workers().upper_bound(req.page_token());
+       wit != registry_.workers().end(); ++wit) {
     const auto& [key, w] = *wit;
     if (out.workers_size() >= page_size || (out.workers_size() > 0 && bytes > kMaxListBytes)) {
       out.set_next_page_token(out.workers(out.workers_size() - 1).name());
       break;
     }
     const Session* session = nullptr;
-    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
-      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) session = &it->second;
+    if (const std::string* id = registry_.session_of(key)) session = registry_.session(*id);
     const bool alive = session && !session->lost;
     if (!alive && !req.include_lost()) continue;
     v1::WorkerInfo* info = out.add_workers();
@@ -972,7 +937,7 @@ void Coordinator::shutdown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
-  polls_.cv.notify_all();
+  polls_.cv().notify_all();
 }
 
 bool Coordinator::shutting_down() const {
@@ -987,7 +952,7 @@ CoordinatorMetrics Coordinator::metrics() const {
     m.kinds.push_back(k->capability());
     m.descriptors.push_back(k->descriptor());
   }
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {  // final jobs included: they are counted by state
     ++m.jobs[{j->kind->capability(), j->state}];
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // A verifying unit may also be leased (to the worker that checks it): count it once.
@@ -1005,10 +970,10 @@ CoordinatorMetrics Coordinator::metrics() const {
       m.units_disagreeing += results.size() > 1;
     }
   }
-  for (const auto& [key, w] : registry_.workers) {
+  for (const auto& [key, w] : registry_.workers()) {
     bool alive = false;
-    if (auto sit = registry_.session_of.find(key); sit != registry_.session_of.end())
-      if (auto it = registry_.sessions.find(sit->second); it != registry_.sessions.end()) alive = !it->second.lost;
+    if (const std::string* id = registry_.session_of(key))
+      if (const Session* s = registry_.session(*id)) alive = !s->lost;
     ++m.workers[{v1::TrustState(w.rec.trust), alive}];
   }
   m.watches = watches_total_;
@@ -1025,7 +990,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
   if (!token.ok()) return token.status();
   std::lock_guard lock(mu_);
   if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
-  int32_t& issued = registry_.enrolled[caller.identity];
+  const int32_t issued = registry_.enrolled(caller.identity);
   if (issued >= caller.uses)
     return absl::ResourceExhaustedError(absl::StrCat("enroll: join token '", caller.identity, "' was traded for ",
                                                      issued, " worker credentials, all its uses=", caller.uses,
@@ -1042,11 +1007,11 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
     store_failed(s);
     return absl::UnavailableError(absl::StrCat(s.message(), "; no credential was issued: retry"));
   }
-  ++issued;
+  registry_.enrolled_one(caller.identity);
   if (tokens_) tokens_->add_issued(c.hash, c.name, c.owner);
   log_event(LogLevel::kInfo, "worker_enrolled",
             absl::StrCat("worker '", req.name(), "' enrolled with join token '", caller.identity, "' as ", c.name, " (",
-                         issued, " of ", caller.uses, " uses)"),
+                         issued + 1, " of ", caller.uses, " uses)"),
             {{"identity", c.name}, {"join", caller.identity}, {"name", req.name()}, {"uses", caller.uses}});
   v1::EnrollResponse resp;
   resp.set_token(*token);
@@ -1057,7 +1022,7 @@ absl::StatusOr<v1::EnrollResponse> Coordinator::enroll(const Caller& caller, con
 std::string Coordinator::durable_state() const {
   std::lock_guard lock(mu_);
   std::string out;
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {
     absl::StrAppend(&out, "job ", j->id, " state ", int(j->state), " done ", j->done, "/", j->total(), " work ",
                     to_string(j->work_done), " mismatches ", j->mismatches, " damaged ", j->damaged, " plan ",
                     j->plan.ByteSizeLong(), "\n");
@@ -1074,36 +1039,43 @@ std::string Coordinator::durable_state() const {
       absl::StrAppend(&out, " folded ", g, " ", f.first, "..", f.end, " ", absl::CEscape(f.record.SerializeAsString()),
                       "\n");
   }
-  for (const auto& [key, w] : registry_.workers)
+  for (const auto& [key, w] : registry_.workers())
     absl::StrAppend(&out, "worker ", key, " trust ", w.rec.trust, " (", w.rec.trust_reason, ") agreeing ",
                     w.rec.agreeing, " done ", w.rec.units_done, "\n");
   return out;
 }
 
+std::string Coordinator::check_parts() const {
+  std::lock_guard lock(mu_);
+  if (std::string t = table_.check(); !t.empty()) return absl::StrCat("jobs: ", t);
+  if (std::string r = registry_.check(); !r.empty()) return absl::StrCat("workers: ", r);
+  return "";
+}
+
 std::string Coordinator::check_lease_counts() const {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> counted;
-  for (const Job* j : table_.by_seq)
+  for (const Job* j : table_.all())  // final jobs' copies hold no lease: counted all the same
     for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
       if (j->units.live(i))
         for (const Copy& c : j->units[i].copies)
           if (c.leased()) ++counted[voter_of(c.worker)];
-  if (counted == registry_.leases_held) return "";
+  if (counted == registry_.leases_held()) return "";
   std::string out = "leases out by credential:";
   for (const auto& [v, n] : counted) absl::StrAppend(&out, " ", v, "=", n);
   absl::StrAppend(&out, "; counted:");
-  for (const auto& [v, n] : registry_.leases_held) absl::StrAppend(&out, " ", v, "=", n);
+  for (const auto& [v, n] : registry_.leases_held()) absl::StrAppend(&out, " ", v, "=", n);
   return out;
 }
 
 size_t Coordinator::sessions() const {
   std::lock_guard lock(mu_);
-  return registry_.sessions.size();
+  return registry_.sessions().size();
 }
 
 size_t Coordinator::workers() const {
   std::lock_guard lock(mu_);
-  return registry_.workers.size();
+  return registry_.workers().size();
 }
 
 }  // namespace c960::cluster

@@ -45,10 +45,14 @@
 #include "cluster/auth.h"
 #include "cluster/config.h"
 #include "coordinator/clock.h"
+#include "coordinator/job.h"
 #include "coordinator/job_kind.h"
+#include "coordinator/job_table.h"
 #include "coordinator/lease_deadlines.h"
+#include "coordinator/long_polls.h"
 #include "coordinator/store.h"
 #include "coordinator/verification.h"
+#include "coordinator/worker_registry.h"
 
 namespace c960::cluster {
 
@@ -204,8 +208,8 @@ class Coordinator {
   // whose credential was revoked ends UNAUTHENTICATED, and is never given a lease, once the
   // waiter thread looks (before any lease; at once after credentials_changed()). It is called
   // under the coordinator's lock, only before `done`.
-  using AcquireDone = std::function<void(absl::StatusOr<v1::AcquireWorkResponse>)>;
-  using StillAuthorized = std::function<bool()>;
+  using AcquireDone = coord::LongPolls::Done;
+  using StillAuthorized = coord::LongPolls::StillAuthorized;
   uint64_t new_ticket();
   void acquire_async(const Caller& caller, const v1::AcquireWorkRequest& req, uint64_t ticket, AcquireDone done,
                      StillAuthorized authorized = {});
@@ -253,140 +257,22 @@ class Coordinator {
   // Empty when the per-credential lease counts equal the leases out (the simulation checks it),
   // else what differs.
   std::string check_lease_counts() const;
+  // Empty when the parts' own invariants hold (JobTable::check, WorkerRegistry::check), else
+  // what is wrong (tests).
+  std::string check_parts() const;
 
  private:
-  // One copy of a unit: a worker was given it, and may have sent a result for it.
-  struct Copy {
-    std::string worker;   // the worker's key
-    int32_t attempt = 0;  // the unit's attempt that leased it last
-    uint64_t zobrist_seed = 0;
-    std::string session;  // the session holding a lease on it now; empty when none
-    int64_t expire_ms = 0;
-    int64_t held_since_ms = 0;          // when its lease was given (renewals keep it); 0: not known
-    bool overheld = false;              // held past JobKind::max_hold_ms: never leased to its worker again
-    std::optional<std::string> result;  // the kept form of its result (JobKind::kept)
-    bool discarded = false;             // its worker was quarantined, or it failed the unit
-    bool leased() const { return !session.empty(); }
-  };
-  struct Unit {
-    v1::UnitSpec spec;
-    v1::store::UnitMeta meta;
-    int32_t attempt = 0;  // leases so far
-    int32_t wanted = 0;   // results wanted from different workers; 0 until its first lease
-    std::vector<Copy> copies;
-    std::optional<v1::UnitResult> result;  // the settled result as held in memory (JobKind::settle_form)
-    std::string settled;                   // its kept form
-    int32_t votes = 0;                     // copies that sent it
-    bool queued = false;                   // in the job's fresh or replicas queue
-    std::string placed;                    // the owner its next copy is placed with (in job.placed)
-    int64_t placed_ms = 0;
-    bool folded = false;  // its group was folded: no state left (Units)
-
-    int leases() const;
-    int results() const;  // valid results sent (not discarded)
-    Copy* copy_of(const std::string& worker);
-  };
-  // A job's units by index: every index the plan gave out so far (size) less the folded ones,
-  // whose state is gone (their group's totals stand for them). Indexes never move or repeat;
-  // folded units at the front take no memory, those behind a group still in flight one
-  // empty Unit each until it folds too.
-  class Units {
-   public:
-    size_t size() const { return size_t(base_) + live_.size(); }
-    int64_t first() const { return base_; }  // units below it are all folded
-    bool live(int64_t i) const { return i >= base_ && i < int64_t(size()) && !live_[size_t(i - base_)].folded; }
-    Unit& operator[](int64_t i) { return live_[size_t(i - base_)]; }
-    const Unit& operator[](int64_t i) const { return live_[size_t(i - base_)]; }
-    void resize(size_t n) { live_.resize(n - size_t(base_)); }  // grows only
-    void append_folded(int64_t n);
-    void clear() {
-      base_ = 0;
-      live_.clear();
-    }
-    // Units first .. end - 1 lose their state and stay folded.
-    void fold(int64_t first, int64_t end);
-
-   private:
-    int64_t base_ = 0;
-    std::deque<Unit> live_;
-  };
-  // Folding: a group's units (JobKind::fold_group) in flight, and a folded group's totals.
-  struct Group {
-    int64_t first = 0, end = 0;  // its units' indexes
-    int64_t unsettled = 0;
-  };
-  struct Folded {
-    int64_t first = 0, end = 0;
-    v1::store::FoldedGroup record;
-  };
-  struct Sample {
-    int64_t ms;
-    int64_t units;
-    NodeCount work;
-  };
-  struct Job {
-    std::string id;
-    int64_t seq = 0;
-    std::string request_id;
-    std::string owner;
-    v1::JobSpec spec;
-    v1::JobSpec shared;  // what its units share (JobKind::shared): work_spec() adds it to a unit
-    // The spec without its lists of positions (spec_summary): what a watch sends, so that a watch
-    // of a job with a spec of megabytes does not cost a copy of it.
-    v1::JobSpec summary;
-    v1::VerifyMode verify = v1::VERIFY_MODE_ADAPTIVE;
-    v1::store::JobPlan plan;
-    v1::JobState state = v1::JOB_STATE_RUNNING;
-    int64_t created_ms = 0;
-    int64_t finished_ms = 0;
-    int64_t mismatches = 0;
-    std::string mismatch_detail;
-    int64_t disagreements = 0;
-    // Unit failure reports and who sent them. The reason of a FAILED job is stored; the counts
-    // of a running job are not (they start again after a restart).
-    int64_t unit_failures = 0;
-    std::set<std::pair<std::string, std::string>> failing_workers;  // (owner, worker)
-    std::string failure_detail;
-    const JobKind* kind = nullptr;
-    Units units;
-    std::map<int64_t, Group> groups;   // groups with units in memory, by group
-    std::map<int64_t, Folded> folded;  // by group
-    std::vector<int64_t> ready;        // groups whose units are all settled, to fold
-    // Units that want a copy: never leased yet (fresh), or wanting one more (replicas). Entries
-    // may be stale: a popped unit is used only if it still needs a copy.
-    std::deque<int64_t> fresh, replicas;
-    // Units whose next copy the coordinator placed with an owner, by owner: only that owner's
-    // workers lease them (entries may be stale: a unit is used only if still placed there).
-    std::map<std::string, std::deque<int64_t>> placed;
-    int64_t stalled = 0;          // units found with no eligible owner at the last look (the notice)
-    int64_t audited = 0;          // units settled through an audit (a root's copy beside untrusted ones)
-    std::set<int64_t> active;     // units with a lease out
-    std::set<int64_t> verifying;  // unsettled units with a result that waits for another
-    bool damaged = false;         // its stored units disagree with its record: FAILED, no results
-    bool refilling = false;       // lazy plan: the waiter thread expands its next roots
-    int64_t done = 0;             // settled units, folded ones included
-    int64_t retired = 0;          // indexes of groups folded, then planned again under new ones
-    int64_t total() const { return int64_t(units.size()) - retired; }
-    NodeCount work_done = 0;     // in the kind's unit of work (JobKind::work)
-    std::deque<Sample> samples;  // recent progress, for rates
-  };
-  // A worker process's registration; a worker's new Hello ends its previous session.
-  struct Session {
-    std::string id;
-    std::string key;    // the worker's key
-    std::string voter;  // its owner (owner, else identity, else the key when nobody is authenticated)
-    int32_t threads = 1;
-    std::set<std::string> capabilities, engines;
-    // What a job may set on each engine, as the worker declared it (an engine without one: the
-    // worker checks alone).
-    std::map<std::string, selfplay::OptionPolicy> policies;
-    int64_t last_seen_ms = 0;
-    bool lost = false;
-  };
-  struct WorkerState {
-    StoredWorker rec;
-    std::deque<std::pair<int64_t, int64_t>> samples;  // (ms, units_done), for its rate
-  };
+  // The job model (coordinator/job.h).
+  using Copy = coord::Copy;
+  using Unit = coord::Unit;
+  using Units = coord::Units;
+  using Group = coord::Group;
+  using Folded = coord::Folded;
+  using Sample = coord::Sample;
+  using Job = coord::Job;
+  // The worker registry's records and sessions (coordinator/worker_registry.h).
+  using Session = coord::Session;
+  using WorkerState = coord::WorkerState;
 
   const JobKind* kind_for(v1::JobSpec::KindCase c) const;
   // Jobs and workers as the store holds them, replacing those in memory (sessions, waiters
@@ -425,9 +311,7 @@ class Coordinator {
   int64_t owner_cap(const std::string& owner) const;
   // Placements whose owner went away or did not lease them in time go back to the queues.
   void replace_stale(int64_t now);
-  bool barred(const std::string& key) const {
-    return registry_.quarantined_voters.count(voter_of(key)) > 0 || registry_.quarantined_voters.count(key) > 0;
-  }
+  bool barred(const std::string& key) const { return registry_.barred(key); }
   // A copy's lease, counted per credential (max_leases_per_credential).
   void take_lease(Copy& c, const Session& s);
   void drop_lease(Copy& c);
@@ -492,15 +376,8 @@ class Coordinator {
   // Leases up to max_units of the queued units the session can compute into *resp.
   absl::Status lease_units(Session& s, int max_units, v1::AcquireWorkResponse* resp);
   // A waiting acquire (long poll).
-  struct Waiter {
-    Caller caller;
-    std::string session;
-    int max_units = 1;
-    int64_t deadline_ms = 0;
-    AcquireDone done;
-    StillAuthorized authorized;
-  };
-  using Answer = std::pair<AcquireDone, absl::StatusOr<v1::AcquireWorkResponse>>;
+  using Waiter = coord::LongPolls::Waiter;
+  using Answer = coord::LongPolls::Answer;
   // Answers the waiters that can be answered now (work, deadline, shutdown); under the lock.
   void serve_waiters(std::vector<Answer>* out);
   void waiter_loop();
@@ -553,8 +430,6 @@ class Coordinator {
   absl::StatusOr<v1::CompleteUnitResponse> record_failure(const Caller& caller, const v1::CompleteUnitRequest& req,
                                                           Job* j, int64_t index, Copy& c);
   void save_worker(const WorkerState& w);
-  // The worker counts per credential and per owner (the caps of hello) change by delta for rec.
-  void count_worker(const StoredWorker& rec, int delta);
   // Forgets the workers silent for forget_workers_ms that nothing needs (cluster/config.h):
   // their rows deleted, then their records. Whether any was.
   bool forget_workers(int64_t now);
@@ -572,42 +447,17 @@ class Coordinator {
   uint64_t version_ = 0;
   bool shutting_down_ = false;
 
-  // The jobs. Invariants: every job is in `jobs` by id and in `by_seq` once, in creation order
-  // (the queue serves older jobs first); `by_request_id` holds exactly the jobs with a request
-  // id, by owner and id (request ids are per caller); `next_seq` is above every job's seq.
-  struct JobTable {
-    std::map<std::string, std::unique_ptr<Job>> jobs;
-    std::vector<Job*> by_seq;
-    std::map<std::pair<std::string, std::string>, Job*> by_request_id;  // by (owner, request id)
-    int64_t next_seq = 1;
-  };
-  JobTable table_;
+  // The jobs (coordinator/job_table.h): by id, in creation order, the running ones apart.
+  coord::JobTable table_;
 
-  // The worker registry. Invariants: a worker's record (`workers`, by key) changes here only
-  // once the store holds the change: hello and the sweep write it first; a completion batch
-  // plans the records it changes and installs them after its commit (a staged batch changes
-  // them in its transaction and, if the commit fails, puts back the registry it kept: records,
-  // quarantined voters, trusted owners and lease counts as they were); every session names a worker
-  // in `workers`, and `session_of` maps a worker to its newest session only; a lost session is
-  // forgotten after forget_lost_ms, its worker's record after forget_workers_ms without a session
-  // if nothing needs it (forget_workers); `per_identity` and `per_owner` count the records of
-  // authenticated workers by credential and by owner (rec.identity, rec.owner), as `workers`
-  // holds them; `quarantined_voters` holds the
-  // credential of every quarantined worker; `leases_held` counts, per credential, the copies
-  // leased now (check_lease_counts); `enrolled` counts credentials
-  // issued per join token, as the store's `credentials` table does.
-  struct WorkerRegistry {
-    std::map<std::string, WorkerState> workers;     // by key
-    std::map<std::string, Session> sessions;        // by session id
-    std::map<std::string, std::string> session_of;  // worker key -> its current session
-    std::set<std::string> quarantined_voters;
-    std::set<std::string> trusted_owners;  // owners with a TRUSTED worker (earned trust)
-    std::map<std::string, int64_t> leases_held;
-    std::map<std::string, int32_t> enrolled;
-    std::map<std::string, int> per_identity, per_owner;
-    int64_t next_forget_ms = 0;  // when the sweep next looks for workers to forget
-  };
-  WorkerRegistry registry_;
+  // The worker registry (coordinator/worker_registry.h): records, sessions, trust, lease and
+  // worker counts. A record changes there only once the store holds the change: hello and the
+  // sweep write it first; a completion batch plans the records it changes and installs them
+  // after its commit (a staged batch changes them in its transaction and, if the commit fails,
+  // puts back what it kept: WorkerRegistry::keep and restore); a lost session is forgotten after
+  // forget_lost_ms, its worker's record after forget_workers_ms without a session if nothing
+  // needs it (forget_workers).
+  coord::WorkerRegistry registry_;
 
   // Plans being made now (outside mu_): the authenticated callers making one, and the
   // (owner, request id) of each that has an id.
@@ -627,20 +477,9 @@ class Coordinator {
   std::map<std::string, int> watches_;
   int watches_total_ = 0;
 
-  // The long polls. Invariants: waiting acquires by ticket (arrival order), at most one per
-  // session (`waiting_session`: session -> its ticket); each is answered exactly once, never
-  // under mu_, by the waiter thread or by the call that replaces it.
-  struct LongPolls {
-    std::map<uint64_t, Waiter> waiters;
-    std::map<std::string, uint64_t> waiting_session;
-    bool work_event = false;    // units were queued since the waiters were last served
-    bool refill_event = false;  // a lazily planned job wants its next roots expanded
-    bool auth_event = false;    // credentials were revoked: waiters' credentials are looked at again
-    bool stop = false;
-    std::condition_variable cv;
-    std::thread thread;
-  };
-  LongPolls polls_;
+  // The long polls (coordinator/long_polls.h): waiting acquires, one per session, and the
+  // events that wake the waiter thread (waiter_loop), which answers them outside mu_.
+  coord::LongPolls polls_;
   std::atomic<uint64_t> next_ticket_{1};
 
   // While a completion batch applies its results: the workers whose rows it writes at its end

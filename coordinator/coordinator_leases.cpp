@@ -34,8 +34,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   if (absl::Status st = writable(now); !st.ok()) return st;
   // One owner holds at most what its connected workers compute in a lease period, over all its
   // credentials and workers.
-  const auto held_it = registry_.leases_held.find(s.voter);
-  const int64_t held = held_it == registry_.leases_held.end() ? 0 : held_it->second;
+  const int64_t held = registry_.leases_held(s.voter);
   max_units = int(std::min<int64_t>(max_units, std::max<int64_t>(0, owner_cap(s.voter) - held)));
   if (max_units <= 0) return absl::OkStatus();
   // Whether unit u may have a copy computed by this session's worker: no other worker of its
@@ -58,13 +57,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   // soft state, put back if the commit fails); nothing durable changes before the commit.
   std::vector<std::pair<Job*, std::vector<Store::Lease>>> plan;
   int planned = 0;
-  for (Job* j : table_.by_seq) {
+  for (Job* j : table_.running()) {
     if (planned >= max_units) break;
-    if (j->state != v1::JOB_STATE_RUNNING || !s.capabilities.count(j->kind->capability())) continue;
+    if (!s.capabilities.count(j->kind->capability())) continue;
     if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
-      polls_.refill_event = true;
-      polls_.cv.notify_one();
+      polls_.refill_wanted();
     }
     auto mine = j->placed.find(s.voter);
     if (j->fresh.empty() && j->replicas.empty() && (mine == j->placed.end() || mine->second.empty())) continue;
@@ -184,7 +182,7 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
 }
 
 void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
-  polls_.refill_event = false;
+  polls_.clear_refill();
   struct Work {
     std::string job;
     const JobKind* kind;
@@ -196,7 +194,7 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     absl::Status error;
   };
   std::vector<Work> work;
-  for (Job* j : table_.by_seq)
+  for (Job* j : table_.running())
     if (j->refilling)
       work.push_back({j->id,
                       j->kind,
@@ -229,7 +227,7 @@ void Coordinator::refill_jobs(std::unique_lock<std::mutex>& lock) {
     // Units that settled while the looks read the store are looked at again.
     if (j->state == v1::JOB_STATE_RUNNING && j->kind->plans_from_results(j->plan) && j->done != w.done) {
       j->refilling = true;
-      polls_.refill_event = true;
+      polls_.refill_wanted();
     }
     if (j->state != v1::JOB_STATE_RUNNING || j->plan.SerializeAsString() != w.before) continue;
     if (!w.error.ok()) {
@@ -309,21 +307,16 @@ void Coordinator::acquire_async(const Caller& caller, const v1::AcquireWorkReque
       Session& s = **found;
       touch(&s);
       // A newer call of the session ends the older one's wait: its caller gave up on it.
-      if (auto old = polls_.waiting_session.find(s.id); old != polls_.waiting_session.end()) {
-        auto it = polls_.waiters.find(old->second);
-        superseded.emplace(std::move(it->second.done), v1::AcquireWorkResponse());
-        polls_.waiters.erase(it);
-        polls_.waiting_session.erase(old);
-      }
+      if (std::optional<Waiter> old = polls_.take_session(s.id))
+        superseded.emplace(std::move(old->done), v1::AcquireWorkResponse());
       if (barred(s.key)) {
-        now_answer = quarantined(s.key, registry_.workers.at(s.key).rec.trust_reason);
+        now_answer = quarantined(s.key, registry_.at(s.key).rec.trust_reason);
       } else if (absl::Status st = lease_units(s, req.max_units(), &*now_answer); !st.ok()) {
         now_answer = st;
       } else if (now_answer->leases_size() == 0 && req.wait_seconds() > 0 && !shutting_down_) {
         const int64_t wait_ms = int64_t(std::min(req.wait_seconds(), kMaxAcquireWaitSeconds)) * 1000;
-        polls_.waiters[ticket] =
-            Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done), std::move(authorized)};
-        polls_.waiting_session[s.id] = ticket;
+        polls_.park(ticket, Waiter{caller, s.id, req.max_units(), clock_->now_ms() + wait_ms, std::move(done),
+                                   std::move(authorized)});
         parked = true;
       }
     }
@@ -336,86 +329,74 @@ void Coordinator::cancel_acquire(uint64_t ticket) {
   AcquireDone done;
   {
     std::lock_guard lock(mu_);
-    auto it = polls_.waiters.find(ticket);
-    if (it == polls_.waiters.end()) return;
-    done = std::move(it->second.done);
-    polls_.waiting_session.erase(it->second.session);
-    polls_.waiters.erase(it);
+    std::optional<Waiter> w = polls_.take(ticket);
+    if (!w) return;
+    done = std::move(w->done);
   }
   done(v1::AcquireWorkResponse());
 }
 
 size_t Coordinator::waiting_acquires() const {
   std::lock_guard lock(mu_);
-  return polls_.waiters.size();
+  return polls_.size();
 }
 
 void Coordinator::credentials_changed() {
   std::lock_guard lock(mu_);
-  if (polls_.waiters.empty()) return;
-  polls_.auth_event = true;
-  polls_.cv.notify_one();
+  polls_.credentials_changed();
 }
 
-void Coordinator::work_arrived() {
-  if (polls_.waiters.empty()) return;
-  polls_.work_event = true;
-  polls_.cv.notify_one();
-}
+void Coordinator::work_arrived() { polls_.work_arrived(); }
 
 void Coordinator::serve_waiters(std::vector<Answer>* out) {
   const int64_t now = clock_->now_ms();
-  const bool work = polls_.work_event, revoked = polls_.auth_event;
-  polls_.work_event = polls_.auth_event = false;
-  for (auto it = polls_.waiters.begin(); it != polls_.waiters.end();) {
-    Waiter& w = it->second;
-    absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
-    bool answered = shutting_down_ || now >= w.deadline_ms;
-    // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
-    if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
-      answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
-      answered = true;
-    } else if (!answered && work) {
-      auto sit = registry_.sessions.find(w.session);
-      if (sit == registry_.sessions.end()) {
-        answer = unknown_worker(w.session);  // replaced by a new Hello
-        answered = true;
-      } else if (barred(sit->second.key)) {
-        answer = quarantined(sit->second.key, registry_.workers.at(sit->second.key).rec.trust_reason);
-        answered = true;
-      } else if (absl::Status st = lease_units(sit->second, w.max_units, &*answer); !st.ok()) {
-        answer = st;
-        answered = true;
-      } else {
-        answered = answer->leases_size() > 0;
-      }
-    }
-    if (!answered) {
-      ++it;
-      continue;
-    }
-    out->emplace_back(std::move(w.done), std::move(answer));
-    polls_.waiting_session.erase(w.session);
-    it = polls_.waiters.erase(it);
-  }
+  const coord::LongPolls::Events events = polls_.take_served();
+  const bool work = events.work, revoked = events.auth;
+  polls_.serve(
+      [&](Waiter& w) -> std::optional<absl::StatusOr<v1::AcquireWorkResponse>> {
+        absl::StatusOr<v1::AcquireWorkResponse> answer = v1::AcquireWorkResponse();
+        bool answered = shutting_down_ || now >= w.deadline_ms;
+        // A credential revoked while it waited gets no lease: looked at before any, and on a reload.
+        if (!answered && (work || revoked) && w.authorized && !w.authorized()) {
+          answer = absl::UnauthenticatedError("token: revoked while the AcquireWork call waited");
+          answered = true;
+        } else if (!answered && work) {
+          Session* session = registry_.session(w.session);
+          if (!session) {
+            answer = unknown_worker(w.session);  // replaced by a new Hello
+            answered = true;
+          } else if (barred(session->key)) {
+            answer = quarantined(session->key, registry_.at(session->key).rec.trust_reason);
+            answered = true;
+          } else if (absl::Status st = lease_units(*session, w.max_units, &*answer); !st.ok()) {
+            answer = st;
+            answered = true;
+          } else {
+            answered = answer->leases_size() > 0;
+          }
+        }
+        if (!answered) return std::nullopt;
+        return answer;
+      },
+      out);
 }
 
 void Coordinator::waiter_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    polls_.cv.wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
-      return polls_.work_event || polls_.refill_event || polls_.auth_event || polls_.stop ||
-             (shutting_down_ && !polls_.waiters.empty());
+    polls_.cv().wait_for(lock, std::chrono::milliseconds(kLongPollTickMs), [&] {
+      const coord::LongPolls::Events& e = polls_.events();
+      return e.work || e.refill || e.auth || polls_.stopping() || (shutting_down_ && !polls_.empty());
     });
-    if (polls_.refill_event) {
+    if (polls_.events().refill) {
       if (shutting_down_)
-        polls_.refill_event = false;
+        polls_.clear_refill();
       else
         refill_jobs(lock);
     }
     std::vector<Answer> answers;
     serve_waiters(&answers);
-    const bool stop = polls_.stop;
+    const bool stop = polls_.stopping();
     lock.unlock();
     for (Answer& a : answers) a.first(std::move(a.second));
     if (stop) return;
@@ -520,8 +501,7 @@ absl::Status Coordinator::release(const Caller& caller, const v1::ReleaseUnitsRe
     if (c && c->session == s.id) end_lease(j, index, *c, true);
   }
   if (req.release_all_others())
-    for (Job* j : table_.by_seq) {
-      if (j->state != v1::JOB_STATE_RUNNING) continue;
+    for (Job* j : table_.running()) {
       for (auto it = j->active.begin(); it != j->active.end();) {
         const int64_t i = *it++;
         if (keep.count({j->id, i})) continue;
@@ -559,39 +539,33 @@ void Coordinator::sweep() {
   replace_stale(now);
   // Sessions lost long ago are forgotten (a restarted worker comes back under its stable name,
   // as the same worker: its record stays).
-  for (auto it = registry_.sessions.begin(); it != registry_.sessions.end();) {
-    const Session& s = it->second;
-    if (!s.lost || s.last_seen_ms + options_.forget_lost_ms > now || polls_.waiting_session.count(s.id)) {
-      ++it;
-      continue;
-    }
-    if (auto o = registry_.session_of.find(s.key); o != registry_.session_of.end() && o->second == s.id)
-      registry_.session_of.erase(o);
-    it = registry_.sessions.erase(it);
-    any = true;
+  std::vector<std::string> forgotten, silent;
+  for (const auto& [id, s] : registry_.sessions()) {
+    if (s.lost && s.last_seen_ms + options_.forget_lost_ms <= now && !polls_.waiting(s.id))
+      forgotten.push_back(id);
+    else if (!s.lost && s.last_seen_ms + options_.lease_ms <= now)
+      silent.push_back(id);
   }
-  for (auto& [id, s] : registry_.sessions) {
-    if (s.lost || s.last_seen_ms + options_.lease_ms > now) continue;
+  for (const std::string& id : forgotten) registry_.forget_session(id);
+  any |= !forgotten.empty();
+  for (const std::string& id : silent) {
+    Session& s = *registry_.session(id);
     // Plan, commit, apply: the worker's record with its last sighting is written first; when the
     // write fails nothing changes (the store is degraded; the next sweep after a probe tries again).
-    WorkerState& w = registry_.workers.at(s.key);
-    StoredWorker rec = w.rec;
+    StoredWorker rec = registry_.at(s.key).rec;
     rec.last_seen_ms = s.last_seen_ms;
     if (absl::Status st = store_->upsert_worker(rec); !st.ok()) {
       store_failed(st);
       break;
     }
-    w.rec = std::move(rec);
+    registry_.install(std::move(rec));
     s.lost = true;
     any = true;
     log_event(LogLevel::kWarning, "worker_lost",
               absl::StrCat("worker ", s.key, " lost: silent for ", (now - s.last_seen_ms) / 1000, " s"),
               {{"worker", s.key}, {"silent_s", (now - s.last_seen_ms) / 1000}});
   }
-  if (now >= registry_.next_forget_ms) {
-    registry_.next_forget_ms = now + kForgetWorkersIntervalMs;
-    any |= forget_workers(now);
-  }
+  if (registry_.forget_due(now, kForgetWorkersIntervalMs)) any |= forget_workers(now);
   if (any) changed();
 }
 

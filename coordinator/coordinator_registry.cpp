@@ -97,22 +97,18 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   std::lock_guard lock(mu_);
   if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
   // An owner is quarantined whole: none of its credentials or names may join again.
-  if (registry_.quarantined_voters.count(voter) || registry_.quarantined_voters.count(key)) {
-    auto it = registry_.workers.find(key);
-    return quarantined(key, it != registry_.workers.end() && it->second.rec.trust == v1::TRUST_STATE_QUARANTINED
-                                ? it->second.rec.trust_reason
+  if (registry_.quarantined(voter) || registry_.quarantined(key)) {
+    const WorkerState* it = registry_.find(key);
+    return quarantined(key, it && it->rec.trust == v1::TRUST_STATE_QUARANTINED
+                                ? it->rec.trust_reason
                                 : absl::StrCat("its owner '", voter, "' is quarantined"));
   }
   // Decide, commit, then apply: the record as it will be, stored before anything in memory
   // changes (a failed write leaves the old session and the old record as they were).
-  auto known = registry_.workers.find(key);
+  const WorkerState* known = registry_.find(key);
   // A new name counts against its credential's and its owner's caps (a known one, a restart,
   // never does): refused before anything is stored.
-  if (known == registry_.workers.end() && !caller.identity.empty()) {
-    const auto held = [](const std::map<std::string, int>& m, const std::string& k) {
-      auto it = m.find(k);
-      return it == m.end() ? 0 : it->second;
-    };
+  if (!known && !caller.identity.empty()) {
     const auto refuse = [&](const char* flag, const std::string& whose, int n, int cap) {
       return absl::ResourceExhaustedError(absl::StrCat(
           flag, ": ", whose, " already has ", n, " worker names, the cap (", cap, "); worker '", host,
@@ -120,13 +116,13 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
           "until names unused for ",
           options_.forget_workers_ms / 1000, " s are forgotten (--forget-workers-after-days)"));
     };
-    if (int n = held(registry_.per_identity, caller.identity); n >= options_.max_workers_per_credential)
+    if (int n = registry_.per_identity(caller.identity); n >= options_.max_workers_per_credential)
       return refuse("max-workers-per-credential", absl::StrCat("credential '", caller.identity, "'"), n,
                     options_.max_workers_per_credential);
-    if (int n = held(registry_.per_owner, voter); n >= options_.max_workers_per_owner)
+    if (int n = registry_.per_owner(voter); n >= options_.max_workers_per_owner)
       return refuse("max-workers-per-owner", absl::StrCat("owner '", voter, "'"), n, options_.max_workers_per_owner);
   }
-  StoredWorker rec = known != registry_.workers.end() ? known->second.rec : StoredWorker{};
+  StoredWorker rec = known ? known->rec : StoredWorker{};
   const int64_t now = clock_->now_ms();
   if (rec.key.empty()) {
     rec.key = key;
@@ -149,19 +145,18 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
     return absl::UnavailableError(absl::StrCat(st.message(), "; the worker was not registered: retry"));
   }
   // A new session supersedes the worker's previous one: its leases go back to the queue.
-  if (auto old = registry_.session_of.find(key); old != registry_.session_of.end()) {
-    for (Job* j : table_.by_seq)
+  if (const std::string* found = registry_.session_of(key)) {
+    const std::string old = *found;
+    for (Job* j : table_.running())  // final jobs hold no leases (drop_leases)
       for (auto it = j->active.begin(); it != j->active.end();) {
         const int64_t i = *it++;
         for (Copy& c : j->units[i].copies)
-          if (c.session == old->second) end_lease(j, i, c, true);
+          if (c.session == old) end_lease(j, i, c, true);
       }
-    registry_.sessions.erase(old->second);
+    registry_.forget_session(old);
   }
-  if (known != registry_.workers.end()) count_worker(known->second.rec, -1);  // its owner may have changed
-  count_worker(rec, 1);
-  WorkerState& w = registry_.workers[key];
-  w.rec = std::move(rec);
+  // The counts per credential and owner follow (its owner may have changed).
+  WorkerState& w = registry_.install(std::move(rec));
   Session s;
   s.id = new_session_id(options_.seed ? &session_ids_ : nullptr);
   s.key = key;
@@ -185,22 +180,21 @@ absl::StatusOr<v1::HelloResponse> Coordinator::hello(const Caller& caller, const
   resp.set_worker_id(s.id);
   resp.set_lease_seconds(options_.lease_ms / 1000);
   resp.set_worker_name(key);
-  registry_.session_of[key] = s.id;
-  registry_.sessions[s.id] = std::move(s);
+  registry_.add_session(std::move(s));
   // An owner that may decide waiting units may have joined: the next look says.
-  for (Job* j : table_.by_seq) j->stalled = 0;
+  for (Job* j : table_.running()) j->stalled = 0;
   changed();
   return resp;
 }
 
 absl::StatusOr<Coordinator::Session*> Coordinator::session_for(const Caller& caller, const std::string& id) {
   if (absl::Status s = check_text(id, "worker_id", kMaxIdLength, true); !s.ok()) return s;
-  auto it = registry_.sessions.find(id);
+  Session* s = registry_.session(id);
   // A session of another identity is as unknown as a made-up one.
-  if (it == registry_.sessions.end()) return unknown_worker(id);
-  auto w = registry_.workers.find(it->second.key);
-  if (w == registry_.workers.end() || w->second.rec.identity != caller.identity) return unknown_worker(id);
-  return &it->second;
+  if (!s) return unknown_worker(id);
+  const WorkerState* w = registry_.find(s->key);
+  if (!w || w->rec.identity != caller.identity) return unknown_worker(id);
+  return s;
 }
 
 void Coordinator::touch(Session* s) {
@@ -222,22 +216,15 @@ void Coordinator::save_worker(const WorkerState& w) {
   }
 }
 
-void Coordinator::count_worker(const StoredWorker& rec, int delta) {
-  if (rec.identity.empty()) return;  // nobody authenticated: no caps
-  for (auto [m, k] : {std::pair{&registry_.per_identity, &rec.identity},
-                      std::pair{&registry_.per_owner, rec.owner.empty() ? &rec.identity : &rec.owner}})
-    if (((*m)[*k] += delta) <= 0) m->erase(*k);
-}
-
 bool Coordinator::forget_workers(int64_t now) {
   // Candidates: silent long enough, no session, not quarantined (the quarantine lives in the
   // records), and not the last TRUSTED worker of its owner (the owner's earned trust does).
   std::map<std::string, int> trusted;  // TRUSTED workers by owner
-  for (const auto& [key, w] : registry_.workers)
+  for (const auto& [key, w] : registry_.workers())
     if (w.rec.trust == v1::TRUST_STATE_TRUSTED) ++trusted[voter_of(key)];
   std::set<std::string> gone;
-  for (const auto& [key, w] : registry_.workers) {
-    if (registry_.session_of.count(key) || w.rec.last_seen_ms + options_.forget_workers_ms > now ||
+  for (const auto& [key, w] : registry_.workers()) {
+    if (registry_.session_of(key) || w.rec.last_seen_ms + options_.forget_workers_ms > now ||
         w.rec.trust == v1::TRUST_STATE_QUARANTINED)
       continue;
     if (w.rec.trust == v1::TRUST_STATE_TRUSTED) {
@@ -250,7 +237,7 @@ bool Coordinator::forget_workers(int64_t now) {
   // Workers that jobs in memory still name stay: a lease or a copy's vote (a later quarantine of
   // its owner finds its votes through its record), a folded group's sole voter, and the workers a
   // job lists as its provenance.
-  for (const Job* j : table_.by_seq) {
+  for (const Job* j : table_.all()) {  // final jobs included: their copies and groups name workers
     if (gone.empty()) return false;
     for (int64_t i = j->units.first(); i < int64_t(j->units.size()); ++i)
       if (j->units.live(i))
@@ -265,13 +252,11 @@ bool Coordinator::forget_workers(int64_t now) {
     return false;
   }
   for (const std::string& key : keys) {
-    auto it = registry_.workers.find(key);
-    count_worker(it->second.rec, -1);
+    const int64_t silent_s = (now - registry_.at(key).rec.last_seen_ms) / 1000;
     log_event(LogLevel::kInfo, "worker_forgotten",
-              absl::StrCat("worker ", key, " forgotten: silent for ", (now - it->second.rec.last_seen_ms) / 1000,
-                           " s, nothing needs its record"),
-              {{"worker", key}, {"silent_s", (now - it->second.rec.last_seen_ms) / 1000}});
-    registry_.workers.erase(it);
+              absl::StrCat("worker ", key, " forgotten: silent for ", silent_s, " s, nothing needs its record"),
+              {{"worker", key}, {"silent_s", silent_s}});
+    registry_.erase_worker(key);  // the counts follow
   }
   return true;
 }

@@ -114,7 +114,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::CompleteUnitResponse>>> Coordinato
     if (!found.ok()) return found.status();
     touch(*found);
     worker = (*found)->key;
-    if (barred(worker)) return quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
+    if (barred(worker)) return quarantined(worker, registry_.at(worker).rec.trust_reason);
     if (absl::Status s = writable(clock_->now_ms()); !s.ok()) return s;
     for (Pending& p : ps) {
       p.worker = worker;
@@ -307,11 +307,10 @@ struct Coordinator::BatchPlan {
 // counts, the counters, and the long polls' events.
 struct Coordinator::Undo {
   std::map<Job*, Job> jobs;
-  std::map<std::string, WorkerState> workers;
-  std::set<std::string> quarantined_voters, trusted_owners;
-  std::map<std::string, int64_t> leases_held;
+  coord::JobTable::Order order;          // which jobs run (a job the batch finishes leaves them)
+  coord::WorkerRegistry::Kept registry;  // records, trust and lease counts
   CoordinatorCounters counters;
-  bool work_event = false, refill_event = false;
+  coord::LongPolls::Events events;
 };
 
 void Coordinator::keep(Job* j) {
@@ -322,7 +321,7 @@ absl::Status Coordinator::commit_results(const std::string& worker, const std::v
   // Plan and commit.
   BatchPlan plan;
   plan.now = clock_->now_ms();
-  plan.workers[worker] = registry_.workers.at(worker).rec;
+  plan.workers[worker] = registry_.at(worker).rec;
   bool local = true;
   {
     std::unique_ptr<Store::Transaction> txn = store_->transaction();
@@ -349,10 +348,10 @@ absl::Status Coordinator::commit_results(const std::string& worker, const std::v
     apply_planned(r, plan);
     if (std::find(jobs.begin(), jobs.end(), r.j) == jobs.end()) jobs.push_back(r.j);
   }
-  for (auto& [key, rec] : plan.workers) registry_.workers.at(key).rec = std::move(rec);
-  registry_.trusted_owners.insert(plan.trusted.begin(), plan.trusted.end());
+  for (auto& [key, rec] : plan.workers) registry_.install(std::move(rec));
+  for (const std::string& owner : plan.trusted) registry_.trust(owner);
   for (const std::string& key : plan.trusted_workers) {
-    const std::string& why = registry_.workers.at(key).rec.trust_reason;
+    const std::string& why = registry_.at(key).rec.trust_reason;
     log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", key, " trusted: ", why),
               {{"worker", key}, {"reason", why}});
   }
@@ -371,8 +370,7 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
   // its first change), and its log events are held: a failed commit swaps the kept state back
   // in, contents only (jobs keep their addresses: by_seq, the deadline heap and the placements
   // point at them), and drops the events, so memory is exactly as it was without a reload.
-  Undo undo{{},        registry_.workers, registry_.quarantined_voters, registry_.trusted_owners, registry_.leases_held,
-            counters_, polls_.work_event, polls_.refill_event};
+  Undo undo{{}, table_.order(), registry_.keep(), counters_, polls_.events()};
   LogHold events;
   absl::Status s;
   {
@@ -393,7 +391,7 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
       batch_saves_ = nullptr;
       undo_ = nullptr;
       for (const std::string& key : saves)
-        if (s.ok()) s = store_->upsert_worker(registry_.workers.at(key).rec);
+        if (s.ok()) s = store_->upsert_worker(registry_.at(key).rec);
       if (s.ok()) s = txn->commit();
     }
   }
@@ -402,13 +400,10 @@ absl::Status Coordinator::commit_staged(const std::string& worker, const std::ve
     return s;
   }
   for (auto& [j, old] : undo.jobs) *j = std::move(old);
-  registry_.workers = std::move(undo.workers);
-  registry_.quarantined_voters = std::move(undo.quarantined_voters);
-  registry_.trusted_owners = std::move(undo.trusted_owners);
-  registry_.leases_held = std::move(undo.leases_held);
+  table_.restore(std::move(undo.order));
+  registry_.restore(std::move(undo.registry));
   counters_ = std::move(undo.counters);
-  polls_.work_event = undo.work_event;
-  polls_.refill_event = undo.refill_event;
+  polls_.restore(undo.events);
   return s;
 }
 
@@ -422,7 +417,7 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
   };
   // The same checks as apply_result's, in its order, reading memory only.
   if (barred(worker)) {
-    p.answer = quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
+    p.answer = quarantined(worker, registry_.at(worker).rec.trust_reason);
     return true;
   }
   Job* j = find_job(p.job_id);
@@ -495,9 +490,9 @@ bool Coordinator::plan_result(Pending& p, BatchPlan* plan) {
       keys.push_back(std::move(key));
     }
     for (const std::string& key : keys) {
-      auto found = registry_.workers.find(key);
-      if (found == registry_.workers.end()) continue;
-      auto [it, added] = plan->workers.try_emplace(key, found->second.rec);
+      const WorkerState* found = registry_.find(key);
+      if (!found) continue;
+      auto [it, added] = plan->workers.try_emplace(key, found->rec);
       StoredWorker& rec = it->second;
       ++rec.agreeing;
       if (rec.trust != v1::TRUST_STATE_NEW) continue;
@@ -564,7 +559,7 @@ void Coordinator::apply_planned(PlannedResult& r, const BatchPlan& plan) {
   Copy& c = u.copies[r.ci];
   c.result = r.p->serialized;
   if (c.leased()) end_lease(j, i, c, false);
-  WorkerState& w = registry_.workers.at(r.p->worker);
+  WorkerState& w = registry_.at(r.p->worker);
   w.samples.emplace_back(plan.now, plan.workers.at(r.p->worker).units_done);
   while (w.samples.size() > 2 && w.samples[1].first < plan.now - kWorkerRateWindowMs) w.samples.pop_front();
   for (size_t k : r.discard) u.copies[k].discarded = true;
@@ -596,7 +591,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   const std::string& worker = p.worker;
   // A copy of a credential quarantined meanwhile (by an earlier completion of this very call,
   // or another call) counts for nothing.
-  if (barred(worker)) return quarantined(worker, registry_.workers.at(worker).rec.trust_reason);
+  if (barred(worker)) return quarantined(worker, registry_.at(worker).rec.trust_reason);
   Job* j = find_job(p.job_id);
   const int64_t index = p.index;
   if (!j) return absl::UnavailableError(absl::StrCat("unit_id: job ", p.job_id, " is being read back; retry"));
@@ -644,7 +639,7 @@ absl::Status Coordinator::apply_result(Pending& p, v1::CompleteUnitResponse* res
   if (absl::Status s = store_->put_copy_result(j->id, index, int32_t(ci), serialized); !s.ok()) return s;
   c.result = serialized;
   if (c.leased()) end_lease(j, index, c, false);
-  WorkerState& w = registry_.workers.at(worker);
+  WorkerState& w = registry_.at(worker);
   ++w.rec.units_done;
   w.samples.emplace_back(clock_->now_ms(), w.rec.units_done);
   while (w.samples.size() > 2 && w.samples[1].first < clock_->now_ms() - kWorkerRateWindowMs) w.samples.pop_front();
@@ -858,8 +853,7 @@ void Coordinator::apply_settle(Job* j, int64_t i, const std::string& kept, int32
   // A plan that waits for results looks at them now (on the refill thread, without the lock).
   if (!finishes && j->kind->plans_from_results(j->plan) && !j->refilling) {
     j->refilling = true;
-    polls_.refill_event = true;
-    polls_.cv.notify_one();
+    polls_.refill_wanted();
   }
 }
 
@@ -891,8 +885,15 @@ void Coordinator::group_settled(Job* j, int64_t i, int delta) {
 }
 
 void Coordinator::fold_finished(int64_t now) {
-  for (Job* j : table_.by_seq) {
-    if (j->groups.empty() || !is_final(j->state) || j->damaged || j->finished_ms + options_.lease_ms > now) continue;
+  // The final jobs with groups left (JobTable::finishing), not every job: a copy, since a job
+  // with none left leaves the list.
+  const std::vector<Job*> finishing = table_.finishing();
+  for (Job* j : finishing) {
+    if (j->groups.empty() || j->damaged) {
+      table_.done_folding(j);
+      continue;
+    }
+    if (j->finished_ms + options_.lease_ms > now) continue;
     for (auto it = j->groups.begin(); it != j->groups.end();) {
       // A final job's unsettled units never settle (late results are discarded): their groups
       // never fold, and are not walked again at every sweep.
@@ -904,6 +905,7 @@ void Coordinator::fold_finished(int64_t now) {
       ++it;
     }
     fold_ready(j);  // a fold that fails stays as it is, and the next sweep tries again
+    if (j->groups.empty()) table_.done_folding(j);
   }
 }
 
@@ -1012,6 +1014,7 @@ void Coordinator::finish_job(Job* j, int64_t now) {
   // Leases still out (spot checks) no longer count against their credentials' caps: the sweep
   // does not walk finished jobs. Their results are still compared when they come.
   drop_leases(j);
+  table_.finished(j);
   log_event(LogLevel::kInfo, "job_succeeded",
             absl::StrCat("job ", j->id, " succeeded: ", j->total(), " units, ", j->kind->describe_work(j->work_done),
                          ", ", j->disagreements, " disagreements, ", j->mismatches, " mismatches"),
@@ -1046,14 +1049,14 @@ absl::Status Coordinator::unsettle(Job* j, int64_t i, int32_t wanted) {
 }
 
 void Coordinator::credit(const std::string& worker) {
-  auto found = registry_.workers.find(worker);
-  if (found == registry_.workers.end()) return;
-  WorkerState& w = found->second;
+  WorkerState* found = registry_.find(worker);
+  if (!found) return;
+  WorkerState& w = *found;
   ++w.rec.agreeing;
   if (w.rec.trust == v1::TRUST_STATE_NEW) {
     if (earns_trust(w.rec.agreeing, options_.trust_after)) {
       w.rec.trust = v1::TRUST_STATE_TRUSTED;
-      registry_.trusted_owners.insert(voter_of(worker));
+      registry_.trust(voter_of(worker));
       w.rec.trust_reason = absl::StrCat(w.rec.agreeing, " results confirmed by trusted owners");
       log_event(LogLevel::kInfo, "worker_trusted", absl::StrCat("worker ", worker, " trusted: ", w.rec.trust_reason),
                 {{"worker", worker}, {"reason", w.rec.trust_reason}});
@@ -1076,10 +1079,9 @@ void Coordinator::record_mismatch(Job* j, const std::string& detail) {
 }
 
 void Coordinator::quarantine_voter(const std::string& voter, const std::string& why) {
-  registry_.quarantined_voters.insert(voter);
-  registry_.trusted_owners.erase(voter);
-  // Copies placed with it are placed again.
-  for (Job* j : table_.by_seq) {
+  registry_.quarantine_voter(voter);  // no longer a trusted owner
+  // Copies placed with it are placed again (running jobs only: a final job places nothing).
+  for (Job* j : table_.running()) {
     auto it = j->placed.find(voter);
     if (it == j->placed.end()) continue;
     keep(j);
@@ -1092,15 +1094,15 @@ void Coordinator::quarantine_voter(const std::string& voter, const std::string& 
       }
   }
   std::vector<std::string> keys;
-  for (const auto& [key, w] : registry_.workers)
+  for (const auto& [key, w] : registry_.workers())
     if (voter_of(key) == voter) keys.push_back(key);
   for (const std::string& key : keys) quarantine(key, why);
 }
 
 void Coordinator::quarantine(const std::string& worker, const std::string& why) {
-  WorkerState& w = registry_.workers.at(worker);
+  WorkerState& w = registry_.at(worker);
   if (w.rec.trust == v1::TRUST_STATE_QUARANTINED) return;
-  registry_.quarantined_voters.insert(worker);  // (verify hosts quarantines one worker alone)
+  registry_.quarantine_worker(worker);  // (verify hosts quarantines one worker alone)
   w.rec.trust = v1::TRUST_STATE_QUARANTINED;
   w.rec.trust_reason = why;
   ++counters_.quarantines;
@@ -1110,7 +1112,10 @@ void Coordinator::quarantine(const std::string& worker, const std::string& why) 
   // Its leases go back, its waiting results lose their vote, and a running job's result that
   // stands on its word alone is taken back and computed again.
   int64_t revoked = 0;
-  for (Job* j : table_.by_seq) {
+  // A copy of the running jobs: taking back a result may fail a job, or settle and finish one,
+  // which takes it out of running().
+  const std::vector<Job*> running = table_.running();
+  for (Job* j : running) {
     if (j->state != v1::JOB_STATE_RUNNING) continue;
     // Folded groups with a unit settled on its word alone: planned again, computed again.
     std::vector<int64_t> reopened;

@@ -1,5 +1,6 @@
-// The coordinator's units and their copies: queues, voters and ranks, placement, and the
-// leases of copies (planned, then applied). The calls for workers are split by concept:
+// The coordinator's queues of units, voters and ranks, placement, and the leases of copies
+// (planned, then applied). The job model is in job.h, the parts that own state in job_table.h,
+// worker_registry.h and long_polls.h. The calls for workers are split by concept:
 // coordinator_registry.cpp (sessions, the worker registry), coordinator_leases.cpp (leases, long
 // polls, renewals, the sweep), coordinator_results.cpp (completions, verification, folding,
 // quarantine, failure reports).
@@ -30,14 +31,6 @@ using workers_internal::unknown_worker;
 // ---------------------------------------------------------------------------------------------
 // Units and their copies
 
-int Coordinator::Unit::leases() const {
-  return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.leased(); }));
-}
-
-int Coordinator::Unit::results() const {
-  return int(std::count_if(copies.begin(), copies.end(), [](const Copy& c) { return c.result && !c.discarded; }));
-}
-
 bool Coordinator::needs_copy(const Job& j, const Unit& u) const {
   if (u.result) return false;
   if (u.wanted == 0) return true;
@@ -47,31 +40,8 @@ bool Coordinator::needs_copy(const Job& j, const Unit& u) const {
   return u.leases() + int(voters.size()) < u.wanted;
 }
 
-Coordinator::Copy* Coordinator::Unit::copy_of(const std::string& worker) {
-  for (Copy& c : copies)
-    if (c.worker == worker) return &c;
-  return nullptr;
-}
-
-void Coordinator::Units::append_folded(int64_t n) {
-  if (live_.empty()) {
-    base_ += n;
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) live_.emplace_back().folded = true;
-}
-
-void Coordinator::Units::fold(int64_t first, int64_t end) {
-  for (int64_t i = std::max(first, base_); i < end; ++i) {
-    Unit& u = live_[size_t(i - base_)];
-    u = Unit();
-    u.folded = true;
-  }
-  while (!live_.empty() && live_.front().folded) {
-    live_.pop_front();
-    ++base_;
-  }
-}
+// ---------------------------------------------------------------------------------------------
+// Queues
 
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
   if (!j->units.live(i)) return;
@@ -102,11 +72,7 @@ int32_t Coordinator::wanted_for(const Job& j, const WorkerState& w) {
   return std::uniform_real_distribution<double>(0, 1)(rng_) < options_.spot_check_rate ? 2 : 1;
 }
 
-std::string Coordinator::voter_of(const std::string& key) const {
-  auto it = registry_.workers.find(key);
-  if (it == registry_.workers.end() || it->second.rec.identity.empty()) return key;
-  return it->second.rec.owner.empty() ? it->second.rec.identity : it->second.rec.owner;
-}
+std::string Coordinator::voter_of(const std::string& key) const { return registry_.voter_of(key); }
 
 std::string Coordinator::voter_in(const Job& j, const std::string& key) const {
   return j.verify == v1::VERIFY_MODE_HOSTS ? key : voter_of(key);
@@ -115,9 +81,8 @@ std::string Coordinator::voter_in(const Job& j, const std::string& key) const {
 int Coordinator::rank_of(const std::string& owner) const {
   if (options_.trust_roots.count(owner)) return kRankRoot;
   // Without authentication every worker is the operator's own (a key with no identity).
-  if (auto it = registry_.workers.find(owner); it != registry_.workers.end() && it->second.rec.identity.empty())
-    return kRankRoot;
-  const bool trusted = registry_.trusted_owners.count(owner) || (planned_trusted_ && planned_trusted_->count(owner));
+  if (const WorkerState* w = registry_.find(owner); w && w->rec.identity.empty()) return kRankRoot;
+  const bool trusted = registry_.trusted(owner) || (planned_trusted_ && planned_trusted_->count(owner));
   return trusted ? kRankTrusted : kRankUntrusted;
 }
 
@@ -131,8 +96,7 @@ UnitVotes Coordinator::votes_of(const Job& j, int64_t i) const {
   for (const Copy& c : u.copies) {
     votes.copies.push_back({voter_in(j, c.worker), c.result, c.discarded});
     const std::string& v = votes.copies.back().voter;
-    if (registry_.quarantined_voters.count(voter_of(c.worker)) || registry_.quarantined_voters.count(v))
-      votes.quarantined.insert(v);
+    if (registry_.quarantined(voter_of(c.worker)) || registry_.quarantined(v)) votes.quarantined.insert(v);
     votes.rank[v] = rank_in(j, v);
   }
   if (u.result) votes.settled = u.settled;
@@ -143,15 +107,15 @@ UnitVotes Coordinator::votes_of(const Job& j, int64_t i) const {
 
 int64_t Coordinator::owner_cap(const std::string& owner) const {
   int64_t threads = 0;
-  for (const auto& [id, s] : registry_.sessions)
+  for (const auto& [id, s] : registry_.sessions())
     if (!s.lost && s.voter == owner) threads += s.threads;
   return lease_cap(threads, kPrefetchPerThread, options_.max_leases_per_credential);
 }
 
 std::vector<std::pair<std::string, int>> Coordinator::placement_candidates(const Job& j) const {
   std::map<std::string, int> owners;  // sorted: the draw depends on the seed, not on map order
-  for (const auto& [id, s] : registry_.sessions)
-    if (!s.lost && !registry_.quarantined_voters.count(s.voter) && s.capabilities.count(j.kind->capability()) &&
+  for (const auto& [id, s] : registry_.sessions())
+    if (!s.lost && !registry_.quarantined(s.voter) && s.capabilities.count(j.kind->capability()) &&
         runs(s, *j.kind, j.spec))
       owners.emplace(s.voter, rank_of(s.voter));
   return {owners.begin(), owners.end()};
@@ -177,13 +141,12 @@ std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now,
 
 void Coordinator::replace_stale(int64_t now) {
   std::set<std::string> live;
-  for (const auto& [id, s] : registry_.sessions)
+  for (const auto& [id, s] : registry_.sessions())
     if (!s.lost) live.insert(s.voter);
-  for (Job* j : table_.by_seq) {
-    if (j->state != v1::JOB_STATE_RUNNING) continue;
+  for (Job* j : table_.running()) {
     for (auto it = j->placed.begin(); it != j->placed.end();) {
       std::deque<int64_t>& q = it->second;
-      const bool gone = !live.count(it->first) || registry_.quarantined_voters.count(it->first);
+      const bool gone = !live.count(it->first) || registry_.quarantined(it->first);
       while (!q.empty()) {
         const int64_t i = q.front();
         if (j->units.live(i) && j->units[i].placed == it->first && !gone &&
@@ -226,7 +189,7 @@ absl::Status Coordinator::check_offers(const JobKind& kind, const v1::JobSpec& s
   const std::vector<JobKind::EngineNeed> needs = kind.required_engines(spec);
   if (needs.empty()) return absl::OkStatus();
   std::string why;
-  for (const auto& [id, s] : registry_.sessions) {
+  for (const auto& [id, s] : registry_.sessions()) {
     if (s.lost || !offers_all(s, kind, spec)) continue;
     if (runs(s, kind, spec, why.empty() ? &why : nullptr)) return absl::OkStatus();
   }
@@ -236,7 +199,7 @@ absl::Status Coordinator::check_offers(const JobKind& kind, const v1::JobSpec& s
 }
 
 void Coordinator::take_lease(Copy& c, const Session& s) {
-  if (c.session.empty()) ++registry_.leases_held[s.voter];
+  if (c.session.empty()) registry_.take_lease(s.voter);
   c.session = s.id;
 }
 
@@ -256,8 +219,7 @@ bool Coordinator::deadline_live(const LeaseDeadlines<Job>::Entry& e) const {
 void Coordinator::drop_lease(Copy& c) {
   if (c.session.empty()) return;
   const std::string voter = voter_of(c.worker);
-  if (auto it = registry_.leases_held.find(voter); it != registry_.leases_held.end() && --it->second <= 0)
-    registry_.leases_held.erase(it);
+  registry_.drop_lease(voter);
   c.session.clear();
   c.expire_ms = 0;
 }
@@ -271,7 +233,7 @@ void Coordinator::drop_leases(Job* j) {
 
 void Coordinator::plan_lease(const Job& j, int64_t i, const Session& s, std::vector<Store::Lease>* rows) {
   const Unit& u = j.units[i];
-  const int32_t wanted = u.wanted != 0 ? u.wanted : wanted_for(j, registry_.workers.at(s.key));
+  const int32_t wanted = u.wanted != 0 ? u.wanted : wanted_for(j, registry_.at(s.key));
   // Its worker's earlier copy, else a new one at the end. Each copy has its own seed
   // (JobKind::work_spec gives it to the kind: perft counts with its own Zobrist key set), so that
   // a hash collision cannot make two copies agree on a wrong count.
