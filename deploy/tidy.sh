@@ -6,8 +6,9 @@
 # C960_TIDY_JOBS: parallel clang-tidy processes (default 2); C960_TIDY_BUILD: the build folder.
 # A source found clean is remembered (C960_TIDY_CACHE, default ~/.cache/c960-tidy; "0": none) by
 # a hash of what clang-tidy reads: its version, .clang-tidy, the compile command and the
-# preprocessed source with every header it includes. Only sources whose hash is new are checked
-# again, so that a CI run checks what changed since the last one.
+# preprocessed source with every header it includes, paths under the clone taken relative to it.
+# Only sources whose hash is new are checked again, so that a CI run checks what changed since the
+# last one, wherever its clone lies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${C960_TIDY_BUILD:-build/release}"
@@ -81,8 +82,11 @@ def key(source):
     p = subprocess.run(out + ["-E", "-P"], cwd=e["directory"], capture_output=True)
     if p.returncode != 0:
         return None
+    # Paths under the clone relative to it, so that a clone elsewhere (a CI run's, a worktree)
+    # finds what another found clean: they change where clang-tidy reads, not what it says.
+    rel = lambda b: b.replace(root.encode() + b"/", b"./").replace(root.encode(), b".")
     h = hashlib.sha256()
-    for part in (version.encode(), config.encode(), json.dumps(args).encode(), p.stdout):
+    for part in (version.encode(), config.encode(), rel(json.dumps(args).encode()), rel(p.stdout)):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 

@@ -4,7 +4,9 @@
 # $C960_DEPLOY_STATE).
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 C960_DEPLOY_STATE="${C960_DEPLOY_STATE:-$ROOT/build/deploy-tests}"
-C960_DEPLOY_CACHE="${C960_DEPLOY_CACHE:-$ROOT/build/deploy-cache}"
+# The bookworm root file systems stay on this machine between runs, outside the clone (as the
+# compiler cache does: .ci/run), so that a fresh clone does not run debootstrap again.
+C960_DEPLOY_CACHE="${C960_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/c960-deploy}"
 C960_DEBIAN_MIRROR="${C960_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 mkdir -p "$C960_DEPLOY_STATE" "$C960_DEPLOY_CACHE"
 
@@ -14,14 +16,33 @@ fail() {
   exit 1
 }
 
-# A minimal Debian bookworm root file system (debootstrap --variant=minbase), as a tarball
-# cached in build/deploy-cache (a few minutes the first time). Prints its path.
+# The key of bookworm's package set: the start of the SHA-256 of main's amd64 package list, from
+# the mirror's InRelease (it changes with each point release). Where the mirror cannot be reached,
+# the newest cached root's key (debootstrap would need the mirror anyway); nothing if none.
+bookworm_key() {
+  local release key
+  if release=$(curl -fsS --max-time 20 "$C960_DEBIAN_MIRROR/dists/bookworm/InRelease" 2>/dev/null); then
+    key=$(awk '/^SHA256:/ {s = 1; next} /^[^ ]/ {s = 0} s && $3 == "main/binary-amd64/Packages.xz" {print substr($1, 1, 16)}' \
+      <<<"$release")
+    [[ -n "$key" ]] && { echo "$key"; return 0; }
+  fi
+  key=$(ls -t "$C960_DEPLOY_CACHE"/bookworm-minbase-*.tar 2>/dev/null | head -n 1)
+  key=${key##*/bookworm-minbase-}
+  echo "${key%.tar}"
+}
+
+# A minimal Debian bookworm root file system (debootstrap --variant=minbase), as a tarball cached
+# in $C960_DEPLOY_CACHE under the key of bookworm's package set (a few minutes when the key is
+# new; the roots of older keys are removed then). Prints its path.
 bookworm_rootfs_tar() {
-  local tar="$C960_DEPLOY_CACHE/bookworm-minbase.tar"
+  local key
+  key=$(bookworm_key)
+  [[ -n "$key" ]] || { echo "bookworm_rootfs_tar: no InRelease from $C960_DEBIAN_MIRROR and no cached root" >&2; return 1; }
+  local tar="$C960_DEPLOY_CACHE/bookworm-minbase-$key.tar"
   if [[ ! -s "$tar" ]]; then
-    local dir="$C960_DEPLOY_CACHE/bookworm-rootfs.tmp"
+    local dir="$C960_DEPLOY_CACHE/bookworm-rootfs.$$.tmp"
     rm -rf "$dir"
-    log "debootstrap bookworm (minbase) from $C960_DEBIAN_MIRROR" >&2
+    log "debootstrap bookworm (minbase) from $C960_DEBIAN_MIRROR, package set $key" >&2
     debootstrap --variant=minbase bookworm "$dir" "$C960_DEBIAN_MIRROR" >"$C960_DEPLOY_CACHE/debootstrap.log" 2>&1 ||
       { tail -20 "$C960_DEPLOY_CACHE/debootstrap.log" >&2; rm -rf "$dir"; return 1; }
     # As in Debian's bookworm images: the updates and security suites too, and a small image
@@ -32,8 +53,10 @@ deb $C960_DEBIAN_MIRROR bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 SOURCES
     rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb
-    tar -C "$dir" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+    tar -C "$dir" --numeric-owner -cf "$tar.$$.tmp" . && mv "$tar.$$.tmp" "$tar"
     rm -rf "$dir"
+    # The roots of older package sets, and what was made from them.
+    find "$C960_DEPLOY_CACHE" -maxdepth 1 -name 'bookworm-*.tar' -not -name "*-$key.tar" -delete
   fi
   echo "$tar"
 }
@@ -78,12 +101,13 @@ ensure_base_image() {
     echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
     return 0
   fi
-  local tar slim="$C960_DEPLOY_CACHE/bookworm-slim.tar"
+  local tar slim
+  tar=$(bookworm_rootfs_tar) || fail "debootstrap failed"
+  slim=${tar/bookworm-minbase-/bookworm-slim-}
   if [[ ! -s "$slim" ]]; then
-    tar=$(bookworm_rootfs_tar) || fail "debootstrap failed"
     # Slim as Debian's own image: no documentation, manuals or translations, and apt keeps
     # neither downloaded packages nor its caches in the image.
-    local dir="$C960_DEPLOY_CACHE/bookworm-slim.tmp"
+    local dir="$C960_DEPLOY_CACHE/bookworm-slim.$$.tmp"
     rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xf "$tar"
     cat >"$dir/etc/dpkg/dpkg.cfg.d/docker" <<'EXCLUDES'
 path-exclude /usr/share/doc/*
@@ -104,13 +128,41 @@ CLEAN
     find "$dir/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
     rm -rf "$dir"/usr/share/man/* "$dir"/usr/share/info/* "$dir"/usr/share/locale/* "$dir"/usr/share/groff/* \
       "$dir"/usr/share/lintian/*
-    tar -C "$dir" --numeric-owner -cf "$slim.tmp" . && mv "$slim.tmp" "$slim"
+    tar -C "$dir" --numeric-owner -cf "$slim.$$.tmp" . && mv "$slim.$$.tmp" "$slim"
     rm -rf "$dir"
   fi
   log "importing $slim as debian:bookworm-slim"
   docker import -c 'CMD ["bash"]' -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     "$slim" debian:bookworm-slim >/dev/null
   echo debian:bookworm-slim >>"$C960_DEPLOY_STATE/images.made"
+}
+
+# The Swarm stacks of deploy.swarm: the one of compose.yaml and the one of compose-ha.yaml.
+C960_TEST_STACKS=(c960test c960ha)
+
+# remove_stacks: removes the test stacks with their containers, networks, volumes and secrets,
+# all at once (a stack's containers, networks and volumes go asynchronously: this waits for them).
+# Their containers are killed once their services are gone, rather than given their grace
+# periods (a worker's drain waits up to 30 s on a coordinator that is stopping too).
+remove_stacks() {
+  local stack filter
+  for stack in "${C960_TEST_STACKS[@]}"; do docker stack rm "$stack" >/dev/null 2>&1 || true; done
+  for stack in "${C960_TEST_STACKS[@]}"; do
+    docker ps -q --filter "label=com.docker.stack.namespace=$stack" 2>/dev/null | xargs -r docker kill >/dev/null 2>&1 || true
+  done
+  for stack in "${C960_TEST_STACKS[@]}"; do
+    filter="label=com.docker.stack.namespace=$stack"
+    for _ in $(seq 60); do
+      [[ -z "$(docker ps -aq --filter "$filter" 2>/dev/null)" ]] && break
+      sleep 1
+    done
+    for _ in $(seq 30); do
+      [[ -z "$(docker network ls -q --filter "$filter" 2>/dev/null)" ]] && break
+      sleep 1
+    done
+    docker volume ls -q --filter "$filter" 2>/dev/null | xargs -r docker volume rm -f >/dev/null 2>&1 || true
+    docker secret ls -q --filter "$filter" 2>/dev/null | xargs -r docker secret rm >/dev/null 2>&1 || true
+  done
 }
 
 # Removes the images the tests recorded as made, and the build stages' leftovers.
