@@ -3,7 +3,9 @@
 # computes perft of all 960 start positions (depth 5), watches it, writes the CSV table, and
 # stops every process it started.
 #   DEPTH=5 WORKERS=2 THREADS=1 DATA_DIR=results/cluster deploy/run-cluster.sh
-# DATA_DIR holds the coordinator's SQLite file, the logs and the table. The job has a fixed
+# DATA_DIR holds the coordinator's SQLite file, the logs and the table; with
+# DB=postgresql://USER@HOST:PORT/NAME?... the coordinator keeps its state in that PostgreSQL
+# database instead (its password from PGPASSWORD or PGPASSFILE; docs/deploy.md). The job has a fixed
 # request id, so running the script again after an interruption resumes the same job, and after
 # success writes the stored table again; FRESH=1 starts over with an empty DATA_DIR.
 set -euo pipefail
@@ -12,6 +14,7 @@ depth="${DEPTH:-5}"
 workers="${WORKERS:-2}"
 threads="${THREADS:-1}"
 data="${DATA_DIR:-results/cluster}"
+db="${DB:-}"
 bin=build/release
 
 ./deploy/install-deps.sh
@@ -29,7 +32,7 @@ trap stop EXIT
 
 rm -f "$data/coordinator.port"
 "$bin/coordinator/c960-coordinator" --listen 127.0.0.1:0 --port-file "$data/coordinator.port" \
-  --db "$data/coordinator.db" 2>>"$data/coordinator.log" &
+  --db "${db:-$data/coordinator.db}" 2>>"$data/coordinator.log" &
 pids+=($!)
 for _ in $(seq 200); do
   [[ -s "$data/coordinator.port" ]] && break
