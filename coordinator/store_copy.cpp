@@ -71,6 +71,7 @@ std::string quoted(const std::string& name) { return absl::StrCat("\"", name, "\
 
 std::string column_list(const std::vector<Column>& cols) {
   std::vector<std::string> names;
+  names.reserve(cols.size());
   for (const Column& c : cols) names.push_back(quoted(c.name));
   return absl::StrJoin(names, ", ");
 }
@@ -195,6 +196,7 @@ absl::Status copy_table(StoreSql& src, StoreSql& dst, const std::string& table, 
 
 std::string names_of(const std::vector<Column>& cols) {
   std::vector<std::string> names;
+  names.reserve(cols.size());
   for (const Column& c : cols) names.push_back(c.name);
   return absl::StrJoin(names, ", ");
 }
