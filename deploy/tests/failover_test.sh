@@ -27,7 +27,7 @@ pg_bin=${C960_PG_BIN:-/usr/lib/postgresql/15/bin}
 # runs): the database server (stopped), anything else running in their namespaces, the
 # namespaces, their files.
 remove_stale() {
-  local ns dir
+  local dir
   for dir in "$C960_DEPLOY_STATE"/failover.*; do
     [[ -d "$dir" && "$dir" =~ failover\.([0-9]+)$ ]] || continue
     kill -0 "${BASH_REMATCH[1]}" 2>/dev/null && continue
@@ -35,13 +35,7 @@ remove_stale() {
     [[ -d "$dir/pg/data" ]] && runuser -u postgres -- "$pg_bin/pg_ctl" -D "$dir/pg/data" -m immediate -w stop >/dev/null 2>&1
     rm -rf "$dir"
   done
-  while read -r ns _; do
-    if [[ "$ns" =~ ^c960f([0-9]+)- ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
-      log "removing $ns, left by an earlier run"
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-      ip netns del "$ns" || true
-    fi
-  done < <(ip netns list)
+  netns_remove_stale c960f
 }
 if [[ "${1:-}" == --cleanup ]]; then
   remove_stale
@@ -123,17 +117,7 @@ remove_stale
 # The network: a switch namespace holding the bridge, one veth from each host to it (port pN
 # on the switch for the host at .20N).
 in_ns() { ip netns exec "$@"; }
-for ns in "${all_ns[@]}"; do ip netns add "$ns"; in_ns "$ns" ip link set lo up; done
-in_ns "$ns_sw" ip link add br0 type bridge
-in_ns "$ns_sw" ip link set br0 up
-i=1
-for ns in "${hosts[@]}"; do
-  ip link add eth0 netns "$ns" type veth peer name "p$i" netns "$ns_sw"
-  in_ns "$ns_sw" ip link set "p$i" master br0 up
-  in_ns "$ns" ip addr add "$net.$((200 + i))/24" dev eth0
-  in_ns "$ns" ip link set eth0 up
-  i=$((i + 1))
-done
+netns_switch "$ns_sw" "$net" 201 p "${hosts[@]}"
 log "six hosts on $net.0/24: database $db_ip, coordinators $c1_ip and $c2_ip, workers $net.204 and $net.205, client $client_ip"
 
 # TLS and tokens; the certificate names both coordinators. The database's own certificate,

@@ -230,3 +230,39 @@ install_secrets() {
   cp "$1/ca.crt" "$1/coordinator.crt" "$1/coordinator.key" "$2/tls/"
   cp "$1/tokens" "$1/enroll.token" "$2/"
 }
+
+# --- network namespaces: several "machines" on one host (netns_test.sh, failover_test.sh) -----
+# netns_remove_stale PREFIX: the namespaces named PREFIX<pid>-... whose test (that pid) no longer
+# runs, with anything still running in them.
+netns_remove_stale() {
+  local ns
+  while read -r ns _; do
+    if [[ "$ns" =~ ^$1([0-9]+)- ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
+      log "removing $ns, left by an earlier run"
+      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+      ip netns del "$ns" || true
+    fi
+  done < <(ip netns list)
+}
+# netns_switch SWITCH NET FIRST PORT HOST...: makes the namespaces SWITCH and HOST..., a bridge
+# br0 in SWITCH, and for the k-th HOST (k from 1) a veth eth0 whose other end is port PORTk on the
+# bridge, with the address NET.(FIRST + k - 1)/24. Nothing of it lives in the host's namespace, so
+# the host's firewall (which may drop forwarded traffic, as Docker's does) never sees these
+# packets, and deleting the namespaces removes everything.
+netns_switch() {
+  local sw=$1 net=$2 first=$3 port=$4 ns k=1
+  shift 4
+  for ns in "$sw" "$@"; do
+    ip netns add "$ns"
+    ip netns exec "$ns" ip link set lo up
+  done
+  ip netns exec "$sw" ip link add br0 type bridge
+  ip netns exec "$sw" ip link set br0 up
+  for ns in "$@"; do
+    ip link add eth0 netns "$ns" type veth peer name "$port$k" netns "$sw"
+    ip netns exec "$sw" ip link set "$port$k" master br0 up
+    ip netns exec "$ns" ip addr add "$net.$((first + k - 1))/24" dev eth0
+    ip netns exec "$ns" ip link set eth0 up
+    k=$((k + 1))
+  done
+}

@@ -16,16 +16,7 @@ source "$(dirname "$0")/lib.sh"
 
 # Namespaces of runs that died before their cleanup (the pid in the name no longer runs), with
 # anything still running in them.
-remove_stale() {
-  local ns
-  while read -r ns _; do
-    if [[ "$ns" =~ ^c960t([0-9]+)- ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
-      log "removing $ns, left by an earlier run"
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-      ip netns del "$ns" || true
-    fi
-  done < <(ip netns list)
-}
+remove_stale() { netns_remove_stale c960t; }
 if [[ "${1:-}" == --cleanup ]]; then
   remove_stale
   echo "netns_cleanup: 1 passed, 0 failed"
@@ -110,22 +101,10 @@ trap 'exit 143' TERM INT
 
 remove_stale
 
-# The network: a switch namespace holding the bridge, and one veth from each VM to it. Nothing
-# of it lives in the host's namespace, so the host's firewall (which may drop forwarded traffic,
-# as Docker's does) never sees these packets, and deleting the namespaces removes everything.
+# The network: a switch namespace holding the bridge, and one veth from each VM to it
+# (netns_switch, lib.sh: nothing of it lives in the host's namespace).
 in_ns() { ip netns exec "$@"; }
-for ns in "${all_ns[@]}"; do ip netns add "$ns"; in_ns "$ns" ip link set lo up; done
-in_ns "$ns_sw" ip link add br0 type bridge
-in_ns "$ns_sw" ip link set br0 up
-i=$first_host
-for ns in "$ns_coord" "$ns_w1" "$ns_w2"; do
-  port="vm$((i - first_host + 1))"
-  ip link add eth0 netns "$ns" type veth peer name "$port" netns "$ns_sw"
-  in_ns "$ns_sw" ip link set "$port" master br0 up
-  in_ns "$ns" ip addr add "$net.$i/24" dev eth0
-  in_ns "$ns" ip link set eth0 up
-  i=$((i + 1))
-done
+netns_switch "$ns_sw" "$net" "$first_host" vm "$ns_coord" "$ns_w1" "$ns_w2"
 log "three VMs on $net.0/24: coordinator $coord_ip, workers $net.$((first_host + 1)) and $net.$((first_host + 2))"
 
 # TLS and tokens: the coordinator's certificate names the address the workers dial.
