@@ -89,16 +89,7 @@ cleanup() {
   done
   for name in "${!pid_of[@]}"; do kill -KILL "${pid_of[$name]}" 2>/dev/null; wait "${pid_of[$name]}" 2>/dev/null; done
   [[ -d "$work/pg/data" ]] && runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -w stop >/dev/null 2>&1
-  local ns
-  for ns in "${all_ns[@]}"; do
-    if grep -qw -- "$ns" <<<"$(ip netns list)"; then
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-      ip netns del "$ns"
-    fi
-  done
-  local left
-  left=$(ip netns list | grep -- "$tag-")
-  [[ -z "$left" ]] || { echo "FAIL: namespaces left: $left" >&2; rc=1; }
+  netns_remove "$tag" "${all_ns[@]}" || rc=1
   # Interfaces of this test's names that appeared in the host's namespace (others, such as
   # containers' veths, come and go with whatever else runs on the host).
   host_links >"$work/host.after"

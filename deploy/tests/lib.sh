@@ -266,3 +266,17 @@ netns_switch() {
     k=$((k + 1))
   done
 }
+# netns_remove TAG NS...: each NS with anything still running in it (nothing should), its veth
+# ends and bridge; then fails (status 1, said on stderr) if a namespace named TAG-... is left.
+netns_remove() {
+  local tag=$1 ns left
+  shift
+  for ns in "$@"; do
+    if grep -qw -- "$ns" <<<"$(ip netns list)"; then
+      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+      ip netns del "$ns"
+    fi
+  done
+  left=$(ip netns list | grep -- "$tag-")
+  [[ -z "$left" ]] || { echo "FAIL: namespaces left: $left" >&2; return 1; }
+}

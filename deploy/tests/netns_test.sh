@@ -74,18 +74,7 @@ cleanup() {
     set -- $r
     ip netns exec "$1" iptables -D "${@:2}" 2>/dev/null
   done
-  local ns
-  for ns in "${all_ns[@]}"; do
-    if grep -qw -- "$ns" <<<"$(ip netns list)"; then
-      # Anything still running in it (nothing should), then the namespace with its veth ends and
-      # the bridge.
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-      ip netns del "$ns"
-    fi
-  done
-  local left
-  left=$(ip netns list | grep -- "$tag-")
-  [[ -z "$left" ]] || { echo "FAIL: namespaces left: $left" >&2; rc=1; }
+  netns_remove "$tag" "${all_ns[@]}" || rc=1
   host_state >"$work/host.after"
   if ! diff "$work/host.before" "$work/host.after" >"$work/host.diff"; then
     echo "FAIL: the host's interfaces or iptables rules changed:" >&2
