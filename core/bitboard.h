@@ -23,7 +23,7 @@ constexpr Bitboard kDarkSquares = 0xAA55AA55AA55AA55ULL;
 
 constexpr bool more_than_one(Bitboard b) { return b & (b - 1); }
 constexpr int popcount(Bitboard b) { return std::popcount(b); }
-inline Square lsb(Bitboard b) {
+[[gnu::always_inline]] inline Square lsb(Bitboard b) {
   assert(b);
   return Square(__builtin_ctzll(b));  // b != 0: no test for zero, unlike std::countr_zero
 }
@@ -31,7 +31,7 @@ inline Square msb(Bitboard b) {
   assert(b);
   return Square(63 - __builtin_clzll(b));
 }
-inline Square pop_lsb(Bitboard& b) {
+[[gnu::always_inline]] inline Square pop_lsb(Bitboard& b) {
   const Square s = lsb(b);
   b &= b - 1;
   return s;
@@ -108,7 +108,7 @@ struct Magic {
   Bitboard* pext_attacks;  // pext-indexed table
   unsigned shift;
 
-  unsigned magic_index(Bitboard occ) const { return unsigned(((occ & mask) * magic) >> shift); }
+  [[gnu::always_inline]] unsigned magic_index(Bitboard occ) const { return unsigned(((occ & mask) * magic) >> shift); }
 };
 
 extern Magic RookMagics[SQUARE_NB];
@@ -147,7 +147,7 @@ const char* to_string(Sliders method);
 // The PEXT instruction. Portable builds (no -mbmi2) emit it through inline assembly, which the
 // compiler accepts without BMI2 code generation, so that nothing else in the binary uses BMI2;
 // it only runs where sliders() == Pext, i.e. on CPUs that have it.
-inline Bitboard pext(Bitboard b, Bitboard mask) {
+[[gnu::always_inline]] inline Bitboard pext(Bitboard b, Bitboard mask) {
 #if defined(__BMI2__)
   return _pext_u64(b, mask);
 #elif defined(__x86_64__)
@@ -165,24 +165,26 @@ constexpr Bitboard knight_attacks(Square s) { return detail::kSteps.knight[s]; }
 constexpr Bitboard king_attacks(Square s) { return detail::kSteps.king[s]; }
 constexpr Bitboard pawn_attacks(Color c, Square s) { return detail::kSteps.pawn[c][s]; }
 
-// The hot code's lookups. The magic tables are filled when the method is first set to Magic
-// (at start-up or by set_sliders), so Magic lookups are valid once sliders() has been Magic.
+// The hot code's lookups, always inlined (as pop_lsb): a profile-guided build left them, and
+// perft's make functions, as calls in code its training ran little (hashed perft was then twice as
+// slow; see core/perft_board.h). The magic tables are filled when the method is first set to
+// Magic (at start-up or by set_sliders), so Magic lookups are valid once sliders() has been Magic.
 template <Sliders S>
-inline Bitboard bishop_attacks(Square s, Bitboard occ) {
+[[gnu::always_inline]] inline Bitboard bishop_attacks(Square s, Bitboard occ) {
   if constexpr (S == Sliders::Pext)
     return BishopPext[s].attacks[pext(occ, BishopPext[s].mask)];
   else
     return BishopMagics[s].attacks[BishopMagics[s].magic_index(occ)];
 }
 template <Sliders S>
-inline Bitboard rook_attacks(Square s, Bitboard occ) {
+[[gnu::always_inline]] inline Bitboard rook_attacks(Square s, Bitboard occ) {
   if constexpr (S == Sliders::Pext)
     return RookPext[s].attacks[pext(occ, RookPext[s].mask)];
   else
     return RookMagics[s].attacks[RookMagics[s].magic_index(occ)];
 }
 template <Sliders S>
-inline Bitboard queen_attacks(Square s, Bitboard occ) {
+[[gnu::always_inline]] inline Bitboard queen_attacks(Square s, Bitboard occ) {
   return bishop_attacks<S>(s, occ) | rook_attacks<S>(s, occ);
 }
 
