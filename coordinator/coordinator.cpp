@@ -328,12 +328,11 @@ void Coordinator::refuse_damaged(Job* j, const std::string& why) {
   // Serving it would report wrong or empty results as if they were right: fail it, loudly.
   j->damaged = true;
   drop_leases(j);
+  j->queues.clear(j->units);
   j->units.clear();
   j->groups.clear();
   j->folded.clear();
   j->ready.clear();
-  j->fresh.clear();
-  j->replicas.clear();
   j->active.clear();
   j->verifying.clear();
   j->done = 0;
@@ -362,8 +361,7 @@ void Coordinator::apply_failed(Job* j, const std::string& why, int64_t finished_
             {{"job", j->id}, {"kind", j->kind->capability()}, {"reason", why}});
   j->state = v1::JOB_STATE_FAILED;
   j->finished_ms = finished_ms;
-  j->fresh.clear();
-  j->replicas.clear();
+  j->queues.clear(j->units);
   drop_leases(j);
   table_.finished(j);
   changed();
@@ -419,7 +417,7 @@ std::string Coordinator::notice(const Job& j) const {
   // Waiting for a second credential now, or bound to at submit: every unit of a job verified
   // twice, or of workers not trusted yet, needs one.
   const bool needs_second =
-      !j.verifying.empty() || !j.replicas.empty() ||
+      !j.verifying.empty() || j.queues.size(coord::Lane::kReplicas) > 0 ||
       (j.done == 0 && (j.verify == v1::VERIFY_MODE_ALL || j.verify == v1::VERIFY_MODE_HOSTS || !trusted));
   if (j.verify == v1::VERIFY_MODE_HOSTS) {
     if (needs_second && hosts.size() < 2)
@@ -589,8 +587,7 @@ absl::StatusOr<std::unique_ptr<Coordinator::Job>> Coordinator::store_new_job(con
     s.units.push_back(std::move(su));
     j->units[i].spec = std::move(plan.units[i].first);
     j->units[i].meta = std::move(plan.units[i].second);
-    j->units[i].queued = true;
-    j->fresh.push_back(int64_t(i));
+    j->queues.push(j->units, int64_t(i), coord::Lane::kFresh);
   }
   track_groups(j.get(), 0, int64_t(j->units.size()));
   if (s.units.size() <= kUnitsPerStoreBatch) {
@@ -734,7 +731,7 @@ absl::StatusOr<v1::Job> Coordinator::submit(const Caller& caller, const v1::Subm
              {"plan_ms", clock_->now_ms() - submitted_ms}});
   ++counters_.jobs_submitted;
   table_.add(std::move(*stored));
-  if (!raw->fresh.empty()) work_arrived();
+  if (raw->queues.size(coord::Lane::kFresh) > 0) work_arrived();
   changed();
   return snapshot(*raw);
 }
@@ -790,8 +787,7 @@ absl::StatusOr<v1::Job> Coordinator::cancel(const Caller& caller, const std::str
     }
     j->state = v1::JOB_STATE_CANCELLED;
     j->finished_ms = now;
-    j->fresh.clear();
-    j->replicas.clear();
+    j->queues.clear(j->units);
     drop_leases(j);
     table_.finished(j);
     const std::string by = caller.identity.empty() ? "anonymous" : caller.identity;
@@ -1049,6 +1045,11 @@ std::string Coordinator::check_parts() const {
   std::lock_guard lock(mu_);
   if (std::string t = table_.check(); !t.empty()) return absl::StrCat("jobs: ", t);
   if (std::string r = registry_.check(); !r.empty()) return absl::StrCat("workers: ", r);
+  for (const Job* j : table_.all()) {
+    if (std::string q = j->queues.check(j->units); !q.empty()) return absl::StrCat("job ", j->id, "'s queues: ", q);
+    if (j->state != v1::JOB_STATE_RUNNING && !j->queues.empty())
+      return absl::StrCat("job ", j->id, " is not running but queues units");
+  }
   return "";
 }
 

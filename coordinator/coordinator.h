@@ -306,7 +306,7 @@ class Coordinator {
   std::vector<std::pair<std::string, int>> placement_candidates(const Job& j) const;
   // The owner that computes unit i's next copy, drawn among the candidates eligible for it
   // ("": none).
-  std::string place_copy(Job* j, int64_t i, int64_t now, const std::vector<std::pair<std::string, int>>& candidates);
+  std::string place_copy(const Job& j, int64_t i, const std::vector<std::pair<std::string, int>>& candidates);
   // Leases the owner may hold now (its live workers' threads, the ceiling).
   int64_t owner_cap(const std::string& owner) const;
   // Placements whose owner went away or did not lease them in time go back to the queues.
@@ -352,7 +352,9 @@ class Coordinator {
   // The in-memory part of fail_job, once the store holds it.
   void apply_failed(Job* j, const std::string& why, int64_t finished_ms);
 
-  // Queues and leases.
+  // Queues and leases. Queues unit i (in the fresh lane while it has no copy, else in the
+  // replicas lane; at the front for a copy given back) if it wants a copy, its job runs, and it
+  // is not queued or placed already.
   void enqueue(Job* j, int64_t i, bool front = false);
   // Lazy planning: the waiter thread expands the next roots of jobs below their low-water mark
   // without the lock (refill_jobs), then stores the units with the moved cursor and queues them

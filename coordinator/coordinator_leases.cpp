@@ -60,12 +60,12 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
   for (Job* j : table_.running()) {
     if (planned >= max_units) break;
     if (!s.capabilities.count(j->kind->capability())) continue;
-    if (int64_t(j->fresh.size()) < options_.lazy_low_water_units && !j->refilling && !j->kind->fully_planned(j->plan)) {
+    if (int64_t(j->queues.size(coord::Lane::kFresh)) < options_.lazy_low_water_units && !j->refilling &&
+        !j->kind->fully_planned(j->plan)) {
       j->refilling = true;
       polls_.refill_wanted();
     }
-    auto mine = j->placed.find(s.voter);
-    if (j->fresh.empty() && j->replicas.empty() && (mine == j->placed.end() || mine->second.empty())) continue;
+    if (j->queues.empty_for(s.voter)) continue;
     if (!runs(s, *j->kind, j->spec)) continue;
     std::vector<Store::Lease> rows;
     std::set<int64_t> mine_now;  // units planned for this worker: it holds one copy of each at most
@@ -75,22 +75,17 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
       plan_lease(*j, i, s, &rows);
     };
     // First the copies the coordinator placed with this owner.
-    if (mine != j->placed.end()) {
-      std::deque<int64_t>& q = mine->second;
-      while (room() && !q.empty()) {
-        const int64_t i = q.front();
-        q.pop_front();
-        if (!j->units.live(i) || j->units[i].placed != s.voter) continue;  // stale entry
-        Unit& u = j->units[i];
-        u.placed.clear();
-        if (!needs_copy(*j, u) || mine_now.count(i)) continue;
-        if (!may_compute(*j, u)) {  // another worker of this owner took it meanwhile: placed again
-          enqueue(j, i, true);
-          continue;
-        }
-        lease(i);
+    while (room()) {
+      const std::optional<int64_t> next = j->queues.pop_placed(j->units, s.voter);
+      if (!next) break;
+      const int64_t i = *next;
+      const Unit& u = j->units[i];
+      if (!needs_copy(*j, u) || mine_now.count(i)) continue;
+      if (!may_compute(*j, u)) {  // another worker of this owner took it meanwhile: placed again
+        enqueue(j, i, true);
+        continue;
       }
-      if (q.empty()) j->placed.erase(mine);
+      lease(i);
     }
     // Then the queues: units that wait for another voter's result, then fresh ones. Under verify
     // all and adaptive the coordinator places each copy with an owner drawn at random among the
@@ -102,13 +97,14 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
     const bool root = rank_of(s.voter) == kRankRoot;
     std::vector<int64_t> skipped;
     std::optional<std::vector<std::pair<std::string, int>>> candidates;  // found at the first placement
-    auto take = [&](std::deque<int64_t>& q, int limit, bool replicas) {
-      for (int looked = 0; room() && !q.empty() && looked < limit; ++looked) {
-        const int64_t i = q.front();
-        q.pop_front();
+    auto take = [&](coord::Lane lane, int limit) {
+      const bool replicas = lane == coord::Lane::kReplicas;
+      for (int looked = 0; room() && looked < limit; ++looked) {
+        const std::optional<int64_t> next = j->queues.pop(j->units, lane);
+        if (!next) break;
+        const int64_t i = *next;
         if (!j->units.live(i)) continue;  // folded since it was queued
-        Unit& u = j->units[i];
-        u.queued = false;
+        const Unit& u = j->units[i];
         if (!needs_copy(*j, u) || mine_now.count(i)) continue;  // stale entry
         if (!places(*j) || (root && may_compute(*j, u))) {
           if (replicas && !may_compute(*j, u)) {
@@ -119,27 +115,23 @@ absl::Status Coordinator::lease_units(Session& s, int max_units, v1::AcquireWork
           continue;
         }
         if (!candidates) candidates = placement_candidates(*j);
-        const std::string owner = place_copy(j, i, now, *candidates);
+        const std::string owner = place_copy(*j, i, *candidates);
         if (owner.empty()) {  // no eligible owner connected: it waits (the notice says so)
           ++stalled;
           skipped.push_back(i);
           continue;
         }
         if (owner == s.voter && may_compute(*j, u)) {
-          u.placed.clear();
           lease(i);
           continue;
         }
-        j->placed[owner].push_back(i);
+        j->queues.place(j->units, i, owner, now);
         placed_elsewhere = true;
       }
     };
-    take(j->replicas, kMaxReplicaScan, true);
-    take(j->fresh, kMaxPlacementScan, false);
-    for (int64_t i : skipped) {
-      j->replicas.push_back(i);
-      j->units[i].queued = true;
-    }
+    take(coord::Lane::kReplicas, kMaxReplicaScan);
+    take(coord::Lane::kFresh, kMaxPlacementScan);
+    for (int64_t i : skipped) j->queues.push(j->units, i, coord::Lane::kReplicas);
     j->stalled = stalled;
     if (placed_elsewhere) work_arrived();
     if (!rows.empty()) {

@@ -1009,8 +1009,7 @@ absl::Status Coordinator::reopen(Job* j, int64_t group) {
 void Coordinator::finish_job(Job* j, int64_t now) {
   j->state = v1::JOB_STATE_SUCCEEDED;
   j->finished_ms = now;
-  j->fresh.clear();
-  j->replicas.clear();
+  j->queues.clear(j->units);
   // Leases still out (spot checks) no longer count against their credentials' caps: the sweep
   // does not walk finished jobs. Their results are still compared when they come.
   drop_leases(j);
@@ -1082,16 +1081,9 @@ void Coordinator::quarantine_voter(const std::string& voter, const std::string& 
   registry_.quarantine_voter(voter);  // no longer a trusted owner
   // Copies placed with it are placed again (running jobs only: a final job places nothing).
   for (Job* j : table_.running()) {
-    auto it = j->placed.find(voter);
-    if (it == j->placed.end()) continue;
+    if (!j->queues.has_placed(voter)) continue;
     keep(j);
-    std::deque<int64_t> q = std::move(it->second);
-    j->placed.erase(it);
-    for (int64_t i : q)
-      if (j->units.live(i) && j->units[i].placed == voter) {
-        j->units[i].placed.clear();
-        enqueue(j, i, true);
-      }
+    for (int64_t i : j->queues.unplace_all(j->units, voter)) enqueue(j, i, true);
   }
   std::vector<std::string> keys;
   for (const auto& [key, w] : registry_.workers())

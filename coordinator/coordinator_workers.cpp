@@ -1,6 +1,8 @@
-// The coordinator's queues of units, voters and ranks, placement, and the leases of copies
-// (planned, then applied). The job model is in job.h, the parts that own state in job_table.h,
-// worker_registry.h and long_polls.h. The calls for workers are split by concept:
+// What the coordinator's worker-facing files share: whether a unit wants a copy, queueing it
+// (enqueue: the queues themselves are the job's UnitQueues), voters and ranks, placement (who
+// computes a unit's next copy), and the leases of copies (planned, then applied). The job model
+// is in job.h, the parts that own state in job_table.h, unit_queues.h, worker_registry.h and
+// long_polls.h. The calls for workers are split by concept:
 // coordinator_registry.cpp (sessions, the worker registry), coordinator_leases.cpp (leases, long
 // polls, renewals, the sweep), coordinator_results.cpp (completions, verification, folding,
 // quarantine, failure reports).
@@ -44,15 +46,10 @@ bool Coordinator::needs_copy(const Job& j, const Unit& u) const {
 // Queues
 
 void Coordinator::enqueue(Job* j, int64_t i, bool front) {
-  if (!j->units.live(i)) return;
-  Unit& u = j->units[i];
-  if (u.queued || !u.placed.empty() || !needs_copy(*j, u) || j->state != v1::JOB_STATE_RUNNING) return;
-  std::deque<int64_t>& q = u.copies.empty() ? j->fresh : j->replicas;
-  if (front)
-    q.push_front(i);
-  else
-    q.push_back(i);
-  u.queued = true;
+  if (!j->units.live(i) || j->queues.holds(j->units, i)) return;
+  const Unit& u = j->units[i];
+  if (!needs_copy(*j, u) || j->state != v1::JOB_STATE_RUNNING) return;
+  j->queues.push(j->units, i, u.copies.empty() ? coord::Lane::kFresh : coord::Lane::kReplicas, front);
   work_arrived();
 }
 
@@ -121,10 +118,10 @@ std::vector<std::pair<std::string, int>> Coordinator::placement_candidates(const
   return {owners.begin(), owners.end()};
 }
 
-std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now,
+std::string Coordinator::place_copy(const Job& j, int64_t i,
                                     const std::vector<std::pair<std::string, int>>& candidates) {
-  Unit& u = j->units[i];
-  const int want_rank = next_rank(votes_of(*j, i));
+  const Unit& u = j.units[i];
+  const int want_rank = next_rank(votes_of(j, i));
   // Owners that hold a copy (leased, sent, given up or held too long) are involved: never twice.
   std::set<std::string> involved;
   for (const Copy& c : u.copies)
@@ -133,33 +130,16 @@ std::string Coordinator::place_copy(Job* j, int64_t i, int64_t now,
   for (const auto& [owner, rank] : candidates)
     if (rank >= want_rank && !involved.count(owner)) eligible.push_back(owner);
   const std::optional<std::string> owner = place(eligible, rng_);
-  if (!owner) return "";
-  u.placed = *owner;
-  u.placed_ms = now;
-  return *owner;
+  return owner ? *owner : "";
 }
 
 void Coordinator::replace_stale(int64_t now) {
   std::set<std::string> live;
   for (const auto& [id, s] : registry_.sessions())
     if (!s.lost) live.insert(s.voter);
-  for (Job* j : table_.running()) {
-    for (auto it = j->placed.begin(); it != j->placed.end();) {
-      std::deque<int64_t>& q = it->second;
-      const bool gone = !live.count(it->first) || registry_.quarantined(it->first);
-      while (!q.empty()) {
-        const int64_t i = q.front();
-        if (j->units.live(i) && j->units[i].placed == it->first && !gone &&
-            now - j->units[i].placed_ms <= options_.placement_ms)
-          break;  // in placement order: the rest are newer
-        q.pop_front();
-        if (!j->units.live(i) || j->units[i].placed != it->first) continue;
-        j->units[i].placed.clear();
-        enqueue(j, i, true);
-      }
-      it = q.empty() ? j->placed.erase(it) : std::next(it);
-    }
-  }
+  const auto gone = [&](const std::string& owner) { return !live.count(owner) || registry_.quarantined(owner); };
+  for (Job* j : table_.running())
+    for (int64_t i : j->queues.unplace_expired(j->units, now, options_.placement_ms, gone)) enqueue(j, i, true);
 }
 
 bool Coordinator::runs(const Session& s, const JobKind& kind, const v1::JobSpec& spec, std::string* why) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <openssl/rand.h>
 #include <random>
 #include <string>
 #include <utility>
@@ -23,12 +24,20 @@ namespace c960::cluster::workers_internal {
 // Rates of workers for `c960 workers`: over this window.
 inline constexpr int64_t kWorkerRateWindowMs = 120'000;
 
-// From the system's randomness; from `seeded` where the coordinator was given a seed (tests and
-// the simulation, whose failing seeds must replay: the order of sessions follows their ids).
+// 128 bits from OpenSSL's generator (seeded once from the system); from `seeded` where the
+// coordinator was given a seed (tests and the simulation, whose failing seeds must replay: the
+// order of sessions follows their ids). Not a std::random_device per id: constructing one runs
+// CPUID and each number is an RDSEED retried while the CPU has no entropy ready: on a loaded
+// virtual machine that was about 56 of a Hello's 60 µs of CPU.
 inline std::string new_session_id(std::mt19937_64* seeded) {
   if (seeded) return absl::StrFormat("s-%016x%016x", (*seeded)(), (*seeded)());
-  std::random_device rd;
-  return absl::StrFormat("s-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  uint64_t r[2] = {0, 0};
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(r), sizeof r) != 1) {
+    std::random_device rd;  // OpenSSL could not seed itself: the system's device, slower
+    r[0] = uint64_t(rd()) << 32 | rd();
+    r[1] = uint64_t(rd()) << 32 | rd();
+  }
+  return absl::StrFormat("s-%016x%016x", r[0], r[1]);
 }
 
 inline absl::Status unknown_worker(const std::string& id) {

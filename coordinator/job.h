@@ -4,9 +4,8 @@
 // Invariants:
 //  - a unit index, once given out by the plan, never moves or repeats; folded units keep no
 //    state (Units);
-//  - `queued` is true exactly while the unit is in its job's fresh or replicas queue (entries
-//    there may be stale: a popped unit is used only if it still needs a copy);
-//  - `placed` names the owner whose queue in `Job::placed` holds the unit (also stale-tolerant);
+//  - a unit's `queue` mark and its job's `queues` agree (UnitQueues, unit_queues.h, which alone
+//    reads and writes the mark); a job that is not RUNNING queues nothing;
 //  - `active` holds the units with a lease out, `verifying` the unsettled units with a result
 //    that waits for another.
 #pragma once
@@ -23,6 +22,7 @@
 #include "c960/v1/cluster.pb.h"
 #include "c960/v1/store.pb.h"
 #include "coordinator/job_kind.h"
+#include "coordinator/unit_queues.h"
 #include "core/perft.h"
 
 namespace c960::cluster::coord {
@@ -49,10 +49,8 @@ struct Unit {
   std::optional<v1::UnitResult> result;  // the settled result as held in memory (JobKind::settle_form)
   std::string settled;                   // its kept form
   int32_t votes = 0;                     // copies that sent it
-  bool queued = false;                   // in the job's fresh or replicas queue
-  std::string placed;                    // the owner its next copy is placed with (in job.placed)
-  int64_t placed_ms = 0;
-  bool folded = false;  // its group was folded: no state left (Units)
+  QueueMark queue;                       // its place in the job's queues (UnitQueues)
+  bool folded = false;                   // its group was folded: no state left (Units)
 
   int leases() const;
   int results() const;  // valid results sent (not discarded)
@@ -126,12 +124,8 @@ struct Job {
   std::map<int64_t, Group> groups;   // groups with units in memory, by group
   std::map<int64_t, Folded> folded;  // by group
   std::vector<int64_t> ready;        // groups whose units are all settled, to fold
-  // Units that want a copy: never leased yet (fresh), or wanting one more (replicas). Entries
-  // may be stale: a popped unit is used only if it still needs a copy.
-  std::deque<int64_t> fresh, replicas;
-  // Units whose next copy the coordinator placed with an owner, by owner: only that owner's
-  // workers lease them (entries may be stale: a unit is used only if still placed there).
-  std::map<std::string, std::deque<int64_t>> placed;
+  // Units that want a copy (fresh, replicas) and copies placed with an owner (unit_queues.h).
+  UnitQueues queues;
   int64_t stalled = 0;          // units found with no eligible owner at the last look (the notice)
   int64_t audited = 0;          // units settled through an audit (a root's copy beside untrusted ones)
   std::set<int64_t> active;     // units with a lease out

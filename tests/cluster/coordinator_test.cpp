@@ -646,5 +646,25 @@ TEST(PerftKindTest, TotalsPast2To64AggregateExactly) {
   EXPECT_EQ(from_proto(wire), NodeCount(big) * 6);
 }
 
+// Without a seed (a daemon), session ids come from OpenSSL's generator: 128 bits as 32 hex
+// digits, none repeated (each Hello of the worker replaces its session).
+TEST_F(CoordinatorTest, UnseededSessionIdsAreRandomAndDistinct) {
+  CoordinatorOptions o;
+  o.waiter_thread = false;
+  Coordinator c(store_.get(), &clock_, o);
+  ASSERT_TRUE(c.load().ok());
+  std::set<std::string> ids;
+  for (int k = 0; k < 200; ++k) {
+    absl::StatusOr<v1::HelloResponse> r = c.hello(Caller::local(), hello_request("w", hello_options_));
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::string& id = r->worker_id();
+    ASSERT_EQ(id.size(), 34u) << id;
+    EXPECT_TRUE(absl::StartsWith(id, "s-")) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 2), std::string::npos) << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 200u);
+}
+
 }  // namespace
 }  // namespace c960::cluster

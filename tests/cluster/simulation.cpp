@@ -661,6 +661,9 @@ class Simulation {
       last_checked_ = memory;
     }
     if (const std::string leases = coordinator_->check_lease_counts(); !leases.empty()) violation(leases);
+    // The parts' own invariants (the job table, the registry, each job's queues and their marks).
+    if (const std::string parts = coordinator_->check_parts(); !parts.empty())
+      violation(absl::StrCat("parts: ", parts));
     v1::ListWorkersRequest lw;
     lw.set_include_lost(true);
     absl::StatusOr<v1::ListWorkersResponse> ws = coordinator_->list_workers(Caller::local(), lw);
