@@ -332,5 +332,35 @@ TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAllRefuseBacksOffAndStopsAtOnce
   EXPECT_LE(set->moves(), 20) << log;
 }
 
+// Coordinators that all answer, as standbys naming no leader: before, a worker logged two lines
+// a try (the move and the retry) and tried again after 50 to 100 ms, doubling to 5 s: twelve
+// lines or more in 3 s. It now tries each once, then logs one line per wait (1 s, 1.6 s, ...
+// ceilings with full jitter): eleven lines in 3 s would need ten waits drawn near 0.
+TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAreAllStandbysNamingNobodyLogsOneLinePerWait) {
+  FakeCoordinator a("a"), b("b");
+  a.standby("");
+  b.standby("");
+  WorkerOptions options;
+  options.hash_mb = 0;
+  options.name = "lonely";
+  Worker worker(grpc_connection(std::make_shared<CoordinatorSet>(plain(absl::StrCat(a.address(), ",", b.address())))),
+                options);
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> code{-1};
+  std::thread running([&] { code = worker.run(); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window lines are counted over
+  const int calls = a.calls() + b.calls();
+  worker.request_stop();
+  running.join();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code.load(), 0) << log;
+  int lines = 0;
+  for (char c : log) lines += c == '\n';
+  EXPECT_GE(lines, 2) << "the first move and the first wait are said";
+  EXPECT_LE(lines, 11) << log;
+  EXPECT_GE(calls, 2) << "each was tried";
+  EXPECT_LE(calls, 20);
+}
+
 }  // namespace
 }  // namespace c960::cluster
