@@ -372,7 +372,7 @@ inline constexpr int64_t kBackoffMaxMs = 5'000;                     // its retri
 inline constexpr int64_t kRetryInitialMs = 1'000;
 inline constexpr double kRetryMultiplier = 1.6;
 inline constexpr int64_t kRetryMaxMs = 30'000;
-inline constexpr int kDefaultWorkerHashMb = 64;                     // perft hash shared by a worker's threads
+inline constexpr int kDefaultWorkerHashMb = 64;  // perft hash shared by a worker's threads
 // What a self-play job may set on a worker's UCI engine unless the operator says otherwise
 // (c960-worker --engine-option): Hash up to this many MiB, one search thread. Nothing else.
 inline constexpr int kDefaultEngineHashMaxMb = 256;

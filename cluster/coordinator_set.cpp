@@ -144,11 +144,11 @@ CoordinatorSet::After CoordinatorSet::after(size_t index, const grpc::Status& st
     }
   }
   if (why.empty())
-    why = not_leader ? "a standby that names no leader of this set"
-                     : absl::StrCat("no answer (",
-                                    status.error_code() == grpc::StatusCode::UNAVAILABLE ? "UNAVAILABLE"
-                                                                                         : "DEADLINE_EXCEEDED",
-                                    status.error_message().empty() ? "" : ": ", status.error_message(), ")");
+    why = not_leader
+              ? "a standby that names no leader of this set"
+              : absl::StrCat("no answer (",
+                             status.error_code() == grpc::StatusCode::UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
+                             status.error_message().empty() ? "" : ": ", status.error_message(), ")");
   out.round_over = count_failure();
   move_to(to, why);
   out.moved = current_ != before;

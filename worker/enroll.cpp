@@ -108,12 +108,11 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
     if (backoff.failures() == 1 || backoff.failures() % 5 == 0) {
       // gRPC says only that the call failed; the probe says why (a wrong CA, a certificate not
       // made for the host dialled, ...), as the worker does once it has its credential.
-      const std::string probed =
-          diagnose_connection(target.address, options.tls ? &*options.tls : nullptr).message;
+      const std::string probed = diagnose_connection(target.address, options.tls ? &*options.tls : nullptr).message;
       if (!probed.empty()) why = probed;
     }
-    log_warning(absl::StrCat("enrolling: no coordinator took the join token (", coordinators.describe(), "; last: ",
-                             target.address, ": ", why, "); trying again in ", wait, " ms"));
+    log_warning(absl::StrCat("enrolling: no coordinator took the join token (", coordinators.describe(),
+                             "; last: ", target.address, ": ", why, "); trying again in ", wait, " ms"));
     if (!stop.wait_ms(wait)) break;
   }
   return absl::CancelledError("stopped before enrolling");

@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  static c960::cluster::StopSignal stopped;             // outlives the detached signal thread
+  static c960::cluster::StopSignal stopped;              // outlives the detached signal thread
   static std::atomic<c960::cluster::Worker*> running{};  // the worker, once it exists
   std::thread signals([stop] {
     int sig = 0;

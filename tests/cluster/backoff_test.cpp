@@ -22,8 +22,7 @@ TEST(BackoffTest, CeilingsGrowByTheMultiplierUpToTheCap) {
   Backoff top(BackoffPolicy{.initial_ms = 1000, .multiplier = 1.6, .max_ms = 30'000}, always(1.0));
   std::vector<int64_t> waits;
   for (int k = 0; k < 10; ++k) waits.push_back(top.next_ms());
-  EXPECT_EQ(waits,
-            (std::vector<int64_t>{1000, 1600, 2560, 4096, 6554, 10486, 16777, 26844, 30'000, 30'000}));
+  EXPECT_EQ(waits, (std::vector<int64_t>{1000, 1600, 2560, 4096, 6554, 10486, 16777, 26844, 30'000, 30'000}));
   EXPECT_EQ(top.failures(), 10);
   // The draw is where in [0, ceiling] the wait falls: half-way, and at 0.
   Backoff half(BackoffPolicy{.initial_ms = 1000, .multiplier = 2, .max_ms = 5000}, always(0.5));
@@ -51,10 +50,10 @@ TEST(BackoffTest, ASuccessStartsAgainFromTheInitialCeiling) {
 
 TEST(BackoffTest, AServersRetryDelayIsWaitedAtLeastUpToTheCap) {
   Backoff b(BackoffPolicy{.initial_ms = 1000, .multiplier = 2, .max_ms = 8000}, always(0.1));
-  EXPECT_EQ(b.next_ms(3000), 3000);      // more than the draw (100): the server's
-  EXPECT_EQ(b.next_ms(10), 200);         // less: the draw
+  EXPECT_EQ(b.next_ms(3000), 3000);       // more than the draw (100): the server's
+  EXPECT_EQ(b.next_ms(10), 200);          // less: the draw
   EXPECT_EQ(b.next_ms(3'600'000), 8000);  // an hour: no longer than the cap
-  EXPECT_EQ(b.next_ms(-5), 800);         // nonsense: ignored
+  EXPECT_EQ(b.next_ms(-5), 800);          // nonsense: ignored
 }
 
 TEST(BackoffTest, TheRandomDrawStaysUnderTheCeilingAndSpreads) {
