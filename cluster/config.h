@@ -361,9 +361,18 @@ inline constexpr int64_t kSubmitDeadlineMs = 120'000;               // planning 
 inline constexpr int64_t kBackupDeadlineMs = 600'000;               // copying a big store
 inline constexpr int64_t kResultsStreamDeadlineMs = 6 * 3'600'000;  // results that stream: a big job's games
 inline constexpr int64_t kReleaseDeadlineMs = 2'000;                // a stopping worker gives units back once
-inline constexpr int64_t kBackoffInitialMs = 100;                   // first retry after UNAVAILABLE
-inline constexpr int64_t kBackoffMaxMs = 5'000;                     // retries never wait longer
-inline constexpr int kDefaultWorkerHashMb = 64;                     // perft hash shared by a worker's threads
+inline constexpr int64_t kBackoffInitialMs = 100;                   // the c960 tool's first retry after UNAVAILABLE
+inline constexpr int64_t kBackoffMaxMs = 5'000;                     // its retries never wait longer
+// A worker whose coordinators do not answer (refused, UNAVAILABLE, DEADLINE_EXCEEDED, a standby
+// naming no leader), or answer that they cannot take the call now (INTERNAL, RESOURCE_EXHAUSTED,
+// ABORTED), tries again after a wait drawn uniformly from 0 to a ceiling ("full jitter",
+// cluster/backoff.h). The ceiling starts here, grows by the multiplier at every failure that
+// followed a full round of its coordinators, and stops at the cap; a success puts it back. A
+// retry delay the coordinator sent (a degraded store's) is waited at least, up to the cap.
+inline constexpr int64_t kRetryInitialMs = 1'000;
+inline constexpr double kRetryMultiplier = 1.6;
+inline constexpr int64_t kRetryMaxMs = 30'000;
+inline constexpr int kDefaultWorkerHashMb = 64;  // perft hash shared by a worker's threads
 // What a self-play job may set on a worker's UCI engine unless the operator says otherwise
 // (c960-worker --engine-option): Hash up to this many MiB, one search thread. Nothing else.
 inline constexpr int kDefaultEngineHashMaxMb = 256;

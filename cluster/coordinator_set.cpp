@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/address.h"
 #include "cluster/config.h"
 #include "cluster/errors.h"
@@ -61,6 +62,7 @@ CoordinatorSet::CoordinatorSet(ChannelOptions options, Resolver resolver) : opti
         if (options_.tls_name.empty()) options_.tls_name = hp->host;
       }
     }
+  failed_.assign(addresses_.size(), false);
   for (const std::string& a : addresses_) {
     ChannelOptions one = options_;
     one.address = a;
@@ -84,45 +86,77 @@ int64_t CoordinatorSet::moves() const {
   return moves_;
 }
 
+std::string CoordinatorSet::describe() const { return absl::StrJoin(addresses_, ", "); }
+
 void CoordinatorSet::move_to(size_t index, const std::string& why) {
   // (mu_ held)
   if (index == current_) return;
-  log_warning(absl::StrCat("coordinator ", addresses_[current_], ": ", why, "; calls now go to ", addresses_[index]));
+  if (!quiet_)
+    log_warning(absl::StrCat("coordinator ", addresses_[current_], ": ", why, "; calls now go to ", addresses_[index]));
   current_ = index;
   ++moves_;
 }
 
-bool CoordinatorSet::failed(size_t index, const grpc::Status& status) {
-  if (addresses_.size() < 2 || status.ok()) return false;
+bool CoordinatorSet::count_failure() {
+  // (mu_ held)
+  failed_[current_] = true;
+  if (std::find(failed_.begin(), failed_.end(), false) != failed_.end()) return false;
+  // Every target failed: the caller waits, and the next round starts after it.
+  failed_.assign(failed_.size(), false);
+  quiet_ = true;
+  return true;
+}
+
+CoordinatorSet::After CoordinatorSet::after(size_t index, const grpc::Status& status) {
   const v1::ErrorInfo info = error_info_of(status);
   const bool not_leader =
       status.error_code() == grpc::StatusCode::UNAVAILABLE && info.reason() == v1::ErrorInfo::REASON_NOT_LEADER;
-  // Anything but "not there" (a refusal, a bad request) is the leader's answer: calls stay.
+  // Anything but "not there" (a success, a refusal, a bad request) is the leader's answer:
+  // calls stay, and the rounds start again.
   if (!not_leader && status.error_code() != grpc::StatusCode::UNAVAILABLE &&
-      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
-    return false;
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    std::lock_guard lock(mu_);
+    if (index == current_ && quiet_ && addresses_.size() > 1)
+      log_info(absl::StrCat("coordinator ", addresses_[current_], " answers again"));
+    if (index == current_) {
+      quiet_ = false;
+      failed_.assign(failed_.size(), false);
+    }
+    return {};
+  }
   std::lock_guard lock(mu_);
-  if (index != current_) return false;  // another call reported it already
+  if (index != current_) return {};  // another call reported it already
+  After out;
   const size_t before = current_;
+  if (addresses_.size() < 2) {
+    out.round_over = count_failure();
+    return out;
+  }
+  std::string why;
+  size_t to = (current_ + 1) % addresses_.size();
   if (not_leader && !info.leader().empty()) {
     // The leader as the standby names it: followed when it is one of the set (a name outside it
     // is not trusted as a destination; the next address is tried instead).
     const auto it = std::find(addresses_.begin(), addresses_.end(), info.leader());
     if (it != addresses_.end()) {
-      move_to(size_t(it - addresses_.begin()), absl::StrCat("a standby; it names ", info.leader(), " as the leader"));
-      return current_ != before;
+      to = size_t(it - addresses_.begin());
+      why = absl::StrCat("a standby; it names ", info.leader(), " as the leader");
     }
   }
-  move_to((current_ + 1) % addresses_.size(),
-          not_leader
+  if (why.empty())
+    why = not_leader
               ? "a standby that names no leader of this set"
               : absl::StrCat("no answer (",
                              status.error_code() == grpc::StatusCode::UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
-                             status.error_message().empty() ? "" : ": ", status.error_message(), ")"));
-  return current_ != before;
+                             status.error_message().empty() ? "" : ": ", status.error_message(), ")");
+  out.round_over = count_failure();
+  move_to(to, why);
+  out.moved = current_ != before;
+  return out;
 }
 
-bool CoordinatorSet::await_current(int64_t ms) {
+bool CoordinatorSet::await_current(int64_t ms, After* after) {
+  if (after) *after = {};
   if (addresses_.size() < 2) return true;
   const Target t = current();
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
@@ -147,7 +181,11 @@ bool CoordinatorSet::await_current(int64_t ms) {
   }
   if (why.empty()) return true;
   std::lock_guard lock(mu_);
-  if (current_ == t.index) move_to((current_ + 1) % addresses_.size(), why);
+  if (current_ == t.index) {
+    const bool round_over = count_failure();
+    move_to((current_ + 1) % addresses_.size(), why);
+    if (after) *after = {true, round_over};
+  }
   return false;
 }
 

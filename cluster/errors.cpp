@@ -39,6 +39,18 @@ absl::Status not_leader(absl::string_view message, absl::string_view leader) {
   return status;
 }
 
+absl::Status with_retry_delay(absl::Status status, int64_t ms) {
+  v1::ErrorInfo info = error_info_of(status);
+  info.set_retry_delay_ms(ms);
+  status.SetPayload(kErrorInfoUrl, absl::Cord(info.SerializeAsString()));
+  return status;
+}
+
+int64_t retry_delay_ms_of(const grpc::Status& status) {
+  const int64_t ms = error_info_of(status).retry_delay_ms();
+  return ms > 0 ? ms : 0;
+}
+
 grpc::Status to_grpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   const grpc::StatusCode code = grpc::StatusCode(int(s.code()));

@@ -92,9 +92,12 @@ void Coordinator::store_failed(const absl::Status& failed) {
 
 absl::Status Coordinator::refusal(int64_t now) const {
   const int64_t retry_ms = std::max<int64_t>(health_.next_probe_ms - now, kStoreProbeFirstMs);
-  return absl::UnavailableError(absl::StrCat("the coordinator cannot write its store (", health_.cause, ", for ",
-                                             (now - health_.since_ms) / 1000,
-                                             " s): nothing of this call was kept; retry in ", retry_ms, " ms"));
+  // The delay travels typed too (ErrorInfo.retry_delay_ms): workers wait at least that long.
+  return with_retry_delay(
+      absl::UnavailableError(absl::StrCat("the coordinator cannot write its store (", health_.cause, ", for ",
+                                          (now - health_.since_ms) / 1000,
+                                          " s): nothing of this call was kept; retry in ", retry_ms, " ms")),
+      retry_ms);
 }
 
 absl::Status Coordinator::writable(int64_t now) {

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unordered_map>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/config.h"
 #include "coordinator/store_db.h"
@@ -16,6 +18,15 @@ namespace c960::cluster {
 namespace {
 // The PostgreSQL advisory lock that one coordinator holds on its database ("c960").
 constexpr const char* kLockDatabase = "SELECT pg_try_advisory_lock(1664694832)";
+// The leader as the lock's holder wrote it, when the session that wrote it holds the lock now
+// (pg_locks shows a bigint key as classid = its high half, objid = its low half, objsubid 1): a
+// row a dead leader left names nobody once its session has ended.
+constexpr const char* kReadLeader =
+    "SELECT holder, epoch FROM c960_leader WHERE pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid = 0 AND "
+    "objid = 1664694832 AND objsubid = 1 AND granted)";
+// Where open()'s ABORTED carries the leader it read ("EPOCH HOLDER").
+constexpr char kLeaderPayload[] = "c960.store.leader";
 }  // namespace
 
 using store_sql::Stmt;
@@ -131,6 +142,39 @@ absl::Status Store::limit_silence(int64_t ms) {
   return db_->limit_silence(ms);
 }
 
+absl::StatusOr<int64_t> Store::claim_leader(const std::string& holder) {
+  std::lock_guard lock(mu_);
+  if (embedded_) return 1;
+  // One statement: the epoch grows by one at every holding, whoever held it before.
+  Stmt q(db_.get(), "UPDATE c960_leader SET holder = ?, epoch = epoch + 1, pid = pg_backend_pid() RETURNING epoch");
+  if (!q.ok()) return absl::UnavailableError(absl::StrCat("store: leader row: ", db_->describe()));
+  q.bind_text(1, holder);
+  if (q.step() != SQLITE_ROW) return absl::UnavailableError(absl::StrCat("store: leader row: ", db_->describe()));
+  return q.i64(0);
+}
+
+absl::Status Store::set_leader_holder(const std::string& holder) {
+  std::lock_guard lock(mu_);
+  if (embedded_) return absl::OkStatus();
+  Stmt q(db_.get(), "UPDATE c960_leader SET holder = ? WHERE pid = pg_backend_pid()");
+  if (!q.ok()) return absl::UnavailableError(absl::StrCat("store: leader row: ", db_->describe()));
+  q.bind_text(1, holder);
+  if (!q.run()) return absl::UnavailableError(absl::StrCat("store: leader row: ", db_->describe()));
+  return absl::OkStatus();
+}
+
+std::optional<Store::Leader> Store::leader_of(const absl::Status& aborted) {
+  const auto payload = aborted.GetPayload(kLeaderPayload);
+  if (!payload) return std::nullopt;
+  const std::string text(*payload);
+  const size_t space = text.find(' ');
+  Leader out;
+  if (space == std::string::npos || !absl::SimpleAtoi(text.substr(0, space), &out.epoch)) return std::nullopt;
+  out.holder = text.substr(space + 1);
+  if (out.holder.empty()) return std::nullopt;  // claimed before its address was known
+  return out;
+}
+
 absl::Status Store::exec_for_test(const std::string& sql) {
   std::lock_guard lock(mu_);
   return exec(sql.c_str());
@@ -163,9 +207,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
     // coordinator's goes with it), so a second one fails here, not halfway.
     Stmt lock_db(c, kLockDatabase);
     if (!lock_db.ok() || lock_db.step() != SQLITE_ROW) return refused(store->error("lock"));
-    if (lock_db.i64(0) == 0)
-      return absl::AbortedError(  // (ABORTED: StoreLease tells a leader's lock from a failure)
+    if (lock_db.i64(0) == 0) {
+      absl::Status busy = absl::AbortedError(  // (ABORTED: StoreLease tells a leader's lock from a failure)
           absl::StrCat("cannot use '", name, "': another coordinator is using this database"));
+      // Who, as it wrote (a standby names it to clients). A database without the table yet, or
+      // a lock whose holder wrote no row, names nobody.
+      Stmt leader(c, kReadLeader);
+      if (leader.ok() && leader.step() == SQLITE_ROW)
+        busy.SetPayload(kLeaderPayload, absl::Cord(absl::StrCat(leader.i64(1), " ", leader.blob(0))));
+      return busy;
+    }
   }
   // A file or database of something else (no c960 schema version, and tables c960 never had):
   // not ours to change. (Stores from before schema versions have version 0 and c960's first

@@ -277,6 +277,25 @@ class Store {
   // the server ends the session (and its advisory lock) as soon. SQLite: nothing.
   absl::Status limit_silence(int64_t ms);
 
+  // Who leads on a PostgreSQL database, as the holder of its advisory lock wrote it (the row of
+  // table c960_leader): its advertised gRPC address and its epoch.
+  struct Leader {
+    std::string holder;
+    int64_t epoch = 0;
+  };
+  // PostgreSQL, while this store holds the database's advisory lock: writes `holder` as the
+  // leader, with an epoch one more than the last holder's, and this session as the one that
+  // wrote it. Returns the new epoch. SQLite: 1, nothing written (its lease is a file beside the
+  // store: file_lease.h).
+  absl::StatusOr<int64_t> claim_leader(const std::string& holder);
+  // The holder's address written again (one learned after the claim: a port picked at start).
+  absl::Status set_leader_holder(const std::string& holder);
+  // The leader that open()'s ABORTED ("another coordinator is using this database") names:
+  // the row's holder and epoch when the session that wrote the row is the one holding the
+  // advisory lock now; nothing otherwise (a row left by a coordinator whose session has ended,
+  // a lock held by something else, a database without the table yet).
+  static std::optional<Leader> leader_of(const absl::Status& aborted);
+
   // Runs SQL as it is (tests that damage a store on purpose).
   absl::Status exec_for_test(const std::string& sql);
 

@@ -55,7 +55,7 @@ absl::StatusOr<std::vector<std::string>> tables(StoreSql& sql) {
   const bool pg = sql.db()->dialect() == store_db::Dialect::kPostgres;
   Stmt q(sql.db(),
          pg ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-              "AND table_name <> 'c960_schema'"
+              "AND table_name NOT IN ('c960_schema', 'c960_leader')"
             : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'");
   if (!q.ok()) return sql.error("tables");
   std::vector<std::string> out;

@@ -26,8 +26,8 @@ struct TableDigest {
   bool operator==(const TableDigest&) const = default;
 };
 
-// Every table of the store but the backend's own (SQLite's sqlite_*, PostgreSQL's c960_schema),
-// by name.
+// Every table of the store but the backend's own (SQLite's sqlite_*, PostgreSQL's c960_schema
+// and c960_leader), by name.
 absl::StatusOr<std::vector<TableDigest>> table_digests(Store& store);
 
 struct MigrationReport {

@@ -118,10 +118,12 @@ const char* foreign_tables_query(Dialect d) {
   return d == Dialect::kSqlite ? "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
                                  "('jobs', 'units', 'games', 'workers')"
                                : "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
-                                 "current_schema() AND table_name <> 'c960_schema'";
+                                 "current_schema() AND table_name NOT IN ('c960_schema', 'c960_leader')";
 }
 
-// The schema version (one row), and c960_bind: the same function of the same canonical bytes as
+// The schema version (one row); the leader lease's row (c960_leader: the holder of the
+// store's advisory lock writes its advertised address, its epoch and its session's pid there,
+// for standbys to name it: Store::claim_leader); and c960_bind: the same function of the same canonical bytes as
 // SQLite's (store_sqlite.cpp): per argument a type byte ('i' integer, 'b' text or bytes), its
 // length as 8 bytes little-endian, its bytes (an integer's 8, little-endian); SHA-256 of it all,
 // the first 16 bytes; NULL when an argument is NULL (STRICT). One function per binding the store
@@ -132,6 +134,10 @@ const char* postgres_prelude() {
 CREATE TABLE IF NOT EXISTS c960_schema (
   one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version BIGINT NOT NULL);
 INSERT INTO c960_schema (version) VALUES (0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS c960_leader (
+  one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), holder TEXT NOT NULL, epoch BIGINT NOT NULL,
+  pid INTEGER NOT NULL);
+INSERT INTO c960_leader (holder, epoch, pid) VALUES ('', 0, 0) ON CONFLICT DO NOTHING;
 CREATE OR REPLACE FUNCTION c960_le8(v BIGINT) RETURNS BYTEA LANGUAGE sql IMMUTABLE STRICT AS $f$
   SELECT decode(lpad(to_hex(v & 255), 2, '0') || lpad(to_hex((v >> 8) & 255), 2, '0') ||
     lpad(to_hex((v >> 16) & 255), 2, '0') || lpad(to_hex((v >> 24) & 255), 2, '0') ||

@@ -8,6 +8,11 @@
 // it within its lease is deposed (leadership.h) and exits. The database server drops a dead
 // leader's session, and with it the lock, when the connection closes (a killed process: at once;
 // a cut network: at the server's TCP keepalive, which the docs say how to shorten).
+// The lock does not say who holds it: the holder writes its advertised address in the row of
+// table c960_leader on taking it, with an epoch one more than the last holder's and its session's
+// pid (Store::claim_leader). A standby, refused the lock, reads the row on the same connection
+// and names its holder only while that pid holds the lock (Store::leader_of): a row a dead
+// leader left names nobody.
 #pragma once
 
 #include <functional>

@@ -88,21 +88,38 @@ class GrpcConnection final : public CoordinatorConnection {
       return call(*stubs_[0], ctx);
     }
     const CoordinatorSet::Target t = set_->current();
-    if (!set_->await_current(std::min(deadline_ms, kFailoverConnectMs)))
+    CoordinatorSet::After after;
+    if (!set_->await_current(std::min(deadline_ms, kFailoverConnectMs), &after)) {
+      note(after);
       return grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
           absl::StrCat("coordinator ", t.address, " does not answer; trying ", set_->current().address, " next"));
+    }
     grpc::ClientContext ctx;
     set_deadline(ctx, deadline_ms);
     grpc::Status s = call(*stubs_[t.index], ctx);
-    set_->failed(t.index, s);
+    note(set_->after(t.index, s));
     return s;
   }
+  void note(const CoordinatorSet::After& after) {
+    std::lock_guard lock(mu_);
+    at_once_ = after.moved && !after.round_over;
+  }
+
+ public:
+  bool retry_at_once() const override {
+    std::lock_guard lock(mu_);
+    return at_once_;
+  }
+  std::string where() const override { return set_ ? set_->describe() : ""; }
+
+ private:
   std::shared_ptr<CoordinatorSet> set_;  // null: one channel
   std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   grpc::ClientContext* waiting_ = nullptr;  // the acquire in flight
   bool cancelled_ = false;
+  bool at_once_ = false;  // the last call moved on to a coordinator not tried since the last success
 };
 
 }  // namespace

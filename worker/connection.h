@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <grpcpp/grpcpp.h>
 
@@ -33,6 +34,12 @@ class CoordinatorConnection {
   virtual void cancel_waits() {}
   virtual grpc::Status release(const v1::ReleaseUnitsRequest& req, v1::ReleaseUnitsResponse* resp,
                                int64_t deadline_ms) = 0;
+  // After a call that failed as "not there": true when the next try may go at once, because it
+  // goes to a coordinator not tried since the last success (CoordinatorSet::After); false when
+  // every one was (or there is one): the worker backs off first.
+  virtual bool retry_at_once() const { return false; }
+  // The coordinators calls go to, for messages ("" when not known).
+  virtual std::string where() const { return ""; }
 };
 
 // The real thing: WorkerService over a gRPC channel.

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -61,7 +60,8 @@ absl::Status write_credential(const std::string& path, const std::string& token)
 }  // namespace
 
 absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const std::string& name,
-                                           const std::string& credential_file, const std::atomic<bool>& stop) {
+                                           const std::string& credential_file, const StopSignal& stop,
+                                           BackoffPolicy retry) {
   if (absl::StatusOr<std::string> t = read_credential(credential_file); t.ok() || !absl::IsNotFound(t.status()))
     return t;
   // A leader and its standbys: the enrollment goes to the leader (CoordinatorSet follows it).
@@ -70,37 +70,50 @@ absl::StatusOr<std::string> enrolled_token(const ChannelOptions& options, const 
   for (size_t k = 0; k < coordinators.size(); ++k) stubs.push_back(v1::WorkerService::NewStub(coordinators.channel(k)));
   v1::EnrollRequest req;
   req.set_name(name);
-  for (int attempt = 1; !stop; ++attempt) {
-    if (!coordinators.await_current(kFailoverConnectMs)) continue;  // the next one, at once
+  Backoff backoff(retry);
+  while (!stop.stopped()) {
     const CoordinatorSet::Target target = coordinators.current();
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kRpcDeadlineMs));
-    // Wait for a connection until the deadline rather than fail at once while gRPC reconnects: the
-    // synchronous channel progresses a TLS handshake only while a call polls it (as connection.cpp).
-    ctx.set_wait_for_ready(true);
-    v1::EnrollResponse resp;
-    const grpc::Status s = stubs[target.index]->Enroll(&ctx, req, &resp);
-    const bool moved = coordinators.failed(target.index, s);
-    if (s.ok()) {
-      if (!valid_token_text(resp.token()))
-        return absl::InternalError("Enroll: the coordinator's answer holds no token");
-      if (absl::Status w = write_credential(credential_file, resp.token()); !w.ok()) return w;
-      log_info(absl::StrCat("enrolled as ", resp.identity(), "; credential kept in ", credential_file));
-      return resp.token();
+    CoordinatorSet::After after;
+    grpc::Status s;
+    if (!coordinators.await_current(kFailoverConnectMs, &after)) {
+      s = grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("coordinator ", target.address, " does not answer"));
+    } else {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kRpcDeadlineMs));
+      // Wait for a connection until the deadline rather than fail at once while gRPC reconnects:
+      // the synchronous channel progresses a TLS handshake only while a call polls it (as
+      // connection.cpp).
+      ctx.set_wait_for_ready(true);
+      v1::EnrollResponse resp;
+      s = stubs[target.index]->Enroll(&ctx, req, &resp);
+      after = coordinators.after(target.index, s);
+      if (s.ok()) {
+        if (!valid_token_text(resp.token()))
+          return absl::InternalError("Enroll: the coordinator's answer holds no token");
+        if (absl::Status w = write_credential(credential_file, resp.token()); !w.ok()) return w;
+        log_info(absl::StrCat("enrolled as ", resp.identity(), "; credential kept in ", credential_file));
+        return resp.token();
+      }
+      if (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
+        return absl::Status(
+            absl::StatusCode(s.error_code()),
+            absl::StrCat("--enroll-token-file: the coordinator refused the join token: ", s.error_message()));
     }
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
-      return absl::Status(
-          absl::StatusCode(s.error_code()),
-          absl::StrCat("--enroll-token-file: the coordinator refused the join token: ", s.error_message()));
-    if (attempt == 1 || attempt % 10 == 0) {
+    // On to a coordinator not tried since the last wait (a standby named the leader, or one did
+    // not answer): at once. Every one failed (or the only one): back off, at least as long as
+    // the coordinator asked, and say so once per wait.
+    if (after.moved && !after.round_over) continue;
+    const int64_t wait = backoff.next_ms(retry_delay_ms_of(s));
+    std::string why = s.error_message();
+    if (backoff.failures() == 1 || backoff.failures() % 5 == 0) {
       // gRPC says only that the call failed; the probe says why (a wrong CA, a certificate not
       // made for the host dialled, ...), as the worker does once it has its credential.
-      const std::string why = diagnose_connection(target.address, options.tls ? &*options.tls : nullptr).message;
-      log_warning(absl::StrCat("enrolling: ", why.empty() ? s.error_message() : why, "; still trying"));
+      const std::string probed = diagnose_connection(target.address, options.tls ? &*options.tls : nullptr).message;
+      if (!probed.empty()) why = probed;
     }
-    // A call that waited out its deadline goes again at once (a pause would leave a handshake
-    // in progress unattended); a coordinator that answered UNAVAILABLE gets a moment.
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !moved) std::this_thread::sleep_for(std::chrono::seconds(1));
+    log_warning(absl::StrCat("enrolling: no coordinator took the join token (", coordinators.describe(),
+                             "; last: ", target.address, ": ", why, "); trying again in ", wait, " ms"));
+    if (!stop.wait_ms(wait)) break;
   }
   return absl::CancelledError("stopped before enrolling");
 }

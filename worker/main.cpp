@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/address.h"
 #include "cluster/auth.h"
+#include "cluster/backoff.h"
 #include "cluster/channel.h"
 #include "cluster/config.h"
 #include "cluster/flags.h"
@@ -194,12 +195,23 @@ int main(int argc, char** argv) {
       c960::cluster::client_channel_options(*coordinator, security);
   if (!channel_options.ok()) return usage_error(std::string(channel_options.status().message()));
 
-  // Stop signals go to a thread of their own that asks the worker to stop.
+  // Stop signals go to a thread of their own that ends a wait to enroll and asks the worker to
+  // stop (from its start: a worker waiting to enroll or to try again stops at once too).
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  static c960::cluster::StopSignal stopped;              // outlives the detached signal thread
+  static std::atomic<c960::cluster::Worker*> running{};  // the worker, once it exists
+  std::thread signals([stop] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    c960::cluster::log_info(absl::StrCat("signal ", sig, ", stopping"));
+    stopped.stop();
+    if (c960::cluster::Worker* w = running.load()) w->request_stop();
+  });
+  signals.detach();  // blocked in sigwait for good when the worker ends by itself
 
   c960::cluster::WorkerOptions options;
   options.threads = threads;
@@ -215,10 +227,10 @@ int main(int argc, char** argv) {
     options.name = channel_options->token.empty() ? absl::StrCat(host, ":", getpid()) : std::string(host);
   }
   if (!enroll_file.empty()) {
-    std::atomic<bool> never{false};  // SIGTERM still ends the process while it enrolls
     absl::StatusOr<std::string> token =
-        c960::cluster::enrolled_token(*channel_options, options.name, credential_file, never);
+        c960::cluster::enrolled_token(*channel_options, options.name, credential_file, stopped);
     if (!token.ok()) {
+      if (absl::IsCancelled(token.status())) return 0;  // stopped by a signal while it waited
       std::fprintf(stderr, "c960-worker: %s\n", std::string(token.status().message()).c_str());
       return absl::IsInvalidArgument(token.status()) ? 2 : 1;
     }
@@ -256,12 +268,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   c960::cluster::Worker& worker = *owned;
-  std::thread signals([&] {
-    int sig = 0;
-    sigwait(&stop, &sig);
-    c960::cluster::log_info(absl::StrCat("signal ", sig, ", stopping"));
-    worker.request_stop();
-  });
-  signals.detach();  // blocked in sigwait for good when the worker ends by itself
-  return worker.run();
+  running.store(&worker);
+  if (stopped.stopped()) worker.request_stop();  // a signal that came before the store above
+  const int rc = worker.run();
+  running.store(nullptr);
+  return rc;
 }

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/errors.h"
@@ -14,7 +13,7 @@
 namespace c960::cluster {
 
 Worker::Worker(std::unique_ptr<CoordinatorConnection> coordinator, WorkerOptions options)
-    : coordinator_(std::move(coordinator)), options_(std::move(options)) {
+    : coordinator_(std::move(coordinator)), options_(std::move(options)), backoff_(options_.retry) {
   if (options_.hash_mb > 0) hash_ = std::make_unique<PerftHash>(size_t(options_.hash_mb));
 }
 
@@ -69,7 +68,9 @@ std::string describe(const grpc::Status& s) {
 
 Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   if (s.ok()) {
-    backoff_ms_ = 0;
+    if (backoff_.failures() > 0 && !stop_requested_)
+      log(absl::StrCat(what, ": the coordinator answers again after ", backoff_.failures(), " waits"));
+    backoff_.reset();
     return Rpc::kOk;
   }
   // Every worker call is safe to repeat (completion is idempotent, a lost acquire's leases just
@@ -81,12 +82,26 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
     case grpc::StatusCode::INTERNAL:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::ABORTED:
-      backoff();
-      // A stopping worker does not retry for long: it says so, not "retrying".
-      if (stop_requested_)
-        log(absl::StrCat(what, ": ", describe(s), " (stopping)"));
-      else
-        log(absl::StrCat(what, ": ", describe(s), "; retrying in ", backoff_ms_, " ms"), LogLevel::kWarning);
+      // Moved on to a coordinator not tried since the last success (a standby named the leader,
+      // or one did not answer): at once, and the move was logged where it was made.
+      if (coordinator_->retry_at_once()) {
+        retry_at_ms_ = now_ms();
+        return Rpc::kRetry;
+      }
+      {
+        // Every coordinator failed (or the only one): wait, at least as long as it asked. One
+        // line per wait, naming the coordinators and the last error.
+        const int64_t wait = backoff_.next_ms(retry_delay_ms_of(s));
+        retry_at_ms_ = now_ms() + wait;
+        const std::string where = coordinator_->where();
+        // A stopping worker does not retry for long: it says so, not "retrying".
+        if (stop_requested_)
+          log(absl::StrCat(what, ": ", describe(s), " (stopping)"));
+        else
+          log(absl::StrCat(what, ": ", describe(s), where.empty() ? "" : absl::StrCat(" [coordinators ", where, "]"),
+                           "; retrying in ", wait, " ms (wait ", backoff_.failures(), ")"),
+              LogLevel::kWarning);
+      }
       return Rpc::kRetry;
     default: break;
   }
@@ -109,14 +124,6 @@ Worker::Rpc Worker::classify(const grpc::Status& s, const char* what) {
   }
   log(absl::StrCat(what, " failed: ", describe(s)), LogLevel::kWarning);
   return Rpc::kFailed;
-}
-
-void Worker::backoff() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  backoff_ms_ = backoff_ms_ == 0 ? kBackoffInitialMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
-  // Jitter keeps a fleet of workers from knocking all at once after an outage.
-  const int64_t wait = backoff_ms_ / 2 + int64_t(rng() % uint64_t(backoff_ms_ / 2 + 1));
-  retry_at_ms_ = now_ms() + wait;
 }
 
 bool Worker::hello() {
@@ -409,6 +416,7 @@ int Worker::run() {
       }
       work_cv_.notify_all();
       grace_deadline = now_ms() + options_.grace_ms;
+      retry_at_ms_ = 0;  // a wait to try again ends: held results and units go back now
       log(absl::StrCat("stopping: no new work; finishing held units within ", options_.grace_ms / 1000, " s"));
       release_queued();
     }

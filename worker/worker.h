@@ -17,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "c960/v1/cluster.pb.h"
+#include "cluster/backoff.h"
 #include "cluster/config.h"
 #include "cluster/log.h"
 #include "core/perft.h"
@@ -33,6 +34,7 @@ struct WorkerOptions {
   std::string version;
   std::map<std::string, EngineOffer> engines;  // engine name -> its binary and policy, besides "builtin"
   std::string cpu;                             // the host's CPU model (provenance)
+  BackoffPolicy retry;                         // waits before trying again (cluster/backoff.h)
 };
 
 class Worker {
@@ -63,7 +65,6 @@ class Worker {
   void release_running();
   void compute_loop();
   int64_t now_ms() const;
-  void backoff();
   void log(const std::string& msg, LogLevel level = LogLevel::kInfo) const;
 
   std::unique_ptr<CoordinatorConnection> coordinator_;
@@ -85,8 +86,8 @@ class Worker {
   // Control-thread state.
   std::string worker_id_;
   int64_t lease_ms_ = kDefaultLeaseSeconds * 1000;
-  int64_t retry_at_ms_ = 0;
-  int64_t backoff_ms_ = 0;
+  int64_t retry_at_ms_ = 0;  // no call before this (a wait to try again)
+  Backoff backoff_;
   int64_t next_renew_ms_ = 0;
   int64_t next_acquire_ms_ = 0;
   int64_t busy_poll_at_ms_ = 0;    // a busy worker that got nothing asks again then (or when a unit ends)

@@ -281,15 +281,10 @@ TEST_F(ClusterTest, AStandbyTakesOverWhenTheLeaderIsKilledMidJob) {
   ASSERT_GT(standby_port, 0) << read_file(dir_ + "/standby.log");
   ASSERT_GT(standby_http, 0) << read_file(dir_ + "/standby.log");
   const std::string leader_address = absl::StrCat("127.0.0.1:", leader_port);
-#ifdef C960_TEST_POSTGRES
-  // PostgreSQL's lease is the store's advisory lock, which does not say who holds it: a standby
-  // names no leader, and clients try the next address (CoordinatorSet).
-  const std::string named_leader;
-  const int64_t new_epoch = 1;
-#else
+  // On either store the standby names the leader (SQLite: the lease file; PostgreSQL: the row
+  // the advisory lock's holder wrote), and the takeover is the lease's second holding.
   const std::string named_leader = leader_address;
   const int64_t new_epoch = 2;
-#endif
   const std::string standby_address = absl::StrCat("127.0.0.1:", standby_port);
   // Channels that reconnect within a tenth of a second, as the tools' do (cluster/channel.cpp).
   grpc::ChannelArguments fast;

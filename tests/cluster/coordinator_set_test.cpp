@@ -4,11 +4,15 @@
 // standby that names the leader, one that names none, and an address where nothing listens.
 #include "cluster/coordinator_set.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -18,9 +22,12 @@
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cli/client.h"
 #include "cluster/address.h"
+#include "cluster/backoff.h"
 #include "cluster/errors.h"
 #include "gtest/gtest.h"
 #include "worker/connection.h"
+#include "worker/enroll.h"
+#include "worker/worker.h"
 
 namespace c960::cluster {
 namespace {
@@ -105,6 +112,47 @@ TEST(CoordinatorSetTest, CallsFollowTheLeaderAStandbyNamesAndPassOverOnesThatDoN
   EXPECT_TRUE(one.await_current(1));
 }
 
+// A client tries the next coordinator at once while there is one it has not tried since the
+// last success, and backs off once every one failed (a round): standbys naming nobody, or each
+// other, cannot keep it calling without a pause.
+TEST(CoordinatorSetTest, ARoundEndsWhenEveryCoordinatorFailedAndASuccessStartsThemAgain) {
+  CoordinatorSet set(plain("192.0.2.1:1,192.0.2.2:2,192.0.2.3:3"), nullptr);
+  const grpc::Status gone(grpc::StatusCode::UNAVAILABLE, "connection refused");
+  const grpc::Status nobody = to_grpc(not_leader("standby", ""));
+  CoordinatorSet::After a = set.after(0, gone);
+  EXPECT_TRUE(a.moved);
+  EXPECT_FALSE(a.round_over);
+  a = set.after(1, nobody);
+  EXPECT_TRUE(a.moved);
+  EXPECT_FALSE(a.round_over);
+  a = set.after(2, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""));
+  EXPECT_TRUE(a.moved);
+  EXPECT_TRUE(a.round_over) << "all three failed: the client must wait";
+  // The next round: again three failures before the next wait.
+  EXPECT_FALSE(set.after(0, gone).round_over);
+  EXPECT_FALSE(set.after(1, gone).round_over);
+  // A success (or any answer of a leader) starts the rounds again.
+  EXPECT_FALSE(set.after(2, grpc::Status::OK).round_over);
+  EXPECT_FALSE(set.after(2, gone).round_over);
+  EXPECT_FALSE(set.after(0, grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no")).moved);
+  EXPECT_FALSE(set.after(0, gone).round_over);
+  // Two standbys naming each other: the round ends after each was asked once.
+  CoordinatorSet pair(plain("192.0.2.1:1,192.0.2.2:2"), nullptr);
+  EXPECT_FALSE(pair.after(0, to_grpc(not_leader("standby", "192.0.2.2:2"))).round_over);
+  EXPECT_EQ(pair.current().index, 1u);
+  a = pair.after(1, to_grpc(not_leader("standby", "192.0.2.1:1")));
+  EXPECT_TRUE(a.moved);
+  EXPECT_TRUE(a.round_over);
+  // A report about a target calls have left counts nothing.
+  EXPECT_EQ(pair.after(1, gone).round_over, false);
+  // One coordinator: every failure ends a round; its own answers do not.
+  CoordinatorSet one(plain("192.0.2.1:1"), nullptr);
+  a = one.after(0, gone);
+  EXPECT_FALSE(a.moved);
+  EXPECT_TRUE(a.round_over);
+  EXPECT_FALSE(one.after(0, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "")).round_over);
+}
+
 // A fake coordinator: answers Hello and GetJob as a leader, or refuses both as a standby naming
 // `leader`.
 class FakeCoordinator final : public v1::WorkerService::Service, public v1::JobService::Service {
@@ -132,6 +180,12 @@ class FakeCoordinator final : public v1::WorkerService::Service, public v1::JobS
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest*, v1::HelloResponse* resp) override {
     if (grpc::Status s = refuse(); !s.ok()) return s;
     resp->set_worker_id(name_);
+    return grpc::Status::OK;
+  }
+  grpc::Status Enroll(grpc::ServerContext*, const v1::EnrollRequest*, v1::EnrollResponse* resp) override {
+    if (grpc::Status s = refuse(); !s.ok()) return s;
+    resp->set_token(absl::StrCat("token-of-", name_));
+    resp->set_identity(name_);
     return grpc::Status::OK;
   }
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* job) override {
@@ -212,6 +266,100 @@ TEST(CoordinatorSetTest, TheToolsCallsReachTheLeaderWithinTheirRetries) {
   s = other.get_job("j2", &job);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(job.id(), "j2@leader");
+}
+
+// Seen in a test: a worker enrolling with coordinators that were all standbys naming no leader
+// called them in a loop without a pause (thousands of log lines a second). It tries each once,
+// then backs off (1 s, 1.6 s, 2.56 s, ... ceilings with full jitter): over 3 s that is a few
+// rounds of two calls. Its stop ends a wait at once.
+TEST(CoordinatorSetTest, EnrollingWithOnlyStandbysBacksOffAndAStopEndsTheWait) {
+  FakeCoordinator a("a"), b("b");
+  a.standby("");
+  b.standby("");
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/enroll-backoff-", getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  StopSignal stop;
+  absl::StatusOr<std::string> token;
+  std::thread enrolling([&] {
+    token = enrolled_token(plain(absl::StrCat(a.address(), ",", b.address())), "w", dir + "/credential", stop);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window calls are counted over
+  const int calls = a.calls() + b.calls();
+  stop.stop();
+  enrolling.join();
+  EXPECT_EQ(token.status().code(), absl::StatusCode::kCancelled) << token.status();
+  EXPECT_GE(a.calls(), 1);
+  EXPECT_GE(b.calls(), 1);
+  // Rounds of two calls after waits of up to 1, 1.6, 2.56, 4.1, ... s: some 6 to 8 calls. The
+  // bound is far above what the jitter can give (10 rounds in 3 s need nine draws near 0),
+  // and far below a loop without a pause.
+  EXPECT_LE(calls, 20);
+  // A leader among them: enrolled on the next round.
+  b.lead();
+  StopSignal never;
+  absl::StatusOr<std::string> got =
+      enrolled_token(plain(absl::StrCat(a.address(), ",", b.address())), "w", dir + "/credential", never);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "token-of-b");
+  std::filesystem::remove_all(dir);
+}
+
+// A worker given two loopback ports where nothing listens: each try of a round fails at once
+// (refused). It logs the first failure and then one line per wait, and tries again after waits
+// that grow (1 s, 1.6 s, ... ceilings): over 3 s a handful of lines, not a stream. Its stop ends
+// a wait at once.
+TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAllRefuseBacksOffAndStopsAtOnce) {
+  const std::string dead_a = dead_address(), dead_b = dead_address();
+  WorkerOptions options;
+  options.hash_mb = 0;
+  options.name = "lonely";
+  auto set = std::make_shared<CoordinatorSet>(plain(absl::StrCat(dead_a, ",", dead_b)));
+  Worker worker(grpc_connection(set), options);
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> code{-1};
+  std::thread running([&] { code = worker.run(); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window lines are counted over
+  worker.request_stop();
+  running.join();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code.load(), 0) << log;
+  int lines = 0;
+  for (char c : log) lines += c == '\n';
+  EXPECT_GE(lines, 1) << "the first failure is said";
+  // A round of two tries per wait, the waits drawn under 1, 1.6, 2.56, ... s: a few lines.
+  EXPECT_LE(lines, 20) << log;
+  EXPECT_LE(set->moves(), 20) << log;
+}
+
+// Coordinators that all answer, as standbys naming no leader: before, a worker logged two lines
+// a try (the move and the retry) and tried again after 50 to 100 ms, doubling to 5 s: twelve
+// lines or more in 3 s. It now tries each once, then logs one line per wait (1 s, 1.6 s, ...
+// ceilings with full jitter): eleven lines in 3 s would need ten waits drawn near 0.
+TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAreAllStandbysNamingNobodyLogsOneLinePerWait) {
+  FakeCoordinator a("a"), b("b");
+  a.standby("");
+  b.standby("");
+  WorkerOptions options;
+  options.hash_mb = 0;
+  options.name = "lonely";
+  Worker worker(grpc_connection(std::make_shared<CoordinatorSet>(plain(absl::StrCat(a.address(), ",", b.address())))),
+                options);
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> code{-1};
+  std::thread running([&] { code = worker.run(); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window lines are counted over
+  const int calls = a.calls() + b.calls();
+  worker.request_stop();
+  running.join();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code.load(), 0) << log;
+  int lines = 0;
+  for (char c : log) lines += c == '\n';
+  EXPECT_GE(lines, 2) << "the first move and the first wait are said";
+  EXPECT_LE(lines, 11) << log;
+  EXPECT_GE(calls, 2) << "each was tried";
+  EXPECT_LE(calls, 20);
 }
 
 }  // namespace

@@ -227,6 +227,9 @@ TEST_F(DegradedStoreTest, AFullStoreRefusesWritesWithoutAReloadPerRetryAndResume
   EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable) << first.status();
   EXPECT_TRUE(absl::StrContains(first.status().message(), "cannot write its store")) << first.status();
   EXPECT_TRUE(absl::StrContains(first.status().message(), "retry in ")) << first.status();
+  // The delay travels typed too, through gRPC, for the workers to wait at least that long.
+  EXPECT_GE(error_info_of(first.status()).retry_delay_ms(), kStoreProbeFirstMs) << first.status();
+  EXPECT_EQ(retry_delay_ms_of(to_grpc(first.status())), error_info_of(first.status()).retry_delay_ms());
   EXPECT_TRUE(absl::StrContains(first.status().message(), "disk is full")) << first.status();
   EXPECT_TRUE(absl::StrContains(coordinator_->store_degraded(), "disk is full"));
   const CoordinatorMetrics m1 = coordinator_->metrics();

@@ -437,6 +437,55 @@ TEST_F(PostgresStoreTest, ALeaderWhoseConnectionIsCutIsDeposedAtOnceAndWritesNot
   EXPECT_EQ(keys, (std::vector<std::string>{"id/before", "id/new-leader"}));
 }
 
+// The advisory lock does not say who holds it: the holder writes its address and the next epoch
+// in c960_leader, and a standby names it while the session that wrote the row holds the lock,
+// as a standby on SQLite names the lease file's holder. A row left by a leader whose session
+// has ended names nobody, even while something else holds the lock; the next holder writes its
+// own, one epoch on.
+TEST_F(PostgresStoreTest, AStandbyNamesTheLeaderItsRowSaysAndATakeoverGrowsTheEpoch) {
+  const std::string url = pg_->fresh_database("store");
+  const LeaderTiming timing{.ttl_ms = 10'000};
+  StoreLease lease_a([&] { return Store::open(url); });
+  LeaderElection a(&lease_a, "", timing);  // its port not known yet
+  ASSERT_EQ(a.step(0), LeaderRole::kLeader) << a.why();
+  EXPECT_EQ(a.epoch(), 1);
+  std::unique_ptr<Store> store_a = lease_a.take_store();
+  ASSERT_NE(store_a, nullptr);
+  lease_a.watch(store_a.get());
+  StoreLease lease_b([&] { return Store::open(url); });
+  LeaderElection b(&lease_b, "127.0.0.1:2", timing);
+  ASSERT_EQ(b.step(0), LeaderRole::kStandby);
+  EXPECT_EQ(b.leader(), "") << "a holder without an address yet names nobody";
+  // Its address learned, the leader writes it at its next renewal; the standby names it.
+  a.set_holder("127.0.0.1:1");
+  ASSERT_EQ(a.step(1), LeaderRole::kLeader) << a.why();
+  ASSERT_EQ(b.step(2), LeaderRole::kStandby);
+  EXPECT_EQ(b.leader(), "127.0.0.1:1");
+
+  // The leader's session ends; something else (not a coordinator) holds the lock for a while.
+  store_a.reset();
+  absl::StatusOr<std::unique_ptr<store_db::Connection>> other = store_db::open_postgres(url, "");
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->exec("SELECT pg_advisory_lock(1664694832)")) << (*other)->describe();
+  ASSERT_EQ(b.step(3), LeaderRole::kStandby);
+  EXPECT_EQ(b.leader(), "") << "the dead leader's row was trusted";
+  other->reset();
+
+  // The standby takes over: its address, one epoch on; another standby names it.
+  ASSERT_EQ(b.step(4), LeaderRole::kLeader) << b.why();
+  EXPECT_EQ(b.epoch(), 2);
+  std::unique_ptr<Store> store_b = lease_b.take_store();
+  ASSERT_NE(store_b, nullptr);
+  lease_b.watch(store_b.get());
+  StoreLease lease_c([&] { return Store::open(url); });
+  LeaderElection c(&lease_c, "127.0.0.1:3", timing);
+  ASSERT_EQ(c.step(5), LeaderRole::kStandby);
+  EXPECT_EQ(c.leader(), "127.0.0.1:2");
+  // What the table holds: one row, the holder's.
+  const std::string db = url.substr(url.rfind('/') + 1, url.find('?') - url.rfind('/') - 1);
+  EXPECT_EQ(pg_->psql(db, "SELECT holder || ' ' || epoch FROM c960_leader;"), "127.0.0.1:2 2\n");
+}
+
 // A leader's session gives up a cut network within the time asked, on the server's side too:
 // the server ends the session, and releases its advisory lock, once the client is silent that
 // long (without it, at the server's TCP keepalive: two hours by default).

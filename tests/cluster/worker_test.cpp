@@ -133,6 +133,7 @@ class WorkerTest : public ::testing::Test {
     options.hash_mb = 0;
     options.name = "test";
     options.grace_ms = 10'000;
+    options.retry = BackoffPolicy{.initial_ms = 200, .multiplier = 2, .max_ms = 1000};  // quick tests
     worker_ = std::make_unique<Worker>(std::move(conn), options);
     runner_ = std::thread([this] { exit_code_ = worker_->run(); });
     return raw;
@@ -214,6 +215,7 @@ TEST_F(WorkerTest, KeepsCallingHelloUntilTheCoordinatorAnswers) {
     conn = c.get();
     WorkerOptions options;
     options.hash_mb = 0;
+    options.retry = BackoffPolicy{.initial_ms = 200, .multiplier = 2, .max_ms = 1000};
     worker_ = std::make_unique<Worker>(std::move(c), options);
     runner_ = std::thread([this] { exit_code_ = worker_->run(); });
   }
