@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -11,12 +12,26 @@ namespace c960::cli {
 
 struct CommandSpec;  // cli/args.h
 
+// A command: the words after its name in, the exit code out.
+using CommandFn = int (*)(const std::vector<std::string>& args, const Io& io);
+
 // The whole tool: `args` are the words after the program name ("perft", "--depth", "3", ...).
+// Every command runs in process (cli/run.cpp, in c960_cli: what c960-cluster and the tests run).
 int run(const std::vector<std::string>& args, const Io& io);
+// The same, each command's function given by `find` (never nullptr for a name of
+// command_names()): help, version and unknown names are answered here. The c960 binary
+// (cli/main.cpp) finds the local commands (local_command) and executes c960-cluster for the others.
+int run_with(const std::vector<std::string>& args, const Io& io, CommandFn (*find)(std::string_view name));
 // The names of the subcommands, in the order `c960 --help` lists them, and that list (`c960
 // --help`) at `width` columns (0: a line per command).
 std::vector<std::string> command_names();
 std::string usage_text(int width);
+// A command's one-line summary as `c960 --help` shows it; "" for a name that is none.
+std::string command_summary(std::string_view name);
+// The function of a command that needs only the core and the engine (startpos, perft, perftree,
+// uci: library c960_cli_local, all that the c960 binary links); nullptr for the others, whose
+// code links gRPC, protobuf or OpenSSL and lives in c960-cluster (library c960_cli).
+CommandFn local_command(std::string_view name);
 // Each command's name, one-line summary and CommandSpec (its options as the parser knows them),
 // in the order of command_names(): what `c960 completion` and the man pages are made from.
 struct CommandInfo {

@@ -7,6 +7,8 @@
 //      unknown or over a cap, or a missing, unknown or insufficient token
 //   128 + N  a local run (perft --table, selfplay) stopped by signal N (SIGINT 130, SIGTERM 143)
 //      after writing what it had done, as a shell reports a process the signal killed
+//   126, 127  the command is in c960-cluster (cli/main.cpp), which could not be executed (126) or
+//      was not found (127), as a shell reports a command it cannot run or cannot find
 #pragma once
 
 #include "absl/status/status.h"
@@ -17,6 +19,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitSignalBase = 128;
+inline constexpr int kExitCannotExecute = 126;
+inline constexpr int kExitNotFound = 127;
 
 // The exit code of a call to the coordinator that ended with `code` (absl and gRPC share the
 // numbering): what the coordinator refuses because of the request or the credentials is the

@@ -1,12 +1,10 @@
-// The command table of the c960 tool.
-#include <algorithm>
+// Every command of the c960 tool, with its parser's table: what c960-cluster and the in-process
+// tests run (cli/dispatch.cpp has the list and its dispatch).
+#include <cstdlib>
 #include <string_view>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cluster/text_wrap.h"
-#include "core/bitboard.h"
-#include "core/version.h"
 
 namespace c960::cli {
 
@@ -14,106 +12,48 @@ int cmd_report(const std::vector<std::string>& args, const Io& io);  // cli/cmd_
 
 namespace {
 
-struct Subcommand {
+struct Command {
   const char* name;
-  const char* summary;
-  int (*run)(const std::vector<std::string>&, const Io&);
+  CommandFn run;
   const CommandSpec& (*spec)();
 };
 
-constexpr Subcommand kCommands[] = {
-    {"startpos", "FEN and number of Chess960 start positions", cmd_startpos, startpos_spec},
-    {"perft", "count leaf nodes: one position, a suite, or a table over start positions", cmd_perft, perft_spec},
-    {"perftree", "perft divide for the perftree debugger: perftree DEPTH FEN [MOVES]", cmd_perftree, perftree_spec},
-    {"selfplay", "play engine games from start positions; per-position results with error bars", cmd_selfplay,
-     selfplay_spec},
-    {"evaluate", "evaluate start positions with engines at a fixed depth or node count", cmd_evaluate, evaluate_spec},
-    {"submit", "submit a job to the cluster coordinator", cmd_submit, submit_spec},
-    {"status", "show cluster jobs and their progress", cmd_status, status_spec},
-    {"watch", "follow a cluster job until it ends", cmd_watch, watch_spec},
-    {"results", "fetch a cluster job's results as CSV or JSON", cmd_results, results_spec},
-    {"cancel", "cancel a cluster job", cmd_cancel, cancel_spec},
-    {"workers", "list the cluster's workers and their trust state", cmd_workers, workers_spec},
-    {"report", "an HTML report (heatmap, statistics, charts) of a job or a results table", cmd_report, report_spec},
-    {"admin", "the coordinator's housekeeping: admin backup copies its store now", cmd_admin, admin_spec},
-    {"token", "make a token for the coordinator's --tokens file (token new --role R --name N)", cmd_token, token_spec},
-    {"uci", "a UCI engine on stdin/stdout (perft, the built-in engine) for GUIs and match runners", cmd_uci, uci_spec},
-    {"completion", "print a bash or zsh completion script: c960 completion bash|zsh", cmd_completion, completion_spec},
+// Every name of command_names(), in any order.
+constexpr Command kCommands[] = {
+    {"startpos", cmd_startpos, startpos_spec},
+    {"perft", cmd_perft, perft_spec},
+    {"perftree", cmd_perftree, perftree_spec},
+    {"selfplay", cmd_selfplay, selfplay_spec},
+    {"evaluate", cmd_evaluate, evaluate_spec},
+    {"submit", cmd_submit, submit_spec},
+    {"status", cmd_status, status_spec},
+    {"watch", cmd_watch, watch_spec},
+    {"results", cmd_results, results_spec},
+    {"cancel", cmd_cancel, cancel_spec},
+    {"workers", cmd_workers, workers_spec},
+    {"report", cmd_report, report_spec},
+    {"admin", cmd_admin, admin_spec},
+    {"token", cmd_token, token_spec},
+    {"uci", cmd_uci, uci_spec},
+    {"completion", cmd_completion, completion_spec},
 };
 
-}  // namespace
-
-std::vector<std::string> command_names() {
-  std::vector<std::string> names;
-  for (const Subcommand& c : kCommands) names.emplace_back(c.name);
-  return names;
+const Command& command(std::string_view name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return c;
+  std::abort();  // a name of command_names() missing above: a programming error
 }
+
+CommandFn any_command(std::string_view name) { return command(name).run; }
+
+}  // namespace
 
 std::vector<CommandInfo> command_table() {
   std::vector<CommandInfo> out;
-  for (const Subcommand& c : kCommands) out.push_back({c.name, c.summary, &c.spec()});
+  for (const std::string& name : command_names()) out.push_back({name, command_summary(name), &command(name).spec()});
   return out;
 }
 
-std::string usage_text(int width) {
-  // The summaries start two columns after the longest name, so that every name is set off from
-  // its summary by two spaces at least (help2man, and readers, take one space as part of the text).
-  size_t longest = std::string_view("version").size();
-  for (const Subcommand& c : kCommands) longest = std::max(longest, std::string_view(c.name).size());
-  const size_t kColumn = 2 + longest + 2;
-  const size_t w = size_t(std::max(width, 0));
-  std::string s = cluster::wrap_text("usage: c960 <command> [options]   (c960 <command> --help for details)", w, "", 7);
-  s += "\ncommands:\n";
-  for (const Subcommand& c : kCommands) s += cluster::help_option(c.name, c.summary, kColumn, w);
-  s += cluster::help_option("version", "print the version and the slider method in use (--version: the version)",
-                            kColumn, w);
-  return s;
-}
-
-namespace {
-
-void usage(std::ostream& out) { out << usage_text(cluster::stdout_columns()); }
-
-}  // namespace
-
-int run(const std::vector<std::string>& args, const Io& io) {
-  if (args.empty()) {
-    usage(io.err);
-    return kExitUsage;
-  }
-  const std::string& name = args[0];
-  // `help COMMAND` is `COMMAND --help`, as in git and cargo.
-  if (name == "help" && args.size() == 2) {
-    for (const Subcommand& c : kCommands)
-      if (args[1] == c.name) return c.run({"--help"}, io);
-    io.err << "c960 help: unknown command '" << args[1] << "'\n";
-    usage(io.err);
-    return kExitUsage;
-  }
-  if (name == "help" && args.size() > 2) {
-    io.err << "c960 help: give one command\n";
-    return kExitUsage;
-  }
-  if (name == "--help" || name == "-h" || name == "help") {
-    usage(io.out);
-    return kExitOk;
-  }
-  if (name == "--version" || name == "version") {
-    io.out << "c960 " << version() << "\n";
-    // The long form also says which slider lookups this CPU got (core/bitboard.h).
-    if (name == "version") io.out << "sliders: " << to_string(sliders()) << "\n";
-    return kExitOk;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  for (const Subcommand& c : kCommands)
-    if (name == c.name) return c.run(rest, io);
-  std::vector<std::string> names = {"help", "version"};
-  for (const Subcommand& c : kCommands) names.push_back(c.name);
-  io.err << "c960: unknown command '" << name << "'";
-  if (const std::optional<std::string> near = closest_name(name, names)) io.err << ": did you mean '" << *near << "'?";
-  io.err << "\n";
-  usage(io.err);
-  return kExitUsage;
-}
+int run(const std::vector<std::string>& args, const Io& io) { return run_with(args, io, any_command); }
 
 }  // namespace c960::cli

@@ -1,5 +1,7 @@
 #include "core/bitboard.h"
 
+#include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,85 +30,112 @@ Bitboard LineBB[SQUARE_NB][SQUARE_NB];
 
 namespace {
 
+// The magic-indexed tables, filled when magic lookups are first needed (find_magics).
 Bitboard RookTable[0x19000];
 Bitboard BishopTable[0x1480];
-Bitboard RookPextTable[0x19000];
-Bitboard BishopPextTable[0x1480];
 
 // The empty-board ray from each square in each direction, rook directions first (north, east,
 // south, west), then bishop ones (north-east, south-east, south-west, north-west).
 constexpr int kDirections[8][2] = {{0, 1}, {1, 0}, {0, -1}, {-1, 0}, {1, 1}, {1, -1}, {-1, -1}, {-1, 1}};
-Bitboard Rays[8][SQUARE_NB];
-
-void init_rays() {
-  for (int d = 0; d < 8; ++d)
-    for (int s = 0; s < SQUARE_NB; ++s) {
-      Bitboard ray = 0;
-      for (int f = file_of(Square(s)) + kDirections[d][0], r = rank_of(Square(s)) + kDirections[d][1];
-           f >= 0 && f < 8 && r >= 0 && r < 8; f += kDirections[d][0], r += kDirections[d][1])
-        ray |= square_bb(make_square(File(f), Rank(r)));
-      Rays[d][s] = ray;
-    }
-}
+struct RayTable {
+  Bitboard ray[8][SQUARE_NB];
+  constexpr RayTable() : ray{} {
+    for (int d = 0; d < 8; ++d)
+      for (int s = 0; s < SQUARE_NB; ++s)
+        for (int f = file_of(Square(s)) + kDirections[d][0], r = rank_of(Square(s)) + kDirections[d][1];
+             f >= 0 && f < 8 && r >= 0 && r < 8; f += kDirections[d][0], r += kDirections[d][1])
+          ray[d][s] |= square_bb(make_square(File(f), Rank(r)));
+  }
+};
+constexpr RayTable kRays{};
 
 // Slider attacks from the rays: each ray stops at its first blocker, the nearest set square
 // (the lowest for directions that raise the square index, the highest for the others). Equal to
-// sliding_attack_reference (sliders_test checks the tables built from it) and much faster: the
-// tables hold over 100,000 sets, built at every start.
-Bitboard ray_attacks(PieceType pt, Square s, Bitboard occ) {
+// sliding_attack_reference (sliders_test checks the tables built from it) and cheap enough for
+// the compiler to fill the PEXT tables with it (about 30 operations a set; GCC allows 2^25).
+constexpr Bitboard ray_attacks(PieceType pt, Square s, Bitboard occ) {
   Bitboard attacks = 0;
   const int first = pt == ROOK ? 0 : 4;
   for (int d = first; d < first + 4; ++d) {
-    const Bitboard ray = Rays[d][s], blockers = ray & occ;
+    const Bitboard ray = kRays.ray[d][s], blockers = ray & occ;
     if (!blockers) {
       attacks |= ray;
       continue;
     }
     const bool up = kDirections[d][1] > 0 || (kDirections[d][1] == 0 && kDirections[d][0] > 0);
-    attacks |= ray ^ Rays[d][up ? lsb(blockers) : msb(blockers)];
+    attacks |= ray ^ kRays.ray[d][up ? __builtin_ctzll(blockers) : 63 - __builtin_clzll(blockers)];
   }
   return attacks;
 }
 
+// The squares whose occupancy matters to a slider on s: its empty-board attacks without the
+// board's edges (a piece there never changes the attack set).
+constexpr Bitboard relevant_mask(PieceType pt, Square s) {
+  const Bitboard edges =
+      ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) | ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
+  return ray_attacks(pt, s, 0) & ~edges;
+}
+
+// The PEXT-indexed tables, made by the compiler: the squares' blocks one after the other (a1
+// first), each of 2^popcount(mask) sets, the k-th that of the k-th subset of the mask in the
+// Carry-Rippler enumeration's increasing order, i.e. the subset whose pext() is k. Read-only
+// data in the binary: nothing to compute or write at start-up, and the pages a process never
+// reads are never loaded.
+template <PieceType Pt, size_t N>
+constexpr std::array<Bitboard, N> pext_table() {
+  std::array<Bitboard, N> table{};
+  size_t size = 0;
+  for (int s = 0; s < SQUARE_NB; ++s) {
+    const Bitboard mask = relevant_mask(Pt, Square(s));
+    Bitboard b = 0;
+    do {
+      table[size++] = ray_attacks(Pt, Square(s), b);
+      b = (b - mask) & mask;
+    } while (b);
+  }
+  return table;
+}
+constexpr size_t table_size(PieceType pt) {
+  size_t size = 0;
+  for (int s = 0; s < SQUARE_NB; ++s) size += size_t(1) << popcount(relevant_mask(pt, Square(s)));
+  return size;
+}
+static_assert(table_size(ROOK) == 0x19000 && table_size(BISHOP) == 0x1480);
+alignas(64) constexpr std::array<Bitboard, 0x19000> kRookPextTable = pext_table<ROOK, 0x19000>();
+alignas(64) constexpr std::array<Bitboard, 0x1480> kBishopPextTable = pext_table<BISHOP, 0x1480>();
+
 // Seeds known to find all magics quickly (one per rank), as in Stockfish.
 constexpr uint64_t kMagicSeeds[RANK_NB] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
 
-// With `layout`, sets masks, shifts and table pointers and fills the PEXT-indexed tables; with
-// `find_magics`, searches the magic numbers and fills the magic-indexed tables. The search takes
-// tens of milliseconds, so a process that uses PEXT defers it until magic lookups are first
-// needed; that later pass writes nothing the PEXT lookups read.
-void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic magics[], bool layout, bool find_magics) {
-  Bitboard occupancy[4096], reference[4096];
-  int epoch[4096] = {}, cnt = 0;
-  int size = 0;
-
+// Sets each square's mask, shift and table pointers (the blocks laid out as in pext_table).
+void layout(PieceType pt, Bitboard table[], const Bitboard pext_table[], Magic magics[]) {
+  size_t offset = 0;
   for (int i = 0; i < SQUARE_NB; ++i) {
-    const Square s = Square(i);
-    // Edges are not part of the mask: a piece there never changes the attack set.
-    const Bitboard edges =
-        ((rank_bb(RANK_1) | rank_bb(RANK_8)) & ~rank_bb(s)) | ((file_bb(FILE_A) | file_bb(FILE_H)) & ~file_bb(s));
-    Magic& m = magics[s];
-    if (layout) {
-      m.mask = ray_attacks(pt, s, 0) & ~edges;
-      m.shift = unsigned(64 - popcount(m.mask));
-      m.attacks = s == SQ_A1 ? table : magics[s - 1].attacks + size;
-      m.pext_attacks = s == SQ_A1 ? pext_table : magics[s - 1].pext_attacks + size;
-    }
+    Magic& m = magics[i];
+    m.mask = relevant_mask(pt, Square(i));
+    m.shift = unsigned(64 - popcount(m.mask));
+    m.attacks = table + offset;
+    m.pext_attacks = pext_table + offset;
+    offset += size_t(1) << popcount(m.mask);
+  }
+}
 
-    // Carry-Rippler enumeration of every subset of the mask, in increasing order: the k-th
-    // subset is the one whose pext() is k, so the PEXT table is filled without executing PEXT.
+// Searches the magic numbers and fills the magic-indexed tables from the PEXT ones. The search
+// takes tens of milliseconds, so a process that uses PEXT defers it until magic lookups are
+// first needed; it writes nothing the PEXT lookups read.
+void init_magics(Magic magics[]) {
+  Bitboard occupancy[4096];
+  int epoch[4096] = {}, cnt = 0;
+  for (int i = 0; i < SQUARE_NB; ++i) {
+    Magic& m = magics[i];
     Bitboard b = 0;
-    size = 0;
+    int size = 0;
     do {
-      occupancy[size] = b;
-      reference[size] = ray_attacks(pt, s, b);
-      if (layout) m.pext_attacks[size] = reference[size];
-      ++size;
+      occupancy[size++] = b;
       b = (b - m.mask) & m.mask;
     } while (b);
 
-    if (!find_magics) continue;
-    Prng rng(kMagicSeeds[rank_of(s)]);
+    Prng rng(kMagicSeeds[rank_of(Square(i))]);
     for (int i2 = 0; i2 < size;) {
       for (m.magic = 0; popcount((m.magic * m.mask) >> 56) < 6;) m.magic = rng.sparse_rand();
       // A magic is good when every occupancy maps to an index holding its own attack set
@@ -115,8 +144,8 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
         const unsigned idx = m.magic_index(occupancy[i2]);
         if (epoch[idx] < cnt) {
           epoch[idx] = cnt;
-          m.attacks[idx] = reference[i2];
-        } else if (m.attacks[idx] != reference[i2]) {
+          m.attacks[idx] = m.pext_attacks[i2];
+        } else if (m.attacks[idx] != m.pext_attacks[i2]) {
           break;
         }
       }
@@ -126,8 +155,8 @@ void init_magics(PieceType pt, Bitboard table[], Bitboard pext_table[], Magic ma
 
 std::once_flag magics_found;
 void find_magics() {
-  init_magics(ROOK, RookTable, RookPextTable, RookMagics, false, true);
-  init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, false, true);
+  init_magics(RookMagics);
+  init_magics(BishopMagics);
 }
 
 }  // namespace
@@ -188,9 +217,8 @@ Sliders choose_sliders() {
 
 struct Init {
   Init() {
-    init_rays();
-    init_magics(ROOK, RookTable, RookPextTable, RookMagics, true, false);
-    init_magics(BISHOP, BishopTable, BishopPextTable, BishopMagics, true, false);
+    layout(ROOK, RookTable, kRookPextTable.data(), RookMagics);
+    layout(BISHOP, BishopTable, kBishopPextTable.data(), BishopMagics);
     for (int i = 0; i < SQUARE_NB; ++i) {
       RookPext[i] = {RookMagics[i].mask, RookMagics[i].pext_attacks};
       BishopPext[i] = {BishopMagics[i].mask, BishopMagics[i].pext_attacks};

@@ -104,8 +104,8 @@ enum class Sliders : uint8_t { Magic, Pext };
 struct Magic {
   Bitboard mask;
   Bitboard magic;
-  Bitboard* attacks;       // magic-indexed table
-  Bitboard* pext_attacks;  // pext-indexed table
+  Bitboard* attacks;             // magic-indexed table
+  const Bitboard* pext_attacks;  // pext-indexed table (read-only data, made at compile time)
   unsigned shift;
 
   [[gnu::always_inline]] unsigned magic_index(Bitboard occ) const { return unsigned(((occ & mask) * magic) >> shift); }

@@ -29,4 +29,9 @@ cmp -s "$bash_script" <("$build/cli/c960" completion bash) || fail "$bash_script
 got=$(bash -c 'source "$1"; COMP_WORDS=(c960 sel); COMP_CWORD=1; _c960; echo "${COMPREPLY[*]}"' _ "$bash_script")
 [[ "$got" == selfplay ]] || fail "installed bash completion of 'c960 sel': '$got'"
 zsh -n "$zsh_script" || fail "zsh -n $zsh_script"
-echo "install_test: man pages (c960.1 with every command) and completion scripts installed under $prefix"
+# The installed c960 finds the installed c960-cluster, relative to itself, for the commands that
+# are in it (cli/main.cpp): the same output as the build's.
+installed=$(ls "$root"/libexec/c960/c960-cluster) || fail "no c960-cluster under $prefix/libexec/c960"
+cmp -s <("$root/bin/c960" completion bash) <("$build/cli/c960" completion bash) ||
+  fail "the installed c960 completion bash (through $installed) differs from the build's"
+echo "install_test: man pages (c960.1 with every command), completion scripts and c960-cluster installed under $prefix"

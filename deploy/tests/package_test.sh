@@ -32,7 +32,7 @@ grep -q 'libgrpc++1.51' <<<"$depends" || fail "Depends lacks libgrpc++1.51 (dpkg
 
 # Contents and conffiles.
 contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
-for f in ./usr/bin/c960 ./usr/bin/c960-coordinator ./usr/bin/c960-worker ./usr/bin/c960-healthcheck \
+for f in ./usr/bin/c960 ./usr/libexec/c960/c960-cluster ./usr/bin/c960-coordinator ./usr/bin/c960-worker ./usr/bin/c960-healthcheck \
   ./usr/lib/systemd/system/c960-coordinator.service ./usr/lib/systemd/system/c960-worker.service \
   ./etc/default/c960-coordinator ./etc/default/c960-worker ./usr/share/man/man1/c960.1.gz \
   ./usr/share/man/man1/c960-coordinator.1.gz ./usr/share/man/man1/c960-worker.1.gz \
@@ -91,15 +91,18 @@ done
 want5=$(awk -F, '$1 == 518 {print $8}' "$ROOT/tests/data/chess960_startpos_perft.csv")
 nodes=$(in_root c960 perft --sp 518 --depth 5 2>/dev/null | awk '/Nodes searched/{print $3}')
 [[ "$nodes" == "$want5" ]] || fail "installed c960 perft 5 of 518: '$nodes', want $want5"
+# A command in c960-cluster (/usr/libexec/c960), which c960 executes.
+out=$(in_root c960 token new --role read --name package-test 2>&1) || fail "installed c960 token new: exit $?: $out"
+grep -q '^read package-test sha256:' <<<"$out" || fail "installed c960 token new: $out"
 in_root getent passwd c960 >/dev/null || fail "postinst made no c960 user"
 [[ "$(in_root stat -c %G /etc/c960)" == c960 ]] || fail "/etc/c960 is not group c960"
 for page in c960 c960-coordinator c960-worker c960-healthcheck; do
   [[ -s "$root/usr/share/man/man1/$page.1.gz" ]] || fail "no man page $page.1"
 done
-log "installed: $want_version; perft 5 of 518 = $nodes; user c960; man pages"
+log "installed: $want_version; perft 5 of 518 = $nodes; c960 token new (c960-cluster); user c960; man pages"
 
 in_root apt-get purge -y -qq c960 >>"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log"; fail "apt-get purge c960"; }
 in_root getent passwd c960 >/dev/null && fail "purge left the c960 user"
-[[ -e "$root/usr/bin/c960" || -e "$root/etc/default/c960-worker" || -e "$root/etc/c960" ]] && fail "purge left files"
+[[ -e "$root/usr/bin/c960" || -e "$root/usr/libexec/c960" || -e "$root/etc/default/c960-worker" || -e "$root/etc/c960" ]] && fail "purge left files"
 log "purged: binaries, configuration and the c960 user gone"
 echo "package_test: 1 passed, 0 failed"
