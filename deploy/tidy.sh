@@ -37,14 +37,16 @@ files = sys.argv[6:]
 root = os.getcwd()
 start = time.monotonic()
 
-# The compile commands without GCC's profile-guided flags (clang reads other profiles), in a
-# folder of their own; the sources that have a command there are the ones checked.
+# The compile commands without GCC's profile-guided flags (clang reads other profiles) and with
+# GCC's constexpr limit in clang's words (core/bitboard.cpp's tables are made at compile time), in
+# a folder of their own; the sources that have a command there are the ones checked.
 entries = json.load(open(db_path))
 commands = {}
 for e in entries:
     args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
     e.pop("command", None)
-    e["arguments"] = [a for a in args if not a.startswith("-fprofile-")]
+    e["arguments"] = [a.replace("-fconstexpr-ops-limit=", "-fconstexpr-steps=") for a in args
+                      if not a.startswith("-fprofile-")]
     path = os.path.normpath(os.path.join(e["directory"], e["file"]))
     commands[os.path.relpath(path, root)] = e
 sources = []
