@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -305,31 +306,46 @@ TEST(CoordinatorSetTest, EnrollingWithOnlyStandbysBacksOffAndAStopEndsTheWait) {
   std::filesystem::remove_all(dir);
 }
 
+// A worker over `set` for three seconds (the window its log lines are counted over), then
+// stopped; `before_stop` runs at the end of the window.
+struct WorkerWindow {
+  int code = -1;
+  std::string log;
+  int lines = 0;
+};
+WorkerWindow run_worker_three_seconds(std::shared_ptr<CoordinatorSet> set,
+                                      const std::function<void()>& before_stop = {}) {
+  WorkerOptions options;
+  options.hash_mb = 0;
+  options.name = "lonely";
+  Worker worker(grpc_connection(std::move(set)), options);
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> code{-1};
+  std::thread running([&] { code = worker.run(); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  if (before_stop) before_stop();
+  worker.request_stop();
+  running.join();
+  WorkerWindow out;
+  out.log = ::testing::internal::GetCapturedStderr();
+  out.code = code.load();
+  for (char c : out.log) out.lines += c == '\n';
+  return out;
+}
+
 // A worker given two loopback ports where nothing listens: each try of a round fails at once
 // (refused). It logs the first failure and then one line per wait, and tries again after waits
 // that grow (1 s, 1.6 s, ... ceilings): over 3 s a handful of lines, not a stream. Its stop ends
 // a wait at once.
 TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAllRefuseBacksOffAndStopsAtOnce) {
   const std::string dead_a = dead_address(), dead_b = dead_address();
-  WorkerOptions options;
-  options.hash_mb = 0;
-  options.name = "lonely";
   auto set = std::make_shared<CoordinatorSet>(plain(absl::StrCat(dead_a, ",", dead_b)));
-  Worker worker(grpc_connection(set), options);
-  ::testing::internal::CaptureStderr();
-  std::atomic<int> code{-1};
-  std::thread running([&] { code = worker.run(); });
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window lines are counted over
-  worker.request_stop();
-  running.join();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(code.load(), 0) << log;
-  int lines = 0;
-  for (char c : log) lines += c == '\n';
-  EXPECT_GE(lines, 1) << "the first failure is said";
+  const WorkerWindow run = run_worker_three_seconds(set);
+  EXPECT_EQ(run.code, 0) << run.log;
+  EXPECT_GE(run.lines, 1) << "the first failure is said";
   // A round of two tries per wait, the waits drawn under 1, 1.6, 2.56, ... s: a few lines.
-  EXPECT_LE(lines, 20) << log;
-  EXPECT_LE(set->moves(), 20) << log;
+  EXPECT_LE(run.lines, 20) << run.log;
+  EXPECT_LE(set->moves(), 20) << run.log;
 }
 
 // Coordinators that all answer, as standbys naming no leader: before, a worker logged two lines
@@ -340,24 +356,13 @@ TEST(CoordinatorSetTest, AWorkerWhoseCoordinatorsAreAllStandbysNamingNobodyLogsO
   FakeCoordinator a("a"), b("b");
   a.standby("");
   b.standby("");
-  WorkerOptions options;
-  options.hash_mb = 0;
-  options.name = "lonely";
-  Worker worker(grpc_connection(std::make_shared<CoordinatorSet>(plain(absl::StrCat(a.address(), ",", b.address())))),
-                options);
-  ::testing::internal::CaptureStderr();
-  std::atomic<int> code{-1};
-  std::thread running([&] { code = worker.run(); });
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // the window lines are counted over
-  const int calls = a.calls() + b.calls();
-  worker.request_stop();
-  running.join();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(code.load(), 0) << log;
-  int lines = 0;
-  for (char c : log) lines += c == '\n';
-  EXPECT_GE(lines, 2) << "the first move and the first wait are said";
-  EXPECT_LE(lines, 11) << log;
+  int calls = 0;
+  const WorkerWindow run =
+      run_worker_three_seconds(std::make_shared<CoordinatorSet>(plain(absl::StrCat(a.address(), ",", b.address()))),
+                               [&] { calls = a.calls() + b.calls(); });
+  EXPECT_EQ(run.code, 0) << run.log;
+  EXPECT_GE(run.lines, 2) << "the first move and the first wait are said";
+  EXPECT_LE(run.lines, 11) << run.log;
   EXPECT_GE(calls, 2) << "each was tried";
   EXPECT_LE(calls, 20);
 }
