@@ -20,7 +20,6 @@ namespace c960::perft_detail {
 // 112 bytes; no mailbox, no undo information. Castling geometry never changes during a search,
 // so it lives once in CastleInfo.
 
-
 // What never changes during one perft: the castling geometry, and the Zobrist keys it counts
 // with (a copy of the chosen set, next to the castling keys, so that key updates read one
 // structure whichever set it is).
@@ -266,11 +265,13 @@ struct RecurseSink {
   void targets(Square from, Bitboard to) {
     for (Bitboard quiet = to & ~b.pieces(~Us); quiet;) {
       const Square s = pop_lsb(quiet);
-      child([&](auto h, Board& nb) __attribute__((always_inline)) { make<Us, Pt, decltype(h)::value, false>(b, nb, from, s); });
+      child([&](auto h, Board& nb)
+                __attribute__((always_inline)) { make<Us, Pt, decltype(h)::value, false>(b, nb, from, s); });
     }
     for (Bitboard captures = to & b.pieces(~Us); captures;) {
       const Square s = pop_lsb(captures);
-      child([&](auto h, Board& nb) __attribute__((always_inline)) { make<Us, Pt, decltype(h)::value, true>(b, nb, from, s); });
+      child([&](auto h, Board& nb)
+                __attribute__((always_inline)) { make<Us, Pt, decltype(h)::value, true>(b, nb, from, s); });
     }
   }
   // Pushes (straight ahead) never capture; diagonal steps always do.
@@ -280,7 +281,9 @@ struct RecurseSink {
     constexpr bool kCapture = D != pawn_push(Us) && !kPush2;
     while (to) {
       const Square s = pop_lsb(to);
-      child([&](auto h, Board& nb) __attribute__((always_inline)) { make<Us, PAWN, decltype(h)::value, kCapture, kPush2>(b, nb, s - D, s); });
+      child([&](auto h, Board& nb) __attribute__((always_inline)) {
+        make<Us, PAWN, decltype(h)::value, kCapture, kPush2>(b, nb, s - D, s);
+      });
     }
   }
   template <Direction D>
@@ -295,10 +298,12 @@ struct RecurseSink {
   }
   void promote(Square from, Square to) {
     for (PieceType pt : {QUEEN, ROOK, BISHOP, KNIGHT})
-      child([&](auto h, Board& nb) __attribute__((always_inline)) { make_promotion<Us, decltype(h)::value>(b, nb, from, to, pt); });
+      child([&](auto h, Board& nb)
+                __attribute__((always_inline)) { make_promotion<Us, decltype(h)::value>(b, nb, from, to, pt); });
   }
   void en_passant(Square from, Square to) {
-    child([&](auto h, Board& nb) __attribute__((always_inline)) { make_en_passant<Us, decltype(h)::value>(b, nb, from, to); });
+    child([&](auto h, Board& nb)
+              __attribute__((always_inline)) { make_en_passant<Us, decltype(h)::value>(b, nb, from, to); });
   }
   void castle(Square k, Square r) {
     child([&](auto h, Board& nb) __attribute__((always_inline)) { make_castle<Us, decltype(h)::value>(b, nb, k, r); });
