@@ -16,15 +16,18 @@
 namespace c960::cluster {
 
 namespace {
-// The PostgreSQL advisory lock that one coordinator holds on its database ("c960").
-constexpr const char* kLockDatabase = "SELECT pg_try_advisory_lock(1664694832)";
 // The leader as the lock's holder wrote it, when the session that wrote it holds the lock now
 // (pg_locks shows a bigint key as classid = its high half, objid = its low half, objsubid 1): a
 // row a dead leader left names nobody once its session has ended.
-constexpr const char* kReadLeader =
-    "SELECT holder, epoch FROM c960_leader WHERE pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' "
-    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid = 0 AND "
-    "objid = 1664694832 AND objsubid = 1 AND granted)";
+const std::string& read_leader_sql() {
+  static const std::string sql = absl::StrCat(
+      "SELECT holder, epoch FROM c960_leader WHERE pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' "
+      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid = 0 AND "
+      "objid = ",
+      Store::kAdvisoryLockKey, " AND objsubid = 1 AND granted)");
+  return sql;
+}
+static_assert(Store::kAdvisoryLockKey >> 32 == 0, "classid = 0 above: the key's high half");
 // Where open()'s ABORTED carries the leader it read ("EPOCH HOLDER").
 constexpr char kLeaderPayload[] = "c960.store.leader";
 }  // namespace
@@ -205,14 +208,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::open(const std::string& path, int 
   if (pg) {
     // One coordinator per database: a session lock, held until the connection closes (a killed
     // coordinator's goes with it), so a second one fails here, not halfway.
-    Stmt lock_db(c, kLockDatabase);
+    Stmt lock_db(c, absl::StrCat("SELECT pg_try_advisory_lock(", kAdvisoryLockKey, ")").c_str());
     if (!lock_db.ok() || lock_db.step() != SQLITE_ROW) return refused(store->error("lock"));
     if (lock_db.i64(0) == 0) {
       absl::Status busy = absl::AbortedError(  // (ABORTED: StoreLease tells a leader's lock from a failure)
           absl::StrCat("cannot use '", name, "': another coordinator is using this database"));
       // Who, as it wrote (a standby names it to clients). A database without the table yet, or
       // a lock whose holder wrote no row, names nobody.
-      Stmt leader(c, kReadLeader);
+      Stmt leader(c, read_leader_sql().c_str());
       if (leader.ok() && leader.step() == SQLITE_ROW)
         busy.SetPayload(kLeaderPayload, absl::Cord(absl::StrCat(leader.i64(1), " ", leader.blob(0))));
       return busy;

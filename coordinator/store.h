@@ -156,6 +156,8 @@ class Store {
  public:
   // The schema version this code writes; open() migrates older files up to it.
   static constexpr int kSchemaVersion = 10;
+  // The PostgreSQL advisory lock (a bigint key) that one coordinator holds on its database.
+  static constexpr int64_t kAdvisoryLockKey = 1664694832;
 
   // Opens or creates the file; ":memory:" gives a private in-memory store (tests). A
   // postgresql:// URL (store_db::is_postgres_url) opens the store in that PostgreSQL database

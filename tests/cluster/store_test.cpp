@@ -466,7 +466,8 @@ TEST_F(PostgresStoreTest, AStandbyNamesTheLeaderItsRowSaysAndATakeoverGrowsTheEp
   store_a.reset();
   absl::StatusOr<std::unique_ptr<store_db::Connection>> other = store_db::open_postgres(url, "");
   ASSERT_TRUE(other.ok()) << other.status();
-  ASSERT_TRUE((*other)->exec("SELECT pg_advisory_lock(1664694832)")) << (*other)->describe();
+  ASSERT_TRUE((*other)->exec(absl::StrCat("SELECT pg_advisory_lock(", Store::kAdvisoryLockKey, ")").c_str()))
+      << (*other)->describe();
   ASSERT_EQ(b.step(3), LeaderRole::kStandby);
   EXPECT_EQ(b.leader(), "") << "the dead leader's row was trusted";
   other->reset();
