@@ -34,11 +34,13 @@
 #include "cluster/auth.h"
 #include "cluster/config.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "worker/compute.h"
 
 ABSL_FLAG(int32_t, workers, 200, "simulated workers, one connection and thread each");
 ABSL_FLAG(int32_t, seconds, 20, "measured window, after a warm-up of 3 s");
-ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
+ABSL_FLAG(std::string, coordinator_bin, std::string(c960::test::binary_dir()) + "/coordinator/c960-coordinator",
+          "the daemon to load");
 ABSL_FLAG(bool, tls, false, "TLS on every connection (a throwaway self-signed certificate)");
 ABSL_FLAG(bool, tokens, false, "a bearer token on every call (needs --tls)");
 ABSL_FLAG(std::string, verify, "adaptive",

@@ -42,6 +42,7 @@
 #include "cluster/auth.h"
 #include "cluster/config.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "worker/compute.h"
 
 ABSL_FLAG(int32_t, workers, 10'000, "simulated workers, one connection each");
@@ -54,7 +55,8 @@ ABSL_FLAG(bool, plaintext, false, "no TLS and no tokens (to see what security co
 ABSL_FLAG(std::string, db, "",
           "the coordinator's --db: an empty PostgreSQL database's postgresql:// URL; default an SQLite file in a "
           "scratch directory");
-ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to load");
+ABSL_FLAG(std::string, coordinator_bin, std::string(c960::test::binary_dir()) + "/coordinator/c960-coordinator",
+          "the daemon to load");
 
 namespace v1 = c960::v1;
 using Clock = std::chrono::steady_clock;

@@ -8,12 +8,13 @@
 #include "core/perft.h"
 #include "core/startpos.h"
 #include "core/suite.h"
+#include "tests/test_paths.h"
 
 namespace c960 {
 namespace {
 
 std::vector<Position> midgame_positions() {
-  std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/chess960_midgame.epd");
+  std::ifstream in(std::string(c960::test::data_dir()) + "/chess960_midgame.epd");
   std::stringstream ss;
   ss << in.rdbuf();
   std::vector<Position> out;

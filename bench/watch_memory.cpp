@@ -21,10 +21,12 @@
 #include "c960/v1/cluster.grpc.pb.h"
 #include "cluster/config.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 
 ABSL_FLAG(int32_t, watchers, 64, "watch streams, one thread each");
 ABSL_FLAG(int32_t, positions, 10000, "explicit positions of the job (each about 130 bytes of spec)");
-ABSL_FLAG(std::string, coordinator_bin, C960_BINARY_DIR "/coordinator/c960-coordinator", "the daemon to measure");
+ABSL_FLAG(std::string, coordinator_bin, std::string(c960::test::binary_dir()) + "/coordinator/c960-coordinator",
+          "the daemon to measure");
 
 namespace v1 = c960::v1;
 

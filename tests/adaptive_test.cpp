@@ -20,6 +20,7 @@
 #include "selfplay/local_runner.h"
 #include "selfplay/spec.h"
 #include "selfplay/stats.h"
+#include "tests/test_paths.h"
 
 namespace c960::selfplay {
 namespace {
@@ -32,7 +33,7 @@ struct Truth {
 };
 
 std::vector<Truth> sf16_table() {
-  std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/stumpc5_sf16_by_position.csv");
+  std::ifstream in(std::string(c960::test::data_dir()) + "/stumpc5_sf16_by_position.csv");
   std::vector<Truth> out;
   std::string line;
   std::getline(in, line);  // header

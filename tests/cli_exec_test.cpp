@@ -9,12 +9,13 @@
 #include "cli/commands.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960 {
 namespace {
 
-const std::string kC960 = std::string(C960_BINARY_DIR) + "/cli/c960";
+const std::string kC960 = std::string(c960::test::binary_dir()) + "/cli/c960";
 
 test::RunResult in_process(const std::vector<std::string>& args) {
   std::ostringstream out, err;
@@ -81,7 +82,7 @@ TEST(CliExec, C960LinksNoClusterLibraries) {
   for (const char* lib : {"libgrpc", "libprotobuf", "libssl", "libcrypto", "libsqlite", "libpq"})
     EXPECT_FALSE(absl::StrContains(r.out, lib)) << lib << " in\n" << r.out;
   const test::RunResult cluster =
-      test::run({"/usr/bin/readelf", "--dynamic", std::string(C960_BINARY_DIR) + "/cli/c960-cluster"});
+      test::run({"/usr/bin/readelf", "--dynamic", std::string(c960::test::binary_dir()) + "/cli/c960-cluster"});
   EXPECT_TRUE(absl::StrContains(cluster.out, "libgrpc")) << cluster.out;
 }
 

@@ -13,12 +13,13 @@
 #include "core/perft.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960 {
 namespace {
 
-const std::string kC960 = std::string(C960_BINARY_DIR) + "/cli/c960";
+const std::string kC960 = std::string(c960::test::binary_dir()) + "/cli/c960";
 
 test::RunResult c960(std::vector<std::string> args) {
   args.insert(args.begin(), kC960);
@@ -160,7 +161,7 @@ TEST(Cli, PerftSuiteExitCodes) {
 // separators ("1920 checks" stood beside "717,340 nodes").
 TEST(Cli, PerftSuiteSummaryGroupsEveryCount) {
   const test::RunResult r =
-      c960({"perft", "--epd", std::string(C960_TEST_DATA_DIR) + "/chess960_midgame.epd", "--max-depth", "2"});
+      c960({"perft", "--epd", std::string(c960::test::data_dir()) + "/chess960_midgame.epd", "--max-depth", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(": 960 positions, 1,920 checks, 0 mismatches, 0 bad positions, 3,840 skipped; 717,340 nodes"),
             std::string::npos)

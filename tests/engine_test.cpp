@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "selfplay/players.h"
 #include "tests/mate_prover.h"
+#include "tests/test_paths.h"
 
 namespace c960::engine {
 namespace {
@@ -25,7 +26,7 @@ struct MateCase {
 };
 
 std::vector<MateCase> load_mates() {
-  std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/mates960.epd");
+  std::ifstream in(std::string(c960::test::data_dir()) + "/mates960.epd");
   std::vector<MateCase> out;
   std::string line;
   while (std::getline(in, line)) {

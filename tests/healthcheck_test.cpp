@@ -11,10 +11,11 @@
 
 #include "core/version.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 
 namespace {
 
-const std::string kHealthcheck = std::string(C960_BINARY_DIR) + "/tools/healthcheck/c960-healthcheck";
+const std::string kHealthcheck = std::string(c960::test::binary_dir()) + "/tools/healthcheck/c960-healthcheck";
 
 // A server on an ephemeral loopback port that serves grpc.health.v1.Health (and answers any
 // other method UNIMPLEMENTED: a server needs at least one service of its own).

@@ -15,6 +15,7 @@
 #include "cluster/text_wrap.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 
 namespace c960 {
 namespace {
@@ -136,7 +137,7 @@ TEST(HelpLayout, EveryCommandsHelpFits80Columns) {
 
 TEST(HelpLayout, TheDaemonsHelpFits80Columns) {
   for (const char* bin : {"coordinator/c960-coordinator", "worker/c960-worker", "tools/healthcheck/c960-healthcheck"}) {
-    const std::string path = absl::StrCat(C960_BINARY_DIR, "/", bin);
+    const std::string path = absl::StrCat(c960::test::binary_dir(), "/", bin);
     const test::CommandResult at80 = test::run_command(absl::StrCat("COLUMNS=80 ", path, " --help"));
     const test::CommandResult unwrapped = test::run_command(absl::StrCat("COLUMNS=100000 ", path, " --help"));
     ASSERT_EQ(at80.exit_code, 0) << at80.output;

@@ -16,6 +16,7 @@
 #include "core/prng.h"
 #include "gtest/gtest.h"
 #include "tests/ranking_coverage.h"
+#include "tests/test_paths.h"
 
 namespace c960::selfplay {
 namespace {
@@ -246,7 +247,7 @@ constexpr int kCoverageSeeds = C960_RANKING_COVERAGE_SEEDS;
 constexpr bool kSlow = kCoverageSeeds >= 100;
 
 coverage::Coverage skewed(const char* file, Prior prior) {
-  const coverage::Truth t = coverage::read_truth(std::string(C960_TEST_DATA_DIR) + "/" + file);
+  const coverage::Truth t = coverage::read_truth(std::string(c960::test::data_dir()) + "/" + file);
   EXPECT_EQ(t.score.size(), 960u) << file;
   const coverage::Method m{.prior = prior};
   const coverage::Coverage c = coverage::measure(t, m, kCoverageSeeds, 200);

@@ -16,12 +16,13 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 
 namespace c960 {
 namespace {
 
-const std::string kTable = std::string(C960_TEST_DATA_DIR) + "/report/selfplay-seed1.csv";
-const std::string kReference = std::string(C960_TEST_DATA_DIR) + "/report/selfplay-seed2.csv";
+const std::string kTable = std::string(c960::test::data_dir()) + "/report/selfplay-seed1.csv";
+const std::string kReference = std::string(c960::test::data_dir()) + "/report/selfplay-seed2.csv";
 
 struct Ran {
   int code;
@@ -82,7 +83,7 @@ TEST(ReportCli, BadUsageNamesTheProblem) {
 // Issue 20: the report of an adaptive run and of a two-engine match, from the tables c960
 // selfplay wrote (tests/data/report/README.md says how).
 TEST(ReportCli, AdaptiveAndMatchTables) {
-  const std::string data = std::string(C960_TEST_DATA_DIR) + "/report/";
+  const std::string data = std::string(c960::test::data_dir()) + "/report/";
   Ran r = report({"--from", data + "adaptive-band.csv"});
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   EXPECT_NE(r.out.find("<h2>Adaptive allocation</h2>"), std::string::npos);

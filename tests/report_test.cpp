@@ -19,6 +19,7 @@
 #include "report/tables.h"
 #include "selfplay/mirror.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 
 namespace c960::report {
 namespace {
@@ -608,7 +609,7 @@ TEST(ReportHtml, SpecMetadata) {
 
 // --- adaptive runs and two-engine matches (issue 20) ---
 
-const std::string kDataDir = std::string(C960_TEST_DATA_DIR) + "/report/";
+const std::string kDataDir = std::string(c960::test::data_dir()) + "/report/";
 
 // A CSV file as rows of named fields, read here with no help from report/ (quotes not needed: the
 // fixtures' ids are numbers and their FENs have no commas).

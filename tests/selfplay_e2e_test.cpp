@@ -10,6 +10,7 @@
 #include "selfplay/local_runner.h"
 #include "selfplay/spec.h"
 #include "tests/selfplay_test_util.h"
+#include "tests/test_paths.h"
 
 namespace c960::selfplay {
 namespace {
@@ -134,7 +135,7 @@ void expect_pgn_accepted(const std::string& file, size_t games) {
   EXPECT_EQ(uci_counts, plycounts);
 }
 
-std::string c960_binary() { return std::string(C960_BINARY_DIR) + "/cli/c960"; }
+std::string c960_binary() { return std::string(c960::test::binary_dir()) + "/cli/c960"; }
 
 struct CsvTable {
   std::vector<std::string> header;

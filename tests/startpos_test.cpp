@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -35,7 +36,7 @@ TEST(Startpos, AgreesWithTheReferenceTable) {
 // byte (regenerate it with `c960 startpos --all > data/chess960-positions.csv`), and agrees with
 // the independent reference table (backrank and Shredder-FEN of tests/data's perft table).
 TEST(Startpos, ShippedListIsTheGeneratorsAndTheReferences) {
-  std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/../../data/chess960-positions.csv", std::ios::binary);
+  std::ifstream in(std::string(c960::test::data_dir()) + "/../../data/chess960-positions.csv", std::ios::binary);
   ASSERT_TRUE(in) << "data/chess960-positions.csv is missing";
   const std::string shipped((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(shipped, startpos_list_csv());

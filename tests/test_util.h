@@ -14,6 +14,7 @@
 
 #include "core/position.h"
 #include "gtest/gtest.h"
+#include "tests/test_paths.h"
 
 namespace c960::test {
 
@@ -48,7 +49,7 @@ class ScratchDir {
   std::string path_;
 };
 
-inline std::string data_path(const std::string& name) { return std::string(C960_TEST_DATA_DIR) + "/" + name; }
+inline std::string data_path(const std::string& name) { return std::string(c960::test::data_dir()) + "/" + name; }
 
 inline std::string read_data(const std::string& name) {
   std::ifstream in(data_path(name), std::ios::binary);

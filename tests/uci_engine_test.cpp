@@ -12,11 +12,12 @@
 #include "gtest/gtest.h"
 #include "selfplay/players.h"
 #include "tests/selfplay_test_util.h"
+#include "tests/test_paths.h"
 
 namespace c960::selfplay {
 namespace {
 
-std::string fake(const std::string& name) { return std::string(C960_TEST_DATA_DIR) + "/fake_engines/" + name; }
+std::string fake(const std::string& name) { return std::string(c960::test::data_dir()) + "/fake_engines/" + name; }
 
 bool process_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 

@@ -25,6 +25,7 @@
 #include "core/version.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960 {
@@ -32,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kC960 = std::string(C960_BINARY_DIR) + "/cli/c960";
+const std::string kC960 = std::string(c960::test::binary_dir()) + "/cli/c960";
 
 // A UciServer whose lines are collected, with waits for the line that ends an answer.
 class Session {

@@ -26,11 +26,12 @@
 #include "gtest/gtest.h"
 #include "tests/cluster/pg_server.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960::test {
 
-inline const std::string kBin = C960_BINARY_DIR;
+inline const std::string kBin = c960::test::binary_dir();
 inline const std::string kCoordinatorBin = kBin + "/coordinator/c960-coordinator";
 inline const std::string kWorkerBin = kBin + "/worker/c960-worker";
 inline const std::string kCliBin = kBin + "/cli/c960";

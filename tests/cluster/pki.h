@@ -11,11 +11,12 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
+#include "tests/test_paths.h"
 #include "tests/test_util.h"
 
 namespace c960::test {
 
-inline const std::string kCli = std::string(C960_BINARY_DIR) + "/cli/c960";
+inline const std::string kCli = std::string(c960::test::binary_dir()) + "/cli/c960";
 
 struct Pki {
   std::string dir;

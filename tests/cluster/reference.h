@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "tests/test_paths.h"
 
 namespace c960::test {
 
@@ -18,7 +19,7 @@ namespace c960::test {
 inline const std::map<int, std::array<uint64_t, 7>>& reference() {
   static const auto* table = [] {
     auto* t = new std::map<int, std::array<uint64_t, 7>>;
-    std::ifstream in(std::string(C960_TEST_DATA_DIR) + "/chess960_startpos_perft.csv");
+    std::ifstream in(std::string(c960::test::data_dir()) + "/chess960_startpos_perft.csv");
     std::string line;
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
