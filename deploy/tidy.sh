@@ -45,10 +45,10 @@ commands = {}
 for e in entries:
     args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
     e.pop("command", None)
-    e["arguments"] = [a.replace("-fconstexpr-ops-limit=", "-fconstexpr-steps=") for a in args
-                      if not a.startswith("-fprofile-")]
+    gcc = [a for a in args if not a.startswith("-fprofile-")]
+    e["arguments"] = [a.replace("-fconstexpr-ops-limit=", "-fconstexpr-steps=") for a in gcc]
     path = os.path.normpath(os.path.join(e["directory"], e["file"]))
-    commands[os.path.relpath(path, root)] = e
+    commands[os.path.relpath(path, root)] = (e, gcc)
 sources = []
 for f in files:
     if f in commands:
@@ -64,12 +64,12 @@ config = open(".clang-tidy").read()
 
 def key(source):
     """A hash of everything clang-tidy reads for this source, or None if it cannot be made."""
-    e = commands[source]
-    args = list(e["arguments"])
-    # The same command preprocessing only, to stdout.
+    e, gcc = commands[source]
+    args = e["arguments"]
+    # GCC's command (clang's words would fail it) preprocessing only, to stdout.
     out = []
     skip = False
-    for a in args:
+    for a in gcc:
         if skip:
             skip = False
             continue
@@ -102,6 +102,8 @@ def check(source):
         return source, True, "", True
     p = subprocess.run([tidy, "-p", work, "--quiet", source], capture_output=True, text=True)
     text = "\n".join(l for l in (p.stdout + p.stderr).splitlines() if not generated.match(l))
+    if cache != "0" and not k:
+        text += f"\ntidy: {source}: not remembered (preprocessing it for the cache key failed)"
     if p.returncode == 0 and k:
         os.makedirs(cache, exist_ok=True)
         open(os.path.join(cache, k), "w").close()
