@@ -38,10 +38,8 @@ def findings(entries, dirs):
             if a in PATH_NEXT:
                 skip = True
                 continue
-            if a.startswith(PATH_JOINED) or os.path.normpath(a) == source or a == e["file"]:
-                continue
-            if a.startswith("/") and not a.startswith("-"):
-                continue  # a bare path argument (the source or a launcher), rewritten by ccache
+            if a.startswith(PATH_JOINED) or a.startswith("/"):
+                continue  # a path option, or a bare path (the source): rewritten by ccache
             if any(d in a for d in dirs):
                 out.append(f"{os.path.relpath(source, dirs[0])}: argument {a!r} holds the clone's path")
     return out
